@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/health"
+	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/metrics"
+	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/superadmin"
+	"github.com/graphmill/graphmill/internal/tenancy"
+	"github.com/graphmill/graphmill/migrations"
+)
+
+// Main is one running Graphmill server: the database (embedded or external),
+// the HTTP API, the ops endpoint and everything they need, wired in
+// dependency order. End-to-end tests start it on ":0" addresses.
+type Main struct {
+	Config config.Config
+	Logger *slog.Logger
+	// Stdout receives the one-time bootstrap token message.
+	Stdout io.Writer
+	Now    func() time.Time
+	// HTTPClient is used for outbound calls (OIDC discovery and keys).
+	HTTPClient *http.Client
+
+	// AdminToken is the bootstrap token when this start created it.
+	AdminToken string
+
+	db       *database
+	notifier *events.Notifier
+	guard    *auth.Guard
+	health   *health.Service
+	api      *httpapi.Server
+	ops      *httpapi.Server
+}
+
+// database is an open pool and, for the embedded default, the cluster
+// behind it and the lock on its data directory.
+type database struct {
+	pool    *pgxpool.Pool
+	cluster *postgres.Cluster
+	lock    *os.File
+}
+
+// openDatabase connects to the configured database, starting the embedded
+// cluster when no URL is configured. exclusive takes the data directory
+// lock, so that two servers cannot share one embedded cluster.
+func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, exclusive bool) (*database, error) {
+	db := &database{}
+	url := cfg.DatabaseURL
+	if url == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+		if os.Geteuid() == 0 {
+			// PostgreSQL runs as the postgres user, which must be able to
+			// pass through (not list) the data directory to reach pg/.
+			if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
+				return nil, fmt.Errorf("chmod data directory: %w", err)
+			}
+		}
+		if exclusive {
+			f, err := lockFile(filepath.Join(cfg.DataDir, "graphmill.lock"))
+			if err != nil {
+				return nil, err
+			}
+			db.lock = f
+		}
+		c, err := postgres.NewCluster(filepath.Join(cfg.DataDir, "pg"), postgres.ClusterOptions{Logger: logger})
+		if err != nil {
+			db.close(ctx, logger)
+			return nil, err
+		}
+		if err := c.Start(ctx); err != nil {
+			db.close(ctx, logger)
+			return nil, err
+		}
+		db.cluster = c
+		url = c.URL(postgres.ClusterDatabase)
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pool, err := postgres.Open(octx, url, cfg.DBMaxConns)
+	if err != nil {
+		db.close(ctx, logger)
+		return nil, err
+	}
+	db.pool = pool
+	return db, nil
+}
+
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("another graphmill server is using the data directory %s", filepath.Dir(path))
+	}
+	return f, nil
+}
+
+// close releases everything; a cluster this process adopted rather than
+// started is left running only when the lock was not held (an admin
+// command next to a running server).
+func (db *database) close(ctx context.Context, logger *slog.Logger) {
+	if db.pool != nil {
+		db.pool.Close()
+	}
+	if db.cluster != nil && (db.cluster.Started() || db.lock != nil) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
+		if err := db.cluster.Stop(sctx); err != nil {
+			logger.Error("stop embedded postgres", "err", err)
+		}
+		cancel()
+	}
+	if db.lock != nil {
+		_ = db.lock.Close()
+	}
+}
+
+// Start brings the server up; on error everything started is stopped.
+func (m *Main) Start(ctx context.Context) (err error) {
+	if m.Now == nil {
+		m.Now = time.Now
+	}
+	if m.Stdout == nil {
+		m.Stdout = io.Discard
+	}
+	log := m.Logger
+	log.Info("starting graphmill", "version", health.Version(), "config", m.Config)
+	defer func() {
+		if err != nil {
+			m.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+
+	m.db, err = openDatabase(ctx, m.Config, log, true)
+	if err != nil {
+		return err
+	}
+	pool := m.db.pool
+	n, err := postgres.Migrate(ctx, pool, migrations.FS)
+	if err != nil {
+		return err
+	}
+	log.Info("migrations applied", "count", n)
+
+	reg := metrics.NewRegistry()
+	metrics.RegisterPool(reg, pool)
+
+	var verifier auth.Verifier
+	if m.Config.OIDCIssuer != "" {
+		verifier = auth.NewOIDCVerifier(m.Config.OIDCIssuer, m.Config.OIDCAudience, m.HTTPClient)
+	}
+	m.guard = auth.NewGuard(auth.GuardConfig{
+		Directory: tenancy.NewDirectory(pool, m.Now), Verifier: verifier, TTL: m.Config.AuthCacheTTL, Now: m.Now,
+	})
+	m.notifier = events.NewNotifier(pool, log)
+	m.notifier.Listen(auth.InvalidateChannel, m.guard.HandleNotification)
+	if err := m.notifier.Start(ctx); err != nil {
+		return err
+	}
+
+	ten := tenancy.NewService(pool, m.guard, m.guard, m.Now)
+	m.health = health.NewService(pool, health.Version(), m.Config.Environment, m.Now)
+
+	router := httpapi.NewRouter(httpapi.RouterConfig{
+		Logger: log, Metrics: metrics.NewHTTP(reg),
+		StreamPrefixes: []string{"/api/events/stream", "/api/mcp"},
+	})
+	api := httpapi.NewAPI(router, m.guard, health.Version())
+	health.Register(api, m.health, m.Config.Production())
+	tenancy.Register(api, ten)
+	superadmin.Register(api, superadmin.NewService(pool, ten, nil), ten)
+
+	token, err := ten.Bootstrap(ctx, m.Config.BootstrapToken)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		m.AdminToken = token
+		if err := m.announceToken(token); err != nil {
+			return err
+		}
+	} else if m.Config.BootstrapToken != "" {
+		if known, err := ten.TokenKnown(ctx, m.Config.BootstrapToken); err == nil && !known {
+			log.Warn("GRAPHMILL_BOOTSTRAP_TOKEN is ignored: the database was set up before with another token")
+		}
+	}
+
+	if m.api, err = httpapi.Listen("api", m.Config.HTTPAddr, router, log); err != nil {
+		return err
+	}
+	if m.ops, err = httpapi.Listen("ops", m.Config.OpsAddr, opsHandler(reg), log); err != nil {
+		return err
+	}
+	m.api.Start()
+	m.ops.Start()
+	m.health.SetReady(true, "")
+	log.Info("graphmill ready", "api", "http://"+m.api.Addr(), "ops", "http://"+m.ops.Addr())
+	return nil
+}
+
+// announceToken saves the bootstrap token for the operator and shows it
+// once (not in production, where it only goes to the file).
+func (m *Main) announceToken(token string) error {
+	if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	path, _ := filepath.Abs(filepath.Join(m.Config.DataDir, "admin-token"))
+	if m.Config.BootstrapToken == "" {
+		if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+			return fmt.Errorf("write admin token: %w", err)
+		}
+	}
+	if m.Config.Production() {
+		m.Logger.Info("bootstrap admin token created", "file", path)
+		return nil
+	}
+	_, err := fmt.Fprintf(m.Stdout, "\nGraphmill admin token (shown once; saved to %s):\n\n    %s\n\n", path, token)
+	return err
+}
+
+func opsHandler(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// APIAddr is the bound address of the public API.
+func (m *Main) APIAddr() string { return m.api.Addr() }
+
+// OpsAddr is the bound address of the ops endpoint.
+func (m *Main) OpsAddr() string { return m.ops.Addr() }
+
+// Stop drains HTTP, stops background work and closes the database,
+// stopping the embedded cluster.
+func (m *Main) Stop(ctx context.Context) {
+	if m.health != nil {
+		m.health.SetReady(false, "shutting down")
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.ShutdownTimeout)
+	defer cancel()
+	for _, s := range []*httpapi.Server{m.api, m.ops} {
+		if s != nil {
+			if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				m.Logger.Error("shutdown http", "err", err)
+			}
+		}
+	}
+	if m.notifier != nil {
+		m.notifier.Stop()
+	}
+	if m.db != nil {
+		m.db.close(ctx, m.Logger)
+	}
+	m.Logger.Info("graphmill stopped")
+}

@@ -1,0 +1,206 @@
+// Command graphmill is the Graphmill knowledge-graph server and its
+// administration tool.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/tenancy"
+	"github.com/graphmill/graphmill/migrations"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "graphmill:", err)
+		os.Exit(1)
+	}
+}
+
+// run executes one command line with the given environment.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	root := &cobra.Command{
+		Use:           "graphmill",
+		Short:         "Graphmill knowledge-graph server",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+
+	load := func() (config.Config, *slog.Logger, error) {
+		cfg, err := config.Load(environ)
+		if err != nil {
+			return cfg, nil, err
+		}
+		return cfg, newLogger(cfg, stderr), nil
+	}
+
+	root.AddCommand(&cobra.Command{
+		Use:   "serve",
+		Short: "Run the API server (on the embedded PostgreSQL when GRAPHMILL_DATABASE_URL is unset)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, logger, err := load()
+			if err != nil {
+				return err
+			}
+			m := &Main{Config: cfg, Logger: logger, Stdout: stdout}
+			if err := m.Start(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			logger.Info("shutting down")
+			m.Stop(context.WithoutCancel(ctx))
+			return nil
+		},
+	})
+
+	root.AddCommand(&cobra.Command{
+		Use:   "migrate",
+		Short: "Apply pending database migrations and exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, logger, err := load()
+			if err != nil {
+				return err
+			}
+			return withDatabase(ctx, cfg, logger, func(db *database) error {
+				n, err := postgres.Migrate(ctx, db.pool, migrations.FS)
+				if err == nil {
+					fmt.Fprintf(stdout, "applied %d migration(s)\n", n)
+				}
+				return err
+			})
+		},
+	})
+
+	root.AddCommand(adminCommand(ctx, load, stdout))
+	return root.ExecuteContext(ctx)
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.SlogLevel()}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// withDatabase opens the database for a one-shot command, migrated, and
+// closes it afterwards (stopping the embedded cluster only if it started
+// it).
+func withDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, fn func(*database) error) error {
+	db, err := openDatabase(ctx, cfg, logger, false)
+	if err != nil {
+		return err
+	}
+	defer db.close(ctx, logger)
+	if _, err := postgres.Migrate(ctx, db.pool, migrations.FS); err != nil {
+		return err
+	}
+	return fn(db)
+}
+
+func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger, error), stdout io.Writer) *cobra.Command {
+	admin := &cobra.Command{Use: "admin", Short: "Administer users and tokens directly in the database"}
+
+	token := &cobra.Command{Use: "token", Short: "API tokens"}
+	var user, scopes, project, name string
+	var expires time.Duration
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Mint an API token for a user and print it (shown once)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, logger, err := load()
+			if err != nil {
+				return err
+			}
+			return withDatabase(ctx, cfg, logger, func(db *database) error {
+				svc := tenancy.NewService(db.pool, nil, nil, time.Now)
+				uid, err := svc.ResolveUser(ctx, user)
+				if err != nil {
+					return fmt.Errorf("user %q: %w", user, err)
+				}
+				p := tenancy.CreateTokenParams{UserID: uid, Name: name}
+				if scopes == "all" {
+					p.Scopes = auth.AllScopes.Names()
+				} else {
+					p.Scopes = strings.Split(scopes, ",")
+				}
+				if project != "" {
+					pid, err := uuid.Parse(project)
+					if err != nil {
+						return fmt.Errorf("--project must be a project id: %w", err)
+					}
+					p.ProjectID = &pid
+				}
+				if expires > 0 {
+					at := time.Now().Add(expires)
+					p.ExpiresAt = &at
+				}
+				t, err := svc.CreateToken(ctx, nil, p)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(stdout, t.Token)
+				return nil
+			})
+		},
+	}
+	create.Flags().StringVar(&user, "user", "", "user id, email or unique display name (required)")
+	create.Flags().StringVar(&scopes, "scopes", "", "comma-separated scopes, or 'all' (required)")
+	create.Flags().StringVar(&project, "project", "", "bind the token to this project id")
+	create.Flags().StringVar(&name, "name", "cli", "token name")
+	create.Flags().DurationVar(&expires, "expires", 0, "lifetime, for example 720h (default: no expiry)")
+	_ = create.MarkFlagRequired("user")
+	_ = create.MarkFlagRequired("scopes")
+	token.AddCommand(create)
+
+	users := &cobra.Command{Use: "user", Short: "Local users"}
+	var email, display string
+	userCreate := &cobra.Command{
+		Use:   "create",
+		Short: "Create a local user and print its id",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, logger, err := load()
+			if err != nil {
+				return err
+			}
+			return withDatabase(ctx, cfg, logger, func(db *database) error {
+				u, err := tenancy.NewService(db.pool, nil, nil, time.Now).CreateUser(ctx, email, display)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(stdout, u.ID)
+				return nil
+			})
+		},
+	}
+	userCreate.Flags().StringVar(&email, "email", "", "primary email (required)")
+	userCreate.Flags().StringVar(&display, "name", "", "display name")
+	_ = userCreate.MarkFlagRequired("email")
+	users.AddCommand(userCreate)
+
+	admin.AddCommand(token, users)
+	return admin
+}

@@ -1,0 +1,389 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/events"
+)
+
+// InvalidateChannel is the notification channel on which any change to
+// tokens, users, memberships, projects or organizations is announced, so
+// every process drops what it cached.
+const InvalidateChannel = "graphmill_authz"
+
+// CacheMax bounds the number of cached credentials and projects; the cache
+// is emptied when it is reached.
+const CacheMax = 10000
+
+// Errors returned by authentication and authorization.
+var (
+	ErrNoToken      = errs.New(errs.Unauthenticated, "missing bearer token: send Authorization: Bearer <token>")
+	ErrBadToken     = errs.New(errs.Unauthenticated, "invalid, revoked or expired token")
+	ErrNoProject    = errs.New(errs.NotFound, "project not found")
+	ErrNoOrg        = errs.New(errs.NotFound, "organization not found")
+	ErrNeedProject  = errs.New(errs.Invalid, "no project given: pass the project in the path, the projectId query parameter or the X-Project-ID header, or use a project-scoped token")
+	ErrBound        = errs.New(errs.PermissionDenied, "this token is bound to another project")
+	ErrBoundScope   = errs.New(errs.PermissionDenied, "a project-scoped token cannot be used outside its project")
+	ErrNotSuperuser = errs.New(errs.PermissionDenied, "superadmin role required")
+)
+
+// OIDCClaims are the identity claims taken from a verified OIDC token.
+type OIDCClaims struct {
+	Issuer     string
+	Subject    string
+	Email      string
+	Name       string
+	GivenName  string
+	FamilyName string
+}
+
+// Directory is what the guard needs from the identity store.
+type Directory interface {
+	// PrincipalByTokenHash returns the caller of a live API token; an
+	// unknown, revoked token or a deleted user is errs.Unauthenticated.
+	PrincipalByTokenHash(ctx context.Context, hash [32]byte) (*Principal, error)
+	// PrincipalByOIDC finds or creates the user of a verified identity.
+	PrincipalByOIDC(ctx context.Context, c OIDCClaims) (*Principal, error)
+	// ProjectOrg returns the organization of a live project
+	// (errs.NotFound otherwise).
+	ProjectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, error)
+	// OrgLive reports whether an organization exists and is not deleted.
+	OrgLive(ctx context.Context, org uuid.UUID) (bool, error)
+}
+
+// Verifier checks OIDC access tokens.
+type Verifier interface {
+	Verify(ctx context.Context, raw string) (OIDCClaims, time.Time, error)
+}
+
+type tokenEntry struct {
+	p  *Principal
+	at time.Time
+	// until bounds an OIDC entry by its token's own expiry.
+	until time.Time
+}
+
+type projectEntry struct {
+	org uuid.UUID
+	at  time.Time
+}
+
+// Guard authenticates requests and applies route rules. Verified tokens and
+// project lookups are cached for TTL; Invalidate (called locally after a
+// change, and by every process on an InvalidateChannel notification) drops
+// them at once, so revocation is prompt.
+type Guard struct {
+	dir      Directory
+	verifier Verifier // nil: OIDC off
+	ttl      time.Duration
+	now      func() time.Time
+
+	mu       sync.RWMutex
+	gen      uint64
+	tokens   map[[32]byte]tokenEntry
+	projects map[uuid.UUID]projectEntry
+}
+
+// GuardConfig configures a Guard.
+type GuardConfig struct {
+	Directory Directory
+	Verifier  Verifier
+	TTL       time.Duration
+	Now       func() time.Time
+}
+
+// NewGuard returns a guard.
+func NewGuard(c GuardConfig) *Guard {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return &Guard{
+		dir: c.Directory, verifier: c.Verifier, ttl: c.TTL, now: c.Now,
+		tokens: map[[32]byte]tokenEntry{}, projects: map[uuid.UUID]projectEntry{},
+	}
+}
+
+// Invalidate drops every cached credential and project.
+func (g *Guard) Invalidate() {
+	g.mu.Lock()
+	g.gen++
+	g.tokens = map[[32]byte]tokenEntry{}
+	g.projects = map[uuid.UUID]projectEntry{}
+	g.mu.Unlock()
+}
+
+// HandleNotification is the InvalidateChannel subscriber.
+func (g *Guard) HandleNotification(events.Notification) { g.Invalidate() }
+
+// Authenticate returns the caller presenting the Authorization header value
+// header. Errors: unauthenticated.
+func (g *Guard) Authenticate(ctx context.Context, header string) (*Principal, error) {
+	raw, ok := bearer(header)
+	if !ok {
+		return nil, ErrNoToken
+	}
+	key := HashToken(raw)
+	now := g.now()
+	g.mu.RLock()
+	e, hit := g.tokens[key]
+	gen := g.gen
+	g.mu.RUnlock()
+	if hit && now.Sub(e.at) < g.ttl && (e.until.IsZero() || now.Before(e.until)) {
+		return checkExpiry(e.p, now)
+	}
+
+	var p *Principal
+	var until time.Time
+	var err error
+	switch {
+	case strings.HasPrefix(raw, TokenPrefix):
+		if !ValidTokenFormat(raw) {
+			return nil, ErrBadToken
+		}
+		p, err = g.dir.PrincipalByTokenHash(ctx, key)
+	case g.verifier != nil:
+		var claims OIDCClaims
+		claims, until, err = g.verifier.Verify(ctx, raw)
+		if err != nil {
+			return nil, ErrBadToken
+		}
+		p, err = g.dir.PrincipalByOIDC(ctx, claims)
+	default:
+		return nil, ErrBadToken
+	}
+	if err != nil {
+		if errs.CodeOf(err) == errs.Unauthenticated {
+			return nil, ErrBadToken
+		}
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	g.store(gen, func() {
+		if len(g.tokens) >= CacheMax {
+			g.tokens = map[[32]byte]tokenEntry{}
+		}
+		g.tokens[key] = tokenEntry{p: p, at: now, until: until}
+	})
+	return checkExpiry(p, now)
+}
+
+// store runs put under the lock unless an invalidation happened since the
+// caller read gen: what it read may already be stale.
+func (g *Guard) store(gen uint64, put func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gen == gen {
+		put()
+	}
+}
+
+func checkExpiry(p *Principal, now time.Time) (*Principal, error) {
+	if !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt) {
+		return nil, ErrBadToken
+	}
+	return p, nil
+}
+
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// projectOrg returns the organization of a live project, cached.
+func (g *Guard) projectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, error) {
+	now := g.now()
+	g.mu.RLock()
+	e, hit := g.projects[project]
+	gen := g.gen
+	g.mu.RUnlock()
+	if hit && now.Sub(e.at) < g.ttl {
+		return e.org, nil
+	}
+	org, err := g.dir.ProjectOrg(ctx, project)
+	if err != nil {
+		if errs.CodeOf(err) == errs.NotFound {
+			return uuid.Nil, ErrNoProject
+		}
+		return uuid.Nil, fmt.Errorf("look up project: %w", err)
+	}
+	g.store(gen, func() {
+		if len(g.projects) >= CacheMax {
+			g.projects = map[uuid.UUID]projectEntry{}
+		}
+		g.projects[project] = projectEntry{org: org, at: now}
+	})
+	return org, nil
+}
+
+// Resource is what a route is scoped to.
+type Resource uint8
+
+// Resources.
+const (
+	// Public routes need no token.
+	Public Resource = iota
+	// Authenticated routes take any caller, project-scoped tokens included;
+	// only the scope is checked.
+	Authenticated
+	// Self routes act on the caller's own account; project-scoped tokens
+	// are refused (they must not mint account-wide credentials).
+	Self
+	// Org routes act on the organization named in the path (orgId/orgID)
+	// or the X-Org-ID header.
+	Org
+	// Project routes act on the project resolved from the request.
+	Project
+	// Body routes name their project or organization in the body; only the
+	// scope is checked first, and the handler calls Guard.RequireProject or
+	// Guard.RequireOrg before anything else.
+	Body
+	// Superadmin routes need the superadmin grant.
+	Superadmin
+)
+
+// Rule is what a route requires.
+type Rule struct {
+	Scope       Scope
+	Resource    Resource
+	ProjectRole ProjectRole // minimum, for Project (and Body) routes
+	OrgRole     OrgRole     // minimum, for Org routes
+}
+
+// Request holds the raw ids a request names, in precedence order already
+// applied by the transport: ProjectID is the path parameter, else the
+// projectId/project_id query, else X-Project-ID.
+type Request struct {
+	ProjectID   string
+	OrgID       string
+	HeaderOrgID string
+}
+
+// Check applies rule to the caller p for request r, and returns what the
+// request is authorised for. Errors, in this order: not_found (the project or
+// organization is unknown or invisible to the caller), permission_denied
+// (visible, but the token is bound elsewhere, lacks the scope, or the role is
+// too low), invalid_argument (a project route with no project).
+func (g *Guard) Check(ctx context.Context, p *Principal, rule Rule, r Request) (Access, error) {
+	switch rule.Resource {
+	case Public:
+		return Access{}, nil
+	case Authenticated, Body:
+		return Access{}, needScope(p, rule.Scope)
+	case Self:
+		if p.BoundProject != uuid.Nil {
+			return Access{}, ErrBoundScope
+		}
+		return Access{}, needScope(p, rule.Scope)
+	case Superadmin:
+		if p.BoundProject != uuid.Nil {
+			return Access{}, ErrBoundScope
+		}
+		if !p.Superadmin {
+			return Access{}, ErrNotSuperuser
+		}
+		return Access{}, needScope(p, rule.Scope)
+	case Org:
+		return g.checkOrg(ctx, p, rule, r)
+	case Project:
+		raw := r.ProjectID
+		if raw == "" {
+			if (p.BoundProject == uuid.Nil) {
+				return Access{}, ErrNeedProject
+			}
+			raw = p.BoundProject.String()
+		}
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return Access{}, ErrNoProject
+		}
+		return g.RequireProject(ctx, p, id, rule, r.HeaderOrgID)
+	}
+	return Access{}, fmt.Errorf("unknown resource %d", rule.Resource)
+}
+
+// RequireProject authorises p for project under rule's scope and project
+// role. headerOrg, when not empty, must be the project's organization.
+// Errors as Check.
+func (g *Guard) RequireProject(ctx context.Context, p *Principal, project uuid.UUID, rule Rule, headerOrg string) (Access, error) {
+	org, err := g.projectOrg(ctx, project)
+	if err != nil {
+		return Access{}, err
+	}
+	role := p.ProjectRole(project, org)
+	if role == "" {
+		return Access{}, ErrNoProject
+	}
+	if headerOrg != "" && headerOrg != org.String() {
+		return Access{}, ErrNoProject
+	}
+	if p.BoundProject != uuid.Nil && p.BoundProject != project {
+		return Access{}, ErrBound
+	}
+	if err := needScope(p, rule.Scope); err != nil {
+		return Access{}, err
+	}
+	if rule.ProjectRole != "" && role.rank() < rule.ProjectRole.rank() {
+		return Access{}, errs.Errorf(errs.PermissionDenied, "this needs the project role %s or higher; yours is %s", rule.ProjectRole, role)
+	}
+	return Access{ProjectID: project, OrgID: org}, nil
+}
+
+func (g *Guard) checkOrg(ctx context.Context, p *Principal, rule Rule, r Request) (Access, error) {
+	raw := r.OrgID
+	if raw == "" {
+		raw = r.HeaderOrgID
+	} else if r.HeaderOrgID != "" && r.HeaderOrgID != raw {
+		return Access{}, ErrNoOrg
+	}
+	if raw == "" {
+		return Access{}, errs.New(errs.Invalid, "no organization given: pass it in the path or the X-Org-ID header")
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return Access{}, ErrNoOrg
+	}
+	return g.RequireOrg(ctx, p, id, rule)
+}
+
+// RequireOrg authorises p for org under rule's scope and organization role.
+// Errors as Check.
+func (g *Guard) RequireOrg(ctx context.Context, p *Principal, id uuid.UUID, rule Rule) (Access, error) {
+	role := p.OrgRole(id)
+	if role == "" {
+		return Access{}, ErrNoOrg
+	}
+	live, err := g.dir.OrgLive(ctx, id)
+	if err != nil {
+		return Access{}, fmt.Errorf("look up organization: %w", err)
+	}
+	if !live {
+		return Access{}, ErrNoOrg
+	}
+	if p.BoundProject != uuid.Nil {
+		return Access{}, ErrBoundScope
+	}
+	if err := needScope(p, rule.Scope); err != nil {
+		return Access{}, err
+	}
+	if rule.OrgRole != "" && role.rank() < rule.OrgRole.rank() {
+		return Access{}, errs.Errorf(errs.PermissionDenied, "this needs the organization role %s or higher; yours is %s", rule.OrgRole, role)
+	}
+	return Access{OrgID: id}, nil
+}
+
+func needScope(p *Principal, s Scope) error {
+	if s == ScopeNone || p.Scopes.Has(s) {
+		return nil
+	}
+	return errs.Errorf(errs.PermissionDenied, "this token lacks the scope %s", s)
+}

@@ -1,0 +1,89 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+)
+
+// OIDCVerifier verifies OIDC access tokens (JWTs) against the issuer's
+// published keys. Discovery happens on first use and is retried on the next
+// request if the issuer was unreachable, so the server starts even while the
+// identity provider is down.
+type OIDCVerifier struct {
+	issuer   string
+	audience string
+	client   *http.Client
+
+	mu       sync.Mutex
+	verifier *oidc.IDTokenVerifier
+}
+
+// NewOIDCVerifier returns a verifier for tokens of issuer meant for audience.
+func NewOIDCVerifier(issuer, audience string, client *http.Client) *OIDCVerifier {
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &OIDCVerifier{issuer: issuer, audience: audience, client: client}
+}
+
+func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.verifier != nil {
+		return v.verifier, nil
+	}
+	// The provider keeps this context for fetching keys later, so it must
+	// not be the request's.
+	pctx := oidc.ClientContext(context.WithoutCancel(ctx), v.client)
+	dctx, cancel := context.WithTimeout(pctx, 10*time.Second)
+	defer cancel()
+	provider, err := oidc.NewProvider(dctx, v.issuer)
+	if err != nil {
+		return nil, fmt.Errorf("oidc discovery: %w", err)
+	}
+	keys := oidc.NewRemoteKeySet(pctx, providerJWKS(provider))
+	v.verifier = oidc.NewVerifier(v.issuer, keys, &oidc.Config{ClientID: v.audience})
+	return v.verifier, nil
+}
+
+func providerJWKS(p *oidc.Provider) string {
+	var meta struct {
+		JWKSURI string `json:"jwks_uri"`
+	}
+	_ = p.Claims(&meta)
+	return meta.JWKSURI
+}
+
+// Verify checks raw's signature, issuer, audience and expiry, and returns
+// its identity claims and expiry.
+func (v *OIDCVerifier) Verify(ctx context.Context, raw string) (OIDCClaims, time.Time, error) {
+	ver, err := v.get(ctx)
+	if err != nil {
+		return OIDCClaims{}, time.Time{}, err
+	}
+	tok, err := ver.Verify(ctx, raw)
+	if err != nil {
+		return OIDCClaims{}, time.Time{}, fmt.Errorf("verify token: %w", err)
+	}
+	var c struct {
+		Email      string `json:"email"`
+		Name       string `json:"name"`
+		GivenName  string `json:"given_name"`
+		FamilyName string `json:"family_name"`
+	}
+	if err := tok.Claims(&c); err != nil {
+		return OIDCClaims{}, time.Time{}, fmt.Errorf("read claims: %w", err)
+	}
+	if tok.Subject == "" {
+		return OIDCClaims{}, time.Time{}, fmt.Errorf("token has no subject")
+	}
+	return OIDCClaims{
+		Issuer: tok.Issuer, Subject: tok.Subject, Email: c.Email, Name: c.Name,
+		GivenName: c.GivenName, FamilyName: c.FamilyName,
+	}, tok.Expiry, nil
+}

@@ -1,0 +1,133 @@
+package auth
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// OrgRole is a role in an organization.
+type OrgRole string
+
+// Organization roles, lowest first.
+const (
+	OrgMember OrgRole = "member"
+	OrgAdmin  OrgRole = "admin"
+	OrgOwner  OrgRole = "owner"
+)
+
+func (r OrgRole) rank() int {
+	switch r {
+	case OrgMember:
+		return 1
+	case OrgAdmin:
+		return 2
+	case OrgOwner:
+		return 3
+	}
+	return 0
+}
+
+// Valid reports whether r is a known role.
+func (r OrgRole) Valid() bool { return r.rank() > 0 }
+
+// ProjectRole is a role in a project.
+type ProjectRole string
+
+// Project roles, lowest first.
+const (
+	ProjectViewer ProjectRole = "viewer"
+	ProjectEditor ProjectRole = "editor"
+	ProjectAdmin  ProjectRole = "admin"
+)
+
+func (r ProjectRole) rank() int {
+	switch r {
+	case ProjectViewer:
+		return 1
+	case ProjectEditor:
+		return 2
+	case ProjectAdmin:
+		return 3
+	}
+	return 0
+}
+
+// Valid reports whether r is a known role.
+func (r ProjectRole) Valid() bool { return r.rank() > 0 }
+
+// Kind tells how a caller authenticated.
+type Kind string
+
+// Caller kinds.
+const (
+	KindAPIToken Kind = "api_token"
+	KindOIDC     Kind = "oidc"
+)
+
+// Principal is an authenticated caller: the user, what the credential
+// allows, and the user's memberships as of authentication. It is shared by
+// cached requests and must not be modified.
+type Principal struct {
+	UserID     uuid.UUID
+	Kind       Kind
+	TokenID    uuid.UUID // API tokens only
+	Scopes     Scopes
+	Superadmin bool
+	// BoundProject is set for project-scoped API tokens.
+	BoundProject uuid.UUID
+	ExpiresAt    time.Time // zero: no expiry
+	OrgRoles     map[uuid.UUID]OrgRole
+	ProjectRoles map[uuid.UUID]ProjectRole
+}
+
+// ProjectRole is the caller's effective role in project (of org): superadmins
+// and organization owners and admins administer every project of theirs.
+func (p *Principal) ProjectRole(project, org uuid.UUID) ProjectRole {
+	if p.Superadmin || p.OrgRoles[org].rank() >= OrgAdmin.rank() {
+		return ProjectAdmin
+	}
+	return p.ProjectRoles[project]
+}
+
+// OrgRole is the caller's role in org (owner for superadmins).
+func (p *Principal) OrgRole(org uuid.UUID) OrgRole {
+	if p.Superadmin {
+		return OrgOwner
+	}
+	return p.OrgRoles[org]
+}
+
+// Access is what a request was authorised for: the project and organization
+// it was resolved to, when the rule scopes to one.
+type Access struct {
+	ProjectID uuid.UUID
+	OrgID     uuid.UUID
+}
+
+type principalKey struct{}
+
+type accessKey struct{}
+
+// WithPrincipal attaches the caller to ctx.
+func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the caller attached to ctx, or nil.
+func PrincipalFrom(ctx context.Context) *Principal {
+	p, _ := ctx.Value(principalKey{}).(*Principal)
+	return p
+}
+
+// WithAccess attaches the authorised project and organization to ctx.
+func WithAccess(ctx context.Context, a Access) context.Context {
+	return context.WithValue(ctx, accessKey{}, a)
+}
+
+// AccessFrom returns what the request was authorised for.
+func AccessFrom(ctx context.Context) Access {
+	a, _ := ctx.Value(accessKey{}).(Access)
+	return a
+}

@@ -1,0 +1,110 @@
+// Package auth authenticates callers (API tokens and OIDC access tokens) and
+// decides, in one place, what each caller may reach: every route declares a
+// Rule, and Guard.Check applies it.
+package auth
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Scope is one permission a token can carry.
+type Scope uint8
+
+// The scopes of DESIGN.md section 4.
+const (
+	ScopeNone Scope = iota
+	AdminRead
+	AdminWrite
+	ExtractionRead
+	ExtractionWrite
+	DocumentsRead
+	DocumentsWrite
+	GraphRead
+	GraphWrite
+	SearchRead
+	MCPUse
+	MCPAdmin
+	ProvidersRead
+	ProvidersWrite
+	TasksRead
+	TasksWrite
+	NotificationsRead
+	NotificationsWrite
+	UserActivityRead
+	UserActivityWrite
+	IntegrationsRead
+	IntegrationsWrite
+	DiscoveryRead
+	DiscoveryWrite
+	SchemaRead
+	SchemaWrite
+	scopeCount
+)
+
+var scopeNames = [scopeCount]string{
+	"", "admin:read", "admin:write", "extraction:read", "extraction:write", "documents:read", "documents:write",
+	"graph:read", "graph:write", "search:read", "mcp:use", "mcp:admin", "providers:read", "providers:write",
+	"tasks:read", "tasks:write", "notifications:read", "notifications:write", "user-activity:read",
+	"user-activity:write", "integrations:read", "integrations:write", "discovery:read", "discovery:write",
+	"schema:read", "schema:write",
+}
+
+// String is the scope's wire name.
+func (s Scope) String() string {
+	if s < scopeCount {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("scope(%d)", s)
+}
+
+// ParseScope reads a wire name.
+func ParseScope(name string) (Scope, bool) {
+	for i := Scope(1); i < scopeCount; i++ {
+		if scopeNames[i] == name {
+			return i, true
+		}
+	}
+	return ScopeNone, false
+}
+
+// Scopes is a set of scopes.
+type Scopes uint32
+
+// AllScopes holds every scope.
+const AllScopes = Scopes(1<<scopeCount - 2)
+
+// Has reports whether s holds scope.
+func (s Scopes) Has(scope Scope) bool { return scope != ScopeNone && s&(1<<scope) != 0 }
+
+// With returns s plus scope.
+func (s Scopes) With(scope Scope) Scopes { return s | 1<<scope }
+
+// Covers reports whether every scope of other is in s.
+func (s Scopes) Covers(other Scopes) bool { return other&^s == 0 }
+
+// Names lists the wire names in a fixed order.
+func (s Scopes) Names() []string {
+	out := []string{}
+	for i := Scope(1); i < scopeCount; i++ {
+		if s.Has(i) {
+			out = append(out, scopeNames[i])
+		}
+	}
+	return out
+}
+
+// ParseScopes reads a list of wire names; an unknown name is an error that
+// names it.
+func ParseScopes(names []string) (Scopes, error) {
+	var s Scopes
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		sc, ok := ParseScope(n)
+		if !ok {
+			return 0, fmt.Errorf("unknown scope %q", n)
+		}
+		s = s.With(sc)
+	}
+	return s, nil
+}

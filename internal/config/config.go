@@ -1,0 +1,165 @@
+// Package config reads Graphmill's configuration from GRAPHMILL_* environment
+// variables and prints it with secrets masked.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Environments.
+const (
+	EnvDevelopment = "development"
+	EnvProduction  = "production"
+)
+
+// Config is the effective configuration of one process.
+type Config struct {
+	// DatabaseURL points at an external PostgreSQL; empty means the embedded
+	// cluster under DataDir.
+	DatabaseURL string `env:"DATABASE_URL"`
+	// DataDir holds the embedded cluster, the generated admin token and other
+	// local state.
+	DataDir     string `env:"DATA_DIR" envDefault:"./.graphmill"`
+	HTTPAddr    string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	OpsAddr     string `env:"OPS_ADDR" envDefault:"127.0.0.1:8081"`
+	Environment string `env:"ENVIRONMENT" envDefault:"development"`
+	LogLevel    string `env:"LOG_LEVEL" envDefault:"info"`
+	LogFormat   string `env:"LOG_FORMAT" envDefault:"json"`
+
+	// BootstrapToken fixes the value of the first admin token.
+	BootstrapToken string `env:"BOOTSTRAP_TOKEN"`
+
+	OIDCIssuer   string `env:"OIDC_ISSUER"`
+	OIDCAudience string `env:"OIDC_AUDIENCE"`
+
+	// AuthCacheTTL bounds how long a verified token is trusted without a
+	// database round trip; revocations are pushed to every process at once,
+	// so this only limits the damage of a lost notification.
+	AuthCacheTTL time.Duration `env:"AUTH_CACHE_TTL" envDefault:"60s"`
+
+	// ShutdownTimeout bounds the graceful drain on SIGINT/SIGTERM.
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
+
+	// DBMaxConns sizes the connection pool.
+	DBMaxConns int32 `env:"DB_MAX_CONNS" envDefault:"20"`
+}
+
+// Load parses the environment (a KEY=VALUE list, as os.Environ returns) and
+// validates the result.
+func Load(environ []string) (Config, error) {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	var c Config
+	if err := env.ParseWithOptions(&c, env.Options{Prefix: "GRAPHMILL_", Environment: m}); err != nil {
+		return Config{}, fmt.Errorf("read configuration: %w", err)
+	}
+	return c, c.Validate()
+}
+
+// Validate reports the first configuration error.
+func (c Config) Validate() error {
+	switch c.Environment {
+	case EnvDevelopment, EnvProduction:
+	default:
+		return fmt.Errorf("GRAPHMILL_ENVIRONMENT must be %q or %q, not %q", EnvDevelopment, EnvProduction, c.Environment)
+	}
+	if c.Environment == EnvProduction && c.DatabaseURL == "" {
+		return fmt.Errorf("GRAPHMILL_DATABASE_URL is required in production: the embedded database is for development only")
+	}
+	if c.DatabaseURL != "" {
+		if _, err := url.Parse(c.DatabaseURL); err != nil {
+			return fmt.Errorf("GRAPHMILL_DATABASE_URL is not a URL")
+		}
+	}
+	if (c.OIDCIssuer == "") != (c.OIDCAudience == "") {
+		return fmt.Errorf("GRAPHMILL_OIDC_ISSUER and GRAPHMILL_OIDC_AUDIENCE must be set together")
+	}
+	for name, addr := range map[string]string{"GRAPHMILL_HTTP_ADDR": c.HTTPAddr, "GRAPHMILL_OPS_ADDR": c.OpsAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%s: %q is not host:port", name, addr)
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("GRAPHMILL_LOG_LEVEL must be debug, info, warn or error")
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		return fmt.Errorf("GRAPHMILL_LOG_FORMAT must be json or text")
+	}
+	if c.AuthCacheTTL <= 0 {
+		return fmt.Errorf("GRAPHMILL_AUTH_CACHE_TTL must be positive")
+	}
+	if c.DBMaxConns < 2 {
+		return fmt.Errorf("GRAPHMILL_DB_MAX_CONNS must be at least 2")
+	}
+	return nil
+}
+
+// Production reports whether the process runs in the production environment.
+func (c Config) Production() bool { return c.Environment == EnvProduction }
+
+// SlogLevel is the configured log level.
+func (c Config) SlogLevel() slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(c.LogLevel))
+	return l
+}
+
+// LogValue prints the configuration with every secret masked, so that it can
+// be logged at start.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("databaseUrl", MaskURL(c.DatabaseURL)),
+		slog.String("dataDir", c.DataDir),
+		slog.String("httpAddr", c.HTTPAddr),
+		slog.String("opsAddr", c.OpsAddr),
+		slog.String("environment", c.Environment),
+		slog.String("logLevel", c.LogLevel),
+		slog.String("bootstrapToken", mask(c.BootstrapToken)),
+		slog.String("oidcIssuer", c.OIDCIssuer),
+		slog.String("oidcAudience", c.OIDCAudience),
+		slog.Duration("authCacheTtl", c.AuthCacheTTL),
+		slog.Int("dbMaxConns", int(c.DBMaxConns)),
+	)
+}
+
+func mask(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "***"
+}
+
+// MaskURL hides the password of a connection URL.
+func MaskURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "***"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "***")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "***")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}

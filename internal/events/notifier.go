@@ -1,0 +1,207 @@
+// Package events carries change notifications between Graphmill processes:
+// one LISTEN connection per process fans PostgreSQL notifications out to
+// in-process subscribers.
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Notification is one message delivered to a subscriber. Resync is set
+// (with no payload) after the listening connection was (re)established:
+// anything sent while it was down is lost, so subscribers that cache state
+// must drop it.
+type Notification struct {
+	Channel string
+	Payload string
+	Resync  bool
+}
+
+type subscription struct {
+	channel string
+	fn      func(Notification)
+}
+
+// Notifier owns one dedicated connection that LISTENs to every channel with
+// a subscriber and calls the subscribers of each notification in order.
+// Subscriber functions must be quick; they run on the notifier's goroutine.
+type Notifier struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+
+	mu        sync.Mutex
+	subs      map[*subscription]struct{}
+	listening map[string]bool
+	wake      chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewNotifier returns a notifier using connections configured like pool's.
+func NewNotifier(pool *pgxpool.Pool, logger *slog.Logger) *Notifier {
+	return &Notifier{
+		pool:      pool,
+		logger:    logger,
+		subs:      map[*subscription]struct{}{},
+		listening: map[string]bool{},
+		wake:      make(chan struct{}, 1),
+	}
+}
+
+// Listen subscribes fn to channel and returns the function that ends the
+// subscription. Notifications sent before the LISTEN took effect are not
+// seen; the subscribers of a channel are called with Resync each time the
+// connection starts listening to it.
+func (n *Notifier) Listen(channel string, fn func(Notification)) (unlisten func()) {
+	s := &subscription{channel: channel, fn: fn}
+	n.mu.Lock()
+	n.subs[s] = struct{}{}
+	n.mu.Unlock()
+	n.poke()
+	return func() {
+		n.mu.Lock()
+		delete(n.subs, s)
+		n.mu.Unlock()
+	}
+}
+
+func (n *Notifier) poke() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the listening loop until Stop.
+func (n *Notifier) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel = cancel
+	n.done = make(chan struct{})
+	go func() {
+		defer close(n.done)
+		n.loop(ctx)
+	}()
+	return nil
+}
+
+// Stop ends the loop and closes the connection.
+func (n *Notifier) Stop() {
+	if n.cancel == nil {
+		return
+	}
+	n.cancel()
+	<-n.done
+}
+
+func (n *Notifier) loop(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := n.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		n.logger.Warn("notification listener lost its connection; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// session connects, listens and dispatches until the connection fails.
+func (n *Notifier) session(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, n.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	n.mu.Lock()
+	n.listening = map[string]bool{}
+	n.mu.Unlock()
+	for {
+		added, err := n.listenNew(ctx, conn)
+		if err != nil {
+			return err
+		}
+		for _, ch := range added {
+			n.dispatch(Notification{Channel: ch, Resync: true})
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		stop := make(chan struct{})
+		go func() {
+			select {
+			case <-n.wake:
+				cancel()
+			case <-stop:
+			}
+		}()
+		pn, err := conn.WaitForNotification(wctx)
+		close(stop)
+		woken := wctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			if woken && !conn.IsClosed() {
+				continue
+			}
+			if woken {
+				return errors.New("connection closed while adding a channel")
+			}
+			return err
+		}
+		n.dispatch(Notification{Channel: pn.Channel, Payload: pn.Payload})
+	}
+}
+
+func (n *Notifier) listenNew(ctx context.Context, conn *pgx.Conn) ([]string, error) {
+	n.mu.Lock()
+	var want []string
+	for s := range n.subs {
+		if !n.listening[s.channel] {
+			want = append(want, s.channel)
+			n.listening[s.channel] = true
+		}
+	}
+	n.mu.Unlock()
+	var added []string
+	for _, ch := range want {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			n.mu.Lock()
+			delete(n.listening, ch)
+			n.mu.Unlock()
+			return nil, fmt.Errorf("listen %s: %w", ch, err)
+		}
+		if !slices.Contains(added, ch) {
+			added = append(added, ch)
+		}
+	}
+	return added, nil
+}
+
+func (n *Notifier) dispatch(msg Notification) {
+	n.mu.Lock()
+	var fns []func(Notification)
+	for s := range n.subs {
+		if s.channel == msg.Channel {
+			fns = append(fns, s.fn)
+		}
+	}
+	n.mu.Unlock()
+	for _, fn := range fns {
+		fn(msg)
+	}
+}

@@ -1,0 +1,41 @@
+package httpapi
+
+// Default and maximum page sizes of list endpoints without a spec'd limit.
+const (
+	LimitDefault = 50
+	LimitMax     = 200
+)
+
+// PageParams are the limit/offset query parameters of list endpoints. Out
+// of range values are refused, never clamped.
+type PageParams struct {
+	Limit  int `query:"limit" default:"50" minimum:"1" maximum:"200" doc:"Page size."`
+	Offset int `query:"offset" default:"0" minimum:"0" doc:"Items to skip."`
+}
+
+// List is the envelope of list responses without a spec'd one.
+type List[T any] struct {
+	Data   []T `json:"data"`
+	Total  int `json:"total"`
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+}
+
+// NewList wraps a page of items; a nil slice becomes [].
+func NewList[T any](items []T, total int, p PageParams) List[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return List[T]{Data: items, Total: total, Limit: p.Limit, Offset: p.Offset}
+}
+
+// Out is a response with a body.
+type Out[T any] struct {
+	Body T
+}
+
+// Created is a response with a body and a chosen status (201 on creation).
+type Created[T any] struct {
+	Status int
+	Body   T
+}

@@ -1,0 +1,192 @@
+// Package httpapi is the HTTP platform: the huma API and its conventions
+// (errors, schema names, authorization middleware), the chi router with
+// request ids, logs, metrics and timeouts, and the server lifecycle.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// Problem is the RFC 9457 error body, with Graphmill's `code` and
+// `requestId` members.
+type Problem struct {
+	Type      string              `json:"type,omitempty" doc:"A URI reference identifying the problem type."`
+	Title     string              `json:"title" doc:"Short summary of the status."`
+	Status    int                 `json:"status" doc:"HTTP status code."`
+	Detail    string              `json:"detail,omitempty" doc:"What went wrong, for a person."`
+	Code      errs.Code           `json:"code" doc:"Stable machine-readable error code."`
+	RequestID string              `json:"requestId,omitempty" doc:"Id of the request, as logged."`
+	Errors    []*huma.ErrorDetail `json:"errors,omitempty" doc:"Individual validation errors."`
+}
+
+// Error implements error.
+func (p *Problem) Error() string { return p.Detail }
+
+// GetStatus implements huma.StatusError.
+func (p *Problem) GetStatus() int { return p.Status }
+
+// ContentType implements huma.ContentTypeFilter.
+func (p *Problem) ContentType(ct string) string {
+	if ct == "application/json" {
+		return "application/problem+json"
+	}
+	return ct
+}
+
+// StatusOf maps an error code to its HTTP status: the one place this
+// happens.
+func StatusOf(c errs.Code) int {
+	switch c {
+	case errs.Invalid:
+		return http.StatusBadRequest
+	case errs.Unauthenticated:
+		return http.StatusUnauthorized
+	case errs.PermissionDenied:
+		return http.StatusForbidden
+	case errs.NotFound:
+		return http.StatusNotFound
+	case errs.Conflict, errs.FailedPrecondition:
+		return http.StatusConflict
+	case errs.PayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case errs.RateLimited:
+		return http.StatusTooManyRequests
+	case errs.BadGateway:
+		return http.StatusBadGateway
+	case errs.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func codeOfStatus(status int) errs.Code {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusMethodNotAllowed,
+		http.StatusNotAcceptable, http.StatusUnsupportedMediaType:
+		return errs.Invalid
+	case http.StatusUnauthorized:
+		return errs.Unauthenticated
+	case http.StatusForbidden:
+		return errs.PermissionDenied
+	case http.StatusNotFound:
+		return errs.NotFound
+	case http.StatusConflict:
+		return errs.Conflict
+	case http.StatusRequestEntityTooLarge:
+		return errs.PayloadTooLarge
+	case http.StatusTooManyRequests:
+		return errs.RateLimited
+	case http.StatusBadGateway:
+		return errs.BadGateway
+	case http.StatusServiceUnavailable:
+		return errs.Unavailable
+	}
+	if status >= 500 {
+		return errs.Internal
+	}
+	return errs.Invalid
+}
+
+// newProblem builds the body for status and message, turning domain errors
+// into their codes and hiding everything else behind "internal error" (the
+// cause goes to the request's log line).
+func newProblem(ctx context.Context, status int, msg string, errList ...error) *Problem {
+	var details []*huma.ErrorDetail
+	for _, e := range errList {
+		if e == nil {
+			continue
+		}
+		var de *errs.Error
+		if errors.As(e, &de) {
+			status = StatusOf(de.Code)
+			msg = de.Message
+			continue
+		}
+		var dd huma.ErrorDetailer
+		if errors.As(e, &dd) {
+			d := dd.ErrorDetail()
+			// Never echo values back: they may be secrets (keys, passwords).
+			details = append(details, &huma.ErrorDetail{Message: d.Message, Location: d.Location})
+			continue
+		}
+		if status >= 500 {
+			recordCause(ctx, e)
+			continue
+		}
+		details = append(details, &huma.ErrorDetail{Message: e.Error()})
+	}
+	if status == http.StatusUnprocessableEntity {
+		status = http.StatusBadRequest
+	}
+	if status >= 500 {
+		msg = "internal error"
+		if status == http.StatusServiceUnavailable || status == http.StatusBadGateway {
+			msg = http.StatusText(status)
+		}
+		details = nil
+	}
+	if len(details) > 0 {
+		parts := make([]string, 0, len(details))
+		for _, d := range details {
+			if d.Location != "" {
+				parts = append(parts, d.Location+": "+d.Message)
+			} else {
+				parts = append(parts, d.Message)
+			}
+		}
+		msg = strings.TrimSuffix(msg, ".") + ": " + strings.Join(parts, "; ")
+	}
+	code := codeOfStatus(status)
+	if len(errList) > 0 {
+		var de *errs.Error
+		for _, e := range errList {
+			if errors.As(e, &de) {
+				code = de.Code
+			}
+		}
+	}
+	return &Problem{
+		Title: http.StatusText(status), Status: status, Detail: msg, Code: code,
+		RequestID: RequestID(ctx), Errors: details,
+	}
+}
+
+var installOnce sync.Once //nolint:gochecknoglobals // huma keeps its error constructor in a package variable; it is replaced once.
+
+// installErrorModel points huma's error constructors at Problem.
+func installErrorModel() {
+	installOnce.Do(func() {
+		huma.NewErrorWithContext = func(hctx huma.Context, status int, msg string, errList ...error) huma.StatusError {
+			return newProblem(hctx.Context(), status, msg, errList...)
+		}
+		huma.NewError = func(status int, msg string, errList ...error) huma.StatusError {
+			return newProblem(context.Background(), status, msg, errList...)
+		}
+	})
+}
+
+// WriteProblem writes an error response outside huma (router fallbacks,
+// panics, stream endpoints).
+func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
+	status := StatusOf(errs.CodeOf(err))
+	p := newProblem(r.Context(), status, errs.MessageOf(err), err)
+	writeProblem(w, p)
+}
+
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="graphmill"`)
+	}
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}

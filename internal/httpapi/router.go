@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/metrics"
+)
+
+// RouteTimeout is the deadline of every request that is not a stream.
+const RouteTimeout = 60 * time.Second
+
+// requestRecord travels in the request context so that the error mapping
+// can hand the cause of a 5xx to the request's log line.
+type requestRecord struct {
+	id    string
+	mu    sync.Mutex
+	cause error
+}
+
+type recordKey struct{}
+
+// RequestID returns the id of the request ctx belongs to.
+func RequestID(ctx context.Context) string {
+	if r, ok := ctx.Value(recordKey{}).(*requestRecord); ok {
+		return r.id
+	}
+	return ""
+}
+
+func recordCause(ctx context.Context, err error) {
+	if r, ok := ctx.Value(recordKey{}).(*requestRecord); ok {
+		r.mu.Lock()
+		r.cause = err
+		r.mu.Unlock()
+	}
+}
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) //nolint:gochecknoglobals // compiled pattern, constant
+
+// RouterConfig configures NewRouter.
+type RouterConfig struct {
+	Logger  *slog.Logger
+	Metrics *metrics.HTTP
+	// StreamPrefixes are path prefixes of long-lived responses (event
+	// stream, MCP) that get no deadline.
+	StreamPrefixes []string
+}
+
+// NewRouter returns the chi router with the platform middleware: request
+// id, recovery, structured logs, metrics and route deadlines. Its 404 and
+// 405 answers are problem bodies too.
+func NewRouter(c RouterConfig) chi.Router {
+	r := chi.NewRouter()
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			serve(c, next, w, req)
+		})
+	})
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		WriteProblem(w, req, errs.Errorf(errs.NotFound, "no route for %s %s", req.Method, req.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		WriteProblem(w, req, errs.Errorf(errs.Invalid, "method %s is not allowed on %s", req.Method, req.URL.Path))
+	})
+	return r
+}
+
+func serve(c RouterConfig, next http.Handler, w http.ResponseWriter, req *http.Request) {
+	start := time.Now()
+	id := req.Header.Get("X-Request-ID")
+	if !validRequestID.MatchString(id) {
+		id = uuid.NewString()
+	}
+	rec := &requestRecord{id: id}
+	ctx := context.WithValue(req.Context(), recordKey{}, rec)
+	stream := false
+	for _, p := range c.StreamPrefixes {
+		if strings.HasPrefix(req.URL.Path, p) {
+			stream = true
+		}
+	}
+	if !stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RouteTimeout)
+		defer cancel()
+	}
+	req = req.WithContext(ctx)
+	w.Header().Set("X-Request-ID", id)
+	ww := middleware.NewWrapResponseWriter(w, req.ProtoMajor)
+
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic, not a wrapped error
+				panic(v)
+			}
+			recordCause(ctx, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+			if ww.Status() == 0 {
+				WriteProblem(ww, req, fmt.Errorf("panic: %v", v))
+			}
+		}
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route := "unmatched"
+		if rc := chi.RouteContext(ctx); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		dur := time.Since(start)
+		if c.Metrics != nil {
+			labels := []string{route, req.Method, strconv.Itoa(status)}
+			c.Metrics.Requests.WithLabelValues(labels...).Inc()
+			c.Metrics.Duration.WithLabelValues(labels...).Observe(dur.Seconds())
+		}
+		attrs := []slog.Attr{
+			slog.String("requestId", id), slog.String("method", req.Method), slog.String("route", route),
+			slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
+			slog.Float64("durationMs", float64(dur.Microseconds())/1000),
+		}
+		level := slog.LevelInfo
+		rec.mu.Lock()
+		if rec.cause != nil {
+			attrs = append(attrs, slog.String("error", rec.cause.Error()))
+			level = slog.LevelError
+		}
+		rec.mu.Unlock()
+		c.Logger.LogAttrs(ctx, level, "request", attrs...)
+	}()
+	next.ServeHTTP(ww, req)
+}

@@ -1,0 +1,43 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// Migrate applies every pending migration in fsys. A session-level advisory
+// lock serialises replicas that start together, so each migration runs once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (applied int, err error) {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return 0, fmt.Errorf("migration locker: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	if err != nil {
+		return 0, fmt.Errorf("migration provider: %w", err)
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return len(res), fmt.Errorf("apply migrations: %w", err)
+	}
+	return len(res), nil
+}
+
+// MigrationsPending reports whether fsys has migrations the database lacks.
+func MigrationsPending(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (bool, error) {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys)
+	if err != nil {
+		return false, fmt.Errorf("migration provider: %w", err)
+	}
+	return p.HasPending(ctx)
+}

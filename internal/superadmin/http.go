@@ -1,0 +1,207 @@
+package superadmin
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/tenancy"
+)
+
+// PageParams are the page/limit parameters of superadmin lists.
+type PageParams struct {
+	Page  int `query:"page" default:"1" minimum:"1" doc:"Page number, from 1."`
+	Limit int `query:"limit" default:"20" minimum:"1" maximum:"100" doc:"Page size."`
+}
+
+type (
+	meOut struct {
+		IsSuperadmin bool      `json:"isSuperadmin"`
+		UserID       uuid.UUID `json:"userId"`
+	}
+	usersIn struct {
+		PageParams
+		Search string `query:"search" maxLength:"200" doc:"Matches name or email."`
+		OrgID  string `query:"orgId" doc:"Only members of this organization."`
+	}
+	orgsIn struct {
+		PageParams
+		Search         string `query:"search" maxLength:"200"`
+		IncludeDeleted bool   `query:"includeDeleted" doc:"Include soft-deleted organizations."`
+	}
+	projectsIn struct {
+		PageParams
+		Search         string `query:"search" maxLength:"200"`
+		OrgID          string `query:"orgId"`
+		IncludeDeleted bool   `query:"includeDeleted"`
+	}
+	userIDIn struct {
+		UserID string `path:"userID"`
+	}
+	orgIDIn struct {
+		OrgID string `path:"orgID"`
+	}
+	projectIDIn struct {
+		ProjectID string `path:"projectID"`
+	}
+	userCreateIn struct {
+		Body struct {
+			PrimaryEmail string `json:"primaryEmail" maxLength:"320"`
+			DisplayName  string `json:"displayName,omitempty" maxLength:"200"`
+		}
+	}
+	userTokenIn struct {
+		UserID string `path:"userID"`
+		Body   struct {
+			Name      string     `json:"name" maxLength:"200"`
+			Scopes    []string   `json:"scopes" minItems:"1"`
+			ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+			ProjectID *uuid.UUID `json:"projectId,omitempty"`
+		}
+	}
+)
+
+func optionalID(name, s string) (*uuid.UUID, error) {
+	if s == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return nil, errs.Errorf(errs.Invalid, "%s must be a UUID", name)
+	}
+	return &id, nil
+}
+
+func pathID(s string, notFound error) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, notFound
+	}
+	return id, nil
+}
+
+// Register adds the superadmin routes.
+func Register(api huma.API, svc *Service, ten *tenancy.Service) {
+	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Superadmin}
+	write := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Superadmin}
+
+	huma.Register(api, httpapi.Op("superadmin-me", http.MethodGet, "/api/superadmin/me", "Tell whether the caller is a superadmin",
+		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}),
+		func(ctx context.Context, _ *struct{}) (*httpapi.Out[meOut], error) {
+			p := auth.PrincipalFrom(ctx)
+			return &httpapi.Out[meOut]{Body: meOut{IsSuperadmin: p.Superadmin && p.BoundProject == uuid.Nil, UserID: p.UserID}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("superadmin-list-users", http.MethodGet, "/api/superadmin/users", "List users", read),
+		func(ctx context.Context, in *usersIn) (*httpapi.Out[Paged[User]], error) {
+			org, err := optionalID("orgId", in.OrgID)
+			if err != nil {
+				return nil, err
+			}
+			f := Filter{Search: in.Search, OrgID: org, Page: in.Page, Limit: in.Limit}
+			list, total, err := svc.ListUsers(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Paged[User]]{Body: Paged[User]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("superadmin-create-user", http.MethodPost, "/api/superadmin/users", "Create a local user", write),
+		func(ctx context.Context, in *userCreateIn) (*httpapi.Created[tenancy.User], error) {
+			u, err := ten.CreateUser(ctx, in.Body.PrimaryEmail, in.Body.DisplayName)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[tenancy.User]{Status: http.StatusCreated, Body: u}, nil
+		})
+
+	huma.Register(api, httpapi.Op("superadmin-create-user-token", http.MethodPost, "/api/superadmin/users/{userID}/tokens",
+		"Mint a token for a user (shown once)", write),
+		func(ctx context.Context, in *userTokenIn) (*httpapi.Created[tenancy.Token], error) {
+			user, err := pathID(in.UserID, tenancy.ErrUserNotFound)
+			if err != nil {
+				return nil, err
+			}
+			t, err := ten.CreateToken(ctx, auth.PrincipalFrom(ctx), tenancy.CreateTokenParams{
+				UserID: user, ProjectID: in.Body.ProjectID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[tenancy.Token]{Status: http.StatusCreated, Body: t}, nil
+		})
+
+	huma.Register(api, httpapi.Op("superadmin-delete-user", http.MethodDelete, "/api/superadmin/users/{userID}",
+		"Soft-delete a user; their tokens stop working at once", write),
+		func(ctx context.Context, in *userIDIn) (*httpapi.Out[DeleteResult], error) {
+			id, err := pathID(in.UserID, tenancy.ErrUserNotFound)
+			if err != nil {
+				return nil, err
+			}
+			if err := svc.DeleteUser(ctx, auth.PrincipalFrom(ctx).UserID, id); err != nil {
+				return nil, err
+			}
+			return deleted("user", id), nil
+		})
+
+	huma.Register(api, httpapi.Op("superadmin-list-organizations", http.MethodGet, "/api/superadmin/organizations", "List organizations", read),
+		func(ctx context.Context, in *orgsIn) (*httpapi.Out[Paged[Organization]], error) {
+			f := Filter{Search: in.Search, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
+			list, total, err := svc.ListOrganizations(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Paged[Organization]]{Body: Paged[Organization]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("superadmin-delete-organization", http.MethodDelete, "/api/superadmin/organizations/{orgID}",
+		"Soft-delete an organization and its projects", write),
+		func(ctx context.Context, in *orgIDIn) (*httpapi.Out[DeleteResult], error) {
+			id, err := pathID(in.OrgID, tenancy.ErrOrgNotFound)
+			if err != nil {
+				return nil, err
+			}
+			if err := ten.DeleteOrg(ctx, id); err != nil {
+				return nil, err
+			}
+			return deleted("organization", id), nil
+		})
+
+	huma.Register(api, httpapi.Op("superadmin-list-projects", http.MethodGet, "/api/superadmin/projects", "List projects", read),
+		func(ctx context.Context, in *projectsIn) (*httpapi.Out[Paged[Project]], error) {
+			org, err := optionalID("orgId", in.OrgID)
+			if err != nil {
+				return nil, err
+			}
+			f := Filter{Search: in.Search, OrgID: org, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
+			list, total, err := svc.ListProjects(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Paged[Project]]{Body: Paged[Project]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("superadmin-delete-project", http.MethodDelete, "/api/superadmin/projects/{projectID}",
+		"Soft-delete a project", write),
+		func(ctx context.Context, in *projectIDIn) (*httpapi.Out[DeleteResult], error) {
+			id, err := pathID(in.ProjectID, tenancy.ErrProjectNotFound)
+			if err != nil {
+				return nil, err
+			}
+			if err := ten.DeleteProject(ctx, id); err != nil {
+				return nil, err
+			}
+			return deleted("project", id), nil
+		})
+}
+
+func deleted(what string, id uuid.UUID) *httpapi.Out[DeleteResult] {
+	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: 1, Message: fmt.Sprintf("%s %s deleted", what, id)}}
+}

@@ -1,0 +1,91 @@
+// Package superadmin is platform administration across every tenant:
+// listing and deleting users, organizations and projects, and creating
+// local users and their tokens. Every route needs the superadmin grant.
+package superadmin
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Membership is a user's role in an organization.
+type Membership struct {
+	OrgID    uuid.UUID `json:"orgId"`
+	OrgName  string    `json:"orgName"`
+	Role     string    `json:"role"`
+	JoinedAt time.Time `json:"joinedAt"`
+}
+
+// User is a user as superadmins see it.
+type User struct {
+	ID                     uuid.UUID    `json:"id"`
+	IdentityProviderUserID string       `json:"identityProviderUserId,omitempty"`
+	FirstName              string       `json:"firstName,omitempty"`
+	LastName               string       `json:"lastName,omitempty"`
+	DisplayName            string       `json:"displayName,omitempty"`
+	PrimaryEmail           string       `json:"primaryEmail,omitempty"`
+	LastActivityAt         *time.Time   `json:"lastActivityAt,omitempty"`
+	CreatedAt              time.Time    `json:"createdAt"`
+	Organizations          []Membership `json:"organizations"`
+}
+
+// Organization is an organization with its counts.
+type Organization struct {
+	ID           uuid.UUID  `json:"id"`
+	Name         string     `json:"name"`
+	MemberCount  int        `json:"memberCount"`
+	ProjectCount int        `json:"projectCount"`
+	CreatedAt    time.Time  `json:"createdAt"`
+	DeletedAt    *time.Time `json:"deletedAt,omitempty"`
+}
+
+// Project is a project with its organization and document count.
+type Project struct {
+	ID               uuid.UUID  `json:"id"`
+	Name             string     `json:"name"`
+	OrganizationID   uuid.UUID  `json:"organizationId"`
+	OrganizationName string     `json:"organizationName"`
+	DocumentCount    int        `json:"documentCount"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	DeletedAt        *time.Time `json:"deletedAt,omitempty"`
+}
+
+// Meta is the pagination block of superadmin lists.
+type Meta struct {
+	Page       int  `json:"page"`
+	Limit      int  `json:"limit"`
+	Total      int  `json:"total"`
+	TotalPages int  `json:"totalPages"`
+	HasNext    bool `json:"hasNext"`
+	HasPrev    bool `json:"hasPrev"`
+}
+
+// NewMeta computes the pagination block.
+func NewMeta(page, limit, total int) Meta {
+	pages := (total + limit - 1) / limit
+	return Meta{Page: page, Limit: limit, Total: total, TotalPages: pages, HasNext: page < pages, HasPrev: page > 1}
+}
+
+// Paged is the envelope of superadmin lists.
+type Paged[T any] struct {
+	Data []T `json:"data"`
+	Meta Meta `json:"meta"`
+}
+
+// DeleteResult answers bulk and single deletes.
+type DeleteResult struct {
+	Success      bool   `json:"success"`
+	DeletedCount int    `json:"deletedCount"`
+	Message      string `json:"message"`
+}
+
+// Filter narrows a list.
+type Filter struct {
+	Search         string
+	OrgID          *uuid.UUID
+	IncludeDeleted bool
+	Page, Limit    int
+}
+
+func (f Filter) offset() int { return (f.Page - 1) * f.Limit }

@@ -1,0 +1,270 @@
+package tenancy
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+type (
+	orgCreateIn struct {
+		Body struct {
+			Name string `json:"name" maxLength:"200" doc:"Organization name, unique."`
+		}
+	}
+	orgListIn struct {
+		httpapi.PageParams
+	}
+	projectCreateIn struct {
+		Body struct {
+			Name  string    `json:"name" maxLength:"200"`
+			OrgID uuid.UUID `json:"orgId"`
+		}
+	}
+	projectListIn struct {
+		httpapi.PageParams
+		OrgID string `query:"orgId" doc:"Only projects of this organization."`
+	}
+	projectIn struct {
+		ProjectID string `path:"projectId"`
+	}
+	memberListIn struct {
+		ProjectID string `path:"projectId"`
+		httpapi.PageParams
+	}
+	memberAddIn struct {
+		ProjectID string `path:"projectId"`
+		Body      struct {
+			UserID uuid.UUID `json:"userId"`
+			Role   string    `json:"role" enum:"admin,editor,viewer"`
+		}
+	}
+	memberIn struct {
+		ProjectID string `path:"projectId"`
+		UserID    string `path:"userId"`
+	}
+	tokenBody struct {
+		Name      string     `json:"name" maxLength:"200"`
+		Scopes    []string   `json:"scopes" minItems:"1"`
+		ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	}
+	tokenCreateIn struct {
+		Body tokenBody
+	}
+	projectTokenCreateIn struct {
+		ProjectID string `path:"projectId"`
+		Body      tokenBody
+	}
+	tokenListIn struct {
+		httpapi.PageParams
+	}
+	projectTokenListIn struct {
+		ProjectID string `path:"projectId"`
+		httpapi.PageParams
+	}
+	tokenIn struct {
+		ID string `path:"id"`
+	}
+	projectTokenIn struct {
+		ProjectID string `path:"projectId"`
+		ID        string `path:"id"`
+	}
+)
+
+// parseID reads a path id; a malformed one is simply not found.
+func parseID(s string, notFound error) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, notFound
+	}
+	return id, nil
+}
+
+// Register adds the organization, project, membership and token routes.
+func Register(api huma.API, svc *Service) {
+	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Self}
+	write := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self}
+
+	huma.Register(api, httpapi.Op("list-orgs", http.MethodGet, "/api/orgs", "List your organizations", read),
+		func(ctx context.Context, in *orgListIn) (*httpapi.Out[httpapi.List[Org]], error) {
+			list, total, err := svc.ListOrgs(ctx, auth.PrincipalFrom(ctx), Page{in.Limit, in.Offset})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Org]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("create-org", http.MethodPost, "/api/orgs", "Create an organization you own", write),
+		func(ctx context.Context, in *orgCreateIn) (*httpapi.Created[Org], error) {
+			o, err := svc.CreateOrg(ctx, auth.PrincipalFrom(ctx), in.Body.Name)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[Org]{Status: http.StatusCreated, Body: o}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-projects", http.MethodGet, "/api/projects", "List the projects you can see",
+		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}),
+		func(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Project]], error) {
+			var org *uuid.UUID
+			if in.OrgID != "" {
+				id, err := uuid.Parse(in.OrgID)
+				if err != nil {
+					return nil, errs.New(errs.Invalid, "orgId must be a UUID")
+				}
+				org = &id
+			}
+			list, total, err := svc.ListProjects(ctx, auth.PrincipalFrom(ctx), org, Page{in.Limit, in.Offset})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Project]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("create-project", http.MethodPost, "/api/projects", "Create a project (organization admins)",
+		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Body}),
+		func(ctx context.Context, in *projectCreateIn) (*httpapi.Created[Project], error) {
+			pr, err := svc.CreateProject(ctx, auth.PrincipalFrom(ctx), in.Body.OrgID, in.Body.Name)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[Project]{Status: http.StatusCreated, Body: pr}, nil
+		})
+
+	projectRead := auth.Rule{Scope: auth.AdminRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	projectAdmin := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+
+	huma.Register(api, httpapi.Op("get-project", http.MethodGet, "/api/projects/{projectId}", "Get a project", projectRead),
+		func(ctx context.Context, _ *projectIn) (*httpapi.Out[Project], error) {
+			pr, err := svc.GetProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ProjectID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Project]{Body: pr}, nil
+		})
+
+	del := httpapi.Op("delete-project", http.MethodDelete, "/api/projects/{projectId}", "Delete a project (project admins)", projectAdmin)
+	del.DefaultStatus = http.StatusNoContent
+	huma.Register(api, del, func(ctx context.Context, _ *projectIn) (*struct{}, error) {
+		return nil, svc.DeleteProject(ctx, auth.AccessFrom(ctx).ProjectID)
+	})
+
+	huma.Register(api, httpapi.Op("list-project-members", http.MethodGet, "/api/projects/{projectId}/members", "List a project's members", projectRead),
+		func(ctx context.Context, in *memberListIn) (*httpapi.Out[httpapi.List[Member]], error) {
+			list, total, err := svc.ListMembers(ctx, auth.AccessFrom(ctx).ProjectID, Page{in.Limit, in.Offset})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Member]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("add-project-member", http.MethodPost, "/api/projects/{projectId}/members", "Add a member or change a member's role", projectAdmin),
+		func(ctx context.Context, in *memberAddIn) (*httpapi.Out[Member], error) {
+			m, err := svc.AddMember(ctx, auth.AccessFrom(ctx).ProjectID, in.Body.UserID, in.Body.Role)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Member]{Body: m}, nil
+		})
+
+	delMember := httpapi.Op("remove-project-member", http.MethodDelete, "/api/projects/{projectId}/members/{userId}", "Remove a member", projectAdmin)
+	delMember.DefaultStatus = http.StatusNoContent
+	huma.Register(api, delMember, func(ctx context.Context, in *memberIn) (*struct{}, error) {
+		user, err := parseID(in.UserID, ErrMemberNotFound)
+		if err != nil {
+			return nil, err
+		}
+		return nil, svc.RemoveMember(ctx, auth.AccessFrom(ctx).ProjectID, user)
+	})
+
+	registerTokens(api, svc)
+}
+
+func registerTokens(api huma.API, svc *Service) {
+	huma.Register(api, httpapi.Op("list-tokens", http.MethodGet, "/api/tokens", "List your API tokens", auth.Rule{Scope: auth.AdminRead, Resource: auth.Self}),
+		func(ctx context.Context, in *tokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
+			user := auth.PrincipalFrom(ctx).UserID
+			list, total, err := svc.ListTokens(ctx, &user, nil, Page{in.Limit, in.Offset})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Token]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("create-token", http.MethodPost, "/api/tokens", "Create an account-level API token (shown once)",
+		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self}),
+		func(ctx context.Context, in *tokenCreateIn) (*httpapi.Created[Token], error) {
+			p := auth.PrincipalFrom(ctx)
+			t, err := svc.CreateToken(ctx, p, CreateTokenParams{UserID: p.UserID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
+		})
+
+	revoke := httpapi.Op("revoke-token", http.MethodDelete, "/api/tokens/{id}", "Revoke one of your tokens", auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self})
+	revoke.DefaultStatus = http.StatusNoContent
+	huma.Register(api, revoke, func(ctx context.Context, in *tokenIn) (*struct{}, error) {
+		id, err := parseID(in.ID, ErrTokenNotFound)
+		if err != nil {
+			return nil, err
+		}
+		user := auth.PrincipalFrom(ctx).UserID
+		return nil, svc.RevokeToken(ctx, id, &user, nil)
+	})
+
+	projectTokens := auth.Rule{Scope: auth.AdminRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	huma.Register(api, httpapi.Op("list-project-tokens", http.MethodGet, "/api/projects/{projectId}/tokens",
+		"List tokens bound to a project (yours; every one for project admins)", projectTokens),
+		func(ctx context.Context, in *projectTokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
+			project, user := ownerFilter(ctx)
+			list, total, err := svc.ListTokens(ctx, user, &project, Page{in.Limit, in.Offset})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Token]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("create-project-token", http.MethodPost, "/api/projects/{projectId}/tokens",
+		"Create a token bound to a project (shown once)", auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer}),
+		func(ctx context.Context, in *projectTokenCreateIn) (*httpapi.Created[Token], error) {
+			p := auth.PrincipalFrom(ctx)
+			project := auth.AccessFrom(ctx).ProjectID
+			t, err := svc.CreateToken(ctx, p, CreateTokenParams{
+				UserID: p.UserID, ProjectID: &project, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
+		})
+
+	revokeProject := httpapi.Op("revoke-project-token", http.MethodDelete, "/api/projects/{projectId}/tokens/{id}",
+		"Revoke a token bound to a project (yours; any for project admins)", auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer})
+	revokeProject.DefaultStatus = http.StatusNoContent
+	huma.Register(api, revokeProject, func(ctx context.Context, in *projectTokenIn) (*struct{}, error) {
+		id, err := parseID(in.ID, ErrTokenNotFound)
+		if err != nil {
+			return nil, err
+		}
+		project, user := ownerFilter(ctx)
+		return nil, svc.RevokeToken(ctx, id, user, &project)
+	})
+}
+
+// ownerFilter limits project token operations to the caller's own tokens,
+// unless the caller administers the project.
+func ownerFilter(ctx context.Context) (uuid.UUID, *uuid.UUID) {
+	p, a := auth.PrincipalFrom(ctx), auth.AccessFrom(ctx)
+	if p.ProjectRole(a.ProjectID, a.OrgID) == auth.ProjectAdmin {
+		return a.ProjectID, nil
+	}
+	return a.ProjectID, &p.UserID
+}

@@ -1,0 +1,380 @@
+package tenancy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// Invalidator drops cached credentials in this process (other processes
+// learn of changes by notification).
+type Invalidator interface {
+	Invalidate()
+}
+
+// Service holds the rules of tenancy.
+type Service struct {
+	pool  *pgxpool.Pool
+	inv   Invalidator
+	now   func() time.Time
+	guard *auth.Guard
+}
+
+// NewService returns a Service. guard authorises the ids that arrive in
+// bodies; inv is told of every identity change after it commits.
+func NewService(pool *pgxpool.Pool, guard *auth.Guard, inv Invalidator, now func() time.Time) *Service {
+	return &Service{pool: pool, guard: guard, inv: inv, now: now}
+}
+
+// changeIdentity runs fn in a transaction that announces an identity change
+// to every process, and drops this process's cache once it committed.
+func (s *Service) changeIdentity(ctx context.Context, fn func(tx pgx.Tx, now time.Time) error) error {
+	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := fn(tx, s.now().UTC()); err != nil {
+			return err
+		}
+		return notifyInvalidate(ctx, tx)
+	})
+	if err == nil && s.inv != nil {
+		s.inv.Invalidate()
+	}
+	return err
+}
+
+func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+
+func cleanName(what, name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", errs.Errorf(errs.Invalid, "%s name must not be empty", what)
+	}
+	if len(name) > 200 {
+		return "", errs.Errorf(errs.Invalid, "%s name must be at most 200 characters", what)
+	}
+	return name, nil
+}
+
+// CreateOrg creates an organization owned by the caller. Errors:
+// invalid_argument, conflict.
+func (s *Service) CreateOrg(ctx context.Context, p *auth.Principal, name string) (Org, error) {
+	name, err := cleanName("organization", name)
+	if err != nil {
+		return Org{}, err
+	}
+	id := newID()
+	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+		if err := orgInsert(ctx, tx, id, name, now); err != nil {
+			return err
+		}
+		return orgMemberUpsert(ctx, tx, id, p.UserID, auth.OrgOwner, now, true)
+	})
+	if err != nil {
+		return Org{}, err
+	}
+	o, err := orgGet(ctx, s.pool, id)
+	o.Role = string(auth.OrgOwner)
+	return o, err
+}
+
+// ListOrgs lists the organizations the caller belongs to (every one for
+// superadmins).
+func (s *Service) ListOrgs(ctx context.Context, p *auth.Principal, page Page) ([]Org, int, error) {
+	return orgListForUser(ctx, s.pool, p.UserID, p.Superadmin, page)
+}
+
+// CreateProject creates a project in org; the caller must administer org.
+// Errors: invalid_argument, not_found, permission_denied, conflict.
+func (s *Service) CreateProject(ctx context.Context, p *auth.Principal, org uuid.UUID, name string) (Project, error) {
+	if _, err := s.guard.RequireOrg(ctx, p, org, auth.Rule{Scope: auth.AdminWrite, OrgRole: auth.OrgAdmin}); err != nil {
+		return Project{}, err
+	}
+	name, err := cleanName("project", name)
+	if err != nil {
+		return Project{}, err
+	}
+	id := newID()
+	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+		if err := projectInsert(ctx, tx, id, org, name, now); err != nil {
+			return err
+		}
+		return projectMemberUpsert(ctx, tx, id, p.UserID, auth.ProjectAdmin, now)
+	})
+	if err != nil {
+		return Project{}, err
+	}
+	pr, err := projectGet(ctx, s.pool, id)
+	pr.Role = string(auth.ProjectAdmin)
+	return pr, err
+}
+
+// ListProjects lists the projects the caller sees, optionally of one
+// organization.
+func (s *Service) ListProjects(ctx context.Context, p *auth.Principal, org *uuid.UUID, page Page) ([]Project, int, error) {
+	f := projectFilter{User: p.UserID, All: p.Superadmin, OrgID: org}
+	if p.BoundProject != uuid.Nil {
+		f.Only = &p.BoundProject
+	}
+	list, total, err := projectList(ctx, s.pool, f, page)
+	for i := range list {
+		list[i].Role = string(p.ProjectRole(list[i].ID, list[i].OrgID))
+	}
+	return list, total, err
+}
+
+// GetProject returns a live project. Errors: not_found.
+func (s *Service) GetProject(ctx context.Context, p *auth.Principal, id uuid.UUID) (Project, error) {
+	pr, err := projectGet(ctx, s.pool, id)
+	if err == nil && p != nil {
+		pr.Role = string(p.ProjectRole(pr.ID, pr.OrgID))
+	}
+	return pr, err
+}
+
+// DeleteProject soft-deletes a project: it disappears for everyone at
+// once, its data stays for recovery. Errors: not_found.
+func (s *Service) DeleteProject(ctx context.Context, id uuid.UUID) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+		ok, err := projectSoftDelete(ctx, tx, id, now)
+		if err == nil && !ok {
+			err = ErrProjectNotFound
+		}
+		return err
+	})
+}
+
+// DeleteOrg soft-deletes an organization and its projects. Errors:
+// not_found.
+func (s *Service) DeleteOrg(ctx context.Context, id uuid.UUID) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+		ok, err := orgSoftDelete(ctx, tx, id, now)
+		if err == nil && !ok {
+			err = ErrOrgNotFound
+		}
+		return err
+	})
+}
+
+// ListMembers lists a project's members.
+func (s *Service) ListMembers(ctx context.Context, project uuid.UUID, page Page) ([]Member, int, error) {
+	return projectMemberList(ctx, s.pool, project, page)
+}
+
+// AddMember gives user role in project (replacing an earlier role), and
+// makes the user a member of the project's organization if they were not.
+// Errors: invalid_argument, not_found.
+func (s *Service) AddMember(ctx context.Context, project, user uuid.UUID, role string) (Member, error) {
+	r := auth.ProjectRole(role)
+	if !r.Valid() {
+		return Member{}, errs.Errorf(errs.Invalid, "role must be admin, editor or viewer, not %q", role)
+	}
+	pr, err := projectGet(ctx, s.pool, project)
+	if err != nil {
+		return Member{}, err
+	}
+	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+		ok, err := userLive(ctx, tx, user)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrUserNotFound
+		}
+		if err := orgMemberUpsert(ctx, tx, pr.OrgID, user, auth.OrgMember, now, false); err != nil {
+			return err
+		}
+		return projectMemberUpsert(ctx, tx, project, user, r, now)
+	})
+	if err != nil {
+		return Member{}, err
+	}
+	return projectMemberGet(ctx, s.pool, project, user)
+}
+
+// RemoveMember ends a membership. Errors: not_found.
+func (s *Service) RemoveMember(ctx context.Context, project, user uuid.UUID) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, _ time.Time) error {
+		ok, err := projectMemberDelete(ctx, tx, project, user)
+		if err == nil && !ok {
+			err = ErrMemberNotFound
+		}
+		return err
+	})
+}
+
+// CreateToken mints a token for p.UserID. A caller may only hand out scopes
+// it holds itself (issuer is the caller; nil for the command line).
+// Errors: invalid_argument, permission_denied, not_found.
+func (s *Service) CreateToken(ctx context.Context, issuer *auth.Principal, params CreateTokenParams) (Token, error) {
+	return s.createToken(ctx, issuer, params, "")
+}
+
+func (s *Service) createToken(ctx context.Context, issuer *auth.Principal, params CreateTokenParams, secret string) (Token, error) {
+	name, err := cleanName("token", params.Name)
+	if err != nil {
+		return Token{}, err
+	}
+	params.Name = name
+	if len(params.Scopes) == 0 {
+		return Token{}, errs.New(errs.Invalid, "scopes must name at least one scope")
+	}
+	set, err := auth.ParseScopes(params.Scopes)
+	if err != nil {
+		return Token{}, errs.Errorf(errs.Invalid, "scopes: %v", err)
+	}
+	params.Scopes = set.Names()
+	if issuer != nil && !issuer.Scopes.Covers(set) {
+		return Token{}, errs.Errorf(errs.PermissionDenied, "a token cannot grant scopes its creator lacks: %s",
+			strings.Join((set&^issuer.Scopes).Names(), ", "))
+	}
+	if params.ExpiresAt != nil && !params.ExpiresAt.After(s.now()) {
+		return Token{}, errs.New(errs.Invalid, "expiresAt must be in the future")
+	}
+	if params.ProjectID != nil {
+		if _, err := projectGet(ctx, s.pool, *params.ProjectID); err != nil {
+			return Token{}, err
+		}
+	}
+	if secret == "" {
+		secret = auth.NewToken()
+	}
+	id := newID()
+	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		ok, err := userLive(ctx, tx, params.UserID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrUserNotFound
+		}
+		return tokenInsert(ctx, tx, id, params, secret, s.now().UTC())
+	})
+	if err != nil {
+		return Token{}, err
+	}
+	t, err := tokenGet(ctx, s.pool, id)
+	t.Token = secret
+	return t, err
+}
+
+// ListTokens lists live tokens of a user and/or a project.
+func (s *Service) ListTokens(ctx context.Context, user, project *uuid.UUID, page Page) ([]Token, int, error) {
+	return tokenList(ctx, s.pool, tokenFilter{UserID: user, ProjectID: project}, page)
+}
+
+// RevokeToken revokes token id if it belongs to user and/or project (nil:
+// any). The token stops working at once in every process. Errors:
+// not_found.
+func (s *Service) RevokeToken(ctx context.Context, id uuid.UUID, user, project *uuid.UUID) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+		ok, err := tokenRevoke(ctx, tx, id, tokenFilter{UserID: user, ProjectID: project}, now)
+		if err == nil && !ok {
+			err = ErrTokenNotFound
+		}
+		return err
+	})
+}
+
+// CreateUser creates a local user (for deployments without OIDC). Errors:
+// invalid_argument, conflict.
+func (s *Service) CreateUser(ctx context.Context, email, displayName string) (User, error) {
+	email = strings.TrimSpace(email)
+	displayName = strings.TrimSpace(displayName)
+	if email == "" || !strings.Contains(email, "@") || len(email) > 320 {
+		return User{}, errs.New(errs.Invalid, "primaryEmail must be an email address")
+	}
+	if len(displayName) > 200 {
+		return User{}, errs.New(errs.Invalid, "displayName must be at most 200 characters")
+	}
+	id := newID()
+	now := s.now().UTC()
+	if err := userInsert(ctx, s.pool, id, displayName, email, now); err != nil {
+		return User{}, err
+	}
+	return User{ID: id, DisplayName: displayName, PrimaryEmail: email, CreatedAt: now}, nil
+}
+
+// ResolveUser finds a live user by id, email or unique display name.
+// Errors: not_found.
+func (s *Service) ResolveUser(ctx context.Context, ref string) (uuid.UUID, error) {
+	return userResolve(ctx, s.pool, ref)
+}
+
+// DeleteUser soft-deletes a user; their tokens stop working at once.
+// Errors: not_found.
+func (s *Service) DeleteUser(ctx context.Context, id uuid.UUID) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+		ok, err := userSoftDelete(ctx, tx, id, now)
+		if err == nil && !ok {
+			err = ErrUserNotFound
+		}
+		return err
+	})
+}
+
+// bootstrapLock serialises the first start of several replicas.
+const bootstrapLock = 0x67726d62 // "grmb"
+
+// Bootstrap creates, in an empty database, the default organization and
+// project and the superadmin user "admin" with a token holding every scope.
+// It returns that token, or "" when the database was already set up.
+// fixed, when set, is the token's value.
+func (s *Service) Bootstrap(ctx context.Context, fixed string) (string, error) {
+	if fixed != "" && !auth.ValidTokenFormat(fixed) {
+		return "", fmt.Errorf("GRAPHMILL_BOOTSTRAP_TOKEN must be %q followed by 32 to 128 characters of A-Z a-z 0-9 - _", auth.TokenPrefix)
+	}
+	secret := fixed
+	if secret == "" {
+		secret = auth.NewToken()
+	}
+	var created bool
+	err := s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, bootstrapLock); err != nil {
+			return fmt.Errorf("bootstrap lock: %w", err)
+		}
+		exists, err := usersExist(ctx, tx)
+		if err != nil || exists {
+			return err
+		}
+		org, project, user := newID(), newID(), newID()
+		if err := orgInsert(ctx, tx, org, DefaultOrgName, now); err != nil {
+			return err
+		}
+		if err := projectInsert(ctx, tx, project, org, DefaultProjectName, now); err != nil {
+			return err
+		}
+		if err := userInsert(ctx, tx, user, AdminDisplayName, AdminEmail, now); err != nil {
+			return err
+		}
+		if err := superadminGrant(ctx, tx, user, now); err != nil {
+			return err
+		}
+		if err := orgMemberUpsert(ctx, tx, org, user, auth.OrgOwner, now, true); err != nil {
+			return err
+		}
+		if err := projectMemberUpsert(ctx, tx, project, user, auth.ProjectAdmin, now); err != nil {
+			return err
+		}
+		created = true
+		return tokenInsert(ctx, tx, newID(), CreateTokenParams{
+			UserID: user, Name: "bootstrap", Scopes: auth.AllScopes.Names(),
+		}, secret, now)
+	})
+	if err != nil || !created {
+		return "", err
+	}
+	return secret, nil
+}
+
+// TokenKnown reports whether a token value is stored (revoked or not).
+func (s *Service) TokenKnown(ctx context.Context, secret string) (bool, error) {
+	return tokenExists(ctx, s.pool, secret)
+}

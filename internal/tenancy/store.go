@@ -1,0 +1,425 @@
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+type orgRow struct {
+	ID        uuid.UUID `db:"id"`
+	Name      string    `db:"name"`
+	Role      *string   `db:"role"`
+	CreatedAt time.Time `db:"created_at"`
+	UpdatedAt time.Time `db:"updated_at"`
+	Total     int       `db:"total"`
+}
+
+func (r orgRow) toOrg() Org {
+	o := Org{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	if r.Role != nil {
+		o.Role = *r.Role
+	}
+	return o
+}
+
+type projectRow struct {
+	ID        uuid.UUID `db:"id"`
+	OrgID     uuid.UUID `db:"org_id"`
+	Name      string    `db:"name"`
+	CreatedAt time.Time `db:"created_at"`
+	UpdatedAt time.Time `db:"updated_at"`
+	Total     int       `db:"total"`
+}
+
+func (r projectRow) toProject() Project {
+	return Project{ID: r.ID, OrgID: r.OrgID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+type tokenRow struct {
+	ID        uuid.UUID  `db:"id"`
+	Name      string     `db:"name"`
+	Prefix    string     `db:"prefix"`
+	Scopes    []string   `db:"scopes"`
+	ProjectID *uuid.UUID `db:"project_id"`
+	ExpiresAt *time.Time `db:"expires_at"`
+	CreatedAt time.Time  `db:"created_at"`
+	Total     int        `db:"total"`
+}
+
+func (r tokenRow) toToken() Token {
+	t := Token{ID: r.ID, Name: r.Name, Prefix: r.Prefix, Scopes: r.Scopes, ProjectID: r.ProjectID, CreatedAt: r.CreatedAt.UTC()}
+	if r.ExpiresAt != nil {
+		e := r.ExpiresAt.UTC()
+		t.ExpiresAt = &e
+	}
+	return t
+}
+
+type memberRow struct {
+	UserID       uuid.UUID `db:"user_id"`
+	Role         string    `db:"role"`
+	DisplayName  *string   `db:"display_name"`
+	PrimaryEmail *string   `db:"primary_email"`
+	CreatedAt    time.Time `db:"created_at"`
+	Total        int       `db:"total"`
+}
+
+func (r memberRow) toMember() Member {
+	return Member{UserID: r.UserID, Role: r.Role, DisplayName: deref(r.DisplayName), PrimaryEmail: deref(r.PrimaryEmail), CreatedAt: r.CreatedAt.UTC()}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// notifyInvalidate announces, on commit, that identity data changed.
+func notifyInvalidate(ctx context.Context, db postgres.DBTX) error {
+	if _, err := db.Exec(ctx, `SELECT pg_notify($1, '')`, auth.InvalidateChannel); err != nil {
+		return fmt.Errorf("notify invalidation: %w", err)
+	}
+	return nil
+}
+
+func orgInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, name string, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, $2, $3, $3)`, id, name, now)
+	if postgres.IsUniqueViolation(err, "orgs_name_key") {
+		return ErrOrgExists
+	}
+	if err != nil {
+		return fmt.Errorf("insert org: %w", err)
+	}
+	return nil
+}
+
+func orgGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Org, error) {
+	rows, _ := db.Query(ctx, `SELECT id, name, NULL::text AS role, created_at, updated_at, 0 AS total
+		FROM orgs WHERE id = $1 AND deleted_at IS NULL`, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[orgRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Org{}, ErrOrgNotFound
+	}
+	if err != nil {
+		return Org{}, fmt.Errorf("get org: %w", err)
+	}
+	return r.toOrg(), nil
+}
+
+// orgListForUser lists the live organizations user belongs to (all of them
+// when all is set), with the user's role.
+func orgListForUser(ctx context.Context, db postgres.DBTX, user uuid.UUID, all bool, p Page) ([]Org, int, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT o.id, o.name, m.role, o.created_at, o.updated_at, count(*) OVER () AS total
+		FROM orgs o LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $1
+		WHERE o.deleted_at IS NULL AND ($2 OR m.user_id IS NOT NULL)
+		ORDER BY o.created_at, o.id LIMIT $3 OFFSET $4`, user, all, p.Limit, p.Offset)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[orgRow])
+	if err != nil {
+		return nil, 0, fmt.Errorf("list orgs: %w", err)
+	}
+	out := make([]Org, len(list))
+	total := 0
+	for i, r := range list {
+		out[i] = r.toOrg()
+		total = r.Total
+	}
+	return out, total, nil
+}
+
+func orgMemberUpsert(ctx context.Context, db postgres.DBTX, org, user uuid.UUID, role auth.OrgRole, now time.Time, overwrite bool) error {
+	q := `INSERT INTO org_members (org_id, user_id, role, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, user_id) DO NOTHING`
+	if overwrite {
+		q = `INSERT INTO org_members (org_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (org_id, user_id) DO UPDATE SET role = EXCLUDED.role`
+	}
+	if _, err := db.Exec(ctx, q, org, user, string(role), now); err != nil {
+		return fmt.Errorf("upsert org member: %w", err)
+	}
+	return nil
+}
+
+func projectInsert(ctx context.Context, db postgres.DBTX, id, org uuid.UUID, name string, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)`, id, org, name, now)
+	if postgres.IsUniqueViolation(err, "projects_org_name_key") {
+		return ErrProjectExists
+	}
+	if err != nil {
+		return fmt.Errorf("insert project: %w", err)
+	}
+	return nil
+}
+
+func projectGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Project, error) {
+	rows, _ := db.Query(ctx, `SELECT p.id, p.org_id, p.name, p.created_at, p.updated_at, 0 AS total
+		FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
+		WHERE p.id = $1 AND p.deleted_at IS NULL`, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[projectRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Project{}, ErrProjectNotFound
+	}
+	if err != nil {
+		return Project{}, fmt.Errorf("get project: %w", err)
+	}
+	return r.toProject(), nil
+}
+
+// projectFilter selects the projects a caller sees.
+type projectFilter struct {
+	User  uuid.UUID
+	All   bool       // superadmin
+	Only  *uuid.UUID // project-scoped token
+	OrgID *uuid.UUID
+}
+
+func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page) ([]Project, int, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT p.id, p.org_id, p.name, p.created_at, p.updated_at, count(*) OVER () AS total
+		FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
+		WHERE p.deleted_at IS NULL
+		  AND ($2 OR EXISTS (SELECT 1 FROM project_members pm WHERE pm.project_id = p.id AND pm.user_id = $1)
+		          OR EXISTS (SELECT 1 FROM org_members om WHERE om.org_id = p.org_id AND om.user_id = $1 AND om.role IN ('owner', 'admin')))
+		  AND ($3::uuid IS NULL OR p.id = $3)
+		  AND ($4::uuid IS NULL OR p.org_id = $4)
+		ORDER BY p.created_at, p.id LIMIT $5 OFFSET $6`, f.User, f.All, f.Only, f.OrgID, p.Limit, p.Offset)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[projectRow])
+	if err != nil {
+		return nil, 0, fmt.Errorf("list projects: %w", err)
+	}
+	out := make([]Project, len(list))
+	total := 0
+	for i, r := range list {
+		out[i] = r.toProject()
+		total = r.Total
+	}
+	return out, total, nil
+}
+
+func projectSoftDelete(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE projects SET deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, now)
+	if err != nil {
+		return false, fmt.Errorf("delete project: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func orgSoftDelete(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE orgs SET deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, now)
+	if err != nil {
+		return false, fmt.Errorf("delete org: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil
+	}
+	if _, err := db.Exec(ctx, `UPDATE projects SET deleted_at = $2, updated_at = $2 WHERE org_id = $1 AND deleted_at IS NULL`, id, now); err != nil {
+		return false, fmt.Errorf("delete org projects: %w", err)
+	}
+	return true, nil
+}
+
+func projectMemberUpsert(ctx context.Context, db postgres.DBTX, project, user uuid.UUID, role auth.ProjectRole, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO project_members (project_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (project_id, user_id) DO UPDATE SET role = EXCLUDED.role`, project, user, string(role), now)
+	if err != nil {
+		return fmt.Errorf("upsert project member: %w", err)
+	}
+	return nil
+}
+
+func projectMemberList(ctx context.Context, db postgres.DBTX, project uuid.UUID, p Page) ([]Member, int, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT m.user_id, m.role, u.display_name, u.primary_email, m.created_at, count(*) OVER () AS total
+		FROM project_members m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL
+		WHERE m.project_id = $1 ORDER BY m.created_at, m.user_id LIMIT $2 OFFSET $3`, project, p.Limit, p.Offset)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[memberRow])
+	if err != nil {
+		return nil, 0, fmt.Errorf("list members: %w", err)
+	}
+	out := make([]Member, len(list))
+	total := 0
+	for i, r := range list {
+		out[i] = r.toMember()
+		total = r.Total
+	}
+	return out, total, nil
+}
+
+func projectMemberGet(ctx context.Context, db postgres.DBTX, project, user uuid.UUID) (Member, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT m.user_id, m.role, u.display_name, u.primary_email, m.created_at, 0 AS total
+		FROM project_members m JOIN users u ON u.id = m.user_id
+		WHERE m.project_id = $1 AND m.user_id = $2`, project, user)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[memberRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Member{}, ErrMemberNotFound
+	}
+	if err != nil {
+		return Member{}, fmt.Errorf("get member: %w", err)
+	}
+	return r.toMember(), nil
+}
+
+func projectMemberDelete(ctx context.Context, db postgres.DBTX, project, user uuid.UUID) (bool, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM project_members WHERE project_id = $1 AND user_id = $2`, project, user)
+	if err != nil {
+		return false, fmt.Errorf("delete member: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func userInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, displayName, email string, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO users (id, display_name, primary_email, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)`,
+		id, nullable(displayName), nullable(email), now)
+	if postgres.IsUniqueViolation(err, "users_email_key") {
+		return ErrEmailTaken
+	}
+	if err != nil {
+		return fmt.Errorf("insert user: %w", err)
+	}
+	return nil
+}
+
+func userLive(ctx context.Context, db postgres.DBTX, id uuid.UUID) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL)`, id).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up user: %w", err)
+	}
+	return ok, nil
+}
+
+// userResolve finds a live user by id, email or display name (which must
+// then be unique).
+func userResolve(ctx context.Context, db postgres.DBTX, ref string) (uuid.UUID, error) {
+	if id, err := uuid.Parse(ref); err == nil {
+		ok, err := userLive(ctx, db, id)
+		if err != nil {
+			return uuid.Nil, err
+		}
+		if !ok {
+			return uuid.Nil, ErrUserNotFound
+		}
+		return id, nil
+	}
+	rows, _ := db.Query(ctx, `SELECT id FROM users WHERE deleted_at IS NULL AND lower(primary_email) = lower($1)
+		UNION ALL SELECT id FROM users WHERE deleted_at IS NULL AND primary_email IS DISTINCT FROM $1 AND display_name = $1 LIMIT 2`, ref)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("resolve user: %w", err)
+	}
+	switch len(ids) {
+	case 0:
+		return uuid.Nil, ErrUserNotFound
+	case 1:
+		return ids[0], nil
+	}
+	return uuid.Nil, fmt.Errorf("user %q is ambiguous: give the user id", ref)
+}
+
+func userSoftDelete(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE users SET deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, now)
+	if err != nil {
+		return false, fmt.Errorf("delete user: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func superadminGrant(ctx context.Context, db postgres.DBTX, user uuid.UUID, now time.Time) error {
+	if _, err := db.Exec(ctx, `INSERT INTO superadmins (user_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, user, now); err != nil {
+		return fmt.Errorf("grant superadmin: %w", err)
+	}
+	return nil
+}
+
+func tokenInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, p CreateTokenParams, secret string, now time.Time) error {
+	hash := auth.HashToken(secret)
+	_, err := db.Exec(ctx, `INSERT INTO api_tokens (id, user_id, project_id, name, prefix, token_hash, scopes, expires_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		id, p.UserID, p.ProjectID, p.Name, auth.DisplayPrefix(secret), hash[:], p.Scopes, p.ExpiresAt, now)
+	if err != nil {
+		return fmt.Errorf("insert token: %w", err)
+	}
+	return nil
+}
+
+func tokenExists(ctx context.Context, db postgres.DBTX, secret string) (bool, error) {
+	hash := auth.HashToken(secret)
+	var ok bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_tokens WHERE token_hash = $1)`, hash[:]).Scan(&ok); err != nil {
+		return false, fmt.Errorf("look up token: %w", err)
+	}
+	return ok, nil
+}
+
+func tokenGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Token, error) {
+	rows, _ := db.Query(ctx, `SELECT id, name, prefix, scopes, project_id, expires_at, created_at, 0 AS total
+		FROM api_tokens WHERE id = $1`, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[tokenRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Token{}, ErrTokenNotFound
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("get token: %w", err)
+	}
+	return r.toToken(), nil
+}
+
+// tokenFilter selects live (unrevoked) tokens: of a user, of a project, or
+// both.
+type tokenFilter struct {
+	UserID    *uuid.UUID
+	ProjectID *uuid.UUID
+}
+
+func tokenList(ctx context.Context, db postgres.DBTX, f tokenFilter, p Page) ([]Token, int, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT id, name, prefix, scopes, project_id, expires_at, created_at, count(*) OVER () AS total
+		FROM api_tokens WHERE revoked_at IS NULL
+		  AND ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR project_id = $2)
+		ORDER BY created_at, id LIMIT $3 OFFSET $4`, f.UserID, f.ProjectID, p.Limit, p.Offset)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[tokenRow])
+	if err != nil {
+		return nil, 0, fmt.Errorf("list tokens: %w", err)
+	}
+	out := make([]Token, len(list))
+	total := 0
+	for i, r := range list {
+		out[i] = r.toToken()
+		total = r.Total
+	}
+	return out, total, nil
+}
+
+// tokenRevoke revokes token id if it matches the filter.
+func tokenRevoke(ctx context.Context, db postgres.DBTX, id uuid.UUID, f tokenFilter, now time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
+		AND ($3::uuid IS NULL OR user_id = $3) AND ($4::uuid IS NULL OR project_id = $4)`, id, now, f.UserID, f.ProjectID)
+	if err != nil {
+		return false, fmt.Errorf("revoke token: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func usersExist(ctx context.Context, db postgres.DBTX) (bool, error) {
+	var ok bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&ok); err != nil {
+		return false, fmt.Errorf("look up users: %w", err)
+	}
+	return ok, nil
+}

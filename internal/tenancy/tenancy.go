@@ -1,0 +1,98 @@
+// Package tenancy owns organizations, projects, users, memberships and API
+// tokens: who exists and who may act where. It also answers the auth
+// package's identity look-ups.
+package tenancy
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// Org is an organization.
+type Org struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role,omitempty" doc:"The caller's role in the organization."`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Project is a project of an organization: the unit every document, job and
+// graph object belongs to.
+type Project struct {
+	ID        uuid.UUID `json:"id"`
+	OrgID     uuid.UUID `json:"orgId"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role,omitempty" doc:"The caller's effective role in the project."`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Member is a user's membership of a project.
+type Member struct {
+	UserID       uuid.UUID `json:"userId"`
+	Role         string    `json:"role"`
+	DisplayName  string    `json:"displayName,omitempty"`
+	PrimaryEmail string    `json:"primaryEmail,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// Token is an API token's metadata; Token (the secret) is set only in the
+// response that creates it.
+type Token struct {
+	ID        uuid.UUID  `json:"id"`
+	Name      string     `json:"name"`
+	Prefix    string     `json:"prefix" doc:"The first characters of the token, to recognise it."`
+	Scopes    []string   `json:"scopes"`
+	ProjectID *uuid.UUID `json:"projectId,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	Token     string     `json:"token,omitempty" doc:"The token itself; shown once, at creation."`
+}
+
+// User is a local or OIDC user.
+type User struct {
+	ID           uuid.UUID `json:"id"`
+	DisplayName  string    `json:"displayName,omitempty"`
+	PrimaryEmail string    `json:"primaryEmail,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// CreateTokenParams describes a new token. ProjectID binds it to one
+// project; nil makes an account-level token.
+type CreateTokenParams struct {
+	UserID    uuid.UUID
+	ProjectID *uuid.UUID
+	Name      string
+	Scopes    []string
+	ExpiresAt *time.Time
+}
+
+// Page is a limit/offset window.
+type Page struct {
+	Limit  int
+	Offset int
+}
+
+// Errors of this domain.
+var (
+	ErrOrgNotFound     = errs.New(errs.NotFound, "organization not found")
+	ErrProjectNotFound = errs.New(errs.NotFound, "project not found")
+	ErrUserNotFound    = errs.New(errs.NotFound, "user not found")
+	ErrTokenNotFound   = errs.New(errs.NotFound, "token not found")
+	ErrMemberNotFound  = errs.New(errs.NotFound, "membership not found")
+	ErrOrgExists       = errs.New(errs.Conflict, "an organization with this name already exists")
+	ErrProjectExists   = errs.New(errs.Conflict, "a project with this name already exists in the organization")
+	ErrEmailTaken      = errs.New(errs.Conflict, "a user with this email already exists")
+)
+
+// Names of the bootstrap records.
+const (
+	DefaultOrgName     = "default"
+	DefaultProjectName = "default"
+	AdminDisplayName   = "admin"
+	AdminEmail         = "admin@localhost"
+)
