@@ -24,7 +24,7 @@ type PageParams struct {
 type (
 	meOut struct {
 		IsSuperadmin bool      `json:"isSuperadmin"`
-		UserID       uuid.UUID `json:"userId"`
+		UserID       uuid.UUID `json:"userId" format:"uuid"`
 	}
 	usersIn struct {
 		PageParams
@@ -63,7 +63,7 @@ type (
 			Name      string     `json:"name" maxLength:"200"`
 			Scopes    []string   `json:"scopes" minItems:"1"`
 			ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-			ProjectID *uuid.UUID `json:"projectId,omitempty"`
+			ProjectID *uuid.UUID `json:"projectId,omitempty" format:"uuid"`
 		}
 	}
 )

@@ -25,7 +25,7 @@ type (
 	projectCreateIn struct {
 		Body struct {
 			Name  string    `json:"name" maxLength:"200"`
-			OrgID uuid.UUID `json:"orgId"`
+			OrgID uuid.UUID `json:"orgId" format:"uuid"`
 		}
 	}
 	projectListIn struct {
@@ -42,7 +42,7 @@ type (
 	memberAddIn struct {
 		ProjectID string `path:"projectId"`
 		Body      struct {
-			UserID uuid.UUID `json:"userId"`
+			UserID uuid.UUID `json:"userId" format:"uuid"`
 			Role   string    `json:"role" enum:"admin,editor,viewer"`
 		}
 	}

@@ -1,0 +1,37 @@
+# Graphmill. `make help` lists the targets.
+.DEFAULT_GOAL := help
+GO ?= go
+TEST_FLAGS ?= -count=1 -timeout 30m
+
+.PHONY: help postgres run build test test/race lint bench tidy
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+postgres: ## Install the PostgreSQL server binaries when none are found (Debian/Ubuntu)
+	@if command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; else \
+		echo "PostgreSQL server binaries not found: installing the postgresql package"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q postgresql; \
+	fi
+
+run: postgres ## Run the server on the embedded PostgreSQL (data in ./.graphmill)
+	$(GO) run ./cmd/graphmill serve
+
+build: ## Build ./bin/graphmill
+	$(GO) build -o bin/graphmill ./cmd/graphmill
+
+test: postgres ## Run every test against throwaway PostgreSQL clusters
+	$(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) ./...
+
+test/race: postgres ## Run every test with the race detector
+	$(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) -race ./...
+
+lint: ## Run golangci-lint (pinned in tools/go.mod)
+	$(GO) tool -modfile=tools/go.mod golangci-lint run ./...
+
+bench: postgres ## Run the Go benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+tidy: ## Tidy go.mod
+	$(GO) mod tidy
