@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,6 +51,7 @@ type Main struct {
 	health   *health.Service
 	api      *httpapi.Server
 	ops      *httpapi.Server
+	stopOnce sync.Once
 }
 
 // database is an open pool and, for the embedded default, the cluster
@@ -259,8 +261,12 @@ func (m *Main) APIAddr() string { return m.api.Addr() }
 func (m *Main) OpsAddr() string { return m.ops.Addr() }
 
 // Stop drains HTTP, stops background work and closes the database,
-// stopping the embedded cluster.
+// stopping the embedded cluster. Only the first call does anything.
 func (m *Main) Stop(ctx context.Context) {
+	m.stopOnce.Do(func() { m.stop(ctx) })
+}
+
+func (m *Main) stop(ctx context.Context) {
 	if m.health != nil {
 		m.health.SetReady(false, "shutting down")
 	}

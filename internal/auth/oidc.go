@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/graphmill/graphmill/internal/errs"
 )
 
 // OIDCVerifier verifies OIDC access tokens (JWTs) against the issuer's
@@ -21,7 +23,18 @@ type OIDCVerifier struct {
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
+	// failedAt and failure remember a failed discovery, so that while the
+	// issuer is down requests fail fast instead of each waiting for it.
+	failedAt time.Time
+	failure  error
 }
+
+// ErrIdPUnavailable is returned while the identity provider cannot be
+// reached: the caller's token may be fine, so this is not a 401.
+var ErrIdPUnavailable = errs.New(errs.Unavailable, "the identity provider is unreachable; try again shortly")
+
+// DiscoveryRetry is how long a failed discovery is remembered.
+const DiscoveryRetry = 5 * time.Second
 
 // NewOIDCVerifier returns a verifier for tokens of issuer meant for audience.
 func NewOIDCVerifier(issuer, audience string, client *http.Client) *OIDCVerifier {
@@ -37,6 +50,9 @@ func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	if v.verifier != nil {
 		return v.verifier, nil
 	}
+	if v.failure != nil && time.Since(v.failedAt) < DiscoveryRetry {
+		return nil, v.failure
+	}
 	// The provider keeps this context for fetching keys later, so it must
 	// not be the request's.
 	pctx := oidc.ClientContext(context.WithoutCancel(ctx), v.client)
@@ -44,7 +60,8 @@ func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	defer cancel()
 	provider, err := oidc.NewProvider(dctx, v.issuer)
 	if err != nil {
-		return nil, fmt.Errorf("oidc discovery: %w", err)
+		v.failedAt, v.failure = time.Now(), fmt.Errorf("oidc discovery: %w: %w", ErrIdPUnavailable, err)
+		return nil, v.failure
 	}
 	keys := oidc.NewRemoteKeySet(pctx, providerJWKS(provider))
 	v.verifier = oidc.NewVerifier(v.issuer, keys, &oidc.Config{ClientID: v.audience})

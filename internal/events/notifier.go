@@ -106,9 +106,12 @@ func (n *Notifier) Stop() {
 func (n *Notifier) loop(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := n.session(ctx)
+		connected, err := n.session(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if connected {
+			backoff = 100 * time.Millisecond
 		}
 		n.logger.Warn("notification listener lost its connection; reconnecting", "err", err, "in", backoff)
 		select {
@@ -120,11 +123,22 @@ func (n *Notifier) loop(ctx context.Context) {
 	}
 }
 
-// session connects, listens and dispatches until the connection fails.
-func (n *Notifier) session(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, n.pool.Config().ConnConfig.Copy())
+// ApplicationName names the listening connection in pg_stat_activity.
+const ApplicationName = "graphmill-notifier"
+
+// session connects, listens and dispatches until the connection fails. It
+// reports whether it got connected at all.
+func (n *Notifier) session(ctx context.Context) (bool, error) {
+	cfg := n.pool.Config().ConnConfig.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = ApplicationName
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return false, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	n.mu.Lock()
@@ -133,14 +147,16 @@ func (n *Notifier) session(ctx context.Context) error {
 	for {
 		added, err := n.listenNew(ctx, conn)
 		if err != nil {
-			return err
+			return true, err
 		}
 		for _, ch := range added {
 			n.dispatch(Notification{Channel: ch, Resync: true})
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		stop := make(chan struct{})
+		exited := make(chan struct{})
 		go func() {
+			defer close(exited)
 			select {
 			case <-n.wake:
 				cancel()
@@ -149,19 +165,23 @@ func (n *Notifier) session(ctx context.Context) error {
 		}()
 		pn, err := conn.WaitForNotification(wctx)
 		close(stop)
+		// Wait for the waker: left running, it could take a wake meant for
+		// the next wait (which would then never add the new channel), and
+		// it would outlive Stop.
+		<-exited
 		woken := wctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return true, ctx.Err()
 		}
 		if err != nil {
 			if woken && !conn.IsClosed() {
 				continue
 			}
 			if woken {
-				return errors.New("connection closed while adding a channel")
+				return true, errors.New("connection closed while adding a channel")
 			}
-			return err
+			return true, err
 		}
 		n.dispatch(Notification{Channel: pn.Channel, Payload: pn.Payload})
 	}

@@ -101,6 +101,7 @@ func codeOfStatus(status int) errs.Code {
 // cause goes to the request's log line).
 func newProblem(ctx context.Context, status int, msg string, errList ...error) *Problem {
 	var details []*huma.ErrorDetail
+	domain := false
 	for _, e := range errList {
 		if e == nil {
 			continue
@@ -109,6 +110,7 @@ func newProblem(ctx context.Context, status int, msg string, errList ...error) *
 		if errors.As(e, &de) {
 			status = StatusOf(de.Code)
 			msg = de.Message
+			domain = true
 			continue
 		}
 		var dd huma.ErrorDetailer
@@ -127,11 +129,10 @@ func newProblem(ctx context.Context, status int, msg string, errList ...error) *
 	if status == http.StatusUnprocessableEntity {
 		status = http.StatusBadRequest
 	}
-	if status >= 500 {
+	if status >= 500 && !domain {
+		// Only a domain error's message is written for clients; anything
+		// else may carry internals.
 		msg = "internal error"
-		if status == http.StatusServiceUnavailable || status == http.StatusBadGateway {
-			msg = http.StatusText(status)
-		}
 		details = nil
 	}
 	if len(details) > 0 {

@@ -66,6 +66,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if serr := <-s.done; serr != nil && err == nil {
 			err = serr
 		}
+		s.done = nil
 	}
 	return err
 }

@@ -69,7 +69,7 @@ func NewMeta(page, limit, total int) Meta {
 
 // Paged is the envelope of superadmin lists.
 type Paged[T any] struct {
-	Data []T `json:"data"`
+	Data []T  `json:"data"`
 	Meta Meta `json:"meta"`
 }
 
