@@ -75,7 +75,7 @@ func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, e
 		if os.Geteuid() == 0 {
 			// PostgreSQL runs as the postgres user, which must be able to
 			// pass through (not list) the data directory to reach pg/.
-			if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
+			if err := os.Chmod(cfg.DataDir, 0o711); err != nil { //nolint:gosec // traversal only, no listing; files inside stay 0600
 				return nil, fmt.Errorf("chmod data directory: %w", err)
 			}
 		}
@@ -210,10 +210,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		}
 	}
 
-	if m.api, err = httpapi.Listen("api", m.Config.HTTPAddr, router, log); err != nil {
+	if m.api, err = httpapi.Listen(ctx, "api", m.Config.HTTPAddr, router, log); err != nil {
 		return err
 	}
-	if m.ops, err = httpapi.Listen("ops", m.Config.OpsAddr, opsHandler(reg), log); err != nil {
+	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg), log); err != nil {
 		return err
 	}
 	m.api.Start()

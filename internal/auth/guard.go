@@ -151,6 +151,9 @@ func (g *Guard) Authenticate(ctx context.Context, header string) (*Principal, er
 	case g.verifier != nil:
 		var claims OIDCClaims
 		claims, until, err = g.verifier.Verify(ctx, raw)
+		if errs.CodeOf(err) == errs.Unavailable {
+			return nil, err
+		}
 		if err != nil {
 			return nil, ErrBadToken
 		}
@@ -297,7 +300,7 @@ func (g *Guard) Check(ctx context.Context, p *Principal, rule Rule, r Request) (
 	case Project:
 		raw := r.ProjectID
 		if raw == "" {
-			if (p.BoundProject == uuid.Nil) {
+			if p.BoundProject == uuid.Nil {
 				return Access{}, ErrNeedProject
 			}
 			raw = p.BoundProject.String()
@@ -323,7 +326,7 @@ func (g *Guard) RequireProject(ctx context.Context, p *Principal, project uuid.U
 	if role == "" {
 		return Access{}, ErrNoProject
 	}
-	if headerOrg != "" && headerOrg != org.String() {
+	if headerOrg != "" && !sameUUID(headerOrg, org) {
 		return Access{}, ErrNoProject
 	}
 	if p.BoundProject != uuid.Nil && p.BoundProject != project {
@@ -342,8 +345,6 @@ func (g *Guard) checkOrg(ctx context.Context, p *Principal, rule Rule, r Request
 	raw := r.OrgID
 	if raw == "" {
 		raw = r.HeaderOrgID
-	} else if r.HeaderOrgID != "" && r.HeaderOrgID != raw {
-		return Access{}, ErrNoOrg
 	}
 	if raw == "" {
 		return Access{}, errs.New(errs.Invalid, "no organization given: pass it in the path or the X-Org-ID header")
@@ -352,7 +353,17 @@ func (g *Guard) checkOrg(ctx context.Context, p *Principal, rule Rule, r Request
 	if err != nil {
 		return Access{}, ErrNoOrg
 	}
+	if r.HeaderOrgID != "" && !sameUUID(r.HeaderOrgID, id) {
+		return Access{}, ErrNoOrg
+	}
 	return g.RequireOrg(ctx, p, id, rule)
+}
+
+// sameUUID reports whether raw spells id. UUIDs compare by value, not by
+// spelling: an upper-case X-Org-ID names the same organization.
+func sameUUID(raw string, id uuid.UUID) bool {
+	parsed, err := uuid.Parse(raw)
+	return err == nil && parsed == id
 }
 
 // RequireOrg authorises p for org under rule's scope and organization role.

@@ -29,9 +29,9 @@ type OIDCVerifier struct {
 	failure  error
 }
 
-// ErrIdPUnavailable is returned while the identity provider cannot be
+// ErrIDPUnavailable is returned while the identity provider cannot be
 // reached: the caller's token may be fine, so this is not a 401.
-var ErrIdPUnavailable = errs.New(errs.Unavailable, "the identity provider is unreachable; try again shortly")
+var ErrIDPUnavailable = errs.New(errs.Unavailable, "the identity provider is unreachable; try again shortly")
 
 // DiscoveryRetry is how long a failed discovery is remembered.
 const DiscoveryRetry = 5 * time.Second
@@ -60,7 +60,7 @@ func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	defer cancel()
 	provider, err := oidc.NewProvider(dctx, v.issuer)
 	if err != nil {
-		v.failedAt, v.failure = time.Now(), fmt.Errorf("oidc discovery: %w: %w", ErrIdPUnavailable, err)
+		v.failedAt, v.failure = time.Now(), fmt.Errorf("oidc discovery: %w: %w", ErrIDPUnavailable, err)
 		return nil, v.failure
 	}
 	keys := oidc.NewRemoteKeySet(pctx, providerJWKS(provider))

@@ -42,7 +42,7 @@ const (
 	scopeCount
 )
 
-var scopeNames = [scopeCount]string{
+var scopeNames = [scopeCount]string{ //nolint:gochecknoglobals // constant table
 	"", "admin:read", "admin:write", "extraction:read", "extraction:write", "documents:read", "documents:write",
 	"graph:read", "graph:write", "search:read", "mcp:use", "mcp:admin", "providers:read", "providers:write",
 	"tasks:read", "tasks:write", "notifications:read", "notifications:write", "user-activity:read",

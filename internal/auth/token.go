@@ -36,7 +36,7 @@ func ValidTokenFormat(s string) bool {
 		return false
 	}
 	for _, r := range body {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+		if !isTokenRune(r) {
 			return false
 		}
 	}
@@ -48,3 +48,7 @@ func HashToken(token string) [32]byte { return sha256.Sum256([]byte(token)) }
 
 // DisplayPrefix is the part of a token shown in listings.
 func DisplayPrefix(token string) string { return token[:DisplayPrefixLen] }
+
+func isTokenRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -129,10 +130,12 @@ func (c Config) LogValue() slog.Value {
 		slog.String("opsAddr", c.OpsAddr),
 		slog.String("environment", c.Environment),
 		slog.String("logLevel", c.LogLevel),
+		slog.String("logFormat", c.LogFormat),
 		slog.String("bootstrapToken", mask(c.BootstrapToken)),
 		slog.String("oidcIssuer", c.OIDCIssuer),
 		slog.String("oidcAudience", c.OIDCAudience),
 		slog.Duration("authCacheTtl", c.AuthCacheTTL),
+		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
 		slog.Int("dbMaxConns", int(c.DBMaxConns)),
 	)
 }
@@ -141,25 +144,49 @@ func mask(s string) string {
 	if s == "" {
 		return ""
 	}
-	return "***"
+	return masked
 }
 
-// MaskURL hides the password of a connection URL.
+// MaskURL hides the passwords of a connection string, in either form that
+// pgx accepts: a URL (postgres://user:password@host/db?password=...) or
+// keyword/value settings (host=db user=u password=secret); sslpassword is
+// masked too. A string of
+// neither form is hidden whole.
 func MaskURL(s string) string {
 	if s == "" {
 		return ""
 	}
+	if !strings.Contains(s, "://") {
+		if strings.Contains(s, "=") {
+			return dsnPassword.ReplaceAllString(s, "${1}"+masked)
+		}
+		return masked
+	}
 	u, err := url.Parse(s)
-	if err != nil {
-		return "***"
+	if err != nil || u.Opaque != "" {
+		return masked
 	}
 	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "***")
+		u.User = url.UserPassword(u.User.Username(), masked)
 	}
 	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "***")
+	changed := false
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, masked)
+			changed = true
+		}
+	}
+	if changed {
 		u.RawQuery = q.Encode()
 	}
-	return u.String()
+	// url escapes the asterisks; show them as written.
+	return strings.ReplaceAll(u.String(), url.QueryEscape(masked), masked)
 }
+
+const masked = "***"
+
+// dsnPassword matches the value of a password (or sslpassword, the client
+// key's passphrase) setting in a keyword/value connection string: single-quoted with backslash escapes (an unterminated
+// quote runs to the end), or up to the next space.
+var dsnPassword = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|$)|\S*)`)

@@ -23,8 +23,9 @@ type Server struct {
 // Listen binds addr for h. There is no server-wide write timeout: it would
 // cut the event and MCP streams; other routes get RouteTimeout from the
 // router.
-func Listen(name, addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+func Listen(ctx context.Context, name, addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s for %s: %w", addr, name, err)
 	}

@@ -8,10 +8,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,12 +67,16 @@ func start(ctx context.Context) (*harness, error) {
 	h := &harness{template: fmt.Sprintf("template_graphmill_%d_%s", os.Getpid(), randomHex(4))}
 	h.baseURL = os.Getenv(EnvURL)
 	if h.baseURL == "" {
-		dir, err := os.MkdirTemp("", "graphmill-pgtest-")
+		reapOrphans(ctx)
+		dir, err := os.MkdirTemp("", dirPrefix)
 		if err != nil {
 			return nil, fmt.Errorf("temp dir: %w", err)
 		}
+		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return nil, fmt.Errorf("write owner: %w", err)
+		}
 		// The postgres user (when running as root) must pass through.
-		if err := os.Chmod(dir, 0o711); err != nil {
+		if err := os.Chmod(dir, 0o711); err != nil { //nolint:gosec // traversal only, for the postgres user
 			return nil, fmt.Errorf("chmod temp dir: %w", err)
 		}
 		c, err := postgres.NewCluster(filepath.Join(dir, "pg"), postgres.ClusterOptions{Settings: map[string]string{
@@ -109,6 +117,34 @@ func start(ctx context.Context) (*harness, error) {
 	return h, nil
 }
 
+const (
+	dirPrefix = "graphmill-pgtest-"
+	ownerFile = "owner.pid"
+)
+
+// reapOrphans stops and removes the clusters of test binaries that died
+// without cleaning up (killed by a timeout or a signal): nothing else would
+// ever stop them.
+func reapOrphans(ctx context.Context) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+			continue
+		}
+		if c, err := postgres.NewCluster(filepath.Join(dir, "pg"), postgres.ClusterOptions{}); err == nil {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_ = c.Stop(sctx)
+			cancel()
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
 func (h *harness) stop(ctx context.Context) {
 	if h.admin != nil {
 		_, _ = h.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{h.template}.Sanitize()+" WITH (FORCE)")
@@ -141,13 +177,30 @@ func randomHex(n int) string {
 // is dropped when the test ends.
 func NewURL(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, true)
+}
+
+// NewEmptyURL creates an empty database (no migrations applied) for one test
+// and returns its URL; it is dropped when the test ends. Migration tests
+// start from it.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	return newDatabase(t, false)
+}
+
+func newDatabase(t testing.TB, migrated bool) string {
+	t.Helper()
 	if current == nil {
 		t.Fatal("pgtest: call pgtest.Main(m) from TestMain")
 	}
 	ctx := context.Background()
 	name := "test_" + randomHex(8)
-	if _, err := current.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{current.template}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: clone template: %v", err)
+	stmt := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if migrated {
+		stmt += " TEMPLATE " + pgx.Identifier{current.template}.Sanitize()
+	}
+	if _, err := current.admin.Exec(ctx, stmt); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
 	}
 	t.Cleanup(func() {
 		_, _ = current.admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")

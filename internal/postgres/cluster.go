@@ -91,13 +91,19 @@ func NewCluster(dir string, opts ClusterOptions) (*Cluster, error) {
 // FindBinaries returns the directory holding initdb and pg_ctl: from PATH,
 // else the newest /usr/lib/postgresql/<version>/bin.
 func FindBinaries() (string, error) {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
+	return findBinaries(exec.LookPath, "/usr/lib/postgresql/*/bin/pg_ctl")
+}
+
+// findBinaries is FindBinaries with the PATH lookup and the glob matching
+// versioned pg_ctl binaries passed in, so tests can point it elsewhere.
+func findBinaries(lookPath func(string) (string, error), pgCtlGlob string) (string, error) {
+	if p, err := lookPath("pg_ctl"); err == nil {
 		dir := filepath.Dir(p)
 		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
 			return dir, nil
 		}
 	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	matches, _ := filepath.Glob(pgCtlGlob)
 	sort.Slice(matches, func(i, j int) bool { return pgVersion(matches[i]) > pgVersion(matches[j]) })
 	for _, m := range matches {
 		dir := filepath.Dir(m)
@@ -148,7 +154,7 @@ func checkTraversable(dir string, cred *syscall.Credential) error {
 func (c *Cluster) dataDir() string { return filepath.Join(c.Dir, "data") }
 
 func (c *Cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, name), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, name), args...) //nolint:gosec // our own PostgreSQL binaries, fixed arguments
 	cmd.Dir = c.Dir
 	// The binaries get a minimal environment, never the server's secrets.
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "TZ=UTC"}
@@ -199,7 +205,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 		c.port = port
 		c.opts.Logger.Info("embedded postgres already running; adopting it", "dir", c.Dir, "port", port)
 	} else {
-		if err := c.ensurePort(); err != nil {
+		if err := c.ensurePort(ctx); err != nil {
 			return err
 		}
 		c.opts.Logger.Info("starting embedded postgres", "dir", c.Dir, "port", c.port)
@@ -320,11 +326,12 @@ func (c *Cluster) runningPort() (int, error) {
 
 // ensurePort reuses the saved port, or picks a free loopback port on first
 // start (or when another program has taken the saved one).
-func (c *Cluster) ensurePort() error {
+func (c *Cluster) ensurePort(ctx context.Context) error {
+	var lc net.ListenConfig
 	path := filepath.Join(c.Dir, "port")
 	if b, err := os.ReadFile(path); err == nil {
 		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 {
-			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			if l, err := lc.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
 				_ = l.Close()
 				c.port = p
 				return nil
@@ -332,7 +339,7 @@ func (c *Cluster) ensurePort() error {
 			c.opts.Logger.Warn("saved postgres port is taken; picking another", "port", p)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("find a free port: %w", err)
 	}

@@ -13,8 +13,11 @@ import (
 
 // Migrate applies every pending migration in fsys. A session-level advisory
 // lock serialises replicas that start together, so each migration runs once.
+// Waiting replicas poll the lock every second (goose's default is every 5 s,
+// which made every replica but the first wait 5 s or more to start) for up to
+// 5 minutes.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (applied int, err error) {
-	locker, err := lock.NewPostgresSessionLocker()
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return 0, fmt.Errorf("migration locker: %w", err)
 	}

@@ -127,8 +127,10 @@ func orgList(ctx context.Context, db postgres.DBTX, f Filter) ([]Organization, i
 	out := make([]Organization, len(list))
 	total := 0
 	for i, r := range list {
-		out[i] = Organization{ID: r.ID, Name: r.Name, MemberCount: r.MemberCount, ProjectCount: r.ProjectCount,
-			CreatedAt: r.CreatedAt.UTC(), DeletedAt: utc(r.DeletedAt)}
+		out[i] = Organization{
+			ID: r.ID, Name: r.Name, MemberCount: r.MemberCount, ProjectCount: r.ProjectCount,
+			CreatedAt: r.CreatedAt.UTC(), DeletedAt: utc(r.DeletedAt),
+		}
 		total = r.Total
 	}
 	return out, total, nil
@@ -158,8 +160,10 @@ func projectList(ctx context.Context, db postgres.DBTX, f Filter) ([]Project, in
 	out := make([]Project, len(list))
 	total := 0
 	for i, r := range list {
-		out[i] = Project{ID: r.ID, Name: r.Name, OrganizationID: r.OrgID, OrganizationName: r.OrgName,
-			CreatedAt: r.CreatedAt.UTC(), DeletedAt: utc(r.DeletedAt)}
+		out[i] = Project{
+			ID: r.ID, Name: r.Name, OrganizationID: r.OrgID, OrganizationName: r.OrgName,
+			CreatedAt: r.CreatedAt.UTC(), DeletedAt: utc(r.DeletedAt),
+		}
 		total = r.Total
 	}
 	return out, total, nil

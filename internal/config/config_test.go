@@ -1,0 +1,276 @@
+package config_test
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/config"
+)
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+
+	c, err := config.Load([]string{"HOME=/root", "PATH=/bin", "not-a-pair", "DATABASE_URL=postgres://ignored"})
+	require.NoError(t, err)
+	require.Equal(t, config.Config{
+		DataDir:         "./.graphmill",
+		HTTPAddr:        "127.0.0.1:8080",
+		OpsAddr:         "127.0.0.1:8081",
+		Environment:     config.EnvDevelopment,
+		LogLevel:        "info",
+		LogFormat:       "json",
+		AuthCacheTTL:    60 * time.Second,
+		ShutdownTimeout: 30 * time.Second,
+		DBMaxConns:      20,
+	}, c, "unprefixed variables must not be read")
+	require.False(t, c.Production())
+	require.Equal(t, slog.LevelInfo, c.SlogLevel())
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name string
+		env  []string
+		// wantErr lists substrings of the error; empty means success.
+		wantErr []string
+		check   func(t *testing.T, c config.Config)
+	}{
+		{
+			name: "AllSet",
+			env: []string{
+				"GRAPHMILL_DATABASE_URL=postgres://u:p@db:5432/gm", "GRAPHMILL_DATA_DIR=/var/lib/gm",
+				"GRAPHMILL_HTTP_ADDR=:9000", "GRAPHMILL_OPS_ADDR=127.0.0.1:9001", "GRAPHMILL_ENVIRONMENT=production",
+				"GRAPHMILL_LOG_LEVEL=debug", "GRAPHMILL_LOG_FORMAT=text", "GRAPHMILL_BOOTSTRAP_TOKEN=gm_x",
+				"GRAPHMILL_OIDC_ISSUER=https://id.example.com", "GRAPHMILL_OIDC_AUDIENCE=graphmill",
+				"GRAPHMILL_AUTH_CACHE_TTL=5s", "GRAPHMILL_SHUTDOWN_TIMEOUT=1m", "GRAPHMILL_DB_MAX_CONNS=50",
+			},
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Equal(t, config.Config{
+					DatabaseURL: "postgres://u:p@db:5432/gm", DataDir: "/var/lib/gm",
+					HTTPAddr: ":9000", OpsAddr: "127.0.0.1:9001", Environment: config.EnvProduction,
+					LogLevel: "debug", LogFormat: "text", BootstrapToken: "gm_x",
+					OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill",
+					AuthCacheTTL: 5 * time.Second, ShutdownTimeout: time.Minute, DBMaxConns: 50,
+				}, c)
+				require.True(t, c.Production())
+				require.Equal(t, slog.LevelDebug, c.SlogLevel())
+			},
+		},
+		{
+			name:    "BadEnvironment",
+			env:     []string{"GRAPHMILL_ENVIRONMENT=staging"},
+			wantErr: []string{"GRAPHMILL_ENVIRONMENT", `"staging"`, "development", "production"},
+		},
+		{
+			name:    "ProductionWithoutDatabase",
+			env:     []string{"GRAPHMILL_ENVIRONMENT=production"},
+			wantErr: []string{"GRAPHMILL_DATABASE_URL is required in production"},
+		},
+		{
+			name: "DevelopmentWithoutDatabase",
+			env:  []string{"GRAPHMILL_ENVIRONMENT=development"},
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Empty(t, c.DatabaseURL)
+			},
+		},
+		{
+			name:    "BadDatabaseURL",
+			env:     []string{"GRAPHMILL_DATABASE_URL=postgres://u:s3cret@db:5432/gm%zz"},
+			wantErr: []string{"GRAPHMILL_DATABASE_URL is not a URL"},
+		},
+		{
+			name:    "IssuerWithoutAudience",
+			env:     []string{"GRAPHMILL_OIDC_ISSUER=https://id.example.com"},
+			wantErr: []string{"GRAPHMILL_OIDC_ISSUER", "GRAPHMILL_OIDC_AUDIENCE"},
+		},
+		{
+			name:    "AudienceWithoutIssuer",
+			env:     []string{"GRAPHMILL_OIDC_AUDIENCE=graphmill"},
+			wantErr: []string{"GRAPHMILL_OIDC_ISSUER", "GRAPHMILL_OIDC_AUDIENCE"},
+		},
+		{
+			name:    "HTTPAddrWithoutPort",
+			env:     []string{"GRAPHMILL_HTTP_ADDR=localhost"},
+			wantErr: []string{"GRAPHMILL_HTTP_ADDR", `"localhost"`, "host:port"},
+		},
+		{
+			name:    "OpsAddrWithoutHost",
+			env:     []string{"GRAPHMILL_OPS_ADDR=8081"},
+			wantErr: []string{"GRAPHMILL_OPS_ADDR", `"8081"`},
+		},
+		{
+			name:    "BadLogLevel",
+			env:     []string{"GRAPHMILL_LOG_LEVEL=verbose"},
+			wantErr: []string{"GRAPHMILL_LOG_LEVEL"},
+		},
+		{
+			name:    "UppercaseLogLevel",
+			env:     []string{"GRAPHMILL_LOG_LEVEL=INFO"},
+			wantErr: []string{"GRAPHMILL_LOG_LEVEL"},
+		},
+		{
+			name:    "BadLogFormat",
+			env:     []string{"GRAPHMILL_LOG_FORMAT=xml"},
+			wantErr: []string{"GRAPHMILL_LOG_FORMAT"},
+		},
+		{
+			name:    "UnparsableTTL",
+			env:     []string{"GRAPHMILL_AUTH_CACHE_TTL=soon"},
+			wantErr: []string{"read configuration", "AuthCacheTTL"},
+		},
+		{
+			name:    "ZeroTTL",
+			env:     []string{"GRAPHMILL_AUTH_CACHE_TTL=0s"},
+			wantErr: []string{"GRAPHMILL_AUTH_CACHE_TTL must be positive"},
+		},
+		{
+			name:    "TooFewConnections",
+			env:     []string{"GRAPHMILL_DB_MAX_CONNS=1"},
+			wantErr: []string{"GRAPHMILL_DB_MAX_CONNS"},
+		},
+		{
+			name:    "UnparsableConnections",
+			env:     []string{"GRAPHMILL_DB_MAX_CONNS=many"},
+			wantErr: []string{"read configuration", "DBMaxConns"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := config.Load(tt.env)
+			if len(tt.wantErr) > 0 {
+				require.Error(t, err)
+				for _, want := range tt.wantErr {
+					require.Contains(t, err.Error(), want)
+				}
+				require.NotContains(t, err.Error(), "s3cret", "errors must not echo secrets")
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, c)
+		})
+	}
+}
+
+// TestValidate runs Validate on configurations built in code (the way the
+// CLI and tests build them), not only through Load.
+func TestValidate(t *testing.T) {
+	t.Parallel()
+
+	valid := config.Config{
+		DataDir: "d", HTTPAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0", Environment: config.EnvDevelopment,
+		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, DBMaxConns: 2,
+	}
+	tests := []struct {
+		name    string
+		change  func(c *config.Config)
+		wantErr string
+	}{
+		{name: "Valid", change: func(*config.Config) {}},
+		{name: "EmptyEnvironment", change: func(c *config.Config) { c.Environment = "" }, wantErr: "GRAPHMILL_ENVIRONMENT"},
+		{name: "Production", change: func(c *config.Config) { c.Environment = config.EnvProduction }, wantErr: "GRAPHMILL_DATABASE_URL"},
+		{name: "ProductionWithDatabase", change: func(c *config.Config) {
+			c.Environment = config.EnvProduction
+			c.DatabaseURL = "postgres://db/gm"
+		}},
+		{name: "OIDCPair", change: func(c *config.Config) { c.OIDCIssuer, c.OIDCAudience = "https://id", "gm" }},
+		{name: "OIDCIssuerOnly", change: func(c *config.Config) { c.OIDCIssuer = "https://id" }, wantErr: "GRAPHMILL_OIDC_AUDIENCE"},
+		{name: "EmptyHTTPAddr", change: func(c *config.Config) { c.HTTPAddr = "" }, wantErr: "GRAPHMILL_HTTP_ADDR"},
+		{name: "NegativeTTL", change: func(c *config.Config) { c.AuthCacheTTL = -time.Second }, wantErr: "GRAPHMILL_AUTH_CACHE_TTL"},
+		{name: "ZeroConnections", change: func(c *config.Config) { c.DBMaxConns = 0 }, wantErr: "GRAPHMILL_DB_MAX_CONNS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := valid
+			tt.change(&c)
+			err := c.Validate()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+func TestMaskURL(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{name: "Empty", in: "", want: ""},
+		{name: "UserPassword", in: "postgres://gm:s3cret@db:5432/gm?sslmode=disable", want: "postgres://gm:***@db:5432/gm?sslmode=disable"},
+		{name: "NoPassword", in: "postgres://gm@db/gm", want: "postgres://gm@db/gm"},
+		{name: "NoUser", in: "postgres://db/gm", want: "postgres://db/gm"},
+		{name: "QueryPassword", in: "postgres://gm@db/gm?password=s3cret", want: "postgres://gm@db/gm?password=***"},
+		{name: "BothPasswords", in: "postgresql://gm:s3cret@db/gm?password=s3cret", want: "postgresql://gm:***@db/gm?password=***"},
+		{name: "EscapedPassword", in: "postgres://gm:s3cret%40x@db/gm", want: "postgres://gm:***@db/gm"},
+		{name: "MultipleHosts", in: "postgres://gm:s3cret@db1:5432,db2:5432/gm", want: "postgres://gm:***@db1:5432,db2:5432/gm"},
+		{name: "Unparsable", in: "postgres://gm:s3cret@db/gm%zz", want: "***"},
+		{name: "KeywordValue", in: "host=db user=gm password=s3cret dbname=gm", want: "host=db user=gm password=*** dbname=gm"},
+		{name: "KeywordValueSpaced", in: "host=db PASSWORD = s3cret dbname=gm", want: "host=db PASSWORD = *** dbname=gm"},
+		{name: "KeywordValueQuoted", in: `host=db password='s3cret with \' spaces' dbname=gm`, want: "host=db password=*** dbname=gm"},
+		{name: "KeywordValueUnterminated", in: "host=db password='s3cret more s3cret", want: "host=db password=***"},
+		{name: "KeywordValueLast", in: "host=db password=s3cret", want: "host=db password=***"},
+		{name: "SSLPasswordQuery", in: "postgres://gm@db/gm?sslpassword=s3cret&sslkey=/k", want: "postgres://gm@db/gm?sslkey=%2Fk&sslpassword=***"},
+		{name: "KeywordValueSSLPassword", in: "host=db sslpassword=s3cret password=s3cret", want: "host=db sslpassword=*** password=***"},
+		{name: "KeywordValueNoPassword", in: "host=db user=gm", want: "host=db user=gm"},
+		{name: "NotAConnectionString", in: "gm:s3cret@db", want: "***"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := config.MaskURL(tt.in)
+			require.Equal(t, tt.want, got)
+			require.NotContains(t, got, "s3cret")
+		})
+	}
+}
+
+// TestLogValue logs a configuration full of secrets through both handlers
+// the server can use and checks that none of them reaches the output.
+func TestLogValue(t *testing.T) {
+	t.Parallel()
+
+	const token = "gm_bootstrapsecretbootstrapsecretbootstrap"
+	for _, dbURL := range []string{
+		"postgres://gm:s3cret@db:5432/gm?password=s3cret",
+		"host=db user=gm password=s3cret",
+	} {
+		c := config.Config{
+			DatabaseURL: dbURL, DataDir: "/data", HTTPAddr: ":8080", OpsAddr: "127.0.0.1:8081",
+			Environment: config.EnvProduction, LogLevel: "info", LogFormat: "json", BootstrapToken: token,
+			OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill", AuthCacheTTL: time.Minute,
+			ShutdownTimeout: time.Second, DBMaxConns: 20,
+		}
+		for name, newHandler := range map[string]func(*bytes.Buffer) slog.Handler{
+			"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
+			"text": func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
+		} {
+			var buf bytes.Buffer
+			slog.New(newHandler(&buf)).Info("config", "config", c)
+			out := buf.String()
+			require.NotContains(t, out, "s3cret", name)
+			require.NotContains(t, out, "bootstrapsecret", name)
+			require.NotContains(t, out, token[:12], name)
+			for _, want := range []string{"***", "db", "/data", "https://id.example.com", "graphmill", "production", "127.0.0.1:8081"} {
+				require.Contains(t, out, want, name)
+			}
+			require.Equal(t, 1, strings.Count(out, "\n"), name)
+		}
+	}
+}

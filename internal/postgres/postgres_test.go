@@ -1,0 +1,123 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/pgtest"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+func TestWithTx(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	_, err := pool.Exec(ctx, `CREATE TABLE things (name text PRIMARY KEY)`)
+	require.NoError(t, err)
+	count := func(name string) int {
+		t.Helper()
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM things WHERE name = $1`, name).Scan(&n))
+		return n
+	}
+
+	t.Run("CommitsOnNil", func(t *testing.T) {
+		t.Parallel()
+		err := postgres.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO things VALUES ('kept')`)
+			return err
+		})
+		require.NoError(t, err)
+		require.Equal(t, 1, count("kept"))
+	})
+
+	t.Run("RollsBackOnError", func(t *testing.T) {
+		t.Parallel()
+		boom := errors.New("boom")
+		err := postgres.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO things VALUES ('dropped')`); err != nil {
+				return err
+			}
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		require.Equal(t, 0, count("dropped"))
+	})
+
+	t.Run("RollsBackOnPanic", func(t *testing.T) {
+		t.Parallel()
+		require.Panics(t, func() {
+			_ = postgres.WithTx(ctx, pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `INSERT INTO things VALUES ('panicked')`); err != nil {
+					return err
+				}
+				panic("boom")
+			})
+		})
+		require.Equal(t, 0, count("panicked"))
+	})
+}
+
+func TestIsUniqueViolation(t *testing.T) {
+	t.Parallel()
+
+	unique := &pgconn.PgError{Code: "23505", ConstraintName: "things_name_key"}
+	foreign := &pgconn.PgError{Code: "23503", ConstraintName: "things_owner_fkey"}
+	tests := []struct {
+		name       string
+		err        error
+		constraint string
+		unique     bool
+		foreignKey bool
+	}{
+		{name: "NamedConstraint", err: unique, constraint: "things_name_key", unique: true},
+		{name: "AnyConstraint", err: unique, constraint: "", unique: true},
+		{name: "OtherConstraint", err: unique, constraint: "things_other_key", unique: false},
+		{name: "Wrapped", err: fmt.Errorf("insert thing: %w", unique), constraint: "things_name_key", unique: true},
+		{name: "ForeignKey", err: foreign, constraint: "", unique: false, foreignKey: true},
+		{name: "WrappedForeignKey", err: fmt.Errorf("insert thing: %w", foreign), foreignKey: true},
+		{name: "PlainError", err: errors.New("23505"), constraint: ""},
+		{name: "Nil", err: nil, constraint: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.unique, postgres.IsUniqueViolation(tt.err, tt.constraint))
+			require.Equal(t, tt.foreignKey, postgres.IsForeignKeyViolation(tt.err))
+		})
+	}
+}
+
+// TestIsUniqueViolationFromServer checks the helpers against errors that a
+// real server returns, not only hand-built ones.
+func TestIsUniqueViolationFromServer(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	_, err := pool.Exec(ctx, `
+		CREATE TABLE owners (id int PRIMARY KEY);
+		CREATE TABLE things (name text CONSTRAINT things_name_key UNIQUE, owner int REFERENCES owners (id))`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO things (name) VALUES ('a')`)
+	require.NoError(t, err)
+
+	_, err = pool.Exec(ctx, `INSERT INTO things (name) VALUES ('a')`)
+	require.Error(t, err)
+	require.True(t, postgres.IsUniqueViolation(err, "things_name_key"))
+	require.True(t, postgres.IsUniqueViolation(err, ""))
+	require.False(t, postgres.IsUniqueViolation(err, "owners_pkey"))
+	require.False(t, postgres.IsForeignKeyViolation(err))
+
+	_, err = pool.Exec(ctx, `INSERT INTO things (name, owner) VALUES ('b', 42)`)
+	require.Error(t, err)
+	require.True(t, postgres.IsForeignKeyViolation(err))
+	require.False(t, postgres.IsUniqueViolation(err, ""))
+}
