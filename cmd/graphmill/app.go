@@ -47,6 +47,7 @@ type Main struct {
 
 	db       *database
 	notifier *events.Notifier
+	hub      *events.Hub
 	guard    *auth.Guard
 	health   *health.Service
 	api      *httpapi.Server
@@ -178,7 +179,12 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		Directory: tenancy.NewDirectory(pool, m.Now), Verifier: verifier, TTL: m.Config.AuthCacheTTL, Now: m.Now,
 	})
 	m.notifier = events.NewNotifier(pool, log)
-	m.notifier.Listen(auth.InvalidateChannel, m.guard.HandleNotification)
+	m.notifier.Listen(auth.InvalidateChannel, func(events.Notification) { m.guard.Invalidate() })
+	m.hub = events.NewHub(events.HubConfig{Pool: pool, Guard: m.guard, Logger: log, Heartbeat: m.Config.EventHeartbeat})
+	m.notifier.Listen(events.Channel, m.hub.HandleNotification)
+	if err := m.hub.Start(ctx); err != nil {
+		return err
+	}
 	if err := m.notifier.Start(ctx); err != nil {
 		return err
 	}
@@ -193,6 +199,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	api := httpapi.NewAPI(router, m.guard, health.Version())
 	health.Register(api, m.health, m.Config.Production())
 	tenancy.Register(api, ten)
+	router.Method(http.MethodGet, "/api/events/stream", httpapi.Protect(m.guard,
+		auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Authenticated}, m.hub))
 	superadmin.Register(api, superadmin.NewService(pool, ten, nil), ten)
 
 	token, err := ten.Bootstrap(ctx, m.Config.BootstrapToken)
@@ -272,6 +280,10 @@ func (m *Main) stop(ctx context.Context) {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.ShutdownTimeout)
 	defer cancel()
+	if m.hub != nil {
+		// Streams never end by themselves; close them so the drain can.
+		m.hub.Stop()
+	}
 	for _, s := range []*httpapi.Server{m.api, m.ops} {
 		if s != nil {
 			if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

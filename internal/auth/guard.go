@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
-	"github.com/graphmill/graphmill/internal/events"
 )
 
 // InvalidateChannel is the notification channel on which any change to
@@ -119,8 +118,16 @@ func (g *Guard) Invalidate() {
 	g.mu.Unlock()
 }
 
-// HandleNotification is the InvalidateChannel subscriber.
-func (g *Guard) HandleNotification(events.Notification) { g.Invalidate() }
+// CanSee reports whether p may see what happens in project: the project is
+// live, p is a member (or administers its organization, or is a
+// superadmin), and a project-scoped token is bound to it.
+func (g *Guard) CanSee(ctx context.Context, p *Principal, project uuid.UUID) bool {
+	if p.BoundProject != uuid.Nil && p.BoundProject != project {
+		return false
+	}
+	org, err := g.projectOrg(ctx, project)
+	return err == nil && p.ProjectRole(project, org) != ""
+}
 
 // Authenticate returns the caller presenting the Authorization header value
 // header. Errors: unauthenticated.

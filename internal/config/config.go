@@ -48,6 +48,9 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful drain on SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
 
+	// EventHeartbeat is the comment interval on event streams.
+	EventHeartbeat time.Duration `env:"EVENT_HEARTBEAT" envDefault:"15s"`
+
 	// DBMaxConns sizes the connection pool.
 	DBMaxConns int32 `env:"DB_MAX_CONNS" envDefault:"20"`
 }

@@ -1,0 +1,95 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// Event types emitted so far.
+const (
+	TypeNotification      = "notification"
+	TypeJobCompleted      = "job.completed"
+	TypeDocumentConverted = "document.converted"
+)
+
+// Channel carries the id of each committed event to every process.
+const Channel = "graphmill_events"
+
+// Retention is how long events are kept for replay.
+const Retention = 24 * time.Hour
+
+// publishLock serialises event inserts until commit, so ids become visible
+// in increasing order (a reader never sees 11 before 10 commits).
+const publishLock = 0x67726576 // "grev"
+
+// Event is one entry of the stream. ProjectID makes it visible to the
+// project's members; UserID to one user only. At least one is set.
+type Event struct {
+	ID        int64           `json:"-"`
+	Type      string          `json:"type"`
+	ProjectID *uuid.UUID      `json:"projectId,omitempty"`
+	UserID    *uuid.UUID      `json:"userId,omitempty"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// Publish records an event in tx; it is delivered once tx commits. Call it
+// late in the transaction: it takes a lock that is held until commit.
+func Publish(ctx context.Context, tx postgres.DBTX, typ string, project, user *uuid.UUID, data any, now time.Time) (int64, error) {
+	if project == nil && user == nil {
+		return 0, fmt.Errorf("publish %s: an event needs a project or a user", typ)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return 0, fmt.Errorf("publish %s: encode: %w", typ, err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, publishLock); err != nil {
+		return 0, fmt.Errorf("publish %s: lock: %w", typ, err)
+	}
+	var id int64
+	err = tx.QueryRow(ctx, `INSERT INTO events (project_id, user_id, type, payload, created_at)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id`, project, user, typ, raw, now.UTC()).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("publish %s: %w", typ, err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, strconv.FormatInt(id, 10)); err != nil {
+		return 0, fmt.Errorf("publish %s: notify: %w", typ, err)
+	}
+	return id, nil
+}
+
+// DeleteExpired removes events older than Retention; the scheduler runs it.
+func DeleteExpired(ctx context.Context, db postgres.DBTX, now time.Time) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM events WHERE created_at < $1`, now.Add(-Retention))
+	if err != nil {
+		return 0, fmt.Errorf("delete expired events: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+const eventColumns = `id, type, project_id, user_id, payload, created_at`
+
+func scanEvents(ctx context.Context, db postgres.DBTX, sql string, args ...any) ([]Event, error) {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		if err := rows.Scan(&e.ID, &e.Type, &e.ProjectID, &e.UserID, &e.Data, &e.CreatedAt); err != nil {
+			return nil, err
+		}
+		e.CreatedAt = e.CreatedAt.UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,293 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+// Defaults of the stream.
+const (
+	HeartbeatDefault = 15 * time.Second
+	// ClientBufferDefault is how many events may wait for a client; a
+	// client further behind is disconnected (it resumes with
+	// Last-Event-ID) rather than allowed to hold the others up.
+	ClientBufferDefault = 256
+	// ReplayMax bounds one replay; a client further behind gets the newest
+	// events only after reconnecting again.
+	ReplayMax = 1000
+	// WriteTimeout bounds one write to a client.
+	WriteTimeout = 10 * time.Second
+)
+
+// HubConfig configures a Hub.
+type HubConfig struct {
+	Pool      *pgxpool.Pool
+	Guard     *auth.Guard
+	Logger    *slog.Logger
+	Heartbeat time.Duration
+	Buffer    int
+}
+
+type client struct {
+	p      *auth.Principal
+	ch     chan Event
+	gone   chan struct{}
+	closed sync.Once
+}
+
+func (c *client) drop() { c.closed.Do(func() { close(c.gone) }) }
+
+// Hub fans committed events out to the event-stream clients of this
+// process. Notifications (ids) arrive from the Notifier; the hub loads each
+// event once and hands it to every client allowed to see it.
+type Hub struct {
+	cfg HubConfig
+
+	mu      sync.Mutex
+	clients map[*client]struct{}
+	stopped bool
+
+	ids    chan int64
+	resync chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewHub returns a hub; subscribe HandleNotification to Channel and Start it.
+func NewHub(cfg HubConfig) *Hub {
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = HeartbeatDefault
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = ClientBufferDefault
+	}
+	return &Hub{cfg: cfg, clients: map[*client]struct{}{}, ids: make(chan int64, 4096), resync: make(chan struct{}, 1)}
+}
+
+// HandleNotification is the Channel subscriber. It never blocks the
+// notifier: when the hub falls behind, every client is told to resync.
+func (h *Hub) HandleNotification(n Notification) {
+	if n.Resync {
+		h.signalResync()
+		return
+	}
+	id, err := strconv.ParseInt(n.Payload, 10, 64)
+	if err != nil {
+		return
+	}
+	select {
+	case h.ids <- id:
+	default:
+		h.signalResync()
+	}
+}
+
+func (h *Hub) signalResync() {
+	select {
+	case h.resync <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the delivery loop until Stop.
+func (h *Hub) Start(ctx context.Context) error {
+	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	h.done = make(chan struct{})
+	go func() {
+		defer close(h.done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.resync:
+				// Events may have been missed: clients reconnect and
+				// replay from their Last-Event-ID.
+				h.dropAll()
+			case id := <-h.ids:
+				h.deliver(ctx, id)
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the loop and disconnects every client.
+func (h *Hub) Stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	<-h.done
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	h.dropAll()
+}
+
+func (h *Hub) dropAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		c.drop()
+	}
+}
+
+func (h *Hub) deliver(ctx context.Context, id int64) {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	list, err := scanEvents(qctx, h.cfg.Pool, `SELECT `+eventColumns+` FROM events WHERE id = $1`, id)
+	if err != nil {
+		h.cfg.Logger.Error("load event", "id", id, "err", err)
+		h.dropAll()
+		return
+	}
+	if len(list) == 0 {
+		return
+	}
+	e := list[0]
+	h.mu.Lock()
+	clients := make([]*client, 0, len(h.clients))
+	for c := range h.clients {
+		clients = append(clients, c)
+	}
+	h.mu.Unlock()
+	for _, c := range clients {
+		if !h.visible(qctx, c.p, e) {
+			continue
+		}
+		select {
+		case c.ch <- e:
+		default:
+			h.cfg.Logger.Warn("event stream client too slow; disconnecting", "user", c.p.UserID)
+			c.drop()
+		}
+	}
+}
+
+func (h *Hub) visible(ctx context.Context, p *auth.Principal, e Event) bool {
+	if e.UserID != nil {
+		return *e.UserID == p.UserID && (e.ProjectID == nil || h.cfg.Guard.CanSee(ctx, p, *e.ProjectID))
+	}
+	return e.ProjectID != nil && h.cfg.Guard.CanSee(ctx, p, *e.ProjectID)
+}
+
+func (h *Hub) subscribe(p *auth.Principal) *client {
+	c := &client{p: p, ch: make(chan Event, h.cfg.Buffer), gone: make(chan struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		c.drop()
+		return c
+	}
+	h.clients[c] = struct{}{}
+	return c
+}
+
+func (h *Hub) unsubscribe(c *client) {
+	h.mu.Lock()
+	delete(h.clients, c)
+	h.mu.Unlock()
+	c.drop()
+}
+
+// Clients is the number of connected stream clients (for metrics and tests).
+func (h *Hub) Clients() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients)
+}
+
+// ErrBadLastEventID refuses a Last-Event-ID that is not an event id.
+var ErrBadLastEventID = errs.New(errs.Invalid, "Last-Event-ID must be a positive integer event id")
+
+// ServeHTTP is GET /api/events/stream: server-sent events for the caller
+// (set by httpapi.Protect), replaying from Last-Event-ID (header, or the
+// lastEventId query parameter for clients that cannot set headers).
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := auth.PrincipalFrom(r.Context())
+	last := int64(0)
+	if v := r.Header.Get("Last-Event-ID"); v != "" || r.URL.Query().Get("lastEventId") != "" {
+		if v == "" {
+			v = r.URL.Query().Get("lastEventId")
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			httpapi.WriteProblem(w, r, ErrBadLastEventID)
+			return
+		}
+		last = n
+	}
+	c := h.subscribe(p) // before the replay, so nothing falls in between
+	defer h.unsubscribe(c)
+
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(payload string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
+		if _, err := fmt.Fprint(w, payload); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send(": connected\n\n") {
+		return
+	}
+	ctx := r.Context()
+	if last > 0 {
+		replay, err := scanEvents(ctx, h.cfg.Pool, `SELECT `+eventColumns+` FROM events WHERE id > $1 ORDER BY id LIMIT $2`, last, ReplayMax)
+		if err != nil {
+			h.cfg.Logger.Error("replay events", "err", err)
+			return
+		}
+		for _, e := range replay {
+			if h.visible(ctx, p, e) && !send(frame(e)) {
+				return
+			}
+			last = e.ID
+		}
+	}
+	tick := time.NewTicker(h.cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.gone:
+			return
+		case <-tick.C:
+			if !send(": heartbeat\n\n") {
+				return
+			}
+		case e := <-c.ch:
+			if e.ID <= last {
+				continue
+			}
+			if !send(frame(e)) {
+				return
+			}
+			last = e.ID
+		}
+	}
+}
+
+func frame(e Event) string {
+	b, _ := json.Marshal(e)
+	// No "event:" field: browsers' EventSource.onmessage sees only unnamed
+	// events, and the type is in the data.
+	return "id: " + strconv.FormatInt(e.ID, 10) + "\ndata: " + string(b) + "\n\n"
+}

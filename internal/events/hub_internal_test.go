@@ -1,0 +1,87 @@
+package events
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/pgtest"
+	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/tenancy"
+)
+
+func hubBundle(t *testing.T, buffer int) (*Hub, *auth.Principal, uuid.UUID, func(time.Time) int64) {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	_, err := tenancy.NewService(pool, nil, nil, time.Now).Bootstrap(ctx, "")
+	require.NoError(t, err)
+	var project uuid.UUID
+	require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM projects`).Scan(&project))
+	guard := auth.NewGuard(auth.GuardConfig{Directory: tenancy.NewDirectory(pool, time.Now), TTL: time.Minute})
+	h := NewHub(HubConfig{Pool: pool, Guard: guard, Logger: slog.New(slog.DiscardHandler), Buffer: buffer})
+	p := &auth.Principal{UserID: uuid.New(), Superadmin: true, Scopes: auth.AllScopes}
+	publish := func(at time.Time) int64 {
+		var id int64
+		require.NoError(t, postgres.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			id, err = Publish(ctx, tx, TypeJobCompleted, &project, nil, map[string]any{}, at)
+			return err
+		}))
+		return id
+	}
+	return h, p, project, publish
+}
+
+// A client that does not keep up is disconnected instead of holding the
+// hub (and every other client) up.
+func TestHubDropsSlowClient(t *testing.T) {
+	t.Parallel()
+	h, p, _, publish := hubBundle(t, 1)
+	slow := h.subscribe(p)
+	fast := h.subscribe(p)
+	ctx := context.Background()
+	h.deliver(ctx, publish(time.Now()))
+	<-fast.ch
+	h.deliver(ctx, publish(time.Now()))
+	select {
+	case <-slow.gone:
+	default:
+		t.Fatal("slow client still connected")
+	}
+	select {
+	case <-fast.gone:
+		t.Fatal("fast client was dropped")
+	default:
+	}
+	require.Len(t, fast.ch, 1)
+}
+
+func TestPublishValidationAndExpiry(t *testing.T) {
+	t.Parallel()
+	h, _, _, publish := hubBundle(t, 1)
+	ctx := context.Background()
+	pool := h.cfg.Pool
+	err := postgres.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		_, err := Publish(ctx, tx, "x", nil, nil, nil, time.Now())
+		return err
+	})
+	require.ErrorContains(t, err, "needs a project or a user")
+
+	old := publish(time.Now().Add(-25 * time.Hour))
+	recent := publish(time.Now())
+	require.Greater(t, recent, old)
+	n, err := DeleteExpired(ctx, pool, time.Now())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	var ids []int64
+	rows, _ := pool.Query(ctx, `SELECT id FROM events ORDER BY id`)
+	ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{recent}, ids)
+}
