@@ -25,6 +25,7 @@ import (
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/metrics"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/scheduler"
 	"github.com/graphmill/graphmill/internal/superadmin"
 	"github.com/graphmill/graphmill/internal/tenancy"
 	"github.com/graphmill/graphmill/migrations"
@@ -48,6 +49,7 @@ type Main struct {
 	db       *database
 	notifier *events.Notifier
 	hub      *events.Hub
+	sched    *scheduler.Scheduler
 	guard    *auth.Guard
 	health   *health.Service
 	api      *httpapi.Server
@@ -203,6 +205,19 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Authenticated}, m.hub))
 	superadmin.Register(api, superadmin.NewService(pool, ten, nil), ten)
 
+	host, _ := os.Hostname()
+	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
+	m.sched = scheduler.New(scheduler.Config{Pool: pool, Logger: log, Now: m.Now, WorkerID: workerID},
+		scheduler.Task{Name: "events-expiry", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
+			n, err := events.DeleteExpired(ctx, pool, m.Now())
+			if n > 0 {
+				log.Info("expired events deleted", "count", n)
+			}
+			return err
+		}},
+	)
+	scheduler.Register(api, m.sched)
+
 	token, err := ten.Bootstrap(ctx, m.Config.BootstrapToken)
 	if err != nil {
 		return err
@@ -222,6 +237,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg), log); err != nil {
+		return err
+	}
+	if err := m.sched.Start(ctx); err != nil {
 		return err
 	}
 	m.api.Start()
@@ -290,6 +308,9 @@ func (m *Main) stop(ctx context.Context) {
 				m.Logger.Error("shutdown http", "err", err)
 			}
 		}
+	}
+	if m.sched != nil {
+		m.sched.Stop()
 	}
 	if m.notifier != nil {
 		m.notifier.Stop()

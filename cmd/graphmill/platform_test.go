@@ -223,3 +223,23 @@ func TestEmbeddedDatabase(t *testing.T) {
 	s3.must(200, "GET", "/api/orgs", token, nil).Decode(t, &orgs)
 	require.Contains(t, ids(orgs), org.ID)
 }
+
+func TestSchedulerMetrics(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, noScope := s.newUser("n@example.com", []string{"documents:read"}, "")
+	s.must(401, "GET", "/api/metrics/scheduler", "", nil)
+	s.must(403, "GET", "/api/metrics/scheduler", noScope, nil)
+	// The events-expiry task runs at start.
+	require.Eventually(t, func() bool {
+		var m struct {
+			Message string `json:"message"`
+			Tasks   []struct {
+				Name string `json:"name"`
+				Runs int    `json:"runs"`
+			} `json:"tasks"`
+		}
+		s.must(200, "GET", "/api/metrics/scheduler", s.admin, nil).Decode(t, &m)
+		return len(m.Tasks) == 1 && m.Tasks[0].Name == "events-expiry" && m.Tasks[0].Runs >= 1 && m.Message != ""
+	}, 10*time.Second, 50*time.Millisecond)
+}

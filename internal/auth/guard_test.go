@@ -211,7 +211,6 @@ func TestAuthenticateInvalidate(t *testing.T) {
 	_, err = b.guard.Authenticate(ctx, "Bearer "+tok)
 	require.ErrorIs(t, err, auth.ErrBadToken)
 	require.EqualValues(t, 3, b.dir.tokenCalls.Load())
-
 }
 
 func TestAuthenticateTTL(t *testing.T) {
