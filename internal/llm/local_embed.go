@@ -127,7 +127,7 @@ func hashRunes(r []rune) uint64 {
 // add adds a feature to an index chosen by its hash, with a sign from the
 // hash (the sign halves the bias that collisions would otherwise add).
 func (e *LocalEmbedder) add(v []float64, s uint64, w float64) {
-	idx := int(s % uint64(e.dim))
+	idx := int(s % uint64(e.dim)) //nolint:gosec // dim is a positive int; the remainder fits
 	if s>>63 == 1 {
 		w = -w
 	}
