@@ -20,9 +20,12 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/health"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/metrics"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/scheduler"
@@ -50,6 +53,7 @@ type Main struct {
 	notifier *events.Notifier
 	hub      *events.Hub
 	sched    *scheduler.Scheduler
+	jobs     *jobqueue.Client
 	guard    *auth.Guard
 	health   *health.Service
 	api      *httpapi.Server
@@ -203,7 +207,22 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	tenancy.Register(api, ten)
 	router.Method(http.MethodGet, "/api/events/stream", httpapi.Protect(m.guard,
 		auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Authenticated}, m.hub))
-	superadmin.Register(api, superadmin.NewService(pool, ten, nil), ten)
+	m.jobs, err = jobqueue.NewClient(pool, jobqueue.Config{Logger: log, Now: m.Now, Notifier: m.notifier, Metrics: reg})
+	if err != nil {
+		return err
+	}
+	docs, err := document.NewService(document.Config{
+		Pool: pool, Jobs: m.jobs, Embedder: llm.NewLocalEmbedder(m.Config.EmbeddingDimension), Logger: log, Now: m.Now,
+	})
+	if err != nil {
+		return err
+	}
+	if err := docs.AddQueues(m.Config.ParseConcurrency, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	document.Register(api, docs, m.Config.MaxUploadBytes)
+	jobqueue.Register(api, m.jobs, m.guard)
+	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten)
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -236,10 +255,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if m.api, err = httpapi.Listen(ctx, "api", m.Config.HTTPAddr, router, log); err != nil {
 		return err
 	}
-	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg), log); err != nil {
+	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding)), log); err != nil {
 		return err
 	}
 	if err := m.sched.Start(ctx); err != nil {
+		return err
+	}
+	if err := m.jobs.Start(ctx); err != nil {
 		return err
 	}
 	m.api.Start()
@@ -269,8 +291,9 @@ func (m *Main) announceToken(token string) error {
 	return err
 }
 
-func opsHandler(reg *prometheus.Registry) http.Handler {
+func opsHandler(reg *prometheus.Registry, embeddings http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/api/embeddings/", embeddings)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -307,6 +330,11 @@ func (m *Main) stop(ctx context.Context) {
 			if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				m.Logger.Error("shutdown http", "err", err)
 			}
+		}
+	}
+	if m.jobs != nil {
+		if err := m.jobs.Stop(sctx); err != nil {
+			m.Logger.Error("stop job engine", "err", err)
 		}
 	}
 	if m.sched != nil {

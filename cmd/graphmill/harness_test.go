@@ -48,7 +48,7 @@ func (c *clock) Advance(d time.Duration) {
 // testServer is the whole server, started on loopback ":0" ports against a
 // fresh database.
 type testServer struct {
-	t      *testing.T
+	t      testing.TB
 	m      *Main
 	base   string
 	admin  string // bootstrap token (every scope, superadmin)
@@ -60,7 +60,7 @@ type testServer struct {
 type serverOption func(*config.Config)
 
 // testConfig is the configuration tests start from.
-func testConfig(t *testing.T, dbURL string) config.Config {
+func testConfig(t testing.TB, dbURL string) config.Config {
 	cfg, err := config.Load(nil)
 	require.NoError(t, err)
 	cfg.DatabaseURL = dbURL
@@ -71,14 +71,14 @@ func testConfig(t *testing.T, dbURL string) config.Config {
 	return cfg
 }
 
-func newServer(t *testing.T, opts ...serverOption) *testServer {
+func newServer(t testing.TB, opts ...serverOption) *testServer {
 	t.Helper()
 	return startServer(t, pgtest.NewURL(t), opts...)
 }
 
 // startServer starts a server on dbURL (which may be shared with another
 // server, to test what crosses processes).
-func startServer(t *testing.T, dbURL string, opts ...serverOption) *testServer {
+func startServer(t testing.TB, dbURL string, opts ...serverOption) *testServer {
 	t.Helper()
 	cfg := testConfig(t, dbURL)
 	for _, o := range opts {
@@ -103,7 +103,7 @@ type response struct {
 }
 
 // JSON decodes the body into a generic value.
-func (r response) JSON(t *testing.T) map[string]any {
+func (r response) JSON(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(r.Body, &m), "body: %s", r.Body)
@@ -111,13 +111,13 @@ func (r response) JSON(t *testing.T) map[string]any {
 }
 
 // Decode decodes the body into v.
-func (r response) Decode(t *testing.T, v any) {
+func (r response) Decode(t testing.TB, v any) {
 	t.Helper()
 	require.NoError(t, json.Unmarshal(r.Body, v), "body: %s", r.Body)
 }
 
 // Detail is the problem detail of an error answer.
-func (r response) Detail(t *testing.T) string {
+func (r response) Detail(t testing.TB) string {
 	t.Helper()
 	d, _ := r.JSON(t)["detail"].(string)
 	return d

@@ -51,6 +51,15 @@ type Config struct {
 	// EventHeartbeat is the comment interval on event streams.
 	EventHeartbeat time.Duration `env:"EVENT_HEARTBEAT" envDefault:"15s"`
 
+	// MaxUploadBytes caps an uploaded document.
+	MaxUploadBytes int64 `env:"MAX_UPLOAD_BYTES" envDefault:"104857600"`
+	// EmbeddingDimension is the vector length of the local embedder.
+	EmbeddingDimension int `env:"EMBEDDING_DIMENSION" envDefault:"768"`
+	// QueueProjectMax caps one project's running jobs per queue (0: no cap).
+	QueueProjectMax int `env:"QUEUE_PROJECT_MAX" envDefault:"0"`
+	// ParseConcurrency is the number of documents parsed at once per process.
+	ParseConcurrency int `env:"PARSE_CONCURRENCY" envDefault:"2"`
+
 	// DBMaxConns sizes the connection pool.
 	DBMaxConns int32 `env:"DB_MAX_CONNS" envDefault:"20"`
 }
@@ -106,6 +115,18 @@ func (c Config) Validate() error {
 	}
 	if c.AuthCacheTTL <= 0 {
 		return fmt.Errorf("GRAPHMILL_AUTH_CACHE_TTL must be positive")
+	}
+	if c.MaxUploadBytes < 1 {
+		return fmt.Errorf("GRAPHMILL_MAX_UPLOAD_BYTES must be positive")
+	}
+	if c.EmbeddingDimension < 8 || c.EmbeddingDimension > 8192 {
+		return fmt.Errorf("GRAPHMILL_EMBEDDING_DIMENSION must be between 8 and 8192")
+	}
+	if c.QueueProjectMax < 0 {
+		return fmt.Errorf("GRAPHMILL_QUEUE_PROJECT_MAX must not be negative")
+	}
+	if c.ParseConcurrency < 1 || c.ParseConcurrency > 64 {
+		return fmt.Errorf("GRAPHMILL_PARSE_CONCURRENCY must be between 1 and 64")
 	}
 	if c.DBMaxConns < 2 {
 		return fmt.Errorf("GRAPHMILL_DB_MAX_CONNS must be at least 2")

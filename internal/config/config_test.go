@@ -27,6 +27,7 @@ func TestLoadDefaults(t *testing.T) {
 		AuthCacheTTL:    60 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 		DBMaxConns:      20,
+		EventHeartbeat:  15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2,
 	}, c, "unprefixed variables must not be read")
 	require.False(t, c.Production())
 	require.Equal(t, slog.LevelInfo, c.SlogLevel())
@@ -59,6 +60,7 @@ func TestLoad(t *testing.T) {
 					LogLevel: "debug", LogFormat: "text", BootstrapToken: "gm_x",
 					OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill",
 					AuthCacheTTL: 5 * time.Second, ShutdownTimeout: time.Minute, DBMaxConns: 50,
+					EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2,
 				}, c)
 				require.True(t, c.Production())
 				require.Equal(t, slog.LevelDebug, c.SlogLevel())
@@ -169,6 +171,7 @@ func TestValidate(t *testing.T) {
 	valid := config.Config{
 		DataDir: "d", HTTPAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0", Environment: config.EnvDevelopment,
 		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, DBMaxConns: 2,
+		MaxUploadBytes: 1, EmbeddingDimension: 8, ParseConcurrency: 1,
 	}
 	tests := []struct {
 		name    string
@@ -187,6 +190,10 @@ func TestValidate(t *testing.T) {
 		{name: "EmptyHTTPAddr", change: func(c *config.Config) { c.HTTPAddr = "" }, wantErr: "GRAPHMILL_HTTP_ADDR"},
 		{name: "NegativeTTL", change: func(c *config.Config) { c.AuthCacheTTL = -time.Second }, wantErr: "GRAPHMILL_AUTH_CACHE_TTL"},
 		{name: "ZeroConnections", change: func(c *config.Config) { c.DBMaxConns = 0 }, wantErr: "GRAPHMILL_DB_MAX_CONNS"},
+		{name: "ZeroUpload", change: func(c *config.Config) { c.MaxUploadBytes = 0 }, wantErr: "GRAPHMILL_MAX_UPLOAD_BYTES"},
+		{name: "TinyDimension", change: func(c *config.Config) { c.EmbeddingDimension = 4 }, wantErr: "GRAPHMILL_EMBEDDING_DIMENSION"},
+		{name: "NegativeProjectMax", change: func(c *config.Config) { c.QueueProjectMax = -1 }, wantErr: "GRAPHMILL_QUEUE_PROJECT_MAX"},
+		{name: "ZeroParse", change: func(c *config.Config) { c.ParseConcurrency = 0 }, wantErr: "GRAPHMILL_PARSE_CONCURRENCY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

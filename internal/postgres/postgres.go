@@ -84,3 +84,32 @@ func IsForeignKeyViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23503"
 }
+
+// Total is embedded in the row structs of paged queries; it receives the
+// `count(*) OVER () AS total` column.
+type Total struct {
+	Total int `db:"total"`
+}
+
+// PageTotal returns the window total.
+func (t Total) PageTotal() int { return t.Total }
+
+// PageRow is a row struct that embeds Total.
+type PageRow interface{ PageTotal() int }
+
+// CollectPage collects the rows of a paged query, converting each with
+// conv, and returns them with the total the window function counted (0 for
+// an empty page).
+func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, error) {
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[R])
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]T, len(list))
+	total := 0
+	for i, r := range list {
+		out[i] = conv(r)
+		total = r.PageTotal()
+	}
+	return out, total, nil
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/postgres"
 )
@@ -26,7 +25,7 @@ type userRow struct {
 	PrimaryEmail   *string    `db:"primary_email"`
 	LastActivityAt *time.Time `db:"last_activity_at"`
 	CreatedAt      time.Time  `db:"created_at"`
-	Total          int        `db:"total"`
+	postgres.Total
 }
 
 func str(s *string) string {
@@ -54,21 +53,19 @@ func userList(ctx context.Context, db postgres.DBTX, f Filter) ([]User, int, err
 		  AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM org_members m WHERE m.user_id = u.id AND m.org_id = $3))
 		ORDER BY u.created_at, u.id LIMIT $4 OFFSET $5`,
 		f.Search, likePattern(f.Search), f.OrgID, f.Limit, f.offset())
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[userRow])
-	if err != nil {
-		return nil, 0, fmt.Errorf("list users: %w", err)
-	}
-	out := make([]User, len(list))
-	ids := make([]uuid.UUID, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = User{
+	out, total, err := postgres.CollectPage(rows, func(r userRow) User {
+		return User{
 			ID: r.ID, IdentityProviderUserID: str(r.Subject), FirstName: str(r.FirstName), LastName: str(r.LastName),
 			DisplayName: str(r.DisplayName), PrimaryEmail: str(r.PrimaryEmail), LastActivityAt: utc(r.LastActivityAt),
 			CreatedAt: r.CreatedAt.UTC(), Organizations: []Membership{},
 		}
-		ids[i] = r.ID
-		total = r.Total
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list users: %w", err)
+	}
+	ids := make([]uuid.UUID, len(out))
+	for i, u := range out {
+		ids[i] = u.ID
 	}
 	if len(ids) == 0 {
 		return out, total, nil
@@ -107,7 +104,7 @@ type orgRow struct {
 	ProjectCount int        `db:"project_count"`
 	CreatedAt    time.Time  `db:"created_at"`
 	DeletedAt    *time.Time `db:"deleted_at"`
-	Total        int        `db:"total"`
+	postgres.Total
 }
 
 func orgList(ctx context.Context, db postgres.DBTX, f Filter) ([]Organization, int, error) {
@@ -120,18 +117,14 @@ func orgList(ctx context.Context, db postgres.DBTX, f Filter) ([]Organization, i
 		WHERE ($1 OR o.deleted_at IS NULL) AND ($2 = '' OR o.name ILIKE $3)
 		ORDER BY o.created_at, o.id LIMIT $4 OFFSET $5`,
 		f.IncludeDeleted, f.Search, likePattern(f.Search), f.Limit, f.offset())
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[orgRow])
-	if err != nil {
-		return nil, 0, fmt.Errorf("list orgs: %w", err)
-	}
-	out := make([]Organization, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = Organization{
+	out, total, err := postgres.CollectPage(rows, func(r orgRow) Organization {
+		return Organization{
 			ID: r.ID, Name: r.Name, MemberCount: r.MemberCount, ProjectCount: r.ProjectCount,
 			CreatedAt: r.CreatedAt.UTC(), DeletedAt: utc(r.DeletedAt),
 		}
-		total = r.Total
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list orgs: %w", err)
 	}
 	return out, total, nil
 }
@@ -143,7 +136,7 @@ type projectRow struct {
 	OrgName   string     `db:"org_name"`
 	CreatedAt time.Time  `db:"created_at"`
 	DeletedAt *time.Time `db:"deleted_at"`
-	Total     int        `db:"total"`
+	postgres.Total
 }
 
 func projectList(ctx context.Context, db postgres.DBTX, f Filter) ([]Project, int, error) {
@@ -153,18 +146,14 @@ func projectList(ctx context.Context, db postgres.DBTX, f Filter) ([]Project, in
 		WHERE ($1 OR p.deleted_at IS NULL) AND ($2::uuid IS NULL OR p.org_id = $2) AND ($3 = '' OR p.name ILIKE $4)
 		ORDER BY p.created_at, p.id LIMIT $5 OFFSET $6`,
 		f.IncludeDeleted, f.OrgID, f.Search, likePattern(f.Search), f.Limit, f.offset())
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[projectRow])
-	if err != nil {
-		return nil, 0, fmt.Errorf("list projects: %w", err)
-	}
-	out := make([]Project, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = Project{
+	out, total, err := postgres.CollectPage(rows, func(r projectRow) Project {
+		return Project{
 			ID: r.ID, Name: r.Name, OrganizationID: r.OrgID, OrganizationName: r.OrgName,
 			CreatedAt: r.CreatedAt.UTC(), DeletedAt: utc(r.DeletedAt),
 		}
-		total = r.Total
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list projects: %w", err)
 	}
 	return out, total, nil
 }

@@ -19,7 +19,7 @@ type orgRow struct {
 	Role      *string   `db:"role"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
-	Total     int       `db:"total"`
+	postgres.Total
 }
 
 func (r orgRow) toOrg() Org {
@@ -36,7 +36,7 @@ type projectRow struct {
 	Name      string    `db:"name"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
-	Total     int       `db:"total"`
+	postgres.Total
 }
 
 func (r projectRow) toProject() Project {
@@ -51,7 +51,7 @@ type tokenRow struct {
 	ProjectID *uuid.UUID `db:"project_id"`
 	ExpiresAt *time.Time `db:"expires_at"`
 	CreatedAt time.Time  `db:"created_at"`
-	Total     int        `db:"total"`
+	postgres.Total
 }
 
 func (r tokenRow) toToken() Token {
@@ -69,7 +69,7 @@ type memberRow struct {
 	DisplayName  *string   `db:"display_name"`
 	PrimaryEmail *string   `db:"primary_email"`
 	CreatedAt    time.Time `db:"created_at"`
-	Total        int       `db:"total"`
+	postgres.Total
 }
 
 func (r memberRow) toMember() Member {
@@ -130,15 +130,9 @@ func orgListForUser(ctx context.Context, db postgres.DBTX, user uuid.UUID, all b
 		FROM orgs o LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $1
 		WHERE o.deleted_at IS NULL AND ($2 OR m.user_id IS NOT NULL)
 		ORDER BY o.created_at, o.id LIMIT $3 OFFSET $4`, user, all, p.Limit, p.Offset)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[orgRow])
+	out, total, err := postgres.CollectPage(rows, orgRow.toOrg)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list orgs: %w", err)
-	}
-	out := make([]Org, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = r.toOrg()
-		total = r.Total
 	}
 	return out, total, nil
 }
@@ -198,15 +192,9 @@ func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page)
 		  AND ($3::uuid IS NULL OR p.id = $3)
 		  AND ($4::uuid IS NULL OR p.org_id = $4)
 		ORDER BY p.created_at, p.id LIMIT $5 OFFSET $6`, f.User, f.All, f.Only, f.OrgID, p.Limit, p.Offset)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[projectRow])
+	out, total, err := postgres.CollectPage(rows, projectRow.toProject)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list projects: %w", err)
-	}
-	out := make([]Project, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = r.toProject()
-		total = r.Total
 	}
 	return out, total, nil
 }
@@ -247,15 +235,9 @@ func projectMemberList(ctx context.Context, db postgres.DBTX, project uuid.UUID,
 		SELECT m.user_id, m.role, u.display_name, u.primary_email, m.created_at, count(*) OVER () AS total
 		FROM project_members m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL
 		WHERE m.project_id = $1 ORDER BY m.created_at, m.user_id LIMIT $2 OFFSET $3`, project, p.Limit, p.Offset)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[memberRow])
+	out, total, err := postgres.CollectPage(rows, memberRow.toMember)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list members: %w", err)
-	}
-	out := make([]Member, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = r.toMember()
-		total = r.Total
 	}
 	return out, total, nil
 }
@@ -393,15 +375,9 @@ func tokenList(ctx context.Context, db postgres.DBTX, f tokenFilter, p Page) ([]
 		FROM api_tokens WHERE revoked_at IS NULL
 		  AND ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR project_id = $2)
 		ORDER BY created_at, id LIMIT $3 OFFSET $4`, f.UserID, f.ProjectID, p.Limit, p.Offset)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[tokenRow])
+	out, total, err := postgres.CollectPage(rows, tokenRow.toToken)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list tokens: %w", err)
-	}
-	out := make([]Token, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = r.toToken()
-		total = r.Total
 	}
 	return out, total, nil
 }

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/config"
+)
+
+func buildTestDOCX(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create("[Content_Types].xml")
+	require.NoError(t, err)
+	_, _ = io.WriteString(w, `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`)
+	w, err = zw.Create("word/document.xml")
+	require.NoError(t, err)
+	_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`+
+		`<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Quarterly report</w:t></w:r></w:p>`+
+		`<w:p><w:r><w:t>Revenue grew in every region, led by the northern offices.</w:t></w:r></w:p>`+
+		`</w:body></w:document>`)
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
+}
+
+// uploadFile sends a multipart upload.
+func (s *testServer) uploadFile(token, project, filename, contentType string, data []byte) response {
+	s.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	h := make(map[string][]string)
+	h["Content-Disposition"] = []string{`form-data; name="file"; filename="` + filename + `"`}
+	if contentType != "" {
+		h["Content-Type"] = []string{contentType}
+	}
+	part, err := mw.CreatePart(h)
+	require.NoError(s.t, err)
+	_, _ = part.Write(data)
+	require.NoError(s.t, mw.Close())
+	req, err := http.NewRequestWithContext(context.Background(), "POST", s.base+"/api/documents", &body)
+	require.NoError(s.t, err)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Project-ID", project)
+	res, err := s.client.Do(req)
+	require.NoError(s.t, err)
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return response{Status: res.StatusCode, Header: res.Header, Body: raw}
+}
+
+type docBody struct {
+	ID             string `json:"id"`
+	Status         string `json:"status"`
+	Error          string `json:"error"`
+	Format         string `json:"format"`
+	ChunkCount     int    `json:"chunkCount"`
+	EmbeddedChunks int    `json:"embeddedChunks"`
+	Duplicate      bool   `json:"duplicate"`
+}
+
+// waitDocument waits until the document leaves "parsing" and, when parsed,
+// until every chunk is embedded.
+func (s *testServer) waitDocument(project, id string) docBody {
+	s.t.Helper()
+	var d docBody
+	require.Eventually(s.t, func() bool {
+		s.must(200, "GET", "/api/documents/"+id, s.admin, nil, header{"X-Project-ID", project}).Decode(s.t, &d)
+		return d.Status == "failed" || (d.Status == "parsed" && d.EmbeddedChunks == d.ChunkCount)
+	}, 20*time.Second, 20*time.Millisecond)
+	return d
+}
+
+func TestDocumentPipelineFormats(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	frames, _ := s.openStream(s.admin, 0)
+	pdf, err := os.ReadFile("../../internal/document/testdata/hello.pdf")
+	require.NoError(t, err)
+	long := "# Guide\n\n## Install\n\n"
+	for range 200 {
+		long += "Graphmill parses documents into chunks and embeds every chunk for search. "
+	}
+	cases := []struct {
+		name, filename, ct string
+		data               []byte
+		format, contains   string
+	}{
+		{"markdown", "guide.md", "text/markdown", []byte(long + "\n\n## Usage\n\nRun make run.\n"), "markdown", "Run make run."},
+		{"html", "page.html", "text/html", []byte(`<html><head><script>x()</script></head><body><h1>Title</h1><p>Hello <b>web</b> page.</p></body></html>`), "html", "Hello web page."},
+		{"pdf", "hello.pdf", "application/pdf", pdf, "pdf", "quick brown fox"},
+		{"docx", "report.docx", "", buildTestDOCX(t), "docx", "Revenue grew"},
+	}
+	for _, c := range cases {
+		r := s.uploadFile(s.admin, project, c.filename, c.ct, c.data)
+		require.Equal(t, 201, r.Status, "%s: %s", c.name, r.Body)
+		var d docBody
+		r.Decode(t, &d)
+		require.Equal(t, "parsing", d.Status)
+		d = s.waitDocument(project, d.ID)
+		require.Equal(t, "parsed", d.Status, "%s: %s", c.name, d.Error)
+		require.Equal(t, c.format, d.Format)
+		require.Positive(t, d.ChunkCount)
+
+		var chunks struct {
+			Data []struct {
+				Text           string   `json:"text"`
+				TokenCount     int      `json:"tokenCount"`
+				HeadingPath    []string `json:"headingPath"`
+				EmbeddingModel string   `json:"embeddingModel"`
+				EmbeddingDim   int      `json:"embeddingDim"`
+			} `json:"data"`
+			Total int `json:"total"`
+		}
+		s.must(200, "GET", "/api/documents/"+d.ID+"/chunks?limit=200", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &chunks)
+		require.Equal(t, d.ChunkCount, chunks.Total)
+		all := ""
+		for _, ch := range chunks.Data {
+			require.LessOrEqual(t, ch.TokenCount, 512)
+			require.Equal(t, "local/feature-hash-v1", ch.EmbeddingModel)
+			require.Equal(t, 768, ch.EmbeddingDim)
+			all += ch.Text + " "
+		}
+		require.Contains(t, all, c.contains, c.name)
+
+		// One extraction job is queued for the extraction workers.
+		var n int
+		require.NoError(t, s.m.db.pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM object_extraction_jobs WHERE document_id = $1 AND status = 'queued' AND job_type = 'full_extraction' AND trigger_type = 'manual'`, d.ID).Scan(&n))
+		require.Equal(t, 1, n, c.name)
+
+		// The stream announces the conversion.
+		for {
+			f := nextEvent(t, frames)
+			if f.Data["type"] == "document.converted" && f.Data["data"].(map[string]any)["documentId"] == d.ID {
+				break
+			}
+		}
+	}
+	// The long Markdown document was split on structure.
+	var md struct {
+		Data []struct {
+			HeadingPath []string `json:"headingPath"`
+		} `json:"data"`
+	}
+	var list struct {
+		Data  []docBody `json:"data"`
+		Total int       `json:"total"`
+	}
+	s.must(200, "GET", "/api/documents", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &list)
+	require.Equal(t, 4, list.Total)
+	mdID := list.Data[3].ID // newest first
+	s.must(200, "GET", "/api/documents/"+mdID+"/chunks", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &md)
+	require.Greater(t, len(md.Data), 1)
+	require.Equal(t, []string{"Guide"}, md.Data[0].HeadingPath)
+	require.Equal(t, []string{"Guide", "Install"}, md.Data[1].HeadingPath)
+}
+
+func TestDocumentUploadRules(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, func(c *config.Config) { c.MaxUploadBytes = 1000 })
+	project, _ := s.defaultProject()
+	_, reader := s.newUser("r@example.com", []string{"documents:read", "documents:write"}, "")
+	readerID := ""
+	{
+		var users pagedBody
+		s.must(200, "GET", "/api/superadmin/users?search=r@example.com", s.admin, nil).Decode(t, &users)
+		readerID = users.Data[0]["id"].(string)
+	}
+	_, outsider := s.newUser("o@example.com", []string{"documents:read", "documents:write"}, "")
+	hp := header{"X-Project-ID", project}
+
+	// JSON upload, then the same bytes again: the same document, no new job.
+	body := map[string]any{"filename": "a.txt", "content": "Alpha beta gamma.", "mimeType": "text/plain"}
+	var d1, d2 docBody
+	s.must(201, "POST", "/api/documents", s.admin, body, hp).Decode(t, &d1)
+	s.must(200, "POST", "/api/documents", s.admin, body, hp).Decode(t, &d2)
+	require.Equal(t, d1.ID, d2.ID)
+	require.True(t, d2.Duplicate)
+	var jobs int
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT count(*) FROM document_parsing_jobs`).Scan(&jobs))
+	require.Equal(t, 1, jobs)
+
+	// Auth: no token, no scope, viewer role, other tenant.
+	s.must(401, "POST", "/api/documents", "", body, hp)
+	s.addMember(project, readerID, "viewer")
+	require.Contains(t, s.must(403, "POST", "/api/documents", reader, map[string]any{"filename": "b.txt", "content": "x"}, hp).Detail(t), "editor")
+	s.must(200, "GET", "/api/documents/"+d1.ID, reader, nil, hp)
+	s.must(404, "GET", "/api/documents/"+d1.ID, outsider, nil, hp)
+	s.must(404, "GET", "/api/documents", outsider, nil, hp)
+	s.must(404, "DELETE", "/api/documents/"+d1.ID, outsider, nil, hp)
+	s.must(400, "GET", "/api/documents", s.admin, nil) // no project
+
+	// Bad input.
+	require.Contains(t, s.must(400, "POST", "/api/documents", s.admin, map[string]any{"filename": "", "content": "x"}, hp).Detail(t), "filename")
+	require.Contains(t, s.must(400, "POST", "/api/documents", s.admin, map[string]any{"filename": "e.txt", "content": ""}, hp).Detail(t), "empty")
+	require.Contains(t, s.must(400, "POST", "/api/documents", s.admin, map[string]any{"filename": "x.exe", "content": "MZ\x00\x01binary", "mimeType": "application/x-msdownload"}, hp).Detail(t), "unsupported")
+	s.must(400, "POST", "/api/documents", s.admin, `{"filename": "a.txt", "content": "x", "bogus": 1}`, hp)
+	require.Equal(t, 400, s.uploadFile(s.admin, project, "", "text/plain", []byte("x")).Status)
+	big := make([]byte, 5000)
+	for i := range big {
+		big[i] = 'a'
+	}
+	require.Equal(t, 413, s.uploadFile(s.admin, project, "big.txt", "text/plain", big).Status)
+	s.must(404, "GET", "/api/documents/not-a-uuid", s.admin, nil, hp)
+
+	// Delete removes the document, its chunks and jobs.
+	s.waitDocument(project, d1.ID)
+	s.must(204, "DELETE", "/api/documents/"+d1.ID, s.admin, nil, hp)
+	s.must(404, "GET", "/api/documents/"+d1.ID, s.admin, nil, hp)
+	s.must(404, "DELETE", "/api/documents/"+d1.ID, s.admin, nil, hp)
+	var left int
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM document_chunks) + (SELECT count(*) FROM chunk_embedding_jobs) +
+		(SELECT count(*) FROM document_parsing_jobs) + (SELECT count(*) FROM object_extraction_jobs)`).Scan(&left))
+	require.Zero(t, left)
+}
+
+func TestCorruptDocumentFailsPermanently(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	r := s.uploadFile(s.admin, project, "broken.pdf", "application/pdf", []byte("%PDF-1.4\nthis is not really a pdf"))
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	var d docBody
+	r.Decode(t, &d)
+	d = s.waitDocument(project, d.ID)
+	require.Equal(t, "failed", d.Status)
+	require.NotEmpty(t, d.Error)
+	var attempt, retries int
+	var status string
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(),
+		`SELECT status, attempt, retry_count FROM document_parsing_jobs WHERE document_id = $1`, d.ID).Scan(&status, &attempt, &retries))
+	require.Equal(t, "failed", status)
+	require.Equal(t, 1, attempt, "a permanent error is not retried")
+	require.Zero(t, retries)
+}

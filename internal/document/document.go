@@ -1,0 +1,77 @@
+package document
+
+import (
+	"encoding/hex"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// Queue names of the pipeline.
+const (
+	QueueParsing        = "document_parsing"
+	QueueChunkEmbedding = "chunk_embedding"
+	QueueGraphEmbedding = "graph_embedding"
+	QueueExtraction     = "object_extraction"
+)
+
+// Document statuses: where the document is in its pipeline.
+const (
+	StatusParsing = "parsing"
+	StatusParsed  = "parsed"
+	StatusFailed  = "failed"
+)
+
+// Document is an uploaded file and where it is in the pipeline.
+type Document struct {
+	ID         uuid.UUID `json:"id"`
+	ProjectID  uuid.UUID `json:"projectId"`
+	Filename   string    `json:"filename"`
+	MimeType   string    `json:"mimeType"`
+	SizeBytes  int64     `json:"sizeBytes"`
+	SHA256     string    `json:"sha256"`
+	Status     string    `json:"status" enum:"parsing,parsed,failed"`
+	Error      string    `json:"error,omitempty" doc:"Why parsing failed."`
+	Format     string    `json:"format,omitempty"`
+	ChunkCount int       `json:"chunkCount"`
+	Embedded   int       `json:"embeddedChunks" doc:"Chunks with an embedding."`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+	// Duplicate is set on upload when the same bytes were already in the
+	// project: the existing document is returned and nothing is queued.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// StoredChunk is a chunk as stored and served.
+type StoredChunk struct {
+	ID             uuid.UUID  `json:"id"`
+	DocumentID     uuid.UUID  `json:"documentId"`
+	Index          int        `json:"index"`
+	Text           string     `json:"text"`
+	StartOffset    int        `json:"startOffset"`
+	EndOffset      int        `json:"endOffset"`
+	HeadingPath    []string   `json:"headingPath"`
+	TokenCount     int        `json:"tokenCount"`
+	EmbeddingModel string     `json:"embeddingModel,omitempty"`
+	EmbeddingDim   int        `json:"embeddingDim,omitempty"`
+	EmbeddedAt     *time.Time `json:"embeddedAt,omitempty"`
+}
+
+// Upload is a new document.
+type Upload struct {
+	ProjectID uuid.UUID
+	UserID    uuid.UUID
+	Filename  string
+	MimeType  string
+	Data      []byte
+}
+
+// Errors of this domain.
+var (
+	ErrNotFound = errs.New(errs.NotFound, "document not found")
+	ErrEmpty    = errs.New(errs.Invalid, "the document is empty")
+)
+
+func hexSum(b []byte) string { return hex.EncodeToString(b) }

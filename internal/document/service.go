@@ -1,0 +1,152 @@
+package document
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// ParseTimeout bounds the parsing of one file.
+const ParseTimeout = 2 * time.Minute
+
+// Service holds the document rules and the pipeline's workers.
+type Service struct {
+	pool     *pgxpool.Pool
+	jobs     *jobqueue.Client
+	chunker  *Chunker
+	embedder llm.Embedder
+	logger   *slog.Logger
+	now      func() time.Time
+	opts     ChunkOptions
+}
+
+// Config configures a Service.
+type Config struct {
+	Pool     *pgxpool.Pool
+	Jobs     *jobqueue.Client
+	Embedder llm.Embedder
+	Logger   *slog.Logger
+	Now      func() time.Time
+	Chunking ChunkOptions
+}
+
+// NewService returns a Service; AddQueues registers its workers.
+func NewService(c Config) (*Service, error) {
+	ch, err := NewChunker()
+	if err != nil {
+		return nil, err
+	}
+	return &Service{pool: c.Pool, jobs: c.Jobs, chunker: ch, embedder: c.Embedder, logger: c.Logger, now: c.Now, opts: c.Chunking}, nil
+}
+
+// Upload stores a document and queues its parsing, in one transaction. The
+// same bytes uploaded again to the project return the existing document
+// with Duplicate set, and queue nothing. Errors: invalid_argument.
+func (s *Service) Upload(ctx context.Context, u Upload) (Document, error) {
+	u.Filename = strings.TrimSpace(filepath.Base(strings.ReplaceAll(u.Filename, `\`, "/")))
+	if u.Filename == "" || u.Filename == "." || u.Filename == "/" {
+		return Document{}, errs.New(errs.Invalid, "filename is required")
+	}
+	if len(u.Filename) > 500 || !utf8.ValidString(u.Filename) {
+		return Document{}, errs.New(errs.Invalid, "filename must be valid UTF-8 of at most 500 bytes")
+	}
+	if len(u.Data) == 0 {
+		return Document{}, ErrEmpty
+	}
+	if u.MimeType == "" {
+		u.MimeType = "application/octet-stream"
+	}
+	if _, err := DetectFormat(u.Filename, u.MimeType, u.Data); err != nil {
+		return Document{}, err
+	}
+	sum := sha256.Sum256(u.Data)
+	id := uuid.Must(uuid.NewV7())
+	var duplicate bool
+	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		now := s.now().UTC()
+		inserted, err := documentInsert(ctx, tx, id, u, sum[:], now)
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			duplicate = true
+			id, err = documentIDBySum(ctx, tx, u.ProjectID, sum[:])
+			return err
+		}
+		if err := parseJobInsert(ctx, tx, u.ProjectID, id, now); err != nil {
+			return err
+		}
+		return jobqueue.Notify(ctx, tx, QueueParsing)
+	})
+	if err != nil {
+		return Document{}, err
+	}
+	d, err := documentGet(ctx, s.pool, u.ProjectID, id)
+	d.Duplicate = duplicate
+	return d, err
+}
+
+// Get returns a document of project. Errors: not_found.
+func (s *Service) Get(ctx context.Context, project, id uuid.UUID) (Document, error) {
+	return documentGet(ctx, s.pool, project, id)
+}
+
+// List lists a project's documents, newest first.
+func (s *Service) List(ctx context.Context, project uuid.UUID, limit, offset int) ([]Document, int, error) {
+	return documentList(ctx, s.pool, project, limit, offset)
+}
+
+// Chunks lists a document's chunks in order. Errors: not_found.
+func (s *Service) Chunks(ctx context.Context, project, id uuid.UUID, limit, offset int) ([]StoredChunk, int, error) {
+	if _, err := documentGet(ctx, s.pool, project, id); err != nil {
+		return nil, 0, err
+	}
+	return chunkList(ctx, s.pool, project, id, limit, offset)
+}
+
+// Delete removes a document, its chunks and its pending jobs; its running
+// jobs are cancelled (their workers stop within a second and roll back).
+// Errors: not_found.
+func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
+	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM documents WHERE project_id = $1 AND id = $2 FOR UPDATE`, project, id); err != nil {
+			return fmt.Errorf("lock document: %w", err)
+		}
+		jobs, err := jobsOfDocument(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		for _, q := range []string{QueueParsing, QueueChunkEmbedding} {
+			for _, j := range jobs[q] {
+				if err := s.jobs.Cancel(ctx, tx, q, j); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
+					return err
+				}
+			}
+		}
+		ok, err := documentDelete(ctx, tx, project, id)
+		if err == nil && !ok {
+			err = ErrNotFound
+		}
+		return err
+	})
+}
+
+// DocumentCounts counts the documents of each project (for superadmin
+// lists).
+func (s *Service) DocumentCounts(ctx context.Context, projects []uuid.UUID) (map[uuid.UUID]int, error) {
+	return documentCounts(ctx, s.pool, projects)
+}

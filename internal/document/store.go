@@ -1,0 +1,247 @@
+package document
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+type documentRow struct {
+	ID         uuid.UUID `db:"id"`
+	ProjectID  uuid.UUID `db:"project_id"`
+	Filename   string    `db:"filename"`
+	MimeType   string    `db:"mime_type"`
+	SizeBytes  int64     `db:"size_bytes"`
+	SHA256     []byte    `db:"sha256"`
+	Status     string    `db:"status"`
+	Error      *string   `db:"error"`
+	Format     *string   `db:"format"`
+	ChunkCount int       `db:"chunk_count"`
+	Embedded   int       `db:"embedded"`
+	CreatedAt  time.Time `db:"created_at"`
+	UpdatedAt  time.Time `db:"updated_at"`
+	postgres.Total
+}
+
+func (r documentRow) toDocument() Document {
+	d := Document{
+		ID: r.ID, ProjectID: r.ProjectID, Filename: r.Filename, MimeType: r.MimeType, SizeBytes: r.SizeBytes,
+		SHA256: hexSum(r.SHA256), Status: r.Status, ChunkCount: r.ChunkCount, Embedded: r.Embedded,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if r.Error != nil {
+		d.Error = *r.Error
+	}
+	if r.Format != nil {
+		d.Format = *r.Format
+	}
+	return d
+}
+
+const documentColumns = `d.id, d.project_id, d.filename, d.mime_type, d.size_bytes, d.sha256, d.status, d.error, d.format, d.chunk_count,
+	(SELECT count(*) FROM document_chunks c WHERE c.document_id = d.id AND c.embedded_at IS NOT NULL)::int AS embedded,
+	d.created_at, d.updated_at`
+
+func documentGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Document, error) {
+	rows, _ := db.Query(ctx, `SELECT `+documentColumns+`, 0 AS total FROM documents d WHERE d.project_id = $1 AND d.id = $2`, project, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[documentRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Document{}, ErrNotFound
+	}
+	if err != nil {
+		return Document{}, fmt.Errorf("get document: %w", err)
+	}
+	return r.toDocument(), nil
+}
+
+func documentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]Document, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+documentColumns+`, count(*) OVER () AS total FROM documents d
+		WHERE d.project_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT $2 OFFSET $3`, project, limit, offset)
+	out, total, err := postgres.CollectPage(rows, documentRow.toDocument)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list documents: %w", err)
+	}
+	return out, total, nil
+}
+
+// documentInsert inserts a document unless the project has the same bytes
+// already; it reports whether it inserted.
+func documentInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, u Upload, sum []byte, now time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, sha256, content, status, created_by, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'parsing', $8, $9, $9) ON CONFLICT ON CONSTRAINT documents_project_sha256_key DO NOTHING`,
+		id, u.ProjectID, u.Filename, u.MimeType, len(u.Data), sum, u.Data, u.UserID, now)
+	if err != nil {
+		return false, fmt.Errorf("insert document: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func documentIDBySum(ctx context.Context, db postgres.DBTX, project uuid.UUID, sum []byte) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := db.QueryRow(ctx, `SELECT id FROM documents WHERE project_id = $1 AND sha256 = $2`, project, sum).Scan(&id)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("find document by checksum: %w", err)
+	}
+	return id, nil
+}
+
+// documentContent loads what the parser needs.
+func documentContent(ctx context.Context, db postgres.DBTX, id uuid.UUID) (filename, mimeType string, data []byte, err error) {
+	err = db.QueryRow(ctx, `SELECT filename, mime_type, content FROM documents WHERE id = $1`, id).Scan(&filename, &mimeType, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", nil, ErrNotFound
+	}
+	if err != nil {
+		return "", "", nil, fmt.Errorf("load document: %w", err)
+	}
+	return filename, mimeType, data, nil
+}
+
+func documentSetStatus(ctx context.Context, db postgres.DBTX, id uuid.UUID, status, format, reason string, chunks int, now time.Time) error {
+	_, err := db.Exec(ctx, `UPDATE documents SET status = $2, format = COALESCE(NULLIF($3, ''), format), error = NULLIF($4, ''),
+		chunk_count = CASE WHEN $2 = 'parsed' THEN $5 ELSE chunk_count END, updated_at = $6 WHERE id = $1`,
+		id, status, format, reason, chunks, now)
+	if err != nil {
+		return fmt.Errorf("set document status: %w", err)
+	}
+	return nil
+}
+
+func documentDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (bool, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM documents WHERE project_id = $1 AND id = $2`, project, id)
+	if err != nil {
+		return false, fmt.Errorf("delete document: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// documentCounts counts documents per project.
+func documentCounts(ctx context.Context, db postgres.DBTX, projects []uuid.UUID) (map[uuid.UUID]int, error) {
+	rows, err := db.Query(ctx, `SELECT project_id, count(*)::int FROM documents WHERE project_id = ANY($1) GROUP BY project_id`, projects)
+	if err != nil {
+		return nil, fmt.Errorf("count documents: %w", err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]int{}
+	for rows.Next() {
+		var id uuid.UUID
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("count documents: %w", err)
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+func chunkList(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, limit, offset int) ([]StoredChunk, int, error) {
+	rows, err := db.Query(ctx, `SELECT id, document_id, chunk_index, text, start_offset, end_offset, heading_path, token_count,
+		COALESCE(embedding_model, ''), COALESCE(embedding_dim, 0), embedded_at, count(*) OVER ()
+		FROM document_chunks WHERE project_id = $1 AND document_id = $2 ORDER BY chunk_index LIMIT $3 OFFSET $4`,
+		project, document, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list chunks: %w", err)
+	}
+	defer rows.Close()
+	out := []StoredChunk{}
+	total := 0
+	for rows.Next() {
+		var c StoredChunk
+		if err := rows.Scan(&c.ID, &c.DocumentID, &c.Index, &c.Text, &c.StartOffset, &c.EndOffset, &c.HeadingPath, &c.TokenCount,
+			&c.EmbeddingModel, &c.EmbeddingDim, &c.EmbeddedAt, &total); err != nil {
+			return nil, 0, fmt.Errorf("list chunks: %w", err)
+		}
+		if c.EmbeddedAt != nil {
+			u := c.EmbeddedAt.UTC()
+			c.EmbeddedAt = &u
+		}
+		out = append(out, c)
+	}
+	return out, total, rows.Err()
+}
+
+// chunksReplace replaces a document's chunks (a re-parse leaves no
+// duplicates; the old chunks' embedding jobs go with them) and queues one
+// embedding job per new chunk.
+func chunksReplace(ctx context.Context, db pgx.Tx, project, document uuid.UUID, chunks []Chunk, now time.Time) error {
+	if _, err := db.Exec(ctx, `DELETE FROM document_chunks WHERE document_id = $1`, document); err != nil {
+		return fmt.Errorf("delete old chunks: %w", err)
+	}
+	if len(chunks) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(chunks))
+	rows := make([][]any, len(chunks))
+	jobs := make([][]any, len(chunks))
+	for i, c := range chunks {
+		ids[i] = uuid.Must(uuid.NewV7())
+		path := c.HeadingPath
+		if path == nil {
+			path = []string{}
+		}
+		rows[i] = []any{ids[i], project, document, c.Index, c.Text, c.StartOffset, c.EndOffset, path, c.TokenCount, now}
+		jobs[i] = []any{uuid.Must(uuid.NewV7()), project, now, now, now, ids[i]}
+	}
+	if _, err := db.CopyFrom(ctx, pgx.Identifier{"document_chunks"},
+		[]string{"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "heading_path", "token_count", "created_at"},
+		pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("insert chunks: %w", err)
+	}
+	if _, err := db.CopyFrom(ctx, pgx.Identifier{"chunk_embedding_jobs"},
+		[]string{"id", "project_id", "run_at", "created_at", "updated_at", "chunk_id"},
+		pgx.CopyFromRows(jobs)); err != nil {
+		return fmt.Errorf("queue chunk embeddings: %w", err)
+	}
+	return nil
+}
+
+func parseJobInsert(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO document_parsing_jobs (id, project_id, run_at, created_at, updated_at, document_id)
+		VALUES ($1, $2, $3, $3, $3, $4)`, uuid.Must(uuid.NewV7()), project, now, document)
+	if err != nil {
+		return fmt.Errorf("queue parsing: %w", err)
+	}
+	return nil
+}
+
+// extractionJobInsert queues one full extraction of a document unless one
+// is already waiting (a re-parse must not pile them up).
+func extractionJobInsert(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type)
+		SELECT $1, $2, $3, $3, $3, $4, 'full_extraction', 'manual'
+		WHERE NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND status = 'queued')`,
+		uuid.Must(uuid.NewV7()), project, now, document)
+	if err != nil {
+		return fmt.Errorf("queue extraction: %w", err)
+	}
+	return nil
+}
+
+// jobsOfDocument lists the unfinished jobs that work on a document.
+func jobsOfDocument(ctx context.Context, db postgres.DBTX, document uuid.UUID) (map[string][]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `
+		SELECT 'document_parsing', id FROM document_parsing_jobs WHERE document_id = $1 AND status IN ('queued', 'running')
+		UNION ALL SELECT 'object_extraction', id FROM object_extraction_jobs WHERE document_id = $1 AND status IN ('queued', 'running')
+		UNION ALL SELECT 'chunk_embedding', j.id FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id
+		  WHERE c.document_id = $1 AND j.status = 'running'`, document)
+	if err != nil {
+		return nil, fmt.Errorf("jobs of document: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]uuid.UUID{}
+	for rows.Next() {
+		var q string
+		var id uuid.UUID
+		if err := rows.Scan(&q, &id); err != nil {
+			return nil, fmt.Errorf("jobs of document: %w", err)
+		}
+		out[q] = append(out[q], id)
+	}
+	return out, rows.Err()
+}

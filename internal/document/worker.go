@@ -1,0 +1,210 @@
+package document
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// Worker defaults.
+const (
+	ParseConcurrencyDefault = 2
+	EmbedBatchDefault       = 32
+	EmbedConcurrencyDefault = 1
+)
+
+// AddQueues registers the document pipeline's queues on the job client:
+// parsing, and chunk embedding in batches.
+func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
+	if err := s.jobs.AddQueue(jobqueue.QueueConfig{
+		Name: QueueParsing, Table: "document_parsing_jobs", Concurrency: parseConcurrency, BatchSize: 1, ProjectMax: projectMax,
+		Handler: jobqueue.HandlerFunc(s.workParse), OutcomeFunc: s.parseOutcomes,
+	}); err != nil {
+		return err
+	}
+	return s.jobs.AddQueue(jobqueue.QueueConfig{
+		Name: QueueChunkEmbedding, Table: "chunk_embedding_jobs", Concurrency: EmbedConcurrencyDefault, BatchSize: EmbedBatchDefault, ProjectMax: projectMax,
+		Handler: jobqueue.HandlerFunc(s.workEmbed), OutcomeFunc: jobOutcomes(QueueChunkEmbedding),
+	})
+}
+
+func (s *Service) workParse(ctx context.Context, jobs []jobqueue.Job) []error {
+	out := make([]error, len(jobs))
+	for i, j := range jobs {
+		out[i] = s.parseOne(ctx, j)
+	}
+	return out
+}
+
+// parseOne parses and chunks a document outside any transaction, then
+// writes the chunks, their embedding jobs, the extraction job, the status
+// and the document.converted event in one transaction.
+func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
+	var docID uuid.UUID
+	if err := s.pool.QueryRow(ctx, `SELECT document_id FROM document_parsing_jobs WHERE id = $1`, j.ID).Scan(&docID); err != nil {
+		return fmt.Errorf("load parsing job: %w", err)
+	}
+	filename, mimeType, data, err := documentContent(ctx, s.pool, docID)
+	if err != nil {
+		return jobqueue.Permanent(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, ParseTimeout)
+	parsed, err := Parse(pctx, filename, mimeType, data)
+	cancel()
+	if err != nil {
+		if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrCorrupt) || errors.Is(err, context.DeadlineExceeded) {
+			return jobqueue.Permanent(err)
+		}
+		return err
+	}
+	chunks := s.chunker.Chunk(parsed.Blocks, s.opts)
+	project := *j.ProjectID
+	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		now := s.now().UTC()
+		if err := chunksReplace(ctx, tx, project, docID, chunks, now); err != nil {
+			return err
+		}
+		if err := extractionJobInsert(ctx, tx, project, docID, now); err != nil {
+			return err
+		}
+		if err := documentSetStatus(ctx, tx, docID, StatusParsed, string(parsed.Format), "", len(chunks), now); err != nil {
+			return err
+		}
+		if _, err := events.Publish(ctx, tx, events.TypeDocumentConverted, &project, nil, map[string]any{
+			"documentId": docID, "format": parsed.Format, "chunks": len(chunks),
+		}, now); err != nil {
+			return err
+		}
+		for _, q := range []string{QueueChunkEmbedding, QueueExtraction} {
+			if err := jobqueue.Notify(ctx, tx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// parseOutcomes marks documents whose parsing gave up as failed, with the
+// reason, and announces finished jobs.
+func (s *Service) parseOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
+	for _, o := range outcomes {
+		if o.Status != jobqueue.StatusFailed {
+			continue
+		}
+		var docID uuid.UUID
+		if err := tx.QueryRow(ctx, `SELECT document_id FROM document_parsing_jobs WHERE id = $1`, o.Job.ID).Scan(&docID); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // the document was deleted
+			}
+			return fmt.Errorf("load parsing job: %w", err)
+		}
+		reason := "parsing failed"
+		if o.Err != nil {
+			reason = o.Err.Error()
+		}
+		if err := documentSetStatus(ctx, tx, docID, StatusFailed, "", reason, 0, time.Now().UTC()); err != nil {
+			return err
+		}
+	}
+	return jobOutcomes(QueueParsing)(ctx, tx, outcomes)
+}
+
+// jobOutcomes publishes job.completed for every job of queue that finished
+// (completed, requires_review or failed).
+func jobOutcomes(queue string) func(context.Context, pgx.Tx, []jobqueue.Outcome) error {
+	return func(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
+		for _, o := range outcomes {
+			if !o.Status.Final() || o.Job.ProjectID == nil {
+				continue
+			}
+			data := map[string]any{"queue": queue, "jobId": o.Job.ID, "status": o.Status}
+			if o.Err != nil {
+				data["error"] = o.Err.Error()
+			}
+			if _, err := events.Publish(ctx, tx, events.TypeJobCompleted, o.Job.ProjectID, nil, data, time.Now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// workEmbed embeds a batch of chunks with one embedder call and stores the
+// vectors in one transaction.
+func (s *Service) workEmbed(ctx context.Context, jobs []jobqueue.Job) []error {
+	out := make([]error, len(jobs))
+	fail := func(err error) []error {
+		for i := range out {
+			out[i] = err
+		}
+		return out
+	}
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	rows, err := s.pool.Query(ctx, `SELECT j.id, c.id, c.text FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id WHERE j.id = ANY($1)`, ids)
+	if err != nil {
+		return fail(fmt.Errorf("load chunks: %w", err))
+	}
+	type item struct {
+		chunk uuid.UUID
+		text  string
+	}
+	byJob := map[uuid.UUID]item{}
+	for rows.Next() {
+		var jid, cid uuid.UUID
+		var text string
+		if err := rows.Scan(&jid, &cid, &text); err != nil {
+			rows.Close()
+			return fail(fmt.Errorf("load chunks: %w", err))
+		}
+		byJob[jid] = item{cid, text}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(fmt.Errorf("load chunks: %w", err))
+	}
+	var texts []string
+	var chunkIDs []uuid.UUID
+	for i, j := range jobs {
+		it, ok := byJob[j.ID]
+		if !ok {
+			out[i] = jobqueue.Permanent(errors.New("chunk no longer exists"))
+			continue
+		}
+		texts = append(texts, it.text)
+		chunkIDs = append(chunkIDs, it.chunk)
+	}
+	if len(texts) == 0 {
+		return out
+	}
+	vectors, err := s.embedder.Embed(ctx, texts)
+	if err != nil {
+		return fail(fmt.Errorf("embed %d chunks: %w", len(texts), err))
+	}
+	if len(vectors) != len(texts) {
+		return fail(fmt.Errorf("embedder returned %d vectors for %d texts", len(vectors), len(texts)))
+	}
+	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		now := s.now().UTC()
+		batch := &pgx.Batch{}
+		for i, id := range chunkIDs {
+			batch.Queue(`UPDATE document_chunks SET embedding = $2, embedding_model = $3, embedding_dim = $4, embedded_at = $5 WHERE id = $1`,
+				id, vectors[i], s.embedder.Model(), len(vectors[i]), now)
+		}
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return fail(fmt.Errorf("store embeddings: %w", err))
+	}
+	return out
+}

@@ -1,0 +1,737 @@
+package jobqueue_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+func TestCreateTableSQL(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // creates "jobs" from CreateTableSQL
+	ctx := context.Background()
+	now := time.Now()
+	id := uuid.Must(uuid.NewV7())
+	_, err := b.pool.Exec(ctx, `INSERT INTO jobs (id, run_at, created_at, updated_at) VALUES ($1, $2, $2, $2)`, id, now)
+	require.NoError(t, err)
+	r := b.job(t, id)
+	require.Equal(t, "queued", r.Status)
+	require.Equal(t, 0, r.Attempt)
+	var maxRetries, priority int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT max_retries, priority FROM jobs WHERE id = $1`, id).Scan(&maxRetries, &priority))
+	require.Equal(t, 3, maxRetries)
+	require.Equal(t, 0, priority)
+
+	_, err = b.pool.Exec(ctx, `UPDATE jobs SET status = 'done' WHERE id = $1`, id)
+	require.Error(t, err, "the status check constraint rejects unknown states")
+
+	var defs []string
+	rows, err := b.pool.Query(ctx, `SELECT indexdef FROM pg_indexes WHERE tablename = 'jobs' ORDER BY indexname`)
+	require.NoError(t, err)
+	defs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, defs, `CREATE INDEX jobs_queued_idx ON public.jobs USING btree (priority DESC, run_at, id) WHERE (status = 'queued'::text)`)
+	require.Contains(t, defs, `CREATE INDEX jobs_running_idx ON public.jobs USING btree (locked_until) WHERE (status = 'running'::text)`)
+}
+
+func TestManyWorkersRunEachJobOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const total = 1000
+	ids := b.insertN(t, total, jobSpec{})
+	exec := newExecutions()
+	reg := prometheus.NewRegistry()
+	for i := range 3 {
+		b.newProcess(t, opts{
+			cfg: jobqueue.Config{Metrics: reg}, // shared registry: collectors are shared, not duplicated
+			queue: jobqueue.QueueConfig{Concurrency: 4, BatchSize: 1 + i*4, Handler: jobqueue.HandlerFunc(
+				func(_ context.Context, jobs []jobqueue.Job) []error {
+					exec.add(jobs)
+					return make([]error, len(jobs))
+				})},
+		})
+	}
+	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusCompleted) == total }, waitFor, 10*time.Millisecond)
+	counts := exec.snapshot()
+	require.Len(t, counts, total)
+	for _, id := range ids {
+		require.Equal(t, 1, counts[id], "job %s ran %d times", id, counts[id])
+	}
+	require.InDelta(t, float64(total), metricValue(t, reg, "graphmill_jobqueue_jobs_claimed_total"), 0)
+	require.InDelta(t, float64(total), metricValue(t, reg, "graphmill_jobqueue_jobs_completed_total"), 0)
+	require.Equal(t, 1, testutil.CollectAndCount(reg, "graphmill_jobqueue_batch_duration_seconds"))
+}
+
+// metricValue gathers the single counter series of name from reg.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			require.Len(t, mf.GetMetric(), 1)
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	require.FailNow(t, "metric not registered", name)
+	return 0
+}
+
+func TestPriorityOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	base := time.Now().Add(-time.Minute)
+	var specs []jobSpec
+	for i := range 30 {
+		specs = append(specs, jobSpec{priority: (i * 7) % 5, runAt: base.Add(time.Duration(i) * time.Millisecond)})
+	}
+	ids := b.insert(t, specs...)
+	var mu sync.Mutex
+	var order []uuid.UUID
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, j := range jobs {
+				order = append(order, j.ID)
+			}
+			return make([]error, len(jobs))
+		})}})
+	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusCompleted) == len(ids) }, waitFor, 5*time.Millisecond)
+	want := slices.Clone(ids)
+	idx := func(id uuid.UUID) int { return slices.Index(ids, id) }
+	slices.SortStableFunc(want, func(x, y uuid.UUID) int {
+		return specs[idx(y)].priority - specs[idx(x)].priority // higher first, then insertion (run_at) order
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, want, order)
+}
+
+func TestNotifyWakesIdleWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan uuid.UUID, 1)
+	b.newProcess(t, opts{
+		cfg: jobqueue.Config{PollInterval: time.Hour}, // only a notification can wake it
+		queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(func(_ context.Context, jobs []jobqueue.Job) []error {
+			started <- jobs[0].ID
+			return make([]error, len(jobs))
+		})},
+	})
+	for range 3 {
+		id := b.insert(t, jobSpec{})[0]
+		select {
+		case got := <-started:
+			require.Equal(t, id, got)
+		case <-time.After(waitFor):
+			require.FailNow(t, "the notification did not wake the worker")
+		}
+		b.requireStatus(t, id, jobqueue.StatusCompleted)
+	}
+}
+
+func TestFutureRunAtIsPickedUpByPoll(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.newProcess(t, opts{cfg: jobqueue.Config{PollInterval: 50 * time.Millisecond}})
+	id := b.insert(t, jobSpec{runAt: time.Now().Add(300 * time.Millisecond)})[0]
+	require.Equal(t, "queued", b.job(t, id).Status, "not due yet")
+	b.requireStatus(t, id, jobqueue.StatusCompleted)
+}
+
+func TestKilledWorkerJobIsRetriedElsewhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Process A runs the job, then loses its database (its pool is
+	// closed): no more heartbeats, as if it had crashed.
+	poolA := openPool(t, b.url)
+	startedA := make(chan struct{})
+	a := b.newProcess(t, opts{pool: poolA, noStop: true, queue: jobqueue.QueueConfig{
+		Lease: 300 * time.Millisecond,
+		Handler: jobqueue.HandlerFunc(func(ctx context.Context, jobs []jobqueue.Job) []error {
+			close(startedA)
+			<-ctx.Done()
+			return []error{ctx.Err()}
+		}),
+	}})
+	id := b.insert(t, jobSpec{})[0]
+	<-startedA
+	require.Equal(t, a.client.WorkerID(), *b.job(t, id).LockedBy)
+	a.notifier.Stop()
+	poolA.Close()
+
+	// Process B reaps the expired lease and runs the job.
+	var ranB atomic.Int32
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: 300 * time.Millisecond, Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			ranB.Add(1)
+			return make([]error, len(jobs))
+		})}, cfg: jobqueue.Config{PollInterval: 20 * time.Millisecond}})
+	r := b.requireStatus(t, id, jobqueue.StatusCompleted)
+	require.Equal(t, 2, r.Attempt)
+	require.Equal(t, 1, r.RetryCount, "the lost attempt counts as a failure")
+	require.Equal(t, int32(1), ranB.Load())
+
+	// A is finally stopped: its handler is cancelled, and it must not
+	// overwrite the job B completed.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_ = a.client.Stop(ctx)
+	require.Equal(t, "completed", b.job(t, id).Status)
+}
+
+func TestReaperRule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	past := time.Now().Add(-time.Minute)
+	ids := b.insert(t, jobSpec{maxRetries: 2}, jobSpec{maxRetries: 2})
+	// Left behind by a crashed worker: one with a retry left, one without.
+	_, err := b.pool.Exec(ctx, `UPDATE jobs SET status = 'running', attempt = 1, retry_count = 1, locked_by = 'dead', locked_until = $2 WHERE id = $1`, ids[0], past)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE jobs SET status = 'running', attempt = 3, retry_count = 2, locked_by = 'dead', locked_until = $2 WHERE id = $1`, ids[1], past)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var outcomes []jobqueue.Outcome
+	b.newProcess(t, opts{cfg: jobqueue.Config{PollInterval: 20 * time.Millisecond}, queue: jobqueue.QueueConfig{
+		OutcomeFunc: func(_ context.Context, _ pgx.Tx, outs []jobqueue.Outcome) error {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes = append(outcomes, outs...)
+			return nil
+		},
+	}})
+	r := b.requireStatus(t, ids[0], jobqueue.StatusCompleted)
+	require.Equal(t, 2, r.RetryCount)
+	r = b.requireStatus(t, ids[1], jobqueue.StatusFailed)
+	require.Equal(t, 2, r.RetryCount)
+	require.Contains(t, *r.ErrorMsg, "lease expired")
+	require.Contains(t, *r.ErrorMsg, "worker dead")
+	mu.Lock()
+	defer mu.Unlock()
+	var reaped int
+	for _, o := range outcomes {
+		if errors.Is(o.Err, jobqueue.ErrLeaseExpired) {
+			reaped++
+		}
+	}
+	require.Equal(t, 2, reaped, "the hook hears of reaped jobs too")
+}
+
+func TestHeartbeatKeepsLongJobAlive(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: 150 * time.Millisecond, Handler: jobqueue.HandlerFunc(
+		func(ctx context.Context, jobs []jobqueue.Job) []error {
+			select {
+			case <-time.After(time.Second): // several leases long
+				return make([]error, len(jobs))
+			case <-ctx.Done():
+				return []error{context.Cause(ctx)}
+			}
+		})}})
+	id := b.insert(t, jobSpec{})[0]
+	r := b.requireStatus(t, id, jobqueue.StatusCompleted)
+	require.Equal(t, 1, r.Attempt, "never reaped")
+	require.Equal(t, 0, r.RetryCount)
+}
+
+func TestCancelRunningJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{})
+	observed := make(chan error, 1)
+	// Worker process: a long lease, so only the notification can tell it.
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: time.Minute, Handler: jobqueue.HandlerFunc(
+		func(ctx context.Context, jobs []jobqueue.Job) []error {
+			close(started)
+			<-ctx.Done()
+			observed <- context.Cause(ctx)
+			return []error{ctx.Err()}
+		})}})
+	// API process: an unstarted client, so the worker hears of the cancel
+	// only through the notification.
+	api, err := jobqueue.NewClient(b.pool, jobqueue.Config{})
+	require.NoError(t, err)
+	require.NoError(t, api.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs", Handler: jobqueue.HandlerFunc(nil)}))
+	id := b.insert(t, jobSpec{})[0]
+	<-started
+	require.NoError(t, api.Cancel(context.Background(), b.pool, queueName, id))
+	cancelledAt := time.Now()
+	select {
+	case cause := <-observed:
+		require.ErrorIs(t, cause, jobqueue.ErrCancelled)
+		require.Less(t, time.Since(cancelledAt), time.Second)
+	case <-time.After(time.Second):
+		require.FailNow(t, "the running job's context was not cancelled within a second")
+	}
+	// The worker's failure must not overwrite the cancellation.
+	require.Never(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
+	r := b.job(t, id)
+	require.Nil(t, r.LockedBy)
+}
+
+func TestCancelAndRetryRules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	fail := atomic.Bool{}
+	fail.Store(true)
+	p := b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			if fail.Load() {
+				return []error{jobqueue.Permanent(errors.New("bad input"))}
+			}
+			return make([]error, len(jobs))
+		})}})
+	c := p.client
+	require.NoError(t, c.Pause(ctx, queueName))
+	queued := b.insert(t, jobSpec{})[0]
+
+	// Queued: cancelled at once, never runs.
+	require.NoError(t, c.Cancel(ctx, b.pool, queueName, queued))
+	require.Equal(t, "cancelled", b.job(t, queued).Status)
+	err := c.Cancel(ctx, b.pool, queueName, queued)
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err))
+	require.Contains(t, err.Error(), "is cancelled")
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Retry(ctx, b.pool, queueName, queued)), "only failed jobs retry")
+	require.Equal(t, errs.NotFound, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, uuid.New())))
+	require.Equal(t, errs.NotFound, errs.CodeOf(c.Retry(ctx, b.pool, queueName, uuid.New())))
+
+	// Failed: retry puts it back with a clean slate; it then runs.
+	failed := b.insert(t, jobSpec{})[0]
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Retry(ctx, b.pool, queueName, failed)), "queued is not failed")
+	require.NoError(t, c.Resume(ctx, queueName))
+	r := b.requireStatus(t, failed, jobqueue.StatusFailed)
+	require.Equal(t, "bad input", *r.ErrorMsg)
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, failed)), "final jobs cannot be cancelled")
+	fail.Store(false)
+	require.NoError(t, c.Pause(ctx, queueName))
+	require.NoError(t, c.Retry(ctx, b.pool, queueName, failed))
+	r = b.job(t, failed)
+	require.Equal(t, "queued", r.Status)
+	require.Nil(t, r.ErrorMsg)
+	require.Equal(t, 0, r.RetryCount)
+	require.NoError(t, c.Resume(ctx, queueName))
+	r = b.requireStatus(t, failed, jobqueue.StatusCompleted)
+	require.Equal(t, 2, r.Attempt)
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, failed)))
+
+	// Both work inside the caller's transaction.
+	inTx := b.insert(t, jobSpec{status: jobqueue.StatusFailed})[0]
+	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		return c.Retry(ctx, tx, queueName, inTx)
+	}))
+	b.requireStatus(t, inTx, jobqueue.StatusCompleted)
+}
+
+func TestPermanentErrorDoesNotRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	exec := newExecutions()
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{
+		Handler: jobqueue.HandlerFunc(func(_ context.Context, jobs []jobqueue.Job) []error {
+			exec.add(jobs)
+			return []error{jobqueue.Permanent(errors.New("unsupported file"))}
+		}),
+		// The domain's log entry is written with the status change.
+		OutcomeFunc: func(ctx context.Context, tx pgx.Tx, outs []jobqueue.Outcome) error {
+			for _, o := range outs {
+				if _, err := tx.Exec(ctx, `INSERT INTO job_logs (job_id, status, message) VALUES ($1, $2, $3)`,
+					o.Job.ID, string(o.Status), o.Err.Error()); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}})
+	id := b.insert(t, jobSpec{})[0]
+	r := b.requireStatus(t, id, jobqueue.StatusFailed)
+	require.Equal(t, 1, r.Attempt)
+	require.Equal(t, 0, r.RetryCount)
+	require.Equal(t, "unsupported file", *r.ErrorMsg)
+	require.Equal(t, 1, exec.snapshot()[id])
+	var status, msg string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status, message FROM job_logs WHERE job_id = $1`, id).Scan(&status, &msg))
+	require.Equal(t, "failed", status)
+	require.Equal(t, "unsupported file", msg)
+}
+
+func TestRetriesBackOffThenFail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const backoff = 100 * time.Millisecond
+	var mu sync.Mutex
+	var starts []time.Time
+	var statuses []jobqueue.Status
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{
+		BackoffFunc: func(n int) time.Duration { return time.Duration(n) * backoff },
+		Handler: jobqueue.HandlerFunc(func(_ context.Context, jobs []jobqueue.Job) []error {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			return []error{errors.New("provider hiccup")}
+		}),
+		OutcomeFunc: func(_ context.Context, _ pgx.Tx, outs []jobqueue.Outcome) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, o := range outs {
+				statuses = append(statuses, o.Status)
+			}
+			return nil
+		},
+	}})
+	id := b.insert(t, jobSpec{maxRetries: 2})[0]
+	r := b.requireStatus(t, id, jobqueue.StatusFailed)
+	require.Equal(t, 3, r.Attempt, "first run plus max_retries")
+	require.Equal(t, 2, r.RetryCount)
+	require.Equal(t, "provider hiccup", *r.ErrorMsg)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, starts, 3)
+	require.GreaterOrEqual(t, starts[1].Sub(starts[0]), 1*backoff)
+	require.GreaterOrEqual(t, starts[2].Sub(starts[1]), 2*backoff, "the second retry waits longer")
+	require.Equal(t, []jobqueue.Status{jobqueue.StatusQueued, jobqueue.StatusQueued, jobqueue.StatusFailed}, statuses)
+}
+
+func TestRateLimitDoesNotConsumeRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls atomic.Int32
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			if calls.Add(1) <= 4 {
+				return []error{jobqueue.RateLimited(errors.New("429 slow down"), 20*time.Millisecond)}
+			}
+			return make([]error, len(jobs))
+		})}})
+	id := b.insert(t, jobSpec{maxRetries: 1})[0]
+	r := b.requireStatus(t, id, jobqueue.StatusCompleted)
+	require.Equal(t, 5, r.Attempt)
+	require.Equal(t, 0, r.RetryCount, "rate limits are not failures")
+}
+
+func TestRateLimitGivesUpAfterAnHour(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var offset atomic.Int64 // the stub clock's lead over the wall clock
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	// The lease outlasts the clock's jumps, so the reaper stays out of it.
+	b.newProcess(t, opts{cfg: jobqueue.Config{Now: clock}, queue: jobqueue.QueueConfig{Lease: 3 * time.Hour, Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, _ []jobqueue.Job) []error {
+			offset.Add(int64(30 * time.Minute)) // each call "takes" half an hour of waiting
+			return []error{jobqueue.RateLimited(errors.New("quota exhausted"), time.Millisecond)}
+		})}})
+	id := b.insert(t, jobSpec{})[0]
+	r := b.requireStatus(t, id, jobqueue.StatusFailed)
+	require.Equal(t, "quota exhausted", *r.ErrorMsg, "fails with the provider's message")
+	require.Equal(t, 2, r.Attempt, "re-queued after 30 minutes, failed after 60")
+	require.Equal(t, 0, r.RetryCount)
+}
+
+func TestRequiresReviewAndBatchResults(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.insertN(t, 3, jobSpec{})
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{BatchSize: 3, Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			out := make([]error, len(jobs))
+			for i, j := range jobs {
+				switch j.ID {
+				case ids[1]:
+					out[i] = jobqueue.ErrRequiresReview
+				case ids[2]:
+					out[i] = jobqueue.Permanent(errors.New("bad"))
+				}
+			}
+			return out
+		})}})
+	b.requireStatus(t, ids[0], jobqueue.StatusCompleted)
+	r := b.requireStatus(t, ids[1], jobqueue.StatusRequiresReview)
+	require.Nil(t, r.ErrorMsg)
+	b.requireStatus(t, ids[2], jobqueue.StatusFailed)
+}
+
+func TestHandlerPanicIsAFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(context.Context, []jobqueue.Job) []error { panic("boom") })}})
+	id := b.insert(t, jobSpec{maxRetries: 1})[0]
+	r := b.requireStatus(t, id, jobqueue.StatusFailed)
+	require.Equal(t, "handler panic: boom", *r.ErrorMsg)
+	require.Equal(t, 2, r.Attempt)
+}
+
+func TestSettingsApplyAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	a := b.newProcess(t, opts{})
+	var ran atomic.Int32
+	other := b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			ran.Add(int32(len(jobs))) //nolint:gosec // tiny
+			return make([]error, len(jobs))
+		})}})
+	settingsOf := func(p *process) jobqueue.Settings {
+		s, err := p.client.Settings(queueName)
+		require.NoError(t, err)
+		return s
+	}
+
+	require.NoError(t, a.client.SetConcurrency(ctx, queueName, 7))
+	require.NoError(t, a.client.SetBatchSize(ctx, queueName, 5))
+	require.Eventually(t, func() bool {
+		s := settingsOf(other)
+		return s.Concurrency == 7 && s.BatchSize == 5
+	}, time.Second, 5*time.Millisecond, "settings reach the other process within a second")
+	require.Equal(t, errs.Invalid, errs.CodeOf(a.client.SetConcurrency(ctx, queueName, 0)))
+	require.Equal(t, errs.Invalid, errs.CodeOf(a.client.SetBatchSize(ctx, queueName, jobqueue.MaxBatch+1)))
+
+	require.NoError(t, a.client.Pause(ctx, queueName))
+	require.Eventually(t, func() bool { return settingsOf(other).Paused }, time.Second, 5*time.Millisecond)
+	ids := b.insertN(t, 3, jobSpec{})
+	require.Never(t, func() bool { return ran.Load() > 0 }, 300*time.Millisecond, 10*time.Millisecond, "a paused queue claims nothing")
+	require.NoError(t, a.client.Resume(ctx, queueName))
+	for _, id := range ids {
+		b.requireStatus(t, id, jobqueue.StatusCompleted)
+	}
+
+	// A process started later reads the persisted settings.
+	late := b.newProcess(t, opts{})
+	s := settingsOf(late)
+	require.Equal(t, 7, s.Concurrency)
+	require.Equal(t, 5, s.BatchSize)
+	require.False(t, s.Paused)
+}
+
+func TestProjectCap(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bulk, small := uuid.New(), uuid.New()
+	// The bulk tenant's jobs come first and outrank the small tenant's.
+	b.insertN(t, 60, jobSpec{project: &bulk, priority: 10})
+	smallIDs := b.insertN(t, 4, jobSpec{project: &small})
+	var mu sync.Mutex
+	running := map[uuid.UUID]int{}
+	peak := map[uuid.UUID]int{}
+	var bulkDone int
+	smallDoneAt := -1
+	smallDone := 0
+	handler := jobqueue.HandlerFunc(func(_ context.Context, jobs []jobqueue.Job) []error {
+		p := *jobs[0].ProjectID
+		mu.Lock()
+		running[p]++
+		peak[p] = max(peak[p], running[p])
+		mu.Unlock()
+		time.Sleep(15 * time.Millisecond) // simulated work, not a wait for an assertion
+		mu.Lock()
+		running[p]--
+		if p == bulk {
+			bulkDone++
+		} else if smallDone++; smallDone == 4 {
+			smallDoneAt = bulkDone
+		}
+		mu.Unlock()
+		return make([]error, len(jobs))
+	})
+	for range 2 { // the cap holds across processes
+		b.newProcess(t, opts{queue: jobqueue.QueueConfig{Concurrency: 5, ProjectMax: 2, Handler: handler}})
+	}
+	for _, id := range smallIDs {
+		b.requireStatus(t, id, jobqueue.StatusCompleted)
+	}
+	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusCompleted) == 64 }, waitFor, 10*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 2, peak[bulk], "the bulk tenant never ran more than ProjectMax jobs")
+	require.LessOrEqual(t, peak[small], 2)
+	require.Less(t, smallDoneAt, 30, "the small tenant finished long before the bulk tenant (bulk jobs done then: %d)", smallDoneAt)
+}
+
+func TestStopReleasesJobsInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{}, 2)
+	causes := make(chan error, 2)
+	p := b.newProcess(t, opts{noStop: true, queue: jobqueue.QueueConfig{Concurrency: 2, Handler: jobqueue.HandlerFunc(
+		func(ctx context.Context, jobs []jobqueue.Job) []error {
+			started <- struct{}{}
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return []error{ctx.Err()}
+		})}})
+	ids := b.insertN(t, 2, jobSpec{})
+	<-started
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := p.client.Stop(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, <-causes, jobqueue.ErrShutdown)
+	for _, id := range ids {
+		r := b.job(t, id)
+		require.Equal(t, "queued", r.Status, "released, not failed")
+		require.Equal(t, 0, r.RetryCount)
+		require.Nil(t, r.LockedBy)
+		require.Nil(t, r.ErrorMsg)
+	}
+	// Another process picks them up.
+	b.newProcess(t, opts{})
+	for _, id := range ids {
+		b.requireStatus(t, id, jobqueue.StatusCompleted)
+	}
+}
+
+func TestStopWaitsForBatchesInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	p := b.newProcess(t, opts{noStop: true, queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			close(started)
+			<-release
+			return make([]error, len(jobs))
+		})}})
+	id := b.insert(t, jobSpec{})[0]
+	<-started
+	stopped := make(chan error)
+	go func() { stopped <- p.client.Stop(context.Background()) }()
+	close(release)
+	require.NoError(t, <-stopped)
+	require.Equal(t, "completed", b.job(t, id).Status)
+	// Nothing more is claimed after Stop.
+	later := b.insert(t, jobSpec{})[0]
+	require.Never(t, func() bool { return b.job(t, later).Status != "queued" }, 200*time.Millisecond, 10*time.Millisecond)
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	proj, other := uuid.New(), uuid.New()
+	b.insert(t,
+		jobSpec{project: &proj},
+		jobSpec{project: &proj, status: jobqueue.StatusRunning},
+		jobSpec{project: &proj, status: jobqueue.StatusCompleted},
+		jobSpec{project: &proj, status: jobqueue.StatusRequiresReview},
+		jobSpec{project: &proj, status: jobqueue.StatusFailed},
+		jobSpec{project: &proj, status: jobqueue.StatusCancelled},
+		jobSpec{project: &other, status: jobqueue.StatusFailed},
+	)
+	_, err := b.pool.Exec(ctx, `UPDATE jobs SET created_at = created_at - interval '2 days' WHERE status = 'cancelled'`)
+	require.NoError(t, err)
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{})
+	require.NoError(t, err)
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs", Handler: jobqueue.HandlerFunc(nil)}))
+	stats, err := c.Stats(ctx, &proj)
+	require.NoError(t, err)
+	require.Equal(t, []jobqueue.QueueStats{{
+		Queue: queueName, Pending: 1, Processing: 1, Completed: 2, Failed: 1, Cancelled: 1, Total: 6, LastHour: 5, Last24Hours: 5,
+	}}, stats)
+	stats, err = c.Stats(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), stats[0].Total)
+	require.Equal(t, int64(2), stats[0].Failed)
+}
+
+func TestAddQueueValidates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{})
+	require.NoError(t, err)
+	h := jobqueue.HandlerFunc(func(context.Context, []jobqueue.Job) []error { return nil })
+	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "Bad-Name", Table: "jobs", Handler: h}))
+	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Handler: h}))
+	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs"}))
+	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h, BatchSize: -1}))
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}))
+	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}), "duplicate")
+	require.Error(t, c.Cancel(context.Background(), b.pool, "nope", uuid.New()), "unknown queue")
+}
+
+// TestNoGoroutineLeaks is deliberately not parallel: it compares the
+// goroutines before and after, which parallel tests would disturb. It runs
+// before any parallel test resumes (those wait until the sequential ones
+// have finished).
+func TestNoGoroutineLeaks(t *testing.T) { //nolint:paralleltest // see above
+	before := goleak.IgnoreCurrent()
+	b := setup(t)
+	n := events.NewNotifier(b.pool, slog.New(slog.DiscardHandler))
+	require.NoError(t, n.Start(context.Background()))
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{Notifier: n, Metrics: prometheus.NewRegistry(), ReapInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	block := make(chan struct{})
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{
+		Name: queueName, Table: "jobs", Concurrency: 3, BatchSize: 2,
+		Handler: jobqueue.HandlerFunc(func(ctx context.Context, jobs []jobqueue.Job) []error {
+			select {
+			case <-block:
+			case <-ctx.Done():
+			}
+			return make([]error, len(jobs))
+		}),
+	}))
+	require.NoError(t, c.Start(context.Background()))
+	b.insertN(t, 20, jobSpec{})
+	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusRunning) == 6 }, waitFor, 5*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, c.Stop(ctx), context.DeadlineExceeded)
+	close(block)
+	n.Stop()
+	b.pool.Close()
+	goleak.VerifyNone(t, before)
+}
+
+func TestCancelWithoutNotifierIsCaughtByHeartbeat(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{})
+	observed := make(chan error, 1)
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{PollInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{
+		Name: queueName, Table: "jobs", Lease: 300 * time.Millisecond,
+		Handler: jobqueue.HandlerFunc(func(ctx context.Context, _ []jobqueue.Job) []error {
+			close(started)
+			<-ctx.Done()
+			observed <- context.Cause(ctx)
+			return []error{ctx.Err()}
+		}),
+	}))
+	require.NoError(t, c.Start(context.Background()))
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	id := b.insert(t, jobSpec{})[0]
+	<-started
+	// Cancelled behind the client's back (another process, no notifier).
+	_, err = b.pool.Exec(context.Background(), `UPDATE jobs SET status = 'cancelled' WHERE id = $1`, id)
+	require.NoError(t, err)
+	select {
+	case cause := <-observed:
+		require.ErrorIs(t, cause, jobqueue.ErrCancelled)
+	case <-time.After(waitFor):
+		require.FailNow(t, "the heartbeat did not notice the cancellation")
+	}
+	require.Never(t, func() bool { return b.job(t, id).Status != "cancelled" }, 100*time.Millisecond, 10*time.Millisecond)
+}

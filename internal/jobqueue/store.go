@@ -1,0 +1,316 @@
+package jobqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// Channel names. Queue wake-ups go to ChannelPrefix+queue with an empty
+// payload; cancellations of running jobs to channelCancel with the job id;
+// settings changes to channelSettings with the queue name.
+const (
+	ChannelPrefix   = "jobqueue_"
+	channelCancel   = "jobqueue_cancel"
+	channelSettings = "jobqueue_settings"
+)
+
+// queries holds the SQL of one queue's table, built once.
+type queries struct {
+	claim, claimCapped, finish, heartbeat, expired, cancel, retry, depth, stats string
+}
+
+const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.retry_count, j.max_retries, j.started_at, j.created_at`
+
+func buildQueries(table string) queries {
+	t := pgx.Identifier{table}.Sanitize()
+	var q queries
+	// $1 now, $2 worker, $3 lease end, $4 limit.
+	q.claim = `UPDATE ` + t + ` AS j
+SET status = 'running', attempt = j.attempt + 1, locked_by = $2, locked_until = $3,
+    heartbeat_at = $1, started_at = COALESCE(j.started_at, $1), updated_at = $1
+FROM (SELECT id FROM ` + t + `
+      WHERE status = 'queued' AND run_at <= $1
+      ORDER BY priority DESC, run_at, id
+      LIMIT $4 FOR UPDATE SKIP LOCKED) AS c
+WHERE j.id = c.id
+RETURNING ` + jobReturning
+	// The capped claim runs under a per-table advisory lock, so the running
+	// counts it reads are exact. $5 project max, $6 scan window.
+	q.claimCapped = `WITH capped AS (
+    SELECT project_id FROM ` + t + `
+    WHERE status = 'running' AND project_id IS NOT NULL
+    GROUP BY project_id HAVING count(*) >= $5
+), cand AS (
+    SELECT id, project_id, priority, run_at FROM ` + t + `
+    WHERE status = 'queued' AND run_at <= $1
+      AND (project_id IS NULL OR project_id NOT IN (SELECT project_id FROM capped))
+    ORDER BY priority DESC, run_at, id
+    LIMIT $6 FOR UPDATE SKIP LOCKED
+), running AS (
+    SELECT project_id, count(*) AS n FROM ` + t + `
+    WHERE status = 'running' AND project_id IN (SELECT project_id FROM cand)
+    GROUP BY project_id
+), chosen AS (
+    SELECT r.id FROM (
+        SELECT cand.*, row_number() OVER (PARTITION BY cand.project_id ORDER BY priority DESC, run_at, id) AS rn
+        FROM cand) AS r
+    LEFT JOIN running USING (project_id)
+    WHERE r.project_id IS NULL OR r.rn + COALESCE(running.n, 0) <= $5
+    ORDER BY r.priority DESC, r.run_at, r.id
+    LIMIT $4
+)
+UPDATE ` + t + ` AS j
+SET status = 'running', attempt = j.attempt + 1, locked_by = $2, locked_until = $3,
+    heartbeat_at = $1, started_at = COALESCE(j.started_at, $1), updated_at = $1
+FROM chosen WHERE j.id = chosen.id
+RETURNING ` + jobReturning
+	// $1 now, $2 worker (NULL: the reaper, which holds the row locks).
+	q.finish = `UPDATE ` + t + ` AS j
+SET status = u.status, retry_count = u.retry_count, run_at = COALESCE(u.run_at, j.run_at),
+    error_msg = CASE WHEN u.keep_error THEN j.error_msg ELSE u.error_msg END, completed_at = u.completed_at,
+    locked_by = NULL, locked_until = NULL, updated_at = $1
+FROM unnest($3::uuid[], $4::int[], $5::text[], $6::int[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::bool[])
+     AS u(id, attempt, status, retry_count, run_at, error_msg, completed_at, keep_error)
+WHERE j.id = u.id AND j.status = 'running' AND j.attempt = u.attempt
+  AND ($2::text IS NULL OR j.locked_by = $2)
+RETURNING j.id`
+	q.heartbeat = `UPDATE ` + t + ` AS j
+SET locked_until = $3, heartbeat_at = $1
+FROM unnest($4::uuid[], $5::int[]) AS u(id, attempt)
+WHERE j.id = u.id AND j.attempt = u.attempt AND j.status = 'running' AND j.locked_by = $2
+RETURNING j.id`
+	q.expired = `SELECT ` + jobReturning + `, j.locked_by FROM ` + t + ` AS j
+WHERE j.status = 'running' AND j.locked_until < $1
+ORDER BY j.locked_until
+LIMIT $2 FOR UPDATE SKIP LOCKED`
+	// Cancel and retry are single statements so that they run on a pool or
+	// inside the caller's transaction alike. The FOR UPDATE in cur makes
+	// status the latest committed one. $1 now, $2 id, $3 channel.
+	q.cancel = `WITH cur AS (
+    SELECT id, status FROM ` + t + ` WHERE id = $2 FOR UPDATE
+), upd AS (
+    UPDATE ` + t + ` AS j
+    SET status = 'cancelled', completed_at = $1, updated_at = $1, locked_by = NULL, locked_until = NULL
+    FROM cur WHERE j.id = cur.id AND cur.status IN ('queued', 'running')
+    RETURNING j.id
+), note AS (
+    SELECT pg_notify($3, $2::text) FROM cur WHERE cur.status = 'running'
+)
+SELECT cur.status, (SELECT count(*) FROM upd), (SELECT count(*) FROM note) FROM cur`
+	q.retry = `WITH cur AS (
+    SELECT id, status FROM ` + t + ` WHERE id = $2 FOR UPDATE
+), upd AS (
+    UPDATE ` + t + ` AS j
+    SET status = 'queued', retry_count = 0, error_msg = NULL, run_at = $1, started_at = NULL,
+        completed_at = NULL, locked_by = NULL, locked_until = NULL, updated_at = $1
+    FROM cur WHERE j.id = cur.id AND cur.status = 'failed'
+    RETURNING j.id
+), note AS (
+    SELECT pg_notify($3, '') FROM cur WHERE cur.status = 'failed'
+)
+SELECT cur.status, (SELECT count(*) FROM upd), (SELECT count(*) FROM note) FROM cur`
+	q.depth = `SELECT count(*) FROM ` + t + ` WHERE status = 'queued'`
+	q.stats = `SELECT
+    count(*) FILTER (WHERE status = 'queued'),
+    count(*) FILTER (WHERE status = 'running'),
+    count(*) FILTER (WHERE status IN ('completed', 'requires_review')),
+    count(*) FILTER (WHERE status = 'failed'),
+    count(*) FILTER (WHERE status = 'cancelled'),
+    count(*),
+    count(*) FILTER (WHERE created_at >= $1::timestamptz - interval '1 hour'),
+    count(*) FILTER (WHERE created_at >= $1::timestamptz - interval '24 hours')
+FROM ` + t + ` WHERE ($2::uuid IS NULL OR project_id = $2)`
+	return q
+}
+
+func scanJob(row pgx.CollectableRow, queue string, extra ...any) (Job, error) {
+	var j Job
+	var started *time.Time
+	dest := append([]any{&j.ID, &j.ProjectID, &j.Priority, &j.RunAt, &j.Attempt, &j.RetryCount, &j.MaxRetries, &started, &j.CreatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return Job{}, err
+	}
+	j.Queue = queue
+	if started != nil {
+		j.StartedAt = *started
+	}
+	return j, nil
+}
+
+// sortJobs orders a claimed batch as the claim did (RETURNING does not).
+func sortJobs(jobs []Job) {
+	slices.SortFunc(jobs, func(a, b Job) int {
+		if a.Priority != b.Priority {
+			return b.Priority - a.Priority
+		}
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return slices.Compare(a.ID[:], b.ID[:])
+	})
+}
+
+// JobClaim claims up to limit queued jobs due at now for worker.
+func (q *queue) jobClaim(ctx context.Context, db postgres.DBTX, now time.Time, worker string, limit int) ([]Job, error) {
+	rows, err := db.Query(ctx, q.sql.claim, now, worker, now.Add(q.cfg.Lease), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", q.cfg.Name, err)
+	}
+	return q.collectJobs(rows)
+}
+
+// jobClaimCapped claims like jobClaim, keeping each project at most
+// ProjectMax running jobs.
+func (q *queue) jobClaimCapped(ctx context.Context, c *Client, now time.Time, limit int) ([]Job, error) {
+	var jobs []Job
+	err := postgres.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('jobqueue'), hashtext($1))`, q.cfg.Table); err != nil {
+			return fmt.Errorf("lock %s: %w", q.cfg.Name, err)
+		}
+		window := min(max(limit*10, 100), 2000)
+		rows, err := tx.Query(ctx, q.sql.claimCapped, now, c.workerID, now.Add(q.cfg.Lease), limit, q.cfg.ProjectMax, window)
+		if err != nil {
+			return fmt.Errorf("claim %s: %w", q.cfg.Name, err)
+		}
+		jobs, err = q.collectJobs(rows)
+		return err
+	})
+	return jobs, err
+}
+
+func (q *queue) collectJobs(rows pgx.Rows) ([]Job, error) {
+	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) { return scanJob(row, q.cfg.Name) })
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", q.cfg.Name, err)
+	}
+	sortJobs(jobs)
+	return jobs, nil
+}
+
+// update is a row change for jobFinish.
+type update struct {
+	job     Job
+	err     error // the handler's error, for OutcomeFunc
+	release bool  // put back without counting a failure
+	decision
+}
+
+// jobFinish writes updates for jobs still running under worker (any worker
+// when nil) at the attempt they were claimed at, returning the ids changed.
+func (q *queue) jobFinish(ctx context.Context, db postgres.DBTX, now time.Time, worker *string, ups []update) ([]uuid.UUID, error) {
+	n := len(ups)
+	ids, attempts, statuses, retries := make([]uuid.UUID, n), make([]int32, n), make([]string, n), make([]int32, n)
+	runAts, msgs, completed, keep := make([]*time.Time, n), make([]*string, n), make([]*time.Time, n), make([]bool, n)
+	for i, u := range ups {
+		ids[i], attempts[i], statuses[i], retries[i] = u.job.ID, int32(u.job.Attempt), string(u.status), int32(u.retryCount) //nolint:gosec // small counters
+		runAts[i], msgs[i], completed[i], keep[i] = u.runAt, u.errorMsg, u.completed, u.keepError
+	}
+	rows, err := db.Query(ctx, q.sql.finish, now, worker, ids, attempts, statuses, retries, runAts, msgs, completed, keep)
+	if err != nil {
+		return nil, fmt.Errorf("finish %s jobs: %w", q.cfg.Name, err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("finish %s jobs: %w", q.cfg.Name, err)
+	}
+	return done, nil
+}
+
+// jobHeartbeat extends the leases of jobs and returns those still owned.
+func (q *queue) jobHeartbeat(ctx context.Context, db postgres.DBTX, now time.Time, worker string, jobs []Job) ([]uuid.UUID, error) {
+	ids, attempts := make([]uuid.UUID, len(jobs)), make([]int32, len(jobs))
+	for i, j := range jobs {
+		ids[i], attempts[i] = j.ID, int32(j.Attempt) //nolint:gosec // small counter
+	}
+	rows, err := db.Query(ctx, q.sql.heartbeat, now, worker, now.Add(q.cfg.Lease), ids, attempts)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat %s: %w", q.cfg.Name, err)
+	}
+	owned, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat %s: %w", q.cfg.Name, err)
+	}
+	return owned, nil
+}
+
+// expiredJob is a running job whose lease ran out.
+type expiredJob struct {
+	Job
+	lockedBy *string
+}
+
+// jobExpiredLock locks up to limit running jobs whose lease ended before now.
+func (q *queue) jobExpiredLock(ctx context.Context, tx pgx.Tx, now time.Time, limit int) ([]expiredJob, error) {
+	rows, err := tx.Query(ctx, q.sql.expired, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find expired %s jobs: %w", q.cfg.Name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (expiredJob, error) {
+		var e expiredJob
+		j, err := scanJob(row, q.cfg.Name, &e.lockedBy)
+		e.Job = j
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find expired %s jobs: %w", q.cfg.Name, err)
+	}
+	return out, nil
+}
+
+// jobTransition runs the cancel or retry statement and reports the status
+// the job had and whether it changed. found is false for an unknown id.
+func jobTransition(ctx context.Context, db postgres.DBTX, query string, now time.Time, id uuid.UUID, channel string) (prev Status, changed, found bool, err error) {
+	var updated, notified int64
+	err = db.QueryRow(ctx, query, now, id, channel).Scan(&prev, &updated, &notified)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, false, nil
+	}
+	if err != nil {
+		return "", false, false, err
+	}
+	return prev, updated > 0, true, nil
+}
+
+// settingsRow is a queue's row of jobqueue_settings.
+type settingsRow struct {
+	concurrency *int
+	batchSize   *int
+	paused      bool
+}
+
+func settingsGet(ctx context.Context, db postgres.DBTX, queue string) (settingsRow, error) {
+	var s settingsRow
+	err := db.QueryRow(ctx, `SELECT concurrency, batch_size, paused FROM jobqueue_settings WHERE queue = $1`, queue).
+		Scan(&s.concurrency, &s.batchSize, &s.paused)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return settingsRow{}, nil
+	}
+	if err != nil {
+		return settingsRow{}, fmt.Errorf("load settings of %s: %w", queue, err)
+	}
+	return s, nil
+}
+
+// settingsUpsert sets one column of a queue's settings and broadcasts the
+// change.
+func settingsUpsert(ctx context.Context, db postgres.DBTX, now time.Time, queue, column string, value any) error {
+	col := pgx.Identifier{column}.Sanitize()
+	_, err := db.Exec(ctx, `WITH s AS (
+    INSERT INTO jobqueue_settings (queue, `+col+`, updated_at) VALUES ($1, $2, $3)
+    ON CONFLICT (queue) DO UPDATE SET `+col+` = EXCLUDED.`+col+`, updated_at = EXCLUDED.updated_at
+    RETURNING queue
+)
+SELECT pg_notify($4, queue) FROM s`, queue, value, now, channelSettings)
+	if err != nil {
+		return fmt.Errorf("save %s of %s: %w", column, queue, err)
+	}
+	return nil
+}
