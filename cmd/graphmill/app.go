@@ -255,7 +255,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if m.api, err = httpapi.Listen(ctx, "api", m.Config.HTTPAddr, router, log); err != nil {
 		return err
 	}
-	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding)), log); err != nil {
+	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, document.QueueGraphEmbedding)), log); err != nil {
 		return err
 	}
 	if err := m.sched.Start(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,4 +246,51 @@ func TestCorruptDocumentFailsPermanently(t *testing.T) {
 	require.Equal(t, "failed", status)
 	require.Equal(t, 1, attempt, "a permanent error is not retried")
 	require.Zero(t, retries)
+}
+
+// Running a document's parsing again (as after a crash between its writes
+// and its completion) replaces its chunks: no duplicates, no second
+// extraction job; and every finished job is announced on the stream.
+func TestReparseLeavesNoDuplicates(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	frames, _ := s.openStream(s.admin, 0)
+	content := "# Title\n\n" + strings.Repeat("Chunks must not be duplicated when parsing runs twice. ", 120)
+	var d docBody
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "r.md", "content": content}, header{"X-Project-ID", project}).Decode(t, &d)
+	first := s.waitDocument(project, d.ID)
+	require.Greater(t, first.ChunkCount, 1)
+
+	// job.completed for the parsing job.
+	for {
+		f := nextEvent(t, frames)
+		data, _ := f.Data["data"].(map[string]any)
+		if f.Data["type"] == "job.completed" && data["queue"] == "document_parsing" {
+			require.Equal(t, "completed", data["status"])
+			break
+		}
+	}
+
+	ctx := context.Background()
+	pool := s.m.db.pool
+	_, err := pool.Exec(ctx, `UPDATE document_parsing_jobs SET status = 'queued', run_at = now(), completed_at = NULL WHERE document_id = $1`, d.ID)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `SELECT pg_notify('jobqueue_document_parsing', '')`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var attempt int
+		var status string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT attempt, status FROM document_parsing_jobs WHERE document_id = $1`, d.ID).Scan(&attempt, &status))
+		return attempt == 2 && status == "completed"
+	}, 10*time.Second, 20*time.Millisecond)
+	again := s.waitDocument(project, d.ID)
+	require.Equal(t, first.ChunkCount, again.ChunkCount)
+	var rows, distinct, extraction int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT chunk_index),
+		(SELECT count(*) FROM object_extraction_jobs WHERE document_id = $1)
+		FROM document_chunks WHERE document_id = $1`, d.ID).Scan(&rows, &distinct, &extraction))
+	require.Equal(t, first.ChunkCount, rows)
+	require.Equal(t, rows, distinct)
+	require.Equal(t, 1, extraction)
 }

@@ -77,6 +77,16 @@ func TestJobMetrics(t *testing.T) {
 		}
 	}
 	require.EqualValues(t, 1, byQueue["document_parsing"])
+	names := []string{}
+	for _, q := range m.Queues {
+		names = append(names, q.Queue)
+	}
+	require.ElementsMatch(t, []string{"document_parsing", "chunk_embedding", "object_extraction", "graph_embedding"}, names)
+	for _, q := range m.Queues {
+		if q.Queue == "object_extraction" {
+			require.EqualValues(t, 1, q.Pending, "parsing queued the extraction")
+		}
+	}
 	require.Positive(t, byQueue["chunk_embedding"])
 
 	// Another project's view is empty; scoping rules apply.
@@ -101,6 +111,7 @@ func TestEmbeddingWorkerControl(t *testing.T) {
 	st := a.ops("GET", "/api/embeddings/status", "").JSON(t)
 	require.Equal(t, false, st["paused"])
 	require.Contains(t, st["queues"], "chunk_embedding")
+	require.Contains(t, st["queues"], "graph_embedding")
 
 	// Bad input.
 	for _, body := range []string{`{"batchSize": 0}`, `{"batchSize": 1025}`, `{"concurrency": 65}`, `{}`, `{"batch": 2}`, `nope`} {

@@ -3,6 +3,7 @@ package jobqueue
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -85,6 +86,20 @@ func (c *Client) Settings(queue string) (Settings, error) {
 	q, err := c.queue(queue)
 	if err != nil {
 		return Settings{}, err
+	}
+	if q.cfg.Handler == nil {
+		// No producer loop reloads a declared queue's settings: do it here.
+		q.mu.Lock()
+		stale := time.Since(q.settingsAt) > c.cfg.SettingsInterval
+		q.mu.Unlock()
+		if q.settingsDirty.Swap(false) || stale {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := q.reloadSettings(ctx)
+			cancel()
+			if err != nil {
+				return Settings{}, err
+			}
+		}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

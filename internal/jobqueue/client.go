@@ -64,7 +64,10 @@ type QueueConfig struct {
 	// ProjectMax caps the running jobs of one project in this queue across
 	// all processes; 0 means no cap.
 	ProjectMax int
-	Handler    Handler
+	// Handler works the queue's jobs. A queue without one is declared
+	// only: this process reports, cancels and retries its jobs but never
+	// claims them (its workers run elsewhere).
+	Handler Handler
 	// BackoffFunc gives the delay before retry number n (1-based);
 	// BackoffDefault when nil.
 	BackoffFunc func(retry int) time.Duration
@@ -161,9 +164,6 @@ func (c *Client) AddQueue(qc QueueConfig) error {
 	if qc.Table == "" {
 		return fmt.Errorf("jobqueue: queue %s has no table", qc.Name)
 	}
-	if qc.Handler == nil {
-		return fmt.Errorf("jobqueue: queue %s has no handler", qc.Name)
-	}
 	if qc.Concurrency == 0 {
 		qc.Concurrency = 1
 	}
@@ -227,6 +227,9 @@ func (c *Client) Start(ctx context.Context) error {
 		c.listen(ctx, n)
 	}
 	for _, q := range c.order {
+		if q.cfg.Handler == nil {
+			continue // declared only: another process (or a later feature) works it
+		}
 		c.producers.Add(1)
 		go func() {
 			defer c.producers.Done()

@@ -663,7 +663,6 @@ func TestAddQueueValidates(t *testing.T) {
 	h := jobqueue.HandlerFunc(func(context.Context, []jobqueue.Job) []error { return nil })
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "Bad-Name", Table: "jobs", Handler: h}))
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Handler: h}))
-	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs"}))
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h, BatchSize: -1}))
 	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}))
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}), "duplicate")
@@ -734,4 +733,34 @@ func TestCancelWithoutNotifierIsCaughtByHeartbeat(t *testing.T) {
 		require.FailNow(t, "the heartbeat did not notice the cancellation")
 	}
 	require.Never(t, func() bool { return b.job(t, id).Status != "cancelled" }, 100*time.Millisecond, 10*time.Millisecond)
+}
+
+// A queue declared without a handler is reported, cancelled and retried by
+// this process, but its jobs are left for the processes that work it.
+func TestDeclaredQueueIsNotWorked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := b.insert(t, jobSpec{}, jobSpec{})
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs"}))
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { _ = c.Stop(ctx) })
+	time.Sleep(200 * time.Millisecond) // twenty polls in which a worker would have claimed them
+	require.Equal(t, 2, b.countStatus(t, jobqueue.StatusQueued))
+	stats, err := c.Stats(ctx, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, stats[0].Pending)
+	require.NoError(t, c.Cancel(ctx, b.pool, queueName, ids[0]))
+	b.requireStatus(t, ids[0], jobqueue.StatusCancelled)
+
+	// A worker elsewhere picks up the rest.
+	exec := newExecutions()
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(func(_ context.Context, jobs []jobqueue.Job) []error {
+		exec.add(jobs)
+		return make([]error, len(jobs))
+	})}, cfg: jobqueue.Config{PollInterval: 10 * time.Millisecond}})
+	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusCompleted) == 1 }, waitFor, 10*time.Millisecond)
+	require.Equal(t, map[uuid.UUID]int{ids[1]: 1}, exec.snapshot())
 }
