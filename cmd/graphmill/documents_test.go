@@ -108,7 +108,7 @@ func TestDocumentPipelineFormats(t *testing.T) {
 		require.Equal(t, 201, r.Status, "%s: %s", c.name, r.Body)
 		var d docBody
 		r.Decode(t, &d)
-		require.Equal(t, "parsing", d.Status)
+		require.Contains(t, []string{"parsing", "parsed"}, d.Status) // a fast worker may already be done
 		d = s.waitDocument(project, d.ID)
 		require.Equal(t, "parsed", d.Status, "%s: %s", c.name, d.Error)
 		require.Equal(t, c.format, d.Format)
