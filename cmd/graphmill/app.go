@@ -28,7 +28,9 @@ import (
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/metrics"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/scheduler"
+	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/superadmin"
 	"github.com/graphmill/graphmill/internal/tenancy"
 	"github.com/graphmill/graphmill/migrations"
@@ -211,8 +213,17 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	box, err := m.secretBox()
+	if err != nil {
+		return err
+	}
+	providers, err := m.providerService(pool, box)
+	if err != nil {
+		return err
+	}
+	provider.Register(api, providers)
 	docs, err := document.NewService(document.Config{
-		Pool: pool, Jobs: m.jobs, Embedder: llm.NewLocalEmbedder(m.Config.EmbeddingDimension), Logger: log, Now: m.Now,
+		Pool: pool, Jobs: m.jobs, Embedders: providers, Logger: log, Now: m.Now,
 	})
 	if err != nil {
 		return err
@@ -227,6 +238,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
 	m.sched = scheduler.New(scheduler.Config{Pool: pool, Logger: log, Now: m.Now, WorkerID: workerID},
+		scheduler.Task{Name: "provider-models-sync", Interval: m.Config.ModelSyncInterval, Run: providers.SyncCatalog},
 		scheduler.Task{Name: "events-expiry", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
 			n, err := events.DeleteExpired(ctx, pool, m.Now())
 			if n > 0 {
@@ -269,6 +281,49 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.health.SetReady(true, "")
 	log.Info("graphmill ready", "api", "http://"+m.api.Addr(), "ops", "http://"+m.ops.Addr())
 	return nil
+}
+
+// secretBox opens the keys that seal secrets at rest: GRAPHMILL_SECRET_KEY,
+// or on the embedded default a key generated into the data directory.
+func (m *Main) secretBox() (*secrets.Box, error) {
+	key := m.Config.SecretKey
+	if key == "" {
+		if m.Config.DatabaseURL != "" {
+			return nil, fmt.Errorf("GRAPHMILL_SECRET_KEY is required with an external database (base64 of 32 random bytes, e.g. from: openssl rand -base64 32); " +
+				"only the embedded default generates its own")
+		}
+		var err error
+		if key, err = secrets.LoadOrCreateKeyFile(filepath.Join(m.Config.DataDir, "secret-key")); err != nil {
+			return nil, err
+		}
+	}
+	box, err := secrets.New(key, m.Config.SecretKeysOld...)
+	if err != nil {
+		return nil, fmt.Errorf("GRAPHMILL_SECRET_KEY: %w", err)
+	}
+	return box, nil
+}
+
+// providerService builds the provider domain with the environment's
+// credentials.
+func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.Service, error) {
+	c := m.Config
+	env := provider.Environment{KeyAIAPIKey: c.KeyAIAPIKey, AccountAIProject: c.AccountAIProject, AccountAILocation: c.AccountAILocation}
+	if c.AccountAICredentialsFile != "" {
+		b, err := os.ReadFile(c.AccountAICredentialsFile)
+		if err != nil {
+			return nil, fmt.Errorf("GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE: %w", err)
+		}
+		if err := llm.ValidateServiceAccountJSON(b); err != nil {
+			return nil, fmt.Errorf("GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE %s: %w", c.AccountAICredentialsFile, err)
+		}
+		env.AccountAIJSON = b
+	}
+	return provider.NewService(provider.Config{
+		Pool: pool, Box: box, Logger: m.Logger, Now: m.Now, HTTPClient: m.HTTPClient,
+		KeyAIBaseURL: c.KeyAIBaseURL, AccountAIBaseURL: c.AccountAIBaseURL, Environment: env,
+		LocalEnabled: c.LocalProviderEnabled(), LocalDimension: c.EmbeddingDimension, RPM: c.ProviderRPM, TPM: c.ProviderTPM,
+	}), nil
 }
 
 // announceToken saves the bootstrap token for the operator and shows it

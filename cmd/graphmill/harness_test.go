@@ -59,6 +59,9 @@ type testServer struct {
 
 type serverOption func(*config.Config)
 
+// testSecretKey seals secrets in tests (servers sharing a database share it).
+const testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
 // testConfig is the configuration tests start from.
 func testConfig(t testing.TB, dbURL string) config.Config {
 	cfg, err := config.Load(nil)
@@ -68,6 +71,9 @@ func testConfig(t testing.TB, dbURL string) config.Config {
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.OpsAddr = "127.0.0.1:0"
 	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.SecretKey = testSecretKey
+	local := true
+	cfg.LocalProvider = &local
 	return cfg
 }
 
@@ -80,12 +86,18 @@ func newServer(t testing.TB, opts ...serverOption) *testServer {
 // server, to test what crosses processes).
 func startServer(t testing.TB, dbURL string, opts ...serverOption) *testServer {
 	t.Helper()
+	return startLoggedServer(t, dbURL, slog.DiscardHandler, opts...)
+}
+
+// startLoggedServer is startServer with the server's logs going to logs.
+func startLoggedServer(t testing.TB, dbURL string, logs slog.Handler, opts ...serverOption) *testServer {
+	t.Helper()
 	cfg := testConfig(t, dbURL)
 	for _, o := range opts {
 		o(&cfg)
 	}
 	clk := &clock{}
-	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Now: clk.Now}
+	m := &Main{Config: cfg, Logger: slog.New(logs), Now: clk.Now}
 	require.NoError(t, m.Start(context.Background()))
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	admin := m.AdminToken

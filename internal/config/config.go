@@ -62,6 +62,31 @@ type Config struct {
 
 	// DBMaxConns sizes the connection pool.
 	DBMaxConns int32 `env:"DB_MAX_CONNS" envDefault:"20"`
+
+	// SecretKey (base64 of 32 bytes) seals secrets at rest; the embedded
+	// default generates one into the data directory when it is unset.
+	SecretKey string `env:"SECRET_KEY"`
+	// SecretKeysOld are retired keys, still used to open old values.
+	SecretKeysOld []string `env:"SECRET_KEYS_OLD" envSeparator:","`
+
+	// The global provider credentials, used by projects without their own
+	// or their organization's.
+	KeyAIAPIKey              string `env:"KEY_AI_API_KEY"`
+	KeyAIBaseURL             string `env:"KEY_AI_BASE_URL"`
+	AccountAICredentialsFile string `env:"ACCOUNT_AI_CREDENTIALS_FILE"`
+	AccountAIProject         string `env:"ACCOUNT_AI_PROJECT"`
+	AccountAILocation        string `env:"ACCOUNT_AI_LOCATION"`
+	AccountAIBaseURL         string `env:"ACCOUNT_AI_BASE_URL"`
+	// LocalProvider enables the offline provider as the last resort; unset
+	// means enabled on the embedded default and disabled otherwise.
+	LocalProvider *bool `env:"LOCAL_PROVIDER"`
+	// ProviderRPM and ProviderTPM override the catalog's requests and
+	// tokens per minute for every model (0: the catalog's figures).
+	ProviderRPM int `env:"PROVIDER_RPM" envDefault:"0"`
+	ProviderTPM int `env:"PROVIDER_TPM" envDefault:"0"`
+	// ModelSyncInterval is how often the model catalog is refreshed from
+	// the providers' model lists.
+	ModelSyncInterval time.Duration `env:"MODEL_SYNC_INTERVAL" envDefault:"24h"`
 }
 
 // Load parses the environment (a KEY=VALUE list, as os.Environ returns) and
@@ -128,6 +153,26 @@ func (c Config) Validate() error {
 	if c.ParseConcurrency < 1 || c.ParseConcurrency > 64 {
 		return fmt.Errorf("GRAPHMILL_PARSE_CONCURRENCY must be between 1 and 64")
 	}
+	if c.Production() && c.SecretKey == "" {
+		return fmt.Errorf("GRAPHMILL_SECRET_KEY is required in production (base64 of 32 random bytes, e.g. from: openssl rand -base64 32)")
+	}
+	if (c.AccountAICredentialsFile == "") != (c.AccountAIProject == "") || (c.AccountAIProject == "") != (c.AccountAILocation == "") {
+		return fmt.Errorf("GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE, GRAPHMILL_ACCOUNT_AI_PROJECT and GRAPHMILL_ACCOUNT_AI_LOCATION must be set together")
+	}
+	for name, u := range map[string]string{"GRAPHMILL_KEY_AI_BASE_URL": c.KeyAIBaseURL, "GRAPHMILL_ACCOUNT_AI_BASE_URL": c.AccountAIBaseURL} {
+		if u == "" {
+			continue
+		}
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("%s must be an http(s) URL", name)
+		}
+	}
+	if c.ProviderRPM < 0 || c.ProviderTPM < 0 {
+		return fmt.Errorf("GRAPHMILL_PROVIDER_RPM and GRAPHMILL_PROVIDER_TPM must not be negative")
+	}
+	if c.ModelSyncInterval < time.Minute {
+		return fmt.Errorf("GRAPHMILL_MODEL_SYNC_INTERVAL must be at least 1m")
+	}
 	if c.DBMaxConns < 2 {
 		return fmt.Errorf("GRAPHMILL_DB_MAX_CONNS must be at least 2")
 	}
@@ -136,6 +181,15 @@ func (c Config) Validate() error {
 
 // Production reports whether the process runs in the production environment.
 func (c Config) Production() bool { return c.Environment == EnvProduction }
+
+// LocalProviderEnabled reports whether the offline provider may be used:
+// as configured, else only on the embedded default.
+func (c Config) LocalProviderEnabled() bool {
+	if c.LocalProvider != nil {
+		return *c.LocalProvider
+	}
+	return c.DatabaseURL == ""
+}
 
 // SlogLevel is the configured log level.
 func (c Config) SlogLevel() slog.Level {
@@ -161,6 +215,15 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("authCacheTtl", c.AuthCacheTTL),
 		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
 		slog.Int("dbMaxConns", int(c.DBMaxConns)),
+		slog.String("secretKey", mask(c.SecretKey)),
+		slog.Int("secretKeysOld", len(c.SecretKeysOld)),
+		slog.String("keyAiApiKey", mask(c.KeyAIAPIKey)),
+		slog.String("keyAiBaseUrl", MaskURL(c.KeyAIBaseURL)),
+		slog.String("accountAiCredentialsFile", c.AccountAICredentialsFile),
+		slog.String("accountAiProject", c.AccountAIProject),
+		slog.String("accountAiLocation", c.AccountAILocation),
+		slog.String("accountAiBaseUrl", MaskURL(c.AccountAIBaseURL)),
+		slog.Bool("localProvider", c.LocalProviderEnabled()),
 	)
 }
 

@@ -27,14 +27,16 @@ func TestLoadDefaults(t *testing.T) {
 		AuthCacheTTL:    60 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 		DBMaxConns:      20,
-		EventHeartbeat:  15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2,
+		EventHeartbeat:  15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour,
 	}, c, "unprefixed variables must not be read")
 	require.False(t, c.Production())
 	require.Equal(t, slog.LevelInfo, c.SlogLevel())
+	require.True(t, c.LocalProviderEnabled(), "the embedded default may use the local provider")
 }
 
 func TestLoad(t *testing.T) {
 	t.Parallel()
+	no := false
 
 	tests := []struct {
 		name string
@@ -51,6 +53,8 @@ func TestLoad(t *testing.T) {
 				"GRAPHMILL_LOG_LEVEL=debug", "GRAPHMILL_LOG_FORMAT=text", "GRAPHMILL_BOOTSTRAP_TOKEN=gm_x",
 				"GRAPHMILL_OIDC_ISSUER=https://id.example.com", "GRAPHMILL_OIDC_AUDIENCE=graphmill",
 				"GRAPHMILL_AUTH_CACHE_TTL=5s", "GRAPHMILL_SHUTDOWN_TIMEOUT=1m", "GRAPHMILL_DB_MAX_CONNS=50",
+				"GRAPHMILL_SECRET_KEY=k1", "GRAPHMILL_SECRET_KEYS_OLD=k2,k3", "GRAPHMILL_KEY_AI_API_KEY=key",
+				"GRAPHMILL_KEY_AI_BASE_URL=http://fake/", "GRAPHMILL_LOCAL_PROVIDER=false", "GRAPHMILL_PROVIDER_RPM=60",
 			},
 			check: func(t *testing.T, c config.Config) {
 				t.Helper()
@@ -61,7 +65,10 @@ func TestLoad(t *testing.T) {
 					OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill",
 					AuthCacheTTL: 5 * time.Second, ShutdownTimeout: time.Minute, DBMaxConns: 50,
 					EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2,
+					SecretKey: "k1", SecretKeysOld: []string{"k2", "k3"}, KeyAIAPIKey: "key", KeyAIBaseURL: "http://fake/",
+					LocalProvider: &no, ProviderRPM: 60, ModelSyncInterval: 24 * time.Hour,
 				}, c)
+				require.False(t, c.LocalProviderEnabled())
 				require.True(t, c.Production())
 				require.Equal(t, slog.LevelDebug, c.SlogLevel())
 			},
@@ -171,7 +178,7 @@ func TestValidate(t *testing.T) {
 	valid := config.Config{
 		DataDir: "d", HTTPAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0", Environment: config.EnvDevelopment,
 		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, DBMaxConns: 2,
-		MaxUploadBytes: 1, EmbeddingDimension: 8, ParseConcurrency: 1,
+		MaxUploadBytes: 1, EmbeddingDimension: 8, ParseConcurrency: 1, ModelSyncInterval: time.Hour,
 	}
 	tests := []struct {
 		name    string
@@ -184,7 +191,19 @@ func TestValidate(t *testing.T) {
 		{name: "ProductionWithDatabase", change: func(c *config.Config) {
 			c.Environment = config.EnvProduction
 			c.DatabaseURL = "postgres://db/gm"
+			c.SecretKey = "k"
 		}},
+		{name: "ProductionWithoutSecretKey", change: func(c *config.Config) {
+			c.Environment = config.EnvProduction
+			c.DatabaseURL = "postgres://db/gm"
+		}, wantErr: "GRAPHMILL_SECRET_KEY"},
+		{name: "AccountAIPartial", change: func(c *config.Config) { c.AccountAIProject = "p" }, wantErr: "GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE"},
+		{name: "AccountAIComplete", change: func(c *config.Config) {
+			c.AccountAICredentialsFile, c.AccountAIProject, c.AccountAILocation = "/sa.json", "p", "us-central1"
+		}},
+		{name: "BadBaseURL", change: func(c *config.Config) { c.KeyAIBaseURL = "ftp://x" }, wantErr: "GRAPHMILL_KEY_AI_BASE_URL"},
+		{name: "NegativeRPM", change: func(c *config.Config) { c.ProviderRPM = -1 }, wantErr: "GRAPHMILL_PROVIDER_RPM"},
+		{name: "ShortModelSync", change: func(c *config.Config) { c.ModelSyncInterval = time.Second }, wantErr: "GRAPHMILL_MODEL_SYNC_INTERVAL"},
 		{name: "OIDCPair", change: func(c *config.Config) { c.OIDCIssuer, c.OIDCAudience = "https://id", "gm" }},
 		{name: "OIDCIssuerOnly", change: func(c *config.Config) { c.OIDCIssuer = "https://id" }, wantErr: "GRAPHMILL_OIDC_AUDIENCE"},
 		{name: "EmptyHTTPAddr", change: func(c *config.Config) { c.HTTPAddr = "" }, wantErr: "GRAPHMILL_HTTP_ADDR"},
@@ -262,7 +281,8 @@ func TestLogValue(t *testing.T) {
 			DatabaseURL: dbURL, DataDir: "/data", HTTPAddr: ":8080", OpsAddr: "127.0.0.1:8081",
 			Environment: config.EnvProduction, LogLevel: "info", LogFormat: "json", BootstrapToken: token,
 			OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill", AuthCacheTTL: time.Minute,
-			ShutdownTimeout: time.Second, DBMaxConns: 20,
+			ShutdownTimeout: time.Second, DBMaxConns: 20, SecretKey: "c2VjcmV0LWtleS1ieXRlcw==", KeyAIAPIKey: "AIzaS3cretKey",
+			KeyAIBaseURL: "https://u:s3cret@proxy.example.com/",
 		}
 		for name, newHandler := range map[string]func(*bytes.Buffer) slog.Handler{
 			"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
@@ -274,6 +294,8 @@ func TestLogValue(t *testing.T) {
 			require.NotContains(t, out, "s3cret", name)
 			require.NotContains(t, out, "bootstrapsecret", name)
 			require.NotContains(t, out, token[:12], name)
+			require.NotContains(t, out, "c2VjcmV0", name)
+			require.NotContains(t, out, "AIzaS3cret", name)
 			for _, want := range []string{"***", "db", "/data", "https://id.example.com", "graphmill", "production", "127.0.0.1:8081"} {
 				require.Contains(t, out, want, name)
 			}

@@ -23,25 +23,31 @@ import (
 // ParseTimeout bounds the parsing of one file.
 const ParseTimeout = 2 * time.Minute
 
+// Embedders resolves the embedder a project uses.
+type Embedders interface {
+	Embedder(ctx context.Context, project uuid.UUID) (llm.Embedder, error)
+}
+
 // Service holds the document rules and the pipeline's workers.
 type Service struct {
-	pool     *pgxpool.Pool
-	jobs     *jobqueue.Client
-	chunker  *Chunker
-	embedder llm.Embedder
-	logger   *slog.Logger
-	now      func() time.Time
-	opts     ChunkOptions
+	pool      *pgxpool.Pool
+	jobs      *jobqueue.Client
+	chunker   *Chunker
+	embedders Embedders
+	logger    *slog.Logger
+	now       func() time.Time
+	opts      ChunkOptions
 }
 
 // Config configures a Service.
 type Config struct {
-	Pool     *pgxpool.Pool
-	Jobs     *jobqueue.Client
-	Embedder llm.Embedder
-	Logger   *slog.Logger
-	Now      func() time.Time
-	Chunking ChunkOptions
+	Pool *pgxpool.Pool
+	Jobs *jobqueue.Client
+	// Embedders gives each project's embedder (the provider resolver).
+	Embedders Embedders
+	Logger    *slog.Logger
+	Now       func() time.Time
+	Chunking  ChunkOptions
 }
 
 // NewService returns a Service; AddQueues registers its workers.
@@ -50,7 +56,7 @@ func NewService(c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{pool: c.Pool, jobs: c.Jobs, chunker: ch, embedder: c.Embedder, logger: c.Logger, now: c.Now, opts: c.Chunking}, nil
+	return &Service{pool: c.Pool, jobs: c.Jobs, chunker: ch, embedders: c.Embedders, logger: c.Logger, now: c.Now, opts: c.Chunking}, nil
 }
 
 // Upload stores a document and queues its parsing, in one transaction. The

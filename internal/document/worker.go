@@ -187,38 +187,70 @@ func (s *Service) workEmbed(ctx context.Context, jobs []jobqueue.Job) []error {
 	if err := rows.Err(); err != nil {
 		return fail(fmt.Errorf("load chunks: %w", err))
 	}
-	var texts []string
-	var chunkIDs []uuid.UUID
+	// A batch may span projects, which may use different providers: one
+	// embedding call per project.
+	type group struct {
+		jobs     []int
+		texts    []string
+		chunkIDs []uuid.UUID
+	}
+	groups := map[uuid.UUID]*group{}
+	var order []uuid.UUID
 	for i, j := range jobs {
 		it, ok := byJob[j.ID]
 		if !ok {
 			out[i] = jobqueue.Permanent(errors.New("chunk no longer exists"))
 			continue
 		}
-		texts = append(texts, it.text)
-		chunkIDs = append(chunkIDs, it.chunk)
+		g := groups[*j.ProjectID]
+		if g == nil {
+			g = &group{}
+			groups[*j.ProjectID] = g
+			order = append(order, *j.ProjectID)
+		}
+		g.jobs = append(g.jobs, i)
+		g.texts = append(g.texts, it.text)
+		g.chunkIDs = append(g.chunkIDs, it.chunk)
 	}
-	if len(texts) == 0 {
-		return out
+	for _, project := range order {
+		g := groups[project]
+		if err := s.embedGroup(ctx, project, g.texts, g.chunkIDs); err != nil {
+			for _, i := range g.jobs {
+				out[i] = err
+			}
+		}
 	}
-	vectors, err := s.embedder.Embed(ctx, texts)
+	return out
+}
+
+// embedGroup embeds one project's chunks with one call of its embedder and
+// stores the vectors in one transaction.
+func (s *Service) embedGroup(ctx context.Context, project uuid.UUID, texts []string, chunkIDs []uuid.UUID) error {
+	emb, err := s.embedders.Embedder(ctx, project)
 	if err != nil {
-		return fail(fmt.Errorf("embed %d chunks: %w", len(texts), err))
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return jobqueue.Permanent(err)
+	}
+	vectors, err := emb.Embed(ctx, texts)
+	if err != nil {
+		return fmt.Errorf("embed %d chunks with %s: %w", len(texts), emb.Model(), err)
 	}
 	if len(vectors) != len(texts) {
-		return fail(fmt.Errorf("embedder returned %d vectors for %d texts", len(vectors), len(texts)))
+		return fmt.Errorf("embedder returned %d vectors for %d texts", len(vectors), len(texts))
 	}
 	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
 		batch := &pgx.Batch{}
 		for i, id := range chunkIDs {
 			batch.Queue(`UPDATE document_chunks SET embedding = $2, embedding_model = $3, embedding_dim = $4, embedded_at = $5 WHERE id = $1`,
-				id, vectors[i], s.embedder.Model(), len(vectors[i]), now)
+				id, vectors[i], emb.Model(), len(vectors[i]), now)
 		}
 		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
-		return fail(fmt.Errorf("store embeddings: %w", err))
+		return fmt.Errorf("store embeddings: %w", err)
 	}
-	return out
+	return nil
 }

@@ -125,6 +125,22 @@ type Handler interface {
 	Work(ctx context.Context, jobs []Job) []error
 }
 
+type jobsKey struct{}
+
+// JobsFrom returns the jobs that the handler owning ctx works on, nil
+// outside a handler; code deep in a handler's call tree (the provider
+// ledger) uses it to attribute its work to a job.
+func JobsFrom(ctx context.Context) []Job {
+	jobs, _ := ctx.Value(jobsKey{}).([]Job)
+	return jobs
+}
+
+// ContextWithJobs returns ctx carrying jobs, as a handler's context does
+// (for code that runs work outside the engine, and for tests).
+func ContextWithJobs(ctx context.Context, jobs []Job) context.Context {
+	return context.WithValue(ctx, jobsKey{}, jobs)
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, jobs []Job) []error
 
@@ -183,6 +199,16 @@ func RateLimited(err error, retryAfter time.Duration) error {
 		return nil
 	}
 	return &rateLimitedError{err: err, retryAfter: retryAfter}
+}
+
+// RetryAfterOf reports whether err was marked with RateLimited, and its
+// delay.
+func RetryAfterOf(err error) (time.Duration, bool) {
+	var rl *rateLimitedError
+	if errors.As(err, &rl) {
+		return rl.retryAfter, true
+	}
+	return 0, false
 }
 
 // Defaults.

@@ -239,10 +239,12 @@ func TestReaperRule(t *testing.T) {
 func TestHeartbeatKeepsLongJobAlive(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: 150 * time.Millisecond, Handler: jobqueue.HandlerFunc(
+	// The lease is short but generous enough for a loaded 2-core CI machine
+	// to get a heartbeat (every third of it) in.
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: 600 * time.Millisecond, Handler: jobqueue.HandlerFunc(
 		func(ctx context.Context, jobs []jobqueue.Job) []error {
 			select {
-			case <-time.After(time.Second): // several leases long
+			case <-time.After(3 * time.Second): // several leases long
 				return make([]error, len(jobs))
 			case <-ctx.Done():
 				return []error{context.Cause(ctx)}

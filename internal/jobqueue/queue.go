@@ -279,7 +279,7 @@ func (q *queue) work(ctx context.Context, jobs []Job) (results []error) {
 			results = fill(len(jobs), fmt.Errorf("handler panic: %v", r))
 		}
 	}()
-	results = q.cfg.Handler.Work(ctx, jobs)
+	results = q.cfg.Handler.Work(ContextWithJobs(ctx, jobs), jobs)
 	if len(results) != len(jobs) {
 		return fill(len(jobs), fmt.Errorf("handler returned %d results for %d jobs", len(results), len(jobs)))
 	}

@@ -1,0 +1,97 @@
+package llm
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// genai reports an HTTP error as a genai.APIError built from the response
+// body alone: the response headers, Retry-After among them, are dropped.
+// The clients therefore install captureTransport as the outermost
+// RoundTripper of the http.Client they hand to genai. Each provider call
+// puts a fresh callCapture into the context of its requests (genai passes
+// the caller's context on to every request it makes), and the transport
+// records there whether a request went out, the status of the last
+// response and its Retry-After. The capture lives only for one call and
+// never leaves the package.
+type callCapture struct {
+	mu         sync.Mutex
+	sent       bool
+	status     int
+	retryAfter time.Duration
+}
+
+type captureKey struct{}
+
+// withCapture returns a context whose requests record into the returned
+// capture.
+func withCapture(ctx context.Context) (context.Context, *callCapture) {
+	c := &callCapture{}
+	return context.WithValue(ctx, captureKey{}, c), c
+}
+
+// snapshot returns what was recorded.
+func (c *callCapture) snapshot() (sent bool, status int, retryAfter time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sent, c.status, c.retryAfter
+}
+
+// captureTransport records into the request context's callCapture, if
+// any, and otherwise passes requests through untouched.
+type captureTransport struct {
+	base http.RoundTripper
+	now  func() time.Time
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, _ := req.Context().Value(captureKey{}).(*callCapture)
+	if c != nil {
+		c.mu.Lock()
+		c.sent = true
+		c.mu.Unlock()
+	}
+	resp, err := t.base.RoundTrip(req)
+	if c != nil && resp != nil {
+		ra := parseRetryAfter(resp.Header.Get("Retry-After"), t.now())
+		c.mu.Lock()
+		c.status = resp.StatusCode
+		c.retryAfter = ra
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+// withCaptureTransport returns a copy of hc (a default client when nil)
+// whose transport is wrapped by wrap (when not nil) and then by the
+// capture transport. The caller's client is never modified.
+func withCaptureTransport(hc *http.Client, wrap func(http.RoundTripper) http.RoundTripper, now func() time.Time) *http.Client {
+	out := &http.Client{}
+	if hc != nil {
+		*out = *hc
+	}
+	base := out.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if wrap != nil {
+		base = wrap(base)
+	}
+	out.Transport = captureTransport{base: base, now: now}
+	return out
+}
+
+// EstimateTokens estimates the token count of s as one token per four
+// characters (runes), rounded up: the usual rule of thumb for English text
+// with Gemini-family tokenizers. It is used where a provider reports no
+// count (Gemini batchEmbedContents, the local provider).
+func EstimateTokens(s string) int64 {
+	n := int64(0)
+	for range s {
+		n++
+	}
+	return (n + 3) / 4
+}

@@ -1,0 +1,264 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+type (
+	orgIn struct {
+		OrgID string `path:"orgID"`
+	}
+	keyAIIn struct {
+		OrgID string `path:"orgID"`
+		Body  struct {
+			APIKey string `json:"apiKey" maxLength:"4096" doc:"The API key; stored sealed and never returned."`
+		}
+	}
+	accountAIIn struct {
+		OrgID string `path:"orgID"`
+		Body  accountAIBody
+	}
+	accountAIBody struct {
+		ServiceAccountJSON serviceAccount `json:"serviceAccountJson" doc:"The service-account key file, as a JSON object or a string holding it; stored sealed and never returned."`
+		GCPProject         string         `json:"gcpProject" maxLength:"100"`
+		Location           string         `json:"location" maxLength:"100"`
+	}
+	orgProviderIn struct {
+		OrgID    string `path:"orgID"`
+		Provider string `path:"provider"`
+	}
+	orgModelsIn struct {
+		OrgID    string `path:"orgID"`
+		Provider string `path:"provider"`
+		Body     struct {
+			EmbeddingModel  string `json:"embeddingModel,omitempty" maxLength:"200"`
+			GenerativeModel string `json:"generativeModel,omitempty" maxLength:"200"`
+		}
+	}
+	modelsIn struct {
+		Provider  string `path:"provider"`
+		ModelType string `query:"modelType" doc:"embedding or generative"`
+	}
+	projectProviderIn struct {
+		ProjectID string `path:"projectID"`
+		Provider  string `path:"provider"`
+	}
+	policyPutIn struct {
+		ProjectID string `path:"projectID"`
+		Provider  string `path:"provider"`
+		Body      struct {
+			Policy             string         `json:"policy" doc:"none, organization or project"`
+			APIKey             string         `json:"apiKey,omitempty" maxLength:"4096"`
+			ServiceAccountJSON serviceAccount `json:"serviceAccountJson,omitempty"`
+			GCPProject         string         `json:"gcpProject,omitempty" maxLength:"100"`
+			Location           string         `json:"location,omitempty" maxLength:"100"`
+			EmbeddingModel     string         `json:"embeddingModel,omitempty" maxLength:"200"`
+			GenerativeModel    string         `json:"generativeModel,omitempty" maxLength:"200"`
+		}
+	}
+	projectIn struct {
+		ProjectID string `path:"projectID"`
+	}
+	projectUsageIn struct {
+		ProjectID string `path:"projectID"`
+		Since     string `query:"since" doc:"RFC 3339; calls at or after this time."`
+		Until     string `query:"until" doc:"RFC 3339; calls before this time."`
+	}
+	orgUsageIn struct {
+		OrgID string `path:"orgID"`
+		Since string `query:"since" doc:"RFC 3339; calls at or after this time."`
+		Until string `query:"until" doc:"RFC 3339; calls before this time."`
+	}
+	noContent struct {
+		Status int
+	}
+)
+
+// serviceAccount takes the service-account key file either as a JSON
+// object or as a string holding one.
+type serviceAccount []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *serviceAccount) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var str string
+		if err := json.Unmarshal(b, &str); err != nil {
+			return err
+		}
+		*s = serviceAccount(str)
+		return nil
+	}
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	*s = append((*s)[:0], b...)
+	return nil
+}
+
+// Schema implements huma.SchemaProvider: an object or a string.
+func (serviceAccount) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{OneOf: []*huma.Schema{{Type: huma.TypeObject}, {Type: huma.TypeString}}}
+}
+
+// usageBounds reads the since and until query parameters.
+func usageBounds(sinceRaw, untilRaw string) (since, until *time.Time, err error) {
+	parse := func(name, v string) (*time.Time, error) {
+		if v == "" {
+			return nil, nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return nil, errs.Errorf(errs.Invalid, "%s must be an RFC 3339 time such as 2026-01-31T00:00:00Z", name)
+		}
+		return &t, nil
+	}
+	if since, err = parse("since", sinceRaw); err != nil {
+		return nil, nil, err
+	}
+	if until, err = parse("until", untilRaw); err != nil {
+		return nil, nil, err
+	}
+	return since, until, nil
+}
+
+// Register adds the provider routes (all under /api/v1).
+func Register(api huma.API, svc *Service) {
+	orgRead := auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Org}
+	orgWrite := auth.Rule{Scope: auth.ProvidersWrite, Resource: auth.Org, OrgRole: auth.OrgAdmin}
+	projectRead := auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Project}
+	projectWrite := auth.Rule{Scope: auth.ProvidersWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+	empty := func() (*noContent, error) { return &noContent{Status: http.StatusNoContent}, nil }
+
+	huma.Register(api, httpapi.Op("save-key-ai-credentials", http.MethodPost, "/api/v1/organizations/{orgID}/providers/key-ai/credentials",
+		"Store the organization's key-ai API key (organization admins)", orgWrite),
+		func(ctx context.Context, in *keyAIIn) (*noContent, error) {
+			if err := svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, in.Body.APIKey, nil, "", ""); err != nil {
+				return nil, err
+			}
+			return empty()
+		})
+
+	huma.Register(api, httpapi.Op("save-account-ai-credentials", http.MethodPost, "/api/v1/organizations/{orgID}/providers/account-ai/credentials",
+		"Store the organization's account-ai service account (organization admins)", orgWrite),
+		func(ctx context.Context, in *accountAIIn) (*noContent, error) {
+			b := in.Body
+			if err := svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, "", b.ServiceAccountJSON, b.GCPProject, b.Location); err != nil {
+				return nil, err
+			}
+			return empty()
+		})
+
+	huma.Register(api, httpapi.Op("delete-credentials", http.MethodDelete, "/api/v1/organizations/{orgID}/providers/{provider}/credentials",
+		"Delete the organization's credentials for a provider (organization admins)", orgWrite),
+		func(ctx context.Context, in *orgProviderIn) (*noContent, error) {
+			if err := svc.DeleteCredentials(ctx, auth.AccessFrom(ctx).OrgID, in.Provider); err != nil {
+				return nil, err
+			}
+			return empty()
+		})
+
+	huma.Register(api, httpapi.Op("list-credentials", http.MethodGet, "/api/v1/organizations/{orgID}/providers/credentials",
+		"List the organization's credential metadata (never the secrets)", orgRead),
+		func(ctx context.Context, _ *orgIn) (*httpapi.Out[[]Credential], error) {
+			list, err := svc.Credentials(ctx, auth.AccessFrom(ctx).OrgID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[[]Credential]{Body: list}, nil
+		})
+
+	huma.Register(api, httpapi.Op("set-org-models", http.MethodPut, "/api/v1/organizations/{orgID}/providers/{provider}/models",
+		"Set the organization's default models for a provider (organization admins)", orgWrite),
+		func(ctx context.Context, in *orgModelsIn) (*httpapi.Out[OrgModels], error) {
+			m, err := svc.SetOrgModels(ctx, auth.AccessFrom(ctx).OrgID, in.Provider, in.Body.EmbeddingModel, in.Body.GenerativeModel)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[OrgModels]{Body: m}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-models", http.MethodGet, "/api/v1/providers/{provider}/models",
+		"List a provider's supported models", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Authenticated}),
+		func(ctx context.Context, in *modelsIn) (*httpapi.Out[[]Model], error) {
+			list, err := svc.Models(ctx, in.Provider, in.ModelType)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[[]Model]{Body: list}, nil
+		})
+
+	huma.Register(api, httpapi.Op("put-policy", http.MethodPut, "/api/v1/projects/{projectID}/providers/{provider}/policy",
+		"Set the project's policy for a provider (project admins)", projectWrite),
+		func(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {
+			b := in.Body
+			p, err := svc.PutPolicy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider, PolicyInput{
+				Policy: b.Policy, APIKey: b.APIKey, ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject,
+				Location: b.Location, EmbeddingModel: b.EmbeddingModel, GenerativeModel: b.GenerativeModel,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Policy]{Body: p}, nil
+		})
+
+	huma.Register(api, httpapi.Op("get-policy", http.MethodGet, "/api/v1/projects/{projectID}/providers/{provider}/policy",
+		"Get the project's policy for a provider", projectRead),
+		func(ctx context.Context, in *projectProviderIn) (*httpapi.Out[Policy], error) {
+			p, err := svc.Policy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Policy]{Body: p}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-policies", http.MethodGet, "/api/v1/projects/{projectID}/providers/policies",
+		"List the project's provider policies", projectRead),
+		func(ctx context.Context, _ *projectIn) (*httpapi.Out[[]Policy], error) {
+			list, err := svc.Policies(ctx, auth.AccessFrom(ctx).ProjectID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[[]Policy]{Body: list}, nil
+		})
+
+	huma.Register(api, httpapi.Op("project-usage", http.MethodGet, "/api/v1/projects/{projectID}/usage",
+		"Token usage and estimated cost of the project's provider calls", projectRead),
+		func(ctx context.Context, in *projectUsageIn) (*httpapi.Out[UsageSummary], error) {
+			since, until, err := usageBounds(in.Since, in.Until)
+			if err != nil {
+				return nil, err
+			}
+			project := auth.AccessFrom(ctx).ProjectID
+			u, err := svc.Usage(ctx, uuid.Nil, &project, since, until)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[UsageSummary]{Body: u}, nil
+		})
+
+	huma.Register(api, httpapi.Op("org-usage", http.MethodGet, "/api/v1/organizations/{orgID}/usage",
+		"Token usage and estimated cost across the organization's projects (organization admins)",
+		auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Org, OrgRole: auth.OrgAdmin}),
+		func(ctx context.Context, in *orgUsageIn) (*httpapi.Out[UsageSummary], error) {
+			since, until, err := usageBounds(in.Since, in.Until)
+			if err != nil {
+				return nil, err
+			}
+			u, err := svc.Usage(ctx, auth.AccessFrom(ctx).OrgID, nil, since, until)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[UsageSummary]{Body: u}, nil
+		})
+}

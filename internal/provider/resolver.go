@@ -1,0 +1,278 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/llm"
+)
+
+// ErrNoProvider is the resolver's answer when nothing is configured.
+var ErrNoProvider = errors.New("no provider configured")
+
+// Handle is a resolved client and model for one project and purpose. Every
+// call through it is paced by the rate governor and recorded in the usage
+// ledger; it is the only way the rest of Graphmill calls a provider.
+type Handle struct {
+	s         *Service
+	client    llm.Client
+	provider  string
+	model     Model
+	source    string
+	govKey    string
+	orgID     uuid.UUID
+	projectID uuid.UUID
+	dimension int
+}
+
+// Provider is the resolved provider.
+func (h *Handle) Provider() string { return h.provider }
+
+// Model is the resolved model's name (llm.Embedder).
+func (h *Handle) Model() string { return h.model.ModelName }
+
+// Source says where the credentials came from: project, organization,
+// environment or local.
+func (h *Handle) Source() string { return h.source }
+
+// Dimension is the embedding model's vector length as the catalog gives
+// it (0 when unknown; the vectors tell).
+func (h *Handle) Dimension() int { return h.dimension }
+
+// Resolve returns the client and model project uses for purpose
+// (Embedding or Generative), in this order: the project's own credentials
+// (policy project); its organization's credentials (policy organization,
+// which is also what a project without a policy follows); the credentials
+// of the environment; the offline local provider when enabled. key-ai is
+// tried before account-ai at each step.
+func (s *Service) Resolve(ctx context.Context, project uuid.UUID, purpose string) (*Handle, error) {
+	if purpose != Embedding && purpose != Generative {
+		return nil, fmt.Errorf("resolve: unknown purpose %q", purpose)
+	}
+	org, err := projectOrg(ctx, s.cfg.Pool, project)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := policiesList(ctx, s.cfg.Pool, project)
+	if err != nil {
+		return nil, err
+	}
+	byProvider := map[string]policyRow{}
+	for _, p := range policies {
+		byProvider[p.Provider] = p
+	}
+	h := &Handle{s: s, orgID: org, projectID: project}
+
+	// 1. The project's own credentials.
+	for _, provider := range credentialProviders() {
+		p, ok := byProvider[provider]
+		if !ok || p.Policy != PolicyProject || p.Secret == nil {
+			continue
+		}
+		key := "project:" + project.String() + ":" + provider
+		c, err := s.client(ctx, key, p.UpdatedAt.String(), func(ctx context.Context) (llm.Client, error) {
+			payload, err := s.open(*p.Secret, "project_provider_policies", p.ID)
+			if err != nil {
+				return nil, err
+			}
+			return s.newClient(ctx, provider, payload, deref(p.GCPProject), deref(p.Location))
+		})
+		if err != nil {
+			return nil, err
+		}
+		return h.finish(ctx, c, provider, SourceProject, key, purpose, p)
+	}
+
+	// 2. The organization's, unless the project opted out.
+	creds, err := credentialsList(ctx, s.cfg.Pool, org)
+	if err != nil {
+		return nil, err
+	}
+	for _, provider := range credentialProviders() {
+		if p, ok := byProvider[provider]; ok && p.Policy != PolicyOrganization {
+			continue
+		}
+		for _, cr := range creds {
+			if cr.Provider != provider {
+				continue
+			}
+			key := "org:" + org.String() + ":" + provider
+			c, err := s.client(ctx, key, cr.UpdatedAt.String(), func(ctx context.Context) (llm.Client, error) {
+				payload, err := s.open(cr.Secret, "org_provider_credentials", cr.ID)
+				if err != nil {
+					return nil, err
+				}
+				return s.newClient(ctx, provider, payload, deref(cr.GCPProject), deref(cr.Location))
+			})
+			if err != nil {
+				return nil, err
+			}
+			return h.finish(ctx, c, provider, SourceOrganization, key, purpose, byProvider[provider])
+		}
+	}
+
+	// 3. The environment's.
+	for _, provider := range credentialProviders() {
+		build, ok := s.envClient(provider)
+		if !ok {
+			continue
+		}
+		c, err := build(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return h.finish(ctx, c, provider, SourceEnvironment, "env:"+provider, purpose, byProvider[provider])
+	}
+
+	// 4. The offline provider.
+	if s.cfg.LocalEnabled {
+		return h.finish(ctx, s.local, Local, SourceLocal, "local", purpose, policyRow{})
+	}
+	return nil, fmt.Errorf("%w for project %s: store credentials for its organization (POST /api/v1/organizations/{orgID}/providers/{provider}/credentials) "+
+		"or the project (PUT .../policy with policy project), set GRAPHMILL_KEY_AI_API_KEY, or enable GRAPHMILL_LOCAL_PROVIDER", ErrNoProvider, project)
+}
+
+// finish picks the model: the project policy's, else the organization's
+// default, else the catalog's default for the provider.
+func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key, purpose string, p policyRow) (*Handle, error) {
+	s := h.s
+	name := deref(p.EmbeddingModel)
+	if purpose == Generative {
+		name = deref(p.GenerativeModel)
+	}
+	if name == "" && provider != Local {
+		emb, gen, err := orgModelsGet(ctx, s.cfg.Pool, h.orgID, provider)
+		if err != nil {
+			return nil, err
+		}
+		name = emb
+		if purpose == Generative {
+			name = gen
+		}
+	}
+	var m Model
+	var ok bool
+	var err error
+	if name != "" {
+		m, ok, err = modelGet(ctx, s.cfg.Pool, provider, name)
+		if err == nil && !ok { // removed from the catalog since it was chosen: use it, unpriced
+			m, ok = Model{Provider: provider, ModelName: name, ModelType: purpose}, true
+		}
+	} else {
+		m, ok, err = modelDefault(ctx, s.cfg.Pool, provider, purpose)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: the catalog has no default %s model for %s", ErrNoProvider, purpose, provider)
+	}
+	h.client, h.provider, h.source, h.model = c, provider, source, m
+	h.govKey = key + "|" + m.ModelName
+	h.dimension = m.Dimension
+	if provider == Local && purpose == Embedding {
+		h.dimension = s.cfg.LocalDimension
+	}
+	return h, nil
+}
+
+// Generate makes one structured-output call.
+func (h *Handle) Generate(ctx context.Context, req llm.GenerateRequest) (*llm.GenerateResult, error) {
+	est := int64(len(req.System)+len(req.Prompt)+len(req.Text))/4 + int64(req.MaxOutputTokens)
+	var res *llm.GenerateResult
+	err := h.call(ctx, "generate", 1, est, func(ctx context.Context) (llm.Usage, error) {
+		var err error
+		res, err = h.client.Generate(ctx, h.model.ModelName, req)
+		if err != nil {
+			return llm.Usage{}, err
+		}
+		return res.Usage, nil
+	})
+	return res, err
+}
+
+// Embed embeds texts with one provider call (llm.Embedder).
+func (h *Handle) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	var est int64
+	for _, t := range texts {
+		est += int64(len(t)) / 4
+	}
+	var res *llm.EmbedResult
+	err := h.call(ctx, "embed", len(texts), est, func(ctx context.Context) (llm.Usage, error) {
+		var err error
+		res, err = h.client.Embed(ctx, h.model.ModelName, texts, 0)
+		if err != nil {
+			return llm.Usage{}, err
+		}
+		return res.Usage, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.Vectors, nil
+}
+
+// call is the one recording path of provider calls: it waits for the
+// governor, runs fn, holds the key back on a 429, and writes the ledger
+// row. Errors come back as the job engine's kinds (rate limit: wait;
+// auth and invalid requests: permanent; others: retry).
+func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64, fn func(context.Context) (llm.Usage, error)) error {
+	s := h.s
+	rpm, tpm := h.model.rpm, h.model.tpm
+	if s.cfg.RPM > 0 {
+		rpm = s.cfg.RPM
+	}
+	if s.cfg.TPM > 0 {
+		tpm = s.cfg.TPM
+	}
+	if err := s.gov.wait(ctx, h.govKey, rpm, tpm, estTokens); err != nil {
+		return err
+	}
+	start := time.Now()
+	at := s.cfg.Now()
+	u, err := fn(ctx)
+	dur := time.Since(start)
+	var le *llm.Error
+	if errors.As(err, &le) && le.RetryAfter > 0 {
+		s.gov.hold(h.govKey, le.RetryAfter)
+	}
+	e := ledgerEntry{
+		OrgID: h.orgID, ProjectID: h.projectID, Provider: h.provider, Model: h.model.ModelName, Operation: op, Source: h.source,
+		Items: items, Text: u.InputText, Image: u.InputImage, Video: u.InputVideo, Audio: u.InputAudio, Output: u.Output,
+		Duration: dur, At: at,
+	}
+	for _, j := range jobqueue.JobsFrom(ctx) {
+		if j.ProjectID != nil && *j.ProjectID == h.projectID {
+			e.JobID = &j.ID
+			break
+		}
+	}
+	if err != nil {
+		e.Err = errs.MessageOf(err)
+		if len(e.Err) > 500 {
+			e.Err = e.Err[:500]
+		}
+	}
+	if p := h.model.Prices; p != nil {
+		e.Cost = (float64(e.Text)*p.Text + float64(e.Image)*p.Image + float64(e.Video)*p.Video +
+			float64(e.Audio)*p.Audio + float64(e.Output)*p.Output) / 1e6
+	}
+	if lerr := ledgerInsert(context.WithoutCancel(ctx), s.cfg.Pool, e); lerr != nil {
+		s.cfg.Logger.Error("provider usage not recorded", "provider", h.provider, "model", h.model.ModelName, "err", lerr)
+	}
+	if err != nil {
+		return llm.JobError(err)
+	}
+	return nil
+}
+
+// Embedder resolves project's embedding model (document.Embedders).
+func (s *Service) Embedder(ctx context.Context, project uuid.UUID) (llm.Embedder, error) {
+	return s.Resolve(ctx, project, Embedding)
+}

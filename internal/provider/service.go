@@ -1,0 +1,515 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/secrets"
+)
+
+// Environment holds the global credentials from the process environment.
+type Environment struct {
+	KeyAIAPIKey string
+	// AccountAIJSON is the service-account file's content.
+	AccountAIJSON                       []byte
+	AccountAIProject, AccountAILocation string
+}
+
+// Config wires a Service.
+type Config struct {
+	Pool   *pgxpool.Pool
+	Box    *secrets.Box
+	Logger *slog.Logger
+	Now    func() time.Time
+	// HTTPClient carries provider requests (nil: http.DefaultClient).
+	HTTPClient *http.Client
+	// Base URLs override the providers' endpoints (tests, corporate proxies).
+	KeyAIBaseURL, AccountAIBaseURL string
+	Environment                    Environment
+	// LocalEnabled allows the offline provider as the last resort.
+	LocalEnabled   bool
+	LocalDimension int
+	// RPM and TPM override the catalog's rates for every model (0: catalog).
+	RPM, TPM int
+	// SyncTimeout bounds the model-list refresh done when credentials are
+	// saved (default 15 s).
+	SyncTimeout time.Duration
+}
+
+// Service is the provider domain.
+type Service struct {
+	cfg   Config
+	gov   *governor
+	local llm.Client
+
+	mu      sync.Mutex
+	clients map[string]cachedClient
+}
+
+type cachedClient struct {
+	version string
+	client  llm.Client
+}
+
+// NewService builds the service.
+func NewService(c Config) *Service {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	if c.SyncTimeout <= 0 {
+		c.SyncTimeout = 15 * time.Second
+	}
+	return &Service{cfg: c, gov: newGovernor(c.Now), local: llm.NewLocal(c.LocalDimension), clients: map[string]cachedClient{}}
+}
+
+// client returns the cached client for key at version, building it when the
+// credentials changed.
+func (s *Service) client(ctx context.Context, key, version string, build func(context.Context) (llm.Client, error)) (llm.Client, error) {
+	s.mu.Lock()
+	c, ok := s.clients[key]
+	s.mu.Unlock()
+	if ok && c.version == version {
+		return c.client, nil
+	}
+	cl, err := build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.clients[key] = cachedClient{version: version, client: cl}
+	s.mu.Unlock()
+	return cl, nil
+}
+
+// secretPayload is what a sealed credential holds.
+type secretPayload struct {
+	APIKey             string          `json:"apiKey,omitempty"`
+	ServiceAccountJSON json.RawMessage `json:"serviceAccountJson,omitempty"`
+}
+
+func (s *Service) newClient(ctx context.Context, provider string, p secretPayload, gcpProject, location string) (llm.Client, error) {
+	switch provider {
+	case KeyAI:
+		return llm.NewKeyAI(ctx, p.APIKey, s.cfg.KeyAIBaseURL, s.cfg.HTTPClient)
+	case AccountAI:
+		return llm.NewAccountAI(ctx, p.ServiceAccountJSON, gcpProject, location, s.cfg.AccountAIBaseURL, s.cfg.HTTPClient)
+	}
+	return nil, ErrUnknownProvider
+}
+
+// open unseals the secret column of row id of table.
+func (s *Service) open(sealed, table string, id uuid.UUID) (secretPayload, error) {
+	raw, err := s.cfg.Box.Open(sealed, secrets.Place(table, "secret", id.String()))
+	if err != nil {
+		return secretPayload{}, fmt.Errorf("credentials %s of %s: %w", id, table, err)
+	}
+	var p secretPayload
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return secretPayload{}, fmt.Errorf("credentials %s of %s do not decode", id, table)
+	}
+	return p, nil
+}
+
+// KeyAICredentials are the key-ai provider's credentials.
+type KeyAICredentials struct{ APIKey string }
+
+// AccountAICredentials are the account-ai provider's credentials.
+type AccountAICredentials struct {
+	ServiceAccountJSON []byte
+	GCPProject         string
+	Location           string
+}
+
+// sealCredentials validates credentials for provider and returns the
+// payload to seal; apiKey is for key-ai, the rest for account-ai.
+func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string) (secretPayload, error) {
+	switch provider {
+	case KeyAI:
+		if len(serviceAccountJSON) > 0 || gcpProject != "" || location != "" {
+			return secretPayload{}, errs.New(errs.Invalid, "key-ai takes an apiKey, not a service account, gcpProject or location")
+		}
+		if strings.TrimSpace(apiKey) == "" {
+			return secretPayload{}, errs.New(errs.Invalid, "apiKey is empty")
+		}
+		if strings.ContainsAny(apiKey, " \t\r\n") {
+			return secretPayload{}, errs.New(errs.Invalid, "apiKey must not contain whitespace")
+		}
+		return secretPayload{APIKey: apiKey}, nil
+	case AccountAI:
+		if apiKey != "" {
+			return secretPayload{}, errs.New(errs.Invalid, "account-ai takes a serviceAccountJson, gcpProject and location, not an apiKey")
+		}
+		if len(serviceAccountJSON) == 0 {
+			return secretPayload{}, errs.New(errs.Invalid, "serviceAccountJson is required")
+		}
+		if err := llm.ValidateServiceAccountJSON(serviceAccountJSON); err != nil {
+			return secretPayload{}, errs.Errorf(errs.Invalid, "serviceAccountJson: %s", err.Error())
+		}
+		if strings.TrimSpace(gcpProject) == "" || strings.TrimSpace(location) == "" {
+			return secretPayload{}, errs.New(errs.Invalid, "gcpProject and location are required for account-ai")
+		}
+		if !validLocation(location) || !validLocation(gcpProject) {
+			return secretPayload{}, errs.New(errs.Invalid, "gcpProject and location may hold only letters, digits, '-', '_', '.' and ':'")
+		}
+		return secretPayload{ServiceAccountJSON: serviceAccountJSON}, nil
+	}
+	return secretPayload{}, ErrUnknownProvider
+}
+
+func validLocation(s string) bool {
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)
+		if !ok {
+			return false
+		}
+	}
+	return len(s) <= 100
+}
+
+// SaveCredentials stores an organization's credentials for provider
+// (replacing earlier ones) and refreshes the model catalog with them.
+func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string) error {
+	payload, err := sealCredentials(provider, apiKey, serviceAccountJSON, gcpProject, location)
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(payload) //nolint:gosec // G117: the payload is sealed right after, never sent or logged
+	now := s.cfg.Now()
+	err = postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		id, err := credentialID(ctx, tx, org, provider)
+		if err != nil {
+			return err
+		}
+		sealed := s.cfg.Box.Seal(raw, secrets.Place("org_provider_credentials", "secret", id.String()))
+		return credentialPut(ctx, tx, id, org, provider, sealed, gcpProject, location, now)
+	})
+	if err != nil {
+		return err
+	}
+	s.syncWith(ctx, provider, func(ctx context.Context) (llm.Client, error) {
+		return s.newClient(ctx, provider, payload, gcpProject, location)
+	})
+	return nil
+}
+
+// DeleteCredentials removes an organization's credentials for provider.
+func (s *Service) DeleteCredentials(ctx context.Context, org uuid.UUID, provider string) error {
+	if err := checkCredentialProvider(provider); err != nil {
+		return err
+	}
+	ok, err := credentialDelete(ctx, s.cfg.Pool, org, provider)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNoCredential
+	}
+	return nil
+}
+
+// Credentials lists an organization's credential metadata.
+func (s *Service) Credentials(ctx context.Context, org uuid.UUID) ([]Credential, error) {
+	rows, err := credentialsList(ctx, s.cfg.Pool, org)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Credential, len(rows))
+	for i, r := range rows {
+		out[i] = r.toCredential()
+	}
+	return out, nil
+}
+
+// Models lists the catalog for provider, optionally of one model type.
+func (s *Service) Models(ctx context.Context, provider, modelType string) ([]Model, error) {
+	switch provider {
+	case KeyAI, AccountAI, Local:
+	default:
+		return nil, errs.New(errs.NotFound, "unknown provider: use key-ai, account-ai or local")
+	}
+	switch modelType {
+	case "", Embedding, Generative:
+	default:
+		return nil, errs.New(errs.Invalid, "modelType must be embedding or generative")
+	}
+	return modelsList(ctx, s.cfg.Pool, provider, modelType)
+}
+
+// checkModel reports a 400 unless name is a catalog model of provider and
+// modelType (empty name: nothing to check).
+func (s *Service) checkModel(ctx context.Context, db postgres.DBTX, provider, modelType, field, name string) error {
+	if name == "" {
+		return nil
+	}
+	m, ok, err := modelGet(ctx, db, provider, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errs.Errorf(errs.Invalid, "%s: %s has no model of that name (see GET /api/v1/providers/%s/models)", field, provider, provider)
+	}
+	if m.ModelType != modelType {
+		return errs.Errorf(errs.Invalid, "%s: that model of %s is a %s model, not %s", field, provider, m.ModelType, modelType)
+	}
+	return nil
+}
+
+// SetOrgModels sets an organization's default models for provider; an
+// empty name leaves that one unchanged.
+func (s *Service) SetOrgModels(ctx context.Context, org uuid.UUID, provider, embedding, generative string) (OrgModels, error) {
+	if err := checkCredentialProvider(provider); err != nil {
+		return OrgModels{}, err
+	}
+	if embedding == "" && generative == "" {
+		return OrgModels{}, errs.New(errs.Invalid, "give embeddingModel, generativeModel or both")
+	}
+	if err := s.checkModel(ctx, s.cfg.Pool, provider, Embedding, "embeddingModel", embedding); err != nil {
+		return OrgModels{}, err
+	}
+	if err := s.checkModel(ctx, s.cfg.Pool, provider, Generative, "generativeModel", generative); err != nil {
+		return OrgModels{}, err
+	}
+	return orgModelsPut(ctx, s.cfg.Pool, org, provider, embedding, generative, s.cfg.Now())
+}
+
+// PolicyInput is a project policy to set.
+type PolicyInput struct {
+	Policy                          string
+	APIKey                          string
+	ServiceAccountJSON              []byte
+	GCPProject, Location            string
+	EmbeddingModel, GenerativeModel string
+}
+
+// PutPolicy sets project's policy for provider. A project policy needs
+// credentials: given here, or kept from an earlier project policy. Other
+// policies drop stored project credentials.
+func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider string, in PolicyInput) (Policy, error) {
+	if err := checkCredentialProvider(provider); err != nil {
+		return Policy{}, err
+	}
+	switch in.Policy {
+	case PolicyNone, PolicyOrganization, PolicyProject:
+	default:
+		return Policy{}, errs.New(errs.Invalid, "policy must be none, organization or project")
+	}
+	hasCreds := in.APIKey != "" || len(in.ServiceAccountJSON) > 0
+	if in.Policy != PolicyProject && (hasCreds || in.GCPProject != "" || in.Location != "") {
+		return Policy{}, errs.Errorf(errs.Invalid, "credentials, gcpProject and location are only taken with policy project, not %s", in.Policy)
+	}
+	var payload secretPayload
+	if hasCreds {
+		var err error
+		if payload, err = sealCredentials(provider, in.APIKey, in.ServiceAccountJSON, in.GCPProject, in.Location); err != nil {
+			return Policy{}, err
+		}
+	}
+	if err := s.checkModel(ctx, s.cfg.Pool, provider, Embedding, "embeddingModel", in.EmbeddingModel); err != nil {
+		return Policy{}, err
+	}
+	if err := s.checkModel(ctx, s.cfg.Pool, provider, Generative, "generativeModel", in.GenerativeModel); err != nil {
+		return Policy{}, err
+	}
+	var out Policy
+	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		cur, found, err := policyForUpdate(ctx, tx, project, provider)
+		if err != nil {
+			return err
+		}
+		id := cur.ID
+		if !found {
+			id = uuid.Must(uuid.NewV7())
+		}
+		row := policyRow{
+			ID: id, ProjectID: project, Provider: provider, Policy: in.Policy, CreatedAt: s.cfg.Now(),
+			EmbeddingModel: &in.EmbeddingModel, GenerativeModel: &in.GenerativeModel,
+		}
+		if in.Policy == PolicyProject {
+			switch {
+			case hasCreds:
+				raw, _ := json.Marshal(payload) //nolint:gosec // G117: sealed right after, never sent or logged //nolint:gosec // G117: the payload is sealed right after, never sent or logged
+				sealed := s.cfg.Box.Seal(raw, secrets.Place("project_provider_policies", "secret", id.String()))
+				row.Secret, row.GCPProject, row.Location = &sealed, &in.GCPProject, &in.Location
+			case found && cur.Secret != nil:
+				row.Secret, row.GCPProject, row.Location = cur.Secret, cur.GCPProject, cur.Location
+			case provider == KeyAI:
+				return errs.New(errs.Invalid, "policy project needs the project's credentials: give apiKey")
+			default:
+				return errs.New(errs.Invalid, "policy project needs the project's credentials: give serviceAccountJson, gcpProject and location")
+			}
+		}
+		out, err = policyPut(ctx, tx, row)
+		return err
+	})
+	return out, err
+}
+
+// Policy returns project's policy for provider.
+func (s *Service) Policy(ctx context.Context, project uuid.UUID, provider string) (Policy, error) {
+	if err := checkCredentialProvider(provider); err != nil {
+		return Policy{}, err
+	}
+	list, err := s.Policies(ctx, project)
+	if err != nil {
+		return Policy{}, err
+	}
+	for _, p := range list {
+		if p.Provider == provider {
+			return p, nil
+		}
+	}
+	return Policy{}, ErrNoPolicy
+}
+
+// Policies lists project's policies.
+func (s *Service) Policies(ctx context.Context, project uuid.UUID) ([]Policy, error) {
+	rows, err := policiesList(ctx, s.cfg.Pool, project)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Policy, len(rows))
+	for i, r := range rows {
+		out[i] = r.toPolicy()
+	}
+	return out, nil
+}
+
+// Usage sums the ledger of project (or, with project nil, of the whole
+// organization) between since and until (either may be nil).
+func (s *Service) Usage(ctx context.Context, org uuid.UUID, project *uuid.UUID, since, until *time.Time) (UsageSummary, error) {
+	if since != nil && until != nil && until.Before(*since) {
+		return UsageSummary{}, errs.New(errs.Invalid, "until is before since")
+	}
+	if project != nil {
+		var err error
+		if org, err = projectOrg(ctx, s.cfg.Pool, *project); err != nil {
+			return UsageSummary{}, err
+		}
+	}
+	rows, err := usageSum(ctx, s.cfg.Pool, org, project, since, until)
+	if err != nil {
+		return UsageSummary{}, err
+	}
+	return UsageSummary{Note: UsageNote, Data: rows}, nil
+}
+
+// syncWith refreshes provider's catalog with a client from build, logging
+// (not returning) a failure: a provider that cannot list its models does
+// not stop credentials from being saved.
+func (s *Service) syncWith(ctx context.Context, provider string, build func(context.Context) (llm.Client, error)) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SyncTimeout)
+	defer cancel()
+	c, err := build(ctx)
+	if err == nil {
+		_, err = s.syncModels(ctx, provider, c)
+	}
+	if err != nil {
+		s.cfg.Logger.Warn("model catalog refresh failed", "provider", provider, "err", err)
+	}
+}
+
+func (s *Service) syncModels(ctx context.Context, provider string, c llm.Client) (int, error) {
+	infos, err := c.ListModels(ctx)
+	if err != nil {
+		return 0, err
+	}
+	list := make([]syncedModel, 0, len(infos))
+	for _, m := range infos {
+		if m.Type != Embedding && m.Type != Generative {
+			continue
+		}
+		list = append(list, syncedModel{
+			Name: m.Name, DisplayName: m.DisplayName, Type: m.Type,
+			InputLimit: m.InputTokenLimit, OutputLimit: m.OutputTokenLimit, Dimension: m.Dimension,
+		})
+	}
+	return modelsUpsert(ctx, s.cfg.Pool, provider, list, s.cfg.Now())
+}
+
+// SyncCatalog refreshes the catalog of every provider for which some
+// credentials exist (the environment's first, else the most recently saved
+// organization credentials). It is the scheduler's model-sync task.
+func (s *Service) SyncCatalog(ctx context.Context) error {
+	var failed []string
+	for _, provider := range credentialProviders() {
+		build, ok, err := s.anyCredentials(ctx, provider)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		c, err := build(ctx)
+		if err == nil {
+			_, err = s.syncModels(ctx, provider, c)
+		}
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", provider, err))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("model catalog refresh: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+func (s *Service) anyCredentials(ctx context.Context, provider string) (func(context.Context) (llm.Client, error), bool, error) {
+	if c, ok := s.envClient(provider); ok {
+		return c, true, nil
+	}
+	var row credentialRow
+	rows, _ := s.cfg.Pool.Query(ctx, `SELECT `+credentialColumns+` FROM org_provider_credentials c
+		WHERE provider = $1 AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id AND o.deleted_at IS NULL)
+		ORDER BY updated_at DESC LIMIT 1`, provider)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[credentialRow])
+	if err != nil {
+		return nil, false, fmt.Errorf("find credentials: %w", err)
+	}
+	if len(list) == 0 {
+		return nil, false, nil
+	}
+	row = list[0]
+	return func(ctx context.Context) (llm.Client, error) {
+		p, err := s.open(row.Secret, "org_provider_credentials", row.ID)
+		if err != nil {
+			return nil, err
+		}
+		return s.newClient(ctx, provider, p, deref(row.GCPProject), deref(row.Location))
+	}, true, nil
+}
+
+// envClient returns a builder for the environment's credentials of provider.
+func (s *Service) envClient(provider string) (func(context.Context) (llm.Client, error), bool) {
+	env := s.cfg.Environment
+	switch {
+	case provider == KeyAI && env.KeyAIAPIKey != "":
+		return func(ctx context.Context) (llm.Client, error) {
+			return s.client(ctx, "env:"+KeyAI, "", func(ctx context.Context) (llm.Client, error) {
+				return s.newClient(ctx, KeyAI, secretPayload{APIKey: env.KeyAIAPIKey}, "", "")
+			})
+		}, true
+	case provider == AccountAI && len(env.AccountAIJSON) > 0:
+		return func(ctx context.Context) (llm.Client, error) {
+			return s.client(ctx, "env:"+AccountAI, "", func(ctx context.Context) (llm.Client, error) {
+				return s.newClient(ctx, AccountAI, secretPayload{ServiceAccountJSON: env.AccountAIJSON}, env.AccountAIProject, env.AccountAILocation)
+			})
+		}, true
+	}
+	return nil, false
+}

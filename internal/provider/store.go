@@ -1,0 +1,350 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+type modelRow struct {
+	ID               uuid.UUID `db:"id"`
+	Provider         string    `db:"provider"`
+	ModelName        string    `db:"model_name"`
+	ModelType        string    `db:"model_type"`
+	DisplayName      *string   `db:"display_name"`
+	Dimension        *int      `db:"dimension"`
+	InputTokenLimit  *int      `db:"input_token_limit"`
+	OutputTokenLimit *int      `db:"output_token_limit"`
+	PriceText        *float64  `db:"price_text"`
+	PriceImage       *float64  `db:"price_image"`
+	PriceVideo       *float64  `db:"price_video"`
+	PriceAudio       *float64  `db:"price_audio"`
+	PriceOutput      *float64  `db:"price_output"`
+	RPM              *int      `db:"rpm"`
+	TPM              *int      `db:"tpm"`
+	IsDefault        bool      `db:"is_default"`
+	LastSynced       time.Time `db:"last_synced"`
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func (r modelRow) toModel() Model {
+	m := Model{
+		ID: r.ID, Provider: r.Provider, ModelName: r.ModelName, ModelType: r.ModelType, DisplayName: deref(r.DisplayName),
+		Dimension: deref(r.Dimension), InputTokenLimit: deref(r.InputTokenLimit), OutputTokenLimit: deref(r.OutputTokenLimit),
+		IsDefault: r.IsDefault, LastSynced: r.LastSynced.UTC(), rpm: deref(r.RPM), tpm: deref(r.TPM),
+	}
+	if r.PriceText != nil || r.PriceOutput != nil {
+		m.Prices = &Prices{
+			Text: deref(r.PriceText), Image: deref(r.PriceImage), Video: deref(r.PriceVideo),
+			Audio: deref(r.PriceAudio), Output: deref(r.PriceOutput),
+		}
+	}
+	return m
+}
+
+const modelColumns = `id, provider, model_name, model_type, display_name, dimension, input_token_limit, output_token_limit,
+	price_text, price_image, price_video, price_audio, price_output, rpm, tpm, is_default, last_synced`
+
+func modelsList(ctx context.Context, db postgres.DBTX, provider, modelType string) ([]Model, error) {
+	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM provider_models
+		WHERE provider = $1 AND ($2 = '' OR model_type = $2) ORDER BY model_type, is_default DESC, model_name`, provider, modelType)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[modelRow])
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	out := make([]Model, len(list))
+	for i, r := range list {
+		out[i] = r.toModel()
+	}
+	return out, nil
+}
+
+// modelGet finds a model; found is false when the catalog lacks it.
+func modelGet(ctx context.Context, db postgres.DBTX, provider, name string) (Model, bool, error) {
+	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM provider_models WHERE provider = $1 AND model_name = $2`, provider, name)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[modelRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Model{}, false, nil
+	}
+	if err != nil {
+		return Model{}, false, fmt.Errorf("get model: %w", err)
+	}
+	return r.toModel(), true, nil
+}
+
+func modelDefault(ctx context.Context, db postgres.DBTX, provider, modelType string) (Model, bool, error) {
+	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM provider_models WHERE provider = $1 AND model_type = $2 AND is_default`, provider, modelType)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[modelRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Model{}, false, nil
+	}
+	if err != nil {
+		return Model{}, false, fmt.Errorf("get default model: %w", err)
+	}
+	return r.toModel(), true, nil
+}
+
+// syncedModel is one entry of a provider's model list.
+type syncedModel struct {
+	Name, DisplayName, Type string
+	InputLimit, OutputLimit int
+	Dimension               int
+}
+
+// modelsUpsert records a provider's model list: new models are added,
+// known ones get their names and limits refreshed (prices and rates are
+// kept), and every listed model's lastSynced moves to now.
+func modelsUpsert(ctx context.Context, db postgres.DBTX, provider string, list []syncedModel, now time.Time) (int, error) {
+	for _, m := range list {
+		_, err := db.Exec(ctx, `INSERT INTO provider_models (id, provider, model_name, model_type, display_name, dimension, input_token_limit, output_token_limit, last_synced)
+			VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, 0), NULLIF($7, 0), NULLIF($8, 0), $9)
+			ON CONFLICT (provider, model_name) DO UPDATE SET
+				model_type = EXCLUDED.model_type,
+				display_name = COALESCE(EXCLUDED.display_name, provider_models.display_name),
+				dimension = COALESCE(EXCLUDED.dimension, provider_models.dimension),
+				input_token_limit = COALESCE(EXCLUDED.input_token_limit, provider_models.input_token_limit),
+				output_token_limit = COALESCE(EXCLUDED.output_token_limit, provider_models.output_token_limit),
+				last_synced = EXCLUDED.last_synced`,
+			uuid.Must(uuid.NewV7()), provider, m.Name, m.Type, m.DisplayName, m.Dimension, m.InputLimit, m.OutputLimit, now)
+		if err != nil {
+			return 0, fmt.Errorf("record model %s: %w", m.Name, err)
+		}
+	}
+	return len(list), nil
+}
+
+type credentialRow struct {
+	ID         uuid.UUID `db:"id"`
+	OrgID      uuid.UUID `db:"org_id"`
+	Provider   string    `db:"provider"`
+	Secret     string    `db:"secret"`
+	GCPProject *string   `db:"gcp_project"`
+	Location   *string   `db:"location"`
+	CreatedAt  time.Time `db:"created_at"`
+	UpdatedAt  time.Time `db:"updated_at"`
+}
+
+func (r credentialRow) toCredential() Credential {
+	return Credential{
+		ID: r.ID, OrgID: r.OrgID, Provider: r.Provider, GCPProject: deref(r.GCPProject), Location: deref(r.Location),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+//nolint:gosec // G101: column names, not a credential
+const credentialColumns = `id, org_id, provider, secret, gcp_project, location, created_at, updated_at`
+
+// credentialID returns the id of an organization's credential row, a new
+// one when there is none: the id is sealed into the secret's additional
+// data, so it must be known before the secret is sealed.
+func credentialID(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider string) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := db.QueryRow(ctx, `SELECT id FROM org_provider_credentials WHERE org_id = $1 AND provider = $2`, org, provider).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Must(uuid.NewV7()), nil
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("look up credential: %w", err)
+	}
+	return id, nil
+}
+
+func credentialPut(ctx context.Context, db postgres.DBTX, id, org uuid.UUID, provider, sealed, gcpProject, location string, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO org_provider_credentials (id, org_id, provider, secret, gcp_project, location, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''), $7, $7)
+		ON CONFLICT (org_id, provider) DO UPDATE SET secret = EXCLUDED.secret, gcp_project = EXCLUDED.gcp_project,
+			location = EXCLUDED.location, updated_at = EXCLUDED.updated_at`,
+		id, org, provider, sealed, gcpProject, location, now)
+	if err != nil {
+		return fmt.Errorf("store credential: %w", err)
+	}
+	return nil
+}
+
+func credentialDelete(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider string) (bool, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM org_provider_credentials WHERE org_id = $1 AND provider = $2`, org, provider)
+	if err != nil {
+		return false, fmt.Errorf("delete credential: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func credentialsList(ctx context.Context, db postgres.DBTX, org uuid.UUID) ([]credentialRow, error) {
+	rows, _ := db.Query(ctx, `SELECT `+credentialColumns+` FROM org_provider_credentials WHERE org_id = $1 ORDER BY provider`, org)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[credentialRow])
+	if err != nil {
+		return nil, fmt.Errorf("list credentials: %w", err)
+	}
+	return list, nil
+}
+
+func orgModelsPut(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider, embedding, generative string, now time.Time) (OrgModels, error) {
+	var m OrgModels
+	var emb, gen *string
+	err := db.QueryRow(ctx, `INSERT INTO org_provider_models (org_id, provider, embedding_model, generative_model, created_at, updated_at)
+		VALUES ($1, $2, NULLIF($3, ''), NULLIF($4, ''), $5, $5)
+		ON CONFLICT (org_id, provider) DO UPDATE SET
+			embedding_model = COALESCE(EXCLUDED.embedding_model, org_provider_models.embedding_model),
+			generative_model = COALESCE(EXCLUDED.generative_model, org_provider_models.generative_model),
+			updated_at = EXCLUDED.updated_at
+		RETURNING org_id, provider, embedding_model, generative_model, created_at, updated_at`,
+		org, provider, embedding, generative, now).Scan(&m.OrgID, &m.Provider, &emb, &gen, &m.CreatedAt, &m.UpdatedAt)
+	if err != nil {
+		return OrgModels{}, fmt.Errorf("store default models: %w", err)
+	}
+	m.EmbeddingModel, m.GenerativeModel = deref(emb), deref(gen)
+	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
+	return m, nil
+}
+
+func orgModelsGet(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider string) (embedding, generative string, err error) {
+	var emb, gen *string
+	err = db.QueryRow(ctx, `SELECT embedding_model, generative_model FROM org_provider_models WHERE org_id = $1 AND provider = $2`,
+		org, provider).Scan(&emb, &gen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("get default models: %w", err)
+	}
+	return deref(emb), deref(gen), nil
+}
+
+type policyRow struct {
+	ID              uuid.UUID `db:"id"`
+	ProjectID       uuid.UUID `db:"project_id"`
+	Provider        string    `db:"provider"`
+	Policy          string    `db:"policy"`
+	Secret          *string   `db:"secret"`
+	GCPProject      *string   `db:"gcp_project"`
+	Location        *string   `db:"location"`
+	EmbeddingModel  *string   `db:"embedding_model"`
+	GenerativeModel *string   `db:"generative_model"`
+	CreatedAt       time.Time `db:"created_at"`
+	UpdatedAt       time.Time `db:"updated_at"`
+}
+
+func (r policyRow) toPolicy() Policy {
+	return Policy{
+		ID: r.ID, ProjectID: r.ProjectID, Provider: r.Provider, Policy: r.Policy,
+		GCPProject: deref(r.GCPProject), Location: deref(r.Location),
+		EmbeddingModel: deref(r.EmbeddingModel), GenerativeModel: deref(r.GenerativeModel),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+const policyColumns = `id, project_id, provider, policy, secret, gcp_project, location, embedding_model, generative_model, created_at, updated_at`
+
+func policiesList(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]policyRow, error) {
+	rows, _ := db.Query(ctx, `SELECT `+policyColumns+` FROM project_provider_policies WHERE project_id = $1 ORDER BY provider`, project)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[policyRow])
+	if err != nil {
+		return nil, fmt.Errorf("list policies: %w", err)
+	}
+	return list, nil
+}
+
+// policyForUpdate locks project's policy row for provider; found is false
+// when there is none.
+func policyForUpdate(ctx context.Context, db postgres.DBTX, project uuid.UUID, provider string) (policyRow, bool, error) {
+	rows, _ := db.Query(ctx, `SELECT `+policyColumns+` FROM project_provider_policies WHERE project_id = $1 AND provider = $2 FOR UPDATE`,
+		project, provider)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[policyRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return policyRow{}, false, nil
+	}
+	if err != nil {
+		return policyRow{}, false, fmt.Errorf("look up policy: %w", err)
+	}
+	return r, true, nil
+}
+
+func policyPut(ctx context.Context, db postgres.DBTX, r policyRow) (Policy, error) {
+	rows, _ := db.Query(ctx, `INSERT INTO project_provider_policies (`+policyColumns+`)
+		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''), $10, $10)
+		ON CONFLICT (project_id, provider) DO UPDATE SET policy = EXCLUDED.policy, secret = EXCLUDED.secret,
+			gcp_project = EXCLUDED.gcp_project, location = EXCLUDED.location, embedding_model = EXCLUDED.embedding_model,
+			generative_model = EXCLUDED.generative_model, updated_at = EXCLUDED.updated_at
+		RETURNING `+policyColumns,
+		r.ID, r.ProjectID, r.Provider, r.Policy, r.Secret, deref(r.GCPProject), deref(r.Location),
+		deref(r.EmbeddingModel), deref(r.GenerativeModel), r.CreatedAt)
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[policyRow])
+	if err != nil {
+		return Policy{}, fmt.Errorf("store policy: %w", err)
+	}
+	return out.toPolicy(), nil
+}
+
+func projectOrg(ctx context.Context, db postgres.DBTX, project uuid.UUID) (uuid.UUID, error) {
+	var org uuid.UUID
+	err := db.QueryRow(ctx, `SELECT org_id FROM projects WHERE id = $1`, project).Scan(&org)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("look up project %s: %w", project, err)
+	}
+	return org, nil
+}
+
+// ledgerEntry is one provider call.
+type ledgerEntry struct {
+	OrgID, ProjectID  uuid.UUID
+	Provider, Model   string
+	Operation, Source string
+	JobID             *uuid.UUID
+	Items             int
+	Text, Image       int64
+	Video, Audio      int64
+	Output            int64
+	Duration          time.Duration
+	Err               string
+	Cost              float64
+	At                time.Time
+}
+
+func ledgerInsert(ctx context.Context, db postgres.DBTX, e ledgerEntry) error {
+	status := "ok"
+	var errText *string
+	if e.Err != "" {
+		status, errText = "error", &e.Err
+	}
+	_, err := db.Exec(ctx, `INSERT INTO provider_usage (id, org_id, project_id, provider, model, operation, source, job_id, items,
+			text_tokens, image_tokens, video_tokens, audio_tokens, output_tokens, duration_ms, status, error, estimated_cost_usd, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		uuid.Must(uuid.NewV7()), e.OrgID, e.ProjectID, e.Provider, e.Model, e.Operation, e.Source, e.JobID, e.Items,
+		e.Text, e.Image, e.Video, e.Audio, e.Output, e.Duration.Milliseconds(), status, errText, e.Cost, e.At)
+	if err != nil {
+		return fmt.Errorf("record usage: %w", err)
+	}
+	return nil
+}
+
+// usageSum sums the ledger of a project or (project nil) an organization.
+func usageSum(ctx context.Context, db postgres.DBTX, org uuid.UUID, project *uuid.UUID, since, until *time.Time) ([]UsageRow, error) {
+	rows, _ := db.Query(ctx, `SELECT provider, model, sum(text_tokens)::bigint, sum(image_tokens)::bigint, sum(video_tokens)::bigint,
+			sum(audio_tokens)::bigint, sum(output_tokens)::bigint, sum(estimated_cost_usd)::float8
+		FROM provider_usage
+		WHERE org_id = $1 AND ($2::uuid IS NULL OR project_id = $2)
+		  AND ($3::timestamptz IS NULL OR created_at >= $3) AND ($4::timestamptz IS NULL OR created_at < $4)
+		GROUP BY provider, model ORDER BY provider, model`, org, project, since, until)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (UsageRow, error) {
+		var u UsageRow
+		err := row.Scan(&u.Provider, &u.Model, &u.TotalText, &u.TotalImage, &u.TotalVideo, &u.TotalAudio, &u.TotalOutput, &u.EstimatedCostUSD)
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sum usage: %w", err)
+	}
+	return out, nil
+}
