@@ -20,7 +20,7 @@ CREATE TABLE tasks (
     metadata          jsonb,
     created_at        timestamptz NOT NULL,
     updated_at        timestamptz NOT NULL,
-    CHECK ((status = 'pending') = (resolved_at IS NULL))
+    CHECK ((status IN ('accepted', 'rejected')) = (resolved_at IS NOT NULL))
 );
 CREATE INDEX tasks_project_created_idx ON tasks (project_id, created_at DESC, id DESC);
 CREATE INDEX tasks_project_status_idx ON tasks (project_id, status);

@@ -230,7 +230,7 @@ func TestSchedulerMetrics(t *testing.T) {
 	_, noScope := s.newUser("n@example.com", []string{"documents:read"}, "")
 	s.must(401, "GET", "/api/metrics/scheduler", "", nil)
 	s.must(403, "GET", "/api/metrics/scheduler", noScope, nil)
-	// The events-expiry task runs at start.
+	// The expiry tasks run at start.
 	require.Eventually(t, func() bool {
 		var m struct {
 			Message string `json:"message"`
@@ -240,6 +240,10 @@ func TestSchedulerMetrics(t *testing.T) {
 			} `json:"tasks"`
 		}
 		s.must(200, "GET", "/api/metrics/scheduler", s.admin, nil).Decode(t, &m)
-		return len(m.Tasks) == 1 && m.Tasks[0].Name == "events-expiry" && m.Tasks[0].Runs >= 1 && m.Message != ""
+		runs := map[string]int{}
+		for _, task := range m.Tasks {
+			runs[task.Name] = task.Runs
+		}
+		return len(m.Tasks) == 2 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 && m.Message != ""
 	}, 10*time.Second, 50*time.Millisecond)
 }

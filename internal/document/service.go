@@ -29,9 +29,17 @@ type Service struct {
 	jobs     *jobqueue.Client
 	chunker  *Chunker
 	embedder llm.Embedder
+	notifier FailureNotifier
 	logger   *slog.Logger
 	now      func() time.Time
 	opts     ChunkOptions
+}
+
+// FailureNotifier is told, in the transaction that marks a document
+// failed, that its parsing gave up, so that the uploader hears of it
+// (notification.Service).
+type FailureNotifier interface {
+	DocumentParseFailed(ctx context.Context, tx pgx.Tx, project, document, uploader uuid.UUID, filename, reason string) error
 }
 
 // Config configures a Service.
@@ -39,6 +47,9 @@ type Config struct {
 	Pool     *pgxpool.Pool
 	Jobs     *jobqueue.Client
 	Embedder llm.Embedder
+	// Notifier, when set, tells uploaders about documents that could not
+	// be parsed.
+	Notifier FailureNotifier
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Chunking ChunkOptions
@@ -50,7 +61,9 @@ func NewService(c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{pool: c.Pool, jobs: c.Jobs, chunker: ch, embedder: c.Embedder, logger: c.Logger, now: c.Now, opts: c.Chunking}, nil
+	return &Service{
+		pool: c.Pool, jobs: c.Jobs, chunker: ch, embedder: c.Embedder, notifier: c.Notifier, logger: c.Logger, now: c.Now, opts: c.Chunking,
+	}, nil
 }
 
 // Upload stores a document and queues its parsing, in one transaction. The
