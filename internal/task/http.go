@@ -25,20 +25,22 @@ type Envelope struct {
 	Data Task `json:"data"`
 }
 
+// ListParams are the filter and page query parameters of task lists.
+type ListParams struct {
+	Status string `query:"status" enum:"pending,accepted,rejected,cancelled" doc:"Only tasks in this status."`
+	Type   string `query:"type" maxLength:"100" doc:"Only tasks of this type."`
+	Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"100" doc:"Page size."`
+	Offset int    `query:"offset" default:"0" minimum:"0" doc:"Tasks to skip."`
+}
+
 type (
-	filterParams struct {
-		Status string `query:"status" enum:"pending,accepted,rejected,cancelled" doc:"Only tasks in this status."`
-		Type   string `query:"type" maxLength:"100" doc:"Only tasks of this type."`
-		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"100" doc:"Page size."`
-		Offset int    `query:"offset" default:"0" minimum:"0" doc:"Tasks to skip."`
-	}
 	listIn struct {
 		ProjectID string `query:"projectId" doc:"The project; overrides the X-Project-ID header."`
-		filterParams
+		ListParams
 	}
 	allIn struct {
 		OrgID string `header:"X-Org-ID" doc:"Only projects of this organization."`
-		filterParams
+		ListParams
 	}
 	countsIn struct {
 		ProjectID string `query:"projectId" doc:"The project; overrides the X-Project-ID header."`
@@ -60,7 +62,7 @@ type (
 	}
 )
 
-func (f filterParams) filter() Filter {
+func (f ListParams) filter() Filter {
 	return Filter{Status: f.Status, Type: f.Type, Limit: f.Limit, Offset: f.Offset}
 }
 
