@@ -260,10 +260,14 @@ func TestNotificationAuth(t *testing.T) {
 		write, one   bool // needs notifications:write; acts on one notification
 	}
 	routes := []route{
-		{"GET", "/api/notifications", nil, false, false}, {"GET", "/api/notifications/stats", nil, false, false},
-		{"GET", "/api/notifications/counts", nil, false, false}, {"PATCH", in + "/read", nil, true, true},
-		{"POST", "/api/notifications/mark-all-read", nil, true, false}, {"DELETE", in + "/dismiss", nil, true, true},
-		{"POST", in + "/snooze", until, true, true}, {"POST", "/api/notifications/clear-all", nil, true, false},
+		{"GET", "/api/notifications", nil, false, false},
+		{"GET", "/api/notifications/stats", nil, false, false},
+		{"GET", "/api/notifications/counts", nil, false, false},
+		{"PATCH", in + "/read", nil, true, true},
+		{"POST", "/api/notifications/mark-all-read", nil, true, false},
+		{"DELETE", in + "/dismiss", nil, true, true},
+		{"POST", in + "/snooze", until, true, true},
+		{"POST", "/api/notifications/clear-all", nil, true, false},
 	}
 	for _, r := range routes {
 		s.must(401, r.method, r.path, "", r.body)
@@ -306,8 +310,10 @@ func TestNotificationActionsAndFilters(t *testing.T) {
 	p1, p2 := uuid.MustParse(project), uuid.MustParse(second)
 	hp := header{"X-Project-ID", project}
 
-	disk := s.notify(userID, notification.Params{ProjectID: &p1, Title: "Disk full", Message: "no space left", Category: "ops", Severity: "warning", Importance: "important",
-		Actions: []any{map[string]any{"label": "Open", "url": "/x"}}, ActionURL: "/x", ActionLabel: "Open", SourceType: "probe", SourceID: "p1"})
+	disk := s.notify(userID, notification.Params{
+		ProjectID: &p1, Title: "Disk full", Message: "no space left", Category: "ops", Severity: "warning", Importance: "important",
+		Actions: []any{map[string]any{"label": "Open", "url": "/x"}}, ActionURL: "/x", ActionLabel: "Open", SourceType: "probe", SourceID: "p1",
+	})
 	pct := s.notify(userID, notification.Params{ProjectID: &p2, Title: "Import", Message: "50% done", Category: "jobs"})
 	five := s.notify(userID, notification.Params{Title: "Import", Message: "500 done, the DISK is fine", Category: "jobs"})
 	under := s.notify(userID, notification.Params{ProjectID: &p1, Title: "a_b", Message: "x"})

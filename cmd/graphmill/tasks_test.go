@@ -108,8 +108,13 @@ func TestTaskAuth(t *testing.T) {
 	_, outsider := s.newUser("outsider@example.com", []string{"tasks:read", "tasks:write"}, "")
 
 	routes := []struct{ method, path string }{
-		{"GET", "/api/tasks"}, {"GET", "/api/tasks/counts"}, {"GET", "/api/tasks/all"}, {"GET", "/api/tasks/all/counts"},
-		{"GET", "/api/tasks/" + id}, {"POST", "/api/tasks/" + id + "/resolve"}, {"POST", "/api/tasks/" + id + "/cancel"},
+		{"GET", "/api/tasks"},
+		{"GET", "/api/tasks/counts"},
+		{"GET", "/api/tasks/all"},
+		{"GET", "/api/tasks/all/counts"},
+		{"GET", "/api/tasks/" + id},
+		{"POST", "/api/tasks/" + id + "/resolve"},
+		{"POST", "/api/tasks/" + id + "/cancel"},
 	}
 	for _, r := range routes {
 		var body any
@@ -487,5 +492,3 @@ func TestTasksAcrossProjects(t *testing.T) {
 	require.Contains(t, s.must(400, "GET", "/api/tasks/all?limit=101", s.admin, nil).Detail(t), "limit")
 	require.Contains(t, s.must(400, "GET", "/api/tasks/all?status=open", s.admin, nil).Detail(t), "status")
 }
-
-

@@ -171,11 +171,6 @@ func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (
 	return r.toNotification(), nil
 }
 
-func notificationGet(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, now time.Time) (Notification, error) {
-	rows, _ := db.Query(ctx, `SELECT `+columns+`, 0 AS total FROM notifications WHERE `+owned+` AND id = $4`, o.UserID, o.ProjectID, now, id)
-	return one(rows)
-}
-
 func one(rows pgx.Rows) (Notification, error) {
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[notificationRow])
 	if errors.Is(err, pgx.ErrNoRows) {

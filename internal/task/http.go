@@ -63,7 +63,7 @@ type (
 )
 
 func (f ListParams) filter() Filter {
-	return Filter{Status: f.Status, Type: f.Type, Limit: f.Limit, Offset: f.Offset}
+	return Filter(f)
 }
 
 func parseID(s string) (uuid.UUID, error) {

@@ -88,15 +88,15 @@ type ResolverFunc func(ctx context.Context, tx pgx.Tx, task Task, resolution str
 
 // Errors of this domain.
 var (
-	ErrNotFound          = errs.New(errs.NotFound, "task not found")
-	ErrBadResolution     = errs.New(errs.Invalid, "resolution must be accepted or rejected")
-	ErrBadStatus         = errs.New(errs.Invalid, "status must be pending, accepted, rejected or cancelled")
-	ErrNotesTooLong      = errs.Errorf(errs.Invalid, "resolutionNotes must be at most %d characters", NotesMax)
-	ErrTitleRequired     = errs.New(errs.Invalid, "a task needs a title")
-	ErrTypeRequired      = errs.New(errs.Invalid, "a task needs a type")
-	ErrProjectRequired   = errs.New(errs.Invalid, "a task needs a project")
-	ErrFieldTooLong      = errs.New(errs.Invalid, "a task field is too long")
-	ErrMetadataNotJSON   = errs.New(errs.Invalid, "task metadata must be JSON-encodable")
+	ErrNotFound        = errs.New(errs.NotFound, "task not found")
+	ErrBadResolution   = errs.New(errs.Invalid, "resolution must be accepted or rejected")
+	ErrBadStatus       = errs.New(errs.Invalid, "status must be pending, accepted, rejected or cancelled")
+	ErrNotesTooLong    = errs.Errorf(errs.Invalid, "resolutionNotes must be at most %d characters", NotesMax)
+	ErrTitleRequired   = errs.New(errs.Invalid, "a task needs a title")
+	ErrTypeRequired    = errs.New(errs.Invalid, "a task needs a type")
+	ErrProjectRequired = errs.New(errs.Invalid, "a task needs a project")
+	ErrFieldTooLong    = errs.New(errs.Invalid, "a task field is too long")
+	ErrMetadataNotJSON = errs.New(errs.Invalid, "task metadata must be JSON-encodable")
 )
 
 // validStatus reports whether s is a task status.
