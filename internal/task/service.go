@@ -95,12 +95,8 @@ func (s *Service) Create(ctx context.Context, tx pgx.Tx, p CreateParams) (Task, 
 			t.Metadata = raw
 		}
 	}
-	now := s.now().UTC()
-	t.CreatedAt, t.UpdatedAt = now, now
-	if err := taskInsert(ctx, tx, t); err != nil {
-		return Task{}, err
-	}
-	return t, nil
+	t.CreatedAt = s.now().UTC()
+	return taskInsert(ctx, tx, t)
 }
 
 // Get returns a task of project. Errors: not_found.

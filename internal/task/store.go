@@ -64,18 +64,20 @@ func nullable(s string) *string {
 const taskColumns = `id, project_id, title, description, type, status, resolved_at, resolved_by, resolution_notes,
 	source_type, source_id, metadata, created_at, updated_at`
 
-func taskInsert(ctx context.Context, db postgres.DBTX, t Task) error {
+// taskInsert inserts a pending task and returns it as stored.
+func taskInsert(ctx context.Context, db postgres.DBTX, t Task) (Task, error) {
 	var meta []byte
 	if len(t.Metadata) > 0 {
 		meta = t.Metadata
 	}
-	_, err := db.Exec(ctx, `INSERT INTO tasks (id, project_id, title, description, type, status, source_type, source_id, metadata, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9)`,
+	rows, _ := db.Query(ctx, `INSERT INTO tasks (id, project_id, title, description, type, status, source_type, source_id, metadata, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9) RETURNING `+taskColumns+`, 0 AS total`,
 		t.ID, t.ProjectID, t.Title, nullable(t.Description), t.Type, nullable(t.SourceType), nullable(t.SourceID), meta, t.CreatedAt)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
 	if err != nil {
-		return fmt.Errorf("insert task: %w", err)
+		return Task{}, fmt.Errorf("insert task: %w", err)
 	}
-	return nil
+	return r.toTask(), nil
 }
 
 // taskGet returns a task of project.
