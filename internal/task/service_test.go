@@ -79,7 +79,10 @@ func TestCreateValidates(t *testing.T) {
 		require.ErrorIs(t, err, c.want, c.name)
 		require.Equal(t, errs.Invalid, errs.CodeOf(err), c.name)
 	}
-	created, err := b.create(t, with(func(p *task.CreateParams) { p.Metadata = map[string]any{"objects": []string{"a"}}; p.SourceType = "extraction" }))
+	created, err := b.create(t, with(func(p *task.CreateParams) {
+		p.Metadata = map[string]any{"objects": []string{"a"}}
+		p.SourceType = "extraction"
+	}))
 	require.NoError(t, err)
 	got, err := b.svc.Get(context.Background(), b.project, created.ID)
 	require.NoError(t, err)
