@@ -284,7 +284,7 @@ func TestCancelRunningJob(t *testing.T) {
 		require.FailNow(t, "the running job's context was not cancelled within a second")
 	}
 	// The worker's failure must not overwrite the cancellation.
-	require.Never(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
+	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
 	r := b.job(t, id)
 	require.Nil(t, r.LockedBy)
 }
@@ -510,7 +510,7 @@ func TestSettingsApplyAcrossProcesses(t *testing.T) {
 	require.NoError(t, a.client.Pause(ctx, queueName))
 	require.Eventually(t, func() bool { return settingsOf(other).Paused }, time.Second, 5*time.Millisecond)
 	ids := b.insertN(t, 3, jobSpec{})
-	require.Never(t, func() bool { return ran.Load() > 0 }, 300*time.Millisecond, 10*time.Millisecond, "a paused queue claims nothing")
+	requireNever(t, func() bool { return ran.Load() > 0 }, 300*time.Millisecond, 10*time.Millisecond, "a paused queue claims nothing")
 	require.NoError(t, a.client.Resume(ctx, queueName))
 	for _, id := range ids {
 		b.requireStatus(t, id, jobqueue.StatusCompleted)
@@ -622,7 +622,7 @@ func TestStopWaitsForBatchesInFlight(t *testing.T) {
 	require.Equal(t, "completed", b.job(t, id).Status)
 	// Nothing more is claimed after Stop.
 	later := b.insert(t, jobSpec{})[0]
-	require.Never(t, func() bool { return b.job(t, later).Status != "queued" }, 200*time.Millisecond, 10*time.Millisecond)
+	requireNever(t, func() bool { return b.job(t, later).Status != "queued" }, 200*time.Millisecond, 10*time.Millisecond)
 }
 
 func TestStats(t *testing.T) {
@@ -732,7 +732,7 @@ func TestCancelWithoutNotifierIsCaughtByHeartbeat(t *testing.T) {
 	case <-time.After(waitFor):
 		require.FailNow(t, "the heartbeat did not notice the cancellation")
 	}
-	require.Never(t, func() bool { return b.job(t, id).Status != "cancelled" }, 100*time.Millisecond, 10*time.Millisecond)
+	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 100*time.Millisecond, 10*time.Millisecond)
 }
 
 // A queue declared without a handler is reported, cancelled and retried by
