@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/graphmill/graphmill/internal/activity"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
@@ -27,11 +28,13 @@ import (
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/metrics"
+	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/scheduler"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/superadmin"
+	"github.com/graphmill/graphmill/internal/task"
 	"github.com/graphmill/graphmill/internal/tenancy"
 	"github.com/graphmill/graphmill/migrations"
 )
@@ -57,6 +60,8 @@ type Main struct {
 	sched    *scheduler.Scheduler
 	jobs     *jobqueue.Client
 	guard    *auth.Guard
+	tasks    *task.Service
+	notifs   *notification.Service
 	health   *health.Service
 	api      *httpapi.Server
 	ops      *httpapi.Server
@@ -222,8 +227,16 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	provider.Register(api, providers)
+	m.notifs = notification.NewService(pool, ten, m.Now)
+	if err := m.jobs.Observe(m.notifs.JobOutcomes); err != nil {
+		return err
+	}
+	notification.Register(api, m.notifs)
+	m.tasks = task.NewService(pool, ten, m.Now)
+	task.Register(api, m.tasks)
+	activity.Register(api, activity.NewService(pool, m.Now))
 	docs, err := document.NewService(document.Config{
-		Pool: pool, Jobs: m.jobs, Embedders: providers, Logger: log, Now: m.Now,
+		Pool: pool, Jobs: m.jobs, Embedders: providers, Notifier: m.notifs, Logger: log, Now: m.Now,
 	})
 	if err != nil {
 		return err
@@ -243,6 +256,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 			n, err := events.DeleteExpired(ctx, pool, m.Now())
 			if n > 0 {
 				log.Info("expired events deleted", "count", n)
+			}
+			return err
+		}},
+		scheduler.Task{Name: "notifications-expiry", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
+			n, err := m.notifs.DeleteExpired(ctx)
+			if n > 0 {
+				log.Info("expired notifications deleted", "count", n)
 			}
 			return err
 		}},

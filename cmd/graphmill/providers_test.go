@@ -185,14 +185,6 @@ func TestProviderCredentials(t *testing.T) {
 	require.NotContains(t, out, privateKey)
 }
 
-func keys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 func TestModelCatalogAndOrgModels(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)

@@ -259,6 +259,12 @@ const (
 	Body
 	// Superadmin routes need the superadmin grant.
 	Superadmin
+	// Personal routes act on the caller's own records (notifications,
+	// recent activity). A project named by the request, or the project a
+	// token is bound to, is checked as for Project routes and narrows
+	// the records to it; without one, an X-Org-ID header must name an
+	// organization the caller belongs to, and only the scope is checked.
+	Personal
 )
 
 // Rule is what a route requires.
@@ -304,6 +310,11 @@ func (g *Guard) Check(ctx context.Context, p *Principal, rule Rule, r Request) (
 		return Access{}, needScope(p, rule.Scope)
 	case Org:
 		return g.checkOrg(ctx, p, rule, r)
+	case Personal:
+		if r.ProjectID == "" && p.BoundProject == uuid.Nil {
+			return g.checkPersonal(ctx, p, rule, r)
+		}
+		fallthrough
 	case Project:
 		raw := r.ProjectID
 		if raw == "" {
@@ -364,6 +375,29 @@ func (g *Guard) checkOrg(ctx context.Context, p *Principal, rule Rule, r Request
 		return Access{}, ErrNoOrg
 	}
 	return g.RequireOrg(ctx, p, id, rule)
+}
+
+// checkPersonal authorises a Personal route without a project: the scope,
+// and the X-Org-ID header when one is sent.
+func (g *Guard) checkPersonal(ctx context.Context, p *Principal, rule Rule, r Request) (Access, error) {
+	if r.HeaderOrgID == "" {
+		return Access{}, needScope(p, rule.Scope)
+	}
+	id, err := uuid.Parse(r.HeaderOrgID)
+	if err != nil || p.OrgRole(id) == "" {
+		return Access{}, ErrNoOrg
+	}
+	live, err := g.dir.OrgLive(ctx, id)
+	if err != nil {
+		return Access{}, fmt.Errorf("look up organization: %w", err)
+	}
+	if !live {
+		return Access{}, ErrNoOrg
+	}
+	if err := needScope(p, rule.Scope); err != nil {
+		return Access{}, err
+	}
+	return Access{OrgID: id}, nil
 }
 
 // sameUUID reports whether raw spells id. UUIDs compare by value, not by

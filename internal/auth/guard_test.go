@@ -422,6 +422,7 @@ func TestCheck(t *testing.T) {
 	orgMemberRule := auth.Rule{Scope: auth.GraphRead, Resource: auth.Org, OrgRole: auth.OrgMember}
 	orgAdminRule := auth.Rule{Scope: auth.GraphRead, Resource: auth.Org, OrgRole: auth.OrgAdmin}
 	orgAdminScope := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Org, OrgRole: auth.OrgMember}
+	personal := auth.Rule{Scope: auth.GraphRead, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
 
 	project := func(id uuid.UUID) auth.Request { return auth.Request{ProjectID: id.String()} }
 	org := func(id uuid.UUID) auth.Request { return auth.Request{OrgID: id.String()} }
@@ -477,6 +478,19 @@ func TestCheck(t *testing.T) {
 		{name: "OrgDeletedForSuperadmin", p: super, rule: orgMemberRule, req: org(orgGone), code: errs.NotFound},
 		{name: "SuperadminAnyOrg", p: super, rule: orgAdminRule, req: org(orgB), want: auth.Access{OrgID: orgB}},
 		{name: "OrgBoundToken", p: bound, rule: orgMemberRule, req: org(orgA), code: errs.PermissionDenied},
+		// Personal routes: the caller's own records, optionally in a project.
+		{name: "PersonalWithoutContext", p: viewer, rule: personal, req: auth.Request{}},
+		{name: "PersonalMissingScope", p: viewer, rule: auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Personal}, code: errs.PermissionDenied, message: "notifications:read"},
+		{name: "PersonalProject", p: viewer, rule: personal, req: project(pA1), want: inA(pA1)},
+		{name: "PersonalInvisibleProject", p: viewer, rule: personal, req: project(pB), code: errs.NotFound},
+		{name: "PersonalProjectHeaderOrgMismatch", p: viewer, rule: personal, req: auth.Request{ProjectID: pA1.String(), HeaderOrgID: orgB.String()}, code: errs.NotFound},
+		{name: "PersonalOrgHeader", p: viewer, rule: personal, req: auth.Request{HeaderOrgID: orgA.String()}, want: auth.Access{OrgID: orgA}},
+		{name: "PersonalForeignOrgHeader", p: viewer, rule: personal, req: auth.Request{HeaderOrgID: orgB.String()}, code: errs.NotFound},
+		{name: "PersonalMalformedOrgHeader", p: viewer, rule: personal, req: auth.Request{HeaderOrgID: "acme"}, code: errs.NotFound},
+		{name: "PersonalDeletedOrgHeader", p: super, rule: personal, req: auth.Request{HeaderOrgID: orgGone.String()}, code: errs.NotFound},
+		{name: "PersonalBoundTokenImplicit", p: bound, rule: personal, req: auth.Request{}, want: inA(pA1)},
+		{name: "PersonalBoundTokenElsewhere", p: bound, rule: personal, req: project(pA2), code: errs.PermissionDenied, message: "bound"},
+		{name: "PersonalBoundTokenOrgMismatch", p: bound, rule: personal, req: auth.Request{HeaderOrgID: orgB.String()}, code: errs.NotFound},
 		// Other resources.
 		{name: "PublicNeedsNothing", p: nil, rule: auth.Rule{Resource: auth.Public}},
 		{name: "AuthenticatedScope", p: bound, rule: auth.Rule{Scope: auth.SearchRead, Resource: auth.Authenticated}},

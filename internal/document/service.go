@@ -34,9 +34,17 @@ type Service struct {
 	jobs      *jobqueue.Client
 	chunker   *Chunker
 	embedders Embedders
+	notifier  FailureNotifier
 	logger    *slog.Logger
 	now       func() time.Time
 	opts      ChunkOptions
+}
+
+// FailureNotifier is told, in the transaction that marks a document
+// failed, that its parsing gave up, so that the uploader hears of it
+// (notification.Service).
+type FailureNotifier interface {
+	DocumentParseFailed(ctx context.Context, tx pgx.Tx, project, document, uploader uuid.UUID, filename, reason string) error
 }
 
 // Config configures a Service.
@@ -45,9 +53,12 @@ type Config struct {
 	Jobs *jobqueue.Client
 	// Embedders gives each project's embedder (the provider resolver).
 	Embedders Embedders
-	Logger    *slog.Logger
-	Now       func() time.Time
-	Chunking  ChunkOptions
+	// Notifier, when set, tells uploaders about documents that could not
+	// be parsed.
+	Notifier FailureNotifier
+	Logger   *slog.Logger
+	Now      func() time.Time
+	Chunking ChunkOptions
 }
 
 // NewService returns a Service; AddQueues registers its workers.
@@ -56,7 +67,9 @@ func NewService(c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{pool: c.Pool, jobs: c.Jobs, chunker: ch, embedders: c.Embedders, logger: c.Logger, now: c.Now, opts: c.Chunking}, nil
+	return &Service{
+		pool: c.Pool, jobs: c.Jobs, chunker: ch, embedders: c.Embedders, notifier: c.Notifier, logger: c.Logger, now: c.Now, opts: c.Chunking,
+	}, nil
 }
 
 // Upload stores a document and queues its parsing, in one transaction. The

@@ -107,28 +107,56 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 }
 
 // parseOutcomes marks documents whose parsing gave up as failed, with the
-// reason, and announces finished jobs.
+// reason, tells their uploaders, and announces finished jobs.
 func (s *Service) parseOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
 	for _, o := range outcomes {
-		if o.Status != jobqueue.StatusFailed {
+		if !o.FinalFailure() {
 			continue
 		}
-		var docID uuid.UUID
-		if err := tx.QueryRow(ctx, `SELECT document_id FROM document_parsing_jobs WHERE id = $1`, o.Job.ID).Scan(&docID); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // the document was deleted
-			}
+		var (
+			docID, project uuid.UUID
+			uploader       *uuid.UUID
+			filename       string
+		)
+		err := tx.QueryRow(ctx, `SELECT d.id, d.project_id, d.created_by, d.filename
+			FROM document_parsing_jobs j JOIN documents d ON d.id = j.document_id WHERE j.id = $1`, o.Job.ID).
+			Scan(&docID, &project, &uploader, &filename)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the document was deleted
+		}
+		if err != nil {
 			return fmt.Errorf("load parsing job: %w", err)
 		}
 		reason := "parsing failed"
 		if o.Err != nil {
 			reason = o.Err.Error()
 		}
-		if err := documentSetStatus(ctx, tx, docID, StatusFailed, "", reason, 0, time.Now().UTC()); err != nil {
+		if err := documentSetStatus(ctx, tx, docID, StatusFailed, "", reason, 0, s.now().UTC()); err != nil {
 			return err
+		}
+		if s.notifier != nil && uploader != nil {
+			s.notifyFailed(ctx, tx, project, docID, *uploader, filename, reason)
 		}
 	}
 	return jobOutcomes(QueueParsing)(ctx, tx, outcomes)
+}
+
+// notifyFailed tells the uploader in a savepoint: a notification that
+// cannot be written must not keep the document from being marked failed.
+func (s *Service) notifyFailed(ctx context.Context, tx pgx.Tx, project, doc, uploader uuid.UUID, filename, reason string) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		s.logger.Error("notify document failure: savepoint", "document", doc, "err", err)
+		return
+	}
+	if err := s.notifier.DocumentParseFailed(ctx, sp, project, doc, uploader, filename, reason); err != nil {
+		_ = sp.Rollback(ctx)
+		s.logger.Error("notify document failure", "document", doc, "err", err)
+		return
+	}
+	if err := sp.Commit(ctx); err != nil {
+		s.logger.Error("notify document failure: release savepoint", "document", doc, "err", err)
+	}
 }
 
 // jobOutcomes publishes job.completed for every job of queue that finished

@@ -30,7 +30,10 @@ const Retention = 24 * time.Hour
 const publishLock = 0x67726576 // "grev"
 
 // Event is one entry of the stream. ProjectID makes it visible to the
-// project's members; UserID to one user only. At least one is set.
+// project's members; UserID to one user only (and, with ProjectID too, only
+// while that user can see the project). At least one is set. A user event
+// without a project is not shown to project-scoped tokens, which are
+// confined to their project.
 type Event struct {
 	ID        int64           `json:"-"`
 	Type      string          `json:"type"`
@@ -63,6 +66,18 @@ func Publish(ctx context.Context, tx postgres.DBTX, typ string, project, user *u
 		return 0, fmt.Errorf("publish %s: notify: %w", typ, err)
 	}
 	return id, nil
+}
+
+// Lock takes the publish lock now instead of at Publish; it is held until
+// commit. A transaction that will lock rows which other publishing
+// transactions lock too (a grouped notification, updated by every
+// occurrence) takes it first, so that all of them take their locks in the
+// same order and none can deadlock.
+func Lock(ctx context.Context, tx postgres.DBTX) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, publishLock); err != nil {
+		return fmt.Errorf("lock events: %w", err)
+	}
+	return nil
 }
 
 // DeleteExpired removes events older than Retention; the scheduler runs it.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -178,7 +179,13 @@ func (h *Hub) deliver(ctx context.Context, id int64) {
 
 func (h *Hub) visible(ctx context.Context, p *auth.Principal, e Event) bool {
 	if e.UserID != nil {
-		return *e.UserID == p.UserID && (e.ProjectID == nil || h.cfg.Guard.CanSee(ctx, p, *e.ProjectID))
+		if *e.UserID != p.UserID {
+			return false
+		}
+		if e.ProjectID == nil {
+			return p.BoundProject == uuid.Nil
+		}
+		return h.cfg.Guard.CanSee(ctx, p, *e.ProjectID)
 	}
 	return e.ProjectID != nil && h.cfg.Guard.CanSee(ctx, p, *e.ProjectID)
 }

@@ -85,3 +85,41 @@ func TestPublishValidationAndExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{recent}, ids)
 }
+
+// User events reach their user only: with a project, only while the user
+// can see it; without one, not through a project-scoped token.
+func TestHubVisibility(t *testing.T) {
+	t.Parallel()
+	h, super, project, _ := hubBundle(t, 1)
+	ctx := context.Background()
+	owner := &auth.Principal{UserID: uuid.New(), Scopes: auth.AllScopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: auth.ProjectViewer}}
+	ownerBound := &auth.Principal{UserID: owner.UserID, Scopes: auth.AllScopes, BoundProject: project, ProjectRoles: owner.ProjectRoles}
+	ownerOutside := &auth.Principal{UserID: owner.UserID, Scopes: auth.AllScopes}
+	other := &auth.Principal{UserID: uuid.New(), Scopes: auth.AllScopes, ProjectRoles: owner.ProjectRoles}
+	user := owner.UserID
+
+	projectEvent := Event{ProjectID: &project}
+	userEvent := Event{UserID: &user}
+	userProjectEvent := Event{UserID: &user, ProjectID: &project}
+	cases := []struct {
+		name string
+		p    *auth.Principal
+		e    Event
+		want bool
+	}{
+		{"MemberSeesProjectEvent", owner, projectEvent, true},
+		{"SuperadminSeesProjectEvent", super, projectEvent, true},
+		{"OutsiderMissesProjectEvent", ownerOutside, projectEvent, false},
+		{"OwnerSeesUserEvent", owner, userEvent, true},
+		{"OtherUserMissesUserEvent", other, userEvent, false},
+		{"SuperadminMissesUserEvent", super, userEvent, false},
+		{"BoundTokenMissesProjectlessUserEvent", ownerBound, userEvent, false},
+		{"OwnerSeesUserProjectEvent", owner, userProjectEvent, true},
+		{"BoundTokenSeesUserProjectEvent", ownerBound, userProjectEvent, true},
+		{"OwnerOutsideProjectMissesIt", ownerOutside, userProjectEvent, false},
+		{"OtherMemberMissesUserProjectEvent", other, userProjectEvent, false},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, h.visible(ctx, c.p, c.e), c.name)
+	}
+}

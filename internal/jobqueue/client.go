@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -75,7 +74,7 @@ type QueueConfig struct {
 	// outcomes of a batch (or of reaped jobs), so that a domain can write
 	// job log entries or events atomically with the status change. An error
 	// rolls that transaction back; the outcomes are then written without it.
-	OutcomeFunc func(ctx context.Context, tx pgx.Tx, outcomes []Outcome) error
+	OutcomeFunc OutcomeFunc
 }
 
 var queueNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
@@ -91,8 +90,9 @@ type Client struct {
 	workerID string
 	metrics  *metrics
 
-	queues map[string]*queue
-	order  []*queue
+	queues    map[string]*queue
+	order     []*queue
+	observers []OutcomeFunc // set before Start, read-only after
 
 	mu       sync.Mutex
 	started  bool
@@ -191,6 +191,24 @@ func (c *Client) AddQueue(qc QueueConfig) error {
 	q := newQueue(c, qc)
 	c.queues[qc.Name] = q
 	c.order = append(c.order, q)
+	return nil
+}
+
+// Observe registers fn to be called with the outcomes of every queue of
+// the client, in the transaction that records them, after the queue's own
+// OutcomeFunc. Each observer runs in its own savepoint: an error loses only
+// that observer's writes, never the status changes or the other hooks'
+// writes. It must be called before Start.
+func (c *Client) Observe(fn OutcomeFunc) error {
+	if fn == nil {
+		return errors.New("jobqueue: nil observer")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("jobqueue: Observe after Start")
+	}
+	c.observers = append(c.observers, fn)
 	return nil
 }
 

@@ -235,3 +235,16 @@ func (e *executions) snapshot() map[uuid.UUID]int {
 	}
 	return out
 }
+
+// requireNever checks that cond stays false for d, polling every tick in
+// the test's own goroutine. testify's Never runs cond on a goroutine it
+// does not wait for, so a check still in flight when the test ends would
+// query a pool its cleanup already closed.
+func requireNever(t *testing.T, cond func() bool, d, tick time.Duration, msg ...any) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		require.False(t, cond(), msg...)
+		time.Sleep(tick)
+	}
+}

@@ -248,3 +248,13 @@ type Outcome struct {
 	// RunAt is when a re-queued job runs again.
 	RunAt time.Time
 }
+
+// FinalFailure reports whether the job gave up: it failed after its last
+// retry, at once on a permanent error, or after waiting on rate limits for
+// too long. A failure that will be retried has Status queued instead; a
+// cancelled job has no outcome.
+func (o Outcome) FinalFailure() bool { return o.Status == StatusFailed }
+
+// OutcomeFunc is called with the outcomes of a batch (or of reaped jobs) in
+// the transaction that records them.
+type OutcomeFunc func(ctx context.Context, tx pgx.Tx, outcomes []Outcome) error

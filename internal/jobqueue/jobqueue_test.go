@@ -286,7 +286,7 @@ func TestCancelRunningJob(t *testing.T) {
 		require.FailNow(t, "the running job's context was not cancelled within a second")
 	}
 	// The worker's failure must not overwrite the cancellation.
-	require.Never(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
+	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
 	r := b.job(t, id)
 	require.Nil(t, r.LockedBy)
 }
@@ -512,7 +512,7 @@ func TestSettingsApplyAcrossProcesses(t *testing.T) {
 	require.NoError(t, a.client.Pause(ctx, queueName))
 	require.Eventually(t, func() bool { return settingsOf(other).Paused }, time.Second, 5*time.Millisecond)
 	ids := b.insertN(t, 3, jobSpec{})
-	require.Never(t, func() bool { return ran.Load() > 0 }, 300*time.Millisecond, 10*time.Millisecond, "a paused queue claims nothing")
+	requireNever(t, func() bool { return ran.Load() > 0 }, 300*time.Millisecond, 10*time.Millisecond, "a paused queue claims nothing")
 	require.NoError(t, a.client.Resume(ctx, queueName))
 	for _, id := range ids {
 		b.requireStatus(t, id, jobqueue.StatusCompleted)
@@ -624,7 +624,7 @@ func TestStopWaitsForBatchesInFlight(t *testing.T) {
 	require.Equal(t, "completed", b.job(t, id).Status)
 	// Nothing more is claimed after Stop.
 	later := b.insert(t, jobSpec{})[0]
-	require.Never(t, func() bool { return b.job(t, later).Status != "queued" }, 200*time.Millisecond, 10*time.Millisecond)
+	requireNever(t, func() bool { return b.job(t, later).Status != "queued" }, 200*time.Millisecond, 10*time.Millisecond)
 }
 
 func TestStats(t *testing.T) {
@@ -734,7 +734,7 @@ func TestCancelWithoutNotifierIsCaughtByHeartbeat(t *testing.T) {
 	case <-time.After(waitFor):
 		require.FailNow(t, "the heartbeat did not notice the cancellation")
 	}
-	require.Never(t, func() bool { return b.job(t, id).Status != "cancelled" }, 100*time.Millisecond, 10*time.Millisecond)
+	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 100*time.Millisecond, 10*time.Millisecond)
 }
 
 // A queue declared without a handler is reported, cancelled and retried by
@@ -765,4 +765,102 @@ func TestDeclaredQueueIsNotWorked(t *testing.T) {
 	})}, cfg: jobqueue.Config{PollInterval: 10 * time.Millisecond}})
 	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusCompleted) == 1 }, waitFor, 10*time.Millisecond)
 	require.Equal(t, map[uuid.UUID]int{ids[1]: 1}, exec.snapshot())
+}
+
+// An observer sees the outcomes of every queue of the client (a handled
+// queue with its own OutcomeFunc, and jobs reaped in a declared queue), in
+// the transaction that records them; FinalFailure tells a retried failure
+// from a final one; a failing observer loses only its own writes.
+func TestObserveEveryQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, jobqueue.CreateTableSQL("other_jobs", ""))
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `CREATE TABLE observed (job_id uuid NOT NULL, queue text NOT NULL, status text NOT NULL, final bool NOT NULL)`)
+	require.NoError(t, err)
+
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{PollInterval: 10 * time.Millisecond, ReapInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.Error(t, c.Observe(nil))
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{
+		Name: queueName, Table: "jobs",
+		BackoffFunc: func(int) time.Duration { return time.Millisecond },
+		Handler: jobqueue.HandlerFunc(func(_ context.Context, jobs []jobqueue.Job) []error {
+			return fill(len(jobs), errors.New("flaky"))
+		}),
+		OutcomeFunc: func(ctx context.Context, tx pgx.Tx, outs []jobqueue.Outcome) error {
+			for _, o := range outs {
+				if _, err := tx.Exec(ctx, `INSERT INTO job_logs (job_id, status, message) VALUES ($1, $2, 'own hook')`, o.Job.ID, string(o.Status)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}))
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: "other_queue", Table: "other_jobs"})) // declared only
+	require.NoError(t, c.Observe(func(ctx context.Context, tx pgx.Tx, outs []jobqueue.Outcome) error {
+		for _, o := range outs {
+			if _, err := tx.Exec(ctx, `INSERT INTO observed VALUES ($1, $2, $3, $4)`, o.Job.ID, o.Job.Queue, string(o.Status), o.FinalFailure()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	// A second observer that always fails: its writes vanish, nothing else does.
+	require.NoError(t, c.Observe(func(ctx context.Context, tx pgx.Tx, outs []jobqueue.Outcome) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO job_logs (job_id, status, message) VALUES ($1, 'x', 'failing observer')`, outs[0].Job.ID); err != nil {
+			return err
+		}
+		return errors.New("observer broke")
+	}))
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { _ = c.Stop(ctx) })
+	require.Error(t, c.Observe(func(context.Context, pgx.Tx, []jobqueue.Outcome) error { return nil }), "after Start")
+
+	failing := b.insert(t, jobSpec{maxRetries: 1})[0]
+	// A job of the declared queue whose worker died on its last retry.
+	reaped := uuid.Must(uuid.NewV7())
+	past := time.Now().Add(-time.Minute)
+	_, err = b.pool.Exec(ctx, `INSERT INTO other_jobs (id, status, run_at, attempt, retry_count, max_retries, locked_by, locked_until, started_at, created_at, updated_at)
+		VALUES ($1, 'running', $2, 2, 1, 1, 'dead-worker', $2, $2, $2, $2)`, reaped, past)
+	require.NoError(t, err)
+
+	b.requireStatus(t, failing, jobqueue.StatusFailed)
+	require.Eventually(t, func() bool {
+		var status string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM other_jobs WHERE id = $1`, reaped).Scan(&status))
+		return status == "failed"
+	}, waitFor, 10*time.Millisecond)
+
+	type seen struct {
+		Queue  string
+		Status string
+		Final  bool
+	}
+	observed := func(id uuid.UUID) []seen {
+		rows, err := b.pool.Query(ctx, `SELECT queue, status, final FROM observed WHERE job_id = $1 ORDER BY status DESC`, id)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (seen, error) {
+			var s seen
+			return s, r.Scan(&s.Queue, &s.Status, &s.Final)
+		})
+		require.NoError(t, err)
+		return out
+	}
+	require.Equal(t, []seen{{queueName, "queued", false}, {queueName, "failed", true}}, observed(failing))
+	require.Equal(t, []seen{{"other_queue", "failed", true}}, observed(reaped))
+
+	var own, broken int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE message = 'own hook'), count(*) FILTER (WHERE message = 'failing observer') FROM job_logs`).Scan(&own, &broken))
+	require.Equal(t, 2, own, "the queue's own hook ran for both attempts")
+	require.Zero(t, broken, "the failing observer's writes were rolled back")
+}
+
+func fill(n int, err error) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
 }

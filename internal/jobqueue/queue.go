@@ -296,12 +296,13 @@ func fill(n int, err error) []error {
 
 // record writes the updates of still-owned jobs (owned by worker; any
 // worker when nil, for the reaper that holds the row locks) and, when the
-// queue has an OutcomeFunc, calls it in the same transaction.
+// queue has an OutcomeFunc or the client has observers, calls them in the
+// same transaction.
 func (q *queue) record(ctx context.Context, db *pgxPoolOrTx, now time.Time, worker *string, ups []update) error {
 	if len(ups) == 0 {
 		return nil
 	}
-	if q.cfg.OutcomeFunc == nil && db.pool != nil {
+	if !q.hooked() && db.pool != nil {
 		ids, err := q.jobFinish(ctx, db.pool, now, worker, ups)
 		if err != nil {
 			return err
@@ -315,7 +316,7 @@ func (q *queue) record(ctx context.Context, db *pgxPoolOrTx, now time.Time, work
 			return err
 		}
 		q.account(ups, ids)
-		q.callOutcomeFunc(ctx, tx, ups, ids)
+		q.callHooks(ctx, tx, ups, ids)
 		return nil
 	}
 	if db.tx != nil {
@@ -324,6 +325,9 @@ func (q *queue) record(ctx context.Context, db *pgxPoolOrTx, now time.Time, work
 	return postgres.WithTx(ctx, db.pool, run)
 }
 
+// hooked reports whether anything wants this queue's outcomes.
+func (q *queue) hooked() bool { return q.cfg.OutcomeFunc != nil || len(q.c.observers) > 0 }
+
 // pgxPoolOrTx is where record writes: a pool (its own transaction when a
 // hook runs) or a transaction already open.
 type pgxPoolOrTx struct {
@@ -331,10 +335,11 @@ type pgxPoolOrTx struct {
 	tx   pgx.Tx
 }
 
-// callOutcomeFunc runs the hook in a savepoint: a failing hook loses its own
-// writes, never the status changes.
-func (q *queue) callOutcomeFunc(ctx context.Context, tx pgx.Tx, ups []update, ids []uuid.UUID) {
-	if q.cfg.OutcomeFunc == nil {
+// callHooks runs the queue's OutcomeFunc, then the client's observers, each
+// in a savepoint: a failing hook loses its own writes, never the status
+// changes.
+func (q *queue) callHooks(ctx context.Context, tx pgx.Tx, ups []update, ids []uuid.UUID) {
+	if !q.hooked() {
 		return
 	}
 	applied := make(map[uuid.UUID]bool, len(ids))
@@ -355,18 +360,27 @@ func (q *queue) callOutcomeFunc(ctx context.Context, tx pgx.Tx, ups []update, id
 	if len(outs) == 0 {
 		return
 	}
+	if q.cfg.OutcomeFunc != nil {
+		q.callHook(ctx, tx, "job outcome hook", q.cfg.OutcomeFunc, outs)
+	}
+	for _, fn := range q.c.observers {
+		q.callHook(ctx, tx, "job outcome observer", fn, outs)
+	}
+}
+
+func (q *queue) callHook(ctx context.Context, tx pgx.Tx, what string, fn OutcomeFunc, outs []Outcome) {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
-		q.c.logger.Error("job outcome hook: savepoint failed", "queue", q.cfg.Name, "err", err)
+		q.c.logger.Error(what+": savepoint failed", "queue", q.cfg.Name, "err", err)
 		return
 	}
-	if err := q.cfg.OutcomeFunc(ctx, sp, outs); err != nil {
+	if err := fn(ctx, sp, outs); err != nil {
 		_ = sp.Rollback(ctx)
-		q.c.logger.Error("job outcome hook failed", "queue", q.cfg.Name, "err", err)
+		q.c.logger.Error(what+" failed", "queue", q.cfg.Name, "err", err)
 		return
 	}
 	if err := sp.Commit(ctx); err != nil {
-		q.c.logger.Error("job outcome hook: release savepoint failed", "queue", q.cfg.Name, "err", err)
+		q.c.logger.Error(what+": release savepoint failed", "queue", q.cfg.Name, "err", err)
 	}
 }
 

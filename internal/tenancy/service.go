@@ -130,6 +130,43 @@ func (s *Service) ListProjects(ctx context.Context, p *auth.Principal, org *uuid
 	return list, total, err
 }
 
+// VisibleProjects returns the ids of the live projects p can see (only its
+// bound project for a project-scoped token), optionally of one
+// organization, which must then be one p belongs to. Errors: not_found (an
+// organization p does not belong to, a deleted one, or one that is not
+// the bound project's).
+func (s *Service) VisibleProjects(ctx context.Context, p *auth.Principal, org *uuid.UUID) ([]uuid.UUID, error) {
+	f := projectFilter{User: p.UserID, All: p.Superadmin, OrgID: org}
+	if p.BoundProject != uuid.Nil {
+		f.Only = &p.BoundProject
+	}
+	if org != nil {
+		if p.OrgRole(*org) == "" {
+			return nil, auth.ErrNoOrg
+		}
+		if _, err := orgGet(ctx, s.pool, *org); err != nil {
+			return nil, err
+		}
+		if p.BoundProject != uuid.Nil {
+			pr, err := projectGet(ctx, s.pool, p.BoundProject)
+			if err != nil {
+				return nil, err
+			}
+			if pr.OrgID != *org {
+				return nil, auth.ErrNoOrg
+			}
+		}
+	}
+	return projectIDsVisible(ctx, s.pool, f)
+}
+
+// ProjectAdmins returns the live users who administer project: its
+// admins and its organization's owners and admins. db is the pool or the
+// caller's transaction.
+func (s *Service) ProjectAdmins(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]uuid.UUID, error) {
+	return projectAdminIDs(ctx, db, project)
+}
+
 // GetProject returns a live project. Errors: not_found.
 func (s *Service) GetProject(ctx context.Context, p *auth.Principal, id uuid.UUID) (Project, error) {
 	pr, err := projectGet(ctx, s.pool, id)

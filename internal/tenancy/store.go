@@ -199,6 +199,43 @@ func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page)
 	return out, total, nil
 }
 
+// projectIDsVisible lists the ids of every live project f selects.
+func projectIDsVisible(ctx context.Context, db postgres.DBTX, f projectFilter) ([]uuid.UUID, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT p.id
+		FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
+		WHERE p.deleted_at IS NULL
+		  AND ($2 OR EXISTS (SELECT 1 FROM project_members pm WHERE pm.project_id = p.id AND pm.user_id = $1)
+		          OR EXISTS (SELECT 1 FROM org_members om WHERE om.org_id = p.org_id AND om.user_id = $1 AND om.role IN ('owner', 'admin')))
+		  AND ($3::uuid IS NULL OR p.id = $3)
+		  AND ($4::uuid IS NULL OR p.org_id = $4)
+		ORDER BY p.id`, f.User, f.All, f.Only, f.OrgID)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("list visible projects: %w", err)
+	}
+	return ids, nil
+}
+
+// projectAdminIDs lists the live users who administer a live project: its
+// admins and the owners and admins of its organization (superadmins only
+// when they hold one of those roles).
+func projectAdminIDs(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]uuid.UUID, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT u.id FROM users u
+		WHERE u.deleted_at IS NULL AND u.id IN (
+		    SELECT pm.user_id FROM project_members pm WHERE pm.project_id = $1 AND pm.role = 'admin'
+		    UNION
+		    SELECT om.user_id FROM org_members om JOIN projects p ON p.org_id = om.org_id
+		    WHERE p.id = $1 AND p.deleted_at IS NULL AND om.role IN ('owner', 'admin'))
+		ORDER BY u.id`, project)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("list project admins: %w", err)
+	}
+	return ids, nil
+}
+
 func projectSoftDelete(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) (bool, error) {
 	tag, err := db.Exec(ctx, `UPDATE projects SET deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, now)
 	if err != nil {

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+type activityItem struct {
+	ID              string    `json:"id"`
+	ResourceType    string    `json:"resourceType"`
+	ResourceID      string    `json:"resourceId"`
+	ResourceName    string    `json:"resourceName"`
+	ResourceSubtype string    `json:"resourceSubtype"`
+	ActionType      string    `json:"actionType"`
+	AccessedAt      time.Time `json:"accessedAt"`
+	ProjectID       string    `json:"projectId"`
+}
+
+type activityList struct {
+	Data []activityItem `json:"data"`
+}
+
+func (s *testServer) record(token, project string, body map[string]any, headers ...header) activityItem {
+	s.t.Helper()
+	var it activityItem
+	s.must(200, "POST", "/api/user-activity/record?projectId="+project, token, body, headers...).Decode(s.t, &it)
+	return it
+}
+
+func (s *testServer) recent(token, path string, headers ...header) []activityItem {
+	s.t.Helper()
+	var l activityList
+	s.must(200, "GET", path, token, nil, headers...).Decode(s.t, &l)
+	require.NotNil(s.t, l.Data)
+	return l.Data
+}
+
+func resources(items []activityItem) []string {
+	out := []string{}
+	for _, it := range items {
+		out = append(out, it.ResourceType+"/"+it.ResourceID)
+	}
+	return out
+}
+
+func TestActivityAuth(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	userID, user := s.newUser("u@example.com", []string{"user-activity:read", "user-activity:write"}, "")
+	s.addMember(project, userID, "viewer")
+	readerID, reader := s.newUser("r@example.com", []string{"user-activity:read"}, "")
+	s.addMember(project, readerID, "viewer")
+	noScopeID, noScope := s.newUser("n@example.com", []string{"documents:read"}, "")
+	s.addMember(project, noScopeID, "viewer")
+	_, outsider := s.newUser("o@example.com", []string{"user-activity:read", "user-activity:write"}, "")
+	body := map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view"}
+	s.record(user, project, body)
+
+	routes := []struct {
+		method, path string
+		body         any
+		write        bool
+	}{
+		{"POST", "/api/user-activity/record?projectId=" + project, body, true},
+		{"GET", "/api/user-activity/recent", nil, false},
+		{"GET", "/api/user-activity/recent/document", nil, false},
+		{"DELETE", "/api/user-activity/recent", nil, true},
+		{"DELETE", "/api/user-activity/recent/document/d1", nil, true},
+	}
+	for _, r := range routes {
+		s.must(401, r.method, r.path, "", r.body)
+		require.Contains(t, s.must(403, r.method, r.path, noScope, r.body).Detail(t), "user-activity:")
+		if r.write {
+			require.Contains(t, s.must(403, r.method, r.path, reader, r.body).Detail(t), "user-activity:write")
+		}
+		// A project the caller cannot see, or a foreign organization.
+		s.must(404, r.method, r.path, outsider, r.body, header{"X-Project-ID", project})
+		s.must(404, r.method, r.path, outsider, r.body, header{"X-Org-ID", org})
+	}
+	s.must(404, "POST", "/api/user-activity/record?projectId="+project, outsider, body)
+	s.must(404, "POST", "/api/user-activity/record?projectId="+uuid.NewString(), user, body)
+	s.must(404, "GET", "/api/user-activity/recent", user, nil, header{"X-Project-ID", project}, header{"X-Org-ID", uuid.NewString()})
+	// Another user's item cannot be removed; it is not theirs.
+	s.must(404, "DELETE", "/api/user-activity/recent/document/d1", s.admin, nil)
+	require.Len(t, s.recent(user, "/api/user-activity/recent"), 1, "nothing above removed it")
+}
+
+func TestActivityRecordAndList(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	second := s.newProject(org, "second")
+	userID, user := s.newUser("u@example.com", []string{"user-activity:read", "user-activity:write"}, "")
+	s.addMember(project, userID, "viewer")
+	s.addMember(second, userID, "viewer")
+	otherID, other := s.newUser("o@example.com", []string{"user-activity:read", "user-activity:write"}, "")
+	s.addMember(project, otherID, "viewer")
+
+	first := s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view", "resourceName": "Report"})
+	require.Equal(t, project, first.ProjectID)
+	require.Equal(t, "Report", first.ResourceName)
+	s.record(user, project, map[string]any{"resourceType": "graph-object", "resourceId": "o1", "actionType": "edit", "resourceSubtype": "Person"})
+	s.record(user, second, map[string]any{"resourceType": "document", "resourceId": "d2", "actionType": "view"})
+	s.record(other, project, map[string]any{"resourceType": "document", "resourceId": "d9", "actionType": "view"})
+	require.Equal(t, []string{"document/d2", "graph-object/o1", "document/d1"}, resources(s.recent(user, "/api/user-activity/recent")))
+
+	// Recording the same resource again moves it to the top, no duplicate,
+	// with the new action; the name is kept when not given again.
+	again := s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "edit"})
+	require.Equal(t, first.ID, again.ID)
+	require.Equal(t, "edit", again.ActionType)
+	require.Equal(t, "Report", again.ResourceName)
+	require.True(t, again.AccessedAt.After(first.AccessedAt))
+	items := s.recent(user, "/api/user-activity/recent")
+	require.Equal(t, []string{"document/d1", "document/d2", "graph-object/o1"}, resources(items))
+	require.Equal(t, "Person", items[2].ResourceSubtype)
+
+	// Per type, per project in context, limits.
+	require.Equal(t, []string{"document/d1", "document/d2"}, resources(s.recent(user, "/api/user-activity/recent/document")))
+	require.Equal(t, []string{"graph-object/o1"}, resources(s.recent(user, "/api/user-activity/recent/graph-object")))
+	require.Empty(t, s.recent(user, "/api/user-activity/recent/agent"))
+	require.Equal(t, []string{"document/d1", "graph-object/o1"}, resources(s.recent(user, "/api/user-activity/recent", header{"X-Project-ID", project})))
+	require.Equal(t, []string{"document/d1"}, resources(s.recent(user, "/api/user-activity/recent?limit=1")))
+	require.Equal(t, []string{"document/d1"}, resources(s.recent(user, "/api/user-activity/recent/document?limit=1")))
+	for i := range 25 {
+		s.record(user, project, map[string]any{"resourceType": "agent", "resourceId": fmt.Sprintf("a%02d", i), "actionType": "view"})
+	}
+	require.Len(t, s.recent(user, "/api/user-activity/recent"), 20, "limit defaults to 20")
+	require.Len(t, s.recent(user, "/api/user-activity/recent?limit=100"), 28)
+	require.Equal(t, "agent/a24", resources(s.recent(user, "/api/user-activity/recent/agent"))[0])
+
+	// Bad input.
+	for _, q := range []string{"limit=101", "limit=0", "limit=x"} {
+		require.Contains(t, s.must(400, "GET", "/api/user-activity/recent?"+q, user, nil).Detail(t), "limit")
+		require.Contains(t, s.must(400, "GET", "/api/user-activity/recent/document?"+q, user, nil).Detail(t), "limit")
+	}
+	require.Contains(t, s.must(400, "GET", "/api/user-activity/recent/bad%20type", user, nil).Detail(t), "resourceType")
+	ok := map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view"}
+	require.Contains(t, s.must(400, "POST", "/api/user-activity/record", user, ok).Detail(t), "projectId")
+	require.Contains(t, s.must(400, "POST", "/api/user-activity/record", user, ok, header{"X-Project-ID", project}).Detail(t), "projectId")
+	for _, missing := range []string{"resourceType", "resourceId", "actionType"} {
+		b := map[string]any{}
+		for k, v := range ok {
+			if k != missing {
+				b[k] = v
+			}
+		}
+		require.Contains(t, s.must(400, "POST", "/api/user-activity/record?projectId="+project, user, b).Detail(t), missing)
+	}
+	for field, value := range map[string]string{
+		"resourceType": "a b", "actionType": "", "resourceId": "  ", "resourceName": strings.Repeat("n", 501), "resourceSubtype": strings.Repeat("s", 201),
+	} {
+		b := map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view"}
+		b[field] = value
+		require.Contains(t, s.must(400, "POST", "/api/user-activity/record?projectId="+project, user, b).Detail(t), field)
+	}
+	s.must(400, "POST", "/api/user-activity/record?projectId="+project, user, map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view", "extra": true})
+
+	// Remove one item (in the right project), then 404.
+	s.must(404, "DELETE", "/api/user-activity/recent/document/d2", user, nil, header{"X-Project-ID", project})
+	s.must(204, "DELETE", "/api/user-activity/recent/document/d2", user, nil)
+	s.must(404, "DELETE", "/api/user-activity/recent/document/d2", user, nil)
+	require.Equal(t, []string{"document/d1"}, resources(s.recent(user, "/api/user-activity/recent/document")))
+
+	// Clearing in a project context clears that project's items; without
+	// one, the caller's whole history, never another user's.
+	s.record(user, second, map[string]any{"resourceType": "document", "resourceId": "d3", "actionType": "view"})
+	s.must(204, "DELETE", "/api/user-activity/recent", user, nil, header{"X-Project-ID", project})
+	require.Equal(t, []string{"document/d3"}, resources(s.recent(user, "/api/user-activity/recent")))
+	s.must(204, "DELETE", "/api/user-activity/recent", user, nil)
+	require.Empty(t, s.recent(user, "/api/user-activity/recent"))
+	require.Equal(t, []string{"document/d9"}, resources(s.recent(other, "/api/user-activity/recent")))
+}
+
+// A user keeps the 500 most recent items; recording more trims the oldest.
+func TestActivityRetention(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	userID, user := s.newUser("u@example.com", []string{"user-activity:read", "user-activity:write"}, "")
+	s.addMember(project, userID, "viewer")
+	otherID, other := s.newUser("o@example.com", []string{"user-activity:read", "user-activity:write"}, "")
+	s.addMember(project, otherID, "viewer")
+	s.record(other, project, map[string]any{"resourceType": "document", "resourceId": "theirs", "actionType": "view"})
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour)
+	_, err := s.m.db.pool.Exec(ctx, `INSERT INTO user_activity (id, user_id, project_id, resource_type, resource_id, action_type, accessed_at)
+		SELECT gen_random_uuid(), $1, $2, 'document', 'd' || i, 'view', $3::timestamptz + i * interval '1 second'
+		FROM generate_series(1, 500) AS i`, userID, project, base)
+	require.NoError(t, err)
+	count := func(user string) int {
+		var n int
+		require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT count(*) FROM user_activity WHERE user_id = $1`, user).Scan(&n))
+		return n
+	}
+	require.Equal(t, 500, count(userID))
+
+	s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "new", "actionType": "view"})
+	require.Equal(t, 500, count(userID))
+	var oldest int
+	require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT count(*) FROM user_activity WHERE user_id = $1 AND resource_id = 'd1'`, userID).Scan(&oldest))
+	require.Zero(t, oldest, "the oldest item was trimmed")
+	// Re-recording an item adds nothing, so nothing is trimmed.
+	s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "d2", "actionType": "view"})
+	require.Equal(t, 500, count(userID))
+	require.Equal(t, []string{"document/d2", "document/new", "document/d500"}, resources(s.recent(user, "/api/user-activity/recent?limit=3")))
+	require.Equal(t, 1, count(otherID), "another user's history is untouched")
+}

@@ -1,0 +1,121 @@
+package activity
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+// List is the spec's recent-activity list: {data: [item]}.
+type List struct {
+	Data []Item `json:"data"`
+}
+
+type (
+	recordIn struct {
+		ProjectID string `query:"projectId" doc:"The project the resource belongs to (required)."`
+		Body      struct {
+			ResourceType    string `json:"resourceType" maxLength:"64" doc:"For example document, graph-object, agent."`
+			ResourceID      string `json:"resourceId" maxLength:"500"`
+			ActionType      string `json:"actionType" maxLength:"64" doc:"For example view, edit."`
+			ResourceName    string `json:"resourceName,omitempty" maxLength:"500"`
+			ResourceSubtype string `json:"resourceSubtype,omitempty" maxLength:"200"`
+		}
+	}
+	recentIn struct {
+		Limit int `query:"limit" default:"20" minimum:"1" maximum:"100" doc:"How many items."`
+	}
+	recentTypeIn struct {
+		ResourceType string `path:"resourceType"`
+		Limit        int    `query:"limit" default:"20" minimum:"1" maximum:"100" doc:"How many items."`
+	}
+	clearIn  struct{}
+	removeIn struct {
+		ResourceType string `path:"resourceType"`
+		ResourceID   string `path:"resourceID"`
+	}
+)
+
+// ownerOf is whose history a request acts on: the caller's, of the
+// request's project when it names one (or the token is bound to one).
+func ownerOf(ctx context.Context) Owner {
+	o := Owner{UserID: auth.PrincipalFrom(ctx).UserID}
+	if a := auth.AccessFrom(ctx); a.ProjectID != uuid.Nil {
+		o.ProjectID = &a.ProjectID
+	}
+	return o
+}
+
+func newList(items []Item) List {
+	if items == nil {
+		items = []Item{}
+	}
+	return List{Data: items}
+}
+
+// Register adds the recent-activity routes. Each acts on the caller's own
+// history; X-Project-ID (or a project-scoped token) narrows it to one
+// project.
+func Register(api huma.API, svc *Service) {
+	read := auth.Rule{Scope: auth.UserActivityRead, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
+	write := auth.Rule{Scope: auth.UserActivityWrite, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
+
+	huma.Register(api, httpapi.Op("record-user-activity", http.MethodPost, "/api/user-activity/record",
+		"Record that you used a resource of the project given by the projectId query parameter", write),
+		func(ctx context.Context, in *recordIn) (*httpapi.Out[Item], error) {
+			// The guard checked the project the request names; the spec
+			// wants it in the query, not only in a header.
+			project := auth.AccessFrom(ctx).ProjectID
+			if in.ProjectID == "" || project == uuid.Nil {
+				return nil, ErrProjectRequired
+			}
+			b := in.Body
+			it, err := svc.Record(ctx, Record{
+				UserID: auth.PrincipalFrom(ctx).UserID, ProjectID: project, ResourceType: b.ResourceType, ResourceID: b.ResourceID,
+				ResourceName: b.ResourceName, ResourceSubtype: b.ResourceSubtype, ActionType: b.ActionType,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Item]{Body: it}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-user-activity", http.MethodGet, "/api/user-activity/recent",
+		"Your recently used resources, most recent first", read),
+		func(ctx context.Context, in *recentIn) (*httpapi.Out[List], error) {
+			list, err := svc.Recent(ctx, ownerOf(ctx), "", in.Limit)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[List]{Body: newList(list)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-user-activity-of-type", http.MethodGet, "/api/user-activity/recent/{resourceType}",
+		"Your recently used resources of one type, most recent first", read),
+		func(ctx context.Context, in *recentTypeIn) (*httpapi.Out[List], error) {
+			list, err := svc.Recent(ctx, ownerOf(ctx), in.ResourceType, in.Limit)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[List]{Body: newList(list)}, nil
+		})
+
+	clearOp := httpapi.Op("clear-user-activity", http.MethodDelete, "/api/user-activity/recent", "Clear your history", write)
+	clearOp.DefaultStatus = http.StatusNoContent
+	huma.Register(api, clearOp, func(ctx context.Context, _ *clearIn) (*struct{}, error) {
+		_, err := svc.Clear(ctx, ownerOf(ctx))
+		return nil, err
+	})
+
+	remove := httpapi.Op("remove-user-activity", http.MethodDelete, "/api/user-activity/recent/{resourceType}/{resourceID}",
+		"Remove one resource from your history", write)
+	remove.DefaultStatus = http.StatusNoContent
+	huma.Register(api, remove, func(ctx context.Context, in *removeIn) (*struct{}, error) {
+		return nil, svc.Remove(ctx, ownerOf(ctx), in.ResourceType, in.ResourceID)
+	})
+}

@@ -1,0 +1,97 @@
+package activity
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// Service holds the recent-activity rules.
+type Service struct {
+	pool   *pgxpool.Pool
+	now    func() time.Time
+	retain int
+}
+
+// NewService returns a Service that keeps RetentionMax items per user.
+func NewService(pool *pgxpool.Pool, now func() time.Time) *Service {
+	return &Service{pool: pool, now: now, retain: RetentionMax}
+}
+
+// validate checks a record and trims its text.
+func validate(r Record) (Record, error) {
+	r.ResourceType = strings.TrimSpace(r.ResourceType)
+	r.ActionType = strings.TrimSpace(r.ActionType)
+	r.ResourceID = strings.TrimSpace(r.ResourceID)
+	r.ResourceName = strings.TrimSpace(r.ResourceName)
+	r.ResourceSubtype = strings.TrimSpace(r.ResourceSubtype)
+	switch {
+	case r.ProjectID == uuid.Nil:
+		return r, ErrProjectRequired
+	case !namePattern.MatchString(r.ResourceType):
+		return r, ErrResourceType
+	case !namePattern.MatchString(r.ActionType):
+		return r, ErrActionType
+	case r.ResourceID == "" || utf8.RuneCountInString(r.ResourceID) > ResourceIDMax || !utf8.ValidString(r.ResourceID):
+		return r, ErrResourceID
+	case utf8.RuneCountInString(r.ResourceName) > NameMax || !utf8.ValidString(r.ResourceName):
+		return r, ErrResourceName
+	case utf8.RuneCountInString(r.ResourceSubtype) > SubtypeMax || !utf8.ValidString(r.ResourceSubtype):
+		return r, ErrResourceSubtype
+	}
+	return r, nil
+}
+
+// Record records that a user used a resource: the resource's item moves
+// to the top of the user's history (or is added, the oldest items beyond
+// RetentionMax being trimmed). Errors: invalid_argument.
+func (s *Service) Record(ctx context.Context, r Record) (Item, error) {
+	r, err := validate(r)
+	if err != nil {
+		return Item{}, err
+	}
+	var out Item
+	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out, err = activityUpsert(ctx, tx, uuid.Must(uuid.NewV7()), r, s.now().UTC())
+		if err != nil {
+			return err
+		}
+		_, err = activityTrim(ctx, tx, r.UserID, s.retain)
+		return err
+	})
+	return out, err
+}
+
+// Recent lists o's most recent items, of one resource type when typ is not
+// empty. Errors: invalid_argument.
+func (s *Service) Recent(ctx context.Context, o Owner, typ string, limit int) ([]Item, error) {
+	if limit < 1 || limit > LimitMax {
+		return nil, ErrLimit
+	}
+	if typ != "" && !namePattern.MatchString(typ) {
+		return nil, ErrResourceType
+	}
+	return activityList(ctx, s.pool, o, typ, limit)
+}
+
+// Remove deletes o's item of one resource. Errors: not_found.
+func (s *Service) Remove(ctx context.Context, o Owner, typ, id string) error {
+	n, err := activityDelete(ctx, s.pool, o, typ, id)
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	return err
+}
+
+// Clear deletes all of o's items (never another user's) and returns how
+// many it deleted.
+func (s *Service) Clear(ctx context.Context, o Owner) (int64, error) {
+	return activityClear(ctx, s.pool, o)
+}

@@ -1,0 +1,116 @@
+package activity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+type itemRow struct {
+	ID              uuid.UUID `db:"id"`
+	ProjectID       uuid.UUID `db:"project_id"`
+	ResourceType    string    `db:"resource_type"`
+	ResourceID      string    `db:"resource_id"`
+	ResourceName    *string   `db:"resource_name"`
+	ResourceSubtype *string   `db:"resource_subtype"`
+	ActionType      string    `db:"action_type"`
+	AccessedAt      time.Time `db:"accessed_at"`
+}
+
+func (r itemRow) toItem() Item {
+	return Item{
+		ID: r.ID, ProjectID: r.ProjectID, ResourceType: r.ResourceType, ResourceID: r.ResourceID,
+		ResourceName: deref(r.ResourceName), ResourceSubtype: deref(r.ResourceSubtype), ActionType: r.ActionType,
+		AccessedAt: r.AccessedAt.UTC(),
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+const itemColumns = `id, project_id, resource_type, resource_id, resource_name, resource_subtype, action_type, accessed_at`
+
+// owned selects an Owner's items: $1 user, $2 project (NULL: any).
+const owned = `user_id = $1 AND ($2::uuid IS NULL OR project_id = $2)`
+
+// activityUpsert records a use: a new item, or the resource's existing
+// item moved to the top with the new action (and name and subtype, when
+// given).
+func activityUpsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, r Record, now time.Time) (Item, error) {
+	rows, _ := db.Query(ctx, `INSERT INTO user_activity (id, user_id, project_id, resource_type, resource_id, resource_name,
+		resource_subtype, action_type, accessed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT ON CONSTRAINT user_activity_resource_key DO UPDATE SET
+		  action_type = EXCLUDED.action_type, accessed_at = EXCLUDED.accessed_at,
+		  resource_name = COALESCE(EXCLUDED.resource_name, user_activity.resource_name),
+		  resource_subtype = COALESCE(EXCLUDED.resource_subtype, user_activity.resource_subtype)
+		RETURNING `+itemColumns,
+		id, r.UserID, r.ProjectID, r.ResourceType, r.ResourceID, nullable(r.ResourceName), nullable(r.ResourceSubtype), r.ActionType, now)
+	it, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[itemRow])
+	if err != nil {
+		return Item{}, fmt.Errorf("record activity: %w", err)
+	}
+	return it.toItem(), nil
+}
+
+// activityTrim keeps a user's keep most recent items and deletes the rest.
+func activityTrim(ctx context.Context, db postgres.DBTX, user uuid.UUID, keep int) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE id IN (
+		SELECT id FROM user_activity WHERE user_id = $1 ORDER BY accessed_at DESC, id DESC OFFSET $2)`, user, keep)
+	if err != nil {
+		return 0, fmt.Errorf("trim activity: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// activityList lists an Owner's most recent items, of one resource type
+// when typ is not empty.
+func activityList(ctx context.Context, db postgres.DBTX, o Owner, typ string, limit int) ([]Item, error) {
+	rows, _ := db.Query(ctx, `SELECT `+itemColumns+` FROM user_activity
+		WHERE `+owned+` AND ($3 = '' OR resource_type = $3)
+		ORDER BY accessed_at DESC, id DESC LIMIT $4`, o.UserID, o.ProjectID, typ, limit)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[itemRow])
+	if err != nil {
+		return nil, fmt.Errorf("list activity: %w", err)
+	}
+	out := make([]Item, len(list))
+	for i, r := range list {
+		out[i] = r.toItem()
+	}
+	return out, nil
+}
+
+// activityDelete deletes an Owner's items of one resource (one per
+// project) and returns how many it deleted.
+func activityDelete(ctx context.Context, db postgres.DBTX, o Owner, typ, id string) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE `+owned+` AND resource_type = $3 AND resource_id = $4`,
+		o.UserID, o.ProjectID, typ, id)
+	if err != nil {
+		return 0, fmt.Errorf("delete activity: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// activityClear deletes all of an Owner's items.
+func activityClear(ctx context.Context, db postgres.DBTX, o Owner) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE `+owned, o.UserID, o.ProjectID)
+	if err != nil {
+		return 0, fmt.Errorf("clear activity: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,168 @@
+package notification
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+// CountsEnvelope is the spec's counts response: {data: counts}.
+type CountsEnvelope struct {
+	Data Counts `json:"data"`
+}
+
+// BulkResult answers mark-all-read and clear-all: count is the number of
+// notifications the call changed.
+type BulkResult struct {
+	Status string `json:"status"`
+	Count  int64  `json:"count"`
+}
+
+// bulkOK is BulkResult's status.
+const bulkOK = "ok"
+
+type (
+	listIn struct {
+		Tab      string `query:"tab" enum:"all,important,other,snoozed,cleared" default:"all" doc:"Which tab to list."`
+		Category string `query:"category" maxLength:"2000" doc:"Only this category."`
+		Search   string `query:"search" maxLength:"200" doc:"Only notifications whose title or message contains this (case-insensitive)."`
+		Unread   bool   `query:"unread" doc:"true: only unread notifications."`
+		httpapi.PageParams
+	}
+	contextIn struct{}
+	idIn      struct {
+		ID string `path:"id"`
+	}
+	snoozeIn struct {
+		ID   string `path:"id"`
+		Body struct {
+			Until time.Time `json:"until" doc:"Snoozed until this time (RFC 3339, in the future)."`
+		}
+	}
+)
+
+// ownerOf is whose notifications a request acts on: the caller's, of the
+// request's project when it names one (or the token is bound to one).
+func ownerOf(ctx context.Context) Owner {
+	o := Owner{UserID: auth.PrincipalFrom(ctx).UserID}
+	if a := auth.AccessFrom(ctx); a.ProjectID != uuid.Nil {
+		o.ProjectID = &a.ProjectID
+	}
+	return o
+}
+
+func parseID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, ErrNotFound
+	}
+	return id, nil
+}
+
+// Register adds the notification routes. Each acts on the caller's own
+// notifications; X-Project-ID (or a project-scoped token) narrows them to
+// one project.
+func Register(api huma.API, svc *Service) {
+	read := auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
+	write := auth.Rule{Scope: auth.NotificationsWrite, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
+
+	huma.Register(api, httpapi.Op("list-notifications", http.MethodGet, "/api/notifications",
+		"List your notifications in a tab, newest first; expired ones never show", read),
+		func(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Notification]], error) {
+			list, total, err := svc.List(ctx, ownerOf(ctx), Filter{
+				Tab: in.Tab, Category: in.Category, Search: in.Search, UnreadOnly: in.Unread, Limit: in.Limit, Offset: in.Offset,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Notification]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("notification-stats", http.MethodGet, "/api/notifications/stats",
+		"Your unread, dismissed and total notifications", read),
+		func(ctx context.Context, _ *contextIn) (*httpapi.Out[Stats], error) {
+			st, err := svc.Stats(ctx, ownerOf(ctx))
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Stats]{Body: st}, nil
+		})
+
+	huma.Register(api, httpapi.Op("notification-counts", http.MethodGet, "/api/notifications/counts",
+		"Your notifications per tab", read),
+		func(ctx context.Context, _ *contextIn) (*httpapi.Out[CountsEnvelope], error) {
+			c, err := svc.Counts(ctx, ownerOf(ctx))
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[CountsEnvelope]{Body: CountsEnvelope{Data: c}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("mark-notification-read", http.MethodPatch, "/api/notifications/{id}/read",
+		"Mark one of your notifications read", write),
+		func(ctx context.Context, in *idIn) (*httpapi.Out[Notification], error) {
+			id, err := parseID(in.ID)
+			if err != nil {
+				return nil, err
+			}
+			n, err := svc.MarkRead(ctx, ownerOf(ctx), id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Notification]{Body: n}, nil
+		})
+
+	huma.Register(api, httpapi.Op("mark-all-notifications-read", http.MethodPost, "/api/notifications/mark-all-read",
+		"Mark read every unread notification of your all tab; count is how many changed", write),
+		func(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
+			n, err := svc.MarkAllRead(ctx, ownerOf(ctx))
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[BulkResult]{Body: BulkResult{Status: bulkOK, Count: n}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("dismiss-notification", http.MethodDelete, "/api/notifications/{id}/dismiss",
+		"Dismiss one of your notifications: it moves to the cleared tab", write),
+		func(ctx context.Context, in *idIn) (*httpapi.Out[Notification], error) {
+			id, err := parseID(in.ID)
+			if err != nil {
+				return nil, err
+			}
+			n, err := svc.Dismiss(ctx, ownerOf(ctx), id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Notification]{Body: n}, nil
+		})
+
+	huma.Register(api, httpapi.Op("snooze-notification", http.MethodPost, "/api/notifications/{id}/snooze",
+		"Snooze one of your notifications until a future time (409 when dismissed)", write),
+		func(ctx context.Context, in *snoozeIn) (*httpapi.Out[Notification], error) {
+			id, err := parseID(in.ID)
+			if err != nil {
+				return nil, err
+			}
+			n, err := svc.Snooze(ctx, ownerOf(ctx), id, in.Body.Until)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Notification]{Body: n}, nil
+		})
+
+	huma.Register(api, httpapi.Op("clear-all-notifications", http.MethodPost, "/api/notifications/clear-all",
+		"Dismiss every notification of your all tab; count is how many moved to the cleared tab", write),
+		func(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
+			n, err := svc.ClearAll(ctx, ownerOf(ctx))
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[BulkResult]{Body: BulkResult{Status: bulkOK, Count: n}}, nil
+		})
+}

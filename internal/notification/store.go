@@ -1,0 +1,307 @@
+package notification
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+type notificationRow struct {
+	ID                  uuid.UUID  `db:"id"`
+	UserID              uuid.UUID  `db:"user_id"`
+	ProjectID           *uuid.UUID `db:"project_id"`
+	Title               string     `db:"title"`
+	Message             string     `db:"message"`
+	Type                *string    `db:"type"`
+	Severity            string     `db:"severity"`
+	Importance          string     `db:"importance"`
+	Category            *string    `db:"category"`
+	RelatedResourceType *string    `db:"related_resource_type"`
+	RelatedResourceID   *string    `db:"related_resource_id"`
+	ReadAt              *time.Time `db:"read_at"`
+	DismissedAt         *time.Time `db:"dismissed_at"`
+	ClearedAt           *time.Time `db:"cleared_at"`
+	SnoozedUntil        *time.Time `db:"snoozed_until"`
+	ExpiresAt           *time.Time `db:"expires_at"`
+	Actions             []byte     `db:"actions"`
+	SourceType          *string    `db:"source_type"`
+	SourceID            *string    `db:"source_id"`
+	ActionURL           *string    `db:"action_url"`
+	ActionLabel         *string    `db:"action_label"`
+	GroupKey            *string    `db:"group_key"`
+	Details             []byte     `db:"details"`
+	TaskID              *uuid.UUID `db:"task_id"`
+	CreatedAt           time.Time  `db:"created_at"`
+	UpdatedAt           time.Time  `db:"updated_at"`
+	postgres.Total
+}
+
+func (r notificationRow) toNotification() Notification {
+	n := Notification{
+		ID: r.ID, UserID: r.UserID, ProjectID: r.ProjectID, Title: r.Title, Message: r.Message, Type: deref(r.Type),
+		Severity: r.Severity, Importance: r.Importance, Category: deref(r.Category),
+		RelatedResourceType: deref(r.RelatedResourceType), RelatedResourceID: deref(r.RelatedResourceID),
+		Read: r.ReadAt != nil, Dismissed: r.DismissedAt != nil,
+		ReadAt: utc(r.ReadAt), DismissedAt: utc(r.DismissedAt), ClearedAt: utc(r.ClearedAt),
+		SnoozedUntil: utc(r.SnoozedUntil), ExpiresAt: utc(r.ExpiresAt),
+		Actions:    json.RawMessage(r.Actions),
+		SourceType: deref(r.SourceType), SourceID: deref(r.SourceID), ActionURL: deref(r.ActionURL), ActionLabel: deref(r.ActionLabel),
+		GroupKey: deref(r.GroupKey), TaskID: r.TaskID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if len(n.Actions) == 0 {
+		n.Actions = json.RawMessage("[]")
+	}
+	if len(r.Details) > 0 {
+		n.Details = json.RawMessage(r.Details)
+	}
+	return n
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+const columns = `id, user_id, project_id, title, message, type, severity, importance, category, related_resource_type,
+	related_resource_id, read_at, dismissed_at, cleared_at, snoozed_until, expires_at, actions, source_type, source_id,
+	action_url, action_label, group_key, details, task_id, created_at, updated_at`
+
+// owned is the predicate of the notifications an Owner sees: theirs, of
+// the project when one is set, not expired. $1 user, $2 project, $3 now.
+const owned = `user_id = $1 AND ($2::uuid IS NULL OR project_id = $2) AND (expires_at IS NULL OR expires_at > $3)`
+
+// The tabs' predicates; $3 is now. Counts and lists share them, so a tab
+// and its count cannot disagree.
+const (
+	inAll       = `dismissed_at IS NULL`
+	inImportant = `dismissed_at IS NULL AND importance = 'important'`
+	inOther     = `dismissed_at IS NULL AND importance = 'other'`
+	inSnoozed   = `dismissed_at IS NULL AND snoozed_until > $3`
+	inCleared   = `dismissed_at IS NOT NULL`
+)
+
+func tabPredicate(tab string) string {
+	switch tab {
+	case TabImportant:
+		return inImportant
+	case TabOther:
+		return inOther
+	case TabSnoozed:
+		return inSnoozed
+	case TabCleared:
+		return inCleared
+	}
+	return inAll
+}
+
+// insertValues is the row a new notification (or occurrence) writes.
+type insertValues struct {
+	ID          uuid.UUID
+	UserID      uuid.UUID
+	P           Params
+	Actions     []byte
+	Details     []byte
+	Occurrences int
+	Now         time.Time
+}
+
+// notificationUpsert inserts a notification or, when its group key names
+// an open (unread, not dismissed) notification of the same owner, adds the
+// occurrences to that one's count and gives it the new text, links and
+// timestamp. The partial unique index makes this atomic.
+func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (Notification, error) {
+	p := v.P
+	q := `INSERT INTO notifications (id, user_id, project_id, title, message, type, severity, importance, category,
+		related_resource_type, related_resource_id, expires_at, actions, source_type, source_id, action_url, action_label,
+		group_key, details, task_id, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21)`
+	if p.GroupKey != "" {
+		q += `
+		ON CONFLICT (user_id, group_key) WHERE group_key IS NOT NULL AND read_at IS NULL AND dismissed_at IS NULL
+		DO UPDATE SET project_id = EXCLUDED.project_id, title = EXCLUDED.title, message = EXCLUDED.message, type = EXCLUDED.type,
+		  severity = EXCLUDED.severity, importance = EXCLUDED.importance, category = EXCLUDED.category,
+		  related_resource_type = EXCLUDED.related_resource_type, related_resource_id = EXCLUDED.related_resource_id,
+		  expires_at = EXCLUDED.expires_at, actions = EXCLUDED.actions, source_type = EXCLUDED.source_type,
+		  source_id = EXCLUDED.source_id, action_url = EXCLUDED.action_url, action_label = EXCLUDED.action_label,
+		  task_id = EXCLUDED.task_id, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+		  details = COALESCE(notifications.details, '{}') || COALESCE(EXCLUDED.details, '{}') || jsonb_build_object(
+		    'count', CASE WHEN jsonb_typeof(notifications.details -> 'count') = 'number'
+		                  THEN (notifications.details ->> 'count')::numeric::bigint ELSE 1 END + $22,
+		    'firstAt', COALESCE(notifications.details -> 'firstAt', to_jsonb(notifications.created_at)))`
+	}
+	q += ` RETURNING ` + columns + `, 0 AS total`
+	args := []any{
+		v.ID, v.UserID, p.ProjectID, p.Title, p.Message, nullable(p.Type), p.Severity, p.Importance, nullable(p.Category),
+		nullable(p.RelatedResourceType), nullable(p.RelatedResourceID), p.ExpiresAt, v.Actions, nullable(p.SourceType),
+		nullable(p.SourceID), nullable(p.ActionURL), nullable(p.ActionLabel), nullable(p.GroupKey), v.Details, p.TaskID, v.Now,
+	}
+	if p.GroupKey != "" {
+		args = append(args, v.Occurrences)
+	}
+	rows, _ := db.Query(ctx, q, args...)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[notificationRow])
+	if err != nil {
+		return Notification{}, fmt.Errorf("insert notification: %w", err)
+	}
+	return r.toNotification(), nil
+}
+
+func one(rows pgx.Rows) (Notification, error) {
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[notificationRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Notification{}, ErrNotFound
+	}
+	if err != nil {
+		return Notification{}, fmt.Errorf("notification: %w", err)
+	}
+	return r.toNotification(), nil
+}
+
+// likePattern matches s anywhere, literally.
+func likePattern(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%"
+}
+
+func notificationList(ctx context.Context, db postgres.DBTX, o Owner, f Filter, now time.Time) ([]Notification, int, error) {
+	search := ""
+	if f.Search != "" {
+		search = likePattern(f.Search)
+	}
+	rows, _ := db.Query(ctx, `SELECT `+columns+`, count(*) OVER () AS total FROM notifications
+		WHERE `+owned+` AND `+tabPredicate(f.Tab)+`
+		  AND ($4 = '' OR category = $4)
+		  AND ($5 = '' OR title ILIKE $5 ESCAPE '\' OR message ILIKE $5 ESCAPE '\')
+		  AND (NOT $6 OR read_at IS NULL)
+		ORDER BY created_at DESC, id DESC LIMIT $7 OFFSET $8`,
+		o.UserID, o.ProjectID, now, f.Category, search, f.UnreadOnly, f.Limit, f.Offset)
+	out, total, err := postgres.CollectPage(rows, notificationRow.toNotification)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list notifications: %w", err)
+	}
+	return out, total, nil
+}
+
+func notificationCounts(ctx context.Context, db postgres.DBTX, o Owner, now time.Time) (Counts, error) {
+	var c Counts
+	err := db.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE `+inAll+`),
+		count(*) FILTER (WHERE `+inImportant+`),
+		count(*) FILTER (WHERE `+inOther+`),
+		count(*) FILTER (WHERE `+inSnoozed+`),
+		count(*) FILTER (WHERE `+inCleared+`)
+		FROM notifications WHERE `+owned, o.UserID, o.ProjectID, now).Scan(&c.All, &c.Important, &c.Other, &c.Snoozed, &c.Cleared)
+	if err != nil {
+		return Counts{}, fmt.Errorf("count notifications: %w", err)
+	}
+	return c, nil
+}
+
+func notificationStats(ctx context.Context, db postgres.DBTX, o Owner, now time.Time) (Stats, error) {
+	var s Stats
+	err := db.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE `+inAll+` AND read_at IS NULL),
+		count(*) FILTER (WHERE `+inCleared+`),
+		count(*)
+		FROM notifications WHERE `+owned, o.UserID, o.ProjectID, now).Scan(&s.Unread, &s.Dismissed, &s.Total)
+	if err != nil {
+		return Stats{}, fmt.Errorf("notification stats: %w", err)
+	}
+	return s, nil
+}
+
+// notificationMarkRead marks one notification read (keeping the first
+// readAt of an already read one).
+func notificationMarkRead(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, now time.Time) (Notification, error) {
+	rows, _ := db.Query(ctx, `UPDATE notifications SET read_at = COALESCE(read_at, $3),
+		updated_at = CASE WHEN read_at IS NULL THEN $3 ELSE updated_at END
+		WHERE `+owned+` AND id = $4 RETURNING `+columns+`, 0 AS total`, o.UserID, o.ProjectID, now, id)
+	return one(rows)
+}
+
+// notificationMarkAllRead marks read every unread notification of the
+// all tab and returns how many it changed.
+func notificationMarkAllRead(ctx context.Context, db postgres.DBTX, o Owner, now time.Time) (int64, error) {
+	tag, err := db.Exec(ctx, `UPDATE notifications SET read_at = $3, updated_at = $3
+		WHERE `+owned+` AND `+inAll+` AND read_at IS NULL`, o.UserID, o.ProjectID, now)
+	if err != nil {
+		return 0, fmt.Errorf("mark notifications read: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// notificationDismiss moves one notification to the cleared tab (keeping
+// the first dismissedAt of an already dismissed one).
+func notificationDismiss(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, now time.Time) (Notification, error) {
+	rows, _ := db.Query(ctx, `UPDATE notifications SET dismissed_at = COALESCE(dismissed_at, $3),
+		updated_at = CASE WHEN dismissed_at IS NULL THEN $3 ELSE updated_at END
+		WHERE `+owned+` AND id = $4 RETURNING `+columns+`, 0 AS total`, o.UserID, o.ProjectID, now, id)
+	return one(rows)
+}
+
+// notificationClearAll moves every notification of the all tab to the
+// cleared tab and returns how many it moved.
+func notificationClearAll(ctx context.Context, db postgres.DBTX, o Owner, now time.Time) (int64, error) {
+	tag, err := db.Exec(ctx, `UPDATE notifications SET dismissed_at = $3, cleared_at = $3, updated_at = $3
+		WHERE `+owned+` AND `+inAll, o.UserID, o.ProjectID, now)
+	if err != nil {
+		return 0, fmt.Errorf("clear notifications: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// notificationSnooze snoozes a notification that is not dismissed until
+// until. It reports ErrSnoozeGone for a dismissed one.
+func notificationSnooze(ctx context.Context, tx pgx.Tx, o Owner, id uuid.UUID, until, now time.Time) (Notification, error) {
+	cur, err := one(lockRows(ctx, tx, o, id, now))
+	if err != nil {
+		return Notification{}, err
+	}
+	if cur.Dismissed {
+		return Notification{}, ErrSnoozeGone
+	}
+	rows, _ := tx.Query(ctx, `UPDATE notifications SET snoozed_until = $2, updated_at = $3 WHERE id = $1
+		RETURNING `+columns+`, 0 AS total`, id, until, now)
+	return one(rows)
+}
+
+// lockRows selects one notification of o for update.
+func lockRows(ctx context.Context, tx pgx.Tx, o Owner, id uuid.UUID, now time.Time) pgx.Rows {
+	rows, _ := tx.Query(ctx, `SELECT `+columns+`, 0 AS total FROM notifications WHERE `+owned+` AND id = $4 FOR UPDATE`,
+		o.UserID, o.ProjectID, now, id)
+	return rows
+}
+
+// notificationDeleteExpired deletes notifications whose expiry passed.
+func notificationDeleteExpired(ctx context.Context, db postgres.DBTX, now time.Time) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM notifications WHERE expires_at <= $1`, now)
+	if err != nil {
+		return 0, fmt.Errorf("delete expired notifications: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,191 @@
+package task
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+// ListLimitDefault is the page size of task lists when none is given.
+const ListLimitDefault = 50
+
+// List is the spec's task list: {data, total}.
+type List struct {
+	Data  []Task `json:"data"`
+	Total int    `json:"total"`
+}
+
+// Envelope is the spec's single task: {data: Task}.
+type Envelope struct {
+	Data Task `json:"data"`
+}
+
+// ListParams are the filter and page query parameters of task lists.
+type ListParams struct {
+	Status string `query:"status" enum:"pending,accepted,rejected,cancelled" doc:"Only tasks in this status."`
+	Type   string `query:"type" maxLength:"100" doc:"Only tasks of this type."`
+	Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"100" doc:"Page size."`
+	Offset int    `query:"offset" default:"0" minimum:"0" doc:"Tasks to skip."`
+}
+
+type (
+	listIn struct {
+		ProjectID string `query:"projectId" doc:"The project; overrides the X-Project-ID header."`
+		ListParams
+	}
+	allIn struct {
+		OrgID string `header:"X-Org-ID" doc:"Only projects of this organization."`
+		ListParams
+	}
+	countsIn struct {
+		ProjectID string `query:"projectId" doc:"The project; overrides the X-Project-ID header."`
+	}
+	allCountsIn struct {
+		OrgID string `header:"X-Org-ID" doc:"Only projects of this organization."`
+	}
+	taskIn struct {
+		TaskID    string `path:"taskID"`
+		ProjectID string `query:"projectId" doc:"The project; overrides the X-Project-ID header."`
+	}
+	resolveIn struct {
+		TaskID    string `path:"taskID"`
+		ProjectID string `query:"projectId" doc:"The project; overrides the X-Project-ID header."`
+		Body      struct {
+			Resolution      string `json:"resolution" enum:"accepted,rejected"`
+			ResolutionNotes string `json:"resolutionNotes,omitempty" maxLength:"10000"`
+		}
+	}
+)
+
+func (f ListParams) filter() Filter {
+	return Filter(f)
+}
+
+func parseID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, ErrNotFound
+	}
+	return id, nil
+}
+
+// orgHeader reads an optional X-Org-ID; a malformed one names no
+// organization the caller can see.
+func orgHeader(raw string) (*uuid.UUID, error) {
+	if raw == "" {
+		return nil, nil //nolint:nilnil // no organization given
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return nil, auth.ErrNoOrg
+	}
+	return &id, nil
+}
+
+func newList(items []Task, total int) List {
+	if items == nil {
+		items = []Task{}
+	}
+	return List{Data: items, Total: total}
+}
+
+// Register adds the task routes. The project comes from the projectId
+// query parameter, else X-Project-ID, else a project-scoped token's
+// project; the /all routes span every project the caller can see.
+func Register(api huma.API, svc *Service) {
+	read := auth.Rule{Scope: auth.TasksRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	write := auth.Rule{Scope: auth.TasksWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
+	readAll := auth.Rule{Scope: auth.TasksRead, Resource: auth.Authenticated}
+
+	huma.Register(api, httpapi.Op("list-tasks", http.MethodGet, "/api/tasks", "List a project's tasks, newest first", read),
+		func(ctx context.Context, in *listIn) (*httpapi.Out[List], error) {
+			list, total, err := svc.List(ctx, auth.AccessFrom(ctx).ProjectID, in.filter())
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[List]{Body: newList(list, total)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("count-tasks", http.MethodGet, "/api/tasks/counts", "Count a project's tasks per status", read),
+		func(ctx context.Context, _ *countsIn) (*httpapi.Out[Counts], error) {
+			c, err := svc.Counts(ctx, auth.AccessFrom(ctx).ProjectID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Counts]{Body: c}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-all-tasks", http.MethodGet, "/api/tasks/all",
+		"List the tasks of every project you can see (of one organization with X-Org-ID), newest first", readAll),
+		func(ctx context.Context, in *allIn) (*httpapi.Out[List], error) {
+			org, err := orgHeader(in.OrgID)
+			if err != nil {
+				return nil, err
+			}
+			list, total, err := svc.ListAll(ctx, auth.PrincipalFrom(ctx), org, in.filter())
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[List]{Body: newList(list, total)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("count-all-tasks", http.MethodGet, "/api/tasks/all/counts",
+		"Count per status the tasks of every project you can see (of one organization with X-Org-ID)", readAll),
+		func(ctx context.Context, in *allCountsIn) (*httpapi.Out[Counts], error) {
+			org, err := orgHeader(in.OrgID)
+			if err != nil {
+				return nil, err
+			}
+			c, err := svc.CountsAll(ctx, auth.PrincipalFrom(ctx), org)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Counts]{Body: c}, nil
+		})
+
+	huma.Register(api, httpapi.Op("get-task", http.MethodGet, "/api/tasks/{taskID}", "Get a task", read),
+		func(ctx context.Context, in *taskIn) (*httpapi.Out[Envelope], error) {
+			id, err := parseID(in.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			t, err := svc.Get(ctx, auth.AccessFrom(ctx).ProjectID, id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("resolve-task", http.MethodPost, "/api/tasks/{taskID}/resolve",
+		"Accept or reject a pending task (409 when it is not pending)", write),
+		func(ctx context.Context, in *resolveIn) (*httpapi.Out[Envelope], error) {
+			id, err := parseID(in.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			t, err := svc.Resolve(ctx, auth.AccessFrom(ctx).ProjectID, id, auth.PrincipalFrom(ctx).UserID, in.Body.Resolution, in.Body.ResolutionNotes)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("cancel-task", http.MethodPost, "/api/tasks/{taskID}/cancel",
+		"Cancel a pending task (409 when it is not pending)", write),
+		func(ctx context.Context, in *taskIn) (*httpapi.Out[Envelope], error) {
+			id, err := parseID(in.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			t, err := svc.Cancel(ctx, auth.AccessFrom(ctx).ProjectID, id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+		})
+}

@@ -1,0 +1,143 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+type taskRow struct {
+	ID              uuid.UUID  `db:"id"`
+	ProjectID       uuid.UUID  `db:"project_id"`
+	Title           string     `db:"title"`
+	Description     *string    `db:"description"`
+	Type            string     `db:"type"`
+	Status          string     `db:"status"`
+	ResolvedAt      *time.Time `db:"resolved_at"`
+	ResolvedBy      *uuid.UUID `db:"resolved_by"`
+	ResolutionNotes *string    `db:"resolution_notes"`
+	SourceType      *string    `db:"source_type"`
+	SourceID        *string    `db:"source_id"`
+	Metadata        []byte     `db:"metadata"`
+	CreatedAt       time.Time  `db:"created_at"`
+	UpdatedAt       time.Time  `db:"updated_at"`
+	postgres.Total
+}
+
+func (r taskRow) toTask() Task {
+	t := Task{
+		ID: r.ID, ProjectID: r.ProjectID, Title: r.Title, Description: deref(r.Description), Type: r.Type, Status: r.Status,
+		ResolvedBy: r.ResolvedBy, ResolutionNotes: deref(r.ResolutionNotes), SourceType: deref(r.SourceType), SourceID: deref(r.SourceID),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if r.ResolvedAt != nil {
+		at := r.ResolvedAt.UTC()
+		t.ResolvedAt = &at
+	}
+	if len(r.Metadata) > 0 {
+		t.Metadata = json.RawMessage(r.Metadata)
+	}
+	return t
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+const taskColumns = `id, project_id, title, description, type, status, resolved_at, resolved_by, resolution_notes,
+	source_type, source_id, metadata, created_at, updated_at`
+
+// taskInsert inserts a pending task and returns it as stored.
+func taskInsert(ctx context.Context, db postgres.DBTX, t Task) (Task, error) {
+	var meta []byte
+	if len(t.Metadata) > 0 {
+		meta = t.Metadata
+	}
+	rows, _ := db.Query(ctx, `INSERT INTO tasks (id, project_id, title, description, type, status, source_type, source_id, metadata, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9) RETURNING `+taskColumns+`, 0 AS total`,
+		t.ID, t.ProjectID, t.Title, nullable(t.Description), t.Type, nullable(t.SourceType), nullable(t.SourceID), meta, t.CreatedAt)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
+	if err != nil {
+		return Task{}, fmt.Errorf("insert task: %w", err)
+	}
+	return r.toTask(), nil
+}
+
+// taskGet returns a task of project.
+func taskGet(ctx context.Context, db postgres.DBTX, project uuid.UUID, id uuid.UUID) (Task, error) {
+	rows, _ := db.Query(ctx, `SELECT `+taskColumns+`, 0 AS total FROM tasks WHERE project_id = $1 AND id = $2`, project, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Task{}, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("get task: %w", err)
+	}
+	return r.toTask(), nil
+}
+
+// taskList pages the tasks of projects matching f, newest first.
+func taskList(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, f Filter) ([]Task, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+taskColumns+`, count(*) OVER () AS total FROM tasks
+		WHERE project_id = ANY($1) AND ($2 = '' OR status = $2) AND ($3 = '' OR type = $3)
+		ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, projects, f.Status, f.Type, f.Limit, f.Offset)
+	out, total, err := postgres.CollectPage(rows, taskRow.toTask)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, total, nil
+}
+
+// taskCounts counts the tasks of projects per status.
+func taskCounts(ctx context.Context, db postgres.DBTX, projects []uuid.UUID) (Counts, error) {
+	var c Counts
+	err := db.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE status = 'pending'),
+		count(*) FILTER (WHERE status = 'accepted'),
+		count(*) FILTER (WHERE status = 'rejected'),
+		count(*) FILTER (WHERE status = 'cancelled')
+		FROM tasks WHERE project_id = ANY($1)`, projects).Scan(&c.Pending, &c.Accepted, &c.Rejected, &c.Cancelled)
+	if err != nil {
+		return Counts{}, fmt.Errorf("count tasks: %w", err)
+	}
+	return c, nil
+}
+
+// taskFinish moves a pending task of project to status (accepted, rejected
+// or cancelled). It reports false when the task is not pending (or does
+// not exist); the row lock it takes makes concurrent transitions
+// serialise, and only the first finds the task pending.
+func taskFinish(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, status string, by *uuid.UUID, notes string, now time.Time) (Task, bool, error) {
+	var resolvedAt *time.Time
+	if status != StatusCancelled {
+		resolvedAt = &now
+	}
+	rows, _ := db.Query(ctx, `UPDATE tasks SET status = $3, resolved_at = $4, resolved_by = $5, resolution_notes = $6, updated_at = $7
+		WHERE project_id = $1 AND id = $2 AND status = 'pending'
+		RETURNING `+taskColumns+`, 0 AS total`, project, id, status, resolvedAt, by, nullable(notes), now)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Task{}, false, nil
+	}
+	if err != nil {
+		return Task{}, false, fmt.Errorf("update task: %w", err)
+	}
+	return r.toTask(), true, nil
+}
