@@ -182,6 +182,20 @@ func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key
 	return h, nil
 }
 
+// Cost is the estimated cost in USD of usage u with the resolved model, from
+// the catalog's prices (0 when the model has none): what the ledger records.
+func (h *Handle) Cost(u llm.Usage) float64 {
+	p := h.model.Prices
+	if p == nil {
+		return 0
+	}
+	return (float64(u.InputText)*p.Text + float64(u.InputImage)*p.Image + float64(u.InputVideo)*p.Video +
+		float64(u.InputAudio)*p.Audio + float64(u.Output)*p.Output) / 1e6
+}
+
+// InputTokenLimit is the model's input budget from the catalog (0: unknown).
+func (h *Handle) InputTokenLimit() int { return h.model.InputTokenLimit }
+
 // Generate makes one structured-output call.
 func (h *Handle) Generate(ctx context.Context, req llm.GenerateRequest) (*llm.GenerateResult, error) {
 	est := int64(len(req.System)+len(req.Prompt)+len(req.Text))/4 + int64(req.MaxOutputTokens)
@@ -259,10 +273,7 @@ func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64
 			e.Err = e.Err[:500]
 		}
 	}
-	if p := h.model.Prices; p != nil {
-		e.Cost = (float64(e.Text)*p.Text + float64(e.Image)*p.Image + float64(e.Video)*p.Video +
-			float64(e.Audio)*p.Audio + float64(e.Output)*p.Output) / 1e6
-	}
+	e.Cost = h.Cost(u)
 	if lerr := ledgerInsert(context.WithoutCancel(ctx), s.cfg.Pool, e); lerr != nil {
 		s.cfg.Logger.Error("provider usage not recorded", "provider", h.provider, "model", h.model.ModelName, "err", lerr)
 	}
