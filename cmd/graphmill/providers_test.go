@@ -444,3 +444,50 @@ func TestPipelineEmbedsThroughKeyAI(t *testing.T) {
 		require.Equal(t, apiKey, req.Header.Get("x-goog-api-key"))
 	}
 }
+
+// TestProviderEndpointsAuth: every provider endpoint answers 401 without a
+// token, 403 to a member whose token lacks the scope, and 404 to a caller
+// outside the organization or project (the catalog is not tenant data).
+func TestProviderEndpointsAuth(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	memberID, noScope := s.newUser("member@example.com", []string{"documents:read", "admin:read"}, "")
+	s.addMember(project, memberID, "admin")
+	_, stranger := s.newUser("stranger@example.com", allScopes, "")
+	o := "/api/v1/organizations/" + org
+	p := "/api/v1/projects/" + project
+	cases := []struct {
+		method, path string
+		body         any
+		tenant       bool
+	}{
+		{"POST", o + "/providers/key-ai/credentials", map[string]any{"apiKey": "k"}, true},
+		{"POST", o + "/providers/account-ai/credentials", map[string]any{"serviceAccountJson": "{}", "gcpProject": "p", "location": "l"}, true},
+		{"DELETE", o + "/providers/key-ai/credentials", nil, true},
+		{"GET", o + "/providers/credentials", nil, true},
+		{"PUT", o + "/providers/key-ai/models", map[string]any{"generativeModel": "gemini-2.5-flash"}, true},
+		{"GET", "/api/v1/providers/key-ai/models", nil, false},
+		{"PUT", p + "/providers/key-ai/policy", map[string]any{"policy": "none"}, true},
+		{"GET", p + "/providers/key-ai/policy", nil, true},
+		{"GET", p + "/providers/policies", nil, true},
+		{"GET", p + "/usage", nil, true},
+		{"GET", o + "/usage", nil, true},
+	}
+	for _, c := range cases {
+		name := c.method + " " + c.path
+		r := s.do(c.method, c.path, "", c.body)
+		require.Equal(t, 401, r.Status, name)
+		r = s.do(c.method, c.path, noScope, c.body)
+		require.Equal(t, 403, r.Status, "%s: %s", name, r.Body)
+		require.Contains(t, r.Detail(t), "providers:", name)
+		if c.tenant {
+			r = s.do(c.method, c.path, stranger, c.body)
+			require.Equal(t, 404, r.Status, "%s: %s", name, r.Body)
+		}
+	}
+	var n int
+	require.NoError(t, s.pool().QueryRow(context.Background(),
+		`SELECT (SELECT count(*) FROM org_provider_credentials) + (SELECT count(*) FROM project_provider_policies) + (SELECT count(*) FROM org_provider_models)`).Scan(&n))
+	require.Zero(t, n, "no refused request changed anything")
+}
