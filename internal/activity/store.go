@@ -25,23 +25,9 @@ type itemRow struct {
 func (r itemRow) toItem() Item {
 	return Item{
 		ID: r.ID, ProjectID: r.ProjectID, ResourceType: r.ResourceType, ResourceID: r.ResourceID,
-		ResourceName: deref(r.ResourceName), ResourceSubtype: deref(r.ResourceSubtype), ActionType: r.ActionType,
+		ResourceName: postgres.Value(r.ResourceName), ResourceSubtype: postgres.Value(r.ResourceSubtype), ActionType: r.ActionType,
 		AccessedAt: r.AccessedAt.UTC(),
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 const itemColumns = `id, project_id, resource_type, resource_id, resource_name, resource_subtype, action_type, accessed_at`
@@ -60,7 +46,7 @@ func activityUpsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, r Recor
 		  resource_name = COALESCE(EXCLUDED.resource_name, user_activity.resource_name),
 		  resource_subtype = COALESCE(EXCLUDED.resource_subtype, user_activity.resource_subtype)
 		RETURNING `+itemColumns,
-		id, r.UserID, r.ProjectID, r.ResourceType, r.ResourceID, nullable(r.ResourceName), nullable(r.ResourceSubtype), r.ActionType, now)
+		id, r.UserID, r.ProjectID, r.ResourceType, r.ResourceID, postgres.NullIfEmpty(r.ResourceName), postgres.NullIfEmpty(r.ResourceSubtype), r.ActionType, now)
 	it, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[itemRow])
 	if err != nil {
 		return Item{}, fmt.Errorf("record activity: %w", err)

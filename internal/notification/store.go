@@ -46,15 +46,15 @@ type notificationRow struct {
 
 func (r notificationRow) toNotification() Notification {
 	n := Notification{
-		ID: r.ID, UserID: r.UserID, ProjectID: r.ProjectID, Title: r.Title, Message: r.Message, Type: deref(r.Type),
-		Severity: r.Severity, Importance: r.Importance, Category: deref(r.Category),
-		RelatedResourceType: deref(r.RelatedResourceType), RelatedResourceID: deref(r.RelatedResourceID),
+		ID: r.ID, UserID: r.UserID, ProjectID: r.ProjectID, Title: r.Title, Message: r.Message, Type: postgres.Value(r.Type),
+		Severity: r.Severity, Importance: r.Importance, Category: postgres.Value(r.Category),
+		RelatedResourceType: postgres.Value(r.RelatedResourceType), RelatedResourceID: postgres.Value(r.RelatedResourceID),
 		Read: r.ReadAt != nil, Dismissed: r.DismissedAt != nil,
 		ReadAt: utc(r.ReadAt), DismissedAt: utc(r.DismissedAt), ClearedAt: utc(r.ClearedAt),
 		SnoozedUntil: utc(r.SnoozedUntil), ExpiresAt: utc(r.ExpiresAt),
 		Actions:    json.RawMessage(r.Actions),
-		SourceType: deref(r.SourceType), SourceID: deref(r.SourceID), ActionURL: deref(r.ActionURL), ActionLabel: deref(r.ActionLabel),
-		GroupKey: deref(r.GroupKey), TaskID: r.TaskID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		SourceType: postgres.Value(r.SourceType), SourceID: postgres.Value(r.SourceID), ActionURL: postgres.Value(r.ActionURL), ActionLabel: postgres.Value(r.ActionLabel),
+		GroupKey: postgres.Value(r.GroupKey), TaskID: r.TaskID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if len(n.Actions) == 0 {
 		n.Actions = json.RawMessage("[]")
@@ -63,20 +63,6 @@ func (r notificationRow) toNotification() Notification {
 		n.Details = json.RawMessage(r.Details)
 	}
 	return n
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func utc(t *time.Time) *time.Time {
@@ -156,9 +142,9 @@ func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (
 	}
 	q += ` RETURNING ` + columns + `, 0 AS total`
 	args := []any{
-		v.ID, v.UserID, p.ProjectID, p.Title, p.Message, nullable(p.Type), p.Severity, p.Importance, nullable(p.Category),
-		nullable(p.RelatedResourceType), nullable(p.RelatedResourceID), p.ExpiresAt, v.Actions, nullable(p.SourceType),
-		nullable(p.SourceID), nullable(p.ActionURL), nullable(p.ActionLabel), nullable(p.GroupKey), v.Details, p.TaskID, v.Now,
+		v.ID, v.UserID, p.ProjectID, p.Title, p.Message, postgres.NullIfEmpty(p.Type), p.Severity, p.Importance, postgres.NullIfEmpty(p.Category),
+		postgres.NullIfEmpty(p.RelatedResourceType), postgres.NullIfEmpty(p.RelatedResourceID), p.ExpiresAt, v.Actions, postgres.NullIfEmpty(p.SourceType),
+		postgres.NullIfEmpty(p.SourceID), postgres.NullIfEmpty(p.ActionURL), postgres.NullIfEmpty(p.ActionLabel), postgres.NullIfEmpty(p.GroupKey), v.Details, p.TaskID, v.Now,
 	}
 	if p.GroupKey != "" {
 		args = append(args, v.Occurrences)

@@ -113,3 +113,20 @@ func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, err
 	}
 	return out, total, nil
 }
+
+// Value is *p, or T's zero value when p is nil (a NULL column).
+func Value[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// NullIfEmpty stores an empty string as NULL.
+func NullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graphmill/graphmill/internal/postgres"
+
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
@@ -81,7 +83,7 @@ func (s *Service) Resolve(ctx context.Context, project uuid.UUID, purpose string
 			if err != nil {
 				return nil, err
 			}
-			return s.newClient(ctx, provider, payload, deref(p.GCPProject), deref(p.Location))
+			return s.newClient(ctx, provider, payload, postgres.Value(p.GCPProject), postgres.Value(p.Location))
 		})
 		if err != nil {
 			return nil, err
@@ -108,7 +110,7 @@ func (s *Service) Resolve(ctx context.Context, project uuid.UUID, purpose string
 				if err != nil {
 					return nil, err
 				}
-				return s.newClient(ctx, provider, payload, deref(cr.GCPProject), deref(cr.Location))
+				return s.newClient(ctx, provider, payload, postgres.Value(cr.GCPProject), postgres.Value(cr.Location))
 			})
 			if err != nil {
 				return nil, err
@@ -142,9 +144,9 @@ func (s *Service) Resolve(ctx context.Context, project uuid.UUID, purpose string
 // default, else the catalog's default for the provider.
 func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key, purpose string, p policyRow) (*Handle, error) {
 	s := h.s
-	name := deref(p.EmbeddingModel)
+	name := postgres.Value(p.EmbeddingModel)
 	if purpose == Generative {
-		name = deref(p.GenerativeModel)
+		name = postgres.Value(p.GenerativeModel)
 	}
 	if name == "" && provider != Local {
 		emb, gen, err := orgModelsGet(ctx, s.cfg.Pool, h.orgID, provider)

@@ -490,7 +490,7 @@ func (s *Service) anyCredentials(ctx context.Context, provider string) (func(con
 		if err != nil {
 			return nil, err
 		}
-		return s.newClient(ctx, provider, p, deref(row.GCPProject), deref(row.Location))
+		return s.newClient(ctx, provider, p, postgres.Value(row.GCPProject), postgres.Value(row.Location))
 	}, true, nil
 }
 

@@ -32,24 +32,16 @@ type modelRow struct {
 	LastSynced       time.Time `db:"last_synced"`
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 func (r modelRow) toModel() Model {
 	m := Model{
-		ID: r.ID, Provider: r.Provider, ModelName: r.ModelName, ModelType: r.ModelType, DisplayName: deref(r.DisplayName),
-		Dimension: deref(r.Dimension), InputTokenLimit: deref(r.InputTokenLimit), OutputTokenLimit: deref(r.OutputTokenLimit),
-		IsDefault: r.IsDefault, LastSynced: r.LastSynced.UTC(), rpm: deref(r.RPM), tpm: deref(r.TPM),
+		ID: r.ID, Provider: r.Provider, ModelName: r.ModelName, ModelType: r.ModelType, DisplayName: postgres.Value(r.DisplayName),
+		Dimension: postgres.Value(r.Dimension), InputTokenLimit: postgres.Value(r.InputTokenLimit), OutputTokenLimit: postgres.Value(r.OutputTokenLimit),
+		IsDefault: r.IsDefault, LastSynced: r.LastSynced.UTC(), rpm: postgres.Value(r.RPM), tpm: postgres.Value(r.TPM),
 	}
 	if r.PriceText != nil || r.PriceOutput != nil {
 		m.Prices = &Prices{
-			Text: deref(r.PriceText), Image: deref(r.PriceImage), Video: deref(r.PriceVideo),
-			Audio: deref(r.PriceAudio), Output: deref(r.PriceOutput),
+			Text: postgres.Value(r.PriceText), Image: postgres.Value(r.PriceImage), Video: postgres.Value(r.PriceVideo),
+			Audio: postgres.Value(r.PriceAudio), Output: postgres.Value(r.PriceOutput),
 		}
 	}
 	return m
@@ -139,7 +131,7 @@ type credentialRow struct {
 
 func (r credentialRow) toCredential() Credential {
 	return Credential{
-		ID: r.ID, OrgID: r.OrgID, Provider: r.Provider, GCPProject: deref(r.GCPProject), Location: deref(r.Location),
+		ID: r.ID, OrgID: r.OrgID, Provider: r.Provider, GCPProject: postgres.Value(r.GCPProject), Location: postgres.Value(r.Location),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
@@ -205,7 +197,7 @@ func orgModelsPut(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider
 	if err != nil {
 		return OrgModels{}, fmt.Errorf("store default models: %w", err)
 	}
-	m.EmbeddingModel, m.GenerativeModel = deref(emb), deref(gen)
+	m.EmbeddingModel, m.GenerativeModel = postgres.Value(emb), postgres.Value(gen)
 	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
 	return m, nil
 }
@@ -220,7 +212,7 @@ func orgModelsGet(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider
 	if err != nil {
 		return "", "", fmt.Errorf("get default models: %w", err)
 	}
-	return deref(emb), deref(gen), nil
+	return postgres.Value(emb), postgres.Value(gen), nil
 }
 
 type policyRow struct {
@@ -240,8 +232,8 @@ type policyRow struct {
 func (r policyRow) toPolicy() Policy {
 	return Policy{
 		ID: r.ID, ProjectID: r.ProjectID, Provider: r.Provider, Policy: r.Policy,
-		GCPProject: deref(r.GCPProject), Location: deref(r.Location),
-		EmbeddingModel: deref(r.EmbeddingModel), GenerativeModel: deref(r.GenerativeModel),
+		GCPProject: postgres.Value(r.GCPProject), Location: postgres.Value(r.Location),
+		EmbeddingModel: postgres.Value(r.EmbeddingModel), GenerativeModel: postgres.Value(r.GenerativeModel),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
@@ -279,8 +271,8 @@ func policyPut(ctx context.Context, db postgres.DBTX, r policyRow) (Policy, erro
 			gcp_project = EXCLUDED.gcp_project, location = EXCLUDED.location, embedding_model = EXCLUDED.embedding_model,
 			generative_model = EXCLUDED.generative_model, updated_at = EXCLUDED.updated_at
 		RETURNING `+policyColumns,
-		r.ID, r.ProjectID, r.Provider, r.Policy, r.Secret, deref(r.GCPProject), deref(r.Location),
-		deref(r.EmbeddingModel), deref(r.GenerativeModel), r.CreatedAt)
+		r.ID, r.ProjectID, r.Provider, r.Policy, r.Secret, postgres.Value(r.GCPProject), postgres.Value(r.Location),
+		postgres.Value(r.EmbeddingModel), postgres.Value(r.GenerativeModel), r.CreatedAt)
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[policyRow])
 	if err != nil {
 		return Policy{}, fmt.Errorf("store policy: %w", err)

@@ -33,8 +33,8 @@ type taskRow struct {
 
 func (r taskRow) toTask() Task {
 	t := Task{
-		ID: r.ID, ProjectID: r.ProjectID, Title: r.Title, Description: deref(r.Description), Type: r.Type, Status: r.Status,
-		ResolvedBy: r.ResolvedBy, ResolutionNotes: deref(r.ResolutionNotes), SourceType: deref(r.SourceType), SourceID: deref(r.SourceID),
+		ID: r.ID, ProjectID: r.ProjectID, Title: r.Title, Description: postgres.Value(r.Description), Type: r.Type, Status: r.Status,
+		ResolvedBy: r.ResolvedBy, ResolutionNotes: postgres.Value(r.ResolutionNotes), SourceType: postgres.Value(r.SourceType), SourceID: postgres.Value(r.SourceID),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if r.ResolvedAt != nil {
@@ -45,20 +45,6 @@ func (r taskRow) toTask() Task {
 		t.Metadata = json.RawMessage(r.Metadata)
 	}
 	return t
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 const taskColumns = `id, project_id, title, description, type, status, resolved_at, resolved_by, resolution_notes,
@@ -72,7 +58,7 @@ func taskInsert(ctx context.Context, db postgres.DBTX, t Task) (Task, error) {
 	}
 	rows, _ := db.Query(ctx, `INSERT INTO tasks (id, project_id, title, description, type, status, source_type, source_id, metadata, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9) RETURNING `+taskColumns+`, 0 AS total`,
-		t.ID, t.ProjectID, t.Title, nullable(t.Description), t.Type, nullable(t.SourceType), nullable(t.SourceID), meta, t.CreatedAt)
+		t.ID, t.ProjectID, t.Title, postgres.NullIfEmpty(t.Description), t.Type, postgres.NullIfEmpty(t.SourceType), postgres.NullIfEmpty(t.SourceID), meta, t.CreatedAt)
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
 	if err != nil {
 		return Task{}, fmt.Errorf("insert task: %w", err)
@@ -131,7 +117,7 @@ func taskFinish(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, st
 	}
 	rows, _ := db.Query(ctx, `UPDATE tasks SET status = $3, resolved_at = $4, resolved_by = $5, resolution_notes = $6, updated_at = $7
 		WHERE project_id = $1 AND id = $2 AND status = 'pending'
-		RETURNING `+taskColumns+`, 0 AS total`, project, id, status, resolvedAt, by, nullable(notes), now)
+		RETURNING `+taskColumns+`, 0 AS total`, project, id, status, resolvedAt, by, postgres.NullIfEmpty(notes), now)
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Task{}, false, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graphmill/graphmill/internal/postgres"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -82,7 +84,7 @@ func (d *Directory) PrincipalByOIDC(ctx context.Context, c auth.OIDCClaims) (*au
 		  primary_email = COALESCE(EXCLUDED.primary_email, users.primary_email),
 		  last_activity_at = EXCLUDED.last_activity_at
 		RETURNING id, deleted_at, EXISTS (SELECT 1 FROM superadmins s WHERE s.user_id = users.id)`,
-		uuid.Must(uuid.NewV7()), c.Issuer, c.Subject, nullable(c.GivenName), nullable(c.FamilyName), nullable(name), nullable(c.Email), now).
+		uuid.Must(uuid.NewV7()), c.Issuer, c.Subject, postgres.NullIfEmpty(c.GivenName), postgres.NullIfEmpty(c.FamilyName), postgres.NullIfEmpty(name), postgres.NullIfEmpty(c.Email), now).
 		Scan(&id, &deleted, &superadmin)
 	if err != nil {
 		return nil, fmt.Errorf("upsert oidc user: %w", err)

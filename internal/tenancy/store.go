@@ -73,21 +73,7 @@ type memberRow struct {
 }
 
 func (r memberRow) toMember() Member {
-	return Member{UserID: r.UserID, Role: r.Role, DisplayName: deref(r.DisplayName), PrimaryEmail: deref(r.PrimaryEmail), CreatedAt: r.CreatedAt.UTC()}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
+	return Member{UserID: r.UserID, Role: r.Role, DisplayName: postgres.Value(r.DisplayName), PrimaryEmail: postgres.Value(r.PrimaryEmail), CreatedAt: r.CreatedAt.UTC()}
 }
 
 // notifyInvalidate announces, on commit, that identity data changed.
@@ -304,7 +290,7 @@ func projectMemberDelete(ctx context.Context, db postgres.DBTX, project, user uu
 
 func userInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, displayName, email string, now time.Time) error {
 	_, err := db.Exec(ctx, `INSERT INTO users (id, display_name, primary_email, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)`,
-		id, nullable(displayName), nullable(email), now)
+		id, postgres.NullIfEmpty(displayName), postgres.NullIfEmpty(email), now)
 	if postgres.IsUniqueViolation(err, "users_email_key") {
 		return ErrEmailTaken
 	}
