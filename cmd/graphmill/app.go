@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -23,6 +24,8 @@ import (
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/health"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -35,6 +38,7 @@ import (
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/superadmin"
 	"github.com/graphmill/graphmill/internal/task"
+	"github.com/graphmill/graphmill/internal/templatepack"
 	"github.com/graphmill/graphmill/internal/tenancy"
 	"github.com/graphmill/graphmill/migrations"
 )
@@ -235,6 +239,24 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.tasks = task.NewService(pool, ten, m.Now)
 	task.Register(api, m.tasks)
 	activity.Register(api, activity.NewService(pool, m.Now))
+
+	// --- Template packs and the graph (issue 6) ---
+	// packs gives every domain a project's types (TypesFor); its Start
+	// writes the built-in default pack. graphs is the graph domain
+	// (objects, relationships, provenance; Apply for extraction).
+	packs, err := templatepack.NewService(pool, ten, m.Now)
+	if err != nil {
+		return err
+	}
+	if err := packs.Start(ctx); err != nil {
+		return err
+	}
+	templatepack.Register(api, packs)
+	// Embed is nil until the embedding domain lands: graph writes then
+	// queue no graph embeddings. Pass its EmbedQueue here when it exists.
+	graphs := graph.NewService(graph.Config{Pool: pool, Types: packs, Embed: nil, Now: m.Now})
+	graph.Register(api, graphs)
+	// --- end of template packs and the graph ---
 	docs, err := document.NewService(document.Config{
 		Pool: pool, Jobs: m.jobs, Embedders: providers, Notifier: m.notifs, Logger: log, Now: m.Now,
 	})
@@ -245,6 +267,25 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	document.Register(api, docs, m.Config.MaxUploadBytes)
+
+	// --- Extraction (issue 6): the object_extraction worker, the job
+	// administration and monitoring APIs and the extraction settings. It
+	// resolves the project's generative model per job, writes through the
+	// graph, and creates review tasks (its resolver is registered on tasks).
+	extractions, err := extraction.NewService(extraction.Config{
+		Pool: pool, Jobs: m.jobs, Types: packs, Graph: graphs, Tasks: m.tasks, Notifier: m.notifs, Logger: log, Now: m.Now,
+		Generators: func(ctx context.Context, project uuid.UUID) (extraction.Generator, error) {
+			return providers.Resolve(ctx, project, provider.Generative)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := extractions.AddQueue(extraction.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	extraction.Register(api, extractions, m.guard)
+	// --- end of extraction ---
 	jobqueue.Register(api, m.jobs, m.guard)
 	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten)
 

@@ -36,11 +36,10 @@ func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 	}); err != nil {
 		return err
 	}
-	// The extraction and graph-embedding queues are declared so that their
-	// jobs (queued by parsing) are counted, cancellable and controllable;
-	// their workers arrive with the graph.
+	// The graph-embedding queue is declared so that its jobs are counted,
+	// cancellable and controllable; its worker arrives with the embedding
+	// domain. The extraction queue is registered by internal/extraction.
 	for _, q := range []jobqueue.QueueConfig{
-		{Name: QueueExtraction, Table: "object_extraction_jobs"},
 		{Name: QueueGraphEmbedding, Table: "graph_embedding_jobs", BatchSize: EmbedBatchDefault},
 	} {
 		if err := s.jobs.AddQueue(q); err != nil {
