@@ -22,6 +22,8 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/embedding"
+	"github.com/graphmill/graphmill/internal/embeddingpolicy"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/health"
 	"github.com/graphmill/graphmill/internal/httpapi"
@@ -245,6 +247,19 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	document.Register(api, docs, m.Config.MaxUploadBytes)
+	// Graph embeddings: objects are read from graph_objects directly
+	// (embedding.TableObjects) until the graph service provides them.
+	embeddings, err := embedding.NewService(embedding.Config{
+		Pool: pool, Jobs: m.jobs, Objects: embedding.TableObjects{}, Models: providers, Logger: log, Now: m.Now,
+	})
+	if err != nil {
+		return err
+	}
+	policies := embeddingpolicy.NewService(pool, embeddings, providers, m.Now)
+	if err := embeddings.AddQueue(policies, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	embeddingpolicy.Register(api, policies, m.guard)
 	jobqueue.Register(api, m.jobs, m.guard)
 	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten)
 
@@ -287,7 +302,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if m.api, err = httpapi.Listen(ctx, "api", m.Config.HTTPAddr, router, log); err != nil {
 		return err
 	}
-	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, document.QueueGraphEmbedding)), log); err != nil {
+	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, embedding.Queue)), log); err != nil {
 		return err
 	}
 	if err := m.sched.Start(ctx); err != nil {

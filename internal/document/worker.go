@@ -36,18 +36,10 @@ func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 	}); err != nil {
 		return err
 	}
-	// The extraction and graph-embedding queues are declared so that their
-	// jobs (queued by parsing) are counted, cancellable and controllable;
-	// their workers arrive with the graph.
-	for _, q := range []jobqueue.QueueConfig{
-		{Name: QueueExtraction, Table: "object_extraction_jobs"},
-		{Name: QueueGraphEmbedding, Table: "graph_embedding_jobs", BatchSize: EmbedBatchDefault},
-	} {
-		if err := s.jobs.AddQueue(q); err != nil {
-			return err
-		}
-	}
-	return nil
+	// The extraction queue is declared so that its jobs (queued by
+	// parsing) are counted, cancellable and controllable; its worker
+	// arrives with the graph.
+	return s.jobs.AddQueue(jobqueue.QueueConfig{Name: QueueExtraction, Table: "object_extraction_jobs"})
 }
 
 func (s *Service) workParse(ctx context.Context, jobs []jobqueue.Job) []error {
