@@ -45,7 +45,9 @@ type (
 			Template       *string          `json:"template,omitempty" maxLength:"10000"`
 			Model          *string          `json:"model,omitempty" maxLength:"200"`
 			Active         *bool            `json:"active,omitempty"`
-			ChunkingConfig *json.RawMessage `json:"chunking_config,omitempty" doc:"A JSON object; null clears it."`
+			// A plain RawMessage, not a pointer: JSON null reaches it as
+			// "null" (clear), an absent member leaves it empty (unchanged).
+			ChunkingConfig json.RawMessage `json:"chunking_config,omitempty" doc:"A JSON object; null clears it."`
 		}
 	}
 )
@@ -117,10 +119,14 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 				return nil, err
 			}
 			b := in.Body
-			p, err := svc.Update(ctx, auth.AccessFrom(ctx).ProjectID, id, Update{
+			u := Update{
 				Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
-				Template: b.Template, Model: b.Model, Active: b.Active, ChunkingConfig: b.ChunkingConfig,
-			})
+				Template: b.Template, Model: b.Model, Active: b.Active,
+			}
+			if b.ChunkingConfig != nil {
+				u.ChunkingConfig = &b.ChunkingConfig
+			}
+			p, err := svc.Update(ctx, auth.AccessFrom(ctx).ProjectID, id, u)
 			if err != nil {
 				return nil, err
 			}
