@@ -60,8 +60,11 @@ func TestRender(t *testing.T) {
 		want       string
 	}{
 		{"Fields", "{{.name}}|{{.type}}|{{.key}}|{{.labels}}|{{.status}}|{{.description}}", nil, "Ada|Person|ada|a, b|accepted|Mathematician"},
-		{"Properties", "{{.born}} {{.alive}} {{.tags}} {{.meta}} [{{.none}}] [{{.absent}}]", []string{"born", "alive", "tags", "meta", "none", "absent"},
-			`1815 false x, 2 {"k":"v"} [] []`},
+		{
+			"Properties", "{{.born}} {{.alive}} {{.tags}} {{.meta}} [{{.none}}] [{{.absent}}]",
+			[]string{"born", "alive", "tags", "meta", "none", "absent"},
+			`1815 false x, 2 {"k":"v"} [] []`,
+		},
 		{"StandardFieldWins", "{{.name}}", []string{"name"}, "Ada"},
 		{"UnlistedPropertyHidden", `[{{index . "hidden"}}]`, nil, "[<no value>]"},
 		{"Trimmed", "  {{.name}}\n\n", nil, "Ada"},

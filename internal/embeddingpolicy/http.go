@@ -38,13 +38,13 @@ type (
 		ID        string `path:"id"`
 		ProjectID string `query:"project_id" doc:"The project (required unless the token is bound to one)."`
 		Body      struct {
-			Name           *string          `json:"name,omitempty" maxLength:"200"`
-			Description    *string          `json:"description,omitempty" maxLength:"2000"`
-			ObjectTypes    *[]string        `json:"object_types,omitempty" maxItems:"100"`
-			Fields         *[]string        `json:"fields,omitempty" maxItems:"100"`
-			Template       *string          `json:"template,omitempty" maxLength:"10000"`
-			Model          *string          `json:"model,omitempty" maxLength:"200"`
-			Active         *bool            `json:"active,omitempty"`
+			Name        *string   `json:"name,omitempty" maxLength:"200"`
+			Description *string   `json:"description,omitempty" maxLength:"2000"`
+			ObjectTypes *[]string `json:"object_types,omitempty" maxItems:"100"`
+			Fields      *[]string `json:"fields,omitempty" maxItems:"100"`
+			Template    *string   `json:"template,omitempty" maxLength:"10000"`
+			Model       *string   `json:"model,omitempty" maxLength:"200"`
+			Active      *bool     `json:"active,omitempty"`
 			// A plain RawMessage, not a pointer: JSON null reaches it as
 			// "null" (clear), an absent member leaves it empty (unchanged).
 			ChunkingConfig json.RawMessage `json:"chunking_config,omitempty" doc:"A JSON object; null clears it."`
