@@ -456,13 +456,17 @@ func TestJobFailureBurstNotifiesAdminsOnce(t *testing.T) {
 	for range 4 {
 		var wave []string
 		past := time.Now().Add(-time.Minute)
+		object := uuid.Must(uuid.NewV7())
+		_, err := s.m.db.pool.Exec(ctx, `INSERT INTO graph_objects (id, project_id, type, key, normalized_key, name, status, created_at, updated_at)
+			VALUES ($1, $2, 'Concept', $3, $3, $3, 'accepted', now(), now())`, object, project, object.String())
+		require.NoError(t, err)
 		for range 25 {
 			id := uuid.Must(uuid.NewV7()).String()
 			wave = append(wave, id)
 			jobs[id] = true
 			_, err := s.m.db.pool.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, status, run_at, attempt, retry_count, max_retries,
 				locked_by, locked_until, started_at, created_at, updated_at, object_id)
-				VALUES ($1, $2, 'running', $3, 4, 3, 3, 'crashed-worker', $3, $3, $3, $3, $4)`, id, project, past, uuid.New())
+				VALUES ($1, $2, 'running', $3, 4, 3, 3, 'crashed-worker', $3, $3, $3, $3, $4)`, id, project, past, object)
 			require.NoError(t, err)
 		}
 		require.Eventually(t, func() bool {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"text/template"
 
 	"github.com/google/uuid"
@@ -71,29 +72,7 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 	for _, id := range objectOf {
 		objectIDs = append(objectIDs, id)
 	}
-	list, err := s.objects.ObjectsByID(ctx, s.pool, objectIDs)
-	if err != nil {
-		return fail(err)
-	}
-	objects := make(map[uuid.UUID]*Object, len(list))
-	var projects []uuid.UUID
-	seenProject := map[uuid.UUID]bool{}
-	for i := range list {
-		o := &list[i]
-		objects[o.ID] = o
-		if !seenProject[o.ProjectID] {
-			seenProject[o.ProjectID] = true
-			projects = append(projects, o.ProjectID)
-		}
-	}
-	// Deleted objects: nothing to embed; their vectors go.
-	var gone []uuid.UUID
-	for _, id := range objectIDs {
-		if objects[id] == nil {
-			gone = append(gone, id)
-		}
-	}
-	policies, err := s.activePolicies(ctx, projects)
+	snap, err := s.snapshot(ctx, s.pool, objectIDs)
 	if err != nil {
 		return fail(err)
 	}
@@ -101,19 +80,7 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 	if err != nil {
 		return fail(err)
 	}
-
-	// The texts of each object, and the policies whose vectors it keeps.
-	keep := make(map[uuid.UUID][]uuid.UUID, len(objects))
-	var texts []objectText
-	for i := range list {
-		o := &list[i]
-		ts := s.textsOf(o, policies)
-		keep[o.ID] = []uuid.UUID{}
-		for _, t := range ts {
-			keep[o.ID] = append(keep[o.ID], t.policy)
-		}
-		texts = append(texts, ts...)
-	}
+	texts := snap.texts
 
 	// Group the changed texts by project and resolved model.
 	objectErr := map[uuid.UUID]error{}
@@ -176,8 +143,27 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 		}
 	}
 
+	// Write what still holds: the objects and policies are read again in
+	// the writing transaction, and a vector is stored only if its text is
+	// still the object's text. An older job finishing after a newer one
+	// (several workers) thus never overwrites the newer vector.
 	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		return embeddingsWrite(ctx, tx, rows, keep, gone, s.now().UTC())
+		fresh, err := s.snapshot(ctx, tx, objectIDs)
+		if err != nil {
+			return err
+		}
+		current := make(map[vectorKey][]byte, len(fresh.texts))
+		for _, t := range fresh.texts {
+			sum := sha256.Sum256([]byte(t.text))
+			current[vectorKey{t.object.ID, t.policy}] = sum[:]
+		}
+		valid := rows[:0]
+		for _, r := range rows {
+			if bytes.Equal(current[vectorKey{r.Object, r.Policy}], r.Hash) {
+				valid = append(valid, r)
+			}
+		}
+		return embeddingsWrite(ctx, tx, valid, fresh.keep, fresh.gone, s.now().UTC())
 	})
 	if err != nil {
 		return fail(err)
@@ -188,6 +174,52 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 		}
 	}
 	return out
+}
+
+// snapshot is what a batch's objects should be embedded from.
+type snapshot struct {
+	texts []objectText
+	// keep lists, per live object, the policies (uuid.Nil: the default
+	// text) whose vectors it keeps; gone lists the objects that are gone.
+	keep map[uuid.UUID][]uuid.UUID
+	gone []uuid.UUID
+}
+
+// snapshot reads the objects and their projects' active policies and builds
+// the objects' texts.
+func (s *Service) snapshot(ctx context.Context, db postgres.DBTX, objectIDs []uuid.UUID) (snapshot, error) {
+	list, err := s.objects.ObjectsByID(ctx, db, objectIDs)
+	if err != nil {
+		return snapshot{}, err
+	}
+	live := make(map[uuid.UUID]bool, len(list))
+	var projects []uuid.UUID
+	for _, o := range list {
+		live[o.ID] = true
+		if !slices.Contains(projects, o.ProjectID) {
+			projects = append(projects, o.ProjectID)
+		}
+	}
+	snap := snapshot{keep: make(map[uuid.UUID][]uuid.UUID, len(list))}
+	for _, id := range objectIDs {
+		if !live[id] {
+			snap.gone = append(snap.gone, id)
+		}
+	}
+	policies, err := s.activePolicies(ctx, projects)
+	if err != nil {
+		return snapshot{}, err
+	}
+	for i := range list {
+		o := &list[i]
+		ts := s.textsOf(o, policies)
+		snap.keep[o.ID] = []uuid.UUID{}
+		for _, t := range ts {
+			snap.keep[o.ID] = append(snap.keep[o.ID], t.policy)
+		}
+		snap.texts = append(snap.texts, ts...)
+	}
+	return snap, nil
 }
 
 // activePolicies loads and compiles the active policies of projects; a

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -50,13 +51,19 @@ type testBundle struct {
 // Gemini fake, else the local provider. The engine is not started.
 func setup(t *testing.T, keyAI bool) *testBundle {
 	t.Helper()
+	return setupWith(t, keyAI, nil)
+}
+
+// setupWith is setup with the provider requests going through client.
+func setupWith(t *testing.T, keyAI bool, client *http.Client) *testBundle {
+	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
 	b := &testBundle{t: t, pool: pool}
 	b.org, b.project = b.newProject()
 	box, err := secrets.New(secrets.GenerateKey())
 	require.NoError(t, err)
-	pc := provider.Config{Pool: pool, Box: box, Logger: slog.New(slog.DiscardHandler)}
+	pc := provider.Config{Pool: pool, Box: box, Logger: slog.New(slog.DiscardHandler), HTTPClient: client}
 	if keyAI {
 		b.gemini = llmtest.NewGemini(t, apiKey)
 		pc.KeyAIBaseURL, pc.Environment = b.gemini.URL(), provider.Environment{KeyAIAPIKey: apiKey}
@@ -389,4 +396,44 @@ func TestWorkerProviderFailure(t *testing.T) {
 	var msg string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(error_msg, '') FROM graph_embedding_jobs WHERE object_id = $1`, a).Scan(&msg))
 	require.Contains(t, msg, "embed 1 graph object texts with key-ai gemini-embedding-001")
+}
+
+// gate holds every embedding request until released, one at a time.
+type gate struct {
+	entered chan string
+	release chan struct{}
+}
+
+func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, ":batchEmbedContents") {
+		g.entered <- r.URL.Path
+		<-g.release
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestWorkerStaleWrite: a job whose object changed while it was embedding
+// does not store its (stale) vector; the job queued by the change stores
+// the current one.
+func TestWorkerStaleWrite(t *testing.T) {
+	t.Parallel()
+	g := &gate{entered: make(chan string), release: make(chan struct{})}
+	b := setupWith(t, true, &http.Client{Transport: g})
+	ctx := context.Background()
+	a := b.object(b.project, "Thing", "Engine", "first", nil)
+	b.enqueue(b.project, a)
+	b.start()
+	<-g.entered // the first job is embedding "first"
+
+	_, err := b.pool.Exec(ctx, `UPDATE graph_objects SET description = 'second' WHERE id = $1`, a)
+	require.NoError(t, err)
+	b.enqueue(b.project, a)
+	g.release <- struct{}{}
+	<-g.entered // the second job is embedding "second": the first has written
+	require.Empty(t, b.vectors(b.project), "the stale vector was not stored")
+	g.release <- struct{}{}
+	b.waitIdle()
+	vs := b.vectors(b.project)
+	require.Len(t, vs, 1)
+	require.Equal(t, hash("Thing: Engine\nkey: engine\nsecond"), vs[vkey{a, uuid.Nil}].hash)
 }

@@ -153,20 +153,10 @@ func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, prefe
 		"or the project (PUT .../policy with policy project), set GRAPHMILL_KEY_AI_API_KEY, or enable GRAPHMILL_LOCAL_PROVIDER", ErrNoProvider, project)
 }
 
-// finish picks the model: the preferred one when it is a catalog model of
-// provider and purpose, else the project policy's, else the organization's
+// finish picks the model: the project policy's, else the organization's
 // default, else the catalog's default for the provider.
 func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key, purpose string, p policyRow) (*Handle, error) {
 	s := h.s
-	if h.preferred != "" {
-		m, ok, err := modelGet(ctx, s.cfg.Pool, provider, h.preferred)
-		if err != nil {
-			return nil, err
-		}
-		if ok && m.ModelType == purpose {
-			return h.use(c, provider, source, key, purpose, m), nil
-		}
-	}
 	name := deref(p.EmbeddingModel)
 	if purpose == Generative {
 		name = deref(p.GenerativeModel)
@@ -197,6 +187,17 @@ func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w: the catalog has no default %s model for %s", ErrNoProvider, purpose, provider)
+	}
+	// A preferred model (ResolveModel) replaces that choice when it is a
+	// catalog model of provider for purpose.
+	if h.preferred != "" && h.preferred != m.ModelName {
+		pm, found, err := modelGet(ctx, s.cfg.Pool, provider, h.preferred)
+		if err != nil {
+			return nil, err
+		}
+		if found && pm.ModelType == purpose {
+			m = pm
+		}
 	}
 	return h.use(c, provider, source, key, purpose, m), nil
 }
