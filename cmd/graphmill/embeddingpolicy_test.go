@@ -186,6 +186,13 @@ func TestEmbeddingPolicyAuth(t *testing.T) {
 		r := s.do(c.method, c.path, editor, c.body)
 		require.Equal(t, http.StatusNotFound, r.Status, "%s %s: %s", c.method, c.path, r.Body)
 	}
+	// No project at all (an account token, no project_id): 400.
+	for _, path := range []string{"/api/graph/embedding-policies", "/api/graph/embedding-policies/" + pol.ID} {
+		r := s.must(400, "GET", path, editor, nil)
+		require.Contains(t, strings.ToLower(r.Detail(t)), "project")
+	}
+	s.must(400, "PUT", "/api/graph/embedding-policies/"+pol.ID, editor, map[string]any{"name": "x"})
+
 	// The bound token works on its own project (project_id may be left out).
 	s.must(200, "GET", "/api/graph/embedding-policies", bound, nil)
 	s.must(200, "PUT", "/api/graph/embedding-policies/"+foreignPol.ID, bound, map[string]any{"description": "bound"})
