@@ -30,23 +30,12 @@ func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 	}); err != nil {
 		return err
 	}
-	if err := s.jobs.AddQueue(jobqueue.QueueConfig{
+	// The extraction and graph-embedding queues are registered by their
+	// domains (internal/extraction, internal/embedding).
+	return s.jobs.AddQueue(jobqueue.QueueConfig{
 		Name: QueueChunkEmbedding, Table: "chunk_embedding_jobs", Concurrency: EmbedConcurrencyDefault, BatchSize: EmbedBatchDefault, ProjectMax: projectMax,
 		Handler: jobqueue.HandlerFunc(s.workEmbed), OutcomeFunc: jobOutcomes(QueueChunkEmbedding),
-	}); err != nil {
-		return err
-	}
-	// The graph-embedding queue is declared so that its jobs are counted,
-	// cancellable and controllable; its worker arrives with the embedding
-	// domain. The extraction queue is registered by internal/extraction.
-	for _, q := range []jobqueue.QueueConfig{
-		{Name: QueueGraphEmbedding, Table: "graph_embedding_jobs", BatchSize: EmbedBatchDefault},
-	} {
-		if err := s.jobs.AddQueue(q); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 func (s *Service) workParse(ctx context.Context, jobs []jobqueue.Job) []error {

@@ -306,6 +306,10 @@ func (s *Service) DeleteObject(ctx context.Context, project, id uuid.UUID) error
 		if !ok {
 			return ErrObjectNotFound
 		}
+		// The embedding worker drops the vectors of a deleted object.
+		if s.embed != nil {
+			return s.embed.Enqueue(ctx, tx, project, []uuid.UUID{id})
+		}
 		return nil
 	})
 }
@@ -459,6 +463,12 @@ func (s *Service) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.
 		return []Object{}, nil
 	}
 	return objectsByID(ctx, db, ids)
+}
+
+// ObjectIDsByType lists the live objects of project whose type is one of
+// types (for re-embedding when an embedding policy changes).
+func (s *Service) ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
+	return objectIDsByType(ctx, db, project, types)
 }
 
 // jsonEqual compares two JSON values by their encoding (object keys are

@@ -249,6 +249,16 @@ func objectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]Obje
 	return out, nil
 }
 
+// objectIDsByType lists the live objects of project of the given types.
+func objectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
+	rows, _ := db.Query(ctx, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = ANY($2) AND deleted_at IS NULL ORDER BY id`, project, types)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("list objects by type: %w", err)
+	}
+	return ids, nil
+}
+
 // objectsSetStatus sets the status of the live objects of project among
 // ids.
 func objectsSetStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID, status string, now time.Time) error {
