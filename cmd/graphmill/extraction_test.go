@@ -266,6 +266,15 @@ func TestExtractionPipelineLocal(t *testing.T) {
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_relationships r WHERE r.project_id = $1
 		AND NOT EXISTS (SELECT 1 FROM graph_relationship_provenance p WHERE p.relationship_id = r.id)`, project))
 
+	// Every extracted object gets its graph embedding (the default text,
+	// no policy), with the project's embedding model.
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM graph_objects o WHERE o.project_id = $1 AND o.deleted_at IS NULL
+			AND NOT EXISTS (SELECT 1 FROM graph_object_embeddings e WHERE e.object_id = o.id)`, project) == 0
+	}, 20*time.Second, 50*time.Millisecond, "every object embedded")
+	require.Equal(t, extractionLiveObjects(s, project), s.extractionCount(`SELECT count(*) FROM graph_object_embeddings
+		WHERE project_id = $1 AND policy_id = '00000000-0000-0000-0000-000000000000' AND model = 'local/feature-hash-v1' AND dimension = 768`, project))
+
 	var st extractionStats
 	s.must(200, "GET", "/api/admin/extraction-jobs/projects/"+project+"/statistics", s.admin, nil).Decode(t, &st)
 	require.EqualValues(t, 3, st.Total)
@@ -295,6 +304,10 @@ func TestExtractionPipelineLocal(t *testing.T) {
 		require.Positive(t, it["total_llm_calls"])
 		require.Contains(t, it, "total_cost_usd")
 	}
+}
+
+func extractionLiveObjects(s *testServer, project string) int {
+	return s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1 AND deleted_at IS NULL`, project)
 }
 
 // extractionKeyAIAnswer is the fake model's extraction answer: valid
