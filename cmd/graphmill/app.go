@@ -32,11 +32,13 @@ import (
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/mcpserver"
 	"github.com/graphmill/graphmill/internal/metrics"
 	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/scheduler"
+	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/superadmin"
 	"github.com/graphmill/graphmill/internal/task"
@@ -69,6 +71,7 @@ type Main struct {
 	tasks    *task.Service
 	notifs   *notification.Service
 	health   *health.Service
+	mcp      *mcpserver.Server // built-in MCP server (issue 7)
 	api      *httpapi.Server
 	ops      *httpapi.Server
 	stopOnce sync.Once
@@ -299,6 +302,25 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	extraction.Register(api, extractions, m.guard)
+
+	// Search: keyword through PostgreSQL, vectors through the in-process
+	// index.
+	searches := search.NewService(search.Config{Pool: pool, Logger: log})
+	search.Register(api, searches)
+
+	// --- Built-in MCP server (issue 7, mcpserver) ---
+	// One mcp.Server for the process; tools are filtered per caller. The
+	// registry tools (mcp-servers/list, mcp-servers/call) and web_search
+	// are registered once their domains are wired here (Registry, Web).
+	m.mcp, err = mcpserver.New(mcpserver.Config{
+		Graph: graphs, Documents: docs, Search: searches, Guard: m.guard, Logger: log,
+		AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless, Version: health.Version(),
+	})
+	if err != nil {
+		return err
+	}
+	m.mcp.Mount(router)
+	// --- end built-in MCP server ---
 	jobqueue.Register(api, m.jobs, m.guard)
 	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten)
 
@@ -477,6 +499,10 @@ func (m *Main) stop(ctx context.Context) {
 	if m.hub != nil {
 		// Streams never end by themselves; close them so the drain can.
 		m.hub.Stop()
+	}
+	if m.mcp != nil {
+		// Built-in MCP server (issue 7): its SSE streams and sessions too.
+		m.mcp.Close()
 	}
 	for _, s := range []*httpapi.Server{m.api, m.ops} {
 		if s != nil {

@@ -94,14 +94,18 @@ func TestSearchKeyword(t *testing.T) {
 	require.Equal(t, docB, r.Data[0].DocumentID)
 
 	// Filters: documents and object types.
-	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "zephyrine", "mode": "keyword", "targets": []string{"chunks"},
-		"documentIds": []string{docB}}, hp).Decode(t, &r)
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{
+		"query": "zephyrine", "mode": "keyword", "targets": []string{"chunks"},
+		"documentIds": []string{docB},
+	}, hp).Decode(t, &r)
 	require.NotEmpty(t, r.Data)
 	for _, h := range r.Data {
 		require.Equal(t, docB, h.DocumentID)
 	}
-	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "valley", "mode": "keyword", "targets": []string{"objects"},
-		"objectTypes": []string{"Location"}}, hp).Decode(t, &r)
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{
+		"query": "valley", "mode": "keyword", "targets": []string{"objects"},
+		"objectTypes": []string{"Location"},
+	}, hp).Decode(t, &r)
 	require.Len(t, r.Data, 1)
 	require.Equal(t, "Northern Valley", r.Data[0].Name)
 

@@ -87,6 +87,15 @@ type Config struct {
 	// ModelSyncInterval is how often the model catalog is refreshed from
 	// the providers' model lists.
 	ModelSyncInterval time.Duration `env:"MODEL_SYNC_INTERVAL" envDefault:"24h"`
+
+	// MCPAllowedOrigins lists the browser origins (scheme://host[:port])
+	// allowed to call the built-in MCP server besides requests without an
+	// Origin header and same-origin requests (DNS-rebinding protection).
+	MCPAllowedOrigins []string `env:"MCP_ALLOWED_ORIGINS" envSeparator:","`
+	// MCPStateless serves the MCP streamable HTTP transport without
+	// sessions, so that any replica answers any request (GET and DELETE
+	// answer 405).
+	MCPStateless bool `env:"MCP_STATELESS" envDefault:"false"`
 }
 
 // Load parses the environment (a KEY=VALUE list, as os.Environ returns) and
@@ -176,6 +185,22 @@ func (c Config) Validate() error {
 	if c.DBMaxConns < 2 {
 		return fmt.Errorf("GRAPHMILL_DB_MAX_CONNS must be at least 2")
 	}
+	for _, o := range c.MCPAllowedOrigins {
+		if err := ValidOrigin(o); err != nil {
+			return fmt.Errorf("GRAPHMILL_MCP_ALLOWED_ORIGINS: %w", err)
+		}
+	}
+	return nil
+}
+
+// ValidOrigin checks that o is a browser origin as the Origin header
+// carries it: an http(s) scheme and a host, with no path, query or user.
+func ValidOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
+	}
 	return nil
 }
 
@@ -224,6 +249,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("accountAiLocation", c.AccountAILocation),
 		slog.String("accountAiBaseUrl", MaskURL(c.AccountAIBaseURL)),
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
+		slog.Any("mcpAllowedOrigins", c.MCPAllowedOrigins),
+		slog.Bool("mcpStateless", c.MCPStateless),
 	)
 }
 

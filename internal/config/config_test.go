@@ -303,3 +303,20 @@ func TestLogValue(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadMCP(t *testing.T) {
+	t.Parallel()
+
+	c, err := config.Load([]string{
+		"GRAPHMILL_MCP_ALLOWED_ORIGINS=https://app.example.com,http://localhost:3000",
+		"GRAPHMILL_MCP_STATELESS=true",
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://app.example.com", "http://localhost:3000"}, c.MCPAllowedOrigins)
+	require.True(t, c.MCPStateless)
+
+	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://u@x", "https://x?q=1"} {
+		_, err := config.Load([]string{"GRAPHMILL_MCP_ALLOWED_ORIGINS=" + bad})
+		require.ErrorContains(t, err, "GRAPHMILL_MCP_ALLOWED_ORIGINS", bad)
+	}
+}

@@ -1,0 +1,680 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/mcpserver"
+)
+
+// mcpSrvHeaders adds headers (the bearer token, X-Project-ID, Origin) to
+// every request of an MCP client.
+type mcpSrvHeaders struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (h mcpSrvHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+func mcpSrvHTTPClient(token string, extra ...header) *http.Client {
+	hs := map[string]string{"Authorization": "Bearer " + token}
+	for _, h := range extra {
+		hs[h.k] = h.v
+	}
+	return &http.Client{Transport: mcpSrvHeaders{headers: hs, base: http.DefaultTransport}}
+}
+
+// mcpSrvConnect opens a go-sdk client session over the streamable transport.
+func mcpSrvConnect(t *testing.T, s *testServer, token string, extra ...header) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: s.base + "/api/mcp", HTTPClient: mcpSrvHTTPClient(token, extra...), MaxRetries: -1}
+	return mcpSrvOpen(t, tr)
+}
+
+// mcpSrvConnectSSE opens a go-sdk client session over the SSE transport.
+func mcpSrvConnectSSE(t *testing.T, s *testServer, token, project string) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.SSEClientTransport{Endpoint: s.base + "/api/mcp/sse/" + project, HTTPClient: mcpSrvHTTPClient(token)}
+	return mcpSrvOpen(t, tr)
+}
+
+func mcpSrvOpen(t *testing.T, tr mcp.Transport) *mcp.ClientSession {
+	t.Helper()
+	// The SSE transport ties its stream to this context: it lives as long
+	// as the test.
+	c := mcp.NewClient(&mcp.Implementation{Name: "graphmill-test", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), tr, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func mcpSrvToolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	names := make([]string, len(res.Tools))
+	for i, tool := range res.Tools {
+		names[i] = tool.Name
+		require.NotNil(t, tool.InputSchema, tool.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// mcpSrvCall calls a tool and returns its result; a protocol error fails
+// the test.
+func mcpSrvCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err, name)
+	return res
+}
+
+// mcpSrvOK calls a tool that must succeed and decodes its structured
+// content into out; the text content must carry the same JSON.
+func mcpSrvOK(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) {
+	t.Helper()
+	res := mcpSrvCall(t, cs, name, args)
+	require.False(t, res.IsError, "%s: %s", name, mcpSrvText(res))
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, out), "%s: %s", name, raw)
+	require.JSONEq(t, string(raw), mcpSrvText(res), "the text content renders the structured content")
+}
+
+// mcpSrvErr calls a tool that must fail with a tool error and returns its
+// message.
+func mcpSrvErr(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
+	t.Helper()
+	res := mcpSrvCall(t, cs, name, args)
+	require.True(t, res.IsError, "%s must fail: %s", name, mcpSrvText(res))
+	return mcpSrvText(res)
+}
+
+func mcpSrvText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// mcpSrvProjectToken mints a token of the admin bound to project.
+func mcpSrvProjectToken(s *testServer, project string, scopes []string) string {
+	s.t.Helper()
+	var tok struct {
+		Token string `json:"token"`
+	}
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": "mcp", "scopes": scopes}).Decode(s.t, &tok)
+	return tok.Token
+}
+
+// mcpSrvInit is a raw initialize request body.
+const mcpSrvInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+var mcpSrvAccept = header{"Accept", "application/json, text/event-stream"}
+
+type mcpSrvObject struct {
+	ID          string         `json:"id"`
+	Type        string         `json:"type"`
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Labels      []string       `json:"labels"`
+	Properties  map[string]any `json:"properties"`
+}
+
+type mcpSrvRel struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	SourceID string `json:"sourceId"`
+	TargetID string `json:"targetId"`
+}
+
+var mcpSrvAllTools = []string{
+	"documents_get", "documents_list", "documents_upload_text",
+	"graph_create_object", "graph_create_relationship", "graph_get_object", "graph_list_relationships",
+	"graph_neighbors", "graph_search_objects", "graph_update_object", "search",
+}
+
+func TestMCPServerGraphAndDocumentsOverStreamable(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	cs := mcpSrvConnect(t, s, s.admin, header{"X-Project-ID", project})
+
+	init := cs.InitializeResult()
+	require.Equal(t, "graphmill", init.ServerInfo.Name)
+	require.NotNil(t, init.Capabilities.Tools)
+	require.Equal(t, mcpSrvAllTools, mcpSrvToolNames(t, cs), "registry and web tools are not listed without their domains")
+
+	// Schemas are precise: required members, enums, bounds, no extras.
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tool := range tools.Tools {
+		raw, err := json.Marshal(tool.InputSchema)
+		require.NoError(t, err)
+		var schema map[string]any
+		require.NoError(t, json.Unmarshal(raw, &schema))
+		require.Equal(t, "object", schema["type"], tool.Name)
+		switch tool.Name {
+		case "graph_create_object":
+			require.ElementsMatch(t, []any{"type", "name"}, schema["required"])
+			props := schema["properties"].(map[string]any)
+			require.Equal(t, []any{"accepted", "suggested"}, props["status"].(map[string]any)["enum"])
+			require.InDelta(t, 1.0, props["confidence"].(map[string]any)["maximum"], 0)
+		case "search":
+			props := schema["properties"].(map[string]any)
+			require.Equal(t, []any{"keyword", "vector", "hybrid"}, props["mode"].(map[string]any)["enum"])
+			require.InDelta(t, 100.0, props["limit"].(map[string]any)["maximum"], 0)
+		}
+	}
+
+	var ada, acme mcpSrvObject
+	mcpSrvOK(t, cs, "graph_create_object", map[string]any{
+		"type": "Person", "name": "Ada Lovelace", "description": "Wrote the first program", "labels": []string{"pioneer"},
+	}, &ada)
+	require.Equal(t, "Person", ada.Type)
+	mcpSrvOK(t, cs, "graph_create_object", map[string]any{"type": "Organization", "name": "Analytical Engines Ltd"}, &acme)
+	require.Contains(t, mcpSrvErr(t, cs, "graph_create_object", map[string]any{"type": "Person", "name": "ada  LOVELACE!"}),
+		"already exists: "+ada.ID, "a conflict names the existing object")
+	require.Contains(t, mcpSrvErr(t, cs, "graph_create_object", map[string]any{"type": "Spaceship", "name": "x"}), "Spaceship")
+
+	var rel mcpSrvRel
+	mcpSrvOK(t, cs, "graph_create_relationship", map[string]any{"type": "WORKS_FOR", "sourceId": ada.ID, "targetId": acme.ID}, &rel)
+	require.Equal(t, ada.ID, rel.SourceID)
+
+	var updated mcpSrvObject
+	mcpSrvOK(t, cs, "graph_update_object", map[string]any{"id": ada.ID, "description": "Mathematician", "labels": []string{"a", "b"}}, &updated)
+	require.Equal(t, "Mathematician", updated.Description)
+	require.Equal(t, "Ada Lovelace", updated.Name, "members left out stay")
+	// The change is in the database, as the HTTP API shows.
+	var viaAPI mcpSrvObject
+	s.must(200, "GET", "/api/graph/objects/"+ada.ID, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &viaAPI)
+	require.Equal(t, []string{"a", "b"}, viaAPI.Labels)
+
+	var got struct {
+		Object             mcpSrvObject `json:"object"`
+		Relationships      []mcpSrvRel  `json:"relationships"`
+		RelationshipsTotal int          `json:"relationshipsTotal"`
+	}
+	mcpSrvOK(t, cs, "graph_get_object", map[string]any{"id": ada.ID}, &got)
+	require.Equal(t, "Mathematician", got.Object.Description)
+	require.Equal(t, 1, got.RelationshipsTotal)
+	require.Equal(t, rel.ID, got.Relationships[0].ID)
+
+	var page struct {
+		Objects []mcpSrvObject `json:"objects"`
+		Total   int            `json:"total"`
+		Limit   int            `json:"limit"`
+	}
+	mcpSrvOK(t, cs, "graph_search_objects", map[string]any{"type": "Person", "text": "lovelace"}, &page)
+	require.Equal(t, 1, page.Total)
+	require.Equal(t, 20, page.Limit, "the default page size")
+	require.Equal(t, ada.ID, page.Objects[0].ID)
+	mcpSrvOK(t, cs, "graph_search_objects", map[string]any{"label": "nobody"}, &page)
+	require.Equal(t, 0, page.Total)
+	require.NotNil(t, page.Objects, "an empty list is []")
+
+	var rels struct {
+		Relationships []mcpSrvRel `json:"relationships"`
+		Total         int         `json:"total"`
+	}
+	mcpSrvOK(t, cs, "graph_list_relationships", map[string]any{"targetId": acme.ID}, &rels)
+	require.Equal(t, 1, rels.Total)
+
+	var nb struct {
+		Object    mcpSrvObject `json:"object"`
+		Neighbors []struct {
+			Direction    string       `json:"direction"`
+			Relationship mcpSrvRel    `json:"relationship"`
+			Object       mcpSrvObject `json:"object"`
+		} `json:"neighbors"`
+	}
+	mcpSrvOK(t, cs, "graph_neighbors", map[string]any{"id": acme.ID}, &nb)
+	require.Len(t, nb.Neighbors, 1)
+	require.Equal(t, "incoming", nb.Neighbors[0].Direction)
+	require.Equal(t, ada.ID, nb.Neighbors[0].Object.ID)
+	mcpSrvOK(t, cs, "graph_neighbors", map[string]any{"id": acme.ID, "direction": "outgoing"}, &nb)
+	require.Empty(t, nb.Neighbors)
+	mcpSrvOK(t, cs, "graph_neighbors", map[string]any{"id": ada.ID, "relationshipType": "FOUNDED"}, &nb)
+	require.Empty(t, nb.Neighbors)
+
+	// Tool errors are IsError results with a clear message, not protocol
+	// failures; the session goes on.
+	missing := uuid.NewString()
+	require.Equal(t, "no object with id "+missing+" in this project", mcpSrvErr(t, cs, "graph_get_object", map[string]any{"id": missing}))
+	require.Contains(t, mcpSrvErr(t, cs, "graph_update_object", map[string]any{"id": missing, "name": "x"}), "no object with id "+missing)
+	require.Equal(t, "id must be a UUID", mcpSrvErr(t, cs, "graph_get_object", map[string]any{"id": "42"}))
+	require.Contains(t, mcpSrvErr(t, cs, "graph_search_objects", map[string]any{"limit": 500}), "limit")
+	require.Contains(t, mcpSrvErr(t, cs, "graph_search_objects", map[string]any{"status": "maybe"}), "status")
+	require.Contains(t, mcpSrvErr(t, cs, "graph_get_object", map[string]any{}), "id")
+	require.Contains(t, mcpSrvErr(t, cs, "graph_get_object", map[string]any{"id": ada.ID, "bogus": 1}), "bogus")
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool"})
+	require.ErrorContains(t, err, `unknown tool "no_such_tool"`)
+
+	// Documents: upload, list, read with chunks, then search finds it.
+	var doc struct {
+		ID       string `json:"id"`
+		Filename string `json:"filename"`
+		MimeType string `json:"mimeType"`
+		Status   string `json:"status"`
+	}
+	text := "# Engines\n\nThe analytical engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves."
+	mcpSrvOK(t, cs, "documents_upload_text", map[string]any{"filename": "engines.md", "content": text}, &doc)
+	require.Equal(t, "text/markdown", doc.MimeType, "the media type follows the extension")
+	require.Equal(t, "parsing", doc.Status)
+	require.Equal(t, "parsed", s.waitDocument(project, doc.ID).Status)
+
+	var docs struct {
+		Documents []struct {
+			ID string `json:"id"`
+		} `json:"documents"`
+		Total int `json:"total"`
+	}
+	mcpSrvOK(t, cs, "documents_list", nil, &docs)
+	require.Equal(t, 1, docs.Total)
+	require.Equal(t, doc.ID, docs.Documents[0].ID)
+
+	var full struct {
+		Document struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"document"`
+		Chunks []struct {
+			Index int    `json:"index"`
+			Text  string `json:"text"`
+		} `json:"chunks"`
+		ChunksTotal int `json:"chunksTotal"`
+	}
+	mcpSrvOK(t, cs, "documents_get", map[string]any{"id": doc.ID}, &full)
+	require.Equal(t, "parsed", full.Document.Status)
+	require.GreaterOrEqual(t, full.ChunksTotal, 1)
+	require.Contains(t, full.Chunks[0].Text, "Jacquard")
+	mcpSrvOK(t, cs, "documents_get", map[string]any{"id": doc.ID, "chunkLimit": 0}, &full)
+	require.Empty(t, full.Chunks)
+	require.Contains(t, mcpSrvErr(t, cs, "documents_get", map[string]any{"id": missing}), "no document with id "+missing)
+	require.Contains(t, mcpSrvErr(t, cs, "documents_upload_text", map[string]any{"filename": "x.txt", "content": "hi", "mimeType": "image/png"}), "mimeType")
+
+	var found struct {
+		Mode string `json:"mode"`
+		Data []struct {
+			Target     string `json:"target"`
+			ID         string `json:"id"`
+			DocumentID string `json:"documentId"`
+			Snippet    string `json:"snippet"`
+		} `json:"data"`
+	}
+	mcpSrvOK(t, cs, "search", map[string]any{"query": "jacquard loom", "mode": "keyword", "targets": []string{"chunks"}}, &found)
+	require.Equal(t, "keyword", found.Mode)
+	require.NotEmpty(t, found.Data)
+	require.Equal(t, "chunk", found.Data[0].Target)
+	require.Equal(t, doc.ID, found.Data[0].DocumentID)
+	mcpSrvOK(t, cs, "search", map[string]any{"query": "lovelace", "mode": "keyword", "targets": []string{"objects"}}, &found)
+	require.Len(t, found.Data, 1)
+	require.Equal(t, ada.ID, found.Data[0].ID)
+	require.Contains(t, mcpSrvErr(t, cs, "search", map[string]any{"query": "x", "targets": []string{"people"}}), "targets")
+	require.Contains(t, mcpSrvErr(t, cs, "search", map[string]any{"query": "x", "documentIds": []string{"nope"}}), "documentIds")
+}
+
+func TestMCPServerToolsFollowScopesAndRoles(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+
+	// A viewer whose token holds only graph:read sees only the graph
+	// read tools.
+	reader, readToken := s.newUser("reader@example.com", []string{"graph:read"}, project)
+	s.addMember(project, reader, "viewer")
+	cs := mcpSrvConnect(t, s, readToken)
+	require.Equal(t, []string{"graph_get_object", "graph_list_relationships", "graph_neighbors", "graph_search_objects"}, mcpSrvToolNames(t, cs))
+	var page struct {
+		Total int `json:"total"`
+	}
+	mcpSrvOK(t, cs, "graph_search_objects", nil, &page)
+	// Calling a hidden tool is a tool error naming the reason; nothing is
+	// created.
+	require.Equal(t, "tool graph_create_object needs the scope graph:write, which this token lacks",
+		mcpSrvErr(t, cs, "graph_create_object", map[string]any{"type": "Person", "name": "Eve"}))
+	require.Contains(t, mcpSrvErr(t, cs, "search", map[string]any{"query": "x"}), "search:read")
+	s.must(200, "GET", "/api/graph/objects", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &page)
+	require.Equal(t, 0, page.Total)
+
+	// Scopes are not enough: writing needs the editor role.
+	viewer, viewerToken := s.newUser("viewer@example.com", []string{"graph:read", "graph:write", "documents:read", "documents:write"}, "")
+	s.addMember(project, viewer, "viewer")
+	cs = mcpSrvConnect(t, s, viewerToken, header{"X-Project-ID", project})
+	require.Equal(t, []string{"documents_get", "documents_list", "graph_get_object", "graph_list_relationships", "graph_neighbors", "graph_search_objects"},
+		mcpSrvToolNames(t, cs))
+	require.Equal(t, "tool documents_upload_text needs the project role editor or higher; yours is viewer",
+		mcpSrvErr(t, cs, "documents_upload_text", map[string]any{"filename": "a.txt", "content": "x"}))
+
+	// A role change shows at the next request of the same session.
+	s.must(200, "POST", "/api/projects/"+project+"/members", s.admin, map[string]any{"userId": viewer, "role": "editor"})
+	require.Eventually(t, func() bool {
+		return slices.Contains(mcpSrvToolNames(t, cs), "graph_create_object")
+	}, 10*time.Second, 50*time.Millisecond)
+	var obj mcpSrvObject
+	mcpSrvOK(t, cs, "graph_create_object", map[string]any{"type": "Person", "name": "Eve"}, &obj)
+
+	// The same over an SSE stream: each message is authorised afresh.
+	sseUser, sseToken := s.newUser("sse@example.com", []string{"graph:read", "graph:write"}, project)
+	s.addMember(project, sseUser, "viewer")
+	sse := mcpSrvConnectSSE(t, s, sseToken, project)
+	require.NotContains(t, mcpSrvToolNames(t, sse), "graph_create_object")
+	s.must(200, "POST", "/api/projects/"+project+"/members", s.admin, map[string]any{"userId": sseUser, "role": "editor"})
+	require.Eventually(t, func() bool {
+		return slices.Contains(mcpSrvToolNames(t, sse), "graph_create_object")
+	}, 10*time.Second, 50*time.Millisecond)
+	mcpSrvOK(t, sse, "graph_create_object", map[string]any{"type": "Person", "name": "Mallory"}, &obj)
+}
+
+func TestMCPServerRefusals(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, func(c *config.Config) { c.MCPAllowedOrigins = []string{"https://app.example.com"} })
+	project, org := s.defaultProject()
+	post := func(token string, hs ...header) response {
+		return s.do("POST", "/api/mcp", token, mcpSrvInit, append([]header{mcpSrvAccept}, hs...)...)
+	}
+
+	r := post("", header{"X-Project-ID", project})
+	require.Equal(t, 401, r.Status)
+	require.Equal(t, "unauthenticated", r.JSON(t)["code"])
+	r = post("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln", header{"X-Project-ID", project})
+	require.Equal(t, 401, r.Status)
+	require.Contains(t, r.Detail(t), "API tokens only")
+	require.Contains(t, r.Detail(t), "OIDC")
+	require.Equal(t, 401, post("gm_"+strings.Repeat("A", 43), header{"X-Project-ID", project}).Status)
+
+	// The project: the token's, else X-Project-ID; invisible ones are 404.
+	require.Equal(t, 400, post(s.admin).Status, "an account token needs X-Project-ID")
+	outsider, outsiderToken := s.newUser("out@example.com", allScopes, "")
+	require.NotEmpty(t, outsider)
+	r = post(outsiderToken, header{"X-Project-ID", project})
+	require.Equal(t, 404, r.Status)
+	require.Equal(t, "not_found", r.JSON(t)["code"])
+	require.Equal(t, 404, post(s.admin, header{"X-Project-ID", uuid.NewString()}).Status)
+	require.Equal(t, 404, post(s.admin, header{"X-Project-ID", "not-a-uuid"}).Status)
+	var other struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": "other", "orgId": org}).Decode(t, &other)
+	bound := mcpSrvProjectToken(s, project, allScopes)
+	require.Equal(t, 403, post(bound, header{"X-Project-ID", other.ID}).Status, "a bound token stays in its project")
+
+	// Origins: none, same-origin and listed ones pass; others are 403
+	// before anything else.
+	require.Equal(t, 200, post(bound).Status)
+	require.Equal(t, 200, post(bound, header{"Origin", s.base}).Status)
+	r = post(bound, header{"Origin", "https://app.example.com"})
+	require.Equal(t, 200, r.Status)
+	require.Equal(t, "https://app.example.com", r.Header.Get("Access-Control-Allow-Origin"))
+	for _, o := range []string{"https://evil.example.com", "null", "http://127.0.0.1:1"} {
+		r = post(bound, header{"Origin", o})
+		require.Equal(t, 403, r.Status, o)
+		require.Contains(t, r.Detail(t), "GRAPHMILL_MCP_ALLOWED_ORIGINS")
+	}
+	require.Equal(t, 403, post("", header{"Origin", "https://evil.example.com"}).Status)
+	r = s.do("OPTIONS", "/api/mcp", "", nil, header{"Origin", "https://app.example.com"}, header{"Access-Control-Request-Method", "POST"})
+	require.Equal(t, 204, r.Status)
+	require.Contains(t, r.Header.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id")
+
+	// A session belongs to the token and project that opened it.
+	r = post(bound)
+	sid := r.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, sid)
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	r = s.do("POST", "/api/mcp", s.admin, list, mcpSrvAccept, header{"Mcp-Session-Id", sid}, header{"X-Project-ID", project},
+		header{"Mcp-Protocol-Version", "2025-06-18"})
+	require.Equal(t, 403, r.Status, "%s", r.Body)
+	r = s.do("DELETE", "/api/mcp", bound, nil, header{"Mcp-Session-Id", sid})
+	require.Equal(t, 204, r.Status, "%s", r.Body)
+	r = s.do("POST", "/api/mcp", bound, list, mcpSrvAccept, header{"Mcp-Session-Id", sid}, header{"Mcp-Protocol-Version", "2025-06-18"})
+	require.Equal(t, 404, r.Status, "a deleted session is gone")
+}
+
+func TestMCPServerSSE(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	token := mcpSrvProjectToken(s, project, []string{"graph:read", "graph:write", "search:read"})
+
+	cs := mcpSrvConnectSSE(t, s, token, project)
+	require.Equal(t, []string{
+		"graph_create_object", "graph_create_relationship", "graph_get_object", "graph_list_relationships",
+		"graph_neighbors", "graph_search_objects", "graph_update_object", "search",
+	}, mcpSrvToolNames(t, cs))
+	var obj mcpSrvObject
+	mcpSrvOK(t, cs, "graph_create_object", map[string]any{"type": "Concept", "name": "Difference engine"}, &obj)
+	var got struct {
+		Object mcpSrvObject `json:"object"`
+	}
+	mcpSrvOK(t, cs, "graph_get_object", map[string]any{"id": obj.ID}, &got)
+	require.Equal(t, "Difference engine", got.Object.Name)
+	var found struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	mcpSrvOK(t, cs, "search", map[string]any{"query": "difference", "mode": "keyword"}, &found)
+	require.Len(t, found.Data, 1)
+	require.Equal(t, obj.ID, found.Data[0].ID)
+	require.Contains(t, mcpSrvErr(t, cs, "documents_list", nil), "documents:read")
+	require.Contains(t, mcpSrvErr(t, cs, "graph_get_object", map[string]any{"id": uuid.NewString()}), "no object with id")
+
+	// Only a token bound to exactly this project opens the stream.
+	get := func(token, project string) response {
+		return s.do("GET", "/api/mcp/sse/"+project, token, nil, header{"Accept", "text/event-stream"})
+	}
+	require.Equal(t, 401, get("", project).Status)
+	r := get(s.admin, project)
+	require.Equal(t, 403, r.Status)
+	require.Contains(t, r.Detail(t), "project-scoped API token")
+	var other struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": "other", "orgId": org}).Decode(t, &other)
+	require.Equal(t, 403, get(mcpSrvProjectToken(s, other.ID, allScopes), project).Status)
+	require.Equal(t, 404, get(token, uuid.NewString()).Status)
+
+	// Messages go only to a live session of the same token.
+	msg := `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`
+	require.Equal(t, 404, s.do("POST", "/api/mcp/sse/"+project+"?sessionid=nope", token, msg).Status)
+	require.Equal(t, 400, s.do("POST", "/api/mcp/sse/"+project, token, msg).Status)
+}
+
+func TestMCPServerSSEMessagesNeedTheStreamsToken(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	token := mcpSrvProjectToken(s, project, []string{"graph:read"})
+	other := mcpSrvProjectToken(s, project, []string{"graph:read"})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", s.base+"/api/mcp/sse/"+project, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	buf := make([]byte, 512)
+	n, err := res.Body.Read(buf)
+	require.NoError(t, err)
+	first := string(buf[:n])
+	require.Contains(t, first, "event: endpoint")
+	_, endpoint, _ := strings.Cut(first, "data: ")
+	endpoint = strings.TrimSpace(endpoint)
+	require.True(t, strings.HasPrefix(endpoint, "/api/mcp/sse/"+project+"?sessionid="), endpoint)
+
+	r := s.do("POST", endpoint, other, mcpSrvInit)
+	require.Equal(t, 404, r.Status, "another token of the same project cannot post into the stream")
+	r = s.do("POST", endpoint, token, mcpSrvInit)
+	require.Equal(t, 202, r.Status, "%s", r.Body)
+}
+
+func TestMCPServerStateless(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, func(c *config.Config) { c.MCPStateless = true })
+	project, _ := s.defaultProject()
+	token := mcpSrvProjectToken(s, project, allScopes)
+
+	cs := mcpSrvConnect(t, s, token)
+	require.Equal(t, mcpSrvAllTools, mcpSrvToolNames(t, cs))
+	var obj mcpSrvObject
+	mcpSrvOK(t, cs, "graph_create_object", map[string]any{"type": "Person", "name": "Charles Babbage"}, &obj)
+	var got struct {
+		Object mcpSrvObject `json:"object"`
+	}
+	mcpSrvOK(t, cs, "graph_get_object", map[string]any{"id": obj.ID}, &got)
+	require.Equal(t, "Charles Babbage", got.Object.Name)
+
+	r := s.do("POST", "/api/mcp", token, mcpSrvInit, mcpSrvAccept)
+	require.Equal(t, 200, r.Status)
+	require.Empty(t, r.Header.Get("Mcp-Session-Id"), "no sessions when stateless")
+	for _, m := range []string{"GET", "DELETE"} {
+		r = s.do(m, "/api/mcp", token, nil, header{"Accept", "text/event-stream"}, header{"Mcp-Session-Id", "x"})
+		require.Equal(t, 405, r.Status, m)
+	}
+	require.Equal(t, 401, s.do("POST", "/api/mcp", "", mcpSrvInit, mcpSrvAccept).Status)
+}
+
+// TestMCPServerToolNames checks the names the MCP specification allows,
+// except the spec's two registry tools (DESIGN 8a).
+func TestMCPServerToolNames(t *testing.T) {
+	t.Parallel()
+	for _, n := range mcpSrvAllTools {
+		for _, r := range n {
+			require.True(t, r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'), n)
+		}
+	}
+	require.Equal(t, "mcp-servers/list", mcpserver.ToolRegistryList)
+	require.Equal(t, "mcp-servers/call", mcpserver.ToolRegistryCall)
+}
+
+// mcpSrvTypeScriptSDK is the version of the official TypeScript SDK
+// (@modelcontextprotocol/sdk on npm) the interop test runs.
+const mcpSrvTypeScriptSDK = "1.32.2"
+
+// TestMCPServerInteropTypeScript runs the official TypeScript SDK's client
+// (testdata/mcp-interop/client.mjs) against the server over both
+// transports: initialize, list tools, call search, get a tool error. It
+// needs node and npm (and the npm registry, or a warm ~/.npm cache).
+func TestMCPServerInteropTypeScript(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "the MCP interop test needs Node.js (node and npm, version 18 or newer) on PATH")
+	npm, err := exec.LookPath("npm")
+	require.NoError(t, err, "the MCP interop test needs npm on PATH")
+
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	token := mcpSrvProjectToken(s, project, allScopes)
+	var obj mcpSrvObject
+	s.must(201, "POST", "/api/graph/objects", s.admin, map[string]any{"type": "Concept", "name": "Jacquard loom"},
+		header{"X-Project-ID", project}).Decode(t, &obj)
+
+	dir := t.TempDir()
+	script, err := os.ReadFile("testdata/mcp-interop/client.mjs")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private": true, "type": "module"}`), 0o600))
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "@modelcontextprotocol/sdk@"+mcpSrvTypeScriptSDK)
+	install.Dir = dir
+	out, err := install.CombinedOutput()
+	require.NoError(t, err, "npm install @modelcontextprotocol/sdk@%s: %s", mcpSrvTypeScriptSDK, out)
+
+	run := exec.CommandContext(ctx, node, "client.mjs", s.base, token, project, "jacquard")
+	run.Dir = dir
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	out, err = run.Output()
+	require.NoError(t, err, "node client.mjs: %s", stderr.String())
+
+	type toolResult struct {
+		IsError           bool `json:"isError"`
+		StructuredContent struct {
+			Data []struct {
+				Target string `json:"target"`
+				ID     string `json:"id"`
+				Name   string `json:"name"`
+			} `json:"data"`
+		} `json:"structuredContent"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	type run1 struct {
+		Server struct {
+			Name string `json:"name"`
+		} `json:"server"`
+		SessionID *string    `json:"sessionId"`
+		Tools     []string   `json:"tools"`
+		Search    toolResult `json:"search"`
+		Missing   toolResult `json:"missing"`
+	}
+	var got struct {
+		Streamable run1 `json:"streamable"`
+		SSE        run1 `json:"sse"`
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	for name, r := range map[string]run1{"streamable": got.Streamable, "sse": got.SSE} {
+		require.Equal(t, "graphmill", r.Server.Name, name)
+		require.Equal(t, mcpSrvAllTools, r.Tools, name)
+		require.False(t, r.Search.IsError, name)
+		require.Len(t, r.Search.StructuredContent.Data, 1, name)
+		require.Equal(t, obj.ID, r.Search.StructuredContent.Data[0].ID, name)
+		require.Equal(t, "Jacquard loom", r.Search.StructuredContent.Data[0].Name, name)
+		require.Equal(t, "text", r.Search.Content[0].Type, name)
+		require.Contains(t, r.Search.Content[0].Text, obj.ID, name)
+		require.True(t, r.Missing.IsError, name)
+		require.Equal(t, "no object with id 00000000-0000-0000-0000-000000000000 in this project", r.Missing.Content[0].Text, name)
+	}
+	require.NotNil(t, got.Streamable.SessionID)
+	require.NotEmpty(t, *got.Streamable.SessionID, "the streamable transport is stateful by default")
+}
+
+// TestMCPServerStopEndsStreams: open SSE streams and streamable sessions
+// do not hold up a graceful stop.
+func TestMCPServerStopEndsStreams(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	token := mcpSrvProjectToken(s, project, []string{"graph:read"})
+	sse := mcpSrvConnectSSE(t, s, token, project)
+	stream := mcpSrvConnect(t, s, token)
+	require.Len(t, mcpSrvToolNames(t, sse), 4)
+	require.Len(t, mcpSrvToolNames(t, stream), 4)
+
+	start := time.Now()
+	s.m.Stop(context.Background())
+	require.Less(t, time.Since(start), 3*time.Second, "the shutdown timeout is 5s; streams must not wait for it")
+	_, err := sse.ListTools(context.Background(), nil)
+	require.Error(t, err)
+}

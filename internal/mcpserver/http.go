@@ -1,0 +1,256 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+// SessionIdleTimeout closes a streamable session that received no request
+// for this long (clients that never send DELETE would otherwise keep theirs
+// forever). Clients that only listen on the GET stream should ping.
+const SessionIdleTimeout = 30 * time.Minute
+
+// Paths of the two transports.
+const (
+	StreamablePath = "/api/mcp"
+	SSEPath        = "/api/mcp/sse/{projectId}"
+)
+
+// Errors of the transports.
+var (
+	ErrNotAPIToken = errs.New(errs.Unauthenticated,
+		"the MCP server accepts Graphmill API tokens only (Authorization: Bearer gm_...); OIDC access tokens are not accepted: create an API token")
+	ErrSSEToken = errs.New(errs.PermissionDenied,
+		"the SSE transport needs a project-scoped API token bound to this project")
+	ErrOrigin = errs.New(errs.PermissionDenied,
+		"this Origin may not call the MCP server; allow it with GRAPHMILL_MCP_ALLOWED_ORIGINS")
+	ErrNoSession = errs.New(errs.NotFound, "no such MCP session: open a new SSE stream")
+)
+
+// corsHeaders are the request headers a browser client of an allowed
+// origin may send.
+const corsHeaders = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, X-Project-ID, X-Org-ID"
+
+// Mount adds the MCP routes to r: the streamable transport (POST, GET and
+// DELETE; GET and DELETE answer 405 when stateless) and the SSE transport
+// (GET opens the stream, POST ?sessionid= carries the client's messages).
+// Every request passes the Origin check, then authentication and the
+// project check, before the SDK sees it.
+func (s *Server) Mount(r chi.Router) {
+	stream := s.guard(s.streamableHandler())
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		r.Method(m, StreamablePath, stream)
+	}
+	sse := s.guard(http.HandlerFunc(s.serveSSE))
+	r.Method(http.MethodGet, SSEPath, sse)
+	r.Method(http.MethodPost, SSEPath, sse)
+	pre := http.HandlerFunc(s.preflight)
+	r.Method(http.MethodOptions, StreamablePath, pre)
+	r.Method(http.MethodOptions, SSEPath, pre)
+}
+
+// streamableHandler is the SDK's streamable handler behind a bearer-token
+// step that hands it the caller: the session is bound to the token and
+// project that opened it (the SDK refuses any other with 403), and each
+// request's caller reaches the tools through the request's TokenInfo.
+func (s *Server) streamableHandler() http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Stateless:      s.cfg.Stateless,
+		Logger:         s.sdkLogger,
+		SessionTimeout: SessionIdleTimeout,
+		// The Origin check in guard is the DNS-rebinding protection; the
+		// SDK's Host check would refuse every reverse proxy on loopback.
+		DisableLocalhostProtection: true,
+	})
+	withInfo := mcpauth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*mcpauth.TokenInfo, error) {
+		c := callerFromContext(ctx)
+		if c == nil {
+			return nil, mcpauth.ErrInvalidToken
+		}
+		return &mcpauth.TokenInfo{
+			UserID: c.sessionOwner(), Scopes: c.principal.Scopes.Names(), Expiration: c.principal.ExpiresAt,
+			Extra: map[string]any{callerExtra: c},
+		}, nil
+	}, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	return withInfo(h)
+}
+
+// guard checks the Origin, refuses anything but API tokens, then
+// authenticates and resolves the project (bound project or X-Project-ID,
+// membership checked) exactly as the rest of the API does.
+func (s *Server) guard(h http.Handler) http.Handler {
+	rule := auth.Rule{Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	protected := httpapi.Protect(s.cfg.Guard, rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, a := auth.PrincipalFrom(r.Context()), auth.AccessFrom(r.Context())
+		if p == nil || p.Kind != auth.KindAPIToken {
+			httpapi.WriteProblem(w, r, ErrNotAPIToken)
+			return
+		}
+		c := &caller{principal: p, project: a.ProjectID, org: a.OrgID}
+		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.originAllowed(r) {
+			httpapi.WriteProblem(w, r, ErrOrigin)
+			return
+		}
+		s.cors(w, r)
+		if raw, ok := bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(raw, auth.TokenPrefix) {
+			// Checked before the token is verified: an OIDC token is
+			// refused without a round trip to the issuer.
+			httpapi.WriteProblem(w, r, ErrNotAPIToken)
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
+}
+
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// normalizeOrigin lower-cases an origin and drops a trailing slash; ok is
+// false for anything that is not scheme://host[:port].
+func normalizeOrigin(o string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(o))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return "", false
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), true
+}
+
+// originAllowed: no Origin (not a browser), the request's own host, or an
+// origin of the allow-list.
+func (s *Server) originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	n, ok := normalizeOrigin(o)
+	if !ok {
+		return false
+	}
+	if s.origins[n] {
+		return true
+	}
+	_, host, _ := strings.Cut(n, "://")
+	return strings.EqualFold(host, r.Host)
+}
+
+// cors answers browsers of allowed origins.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return
+	}
+	w.Header().Add("Vary", "Origin")
+	w.Header().Set("Access-Control-Allow-Origin", o)
+	w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version")
+}
+
+// preflight answers CORS preflight requests, which carry no credentials.
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	if !s.originAllowed(r) {
+		httpapi.WriteProblem(w, r, ErrOrigin)
+		return
+	}
+	s.cors(w, r)
+	w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	w.Header().Set("Access-Control-Allow-Headers", corsHeaders)
+	w.Header().Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// sseSession is one open SSE stream and the token and project it belongs
+// to.
+type sseSession struct {
+	transport *mcp.SSEServerTransport
+	owner     string
+	// current is the caller of the latest POST (same token and project,
+	// freshly authorised), so that role changes apply to the next message.
+	current atomic.Pointer[caller]
+}
+
+type sseSessionKey struct{}
+
+// serveSSE serves the SSE transport of the MCP specification of
+// 2024-11-05: a GET opens the event stream, whose first event names the
+// endpoint (this path with ?sessionid=) where the client POSTs messages.
+// Only a project-scoped token bound to the path's project may use it.
+func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
+	c := callerFromContext(r.Context())
+	if c.principal.BoundProject != c.project {
+		httpapi.WriteProblem(w, r, ErrSSEToken)
+		return
+	}
+	if r.Method == http.MethodPost {
+		s.postSSE(w, r, c)
+		return
+	}
+	id := rand.Text()
+	t := &mcp.SSEServerTransport{Endpoint: r.URL.EscapedPath() + "?sessionid=" + id, Response: w}
+	sess := &sseSession{transport: t, owner: c.sessionOwner()}
+	sess.current.Store(c)
+	s.mu.Lock()
+	s.sse[id] = sess
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sse, id)
+		s.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	// The session's context keeps this request's values for every message
+	// of the stream: the session, whose current caller the POSTs update.
+	ss, err := s.mcp.Connect(context.WithValue(r.Context(), sseSessionKey{}, sess), t, nil)
+	if err != nil {
+		httpapi.WriteProblem(w, r, err)
+		return
+	}
+	stop := context.AfterFunc(r.Context(), func() { _ = ss.Close() })
+	defer stop()
+	_ = ss.Wait()
+}
+
+func (s *Server) postSSE(w http.ResponseWriter, r *http.Request, c *caller) {
+	id := r.URL.Query().Get("sessionid")
+	if id == "" {
+		httpapi.WriteProblem(w, r, errs.New(errs.Invalid, "sessionid is required: POST to the endpoint the stream announced"))
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		httpapi.WriteProblem(w, r, errs.New(errs.Invalid, "Content-Type must be application/json"))
+		return
+	}
+	s.mu.Lock()
+	sess := s.sse[id]
+	s.mu.Unlock()
+	if sess == nil || sess.owner != c.sessionOwner() {
+		httpapi.WriteProblem(w, r, ErrNoSession)
+		return
+	}
+	sess.current.Store(c)
+	sess.transport.ServeHTTP(w, r)
+}

@@ -1,0 +1,182 @@
+// Package mcpserver is Graphmill's built-in MCP server: the graph,
+// document, search, registry and web-search tools, served over the
+// streamable HTTP transport at /api/mcp and the SSE transport at
+// /api/mcp/sse/{projectId}. One mcp.Server is built at start; what each
+// caller may see and call (scopes, project role, per-project settings) is
+// decided per request in middleware (DESIGN 8a).
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/graph"
+	"github.com/graphmill/graphmill/internal/search"
+)
+
+// Graph is what the graph tools call (graph.Service).
+type Graph interface {
+	ListObjects(ctx context.Context, project uuid.UUID, f graph.ObjectFilter) ([]graph.Object, int, error)
+	GetObject(ctx context.Context, project, id uuid.UUID) (graph.Object, error)
+	CreateObject(ctx context.Context, project uuid.UUID, p graph.CreateObjectParams) (graph.Object, error)
+	UpdateObject(ctx context.Context, project, id uuid.UUID, u graph.ObjectUpdate) (graph.Object, error)
+	CreateRelationship(ctx context.Context, project uuid.UUID, p graph.CreateRelationshipParams) (graph.Relationship, error)
+	ListRelationships(ctx context.Context, project uuid.UUID, f graph.RelationshipFilter) ([]graph.Relationship, int, error)
+	ListObjectRelationships(ctx context.Context, project, id uuid.UUID, d graph.Direction, typ string, limit, offset int) ([]graph.Relationship, int, error)
+}
+
+// Documents is what the document tools call (document.Service).
+type Documents interface {
+	Upload(ctx context.Context, u document.Upload) (document.Document, error)
+	List(ctx context.Context, project uuid.UUID, limit, offset int) ([]document.Document, int, error)
+	Get(ctx context.Context, project, id uuid.UUID) (document.Document, error)
+	Chunks(ctx context.Context, project, id uuid.UUID, limit, offset int) ([]document.StoredChunk, int, error)
+}
+
+// Searcher runs the unified search of a project (search.Service).
+type Searcher interface {
+	Search(ctx context.Context, project uuid.UUID, req search.Request) (search.Response, error)
+}
+
+// RegistryTool is one enabled tool of an enabled external MCP server of a
+// project, as mcp-servers/list shows it.
+type RegistryTool struct {
+	ServerID    uuid.UUID      `json:"serverId"`
+	Server      string         `json:"server" jsonschema:"the server's name, as mcp-servers/call takes it"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	InputSchema map[string]any `json:"inputSchema,omitempty"`
+}
+
+// Registry is the project's registry of external MCP servers. ListTools
+// lists only enabled tools of enabled servers; CallTool refuses disabled
+// ones and unknown names with an errs.Error (not_found, failed_precondition)
+// and reports an unreachable server as bad_gateway. A tool error of the
+// external server is a result with IsError, not an error.
+type Registry interface {
+	ListTools(ctx context.Context, project uuid.UUID) ([]RegistryTool, error)
+	CallTool(ctx context.Context, project uuid.UUID, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
+}
+
+// WebResult is one web search result.
+type WebResult struct {
+	Title       string `json:"title"`
+	URL         string `json:"url"`
+	Description string `json:"description,omitempty"`
+}
+
+// WebSearcher runs web searches with the project's effective web search
+// setting. WebSearchEnabled reports whether the setting is enabled and has
+// a key at some level (project, organization or global).
+type WebSearcher interface {
+	WebSearch(ctx context.Context, project uuid.UUID, query string, count int) ([]WebResult, error)
+	WebSearchEnabled(ctx context.Context, project uuid.UUID) (bool, error)
+}
+
+// Config configures a Server. Graph, Documents, Search and Guard are
+// required; Registry and Web are optional: their tools are registered only
+// when they are given.
+type Config struct {
+	Graph     Graph
+	Documents Documents
+	Search    Searcher
+	Registry  Registry
+	Web       WebSearcher
+	Guard     *auth.Guard
+	Logger    *slog.Logger
+	// AllowedOrigins are the browser origins allowed besides same-origin
+	// requests and requests without an Origin header.
+	AllowedOrigins []string
+	// Stateless serves the streamable transport without sessions.
+	Stateless bool
+	// Version is reported to clients in the initialize result.
+	Version string
+}
+
+// Server is the built-in MCP server and its two HTTP transports.
+type Server struct {
+	cfg    Config
+	logger *slog.Logger
+	// sdkLogger is what go-sdk logs to: warnings and errors only (it logs
+	// every session's start and end at info, once per request when
+	// stateless).
+	sdkLogger *slog.Logger
+	mcp       *mcp.Server
+	rules     map[string]toolRule
+	origins   map[string]bool
+
+	mu  sync.Mutex
+	sse map[string]*sseSession
+}
+
+// New builds the server and registers every tool whose dependency is
+// given.
+func New(c Config) (*Server, error) {
+	if c.Graph == nil || c.Documents == nil || c.Search == nil || c.Guard == nil || c.Logger == nil {
+		return nil, errors.New("mcpserver: Graph, Documents, Search, Guard and Logger are required")
+	}
+	s := &Server{
+		cfg: c, logger: c.Logger.With("component", "mcp"), rules: map[string]toolRule{},
+		origins: map[string]bool{}, sse: map[string]*sseSession{},
+	}
+	s.sdkLogger = slog.New(minLevel{Handler: s.logger.Handler(), min: slog.LevelWarn})
+	for _, o := range c.AllowedOrigins {
+		n, ok := normalizeOrigin(o)
+		if !ok {
+			return nil, fmt.Errorf("mcpserver: %q is not an origin (scheme://host[:port])", o)
+		}
+		s.origins[n] = true
+	}
+	version := c.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "graphmill", Title: "Graphmill knowledge graph", Version: version}, &mcp.ServerOptions{
+		Instructions: "Tools over one Graphmill project: its knowledge graph (objects and relationships), its documents and " +
+			"their chunks, and unified keyword and vector search. The project is the one your API token is bound to, " +
+			"or the X-Project-ID header.",
+		Logger:       s.sdkLogger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// Tool lists differ per caller: no one else may cache them.
+		SetCacheable: func(_ context.Context, _ mcp.Request, ca *mcp.Cacheable) { ca.CacheScope = "private" },
+	})
+	if err := s.addTools(); err != nil {
+		return nil, err
+	}
+	s.mcp.AddReceivingMiddleware(s.authorize)
+	return s, nil
+}
+
+// Close ends every open session (SSE streams and streamable sessions), so
+// that a graceful HTTP shutdown does not wait for their clients.
+func (s *Server) Close() {
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}

@@ -1,0 +1,269 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"sort"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// The domain services are not called by these tests: the interfaces are
+// embedded unset, so a call would panic.
+type (
+	fakeGraph     struct{ Graph }
+	fakeDocuments struct{ Documents }
+	fakeSearch    struct{ Searcher }
+)
+
+type fakeRegistry struct {
+	tools []RegistryTool
+	calls []string
+}
+
+func (r *fakeRegistry) ListTools(context.Context, uuid.UUID) ([]RegistryTool, error) {
+	return r.tools, nil
+}
+
+func (r *fakeRegistry) CallTool(_ context.Context, _ uuid.UUID, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	r.calls = append(r.calls, server+"/"+tool)
+	if server != "weather" {
+		return nil, errs.Errorf(errs.NotFound, "no enabled server %q in this project", server)
+	}
+	raw, _ := json.Marshal(args)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sunny " + string(raw)}}}, nil
+}
+
+type fakeWeb struct {
+	enabled bool
+	err     error
+}
+
+func (w *fakeWeb) WebSearch(_ context.Context, _ uuid.UUID, query string, count int) ([]WebResult, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	return []WebResult{{Title: query, URL: "https://example.com/?n=" + string(rune('0'+count))}}, nil
+}
+
+func (w *fakeWeb) WebSearchEnabled(context.Context, uuid.UUID) (bool, error) { return w.enabled, nil }
+
+type testBundle struct {
+	srv *Server
+	reg *fakeRegistry
+	web *fakeWeb
+}
+
+func setup(t *testing.T, withOptional bool) *testBundle {
+	t.Helper()
+	b := &testBundle{}
+	c := Config{
+		Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{},
+		Guard: auth.NewGuard(auth.GuardConfig{}), Logger: slog.New(slog.DiscardHandler),
+		AllowedOrigins: []string{"https://App.example.com/"},
+	}
+	if withOptional {
+		b.reg = &fakeRegistry{tools: []RegistryTool{{ServerID: uuid.New(), Server: "weather", Name: "forecast"}}}
+		b.web = &fakeWeb{enabled: true}
+		c.Registry, c.Web = b.reg, b.web
+	}
+	srv, err := New(c)
+	require.NoError(t, err)
+	b.srv = srv
+	return b
+}
+
+// connect opens an in-memory session whose every request comes from a
+// caller holding scopes with role in its project.
+func (b *testBundle) connect(t *testing.T, scopes auth.Scopes, role auth.ProjectRole) *mcp.ClientSession {
+	t.Helper()
+	project := uuid.New()
+	c := &caller{
+		principal: &auth.Principal{UserID: uuid.New(), Kind: auth.KindAPIToken, Scopes: scopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: role}},
+		project:   project,
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := t.Context()
+	ss, err := b.srv.mcp.Connect(withCaller(ctx, c), st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err)
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	tc, _ := res.Content[0].(*mcp.TextContent)
+	return tc.Text
+}
+
+func TestOptionalToolsNeedTheirDependencies(t *testing.T) {
+	t.Parallel()
+	all := auth.AllScopes
+	cs := setup(t, false).connect(t, all, auth.ProjectAdmin)
+	require.NotContains(t, toolNames(t, cs), ToolRegistryList)
+	require.NotContains(t, toolNames(t, cs), ToolWebSearch)
+	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolWebSearch, Arguments: map[string]any{"query": "x"}})
+	require.ErrorContains(t, err, "unknown tool")
+
+	b := setup(t, true)
+	cs = b.connect(t, all, auth.ProjectViewer)
+	require.Subset(t, toolNames(t, cs), []string{ToolRegistryList, ToolRegistryCall, ToolWebSearch})
+}
+
+func TestRegistryTools(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	cs := b.connect(t, auth.Scopes(0).With(auth.MCPUse), auth.ProjectViewer)
+	require.Equal(t, []string{ToolRegistryCall, ToolRegistryList}, toolNames(t, cs))
+
+	res := call(t, cs, ToolRegistryList, map[string]any{})
+	require.False(t, res.IsError, text(res))
+	require.JSONEq(t, `{"tools":[{"serverId":"`+b.reg.tools[0].ServerID.String()+`","server":"weather","name":"forecast"}]}`, text(res))
+	res = call(t, cs, ToolRegistryList, map[string]any{"server": "other"})
+	require.JSONEq(t, `{"tools":[]}`, text(res))
+
+	// The external result is passed through as it is.
+	res = call(t, cs, ToolRegistryCall, map[string]any{"server": "weather", "tool": "forecast", "arguments": map[string]any{"city": "Paris"}})
+	require.False(t, res.IsError)
+	require.Equal(t, `sunny {"city":"Paris"}`, text(res))
+	res = call(t, cs, ToolRegistryCall, map[string]any{"server": "gone", "tool": "forecast"})
+	require.True(t, res.IsError)
+	require.Equal(t, `no enabled server "gone" in this project`, text(res))
+	res = call(t, cs, ToolRegistryCall, map[string]any{"server": "weather"})
+	require.True(t, res.IsError, "tool is required")
+	require.Equal(t, []string{"weather/forecast", "gone/forecast"}, b.reg.calls)
+
+	// Without mcp:use the tools are hidden and refused unrun.
+	cs = b.connect(t, auth.Scopes(0).With(auth.GraphRead), auth.ProjectAdmin)
+	require.NotContains(t, toolNames(t, cs), ToolRegistryCall)
+	res = call(t, cs, ToolRegistryCall, map[string]any{"server": "weather", "tool": "forecast"})
+	require.Equal(t, "tool mcp-servers/call needs the scope mcp:use, which this token lacks", text(res))
+	require.Len(t, b.reg.calls, 2)
+}
+
+func TestWebSearchFollowsTheProjectSetting(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	cs := b.connect(t, auth.Scopes(0).With(auth.SearchRead), auth.ProjectViewer)
+	require.Contains(t, toolNames(t, cs), ToolWebSearch)
+	res := call(t, cs, ToolWebSearch, map[string]any{"query": "graphs"})
+	require.False(t, res.IsError, text(res))
+	require.JSONEq(t, `{"results":[{"title":"graphs","url":"https://example.com/?n=5"}]}`, text(res), "count defaults to 5")
+	res = call(t, cs, ToolWebSearch, map[string]any{"query": "graphs", "count": 21})
+	require.True(t, res.IsError)
+
+	b.web.err = errs.New(errs.BadGateway, "the web search API answered 500")
+	res = call(t, cs, ToolWebSearch, map[string]any{"query": "graphs"})
+	require.Equal(t, "the web search API answered 500", text(res))
+	b.web.err = errors.New("dial tcp: secret internals")
+	res = call(t, cs, ToolWebSearch, map[string]any{"query": "graphs"})
+	require.Equal(t, "web_search: internal error", text(res), "internals are logged, not shown")
+
+	b.web.enabled = false
+	require.NotContains(t, toolNames(t, cs), ToolWebSearch)
+	res = call(t, cs, ToolWebSearch, map[string]any{"query": "graphs"})
+	require.Equal(t, "tool web_search is not enabled for this project", text(res))
+}
+
+func TestNullArgumentsAreNoArguments(t *testing.T) {
+	t.Parallel()
+	cs := setup(t, true).connect(t, auth.AllScopes, auth.ProjectViewer)
+	res := call(t, cs, ToolRegistryList, json.RawMessage("null"))
+	require.False(t, res.IsError, text(res))
+}
+
+func TestInputSchemasRefuseUnknownMembers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	cs := b.connect(t, auth.AllScopes, auth.ProjectAdmin)
+	res, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	require.Len(t, res.Tools, 14)
+	for _, tool := range res.Tools {
+		raw, err := json.Marshal(tool.InputSchema)
+		require.NoError(t, err)
+		var s struct {
+			Type                 string          `json:"type"`
+			AdditionalProperties json.RawMessage `json:"additionalProperties"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &s))
+		require.Equal(t, "object", s.Type, tool.Name)
+		require.JSONEq(t, `false`, string(s.AdditionalProperties), tool.Name)
+		require.NotEmpty(t, tool.Description, tool.Name)
+	}
+	r := call(t, cs, ToolWebSearch, map[string]any{"query": "x", "extra": true})
+	require.True(t, r.IsError)
+	require.Contains(t, text(r), "extra")
+}
+
+func TestRoles(t *testing.T) {
+	t.Parallel()
+	require.True(t, roleAtLeast(auth.ProjectAdmin, auth.ProjectEditor))
+	require.True(t, roleAtLeast(auth.ProjectEditor, auth.ProjectEditor))
+	require.False(t, roleAtLeast(auth.ProjectViewer, auth.ProjectEditor))
+	require.False(t, roleAtLeast("", auth.ProjectViewer))
+}
+
+func TestOrigins(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	for _, c := range []struct {
+		origin, host string
+		ok           bool
+	}{
+		{"", "graphmill.example.com", true},
+		{"https://app.example.com", "graphmill.example.com", true},
+		{"HTTPS://APP.EXAMPLE.COM/", "graphmill.example.com", true},
+		{"https://graphmill.example.com", "graphmill.example.com", true},
+		{"http://graphmill.example.com:8080", "graphmill.example.com:8080", true},
+		{"https://app.example.com:8443", "graphmill.example.com", false},
+		{"https://evil.example.com", "graphmill.example.com", false},
+		{"null", "graphmill.example.com", false},
+		{"file://", "graphmill.example.com", false},
+	} {
+		r := httptest.NewRequest("POST", "http://"+c.host+"/api/mcp", nil)
+		if c.origin != "" {
+			r.Header.Set("Origin", c.origin)
+		}
+		require.Equal(t, c.ok, b.srv.originAllowed(r), "%s on %s", c.origin, c.host)
+	}
+	_, err := New(Config{
+		Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{}, Guard: auth.NewGuard(auth.GuardConfig{}),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowedOrigins: []string{"app.example.com"},
+	})
+	require.ErrorContains(t, err, "not an origin")
+}
