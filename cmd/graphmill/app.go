@@ -22,11 +22,13 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/health"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/metrics"
 	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -61,6 +63,7 @@ type Main struct {
 	jobs     *jobqueue.Client
 	guard    *auth.Guard
 	tasks    *task.Service
+	mcp      *mcpregistry.Service
 	notifs   *notification.Service
 	health   *health.Service
 	api      *httpapi.Server
@@ -227,6 +230,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	provider.Register(api, providers)
+	if m.mcp, err = m.mcpService(pool, box); err != nil {
+		return err
+	}
+	mcpregistry.Register(api, m.mcp, m.guard)
 	m.notifs = notification.NewService(pool, ten, m.Now)
 	if err := m.jobs.Observe(m.notifs.JobOutcomes); err != nil {
 		return err
@@ -296,6 +303,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := m.jobs.Start(ctx); err != nil {
 		return err
 	}
+	if err := m.mcp.Start(ctx); err != nil {
+		return err
+	}
 	m.api.Start()
 	m.ops.Start()
 	m.health.SetReady(true, "")
@@ -344,6 +354,23 @@ func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.
 		KeyAIBaseURL: c.KeyAIBaseURL, AccountAIBaseURL: c.AccountAIBaseURL, Environment: env,
 		LocalEnabled: c.LocalProviderEnabled(), LocalDimension: c.EmbeddingDimension, RPM: c.ProviderRPM, TPM: c.ProviderTPM,
 	}), nil
+}
+
+// mcpService builds the MCP server registry with the built-in tool
+// catalogue, dialling out through the egress guard.
+func (m *Main) mcpService(pool *pgxpool.Pool, box *secrets.Box) (*mcpregistry.Service, error) {
+	c := m.Config
+	guard, err := egress.New(c.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
+	}
+	return mcpregistry.NewService(mcpregistry.Config{
+		Pool: pool, Box: box, Logger: m.Logger, Now: m.Now, Egress: guard,
+		Builtin:     []mcpregistry.BuiltinTool{mcpregistry.WebSearchBuiltin()},
+		StdioPolicy: c.MCPStdio, RegistryURL: c.MCPRegistryURL,
+		WebSearchAPIKey: c.WebSearchAPIKey, WebSearchBaseURL: c.WebSearchBaseURL,
+		CallTimeout: c.MCPCallTimeout, IdleTimeout: c.MCPIdleTimeout, Version: health.Version(),
+	})
 }
 
 // announceToken saves the bootstrap token for the operator and shows it
@@ -414,6 +441,9 @@ func (m *Main) stop(ctx context.Context) {
 	}
 	if m.sched != nil {
 		m.sched.Stop()
+	}
+	if m.mcp != nil {
+		m.mcp.Stop()
 	}
 	if m.notifier != nil {
 		m.notifier.Stop()
