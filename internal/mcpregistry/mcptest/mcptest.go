@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	apiv0 "github.com/modelcontextprotocol/registry/pkg/api/v0"
+	"github.com/modelcontextprotocol/registry/pkg/model"
 )
 
 // AllTools are the tools a test server can offer.
@@ -326,4 +327,80 @@ func (b *Brave) FailWith(status int) {
 	b.mu.Lock()
 	b.status = status
 	b.mu.Unlock()
+}
+
+// official is the registry's metadata of an entry.
+func official(latest bool) apiv0.ResponseMeta {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	return apiv0.ResponseMeta{Official: &apiv0.RegistryExtensions{
+		Status: model.StatusActive, StatusChangedAt: at, PublishedAt: at, UpdatedAt: at, IsLatest: latest,
+	}}
+}
+
+// SampleEntries are realistic registry entries: an npm server in two
+// versions (a required secret and an optional variable with a default), a
+// PyPI server, an OCI server and a remote (streamable HTTP at remoteURL,
+// with an Authorization header built from a required variable).
+func SampleEntries(remoteURL string) []apiv0.ServerResponse {
+	weather := func(version string, latest bool) apiv0.ServerResponse {
+		return apiv0.ServerResponse{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "io.github.acme/weather", Title: "Weather",
+				Description: "Weather forecasts from the Acme weather API", Version: version,
+				Repository: &model.Repository{URL: "https://github.com/acme/weather-mcp", Source: "github"},
+				Packages: []model.Package{{
+					RegistryType: model.RegistryTypeNPM, RegistryBaseURL: model.RegistryURLNPM, Identifier: "@acme/weather-mcp", Version: version,
+					Transport: model.Transport{Type: model.TransportTypeStdio},
+					EnvironmentVariables: []model.KeyValueInput{
+						{Name: "WEATHER_API_KEY", InputWithVariables: model.InputWithVariables{Input: model.Input{Description: "Acme API key", IsRequired: true, IsSecret: true}}},
+						{Name: "WEATHER_UNITS", InputWithVariables: model.InputWithVariables{Input: model.Input{Description: "metric or imperial", Default: "metric"}}},
+					},
+				}},
+			},
+			Meta: official(latest),
+		}
+	}
+	return []apiv0.ServerResponse{
+		weather("1.0.0", false),
+		weather("1.2.0", true),
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "io.github.acme/pysearch", Description: "Search files", Version: "0.3.1",
+				Packages: []model.Package{{
+					RegistryType: model.RegistryTypePyPI, RegistryBaseURL: model.RegistryURLPyPI, Identifier: "acme-pysearch", Version: "0.3.1",
+					Transport: model.Transport{Type: model.TransportTypeStdio},
+				}},
+			},
+			Meta: official(true),
+		},
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "io.github.acme/boxed", Description: "Containerised tools", Version: "2.0.0",
+				Packages: []model.Package{{
+					RegistryType: model.RegistryTypeOCI, Identifier: "ghcr.io/acme/boxed:2.0.0",
+					Transport: model.Transport{Type: model.TransportTypeStdio},
+					EnvironmentVariables: []model.KeyValueInput{
+						{Name: "BOXED_TOKEN", InputWithVariables: model.InputWithVariables{Input: model.Input{IsRequired: true, IsSecret: true}}},
+					},
+				}},
+			},
+			Meta: official(true),
+		},
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "com.acme/notes", Title: "Acme Notes", Description: "Hosted notes", Version: "1.0.0",
+				Remotes: []model.Transport{{
+					Type: model.TransportTypeStreamableHTTP, URL: remoteURL,
+					Headers: []model.KeyValueInput{{
+						Name: "Authorization",
+						InputWithVariables: model.InputWithVariables{
+							Input:     model.Input{Value: "Bearer {notes_token}", IsRequired: true, IsSecret: true},
+							Variables: map[string]model.Input{"notes_token": {IsRequired: true, IsSecret: true}},
+						},
+					}},
+				}},
+			},
+			Meta: official(true),
+		},
+	}
 }

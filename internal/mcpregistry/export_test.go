@@ -1,0 +1,4 @@
+package mcpregistry
+
+// PackageRecord exposes the package mapping to the external tests.
+var PackageRecord = packageRecord
