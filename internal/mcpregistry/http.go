@@ -18,19 +18,21 @@ type (
 		ProjectID string `query:"projectId" doc:"The project; else X-Project-ID or the token's project."`
 		httpapi.PageParams
 	}
-	// serverRef names a server; the server's project is checked against
-	// the caller, and a project the request names must be that project.
-	serverRef struct {
+	// ServerRef names a server in a path; the server's project is checked
+	// against the caller, and a project the request names must be that
+	// project. It is exported because huma reads only exported embedded
+	// structs.
+	ServerRef struct {
 		ServerID      string `path:"serverId"`
 		ProjectQuery  string `query:"projectId" doc:"Optional; must be the server's project."`
 		ProjectHeader string `header:"X-Project-ID" doc:"Optional; must be the server's project."`
 		OrgHeader     string `header:"X-Org-ID" doc:"Optional; must be the server's organization."`
 	}
 	serverIn struct {
-		serverRef
+		ServerRef
 	}
 	toolsIn struct {
-		serverRef
+		ServerRef
 		httpapi.PageParams
 	}
 	createBody struct {
@@ -58,11 +60,11 @@ type (
 		Headers *map[string]string `json:"headers,omitempty" doc:"Replaces the headers; a value of *** keeps the stored value of that name."`
 	}
 	patchIn struct {
-		serverRef
+		ServerRef
 		Body patchBody
 	}
 	toolPatchIn struct {
-		serverRef
+		ServerRef
 		ToolID string `path:"toolId" doc:"The tool's id; for built-in tools also its name."`
 		Body   struct {
 			Enabled *bool          `json:"enabled,omitempty"`
@@ -148,7 +150,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	byID := func(rule auth.Rule) auth.Rule {
 		return auth.Rule{Scope: rule.Scope, Resource: auth.Body, ProjectRole: rule.ProjectRole}
 	}
-	resolve := func(ctx context.Context, ref serverRef, rule auth.Rule) (auth.Access, uuid.UUID, error) {
+	resolve := func(ctx context.Context, ref ServerRef, rule auth.Rule) (auth.Access, uuid.UUID, error) {
 		id, err := uuid.Parse(ref.ServerID)
 		if err != nil {
 			return auth.Access{}, uuid.Nil, ErrServerNotFound
@@ -212,7 +214,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	huma.Register(api, httpapi.Op("mcp-servers-update", http.MethodPatch, "/api/admin/mcp-servers/{serverId}",
 		"Change an MCP server; absent fields are unchanged (project admins)", byID(write)),
 		func(ctx context.Context, in *patchIn) (*httpapi.Out[Server], error) {
-			acc, id, err := resolve(ctx, in.serverRef, write)
+			acc, id, err := resolve(ctx, in.ServerRef, write)
 			if err != nil {
 				return nil, err
 			}
@@ -243,7 +245,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	huma.Register(api, httpapi.Op("mcp-servers-delete", http.MethodDelete, "/api/admin/mcp-servers/{serverId}",
 		"Delete an MCP server with its tools, stopping its process (project admins)", byID(write)),
 		func(ctx context.Context, in *serverIn) (*noContent, error) {
-			acc, id, err := resolve(ctx, in.serverRef, write)
+			acc, id, err := resolve(ctx, in.ServerRef, write)
 			if err != nil {
 				return nil, err
 			}
@@ -256,7 +258,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	huma.Register(api, httpapi.Op("mcp-servers-inspect", http.MethodPost, "/api/admin/mcp-servers/{serverId}/inspect",
 		"List the live server's tools without recording them (project admins)", byID(write)),
 		func(ctx context.Context, in *serverIn) (*httpapi.Out[liveTools], error) {
-			acc, id, err := resolve(ctx, in.serverRef, write)
+			acc, id, err := resolve(ctx, in.ServerRef, write)
 			if err != nil {
 				return nil, err
 			}
@@ -270,7 +272,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	huma.Register(api, httpapi.Op("mcp-servers-sync", http.MethodPost, "/api/admin/mcp-servers/{serverId}/sync",
 		"Mirror the live server's tools into the catalogue; idempotent (project admins)", byID(write)),
 		func(ctx context.Context, in *serverIn) (*httpapi.Out[SyncResult], error) {
-			acc, id, err := resolve(ctx, in.serverRef, write)
+			acc, id, err := resolve(ctx, in.ServerRef, write)
 			if err != nil {
 				return nil, err
 			}
@@ -284,7 +286,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	huma.Register(api, httpapi.Op("mcp-servers-tools", http.MethodGet, "/api/admin/mcp-servers/{serverId}/tools",
 		"List a server's tools (built-in server: with inheritedFrom)", byID(read)),
 		func(ctx context.Context, in *toolsIn) (*httpapi.Out[httpapi.List[Tool]], error) {
-			acc, id, err := resolve(ctx, in.serverRef, read)
+			acc, id, err := resolve(ctx, in.ServerRef, read)
 			if err != nil {
 				return nil, err
 			}
@@ -298,7 +300,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	huma.Register(api, httpapi.Op("mcp-servers-tool-update", http.MethodPatch, "/api/admin/mcp-servers/{serverId}/tools/{toolId}",
 		"Enable or disable a tool; for built-in tools set the project's setting (project admins)", byID(write)),
 		func(ctx context.Context, in *toolPatchIn) (*httpapi.Out[Tool], error) {
-			acc, id, err := resolve(ctx, in.serverRef, write)
+			acc, id, err := resolve(ctx, in.ServerRef, write)
 			if err != nil {
 				return nil, err
 			}
