@@ -298,9 +298,9 @@ func TestMCPRegistryOfficial(t *testing.T) {
 
 	// A remote: created and synced.
 	var inst struct {
-		Server    mcpRegServer `json:"server"`
+		Server    mcpRegServer         `json:"server"`
 		Sync      *struct{ Added int } `json:"sync"`
-		SyncError string       `json:"syncError"`
+		SyncError string               `json:"syncError"`
 	}
 	s.must(201, "POST", "/api/admin/mcp-registry/install"+q, s.admin, map[string]any{
 		"serverName": "com.acme/notes", "config": map[string]any{"env": map[string]any{"notes_token": "notes-tok-55"}},

@@ -202,9 +202,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 					return nil, err
 				}
 			}
-			srv, err := svc.CreateServer(ctx, auth.AccessFrom(ctx).ProjectID, ServerInput{
-				Name: b.Name, Type: b.Type, Enabled: b.Enabled, Command: b.Command, Args: b.Args, Env: b.Env, URL: b.URL, Headers: b.Headers,
-			})
+			srv, err := svc.CreateServer(ctx, auth.AccessFrom(ctx).ProjectID, ServerInput(b))
 			if err != nil {
 				return nil, err
 			}

@@ -83,12 +83,24 @@ func TestPackageRecord(t *testing.T) {
 		wantEnv     map[string]string
 		wantMissing []string
 	}{
-		{1, map[string]string{"WEATHER_API_KEY": "k"}, "npx", []string{"-y", "@acme/weather-mcp@1.2.0"},
-			map[string]string{"WEATHER_API_KEY": "k", "WEATHER_UNITS": "metric"}, nil},
+		{
+			1,
+			map[string]string{"WEATHER_API_KEY": "k"},
+			"npx",
+			[]string{"-y", "@acme/weather-mcp@1.2.0"},
+			map[string]string{"WEATHER_API_KEY": "k", "WEATHER_UNITS": "metric"},
+			nil,
+		},
 		{1, nil, "npx", []string{"-y", "@acme/weather-mcp@1.2.0"}, map[string]string{"WEATHER_UNITS": "metric"}, []string{"WEATHER_API_KEY"}},
 		{2, nil, "uvx", []string{"acme-pysearch==0.3.1"}, map[string]string{}, nil},
-		{3, map[string]string{"BOXED_TOKEN": "t"}, "docker", []string{"run", "-i", "--rm", "-e", "BOXED_TOKEN", "ghcr.io/acme/boxed:2.0.0"},
-			map[string]string{"BOXED_TOKEN": "t"}, nil},
+		{
+			3,
+			map[string]string{"BOXED_TOKEN": "t"},
+			"docker",
+			[]string{"run", "-i", "--rm", "-e", "BOXED_TOKEN", "ghcr.io/acme/boxed:2.0.0"},
+			map[string]string{"BOXED_TOKEN": "t"},
+			nil,
+		},
 	} {
 		missing := map[string]bool{}
 		in, ok := mcpregistry.PackageRecord(entries[tt.entry].Server.Packages[0], tt.env, missing)

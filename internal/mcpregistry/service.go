@@ -180,7 +180,8 @@ func (s *Service) Stderr(server uuid.UUID) string { return s.conn.stderr(server)
 func (s *Service) ProcessID(server uuid.UUID) int { return s.conn.pid(server) }
 
 // envPlace and headersPlace bind sealed values to their row.
-func envPlace(id uuid.UUID) []byte     { return secrets.Place("mcp_servers", "env", id.String()) }
+func envPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "env", id.String()) }
+
 func headersPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "headers", id.String()) }
 
 func (s *Service) sealMap(m map[string]string, place []byte) *string {

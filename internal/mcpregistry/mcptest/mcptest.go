@@ -166,11 +166,7 @@ func BuildStdio(dir string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "mcptest-stdio")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "build", "-o", out, "./stdioserver") //nolint:gosec,noctx // fixed arguments, test fixture
+	cmd := exec.Command("go", "build", "-o", out, "./stdioserver") //nolint:gosec,noctx // fixed arguments, test fixture
 	cmd.Dir = filepath.Dir(file)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build stdio test server: %w: %s", err, b)
@@ -297,7 +293,9 @@ func NewBrave(t testing.TB, valid ...string) *Brave {
 		}
 		q := r.URL.Query().Get("q")
 		count := 3
-		fmt.Sscan(r.URL.Query().Get("count"), &count)
+		if _, err := fmt.Sscan(r.URL.Query().Get("count"), &count); err != nil {
+			count = 3
+		}
 		results := []map[string]any{}
 		for i := range count {
 			results = append(results, map[string]any{
