@@ -208,15 +208,11 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // connectError turns a failed connection into a client-safe error.
 func connectError(err error) error {
-	if errs.CodeOf(err) != errs.Internal {
+	switch {
+	case errs.CodeOf(err) != errs.Internal:
 		return err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	case errors.Is(err, context.DeadlineExceeded):
 		return errs.New(errs.BadGateway, "the MCP server did not answer in time")
-	}
-	var ee *errs.Error
-	if errors.As(err, &ee) {
-		return ee
 	}
 	return errs.Errorf(errs.BadGateway, "cannot connect to the MCP server: %s", mcpMessage(err))
 }
@@ -246,6 +242,14 @@ func (c *connector) stdio(ctx context.Context, srv Server) (*proc, error) {
 	p, err := c.start(ctx, srv)
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	current := c.slots[srv.ID] == s
+	c.mu.Unlock()
+	if !current {
+		// The server was disabled or deleted while this process started.
+		p.kill()
+		return nil, errs.New(errs.FailedPrecondition, "the MCP server was changed or removed while it started")
 	}
 	s.proc = p
 	return p, nil

@@ -6,7 +6,6 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
-	apiv0 "github.com/modelcontextprotocol/registry/pkg/api/v0"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -311,29 +310,29 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 
 	huma.Register(api, httpapi.Op("mcp-registry-search", http.MethodGet, "/api/admin/mcp-registry/search",
 		"Search the official MCP registry (latest versions)", registry),
-		func(ctx context.Context, in *searchIn) (*httpapi.Out[apiv0.ServerListResponse], error) {
+		func(ctx context.Context, in *searchIn) (*httpapi.Out[RegistryServers], error) {
 			list, err := svc.SearchRegistry(ctx, in.Q, in.Cursor)
 			if err != nil {
 				return nil, err
 			}
-			return &httpapi.Out[apiv0.ServerListResponse]{Body: list}, nil
+			return &httpapi.Out[RegistryServers]{Body: list}, nil
 		})
 
-	details := func(ctx context.Context, name string) (*httpapi.Out[apiv0.ServerResponse], error) {
+	details := func(ctx context.Context, name string) (*httpapi.Out[RegistryServer], error) {
 		s, err := svc.RegistryServer(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		return &httpapi.Out[apiv0.ServerResponse]{Body: s}, nil
+		return &httpapi.Out[RegistryServer]{Body: s}, nil
 	}
 	huma.Register(api, httpapi.Op("mcp-registry-server", http.MethodGet, "/api/admin/mcp-registry/servers/{name}",
 		"A registry server's latest version; the name percent-encoded", registry),
-		func(ctx context.Context, in *registryNameIn) (*httpapi.Out[apiv0.ServerResponse], error) {
+		func(ctx context.Context, in *registryNameIn) (*httpapi.Out[RegistryServer], error) {
 			return details(ctx, in.Name)
 		})
 	huma.Register(api, httpapi.Op("mcp-registry-server-path", http.MethodGet, "/api/admin/mcp-registry/servers/{namespace}/{name}",
 		"A registry server's latest version; the name as the rest of the path", registry),
-		func(ctx context.Context, in *registryPathIn) (*httpapi.Out[apiv0.ServerResponse], error) {
+		func(ctx context.Context, in *registryPathIn) (*httpapi.Out[RegistryServer], error) {
 			return details(ctx, in.Namespace+"/"+in.Name)
 		})
 

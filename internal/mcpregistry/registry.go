@@ -12,12 +12,50 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 	apiv0 "github.com/modelcontextprotocol/registry/pkg/api/v0"
 	"github.com/modelcontextprotocol/registry/pkg/model"
 
 	"github.com/graphmill/graphmill/internal/errs"
 )
+
+// RegistryServers is a registry listing as the registry sent it (the
+// types of github.com/modelcontextprotocol/registry/pkg/api/v0).
+type RegistryServers apiv0.ServerListResponse
+
+// RegistryServer is one registry entry as the registry sent it.
+type RegistryServer apiv0.ServerResponse
+
+// registryEntrySchema describes an entry without copying the registry's
+// whole server.json schema into the OpenAPI document.
+func registryEntrySchema() *huma.Schema {
+	obj := func(doc string) *huma.Schema {
+		return &huma.Schema{Type: huma.TypeObject, Description: doc, AdditionalProperties: true}
+	}
+	return &huma.Schema{
+		Type: huma.TypeObject, AdditionalProperties: true,
+		Description: "An entry of the official MCP registry (its v0.1 API): the server.json and the registry's metadata.",
+		Properties: map[string]*huma.Schema{
+			"server": obj("The server.json: name, title, description, version, repository, packages, remotes."),
+			"_meta":  obj("Registry metadata (io.modelcontextprotocol.registry/official: status, publishedAt, isLatest)."),
+		},
+	}
+}
+
+// Schema implements huma.SchemaProvider.
+func (RegistryServer) Schema(huma.Registry) *huma.Schema { return registryEntrySchema() }
+
+// Schema implements huma.SchemaProvider.
+func (RegistryServers) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{
+		Type: huma.TypeObject, AdditionalProperties: true, Description: "Matching entries of the official MCP registry (latest versions).",
+		Properties: map[string]*huma.Schema{
+			"servers":  {Type: huma.TypeArray, Items: registryEntrySchema()},
+			"metadata": {Type: huma.TypeObject, AdditionalProperties: true, Description: "nextCursor (for the cursor parameter) and count."},
+		},
+	}
+}
 
 // RegistrySearchLimit is the page size asked of the official registry.
 const RegistrySearchLimit = 30
@@ -61,7 +99,7 @@ func (s *Service) registryGet(ctx context.Context, path string, v any) error {
 
 // SearchRegistry lists the latest versions of the registry's servers
 // matching q (a substring of the name). Errors: bad_gateway.
-func (s *Service) SearchRegistry(ctx context.Context, q, cursor string) (apiv0.ServerListResponse, error) {
+func (s *Service) SearchRegistry(ctx context.Context, q, cursor string) (RegistryServers, error) {
 	v := url.Values{"version": {"latest"}, "limit": {strconv.Itoa(RegistrySearchLimit)}}
 	if q = strings.TrimSpace(q); q != "" {
 		v.Set("search", q)
@@ -71,23 +109,23 @@ func (s *Service) SearchRegistry(ctx context.Context, q, cursor string) (apiv0.S
 	}
 	var out apiv0.ServerListResponse
 	if err := s.registryGet(ctx, "/v0.1/servers?"+v.Encode(), &out); err != nil {
-		return apiv0.ServerListResponse{}, err
+		return RegistryServers{}, err
 	}
 	if out.Servers == nil {
 		out.Servers = []apiv0.ServerResponse{}
 	}
-	return out, nil
+	return RegistryServers(out), nil
 }
 
 // RegistryServer returns the latest version of a registry server.
 // Errors: invalid_argument (malformed name), not_found, bad_gateway.
-func (s *Service) RegistryServer(ctx context.Context, name string) (apiv0.ServerResponse, error) {
+func (s *Service) RegistryServer(ctx context.Context, name string) (RegistryServer, error) {
 	if !registryNamePattern.MatchString(name) || len(name) > 200 {
-		return apiv0.ServerResponse{}, errs.New(errs.Invalid, "a registry server name reads namespace/name, for example io.github.owner/server")
+		return RegistryServer{}, errs.New(errs.Invalid, "a registry server name reads namespace/name, for example io.github.owner/server")
 	}
 	var out apiv0.ServerResponse
 	err := s.registryGet(ctx, "/v0.1/servers/"+url.PathEscape(name)+"/versions/latest", &out)
-	return out, err
+	return RegistryServer(out), err
 }
 
 // InstallInput installs a registry server into a project.
