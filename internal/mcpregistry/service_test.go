@@ -341,3 +341,15 @@ func TestBuiltinRecord(t *testing.T) {
 	_, err = b.svc.Server(ctx, uuid.Must(uuid.NewV7()), id)
 	require.ErrorIs(t, err, mcpregistry.ErrServerNotFound, "another project's server is not found")
 }
+
+func TestStderrLogBounded(t *testing.T) {
+	t.Parallel()
+	l := mcpregistry.NewRingLog(10)
+	for _, s := range []string{"0123456", "789ab", "cdefghijklmnop"} {
+		n, err := l.Write([]byte(s))
+		require.NoError(t, err)
+		require.Equal(t, len(s), n)
+	}
+	require.Equal(t, "ghijklmnop", l.String(), "only the last bytes are kept")
+	require.Equal(t, 64<<10, mcpregistry.StderrLogBytes)
+}
