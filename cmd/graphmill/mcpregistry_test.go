@@ -5,10 +5,13 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/config"
@@ -510,4 +513,66 @@ func mustUUID(t *testing.T, s string) uuid.UUID {
 	id, err := uuid.Parse(s)
 	require.NoError(t, err)
 	return id
+}
+
+// mcpRegStdioBinary builds the stdio test server into a directory of t that
+// the unprivileged user stdio servers run as can reach.
+func mcpRegStdioBinary(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	bin, err := mcptest.BuildStdio(dir)
+	require.NoError(t, err)
+	return bin
+}
+
+func TestMCPRegStdioServer(t *testing.T) {
+	t.Parallel()
+	bin := mcpRegStdioBinary(t)
+	logs := &syncBuffer{}
+	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(logs, nil), mcpRegLoopback)
+	w := &secretWatch{s: s}
+	project, _ := s.defaultProject()
+	q := "?projectId=" + project
+	var srv mcpRegServer
+	w.must(201, "POST", "/api/admin/mcp-servers"+q, s.admin, map[string]any{
+		"name": "local", "type": "stdio", "command": bin, "args": []string{},
+		"env": map[string]string{"MCPTEST_TOOLS": "echo,whoami", "API_TOKEN": "stdio-env-secret-31"},
+	}).Decode(t, &srv)
+	require.Equal(t, map[string]string{"MCPTEST_TOOLS": "***", "API_TOKEN": "***"}, srv.Env)
+
+	var live struct {
+		Tools []struct {
+			ToolName string `json:"toolName"`
+		} `json:"tools"`
+	}
+	w.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/inspect", s.admin, nil).Decode(t, &live)
+	require.Len(t, live.Tools, 2)
+	w.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil)
+	require.Len(t, mcpRegTools(t, s, s.admin, srv.ID), 2)
+
+	pid := mustUUID(t, project)
+	res, err := s.m.mcp.CallTool(context.Background(), pid, "local", "echo", map[string]any{"text": "over stdio"})
+	require.NoError(t, err)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "echo: over stdio")
+	require.NotZero(t, s.m.mcp.ProcessID(mustUUID(t, srv.ID)))
+
+	// The env is replaced with the secret kept (***); the process restarts with it.
+	w.must(200, "PATCH", "/api/admin/mcp-servers/"+srv.ID, s.admin, map[string]any{
+		"env": map[string]string{"MCPTEST_TOOLS": "whoami", "API_TOKEN": "***"},
+	}).Decode(t, &srv)
+	require.Zero(t, s.m.mcp.ProcessID(mustUUID(t, srv.ID)), "changing what it runs stops the process")
+	var sync struct{ Removed int }
+	w.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil).Decode(t, &sync)
+	require.Equal(t, 1, sync.Removed)
+	res, err = s.m.mcp.CallTool(context.Background(), pid, "local", "whoami", nil)
+	require.NoError(t, err)
+	require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "API_TOKEN")
+
+	w.must(204, "DELETE", "/api/admin/mcp-servers/"+srv.ID, s.admin, nil)
+	require.Zero(t, s.m.mcp.ProcessID(mustUUID(t, srv.ID)), "deleting stops the process")
+	for _, b := range w.bodies {
+		require.NotContains(t, b, "stdio-env-secret-31")
+	}
+	require.NotContains(t, logs.String(), "stdio-env-secret-31")
 }
