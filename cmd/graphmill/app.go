@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -23,7 +24,11 @@ import (
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
+	"github.com/graphmill/graphmill/internal/embedding"
+	"github.com/graphmill/graphmill/internal/embeddingpolicy"
 	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/health"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -34,9 +39,11 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/scheduler"
+	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/superadmin"
 	"github.com/graphmill/graphmill/internal/task"
+	"github.com/graphmill/graphmill/internal/templatepack"
 	"github.com/graphmill/graphmill/internal/tenancy"
 	"github.com/graphmill/graphmill/migrations"
 )
@@ -242,6 +249,36 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.tasks = task.NewService(pool, ten, m.Now)
 	task.Register(api, m.tasks)
 	activity.Register(api, activity.NewService(pool, m.Now))
+
+	// Template packs give every domain a project's types; Start writes the
+	// built-in default pack.
+	packs, err := templatepack.NewService(pool, ten, m.Now)
+	if err != nil {
+		return err
+	}
+	if err := packs.Start(ctx); err != nil {
+		return err
+	}
+	templatepack.Register(api, packs)
+
+	// The graph and its embeddings need each other: graph writes queue
+	// embeddings, and the embedding worker reads objects from the graph.
+	objects := &graphObjects{}
+	embeddings, err := embedding.NewService(embedding.Config{
+		Pool: pool, Jobs: m.jobs, Objects: objects, Models: providers, Logger: log, Now: m.Now,
+	})
+	if err != nil {
+		return err
+	}
+	graphs := graph.NewService(graph.Config{Pool: pool, Types: packs, Embed: embeddings, Now: m.Now})
+	objects.graph = graphs
+	graph.Register(api, graphs)
+	policies := embeddingpolicy.NewService(pool, embeddings, providers, m.Now)
+	if err := embeddings.AddQueue(policies, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	embeddingpolicy.Register(api, policies, m.guard)
+
 	docs, err := document.NewService(document.Config{
 		Pool: pool, Jobs: m.jobs, Embedders: providers, Notifier: m.notifs, Logger: log, Now: m.Now,
 	})
@@ -252,6 +289,29 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	document.Register(api, docs, m.Config.MaxUploadBytes)
+
+	// Extraction: the object_extraction worker, job administration and
+	// monitoring, and the extraction settings. It resolves the project's
+	// generative model per job, writes through the graph, and registers a
+	// resolver for its review tasks.
+	extractions, err := extraction.NewService(extraction.Config{
+		Pool: pool, Jobs: m.jobs, Types: packs, Graph: graphs, Tasks: m.tasks, Notifier: m.notifs, Logger: log, Now: m.Now,
+		Generators: func(ctx context.Context, project uuid.UUID) (extraction.Generator, error) {
+			return providers.Resolve(ctx, project, provider.Generative)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := extractions.AddQueue(extraction.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	extraction.Register(api, extractions, m.guard)
+
+	// Search: keyword through PostgreSQL, vectors through the in-process
+	// index.
+	searches := search.NewService(search.Config{Pool: pool, Logger: log})
+	search.Register(api, searches)
 	jobqueue.Register(api, m.jobs, m.guard)
 	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten)
 
@@ -294,7 +354,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if m.api, err = httpapi.Listen(ctx, "api", m.Config.HTTPAddr, router, log); err != nil {
 		return err
 	}
-	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, document.QueueGraphEmbedding)), log); err != nil {
+	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, embedding.Queue)), log); err != nil {
 		return err
 	}
 	if err := m.sched.Start(ctx); err != nil {
@@ -311,6 +371,30 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.health.SetReady(true, "")
 	log.Info("graphmill ready", "api", "http://"+m.api.Addr(), "ops", "http://"+m.ops.Addr())
 	return nil
+}
+
+// graphObjects gives the embedding worker the graph's live objects.
+type graphObjects struct{ graph *graph.Service }
+
+// ObjectsByID implements embedding.ObjectSource.
+func (g *graphObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]embedding.Object, error) {
+	list, err := g.graph.ObjectsByID(ctx, db, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]embedding.Object, len(list))
+	for i, o := range list {
+		out[i] = embedding.Object{
+			ID: o.ID, ProjectID: o.ProjectID, Type: o.Type, Key: o.Key, Name: o.Name, Description: o.Description,
+			Properties: o.Properties, Labels: o.Labels, Status: o.Status, Confidence: o.Confidence,
+		}
+	}
+	return out, nil
+}
+
+// ObjectIDsByType implements embedding.ObjectSource.
+func (g *graphObjects) ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
+	return g.graph.ObjectIDsByType(ctx, db, project, types)
 }
 
 // secretBox opens the keys that seal secrets at rest: GRAPHMILL_SECRET_KEY,

@@ -84,7 +84,7 @@ func TestJobMetrics(t *testing.T) {
 	require.ElementsMatch(t, []string{"document_parsing", "chunk_embedding", "object_extraction", "graph_embedding"}, names)
 	for _, q := range m.Queues {
 		if q.Queue == "object_extraction" {
-			require.EqualValues(t, 1, q.Pending, "parsing queued the extraction")
+			require.EqualValues(t, 1, q.Total, "parsing queued the extraction")
 		}
 	}
 	require.Positive(t, byQueue["chunk_embedding"])

@@ -395,6 +395,8 @@ func TestPipelineEmbedsThroughKeyAI(t *testing.T) {
 	})
 	// The catalog refresh at start uses the key too; let it pass first.
 	require.Eventually(t, func() bool { return gemini.Count(llmtest.EndpointModels) > 0 }, 10*time.Second, 10*time.Millisecond)
+	// Extraction would call the provider too; this test is about embeddings.
+	require.NoError(t, s.m.jobs.Pause(context.Background(), "object_extraction"))
 	gemini.FailNext(2, 429, "1", "")
 	project, _ := s.defaultProject()
 	text := "# Rate limits\n\nAda Lovelace wrote the first program for the Analytical Engine in London.\n\n" +

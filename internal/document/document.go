@@ -13,7 +13,6 @@ import (
 const (
 	QueueParsing        = "document_parsing"
 	QueueChunkEmbedding = "chunk_embedding"
-	QueueGraphEmbedding = "graph_embedding"
 	QueueExtraction     = "object_extraction"
 )
 

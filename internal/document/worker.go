@@ -30,24 +30,12 @@ func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 	}); err != nil {
 		return err
 	}
-	if err := s.jobs.AddQueue(jobqueue.QueueConfig{
+	// The extraction and graph-embedding queues are registered by their
+	// domains (internal/extraction, internal/embedding).
+	return s.jobs.AddQueue(jobqueue.QueueConfig{
 		Name: QueueChunkEmbedding, Table: "chunk_embedding_jobs", Concurrency: EmbedConcurrencyDefault, BatchSize: EmbedBatchDefault, ProjectMax: projectMax,
 		Handler: jobqueue.HandlerFunc(s.workEmbed), OutcomeFunc: jobOutcomes(QueueChunkEmbedding),
-	}); err != nil {
-		return err
-	}
-	// The extraction and graph-embedding queues are declared so that their
-	// jobs (queued by parsing) are counted, cancellable and controllable;
-	// their workers arrive with the graph.
-	for _, q := range []jobqueue.QueueConfig{
-		{Name: QueueExtraction, Table: "object_extraction_jobs"},
-		{Name: QueueGraphEmbedding, Table: "graph_embedding_jobs", BatchSize: EmbedBatchDefault},
-	} {
-		if err := s.jobs.AddQueue(q); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 func (s *Service) workParse(ctx context.Context, jobs []jobqueue.Job) []error {

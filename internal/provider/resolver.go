@@ -31,6 +31,7 @@ type Handle struct {
 	orgID     uuid.UUID
 	projectID uuid.UUID
 	dimension int
+	preferred string // the model asked for (ResolveModel), empty otherwise
 }
 
 // Provider is the resolved provider.
@@ -54,6 +55,20 @@ func (h *Handle) Dimension() int { return h.dimension }
 // of the environment; the offline local provider when enabled. key-ai is
 // tried before account-ai at each step.
 func (s *Service) Resolve(ctx context.Context, project uuid.UUID, purpose string) (*Handle, error) {
+	return s.resolve(ctx, project, purpose, "")
+}
+
+// ResolveModel is Resolve with a preferred model: when model names a
+// catalog model of purpose of the provider that Resolve picks, the handle
+// uses it; otherwise (another provider's model, an unknown name, empty) the
+// handle has the model Resolve would choose. Callers compare Model() with
+// what they asked for. The embedding worker uses it for the models that
+// embedding policies name.
+func (s *Service) ResolveModel(ctx context.Context, project uuid.UUID, purpose, model string) (*Handle, error) {
+	return s.resolve(ctx, project, purpose, model)
+}
+
+func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, preferred string) (*Handle, error) {
 	if purpose != Embedding && purpose != Generative {
 		return nil, fmt.Errorf("resolve: unknown purpose %q", purpose)
 	}
@@ -69,7 +84,7 @@ func (s *Service) Resolve(ctx context.Context, project uuid.UUID, purpose string
 	for _, p := range policies {
 		byProvider[p.Provider] = p
 	}
-	h := &Handle{s: s, orgID: org, projectID: project}
+	h := &Handle{s: s, orgID: org, projectID: project, preferred: preferred}
 
 	// 1. The project's own credentials.
 	for _, provider := range credentialProviders() {
@@ -175,13 +190,29 @@ func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key
 	if !ok {
 		return nil, fmt.Errorf("%w: the catalog has no default %s model for %s", ErrNoProvider, purpose, provider)
 	}
+	// A preferred model (ResolveModel) replaces that choice when it is a
+	// catalog model of provider for purpose.
+	if h.preferred != "" && h.preferred != m.ModelName {
+		pm, found, err := modelGet(ctx, s.cfg.Pool, provider, h.preferred)
+		if err != nil {
+			return nil, err
+		}
+		if found && pm.ModelType == purpose {
+			m = pm
+		}
+	}
+	return h.use(c, provider, source, key, purpose, m), nil
+}
+
+// use completes h with its client and model.
+func (h *Handle) use(c llm.Client, provider, source, key, purpose string, m Model) *Handle {
 	h.client, h.provider, h.source, h.model = c, provider, source, m
 	h.govKey = key + "|" + m.ModelName
 	h.dimension = m.Dimension
 	if provider == Local && purpose == Embedding {
-		h.dimension = s.cfg.LocalDimension
+		h.dimension = h.s.cfg.LocalDimension
 	}
-	return h, nil
+	return h
 }
 
 // Cost is the estimated cost in USD of usage u with the resolved model, from

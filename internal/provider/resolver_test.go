@@ -320,3 +320,48 @@ func TestGovernorPacesBurst(t *testing.T) {
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "the 61st call waits a second: %v", err)
 	require.Equal(t, 60, fake.Count(llmtest.EndpointEmbed), "the waiting call never reached the provider")
 }
+
+// TestResolveModel: a preferred model is used when the resolved provider's
+// catalog has it for the purpose; otherwise the usual choice stands.
+func TestResolveModel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	_, err := f.pool.Exec(ctx, `INSERT INTO provider_models (id, provider, model_name, model_type, dimension, last_synced)
+		VALUES ($1, 'key-ai', 'text-embedding-004', 'embedding', 768, now())`, uuid.Must(uuid.NewV7()))
+	require.NoError(t, err)
+	fake := llmtest.NewGemini(t, envKey)
+	svc := f.service(provider.Config{KeyAIBaseURL: fake.URL(), Environment: provider.Environment{KeyAIAPIKey: envKey}})
+
+	for _, tc := range []struct{ name, purpose, preferred, want string }{
+		{"CatalogModel", provider.Embedding, "text-embedding-004", "text-embedding-004"},
+		{"Empty", provider.Embedding, "", "gemini-embedding-001"},
+		{"OtherProvidersModel", provider.Embedding, "text-embedding-005", "gemini-embedding-001"},
+		{"Unknown", provider.Embedding, "no-such-model", "gemini-embedding-001"},
+		{"WrongPurpose", provider.Embedding, "gemini-2.5-flash", "gemini-embedding-001"},
+		{"Generative", provider.Generative, "gemini-2.5-pro", "gemini-2.5-pro"},
+	} {
+		h, err := svc.ResolveModel(ctx, f.project, tc.purpose, tc.preferred)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, provider.KeyAI, h.Provider(), tc.name)
+		require.Equal(t, tc.want, h.Model(), tc.name)
+	}
+	h, err := svc.ResolveModel(ctx, f.project, provider.Embedding, "text-embedding-004")
+	require.NoError(t, err)
+	require.Equal(t, 768, h.Dimension())
+	_, err = h.Embed(ctx, []string{"hello"})
+	require.NoError(t, err)
+	reqs := fake.Requests()
+	require.Equal(t, "text-embedding-004", reqs[len(reqs)-1].Model, "the call goes to the preferred model")
+
+	// The local provider: its one embedding model, by name or by default.
+	local := f.service(provider.Config{LocalEnabled: true, LocalDimension: 32})
+	h, err = local.ResolveModel(ctx, f.project, provider.Embedding, "gemini-embedding-001")
+	require.NoError(t, err)
+	require.Equal(t, llm.LocalEmbedModel, h.Model())
+	require.Equal(t, 32, h.Dimension())
+	h, err = local.ResolveModel(ctx, f.project, provider.Embedding, llm.LocalEmbedModel)
+	require.NoError(t, err)
+	require.Equal(t, llm.LocalEmbedModel, h.Model())
+	require.Equal(t, 32, h.Dimension())
+}

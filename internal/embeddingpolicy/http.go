@@ -1,0 +1,146 @@
+package embeddingpolicy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+type (
+	projectIn struct {
+		ProjectID string `query:"project_id" doc:"The project (required unless the token is bound to one)."`
+	}
+	policyIn struct {
+		ID        string `path:"id"`
+		ProjectID string `query:"project_id" doc:"The project (required unless the token is bound to one)."`
+	}
+	createIn struct {
+		OrgID string `header:"X-Org-ID" doc:"When given, must be the project's organization."`
+		Body  struct {
+			ProjectID      uuid.UUID       `json:"projectId" format:"uuid" doc:"The project the policy belongs to."`
+			Name           string          `json:"name" maxLength:"200"`
+			Description    string          `json:"description,omitempty" maxLength:"2000"`
+			ObjectTypes    []string        `json:"object_types" maxItems:"100"`
+			Fields         []string        `json:"fields" maxItems:"100"`
+			Template       string          `json:"template" maxLength:"10000"`
+			Model          string          `json:"model" maxLength:"200"`
+			Active         *bool           `json:"active,omitempty" doc:"Default true."`
+			ChunkingConfig json.RawMessage `json:"chunking_config,omitempty" doc:"Provider-specific JSON object."`
+		}
+	}
+	updateIn struct {
+		ID        string `path:"id"`
+		ProjectID string `query:"project_id" doc:"The project (required unless the token is bound to one)."`
+		Body      struct {
+			Name        *string   `json:"name,omitempty" maxLength:"200"`
+			Description *string   `json:"description,omitempty" maxLength:"2000"`
+			ObjectTypes *[]string `json:"object_types,omitempty" maxItems:"100"`
+			Fields      *[]string `json:"fields,omitempty" maxItems:"100"`
+			Template    *string   `json:"template,omitempty" maxLength:"10000"`
+			Model       *string   `json:"model,omitempty" maxLength:"200"`
+			Active      *bool     `json:"active,omitempty"`
+			// A plain RawMessage, not a pointer: JSON null reaches it as
+			// "null" (clear), an absent member leaves it empty (unchanged).
+			ChunkingConfig json.RawMessage `json:"chunking_config,omitempty" doc:"A JSON object; null clears it."`
+		}
+	}
+)
+
+// parseID reads a path id; a malformed one names no policy.
+func parseID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, ErrNotFound
+	}
+	return id, nil
+}
+
+// Register adds the five embedding policy routes. Reading needs graph:read
+// and any project role; writing needs graph:write and the project role
+// editor or admin. Creation names its project in the body (projectId) and
+// is authorised by guard before anything else.
+func Register(api huma.API, svc *Service, guard *auth.Guard) {
+	read := auth.Rule{Scope: auth.GraphRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	write := auth.Rule{Scope: auth.GraphWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
+	create := auth.Rule{Scope: auth.GraphWrite, Resource: auth.Body, ProjectRole: auth.ProjectEditor}
+
+	huma.Register(api, httpapi.Op("list-embedding-policies", http.MethodGet, "/api/graph/embedding-policies",
+		"List a project's embedding policies", read),
+		func(ctx context.Context, _ *projectIn) (*httpapi.Out[[]Policy], error) {
+			list, err := svc.List(ctx, auth.AccessFrom(ctx).ProjectID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[[]Policy]{Body: list}, nil
+		})
+
+	huma.Register(api, httpapi.Op("get-embedding-policy", http.MethodGet, "/api/graph/embedding-policies/{id}",
+		"Get an embedding policy", read),
+		func(ctx context.Context, in *policyIn) (*httpapi.Out[Policy], error) {
+			id, err := parseID(in.ID)
+			if err != nil {
+				return nil, err
+			}
+			p, err := svc.Get(ctx, auth.AccessFrom(ctx).ProjectID, id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Policy]{Body: p}, nil
+		})
+
+	huma.Register(api, httpapi.Op("create-embedding-policy", http.MethodPost, "/api/graph/embedding-policies",
+		"Create an embedding policy; its objects are queued for re-embedding", create),
+		func(ctx context.Context, in *createIn) (*httpapi.Created[Policy], error) {
+			b := in.Body
+			if _, err := guard.RequireProject(ctx, auth.PrincipalFrom(ctx), b.ProjectID, create, in.OrgID); err != nil {
+				return nil, err
+			}
+			p, err := svc.Create(ctx, b.ProjectID, CreateParams{
+				Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
+				Template: b.Template, Model: b.Model, Active: b.Active, ChunkingConfig: b.ChunkingConfig,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[Policy]{Status: http.StatusCreated, Body: p}, nil
+		})
+
+	huma.Register(api, httpapi.Op("update-embedding-policy", http.MethodPut, "/api/graph/embedding-policies/{id}",
+		"Change the given fields of an embedding policy; the objects whose texts change are queued for re-embedding", write),
+		func(ctx context.Context, in *updateIn) (*httpapi.Out[Policy], error) {
+			id, err := parseID(in.ID)
+			if err != nil {
+				return nil, err
+			}
+			b := in.Body
+			u := Update{
+				Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
+				Template: b.Template, Model: b.Model, Active: b.Active,
+			}
+			if b.ChunkingConfig != nil {
+				u.ChunkingConfig = &b.ChunkingConfig
+			}
+			p, err := svc.Update(ctx, auth.AccessFrom(ctx).ProjectID, id, u)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Policy]{Body: p}, nil
+		})
+
+	del := httpapi.Op("delete-embedding-policy", http.MethodDelete, "/api/graph/embedding-policies/{id}",
+		"Delete an embedding policy and its vectors; its objects are queued for re-embedding", write)
+	del.DefaultStatus = http.StatusNoContent
+	huma.Register(api, del, func(ctx context.Context, in *policyIn) (*struct{}, error) {
+		id, err := parseID(in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return nil, svc.Delete(ctx, auth.AccessFrom(ctx).ProjectID, id)
+	})
+}

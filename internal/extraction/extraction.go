@@ -1,0 +1,213 @@
+// Package extraction turns document chunks into graph objects and
+// relationships: the object_extraction queue's worker (windows of chunks,
+// one structured-output call per window through the provider resolver,
+// validation against the project's types, all graph writes of a job in one
+// transaction, review of low-confidence objects), the extraction job
+// administration API, the extraction monitoring API and the project's
+// extraction settings.
+package extraction
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// Queue is the job queue of extraction jobs.
+const Queue = document.QueueExtraction
+
+// Job types (the spec's jobType).
+const (
+	JobTypeFull         = "full_extraction"
+	JobTypeReextraction = "reextraction"
+	JobTypeIncremental  = "incremental"
+)
+
+// Trigger types (the spec's triggerType).
+const (
+	TriggerManual    = "manual"
+	TriggerScheduled = "scheduled"
+	TriggerWebhook   = "webhook"
+)
+
+// Log operations (the spec's Extraction job log entry).
+const (
+	OpLLMCall              = "llm_call"
+	OpChunkProcessing      = "chunk_processing"
+	OpObjectCreation       = "object_creation"
+	OpRelationshipCreation = "relationship_creation"
+	OpSuggestionCreation   = "suggestion_creation"
+	OpValidation           = "validation"
+	OpError                = "error"
+)
+
+// Log levels (the monitoring API's process log levels).
+const (
+	LevelDebug = "debug"
+	LevelInfo  = "info"
+	LevelWarn  = "warn"
+	LevelError = "error"
+)
+
+// Review vocabulary: the task created for a job's suggestions.
+const (
+	TaskType       = "suggestion"
+	TaskSourceType = "extraction_job"
+)
+
+// Defaults and limits.
+const (
+	// ReviewThresholdDefault is the review threshold of a new project.
+	ReviewThresholdDefault = 0.7
+	// InputBudgetDefault is the input budget assumed for a model whose
+	// catalog entry gives none.
+	InputBudgetDefault = 32000
+	// WindowTokensMax caps the tokens of one window (chunks plus prompt), so
+	// that every call stays fast whatever the model's budget.
+	WindowTokensMax = 8000
+	// ListLimitDefault and ListLimitMax bound the admin job list.
+	ListLimitDefault = 20
+	ListLimitMax     = 100
+	// PriorityMax bounds priority for callers other than superadmins.
+	PriorityMax = 100
+)
+
+// Job is an extraction job (the spec's ObjectExtractionJob) with the
+// worker's counters.
+type Job struct {
+	ID                   uuid.UUID  `json:"id"`
+	ProjectID            uuid.UUID  `json:"projectId"`
+	DocumentID           *uuid.UUID `json:"documentId,omitempty"`
+	DatasourceID         *uuid.UUID `json:"datasourceId,omitempty"`
+	JobType              string     `json:"jobType" enum:"full_extraction,reextraction,incremental"`
+	TriggerType          string     `json:"triggerType" enum:"manual,scheduled,webhook"`
+	Status               string     `json:"status" enum:"queued,running,completed,failed,cancelled,requires_review"`
+	Priority             int        `json:"priority" doc:"Higher values are processed first."`
+	ErrorMsg             string     `json:"errorMsg,omitempty" doc:"Last error message."`
+	RetryCount           int        `json:"retryCount"`
+	MaxRetries           int        `json:"maxRetries"`
+	ObjectsCreated       int        `json:"objectsCreated" doc:"Objects the job stored, new or already in the graph (a re-run reports the same figure)."`
+	RelationshipsCreated int        `json:"relationshipsCreated" doc:"Relationships the job stored, new or already in the graph."`
+	SuggestionsCreated   int        `json:"suggestionsCreated" doc:"Objects stored as suggestions for review."`
+	CreatedBy            *uuid.UUID `json:"createdBy,omitempty"`
+	StartedAt            *time.Time `json:"startedAt,omitempty"`
+	CompletedAt          *time.Time `json:"completedAt,omitempty"`
+	CreatedAt            time.Time  `json:"createdAt"`
+	UpdatedAt            time.Time  `json:"updatedAt"`
+}
+
+// LogEntry is an extraction job log entry.
+type LogEntry struct {
+	ID        uuid.UUID       `json:"id"`
+	JobID     uuid.UUID       `json:"jobId"`
+	Operation string          `json:"operation" enum:"llm_call,chunk_processing,object_creation,relationship_creation,suggestion_creation,validation,error"`
+	Level     string          `json:"level" enum:"debug,info,warn,error"`
+	Message   string          `json:"message"`
+	Metadata  json.RawMessage `json:"metadata"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// LLMCall is one LLM call of an extraction job, as the call log keeps it.
+type LLMCall struct {
+	ID              uuid.UUID
+	JobID           uuid.UUID
+	Provider        string
+	ModelName       string
+	Status          string // success or error
+	InputTokens     int
+	OutputTokens    int
+	TotalTokens     int
+	CostUSD         float64
+	DurationMs      int
+	StartedAt       time.Time
+	CompletedAt     *time.Time
+	RequestPayload  json.RawMessage
+	ResponsePayload json.RawMessage
+	ErrorMessage    string
+}
+
+// LLM call statuses.
+const (
+	CallSuccess = "success"
+	CallError   = "error"
+)
+
+// Statistics summarises a project's extraction jobs.
+type Statistics struct {
+	Total                int64            `json:"total"`
+	ByStatus             map[string]int64 `json:"byStatus" doc:"Jobs per status; every status is present."`
+	ByJobType            map[string]int64 `json:"byJobType" doc:"Jobs per job type; every job type is present."`
+	JobsLastHour         int64            `json:"jobsLastHour" doc:"Jobs that finished processing (completed, requires_review or failed) in the last hour."`
+	JobsLast24Hours      int64            `json:"jobsLast24Hours" doc:"Jobs that finished processing in the last 24 hours."`
+	AvgDurationMs        float64          `json:"avgDurationMs" doc:"Average time from start to end of the jobs that completed (completed or requires_review); 0 when none."`
+	ObjectsCreated       int64            `json:"objectsCreated"`
+	RelationshipsCreated int64            `json:"relationshipsCreated"`
+	SuggestionsCreated   int64            `json:"suggestionsCreated"`
+}
+
+// Settings are a project's extraction settings.
+type Settings struct {
+	ProjectID       uuid.UUID `json:"projectId"`
+	ReviewThreshold float64   `json:"reviewThreshold" doc:"Objects extracted with a lower confidence are stored as suggestions for review."`
+}
+
+// CreateParams describes a job created through the API.
+type CreateParams struct {
+	ProjectID  uuid.UUID
+	DocumentID *uuid.UUID
+	JobType    string
+	Priority   int
+	CreatedBy  *uuid.UUID
+	// Superadmin lifts the priority bound.
+	Superadmin bool
+}
+
+// JobFilter selects and pages a project's jobs.
+type JobFilter struct {
+	Status  string
+	JobType string
+	Limit   int
+	Offset  int
+}
+
+// BulkResult counts what a bulk operation changed (the spec's superadmin
+// bulk results, with the count named by the operation).
+type BulkResult struct {
+	Success        bool   `json:"success"`
+	CancelledCount *int   `json:"cancelledCount,omitempty"`
+	RetriedCount   *int   `json:"retriedCount,omitempty"`
+	DeletedCount   *int   `json:"deletedCount,omitempty"`
+	Message        string `json:"message"`
+}
+
+// Errors of this domain.
+var (
+	ErrNotFound         = errs.New(errs.NotFound, "extraction job not found")
+	ErrDocumentNotFound = errs.New(errs.NotFound, "document not found in this project")
+	ErrDocumentRequired = errs.New(errs.Invalid, "documentId is required: extraction jobs run on a document")
+	ErrBadJobType       = errs.New(errs.Invalid, "jobType must be full_extraction, reextraction or incremental")
+	ErrBadStatus        = errs.New(errs.Invalid, "status must be queued, running, completed, failed, cancelled or requires_review")
+	ErrBadPriority      = errs.Errorf(errs.Invalid, "priority must be between 0 and %d", PriorityMax)
+	ErrBadThreshold     = errs.New(errs.Invalid, "reviewThreshold must be between 0 and 1")
+	ErrNotParsed        = errs.New(errs.FailedPrecondition, "the document is not parsed (yet): extraction needs its chunks")
+)
+
+func validJobType(t string) bool {
+	return t == JobTypeFull || t == JobTypeReextraction || t == JobTypeIncremental
+}
+
+func validStatus(s string) bool {
+	switch s {
+	case "queued", "running", "completed", "failed", "cancelled", "requires_review":
+		return true
+	}
+	return false
+}
+
+func finalStatus(s string) bool {
+	return s == "completed" || s == "failed" || s == "cancelled" || s == "requires_review"
+}

@@ -1,0 +1,444 @@
+package extraction
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+// LogListDefault and LogListMax bound the admin log list.
+const (
+	LogListDefault = 1000
+	LogListMax     = LogsMax
+)
+
+type (
+	projectListIn struct {
+		ProjectID string `path:"projectId"`
+		Status    string `query:"status" doc:"Only jobs in this status: queued, running, completed, failed, cancelled (or requires_review)."`
+		JobType   string `query:"jobType" doc:"Only jobs of this type: full_extraction, reextraction or incremental."`
+		Limit     int    `query:"limit" default:"20" minimum:"1" maximum:"100" doc:"Page size."`
+		Offset    int    `query:"offset" default:"0" minimum:"0" doc:"Jobs to skip."`
+	}
+	projectIn struct {
+		ProjectID string `path:"projectId"`
+	}
+	jobIn struct {
+		JobID string `path:"jobId"`
+	}
+	jobLogsIn struct {
+		JobID  string `path:"jobId"`
+		Limit  int    `query:"limit" default:"1000" minimum:"1" maximum:"10000" doc:"Page size."`
+		Offset int    `query:"offset" default:"0" minimum:"0" doc:"Entries to skip."`
+	}
+	createIn struct {
+		Body struct {
+			ProjectID  string `json:"projectId" doc:"The project (required)."`
+			DocumentID string `json:"documentId,omitempty" doc:"The document to extract from; it must belong to the project and be parsed."`
+			JobType    string `json:"jobType,omitempty" doc:"full_extraction (default), reextraction or incremental."`
+			Priority   int    `json:"priority,omitempty" doc:"Higher first; 0 to 100 unless the caller is a superadmin."`
+		}
+	}
+	bulkIn struct {
+		ProjectID string `path:"projectId"`
+		Body      *struct {
+			Status string `json:"status,omitempty" doc:"Only jobs in this status."`
+		}
+	}
+	bulkDeleteIn struct {
+		ProjectID string `path:"projectId"`
+		Body      *struct {
+			Status        string `json:"status,omitempty" doc:"Only finished jobs in this status: completed, failed, cancelled or requires_review (default: all of them)."`
+			OlderThanDays int    `json:"olderThanDays,omitempty" doc:"Only jobs that ended at least this many days ago (0: any)."`
+		}
+	}
+	settingsIn struct {
+		ProjectID string `path:"projectId"`
+		Body      struct {
+			ReviewThreshold float64 `json:"reviewThreshold" doc:"0 to 1."`
+		}
+	}
+	monitorListIn struct {
+		ProjectHeader string `header:"X-Project-ID" required:"true" doc:"The project."`
+		Status        string `query:"status" doc:"pending, running, completed or failed."`
+		SourceType    string `query:"source_type" doc:"document or datasource."`
+		DateFrom      string `query:"date_from" doc:"Only jobs created at or after this time (RFC 3339)."`
+		DateTo        string `query:"date_to" doc:"Only jobs created at or before this time (RFC 3339)."`
+		SortBy        string `query:"sort_by" doc:"started_at, created_at (default), duration_ms or total_cost_usd."`
+		SortOrder     string `query:"sort_order" doc:"asc or desc (default)."`
+		Limit         int    `query:"limit" default:"50" minimum:"1" maximum:"100" doc:"Page size."`
+		Offset        int    `query:"offset" default:"0" minimum:"0" doc:"Jobs to skip."`
+	}
+	monitorJobIn struct {
+		ProjectHeader string `header:"X-Project-ID" required:"true" doc:"The project."`
+		JobID         string `path:"jobId"`
+	}
+	monitorLogsIn struct {
+		ProjectHeader string `header:"X-Project-ID" required:"true" doc:"The project."`
+		JobID         string `path:"jobId"`
+		Level         string `query:"level" doc:"debug, info, warn or error."`
+		Limit         int    `query:"limit" default:"100" minimum:"1" maximum:"500" doc:"Page size."`
+		Offset        int    `query:"offset" default:"0" minimum:"0" doc:"Entries to skip."`
+	}
+	monitorCallsIn struct {
+		ProjectHeader string `header:"X-Project-ID" required:"true" doc:"The project."`
+		JobID         string `path:"jobId"`
+		Limit         int    `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+		Offset        int    `query:"offset" default:"0" minimum:"0" doc:"Calls to skip."`
+	}
+)
+
+// MonitorList is the spec's monitoring list response.
+type MonitorList struct {
+	Items  []MonitorJob `json:"items"`
+	Total  int          `json:"total"`
+	Limit  int          `json:"limit"`
+	Offset int          `json:"offset"`
+}
+
+// MonitorLogList is the spec's logs response, with the page.
+type MonitorLogList struct {
+	Logs   []ProcessLog `json:"logs"`
+	Total  int          `json:"total"`
+	Limit  int          `json:"limit"`
+	Offset int          `json:"offset"`
+}
+
+// MonitorCallList is the spec's LLM calls response, with the page.
+type MonitorCallList struct {
+	LLMCalls []CallLog `json:"llm_calls"`
+	Total    int       `json:"total"`
+	Limit    int       `json:"limit"`
+	Offset   int       `json:"offset"`
+}
+
+func parseJobID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, ErrNotFound
+	}
+	return id, nil
+}
+
+// op describes an operation whose scope the handler checks itself (after
+// finding the project), so that an invisible project answers 404 before
+// a missing scope answers 403; the OpenAPI document still names scope.
+func op(id, method, path, summary string, resource auth.Resource, scope auth.Scope) huma.Operation {
+	o := httpapi.Op(id, method, path, summary, auth.Rule{Resource: resource})
+	o.Security = []map[string][]string{{"bearer": {scope.String()}}}
+	return o
+}
+
+// Register adds the extraction job administration, monitoring and
+// settings routes.
+func Register(api huma.API, svc *Service, guard *auth.Guard) {
+	read := auth.Rule{Scope: auth.ExtractionRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	write := auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
+	admin := auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+	base := "/api/admin/extraction-jobs"
+
+	// jobAccess loads a job and authorises the caller on its project.
+	jobAccess := func(ctx context.Context, raw string, rule auth.Rule) (Job, error) {
+		id, err := parseJobID(raw)
+		if err != nil {
+			return Job{}, err
+		}
+		j, err := svc.Job(ctx, id)
+		if err != nil {
+			return Job{}, err
+		}
+		if _, err := guard.RequireProject(ctx, auth.PrincipalFrom(ctx), j.ProjectID, rule, ""); err != nil {
+			if errs.CodeOf(err) == errs.NotFound {
+				return Job{}, ErrNotFound
+			}
+			return Job{}, err
+		}
+		return j, nil
+	}
+	userOf := func(ctx context.Context) *uuid.UUID {
+		if p := auth.PrincipalFrom(ctx); p != nil && p.UserID != uuid.Nil {
+			id := p.UserID
+			return &id
+		}
+		return nil
+	}
+
+	huma.Register(api, httpapi.Op("list-extraction-jobs", http.MethodGet, base+"/projects/{projectId}", "List a project's extraction jobs, newest first", read),
+		func(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Job]], error) {
+			f := JobFilter{Status: in.Status, JobType: in.JobType, Limit: in.Limit, Offset: in.Offset}
+			list, total, err := svc.ListJobs(ctx, auth.AccessFrom(ctx).ProjectID, f)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Job]]{Body: httpapi.NewList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset})}, nil
+		})
+
+	huma.Register(api, httpapi.Op("extraction-job-statistics", http.MethodGet, base+"/projects/{projectId}/statistics",
+		"Counts of a project's extraction jobs by status and type, throughput and average duration", read),
+		func(ctx context.Context, _ *projectIn) (*httpapi.Out[Statistics], error) {
+			st, err := svc.Statistics(ctx, auth.AccessFrom(ctx).ProjectID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Statistics]{Body: st}, nil
+		})
+
+	huma.Register(api, op("get-extraction-job", http.MethodGet, base+"/{jobId}", "Get an extraction job", auth.Authenticated, auth.ExtractionRead),
+		func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
+			j, err := jobAccess(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionRead, ProjectRole: auth.ProjectViewer})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Job]{Body: j}, nil
+		})
+
+	create := op("create-extraction-job", http.MethodPost, base, "Queue an extraction job on a document (trigger manual)", auth.Body, auth.ExtractionWrite)
+	create.DefaultStatus = http.StatusCreated
+	huma.Register(api, create, func(ctx context.Context, in *createIn) (*httpapi.Out[Job], error) {
+		p := auth.PrincipalFrom(ctx)
+		if in.Body.ProjectID == "" {
+			return nil, errs.New(errs.Invalid, "projectId is required")
+		}
+		project, err := uuid.Parse(in.Body.ProjectID)
+		if err != nil {
+			return nil, auth.ErrNoProject
+		}
+		if _, err := guard.RequireProject(ctx, p, project, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor}, ""); err != nil {
+			return nil, err
+		}
+		params := CreateParams{ProjectID: project, JobType: in.Body.JobType, Priority: in.Body.Priority, CreatedBy: userOf(ctx), Superadmin: p.Superadmin}
+		if in.Body.DocumentID != "" {
+			doc, err := uuid.Parse(in.Body.DocumentID)
+			if err != nil {
+				return nil, ErrDocumentNotFound
+			}
+			params.DocumentID = &doc
+		}
+		j, err := svc.CreateJob(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		return &httpapi.Out[Job]{Body: j}, nil
+	})
+
+	huma.Register(api, op("cancel-extraction-job", http.MethodPost, base+"/{jobId}/cancel", "Cancel a queued or running extraction job", auth.Authenticated, auth.ExtractionWrite),
+		func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
+			j, err := jobAccess(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor})
+			if err != nil {
+				return nil, err
+			}
+			if err := svc.CancelJob(ctx, j.ID, userOf(ctx)); err != nil {
+				return nil, err
+			}
+			j, err = svc.Job(ctx, j.ID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Job]{Body: j}, nil
+		})
+
+	huma.Register(api, op("retry-extraction-job", http.MethodPost, base+"/{jobId}/retry", "Retry a failed extraction job", auth.Authenticated, auth.ExtractionWrite),
+		func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
+			j, err := jobAccess(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor})
+			if err != nil {
+				return nil, err
+			}
+			if err := svc.RetryJob(ctx, j.ID, userOf(ctx)); err != nil {
+				return nil, err
+			}
+			j, err = svc.Job(ctx, j.ID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Job]{Body: j}, nil
+		})
+
+	huma.Register(api, httpapi.Op("bulk-cancel-extraction-jobs", http.MethodPost, base+"/projects/{projectId}/bulk-cancel",
+		"Cancel a project's queued and/or running extraction jobs", write),
+		func(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
+			status := ""
+			if in.Body != nil {
+				status = in.Body.Status
+			}
+			n, err := svc.BulkCancel(ctx, auth.AccessFrom(ctx).ProjectID, status, userOf(ctx))
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, CancelledCount: &n, Message: fmt.Sprintf("%d jobs cancelled", n)}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("bulk-retry-extraction-jobs", http.MethodPost, base+"/projects/{projectId}/bulk-retry",
+		"Retry a project's failed extraction jobs", write),
+		func(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
+			status := ""
+			if in.Body != nil {
+				status = in.Body.Status
+			}
+			n, err := svc.BulkRetry(ctx, auth.AccessFrom(ctx).ProjectID, status, userOf(ctx))
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, RetriedCount: &n, Message: fmt.Sprintf("%d jobs queued again", n)}}, nil
+		})
+
+	huma.Register(api, httpapi.Op("bulk-delete-extraction-jobs", http.MethodDelete, base+"/projects/{projectId}/bulk-delete",
+		"Delete a project's finished extraction jobs, with their logs", admin),
+		func(ctx context.Context, in *bulkDeleteIn) (*httpapi.Out[BulkResult], error) {
+			status, days := "", 0
+			if in.Body != nil {
+				status, days = in.Body.Status, in.Body.OlderThanDays
+			}
+			n, err := svc.BulkDelete(ctx, auth.AccessFrom(ctx).ProjectID, status, days)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, DeletedCount: &n, Message: fmt.Sprintf("%d jobs deleted", n)}}, nil
+		})
+
+	huma.Register(api, op("extraction-job-logs", http.MethodGet, base+"/{jobId}/logs", "An extraction job's log entries, in order", auth.Authenticated, auth.ExtractionRead),
+		func(ctx context.Context, in *jobLogsIn) (*httpapi.Out[httpapi.List[LogEntry]], error) {
+			j, err := jobAccess(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionRead, ProjectRole: auth.ProjectViewer})
+			if err != nil {
+				return nil, err
+			}
+			list, total, err := logList(ctx, svc.pool, j.ID, "", in.Limit, in.Offset)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[LogEntry]]{Body: httpapi.NewList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset})}, nil
+		})
+
+	registerSettings(api, svc)
+	registerMonitoring(api, svc)
+}
+
+func registerSettings(api huma.API, svc *Service) {
+	read := auth.Rule{Scope: auth.ExtractionRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	admin := auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+	path := "/api/projects/{projectId}/extraction-settings"
+	huma.Register(api, httpapi.Op("get-extraction-settings", http.MethodGet, path, "A project's extraction settings", read),
+		func(ctx context.Context, _ *projectIn) (*httpapi.Out[Settings], error) {
+			st, err := svc.Settings(ctx, auth.AccessFrom(ctx).ProjectID)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Settings]{Body: st}, nil
+		})
+	huma.Register(api, httpapi.Op("put-extraction-settings", http.MethodPut, path, "Set a project's extraction settings (project admins)", admin),
+		func(ctx context.Context, in *settingsIn) (*httpapi.Out[Settings], error) {
+			st, err := svc.SetSettings(ctx, auth.AccessFrom(ctx).ProjectID, in.Body.ReviewThreshold)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Settings]{Body: st}, nil
+		})
+}
+
+// monitorProject is the project of a monitoring request: the one the
+// guard authorised, which must be the X-Project-ID header's.
+func monitorProject(ctx context.Context, header string) (uuid.UUID, error) {
+	project := auth.AccessFrom(ctx).ProjectID
+	if id, err := uuid.Parse(header); err != nil || id != project {
+		return uuid.Nil, errs.New(errs.Invalid, "X-Project-ID must name the project of the request")
+	}
+	return project, nil
+}
+
+func parseTime(name, v string) (*time.Time, error) {
+	if v == "" {
+		return nil, nil //nolint:nilnil // not given
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, errs.Errorf(errs.Invalid, "%s must be an RFC 3339 time, for example 2026-01-02T15:04:05Z", name)
+	}
+	return &t, nil
+}
+
+func registerMonitoring(api huma.API, svc *Service) {
+	read := auth.Rule{Scope: auth.ExtractionRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	base := "/api/monitoring/extraction-jobs"
+	huma.Register(api, httpapi.Op("monitor-extraction-jobs", http.MethodGet, base, "Monitored extraction jobs of the project (X-Project-ID)", read),
+		func(ctx context.Context, in *monitorListIn) (*httpapi.Out[MonitorList], error) {
+			project, err := monitorProject(ctx, in.ProjectHeader)
+			if err != nil {
+				return nil, err
+			}
+			from, err := parseTime("date_from", in.DateFrom)
+			if err != nil {
+				return nil, err
+			}
+			to, err := parseTime("date_to", in.DateTo)
+			if err != nil {
+				return nil, err
+			}
+			f := MonitorFilter{
+				Status: in.Status, SourceType: in.SourceType, DateFrom: from, DateTo: to, SortBy: in.SortBy,
+				SortOrder: in.SortOrder, Limit: in.Limit, Offset: in.Offset,
+			}
+			items, total, err := svc.MonitorJobs(ctx, project, f)
+			if err != nil {
+				return nil, err
+			}
+			if items == nil {
+				items = []MonitorJob{}
+			}
+			return &httpapi.Out[MonitorList]{Body: MonitorList{Items: items, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
+		})
+	huma.Register(api, httpapi.Op("monitor-extraction-job", http.MethodGet, base+"/{jobId}", "A monitored extraction job with its logs, LLM calls and metrics", read),
+		func(ctx context.Context, in *monitorJobIn) (*httpapi.Out[MonitorDetail], error) {
+			project, err := monitorProject(ctx, in.ProjectHeader)
+			if err != nil {
+				return nil, err
+			}
+			id, err := parseJobID(in.JobID)
+			if err != nil {
+				return nil, err
+			}
+			d, err := svc.MonitorDetail(ctx, project, id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[MonitorDetail]{Body: d}, nil
+		})
+	huma.Register(api, httpapi.Op("monitor-extraction-job-logs", http.MethodGet, base+"/{jobId}/logs", "A monitored extraction job's process log", read),
+		func(ctx context.Context, in *monitorLogsIn) (*httpapi.Out[MonitorLogList], error) {
+			project, err := monitorProject(ctx, in.ProjectHeader)
+			if err != nil {
+				return nil, err
+			}
+			id, err := parseJobID(in.JobID)
+			if err != nil {
+				return nil, err
+			}
+			logs, total, err := svc.MonitorLogs(ctx, project, id, in.Level, in.Limit, in.Offset)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[MonitorLogList]{Body: MonitorLogList{Logs: logs, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
+		})
+	huma.Register(api, httpapi.Op("monitor-extraction-job-llm-calls", http.MethodGet, base+"/{jobId}/llm-calls", "A monitored extraction job's LLM calls", read),
+		func(ctx context.Context, in *monitorCallsIn) (*httpapi.Out[MonitorCallList], error) {
+			project, err := monitorProject(ctx, in.ProjectHeader)
+			if err != nil {
+				return nil, err
+			}
+			id, err := parseJobID(in.JobID)
+			if err != nil {
+				return nil, err
+			}
+			calls, total, err := svc.MonitorCalls(ctx, project, id, in.Limit, in.Offset)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[MonitorCallList]{Body: MonitorCallList{LLMCalls: calls, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
+		})
+}

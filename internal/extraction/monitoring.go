@@ -1,0 +1,371 @@
+package extraction
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// Monitoring vocabulary and limits (the spec's Extraction monitoring).
+const (
+	MonitorPending   = "pending"
+	MonitorRunning   = "running"
+	MonitorCompleted = "completed"
+	MonitorFailed    = "failed"
+
+	SourceDocument   = "document"
+	SourceDatasource = "datasource"
+
+	MonitorListDefault  = 50
+	MonitorListMax      = 100
+	MonitorLogsDefault  = 100
+	MonitorLogsMax      = 500
+	MonitorCallsDefault = 50
+	MonitorCallsMax     = 500
+	// detailItemsMax bounds the logs and calls embedded in a job detail.
+	detailItemsMax = 500
+)
+
+// monitorStatus maps an admin status to the monitoring vocabulary.
+func monitorStatus(s string) string {
+	switch s {
+	case "queued":
+		return MonitorPending
+	case "running":
+		return MonitorRunning
+	case "completed", "requires_review":
+		return MonitorCompleted
+	default:
+		return MonitorFailed
+	}
+}
+
+// adminStatuses maps a monitoring status back to the admin statuses it
+// covers.
+func adminStatuses(s string) ([]string, bool) {
+	switch s {
+	case MonitorPending:
+		return []string{"queued"}, true
+	case MonitorRunning:
+		return []string{"running"}, true
+	case MonitorCompleted:
+		return []string{"completed", "requires_review"}, true
+	case MonitorFailed:
+		return []string{"failed", "cancelled"}, true
+	}
+	return nil, false
+}
+
+// MonitorJobBase holds the fields of a monitoring job summary shared with
+// the job detail.
+type MonitorJobBase struct {
+	ID                   uuid.UUID  `json:"id"`
+	SourceType           string     `json:"source_type" enum:"document,datasource"`
+	SourceID             string     `json:"source_id"`
+	Status               string     `json:"status" enum:"pending,running,completed,failed"`
+	StartedAt            *time.Time `json:"started_at,omitempty" doc:"Absent while the job waits in the queue."`
+	CompletedAt          *time.Time `json:"completed_at,omitempty"`
+	DurationMs           *int64     `json:"duration_ms,omitempty" doc:"From start to end, or to now while running."`
+	ObjectsCreated       int        `json:"objects_created"`
+	RelationshipsCreated int        `json:"relationships_created"`
+	SuggestionsCreated   int        `json:"suggestions_created"`
+	ErrorMessage         string     `json:"error_message,omitempty" doc:"The last error; \"cancelled\" for a cancelled job."`
+}
+
+// MonitorJob is the spec's job summary.
+type MonitorJob struct {
+	MonitorJobBase
+	TotalLLMCalls int     `json:"total_llm_calls"`
+	TotalCostUSD  float64 `json:"total_cost_usd"`
+}
+
+// Metrics are the spec's job metrics, computed from the call log.
+type Metrics struct {
+	TotalLLMCalls     int     `json:"total_llm_calls"`
+	TotalCostUSD      float64 `json:"total_cost_usd"`
+	TotalTokens       int     `json:"total_tokens"`
+	AvgCallDurationMs float64 `json:"avg_call_duration_ms"`
+	SuccessRate       float64 `json:"success_rate" doc:"Share of calls that succeeded, 0 to 1; 0 without calls."`
+}
+
+// ProcessLog is the spec's process log entry.
+type ProcessLog struct {
+	ID          uuid.UUID       `json:"id"`
+	Timestamp   time.Time       `json:"timestamp"`
+	Level       string          `json:"level" enum:"debug,info,warn,error"`
+	Message     string          `json:"message"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	ProcessType string          `json:"processType,omitempty" doc:"The log entry's operation."`
+}
+
+// CallLog is the spec's LLM call log entry.
+type CallLog struct {
+	ID              uuid.UUID       `json:"id"`
+	ModelName       string          `json:"model_name"`
+	Status          string          `json:"status" enum:"success,error"`
+	InputTokens     int             `json:"input_tokens"`
+	OutputTokens    int             `json:"output_tokens"`
+	TotalTokens     int             `json:"total_tokens"`
+	CostUSD         float64         `json:"cost_usd"`
+	DurationMs      int             `json:"duration_ms"`
+	StartedAt       time.Time       `json:"started_at"`
+	CompletedAt     *time.Time      `json:"completed_at,omitempty"`
+	RequestPayload  json.RawMessage `json:"request_payload,omitempty"`
+	ResponsePayload json.RawMessage `json:"response_payload,omitempty"`
+	ErrorMessage    string          `json:"error_message,omitempty"`
+}
+
+// MonitorDetail is the spec's job detail.
+type MonitorDetail struct {
+	MonitorJobBase
+	Logs     []ProcessLog `json:"logs"`
+	LLMCalls []CallLog    `json:"llm_calls"`
+	Metrics  Metrics      `json:"metrics"`
+}
+
+// MonitorFilter selects, sorts and pages the monitoring job list.
+type MonitorFilter struct {
+	Status     string
+	SourceType string
+	DateFrom   *time.Time
+	DateTo     *time.Time
+	SortBy     string
+	SortOrder  string
+	Limit      int
+	Offset     int
+}
+
+// sortColumns are the sortable columns of the job list.
+func sortColumn(by string) (string, bool) {
+	switch by {
+	case "", "created_at":
+		return "j.created_at", true
+	case "started_at":
+		return "j.started_at", true
+	case "duration_ms":
+		return "duration_ms", true
+	case "total_cost_usd":
+		return "total_cost_usd", true
+	}
+	return "", false
+}
+
+type monitorRow struct {
+	ID                   uuid.UUID  `db:"id"`
+	DocumentID           *uuid.UUID `db:"document_id"`
+	DatasourceID         *uuid.UUID `db:"datasource_id"`
+	Status               string     `db:"status"`
+	StartedAt            *time.Time `db:"started_at"`
+	CompletedAt          *time.Time `db:"completed_at"`
+	ErrorMsg             *string    `db:"error_msg"`
+	ObjectsCreated       int        `db:"objects_created"`
+	RelationshipsCreated int        `db:"relationships_created"`
+	SuggestionsCreated   int        `db:"suggestions_created"`
+	TotalLLMCalls        int        `db:"total_llm_calls"`
+	TotalCostUSD         float64    `db:"total_cost_usd"`
+	DurationMs           *int64     `db:"duration_ms"`
+	postgres.Total
+}
+
+const monitorSelect = `SELECT j.id, j.document_id, j.datasource_id, j.status, j.started_at, j.completed_at, j.error_msg,
+	j.objects_created, j.relationships_created, j.suggestions_created,
+	coalesce(c.calls, 0)::int AS total_llm_calls, coalesce(c.cost, 0)::float8 AS total_cost_usd,
+	CASE WHEN j.started_at IS NULL THEN NULL
+	     ELSE (extract(epoch FROM coalesce(j.completed_at, $2::timestamptz) - j.started_at) * 1000)::bigint END AS duration_ms,
+	count(*) OVER () AS total
+	FROM object_extraction_jobs j
+	LEFT JOIN LATERAL (SELECT count(*) AS calls, sum(cost_usd) AS cost FROM extraction_llm_calls WHERE job_id = j.id) c ON true`
+
+func monitorFromRow(r monitorRow) MonitorJob {
+	b := MonitorJobBase{
+		ID: r.ID, Status: monitorStatus(r.Status), StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
+		DurationMs: r.DurationMs, ObjectsCreated: r.ObjectsCreated, RelationshipsCreated: r.RelationshipsCreated,
+		SuggestionsCreated: r.SuggestionsCreated, ErrorMessage: postgres.Value(r.ErrorMsg),
+	}
+	switch {
+	case r.DocumentID != nil:
+		b.SourceType, b.SourceID = SourceDocument, r.DocumentID.String()
+	case r.DatasourceID != nil:
+		b.SourceType, b.SourceID = SourceDatasource, r.DatasourceID.String()
+	}
+	if r.Status == "cancelled" {
+		b.ErrorMessage = "cancelled"
+	}
+	return MonitorJob{MonitorJobBase: b, TotalLLMCalls: r.TotalLLMCalls, TotalCostUSD: r.TotalCostUSD}
+}
+
+// MonitorJobs pages a project's jobs in the monitoring vocabulary.
+// Errors: invalid_argument.
+func (s *Service) MonitorJobs(ctx context.Context, project uuid.UUID, f MonitorFilter) ([]MonitorJob, int, error) {
+	var statuses []string
+	if f.Status != "" {
+		var ok bool
+		if statuses, ok = adminStatuses(f.Status); !ok {
+			return nil, 0, errs.New(errs.Invalid, "status must be pending, running, completed or failed")
+		}
+	}
+	if f.SourceType != "" && f.SourceType != SourceDocument && f.SourceType != SourceDatasource {
+		return nil, 0, errs.New(errs.Invalid, "source_type must be document or datasource")
+	}
+	col, ok := sortColumn(f.SortBy)
+	if !ok {
+		return nil, 0, errs.New(errs.Invalid, "sort_by must be started_at, created_at, duration_ms or total_cost_usd")
+	}
+	dir := "DESC"
+	switch f.SortOrder {
+	case "", "desc":
+	case "asc":
+		dir = "ASC"
+	default:
+		return nil, 0, errs.New(errs.Invalid, "sort_order must be asc or desc")
+	}
+	if f.Limit < 1 || f.Limit > MonitorListMax {
+		return nil, 0, errs.Errorf(errs.Invalid, "limit must be between 1 and %d", MonitorListMax)
+	}
+	if f.Offset < 0 {
+		return nil, 0, errs.New(errs.Invalid, "offset must not be negative")
+	}
+	if f.DateFrom != nil && f.DateTo != nil && f.DateTo.Before(*f.DateFrom) {
+		return nil, 0, errs.New(errs.Invalid, "date_to must not be before date_from")
+	}
+	// col and dir come from the fixed lists above.
+	sql := monitorSelect + `
+	WHERE j.project_id = $1 AND ($3::text[] IS NULL OR j.status = ANY($3))
+	  AND ($4 = '' OR ($4 = 'document' AND j.document_id IS NOT NULL) OR ($4 = 'datasource' AND j.datasource_id IS NOT NULL))
+	  AND ($5::timestamptz IS NULL OR j.created_at >= $5) AND ($6::timestamptz IS NULL OR j.created_at <= $6)
+	ORDER BY ` + col + ` ` + dir + ` NULLS LAST, j.id ` + dir + ` LIMIT $7 OFFSET $8`
+	rows, err := s.pool.Query(ctx, sql, project, s.now().UTC(), statuses, f.SourceType, f.DateFrom, f.DateTo, f.Limit, f.Offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list monitored jobs: %w", err)
+	}
+	list, total, err := postgres.CollectPage(rows, monitorFromRow)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list monitored jobs: %w", err)
+	}
+	if len(list) == 0 && f.Offset > 0 {
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM object_extraction_jobs j
+			WHERE j.project_id = $1 AND ($2::text[] IS NULL OR j.status = ANY($2))
+			  AND ($3 = '' OR ($3 = 'document' AND j.document_id IS NOT NULL) OR ($3 = 'datasource' AND j.datasource_id IS NOT NULL))
+			  AND ($4::timestamptz IS NULL OR j.created_at >= $4) AND ($5::timestamptz IS NULL OR j.created_at <= $5)`,
+			project, statuses, f.SourceType, f.DateFrom, f.DateTo).Scan(&total)
+		if err != nil {
+			return nil, 0, fmt.Errorf("count monitored jobs: %w", err)
+		}
+	}
+	return list, total, nil
+}
+
+// monitorJob returns one of project's jobs in the monitoring vocabulary.
+// Errors: not_found.
+func (s *Service) monitorJob(ctx context.Context, project, id uuid.UUID) (MonitorJob, error) {
+	rows, err := s.pool.Query(ctx, monitorSelect+` WHERE j.project_id = $1 AND j.id = $3`, project, s.now().UTC(), id)
+	if err != nil {
+		return MonitorJob{}, fmt.Errorf("get monitored job: %w", err)
+	}
+	list, _, err := postgres.CollectPage(rows, monitorFromRow)
+	if err != nil {
+		return MonitorJob{}, fmt.Errorf("get monitored job: %w", err)
+	}
+	if len(list) == 0 {
+		return MonitorJob{}, ErrNotFound
+	}
+	return list[0], nil
+}
+
+// MonitorDetail returns one of project's jobs with its logs, calls (the
+// first detailItemsMax of each) and metrics. Errors: not_found.
+func (s *Service) MonitorDetail(ctx context.Context, project, id uuid.UUID) (MonitorDetail, error) {
+	j, err := s.monitorJob(ctx, project, id)
+	if err != nil {
+		return MonitorDetail{}, err
+	}
+	logs, _, err := s.MonitorLogs(ctx, project, id, "", detailItemsMax, 0)
+	if err != nil {
+		return MonitorDetail{}, err
+	}
+	calls, _, err := s.MonitorCalls(ctx, project, id, detailItemsMax, 0)
+	if err != nil {
+		return MonitorDetail{}, err
+	}
+	m, err := callMetrics(ctx, s.pool, id)
+	if err != nil {
+		return MonitorDetail{}, err
+	}
+	return MonitorDetail{MonitorJobBase: j.MonitorJobBase, Logs: logs, LLMCalls: calls, Metrics: m}, nil
+}
+
+// checkJob makes sure id is a job of project. Errors: not_found.
+func (s *Service) checkJob(ctx context.Context, project, id uuid.UUID) error {
+	var one int
+	err := s.pool.QueryRow(ctx, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("get monitored job: %w", err)
+	}
+	return nil
+}
+
+// MonitorLogs pages a job's process log in order. Errors: not_found,
+// invalid_argument.
+func (s *Service) MonitorLogs(ctx context.Context, project, id uuid.UUID, level string, limit, offset int) ([]ProcessLog, int, error) {
+	switch level {
+	case "", LevelDebug, LevelInfo, LevelWarn, LevelError:
+	default:
+		return nil, 0, errs.New(errs.Invalid, "level must be debug, info, warn or error")
+	}
+	if limit < 1 || limit > MonitorLogsMax {
+		return nil, 0, errs.Errorf(errs.Invalid, "limit must be between 1 and %d", MonitorLogsMax)
+	}
+	if offset < 0 {
+		return nil, 0, errs.New(errs.Invalid, "offset must not be negative")
+	}
+	if err := s.checkJob(ctx, project, id); err != nil {
+		return nil, 0, err
+	}
+	entries, total, err := logList(ctx, s.pool, id, level, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]ProcessLog, len(entries))
+	for i, e := range entries {
+		out[i] = ProcessLog{ID: e.ID, Timestamp: e.CreatedAt, Level: e.Level, Message: e.Message, Metadata: e.Metadata, ProcessType: e.Operation}
+	}
+	return out, total, nil
+}
+
+// MonitorCalls pages a job's LLM call log in order. Errors: not_found,
+// invalid_argument.
+func (s *Service) MonitorCalls(ctx context.Context, project, id uuid.UUID, limit, offset int) ([]CallLog, int, error) {
+	if limit < 1 || limit > MonitorCallsMax {
+		return nil, 0, errs.Errorf(errs.Invalid, "limit must be between 1 and %d", MonitorCallsMax)
+	}
+	if offset < 0 {
+		return nil, 0, errs.New(errs.Invalid, "offset must not be negative")
+	}
+	if err := s.checkJob(ctx, project, id); err != nil {
+		return nil, 0, err
+	}
+	calls, total, err := callList(ctx, s.pool, id, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]CallLog, len(calls))
+	for i, c := range calls {
+		out[i] = CallLog{
+			ID: c.ID, ModelName: c.ModelName, Status: c.Status, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+			TotalTokens: c.TotalTokens, CostUSD: c.CostUSD, DurationMs: c.DurationMs, StartedAt: c.StartedAt,
+			CompletedAt: c.CompletedAt, RequestPayload: c.RequestPayload, ResponsePayload: c.ResponsePayload, ErrorMessage: c.ErrorMessage,
+		}
+	}
+	return out, total, nil
+}

@@ -1,0 +1,325 @@
+package extraction
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/graph"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/notification"
+	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/task"
+	"github.com/graphmill/graphmill/internal/templatepack"
+)
+
+// TypeSource gives a project's object and relationship types
+// (templatepack.Service).
+type TypeSource interface {
+	TypesFor(ctx context.Context, project uuid.UUID) (*templatepack.Types, error)
+}
+
+// GraphWriter writes extraction results into the graph (graph.Service).
+type GraphWriter interface {
+	Apply(ctx context.Context, tx pgx.Tx, project uuid.UUID, jobID *uuid.UUID, objs []graph.ObjectInput, rels []graph.RelationshipInput) (graph.ApplyResult, error)
+	SetObjectsStatus(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID, status string) error
+	DeleteObjects(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID) error
+}
+
+// Generator is a resolved generative model (provider.Handle): every call
+// goes through the rate governor and the usage ledger.
+type Generator interface {
+	Generate(ctx context.Context, req llm.GenerateRequest) (*llm.GenerateResult, error)
+	Cost(u llm.Usage) float64
+	InputTokenLimit() int
+	Model() string
+	Provider() string
+}
+
+// GeneratorFunc resolves the generative model of a project.
+type GeneratorFunc func(ctx context.Context, project uuid.UUID) (Generator, error)
+
+// Tasks creates review tasks and calls back when they are resolved
+// (task.Service).
+type Tasks interface {
+	Create(ctx context.Context, tx pgx.Tx, p task.CreateParams) (task.Task, error)
+	RegisterResolver(sourceType string, fn task.ResolverFunc)
+}
+
+// Notifier tells a project's admins (notification.Service).
+type Notifier interface {
+	NotifyProjectAdmins(ctx context.Context, tx pgx.Tx, project uuid.UUID, p notification.Params) ([]notification.Notification, error)
+}
+
+// Config wires a Service.
+type Config struct {
+	Pool       *pgxpool.Pool
+	Jobs       *jobqueue.Client
+	Types      TypeSource
+	Graph      GraphWriter
+	Generators GeneratorFunc
+	Tasks      Tasks
+	Notifier   Notifier
+	Logger     *slog.Logger
+	Now        func() time.Time
+	// WindowTokens caps a window's tokens (WindowTokensMax when 0).
+	WindowTokens int
+}
+
+// Service is the extraction domain.
+type Service struct {
+	cfg  Config
+	pool *pgxpool.Pool
+	jobs *jobqueue.Client
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+// NewService returns the service and registers its task resolver.
+func NewService(c Config) (*Service, error) {
+	if c.Pool == nil || c.Jobs == nil || c.Types == nil || c.Graph == nil || c.Generators == nil || c.Tasks == nil || c.Notifier == nil {
+		return nil, errors.New("extraction: incomplete configuration")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.WindowTokens <= 0 {
+		c.WindowTokens = WindowTokensMax
+	}
+	s := &Service{cfg: c, pool: c.Pool, jobs: c.Jobs, now: c.Now, log: c.Logger}
+	c.Tasks.RegisterResolver(TaskSourceType, s.resolveReview)
+	return s, nil
+}
+
+// CreateJob queues a manual job on a document of the project. Errors:
+// invalid_argument, not_found (the document), failed_precondition (the
+// document is not parsed).
+func (s *Service) CreateJob(ctx context.Context, p CreateParams) (Job, error) {
+	if p.JobType == "" {
+		p.JobType = JobTypeFull
+	}
+	if !validJobType(p.JobType) {
+		return Job{}, ErrBadJobType
+	}
+	if !p.Superadmin && (p.Priority < 0 || p.Priority > PriorityMax) {
+		return Job{}, ErrBadPriority
+	}
+	if p.DocumentID == nil {
+		return Job{}, ErrDocumentRequired
+	}
+	now := s.now().UTC()
+	j := Job{
+		ID: uuid.Must(uuid.NewV7()), ProjectID: p.ProjectID, DocumentID: p.DocumentID, JobType: p.JobType,
+		TriggerType: TriggerManual, Status: "queued", Priority: p.Priority, CreatedBy: p.CreatedBy, CreatedAt: now,
+	}
+	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		status, found, err := documentStatus(ctx, tx, p.ProjectID, *p.DocumentID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return ErrDocumentNotFound
+		}
+		if status != "parsed" {
+			return ErrNotParsed
+		}
+		if err := jobInsert(ctx, tx, j); err != nil {
+			return err
+		}
+		return jobqueue.Notify(ctx, tx, Queue)
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	return jobGetByID(ctx, s.pool, j.ID)
+}
+
+// Job returns a job of any project; callers check the caller's access to
+// its project. Errors: not_found.
+func (s *Service) Job(ctx context.Context, id uuid.UUID) (Job, error) {
+	return jobGetByID(ctx, s.pool, id)
+}
+
+// ListJobs pages a project's jobs, newest first. Errors: invalid_argument.
+func (s *Service) ListJobs(ctx context.Context, project uuid.UUID, f JobFilter) ([]Job, int, error) {
+	if f.Status != "" && !validStatus(f.Status) {
+		return nil, 0, ErrBadStatus
+	}
+	if f.JobType != "" && !validJobType(f.JobType) {
+		return nil, 0, ErrBadJobType
+	}
+	if f.Limit < 1 || f.Limit > ListLimitMax {
+		return nil, 0, errs.Errorf(errs.Invalid, "limit must be between 1 and %d", ListLimitMax)
+	}
+	if f.Offset < 0 {
+		return nil, 0, errs.New(errs.Invalid, "offset must not be negative")
+	}
+	return jobList(ctx, s.pool, project, f)
+}
+
+// Statistics summarises a project's jobs.
+func (s *Service) Statistics(ctx context.Context, project uuid.UUID) (Statistics, error) {
+	return jobStats(ctx, s.pool, project, s.now().UTC())
+}
+
+// CancelJob cancels a queued or running job: its worker stops within a
+// second and writes nothing to the graph. Errors: not_found,
+// failed_precondition (the job already ended).
+func (s *Service) CancelJob(ctx context.Context, id uuid.UUID, user *uuid.UUID) error {
+	j, err := jobGetByID(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		return s.cancelIn(ctx, tx, j, user)
+	})
+}
+
+func (s *Service) cancelIn(ctx context.Context, tx pgx.Tx, j Job, user *uuid.UUID) error {
+	if err := s.jobs.Cancel(ctx, tx, Queue, j.ID); err != nil {
+		return err
+	}
+	meta := map[string]any{"action": "cancel", "previousStatus": j.Status}
+	if user != nil {
+		meta["userId"] = *user
+	}
+	return logInsert(ctx, tx, j.ID, j.ProjectID, s.now().UTC(), []logRow{{OpError, LevelWarn, "job cancelled", meta}})
+}
+
+// RetryJob puts a failed job back in the queue with its retry count reset,
+// logging "manual retry". Errors: not_found, failed_precondition (the job
+// is not failed).
+func (s *Service) RetryJob(ctx context.Context, id uuid.UUID, user *uuid.UUID) error {
+	j, err := jobGetByID(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		return s.retryIn(ctx, tx, j, user)
+	})
+}
+
+func (s *Service) retryIn(ctx context.Context, tx pgx.Tx, j Job, user *uuid.UUID) error {
+	if err := s.jobs.Retry(ctx, tx, Queue, j.ID); err != nil {
+		return err
+	}
+	meta := map[string]any{"action": "manual_retry", "previousError": j.ErrorMsg, "previousRetryCount": j.RetryCount}
+	if user != nil {
+		meta["userId"] = *user
+	}
+	return logInsert(ctx, tx, j.ID, j.ProjectID, s.now().UTC(), []logRow{{OpError, LevelInfo, "manual retry", meta}})
+}
+
+// BulkCancel cancels a project's jobs in status (queued or running; both
+// when empty) and returns how many it cancelled. Errors: invalid_argument.
+func (s *Service) BulkCancel(ctx context.Context, project uuid.UUID, status string, user *uuid.UUID) (int, error) {
+	statuses := []string{"queued", "running"}
+	switch status {
+	case "":
+	case "queued", "running":
+		statuses = []string{status}
+	default:
+		return 0, errs.New(errs.Invalid, "status must be queued or running: only those jobs can be cancelled")
+	}
+	return s.bulk(ctx, project, statuses, func(tx pgx.Tx, j Job) error { return s.cancelIn(ctx, tx, j, user) })
+}
+
+// BulkRetry retries a project's failed jobs and returns how many. Errors:
+// invalid_argument (a status other than failed).
+func (s *Service) BulkRetry(ctx context.Context, project uuid.UUID, status string, user *uuid.UUID) (int, error) {
+	if status != "" && status != "failed" {
+		return 0, errs.New(errs.Invalid, "status must be failed: only failed jobs can be retried")
+	}
+	return s.bulk(ctx, project, []string{"failed"}, func(tx pgx.Tx, j Job) error { return s.retryIn(ctx, tx, j, user) })
+}
+
+// bulk applies fn to each job of project in statuses, one transaction per
+// job; jobs that changed state meanwhile (failed_precondition) are skipped.
+func (s *Service) bulk(ctx context.Context, project uuid.UUID, statuses []string, fn func(pgx.Tx, Job) error) (int, error) {
+	ids, err := jobIDsByStatus(ctx, s.pool, project, statuses)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		j, err := jobGetByID(ctx, s.pool, id)
+		if errs.CodeOf(err) == errs.NotFound {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return fn(tx, j) })
+		switch {
+		case err == nil:
+			n++
+		case errs.CodeOf(err) == errs.FailedPrecondition || errs.CodeOf(err) == errs.NotFound:
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// BulkDelete deletes a project's final jobs (of one final status when
+// status is set) that ended at least olderThanDays days ago, with their
+// logs and call records. Errors: invalid_argument.
+func (s *Service) BulkDelete(ctx context.Context, project uuid.UUID, status string, olderThanDays int) (int, error) {
+	statuses := []string{"completed", "failed", "cancelled", "requires_review"}
+	if status != "" {
+		if !finalStatus(status) {
+			return 0, errs.New(errs.Invalid, "status must be completed, failed, cancelled or requires_review: only finished jobs can be deleted")
+		}
+		statuses = []string{status}
+	}
+	if olderThanDays < 0 {
+		return 0, errs.New(errs.Invalid, "olderThanDays must not be negative")
+	}
+	cutoff := s.now().UTC().Add(-time.Duration(olderThanDays) * 24 * time.Hour)
+	return jobDeleteFinal(ctx, s.pool, project, statuses, cutoff)
+}
+
+// LogsMax bounds the entries of the admin log endpoint.
+const LogsMax = 10000
+
+// Logs returns a job's log in order (at most LogsMax entries).
+func (s *Service) Logs(ctx context.Context, id uuid.UUID) ([]LogEntry, error) {
+	list, _, err := logList(ctx, s.pool, id, "", LogsMax, 0)
+	return list, err
+}
+
+// Settings returns a project's extraction settings.
+func (s *Service) Settings(ctx context.Context, project uuid.UUID) (Settings, error) {
+	v, err := reviewThresholdGet(ctx, s.pool, project)
+	if err != nil {
+		return Settings{}, err
+	}
+	return Settings{ProjectID: project, ReviewThreshold: round4(v)}, nil
+}
+
+// SetSettings changes a project's extraction settings. Errors:
+// invalid_argument.
+func (s *Service) SetSettings(ctx context.Context, project uuid.UUID, threshold float64) (Settings, error) {
+	if threshold < 0 || threshold > 1 || threshold != threshold {
+		return Settings{}, ErrBadThreshold
+	}
+	if err := reviewThresholdSet(ctx, s.pool, project, threshold); err != nil {
+		return Settings{}, err
+	}
+	return s.Settings(ctx, project)
+}
+
+// round4 undoes the float4 column's noise (0.7 is stored as 0.69999...).
+func round4(v float64) float64 {
+	return float64(int64(v*10000+0.5)) / 10000
+}

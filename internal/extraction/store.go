@@ -1,0 +1,439 @@
+package extraction
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+const jobColumns = `id, project_id, document_id, datasource_id, job_type, trigger_type, status, priority, error_msg,
+	retry_count, max_retries, objects_created, relationships_created, suggestions_created, created_by,
+	started_at, completed_at, created_at, updated_at`
+
+type jobRow struct {
+	ID                   uuid.UUID  `db:"id"`
+	ProjectID            uuid.UUID  `db:"project_id"`
+	DocumentID           *uuid.UUID `db:"document_id"`
+	DatasourceID         *uuid.UUID `db:"datasource_id"`
+	JobType              string     `db:"job_type"`
+	TriggerType          string     `db:"trigger_type"`
+	Status               string     `db:"status"`
+	Priority             int        `db:"priority"`
+	ErrorMsg             *string    `db:"error_msg"`
+	RetryCount           int        `db:"retry_count"`
+	MaxRetries           int        `db:"max_retries"`
+	ObjectsCreated       int        `db:"objects_created"`
+	RelationshipsCreated int        `db:"relationships_created"`
+	SuggestionsCreated   int        `db:"suggestions_created"`
+	CreatedBy            *uuid.UUID `db:"created_by"`
+	StartedAt            *time.Time `db:"started_at"`
+	CompletedAt          *time.Time `db:"completed_at"`
+	CreatedAt            time.Time  `db:"created_at"`
+	UpdatedAt            time.Time  `db:"updated_at"`
+}
+
+type jobPageRow struct {
+	jobRow
+	postgres.Total
+}
+
+func jobFromRow(r jobRow) Job {
+	return Job{
+		ID: r.ID, ProjectID: r.ProjectID, DocumentID: r.DocumentID, DatasourceID: r.DatasourceID,
+		JobType: r.JobType, TriggerType: r.TriggerType, Status: r.Status, Priority: r.Priority,
+		ErrorMsg: postgres.Value(r.ErrorMsg), RetryCount: r.RetryCount, MaxRetries: r.MaxRetries,
+		ObjectsCreated: r.ObjectsCreated, RelationshipsCreated: r.RelationshipsCreated, SuggestionsCreated: r.SuggestionsCreated,
+		CreatedBy: r.CreatedBy, StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// JobGetByID returns a job of any project (the caller checks access).
+func jobGetByID(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Job, error) {
+	rows, err := db.Query(ctx, `SELECT `+jobColumns+` FROM object_extraction_jobs WHERE id = $1`, id)
+	if err != nil {
+		return Job{}, fmt.Errorf("get extraction job: %w", err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[jobRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Job{}, ErrNotFound
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("get extraction job: %w", err)
+	}
+	return jobFromRow(r), nil
+}
+
+func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f JobFilter) ([]Job, int, error) {
+	rows, err := db.Query(ctx, `SELECT `+jobColumns+`, count(*) OVER () AS total FROM object_extraction_jobs
+		WHERE project_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR job_type = $3)
+		ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, project, f.Status, f.JobType, f.Limit, f.Offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
+	}
+	list, total, err := postgres.CollectPage(rows, func(r jobPageRow) Job { return jobFromRow(r.jobRow) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
+	}
+	if len(list) == 0 && f.Offset > 0 {
+		// The window total is empty past the end: count separately.
+		err := db.QueryRow(ctx, `SELECT count(*) FROM object_extraction_jobs
+			WHERE project_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR job_type = $3)`, project, f.Status, f.JobType).Scan(&total)
+		if err != nil {
+			return nil, 0, fmt.Errorf("count extraction jobs: %w", err)
+		}
+	}
+	return list, total, nil
+}
+
+func jobInsert(ctx context.Context, db postgres.DBTX, j Job) error {
+	_, err := db.Exec(ctx, `INSERT INTO object_extraction_jobs
+		(id, project_id, status, priority, run_at, created_at, updated_at, document_id, job_type, trigger_type, created_by)
+		VALUES ($1, $2, 'queued', $3, $4, $4, $4, $5, $6, $7, $8)`,
+		j.ID, j.ProjectID, j.Priority, j.CreatedAt, j.DocumentID, j.JobType, j.TriggerType, j.CreatedBy)
+	if err != nil {
+		return fmt.Errorf("insert extraction job: %w", err)
+	}
+	return nil
+}
+
+func jobStats(ctx context.Context, db postgres.DBTX, project uuid.UUID, now time.Time) (Statistics, error) {
+	st := Statistics{
+		ByStatus:  map[string]int64{"queued": 0, "running": 0, "completed": 0, "failed": 0, "cancelled": 0, "requires_review": 0},
+		ByJobType: map[string]int64{JobTypeFull: 0, JobTypeReextraction: 0, JobTypeIncremental: 0},
+	}
+	rows, err := db.Query(ctx, `SELECT status, job_type, count(*) FROM object_extraction_jobs WHERE project_id = $1 GROUP BY status, job_type`, project)
+	if err != nil {
+		return Statistics{}, fmt.Errorf("extraction statistics: %w", err)
+	}
+	for rows.Next() {
+		var status, jobType string
+		var n int64
+		if err := rows.Scan(&status, &jobType, &n); err != nil {
+			rows.Close()
+			return Statistics{}, fmt.Errorf("extraction statistics: %w", err)
+		}
+		st.ByStatus[status] += n
+		st.ByJobType[jobType] += n
+		st.Total += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Statistics{}, fmt.Errorf("extraction statistics: %w", err)
+	}
+	err = db.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE status IN ('completed', 'requires_review', 'failed') AND completed_at >= $2::timestamptz - interval '1 hour'),
+		count(*) FILTER (WHERE status IN ('completed', 'requires_review', 'failed') AND completed_at >= $2::timestamptz - interval '24 hours'),
+		coalesce(avg(extract(epoch FROM completed_at - started_at) * 1000)
+			FILTER (WHERE status IN ('completed', 'requires_review') AND started_at IS NOT NULL AND completed_at IS NOT NULL), 0)::float8,
+		coalesce(sum(objects_created), 0), coalesce(sum(relationships_created), 0), coalesce(sum(suggestions_created), 0)
+		FROM object_extraction_jobs WHERE project_id = $1`, project, now).
+		Scan(&st.JobsLastHour, &st.JobsLast24Hours, &st.AvgDurationMs, &st.ObjectsCreated, &st.RelationshipsCreated, &st.SuggestionsCreated)
+	if err != nil {
+		return Statistics{}, fmt.Errorf("extraction statistics: %w", err)
+	}
+	return st, nil
+}
+
+// jobIDsByStatus lists the ids of a project's jobs in one of statuses,
+// oldest first.
+func jobIDsByStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, statuses []string) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `SELECT id FROM object_extraction_jobs WHERE project_id = $1 AND status = ANY($2) ORDER BY created_at, id`, project, statuses)
+	if err != nil {
+		return nil, fmt.Errorf("select extraction jobs: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("select extraction jobs: %w", err)
+	}
+	return ids, nil
+}
+
+// jobDeleteFinal deletes a project's jobs in one of statuses (final ones)
+// that ended before cutoff.
+func jobDeleteFinal(ctx context.Context, db postgres.DBTX, project uuid.UUID, statuses []string, cutoff time.Time) (int, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM object_extraction_jobs WHERE project_id = $1 AND status = ANY($2)
+		AND coalesce(completed_at, updated_at) <= $3`, project, statuses, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("delete extraction jobs: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// logRow is a log entry to write.
+type logRow struct {
+	operation, level, message string
+	metadata                  map[string]any
+}
+
+// logInsert writes entries of job in one statement, in order (created_at
+// increases by a microsecond per entry so that the order is kept).
+func logInsert(ctx context.Context, db postgres.DBTX, job, project uuid.UUID, now time.Time, entries []logRow) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	n := len(entries)
+	ids, ops, levels, msgs, metas, ats := make([]uuid.UUID, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for i, e := range entries {
+		meta := e.metadata
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		raw, err := json.Marshal(meta)
+		if err != nil {
+			return fmt.Errorf("encode log metadata: %w", err)
+		}
+		ids[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.operation, e.level, clip(e.message, 4000), string(raw)
+		ats[i] = now.Add(time.Duration(i) * time.Microsecond)
+	}
+	_, err := db.Exec(ctx, `INSERT INTO extraction_job_logs (id, job_id, project_id, operation, level, message, metadata, created_at)
+		SELECT u.id, $1, $2, u.op, u.level, u.msg, u.meta::jsonb, u.at
+		FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[]) AS u(id, op, level, msg, meta, at)`,
+		job, project, ids, ops, levels, msgs, metas, ats)
+	if err != nil {
+		return fmt.Errorf("write extraction logs: %w", err)
+	}
+	return nil
+}
+
+type logDBRow struct {
+	ID        uuid.UUID       `db:"id"`
+	JobID     uuid.UUID       `db:"job_id"`
+	Operation string          `db:"operation"`
+	Level     string          `db:"level"`
+	Message   string          `db:"message"`
+	Metadata  json.RawMessage `db:"metadata"`
+	CreatedAt time.Time       `db:"created_at"`
+	postgres.Total
+}
+
+// logList pages a job's log in order, of one level when level is set.
+func logList(ctx context.Context, db postgres.DBTX, job uuid.UUID, level string, limit, offset int) ([]LogEntry, int, error) {
+	rows, err := db.Query(ctx, `SELECT id, job_id, operation, level, message, metadata, created_at, count(*) OVER () AS total
+		FROM extraction_job_logs WHERE job_id = $1 AND ($2 = '' OR level = $2)
+		ORDER BY created_at, id LIMIT $3 OFFSET $4`, job, level, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
+	}
+	list, total, err := postgres.CollectPage(rows, func(r logDBRow) LogEntry {
+		return LogEntry{ID: r.ID, JobID: r.JobID, Operation: r.Operation, Level: r.Level, Message: r.Message, Metadata: r.Metadata, CreatedAt: r.CreatedAt.UTC()}
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
+	}
+	return list, total, nil
+}
+
+func callInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, c LLMCall) error {
+	_, err := db.Exec(ctx, `INSERT INTO extraction_llm_calls (id, job_id, project_id, provider, model_name, status, input_tokens, output_tokens,
+		total_tokens, cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload, error_message)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		c.ID, c.JobID, project, c.Provider, c.ModelName, c.Status, c.InputTokens, c.OutputTokens, c.TotalTokens, c.CostUSD,
+		c.DurationMs, c.StartedAt, c.CompletedAt, nullJSON(c.RequestPayload), nullJSON(c.ResponsePayload), postgres.NullIfEmpty(c.ErrorMessage))
+	if err != nil {
+		return fmt.Errorf("write llm call: %w", err)
+	}
+	return nil
+}
+
+func nullJSON(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+type callDBRow struct {
+	ID              uuid.UUID  `db:"id"`
+	JobID           uuid.UUID  `db:"job_id"`
+	Provider        string     `db:"provider"`
+	ModelName       string     `db:"model_name"`
+	Status          string     `db:"status"`
+	InputTokens     int        `db:"input_tokens"`
+	OutputTokens    int        `db:"output_tokens"`
+	TotalTokens     int        `db:"total_tokens"`
+	CostUSD         float64    `db:"cost_usd"`
+	DurationMs      int        `db:"duration_ms"`
+	StartedAt       time.Time  `db:"started_at"`
+	CompletedAt     *time.Time `db:"completed_at"`
+	RequestPayload  []byte     `db:"request_payload"`
+	ResponsePayload []byte     `db:"response_payload"`
+	ErrorMessage    *string    `db:"error_message"`
+	postgres.Total
+}
+
+func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]LLMCall, int, error) {
+	rows, err := db.Query(ctx, `SELECT id, job_id, provider, model_name, status, input_tokens, output_tokens, total_tokens,
+		cost_usd::float8 AS cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload, error_message,
+		count(*) OVER () AS total
+		FROM extraction_llm_calls WHERE job_id = $1 ORDER BY started_at, id LIMIT $2 OFFSET $3`, job, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list llm calls: %w", err)
+	}
+	list, total, err := postgres.CollectPage(rows, func(r callDBRow) LLMCall {
+		return LLMCall{
+			ID: r.ID, JobID: r.JobID, Provider: r.Provider, ModelName: r.ModelName, Status: r.Status,
+			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TotalTokens: r.TotalTokens, CostUSD: r.CostUSD,
+			DurationMs: r.DurationMs, StartedAt: r.StartedAt.UTC(), CompletedAt: utc(r.CompletedAt),
+			RequestPayload: r.RequestPayload, ResponsePayload: r.ResponsePayload, ErrorMessage: postgres.Value(r.ErrorMessage),
+		}
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list llm calls: %w", err)
+	}
+	return list, total, nil
+}
+
+// callMetrics sums a job's call log.
+func callMetrics(ctx context.Context, db postgres.DBTX, job uuid.UUID) (Metrics, error) {
+	var m Metrics
+	var ok int
+	err := db.QueryRow(ctx, `SELECT count(*), coalesce(sum(cost_usd), 0)::float8, coalesce(sum(total_tokens), 0),
+		coalesce(avg(duration_ms), 0)::float8, count(*) FILTER (WHERE status = 'success')
+		FROM extraction_llm_calls WHERE job_id = $1`, job).Scan(&m.TotalLLMCalls, &m.TotalCostUSD, &m.TotalTokens, &m.AvgCallDurationMs, &ok)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("llm call metrics: %w", err)
+	}
+	if m.TotalLLMCalls > 0 {
+		m.SuccessRate = float64(ok) / float64(m.TotalLLMCalls)
+	}
+	return m, nil
+}
+
+// documentStatus returns the status of a project's document; found is
+// false when the project has no such document.
+func documentStatus(ctx context.Context, db postgres.DBTX, project, doc uuid.UUID) (status string, found bool, err error) {
+	err = db.QueryRow(ctx, `SELECT status FROM documents WHERE id = $1 AND project_id = $2`, doc, project).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("look up document: %w", err)
+	}
+	return status, true, nil
+}
+
+func reviewThresholdGet(ctx context.Context, db postgres.DBTX, project uuid.UUID) (float64, error) {
+	var v float64
+	err := db.QueryRow(ctx, `SELECT review_threshold::float8 FROM projects WHERE id = $1`, project).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("load review threshold: %w", err)
+	}
+	return v, nil
+}
+
+func reviewThresholdSet(ctx context.Context, db postgres.DBTX, project uuid.UUID, v float64) error {
+	if _, err := db.Exec(ctx, `UPDATE projects SET review_threshold = $2 WHERE id = $1`, project, v); err != nil {
+		return fmt.Errorf("save review threshold: %w", err)
+	}
+	return nil
+}
+
+// chunk is a document chunk to extract from.
+type chunk struct {
+	ID     uuid.UUID
+	Index  int
+	Text   string
+	Tokens int
+}
+
+// chunksForJob loads a document's chunks in order: all of them, or only
+// those not extracted yet.
+func chunksForJob(ctx context.Context, db postgres.DBTX, doc uuid.UUID, onlyNew bool) ([]chunk, error) {
+	rows, err := db.Query(ctx, `SELECT id, chunk_index, text, token_count FROM document_chunks
+		WHERE document_id = $1 AND (NOT $2 OR extracted_at IS NULL) ORDER BY chunk_index`, doc, onlyNew)
+	if err != nil {
+		return nil, fmt.Errorf("load chunks: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (chunk, error) {
+		var c chunk
+		err := row.Scan(&c.ID, &c.Index, &c.Text, &c.Tokens)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load chunks: %w", err)
+	}
+	return out, nil
+}
+
+func chunksMarkExtracted(ctx context.Context, db postgres.DBTX, ids []uuid.UUID, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := db.Exec(ctx, `UPDATE document_chunks SET extracted_at = $2 WHERE id = ANY($1)`, ids, now); err != nil {
+		return fmt.Errorf("mark chunks extracted: %w", err)
+	}
+	return nil
+}
+
+// jobLockRunning locks the job's row if it is still running the given
+// attempt: a cancelled or reaped job must not write its results. Holding
+// the lock makes a concurrent cancel wait for the commit.
+func jobLockRunning(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt int) (bool, error) {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 AND status = 'running' AND attempt = $2 FOR UPDATE`, id, attempt).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock extraction job: %w", err)
+	}
+	return true, nil
+}
+
+func jobSetCounters(ctx context.Context, db postgres.DBTX, id uuid.UUID, objects, relationships, suggestions int) error {
+	_, err := db.Exec(ctx, `UPDATE object_extraction_jobs SET objects_created = $2, relationships_created = $3, suggestions_created = $4 WHERE id = $1`,
+		id, objects, relationships, suggestions)
+	if err != nil {
+		return fmt.Errorf("save extraction counters: %w", err)
+	}
+	return nil
+}
+
+// jobSource is what the worker needs of its job row.
+type jobSource struct {
+	DocumentID *uuid.UUID
+	JobType    string
+	Filename   string
+}
+
+func jobSourceGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (jobSource, error) {
+	var s jobSource
+	var filename *string
+	err := db.QueryRow(ctx, `SELECT j.document_id, j.job_type, d.filename FROM object_extraction_jobs j
+		LEFT JOIN documents d ON d.id = j.document_id WHERE j.id = $1`, id).Scan(&s.DocumentID, &s.JobType, &filename)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return jobSource{}, ErrNotFound
+	}
+	if err != nil {
+		return jobSource{}, fmt.Errorf("load extraction job: %w", err)
+	}
+	s.Filename = postgres.Value(filename)
+	return s, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut]
+}

@@ -1,0 +1,471 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/graph"
+	"github.com/graphmill/graphmill/internal/pgtest"
+	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/templatepack"
+	"github.com/graphmill/graphmill/internal/tenancy"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// fakeQueue records the EmbedQueue calls.
+type fakeQueue struct {
+	mu    sync.Mutex
+	calls [][]uuid.UUID
+}
+
+func (q *fakeQueue) Enqueue(_ context.Context, _ pgx.Tx, _ uuid.UUID, ids []uuid.UUID) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls = append(q.calls, slices.Clone(ids))
+	return nil
+}
+
+// take returns the calls so far and forgets them.
+func (q *fakeQueue) take() [][]uuid.UUID {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c := q.calls
+	q.calls = nil
+	return c
+}
+
+type testBundle struct {
+	pool    *pgxpool.Pool
+	svc     *graph.Service
+	queue   *fakeQueue
+	project uuid.UUID
+	chunks  []uuid.UUID
+}
+
+func setup(tb testing.TB) *testBundle {
+	tb.Helper()
+	ctx := context.Background()
+	pool := pgtest.New(tb)
+	ten := tenancy.NewService(pool, nil, nil, time.Now)
+	_, err := ten.Bootstrap(ctx, "")
+	require.NoError(tb, err)
+	packs, err := templatepack.NewService(pool, ten, time.Now)
+	require.NoError(tb, err)
+	q := &fakeQueue{}
+	b := &testBundle{pool: pool, queue: q, svc: graph.NewService(graph.Config{Pool: pool, Types: packs, Embed: q, Now: time.Now})}
+	require.NoError(tb, pool.QueryRow(ctx, `SELECT id FROM projects`).Scan(&b.project))
+	b.chunks = addChunks(tb, pool, b.project, 3)
+	return b
+}
+
+// addChunks stores a document with n chunks in project.
+func addChunks(tb testing.TB, pool *pgxpool.Pool, project uuid.UUID, n int) []uuid.UUID {
+	tb.Helper()
+	ctx := context.Background()
+	doc := uuid.Must(uuid.NewV7())
+	_, err := pool.Exec(ctx, `INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, sha256, content, status, created_at, updated_at)
+		VALUES ($1, $2, 'a.md', 'text/markdown', 1, $3, 'x', 'parsed', now(), now())`, doc, project, doc[:])
+	require.NoError(tb, err)
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7())
+		_, err := pool.Exec(ctx, `INSERT INTO document_chunks (id, project_id, document_id, chunk_index, text, start_offset, end_offset, token_count, created_at)
+			VALUES ($1, $2, $3, $4, 'text', 0, 4, 1, now())`, ids[i], project, doc, i)
+		require.NoError(tb, err)
+	}
+	return ids
+}
+
+func (b *testBundle) apply(tb testing.TB, job *uuid.UUID, objs []graph.ObjectInput, rels []graph.RelationshipInput) (graph.ApplyResult, error) {
+	tb.Helper()
+	var res graph.ApplyResult
+	err := postgres.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = b.svc.Apply(context.Background(), tx, b.project, job, objs, rels)
+		return err
+	})
+	return res, err
+}
+
+func (b *testBundle) object(t *testing.T, id uuid.UUID) graph.Object {
+	t.Helper()
+	o, err := b.svc.GetObject(context.Background(), b.project, id)
+	require.NoError(t, err)
+	return o
+}
+
+func (b *testBundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestNormalizeKey(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"Ada  Lovelace!", "ada lovelace"},
+		{"ada lovelace", "ada lovelace"},
+		{"  ADA\tLOVELACE  ", "ada lovelace"},
+		{"Ada-Lovelace", "ada lovelace"},
+		{"O'Brien", "obrien"},
+		{"O’Brien", "obrien"},
+		{"Straße", "strasse"},
+		{"STRASSE", "strasse"},
+		{"Café", "café"},
+		{"Cafe\u0301", "café"},
+		{"ＡＢＣ１２３", "abc123"},
+		{"Ωmega—Corp.", "ωmega corp"},
+		{"東京 タワー", "東京 タワー"},
+		{"U.S.A.", "u s a"},
+		{"!!!", ""},
+		{"", ""},
+	} {
+		require.Equal(t, c.want, graph.NormalizeKey(c.in), "%q", c.in)
+	}
+}
+
+func TestApplyCreatesAndIsIdempotent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	job := ptr(uuid.Must(uuid.NewV7()))
+	objs := []graph.ObjectInput{
+		{
+			Type: "Person", Key: "Ada Lovelace", Name: "Ada Lovelace", Description: "mathematician", Properties: map[string]any{"occupation": "mathematician"},
+			Labels: []string{"scientist"}, Confidence: ptr(0.9), ChunkIDs: []uuid.UUID{b.chunks[0]},
+		},
+		{Type: "Organization", Key: "Analytical Engine Co", Name: "Analytical Engine Co", ChunkIDs: []uuid.UUID{b.chunks[0], b.chunks[1]}},
+		{Type: "Person", Key: "ada  lovelace!", Name: "Ada King", Labels: []string{"countess"}, ChunkIDs: []uuid.UUID{b.chunks[1]}},
+		{Type: "Location", Key: "London", Name: "London", Status: graph.StatusSuggested, Confidence: ptr(0.4)},
+	}
+	rels := []graph.RelationshipInput{
+		{
+			Type: "WORKS_FOR", SourceType: "Person", SourceKey: "ADA LOVELACE", TargetType: "Organization", TargetKey: "analytical engine co.",
+			Confidence: ptr(0.8), ChunkIDs: []uuid.UUID{b.chunks[2]},
+		},
+		{Type: "LOCATED_IN", SourceType: "Organization", SourceKey: "Analytical Engine Co", TargetType: "Location", TargetKey: "london"},
+		{Type: "WORKS_FOR", SourceType: "Person", SourceKey: "Grace Hopper", TargetType: "Organization", TargetKey: "Analytical Engine Co"},
+		{
+			Type: "WORKS_FOR", SourceType: "Person", SourceKey: "Ada Lovelace", TargetType: "Organization", TargetKey: "Analytical Engine Co",
+			Properties: map[string]any{"role": "analyst"},
+		},
+	}
+	res, err := b.apply(t, job, objs, rels)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.ObjectsCreated, "two inputs name the same person")
+	require.Equal(t, 0, res.ObjectsUpdated)
+	require.Len(t, res.Objects, 4)
+	require.Equal(t, res.Objects[0].ID, res.Objects[2].ID)
+	require.True(t, res.Objects[0].Created)
+	require.Equal(t, "Ada Lovelace", res.Objects[0].Key)
+	require.Equal(t, graph.StatusSuggested, res.Objects[3].Status)
+	require.Equal(t, 2, res.RelationshipsCreated)
+	require.Equal(t, []int{2}, res.UnresolvedRelationships, "Grace Hopper is unknown")
+	require.Equal(t, uuid.Nil, res.RelationshipIDs[2])
+	require.Equal(t, res.RelationshipIDs[0], res.RelationshipIDs[3], "the same relationship twice")
+
+	ada := b.object(t, res.Objects[0].ID)
+	require.Equal(t, "Ada King", ada.Name, "the later input's name")
+	require.Equal(t, "mathematician", ada.Description, "an empty description keeps the earlier one")
+	require.Equal(t, []string{"scientist", "countess"}, ada.Labels)
+	require.Equal(t, 0.9, *ada.Confidence)
+	require.Equal(t, job, ada.ExtractionJobID)
+
+	ctx := context.Background()
+	require.Equal(t, 4, b.count(t, `SELECT count(*) FROM graph_object_provenance WHERE extraction_job_id = $1`, job))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM graph_object_provenance WHERE object_id = $1`, ada.ID))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM graph_relationship_provenance WHERE relationship_id = $1 AND chunk_id = $2`,
+		res.RelationshipIDs[0], b.chunks[2]))
+	var props map[string]any
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT properties FROM graph_relationships WHERE id = $1`, res.RelationshipIDs[0]).Scan(&props))
+	require.Equal(t, map[string]any{"role": "analyst"}, props)
+
+	calls := b.queue.take()
+	require.Len(t, calls, 1, "one EmbedQueue call per Apply")
+	require.ElementsMatch(t, []uuid.UUID{res.Objects[0].ID, res.Objects[1].ID, res.Objects[3].ID}, calls[0])
+
+	// The same input again: nothing new, nothing changed, nothing queued.
+	res2, err := b.apply(t, job, objs, rels)
+	require.NoError(t, err)
+	require.Zero(t, res2.ObjectsCreated+res2.ObjectsUpdated+res2.RelationshipsCreated+res2.RelationshipsUpdated)
+	require.Equal(t, res.RelationshipIDs, res2.RelationshipIDs)
+	for i := range res.Objects {
+		require.Equal(t, res.Objects[i].ID, res2.Objects[i].ID)
+		require.False(t, res2.Objects[i].Created)
+	}
+	require.Empty(t, b.queue.take())
+	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM graph_objects`))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM graph_relationships`))
+	require.Equal(t, 4, b.count(t, `SELECT count(*) FROM graph_object_provenance`))
+	require.Equal(t, ada.UpdatedAt, b.object(t, ada.ID).UpdatedAt, "not rewritten")
+}
+
+func TestApplyMergeRules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	job1, job2 := ptr(uuid.Must(uuid.NewV7())), ptr(uuid.Must(uuid.NewV7()))
+	res, err := b.apply(t, job1, []graph.ObjectInput{
+		{
+			Type: "Person", Key: "Ada", Name: "Ada", Description: "first", Properties: map[string]any{"title": "Countess", "occupation": "poet"},
+			Labels: []string{"a"}, Confidence: ptr(0.7),
+		},
+		{Type: "Person", Key: "Bob", Name: "Bob", Status: graph.StatusSuggested, Confidence: ptr(0.3)},
+		{Type: "Person", Key: "Cy", Name: "Cy", Confidence: ptr(0.5)},
+		{Type: "Person", Key: "Di", Name: "Di", Status: graph.StatusSuggested},
+	}, nil)
+	require.NoError(t, err)
+	ada, bob, cy, di := res.Objects[0].ID, res.Objects[1].ID, res.Objects[2].ID, res.Objects[3].ID
+	b.queue.take()
+
+	res, err = b.apply(t, job2, []graph.ObjectInput{
+		// Content changes: merged properties, unioned labels, lower
+		// confidence ignored, suggested does not downgrade.
+		{
+			Type: "Person", Key: "ADA", Name: "Ada L.", Properties: map[string]any{"occupation": "mathematician", "nationality": "British"},
+			Labels: []string{"b", "a"}, Status: graph.StatusSuggested, Confidence: ptr(0.2),
+		},
+		// Upgrade and higher confidence only: updated, but not re-embedded.
+		{Type: "Person", Key: "bob", Name: "Bob", Confidence: ptr(0.6)},
+		// Nothing changes but the job.
+		{Type: "Person", Key: "cy", Name: "Cy", Confidence: ptr(0.5)},
+		// Suggested stays suggested.
+		{Type: "Person", Key: "di", Name: "Di", Status: graph.StatusSuggested},
+	}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ObjectsCreated)
+	require.Equal(t, 2, res.ObjectsUpdated)
+	require.Equal(t, [][]uuid.UUID{{ada}}, b.queue.take(), "only the object whose text changed")
+
+	o := b.object(t, ada)
+	require.Equal(t, "Ada L.", o.Name)
+	require.Equal(t, "first", o.Description)
+	require.Equal(t, map[string]any{"title": "Countess", "occupation": "mathematician", "nationality": "British"}, o.Properties)
+	require.Equal(t, []string{"a", "b"}, o.Labels)
+	require.Equal(t, graph.StatusAccepted, o.Status, "never downgraded")
+	require.Equal(t, 0.7, *o.Confidence, "the maximum")
+	require.Equal(t, job2, o.ExtractionJobID)
+	require.Equal(t, "Ada", o.Key, "the first key spelling stays")
+
+	o = b.object(t, bob)
+	require.Equal(t, graph.StatusAccepted, o.Status, "accepted upgrades a suggestion")
+	require.Equal(t, 0.6, *o.Confidence)
+	o = b.object(t, cy)
+	require.Equal(t, job2, o.ExtractionJobID, "the job that last saw it")
+	o = b.object(t, di)
+	require.Equal(t, graph.StatusSuggested, o.Status)
+	require.Nil(t, o.Confidence)
+
+	// A nil job leaves the recorded job alone.
+	_, err = b.apply(t, nil, []graph.ObjectInput{{Type: "Person", Key: "cy", Name: "Cy", Description: "new"}}, nil)
+	require.NoError(t, err)
+	o = b.object(t, cy)
+	require.Equal(t, job2, o.ExtractionJobID)
+	require.Equal(t, "new", o.Description)
+}
+
+func TestApplyResolvesExistingObjects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.apply(t, nil, []graph.ObjectInput{
+		{Type: "Person", Key: "Ada Lovelace", Name: "Ada Lovelace"},
+		{Type: "Event", Key: "Turin 1840", Name: "Turin 1840"},
+		{Type: "Location", Key: "Turin", Name: "Turin"},
+	}, nil)
+	require.NoError(t, err)
+	ada, event, turin := res.Objects[0].ID, res.Objects[1].ID, res.Objects[2].ID
+
+	// A later batch names existing objects by key, and a new one.
+	res, err = b.apply(t, nil, []graph.ObjectInput{{Type: "Organization", Key: "Royal Society", Name: "Royal Society"}}, []graph.RelationshipInput{
+		{Type: "PARTICIPATED_IN", SourceType: "Person", SourceKey: "ada lovelace", TargetType: "Event", TargetKey: "TURIN-1840", Confidence: ptr(0.5)},
+		{Type: "HELD_IN", SourceType: "Event", SourceKey: "Turin 1840", TargetType: "Location", TargetKey: "turin"},
+		{Type: "WORKS_FOR", SourceType: "Person", SourceKey: "Ada Lovelace", TargetType: "Organization", TargetKey: "royal society"},
+		{Type: "WORKS_FOR", SourceType: "Organization", SourceKey: "Ada Lovelace", TargetType: "Organization", TargetKey: "royal society"},
+		{Type: "WORKS_FOR", SourceType: "Person", SourceKey: "", TargetType: "Organization", TargetKey: "royal society"},
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, res.RelationshipsCreated)
+	require.Equal(t, []int{3, 4}, res.UnresolvedRelationships, "types are part of the key; empty keys resolve to nothing")
+	society := res.Objects[0].ID
+	rels, total, err := b.svc.ListObjectRelationships(context.Background(), b.project, ada, graph.Both, "", 50, 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, total)
+	ends := map[string][2]uuid.UUID{}
+	for _, r := range rels {
+		ends[r.Type] = [2]uuid.UUID{r.SourceID, r.TargetID}
+	}
+	require.Equal(t, [2]uuid.UUID{ada, event}, ends["PARTICIPATED_IN"])
+	require.Equal(t, [2]uuid.UUID{ada, society}, ends["WORKS_FOR"])
+	_, total, err = b.svc.ListObjectRelationships(context.Background(), b.project, turin, graph.Incoming, "", 50, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, total)
+	_, total, err = b.svc.ListObjectRelationships(context.Background(), b.project, turin, graph.Outgoing, "", 50, 0)
+	require.NoError(t, err)
+	require.Zero(t, total)
+
+	// Merging a relationship: properties merged, the higher confidence.
+	res, err = b.apply(t, nil, nil, []graph.RelationshipInput{
+		{
+			Type: "PARTICIPATED_IN", SourceType: "Person", SourceKey: "Ada Lovelace", TargetType: "Event", TargetKey: "Turin 1840",
+			Confidence: ptr(0.9), Properties: map[string]any{"role": "translator"},
+		},
+	})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.RelationshipsCreated)
+	require.Equal(t, 1, res.RelationshipsUpdated)
+	r, err := b.svc.GetRelationship(context.Background(), b.project, res.RelationshipIDs[0])
+	require.NoError(t, err)
+	require.Equal(t, 0.9, *r.Confidence)
+	require.Equal(t, map[string]any{"role": "translator"}, r.Properties)
+
+	// Soft-deleted objects no longer resolve.
+	require.NoError(t, b.svc.DeleteObject(context.Background(), b.project, turin))
+	res, err = b.apply(t, nil, nil, []graph.RelationshipInput{
+		{Type: "HELD_IN", SourceType: "Event", SourceKey: "Turin 1840", TargetType: "Location", TargetKey: "turin"},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []int{0}, res.UnresolvedRelationships)
+}
+
+func TestApplyRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := uuid.Must(uuid.NewV7())
+	for _, c := range []struct {
+		name string
+		objs []graph.ObjectInput
+		rels []graph.RelationshipInput
+		want string
+	}{
+		{"NoType", []graph.ObjectInput{{Key: "a", Name: "a"}}, nil, "objects[0]: type is required"},
+		{"NoName", []graph.ObjectInput{{Type: "Person"}}, nil, "objects[0]: name is required"},
+		{"PunctuationKey", []graph.ObjectInput{{Type: "Person", Key: "!!", Name: "x"}}, nil, "letter or a digit"},
+		{"BadStatus", []graph.ObjectInput{{Type: "Person", Name: "x", Status: "maybe"}}, nil, "status"},
+		{"BadConfidence", []graph.ObjectInput{{Type: "Person", Name: "x", Confidence: ptr(1.5)}}, nil, "confidence"},
+		{"ForeignChunk", []graph.ObjectInput{{Type: "Person", Name: "x", ChunkIDs: []uuid.UUID{other}}}, nil, "not chunks of the project"},
+		{"RelNoType", nil, []graph.RelationshipInput{{SourceType: "Person", SourceKey: "a", TargetType: "Person", TargetKey: "b"}}, "relationships[0]: type"},
+	} {
+		_, err := b.apply(t, nil, c.objs, c.rels)
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), c.name)
+		require.Contains(t, err.Error(), c.want, c.name)
+	}
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_objects`))
+}
+
+func TestStatusDeleteAndObjectsByID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	res, err := b.apply(t, nil, []graph.ObjectInput{
+		{Type: "Person", Name: "A", Status: graph.StatusSuggested, ChunkIDs: []uuid.UUID{b.chunks[0]}},
+		{Type: "Person", Name: "B", Status: graph.StatusSuggested},
+		{Type: "Organization", Name: "C"},
+	}, []graph.RelationshipInput{{Type: "WORKS_FOR", SourceType: "Person", SourceKey: "A", TargetType: "Organization", TargetKey: "C", ChunkIDs: []uuid.UUID{b.chunks[0]}}})
+	require.NoError(t, err)
+	a, bb, c := res.Objects[0].ID, res.Objects[1].ID, res.Objects[2].ID
+	_, err = b.pool.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, run_at, created_at, updated_at, object_id) VALUES ($1, $2, now(), now(), now(), $3)`,
+		uuid.Must(uuid.NewV7()), b.project, a)
+	require.NoError(t, err)
+	b.queue.take()
+
+	err = postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		require.Equal(t, errs.Invalid, errs.CodeOf(b.svc.SetObjectsStatus(ctx, tx, b.project, []uuid.UUID{bb}, "maybe")))
+		return b.svc.SetObjectsStatus(ctx, tx, b.project, []uuid.UUID{bb, uuid.Must(uuid.NewV7())}, graph.StatusAccepted)
+	})
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusAccepted, b.object(t, bb).Status)
+	require.Empty(t, b.queue.take(), "a status change is not re-embedded")
+
+	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		return b.svc.DeleteObjects(ctx, tx, b.project, []uuid.UUID{a})
+	}))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_objects WHERE id = $1`, a), "hard delete")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_relationships`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_object_provenance`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_relationship_provenance`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_embedding_jobs`))
+
+	require.NoError(t, b.svc.DeleteObject(ctx, b.project, c))
+	list, err := b.svc.ObjectsByID(ctx, b.pool, []uuid.UUID{a, bb, c})
+	require.NoError(t, err)
+	require.Len(t, list, 1, "live objects only")
+	require.Equal(t, bb, list[0].ID)
+	list, err = b.svc.ObjectsByID(ctx, b.pool, nil)
+	require.NoError(t, err)
+	require.Empty(t, list)
+
+	// The soft-deleted key is free again.
+	res, err = b.apply(t, nil, []graph.ObjectInput{{Type: "Organization", Name: "c"}}, nil)
+	require.NoError(t, err)
+	require.True(t, res.Objects[0].Created)
+	require.NotEqual(t, c, res.Objects[0].ID)
+}
+
+func TestApplyConcurrentBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	objs := make([]graph.ObjectInput, 200)
+	for i := range objs {
+		objs[i] = graph.ObjectInput{Type: "Concept", Name: fmt.Sprintf("Concept %d", i), Properties: map[string]any{"n": i}}
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			mine := slices.Clone(objs)
+			if w%2 == 1 {
+				slices.Reverse(mine)
+			}
+			_, err := b.apply(t, nil, mine, nil)
+			errc <- err
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+	require.Equal(t, 200, b.count(t, `SELECT count(*) FROM graph_objects`))
+}
+
+func TestServiceWritesQueueEmbeddings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	o, err := b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Person", Name: "Ada", Properties: map[string]any{"title": "Countess"}})
+	require.NoError(t, err)
+	require.Equal(t, [][]uuid.UUID{{o.ID}}, b.queue.take(), "created")
+
+	_, err = b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Person", Name: "ADA!"})
+	require.Equal(t, errs.Conflict, errs.CodeOf(err))
+	require.Contains(t, err.Error(), o.ID.String())
+	require.Empty(t, b.queue.take())
+
+	_, err = b.svc.UpdateObject(ctx, b.project, o.ID, graph.ObjectUpdate{Status: ptr(graph.StatusSuggested)})
+	require.NoError(t, err)
+	require.Empty(t, b.queue.take(), "a status change is not re-embedded")
+	_, err = b.svc.UpdateObject(ctx, b.project, o.ID, graph.ObjectUpdate{Name: ptr("Ada"), Properties: map[string]any{"title": "Countess"}})
+	require.NoError(t, err)
+	require.Empty(t, b.queue.take(), "nothing changed")
+	u, err := b.svc.UpdateObject(ctx, b.project, o.ID, graph.ObjectUpdate{Labels: []string{"x", " x ", ""}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"x"}, u.Labels)
+	require.Equal(t, [][]uuid.UUID{{o.ID}}, b.queue.take(), "labels changed")
+	_, err = b.svc.UpdateObject(ctx, b.project, o.ID, graph.ObjectUpdate{Properties: map[string]any{"title": 5}})
+	require.Equal(t, errs.Invalid, errs.CodeOf(err))
+	require.Empty(t, b.queue.take())
+	_, err = b.svc.UpdateObject(ctx, b.project, uuid.Must(uuid.NewV7()), graph.ObjectUpdate{Name: ptr("x")})
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
+}

@@ -1,0 +1,243 @@
+package graph
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+type (
+	objectListIn struct {
+		Type   string `query:"type" maxLength:"200" doc:"Only objects of this type."`
+		Status string `query:"status" enum:"accepted,suggested" doc:"Only objects in this status."`
+		Label  string `query:"label" maxLength:"100" doc:"Only objects carrying this label."`
+		Q      string `query:"q" maxLength:"200" doc:"Case-insensitive text matched in name, key and description."`
+		httpapi.PageParams
+	}
+	objectCreateIn struct {
+		Body struct {
+			Type        string         `json:"type" minLength:"1" maxLength:"200" doc:"An object type of the project's template packs."`
+			Key         string         `json:"key,omitempty" maxLength:"500" doc:"Natural key; defaults to the name."`
+			Name        string         `json:"name" minLength:"1" maxLength:"500"`
+			Description string         `json:"description,omitempty" maxLength:"10000"`
+			Properties  map[string]any `json:"properties,omitempty" doc:"Validated against the type's schema."`
+			Labels      []string       `json:"labels,omitempty" maxItems:"100"`
+			Status      string         `json:"status,omitempty" enum:"accepted,suggested" doc:"Default accepted."`
+			Confidence  *float64       `json:"confidence,omitempty" minimum:"0" maximum:"1"`
+		}
+	}
+	objectIn struct {
+		ID string `path:"id"`
+	}
+	objectPatchIn struct {
+		ID   string `path:"id"`
+		Body struct {
+			Name        *string        `json:"name,omitempty" minLength:"1" maxLength:"500"`
+			Description *string        `json:"description,omitempty" maxLength:"10000"`
+			Properties  map[string]any `json:"properties,omitempty" doc:"Replaces the properties; validated against the type's schema."`
+			Labels      []string       `json:"labels,omitempty" maxItems:"100" doc:"Replaces the labels."`
+			Status      *string        `json:"status,omitempty" enum:"accepted,suggested"`
+		}
+	}
+	objectRelsIn struct {
+		ID        string `path:"id"`
+		Direction string `query:"direction" enum:"both,outgoing,incoming" default:"both" doc:"Relationships from the object (outgoing), to it (incoming) or both."`
+		Type      string `query:"type" maxLength:"200" doc:"Only relationships of this type."`
+		httpapi.PageParams
+	}
+	relListIn struct {
+		Type     string `query:"type" maxLength:"200" doc:"Only relationships of this type."`
+		SourceID string `query:"sourceId" doc:"Only relationships from this object."`
+		TargetID string `query:"targetId" doc:"Only relationships to this object."`
+		httpapi.PageParams
+	}
+	relCreateIn struct {
+		Body struct {
+			Type       string         `json:"type" minLength:"1" maxLength:"200" doc:"A relationship type of the project's template packs."`
+			SourceID   uuid.UUID      `json:"sourceId" format:"uuid"`
+			TargetID   uuid.UUID      `json:"targetId" format:"uuid"`
+			Properties map[string]any `json:"properties,omitempty"`
+			Confidence *float64       `json:"confidence,omitempty" minimum:"0" maximum:"1"`
+		}
+	}
+	relIn struct {
+		ID string `path:"id"`
+	}
+	noContent struct {
+		Status int
+	}
+)
+
+func parseID(s string, notFound error) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, notFound
+	}
+	return id, nil
+}
+
+// queryID reads an optional id filter; a malformed one is a bad request.
+func queryID(name, s string) (*uuid.UUID, error) {
+	if s == "" {
+		return nil, nil //nolint:nilnil // no filter
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return nil, errs.Errorf(errs.Invalid, "%s must be a UUID", name)
+	}
+	return &id, nil
+}
+
+// Register adds the graph routes. The project comes from X-Project-ID or
+// a project-scoped token.
+func Register(api huma.API, svc *Service) {
+	read := auth.Rule{Scope: auth.GraphRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	write := auth.Rule{Scope: auth.GraphWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
+	project := func(ctx context.Context) uuid.UUID { return auth.AccessFrom(ctx).ProjectID }
+
+	huma.Register(api, httpapi.Op("list-graph-objects", http.MethodGet, "/api/graph/objects", "List the project's graph objects, newest first", read),
+		func(ctx context.Context, in *objectListIn) (*httpapi.Out[httpapi.List[Object]], error) {
+			list, total, err := svc.ListObjects(ctx, project(ctx), ObjectFilter{
+				Type: in.Type, Status: in.Status, Label: in.Label, Query: in.Q, Limit: in.Limit, Offset: in.Offset,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Object]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("create-graph-object", http.MethodPost, "/api/graph/objects",
+		"Create a graph object (409 when a live object of its type has the same normalized key)", write),
+		func(ctx context.Context, in *objectCreateIn) (*httpapi.Created[Object], error) {
+			b := in.Body
+			user := auth.PrincipalFrom(ctx).UserID
+			o, err := svc.CreateObject(ctx, project(ctx), CreateObjectParams{
+				Type: b.Type, Key: b.Key, Name: b.Name, Description: b.Description, Properties: b.Properties,
+				Labels: b.Labels, Status: b.Status, Confidence: b.Confidence, CreatedBy: &user,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[Object]{Status: http.StatusCreated, Body: o}, nil
+		})
+
+	huma.Register(api, httpapi.Op("get-graph-object", http.MethodGet, "/api/graph/objects/{id}", "Get a graph object", read),
+		func(ctx context.Context, in *objectIn) (*httpapi.Out[Object], error) {
+			id, err := parseID(in.ID, ErrObjectNotFound)
+			if err != nil {
+				return nil, err
+			}
+			o, err := svc.GetObject(ctx, project(ctx), id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Object]{Body: o}, nil
+		})
+
+	huma.Register(api, httpapi.Op("update-graph-object", http.MethodPatch, "/api/graph/objects/{id}",
+		"Change a graph object's name, description, properties (replaced), labels (replaced) or status", write),
+		func(ctx context.Context, in *objectPatchIn) (*httpapi.Out[Object], error) {
+			id, err := parseID(in.ID, ErrObjectNotFound)
+			if err != nil {
+				return nil, err
+			}
+			b := in.Body
+			o, err := svc.UpdateObject(ctx, project(ctx), id, ObjectUpdate{
+				Name: b.Name, Description: b.Description, Properties: b.Properties, Labels: b.Labels, Status: b.Status,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Object]{Body: o}, nil
+		})
+
+	huma.Register(api, httpapi.Op("delete-graph-object", http.MethodDelete, "/api/graph/objects/{id}",
+		"Delete a graph object (soft) and its relationships", write),
+		func(ctx context.Context, in *objectIn) (*noContent, error) {
+			id, err := parseID(in.ID, ErrObjectNotFound)
+			if err != nil {
+				return nil, err
+			}
+			if err := svc.DeleteObject(ctx, project(ctx), id); err != nil {
+				return nil, err
+			}
+			return &noContent{Status: http.StatusNoContent}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-graph-object-relationships", http.MethodGet, "/api/graph/objects/{id}/relationships",
+		"List the relationships of a graph object, in both directions unless direction says otherwise", read),
+		func(ctx context.Context, in *objectRelsIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
+			id, err := parseID(in.ID, ErrObjectNotFound)
+			if err != nil {
+				return nil, err
+			}
+			list, total, err := svc.ListObjectRelationships(ctx, project(ctx), id, Direction(in.Direction), in.Type, in.Limit, in.Offset)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Relationship]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-graph-relationships", http.MethodGet, "/api/graph/relationships", "List the project's relationships, newest first", read),
+		func(ctx context.Context, in *relListIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
+			src, err := queryID("sourceId", in.SourceID)
+			if err != nil {
+				return nil, err
+			}
+			tgt, err := queryID("targetId", in.TargetID)
+			if err != nil {
+				return nil, err
+			}
+			list, total, err := svc.ListRelationships(ctx, project(ctx), RelationshipFilter{
+				Type: in.Type, SourceID: src, TargetID: tgt, Limit: in.Limit, Offset: in.Offset,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Relationship]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("create-graph-relationship", http.MethodPost, "/api/graph/relationships",
+		"Create a relationship between two objects of the project (409 when it exists)", write),
+		func(ctx context.Context, in *relCreateIn) (*httpapi.Created[Relationship], error) {
+			b := in.Body
+			r, err := svc.CreateRelationship(ctx, project(ctx), CreateRelationshipParams{
+				Type: b.Type, SourceID: b.SourceID, TargetID: b.TargetID, Properties: b.Properties, Confidence: b.Confidence,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Created[Relationship]{Status: http.StatusCreated, Body: r}, nil
+		})
+
+	huma.Register(api, httpapi.Op("get-graph-relationship", http.MethodGet, "/api/graph/relationships/{id}", "Get a relationship", read),
+		func(ctx context.Context, in *relIn) (*httpapi.Out[Relationship], error) {
+			id, err := parseID(in.ID, ErrRelationshipNotFound)
+			if err != nil {
+				return nil, err
+			}
+			r, err := svc.GetRelationship(ctx, project(ctx), id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Relationship]{Body: r}, nil
+		})
+
+	huma.Register(api, httpapi.Op("delete-graph-relationship", http.MethodDelete, "/api/graph/relationships/{id}", "Delete a relationship", write),
+		func(ctx context.Context, in *relIn) (*noContent, error) {
+			id, err := parseID(in.ID, ErrRelationshipNotFound)
+			if err != nil {
+				return nil, err
+			}
+			if err := svc.DeleteRelationship(ctx, project(ctx), id); err != nil {
+				return nil, err
+			}
+			return &noContent{Status: http.StatusNoContent}, nil
+		})
+}

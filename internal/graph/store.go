@@ -1,0 +1,361 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+type objectRow struct {
+	ID              uuid.UUID      `db:"id"`
+	ProjectID       uuid.UUID      `db:"project_id"`
+	Type            string         `db:"type"`
+	Key             string         `db:"key"`
+	NormalizedKey   string         `db:"normalized_key"`
+	Name            string         `db:"name"`
+	Description     *string        `db:"description"`
+	Properties      map[string]any `db:"properties"`
+	Labels          []string       `db:"labels"`
+	Status          string         `db:"status"`
+	Confidence      *float32       `db:"confidence"`
+	ExtractionJobID *uuid.UUID     `db:"extraction_job_id"`
+	CreatedBy       *uuid.UUID     `db:"created_by"`
+	CreatedAt       time.Time      `db:"created_at"`
+	UpdatedAt       time.Time      `db:"updated_at"`
+}
+
+func (r objectRow) toObject() Object {
+	o := Object{
+		ID: r.ID, ProjectID: r.ProjectID, Type: r.Type, Key: r.Key, Name: r.Name, Description: deref(r.Description),
+		Properties: r.Properties, Labels: r.Labels, Status: r.Status, Confidence: fromReal(r.Confidence),
+		ExtractionJobID: r.ExtractionJobID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if o.Properties == nil {
+		o.Properties = map[string]any{}
+	}
+	if o.Labels == nil {
+		o.Labels = []string{}
+	}
+	return o
+}
+
+type objectPageRow struct {
+	objectRow
+	postgres.Total
+}
+
+func (r objectPageRow) toObject() Object { return r.objectRow.toObject() }
+
+type relationshipRow struct {
+	ID              uuid.UUID      `db:"id"`
+	ProjectID       uuid.UUID      `db:"project_id"`
+	Type            string         `db:"type"`
+	SourceID        uuid.UUID      `db:"source_id"`
+	TargetID        uuid.UUID      `db:"target_id"`
+	Properties      map[string]any `db:"properties"`
+	Confidence      *float32       `db:"confidence"`
+	ExtractionJobID *uuid.UUID     `db:"extraction_job_id"`
+	CreatedAt       time.Time      `db:"created_at"`
+	UpdatedAt       time.Time      `db:"updated_at"`
+	postgres.Total
+}
+
+func (r relationshipRow) toRelationship() Relationship {
+	rel := Relationship{
+		ID: r.ID, ProjectID: r.ProjectID, Type: r.Type, SourceID: r.SourceID, TargetID: r.TargetID, Properties: r.Properties,
+		Confidence: fromReal(r.Confidence), ExtractionJobID: r.ExtractionJobID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if rel.Properties == nil {
+		rel.Properties = map[string]any{}
+	}
+	return rel
+}
+
+// fromReal reads a real column as the shortest decimal that rounds to it,
+// so that 0.9 stored reads back as 0.9.
+func fromReal(f *float32) *float64 {
+	if f == nil {
+		return nil
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(*f), 'g', -1, 32), 64)
+	return &v
+}
+
+// toReal rounds a confidence as the column stores it.
+func toReal(f *float64) *float32 {
+	if f == nil {
+		return nil
+	}
+	v := float32(*f)
+	return &v
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+const objectColumns = `id, project_id, type, key, normalized_key, name, description, properties, labels, status, confidence,
+	extraction_job_id, created_by, created_at, updated_at`
+
+const relationshipColumns = `id, project_id, type, source_id, target_id, properties, confidence, extraction_job_id, created_at, updated_at`
+
+func jsonText(v any) (string, error) {
+	if v == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode json: %w", err)
+	}
+	return string(b), nil
+}
+
+// objectInsert stores a new object; it reports false when a live object
+// of the same type and normalized key exists.
+func objectInsert(ctx context.Context, db postgres.DBTX, o Object, nkey string) (bool, error) {
+	props, err := jsonText(o.Properties)
+	if err != nil {
+		return false, err
+	}
+	tag, err := db.Exec(ctx, `INSERT INTO graph_objects (id, project_id, type, key, normalized_key, name, description, properties, labels,
+			status, confidence, created_by, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+		ON CONFLICT (project_id, type, normalized_key) WHERE deleted_at IS NULL DO NOTHING`,
+		o.ID, o.ProjectID, o.Type, o.Key, nkey, o.Name, nullable(o.Description), props, o.Labels, o.Status, toReal(o.Confidence),
+		o.CreatedBy, o.CreatedAt)
+	if err != nil {
+		return false, fmt.Errorf("insert object: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// objectIDByKey returns the id of the live object of project with type and
+// normalized key.
+func objectIDByKey(ctx context.Context, db postgres.DBTX, project uuid.UUID, typ, nkey string) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := db.QueryRow(ctx, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = $2 AND normalized_key = $3 AND deleted_at IS NULL`,
+		project, typ, nkey).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, ErrObjectNotFound
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("find object by key: %w", err)
+	}
+	return id, nil
+}
+
+// objectGet returns a live object of project; lock takes a row lock.
+func objectGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, lock bool) (Object, error) {
+	q := `SELECT ` + objectColumns + ` FROM graph_objects WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	rows, _ := db.Query(ctx, q, project, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[objectRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Object{}, ErrObjectNotFound
+	}
+	if err != nil {
+		return Object{}, fmt.Errorf("get object: %w", err)
+	}
+	return r.toObject(), nil
+}
+
+// escapeLike quotes the LIKE wildcards of s.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// objectList pages the live objects of project matching f, newest first.
+func objectList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f ObjectFilter) ([]Object, int, error) {
+	pattern := ""
+	if f.Query != "" {
+		pattern = "%" + escapeLike(f.Query) + "%"
+	}
+	rows, _ := db.Query(ctx, `SELECT `+objectColumns+`, count(*) OVER () AS total FROM graph_objects
+		WHERE project_id = $1 AND deleted_at IS NULL
+		  AND ($2 = '' OR type = $2) AND ($3 = '' OR status = $3) AND ($4 = '' OR labels @> ARRAY[$4::text])
+		  AND ($5 = '' OR name ILIKE $5 OR key ILIKE $5 OR description ILIKE $5)
+		ORDER BY created_at DESC, id DESC LIMIT $6 OFFSET $7`,
+		project, f.Type, f.Status, f.Label, pattern, f.Limit, f.Offset)
+	out, total, err := postgres.CollectPage(rows, objectPageRow.toObject)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list objects: %w", err)
+	}
+	return out, total, nil
+}
+
+// objectUpdate writes an object's mutable fields.
+func objectUpdate(ctx context.Context, db postgres.DBTX, o Object) error {
+	props, err := jsonText(o.Properties)
+	if err != nil {
+		return err
+	}
+	_, err = db.Exec(ctx, `UPDATE graph_objects SET name = $3, description = $4, properties = $5, labels = $6, status = $7, updated_at = $8
+		WHERE project_id = $1 AND id = $2`, o.ProjectID, o.ID, o.Name, nullable(o.Description), props, o.Labels, o.Status, o.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("update object: %w", err)
+	}
+	return nil
+}
+
+// objectSoftDelete marks a live object of project deleted and removes its
+// relationships; false when there is no such object.
+func objectSoftDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, now time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE graph_objects SET deleted_at = $3, updated_at = $3 WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`,
+		project, id, now)
+	if err != nil {
+		return false, fmt.Errorf("delete object: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil
+	}
+	if _, err := db.Exec(ctx, `DELETE FROM graph_relationships WHERE project_id = $1 AND (source_id = $2 OR target_id = $2)`, project, id); err != nil {
+		return false, fmt.Errorf("delete relationships of object: %w", err)
+	}
+	return true, nil
+}
+
+// objectsByID returns the live objects among ids (of any project).
+func objectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]Object, error) {
+	rows, _ := db.Query(ctx, `SELECT `+objectColumns+` FROM graph_objects WHERE id = ANY($1) AND deleted_at IS NULL ORDER BY id`, ids)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[objectRow])
+	if err != nil {
+		return nil, fmt.Errorf("get objects: %w", err)
+	}
+	out := make([]Object, len(list))
+	for i, r := range list {
+		out[i] = r.toObject()
+	}
+	return out, nil
+}
+
+// objectIDsByType lists the live objects of project of the given types.
+func objectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
+	rows, _ := db.Query(ctx, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = ANY($2) AND deleted_at IS NULL ORDER BY id`, project, types)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("list objects by type: %w", err)
+	}
+	return ids, nil
+}
+
+// objectsSetStatus sets the status of the live objects of project among
+// ids.
+func objectsSetStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID, status string, now time.Time) error {
+	_, err := db.Exec(ctx, `UPDATE graph_objects SET status = $3, updated_at = $4
+		WHERE project_id = $1 AND id = ANY($2) AND deleted_at IS NULL AND status <> $3`, project, ids, status, now)
+	if err != nil {
+		return fmt.Errorf("set object status: %w", err)
+	}
+	return nil
+}
+
+// objectsDelete hard-deletes objects of project among ids; relationships,
+// provenance, embeddings and embedding jobs go with them (foreign keys).
+func objectsDelete(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID) error {
+	_, err := db.Exec(ctx, `DELETE FROM graph_objects WHERE project_id = $1 AND id = ANY($2)`, project, ids)
+	if err != nil {
+		return fmt.Errorf("delete objects: %w", err)
+	}
+	return nil
+}
+
+// relationshipInsert stores a new relationship; false when one of the
+// same type between the same objects exists.
+func relationshipInsert(ctx context.Context, db postgres.DBTX, r Relationship) (bool, error) {
+	props, err := jsonText(r.Properties)
+	if err != nil {
+		return false, err
+	}
+	tag, err := db.Exec(ctx, `INSERT INTO graph_relationships (id, project_id, type, source_id, target_id, properties, confidence, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (project_id, type, source_id, target_id) DO NOTHING`,
+		r.ID, r.ProjectID, r.Type, r.SourceID, r.TargetID, props, toReal(r.Confidence), r.CreatedAt)
+	if err != nil {
+		return false, fmt.Errorf("insert relationship: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// relationshipIDByEnds returns the id of project's relationship of type
+// from source to target.
+func relationshipIDByEnds(ctx context.Context, db postgres.DBTX, project uuid.UUID, typ string, source, target uuid.UUID) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := db.QueryRow(ctx, `SELECT id FROM graph_relationships WHERE project_id = $1 AND type = $2 AND source_id = $3 AND target_id = $4`,
+		project, typ, source, target).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, ErrRelationshipNotFound
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("find relationship: %w", err)
+	}
+	return id, nil
+}
+
+// relationshipGet returns a relationship of project.
+func relationshipGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Relationship, error) {
+	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, 0 AS total FROM graph_relationships WHERE project_id = $1 AND id = $2`, project, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[relationshipRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Relationship{}, ErrRelationshipNotFound
+	}
+	if err != nil {
+		return Relationship{}, fmt.Errorf("get relationship: %w", err)
+	}
+	return r.toRelationship(), nil
+}
+
+// relationshipList pages project's relationships matching f, newest
+// first.
+func relationshipList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f RelationshipFilter) ([]Relationship, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, count(*) OVER () AS total FROM graph_relationships
+		WHERE project_id = $1 AND ($2 = '' OR type = $2) AND ($3::uuid IS NULL OR source_id = $3) AND ($4::uuid IS NULL OR target_id = $4)
+		ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6`, project, f.Type, f.SourceID, f.TargetID, f.Limit, f.Offset)
+	out, total, err := postgres.CollectPage(rows, relationshipRow.toRelationship)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list relationships: %w", err)
+	}
+	return out, total, nil
+}
+
+// relationshipListOf pages the relationships of object in direction d.
+func relationshipListOf(ctx context.Context, db postgres.DBTX, project, object uuid.UUID, d Direction, typ string, limit, offset int) ([]Relationship, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, count(*) OVER () AS total FROM graph_relationships
+		WHERE project_id = $1 AND ($4 = '' OR type = $4)
+		  AND (($3 IN ('both', 'outgoing') AND source_id = $2) OR ($3 IN ('both', 'incoming') AND target_id = $2))
+		ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6`, project, object, string(d), typ, limit, offset)
+	out, total, err := postgres.CollectPage(rows, relationshipRow.toRelationship)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list relationships of object: %w", err)
+	}
+	return out, total, nil
+}
+
+// relationshipDelete removes a relationship of project; false when there
+// is none.
+func relationshipDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (bool, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM graph_relationships WHERE project_id = $1 AND id = $2`, project, id)
+	if err != nil {
+		return false, fmt.Errorf("delete relationship: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

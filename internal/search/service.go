@@ -1,0 +1,209 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// rrfK is the reciprocal-rank-fusion constant (Cormack et al.): a hit's
+// fused score is the sum over lists of 1/(rrfK + rank).
+const rrfK = 60
+
+// Config wires a Service.
+type Config struct {
+	Pool *pgxpool.Pool
+	// Vectors answers the vector side; nil makes vector and hybrid
+	// searches fail with a clear error (keyword only).
+	Vectors VectorSearcher
+	Logger  *slog.Logger
+}
+
+// VectorSearcher finds the stored vectors nearest to the query, embedding
+// the query with the model of the vectors searched.
+type VectorSearcher interface {
+	// Nearest returns up to k hits of target (chunks or objects) of
+	// project by cosine similarity, best first, and the embedding model
+	// used; keep filters the candidates.
+	Nearest(ctx context.Context, project uuid.UUID, target, query string, k int, keep func(uuid.UUID) bool) ([]Hit, string, error)
+}
+
+// Service runs searches.
+type Service struct {
+	cfg Config
+}
+
+// NewService builds the service.
+func NewService(c Config) *Service {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: c}
+}
+
+// Search runs req over project's chunks and objects.
+func (s *Service) Search(ctx context.Context, project uuid.UUID, req Request) (Response, error) {
+	if err := req.Normalize(); err != nil {
+		return Response{}, err
+	}
+	if req.Mode != ModeKeyword && s.cfg.Vectors == nil {
+		return Response{}, fmt.Errorf("vector search is not available in this process")
+	}
+	// Each side fetches more than the limit so that fusion has material.
+	depth := min(req.Limit*3, 300)
+	var lists [][]Hit
+	out := Response{Mode: req.Mode, Data: []Hit{}}
+	for _, target := range req.Targets {
+		if req.Mode != ModeVector {
+			hits, err := s.keyword(ctx, project, target, req, depth)
+			if err != nil {
+				return Response{}, err
+			}
+			lists = append(lists, hits)
+		}
+		if req.Mode != ModeKeyword {
+			hits, model, err := s.vector(ctx, project, target, req, depth)
+			if err != nil {
+				return Response{}, err
+			}
+			if model != "" {
+				if out.Models == nil {
+					out.Models = map[string]string{}
+				}
+				out.Models[target] = model
+			}
+			lists = append(lists, hits)
+		}
+	}
+	if req.Mode == ModeHybrid {
+		out.Data = fuse(lists, req.Limit)
+	} else {
+		out.Data = byScore(lists, req.Limit)
+	}
+	return out, nil
+}
+
+func (s *Service) keyword(ctx context.Context, project uuid.UUID, target string, req Request, depth int) ([]Hit, error) {
+	if target == TargetChunks {
+		return keywordChunks(ctx, s.cfg.Pool, project, req.Query, req.DocumentIDs, depth)
+	}
+	return keywordObjects(ctx, s.cfg.Pool, project, req.Query, req.ObjectTypes, depth)
+}
+
+// vector runs the vector side for target, then loads the hits' details
+// (and applies the filters that the index cannot see).
+func (s *Service) vector(ctx context.Context, project uuid.UUID, target string, req Request, depth int) ([]Hit, string, error) {
+	keep, err := s.filter(ctx, project, target, req)
+	if err != nil {
+		return nil, "", err
+	}
+	hits, model, err := s.cfg.Vectors.Nearest(ctx, project, target, req.Query, depth, keep)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(hits) == 0 {
+		return hits, model, nil
+	}
+	hits, err = describe(ctx, s.cfg.Pool, project, target, hits)
+	if err != nil {
+		return nil, "", err
+	}
+	return hits, model, nil
+}
+
+// filter returns the candidate test of the request's filters for target
+// (nil when there is none).
+func (s *Service) filter(ctx context.Context, project uuid.UUID, target string, req Request) (func(uuid.UUID) bool, error) {
+	var ids map[uuid.UUID]bool
+	var err error
+	switch {
+	case target == TargetChunks && len(req.DocumentIDs) > 0:
+		ids, err = idSet(ctx, s.cfg.Pool, `SELECT id FROM document_chunks WHERE project_id = $1 AND document_id = ANY($2)`, project, req.DocumentIDs)
+	case target == TargetObjects && len(req.ObjectTypes) > 0:
+		ids, err = idSet(ctx, s.cfg.Pool, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = ANY($2) AND deleted_at IS NULL`, project, req.ObjectTypes)
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func(id uuid.UUID) bool { return ids[id] }, nil
+}
+
+func idSet(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (map[uuid.UUID]bool, error) {
+	rows, _ := pool.Query(ctx, sql, args...)
+	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("search filter: %w", err)
+	}
+	set := make(map[uuid.UUID]bool, len(list))
+	for _, id := range list {
+		set[id] = true
+	}
+	return set, nil
+}
+
+// fuse merges ranked lists by reciprocal rank: a hit found by several
+// lists (keyword and vector) adds up.
+func fuse(lists [][]Hit, limit int) []Hit {
+	type entry struct {
+		hit   Hit
+		score float64
+	}
+	byID := map[uuid.UUID]*entry{}
+	var order []uuid.UUID
+	for _, list := range lists {
+		for rank, h := range list {
+			e, ok := byID[h.ID]
+			if !ok {
+				e = &entry{hit: h}
+				byID[h.ID] = e
+				order = append(order, h.ID)
+			} else if e.hit.Snippet == "" || (h.Snippet != "" && !hasHighlight(e.hit.Snippet) && hasHighlight(h.Snippet)) {
+				e.hit.Snippet = h.Snippet // keep the highlighted snippet
+			}
+			e.score += 1 / float64(rrfK+rank+1)
+		}
+	}
+	out := make([]Hit, 0, len(order))
+	for _, id := range order {
+		e := byID[id]
+		e.hit.Score = e.score
+		out = append(out, e.hit)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// byScore merges lists whose scores are comparable (one mode).
+func byScore(lists [][]Hit, limit int) []Hit {
+	var out []Hit
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	if out == nil {
+		out = []Hit{}
+	}
+	return out
+}
+
+func hasHighlight(s string) bool {
+	for i := 0; i+3 <= len(s); i++ {
+		if s[i:i+3] == "<b>" {
+			return true
+		}
+	}
+	return false
+}

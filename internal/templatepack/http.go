@@ -1,0 +1,112 @@
+package templatepack
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+type (
+	listIn struct {
+		httpapi.PageParams
+	}
+	packIn struct {
+		ID string `path:"id"`
+	}
+	installedListIn struct {
+		ProjectID string `path:"projectId"`
+		httpapi.PageParams
+	}
+	installIn struct {
+		ProjectID string `path:"projectId"`
+		PackID    string `path:"packId"`
+	}
+	noContent struct {
+		Status int
+	}
+)
+
+func parseID(s string, notFound error) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, notFound
+	}
+	return id, nil
+}
+
+// Register adds the template pack routes.
+func Register(api huma.API, svc *Service) {
+	read := auth.Rule{Scope: auth.SchemaRead, Resource: auth.Authenticated}
+	projectRead := auth.Rule{Scope: auth.SchemaRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	projectWrite := auth.Rule{Scope: auth.SchemaWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+
+	huma.Register(api, httpapi.Op("list-template-packs", http.MethodGet, "/api/template-packs",
+		"List the template packs you can see: built-in ones and those of your projects' organizations", read),
+		func(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Pack]], error) {
+			list, total, err := svc.ListPacks(ctx, auth.PrincipalFrom(ctx), in.Limit, in.Offset)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[Pack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("get-template-pack", http.MethodGet, "/api/template-packs/{id}", "Get a template pack", read),
+		func(ctx context.Context, in *packIn) (*httpapi.Out[Pack], error) {
+			id, err := parseID(in.ID, ErrNotFound)
+			if err != nil {
+				return nil, err
+			}
+			p, err := svc.GetPack(ctx, auth.PrincipalFrom(ctx), id)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[Pack]{Body: p}, nil
+		})
+
+	huma.Register(api, httpapi.Op("list-installed-template-packs", http.MethodGet, "/api/projects/{projectId}/template-packs",
+		"List the packs installed in a project, in install order (none: the built-in default pack applies)", projectRead),
+		func(ctx context.Context, in *installedListIn) (*httpapi.Out[httpapi.List[InstalledPack]], error) {
+			list, total, err := svc.ListInstalled(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
+			if err != nil {
+				return nil, err
+			}
+			return &httpapi.Out[httpapi.List[InstalledPack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+		})
+
+	huma.Register(api, httpapi.Op("install-template-pack", http.MethodPost, "/api/projects/{projectId}/template-packs/{packId}",
+		"Install a template pack in a project (201; 200 when it was installed already)", projectWrite),
+		func(ctx context.Context, in *installIn) (*httpapi.Created[InstalledPack], error) {
+			id, err := parseID(in.PackID, ErrNotFound)
+			if err != nil {
+				return nil, err
+			}
+			user := auth.PrincipalFrom(ctx).UserID
+			p, created, err := svc.Install(ctx, auth.AccessFrom(ctx).ProjectID, id, &user)
+			if err != nil {
+				return nil, err
+			}
+			status := http.StatusOK
+			if created {
+				status = http.StatusCreated
+			}
+			return &httpapi.Created[InstalledPack]{Status: status, Body: p}, nil
+		})
+
+	huma.Register(api, httpapi.Op("uninstall-template-pack", http.MethodDelete, "/api/projects/{projectId}/template-packs/{packId}",
+		"Uninstall a template pack from a project (existing objects keep their types)", projectWrite),
+		func(ctx context.Context, in *installIn) (*noContent, error) {
+			id, err := parseID(in.PackID, ErrNotInstalled)
+			if err != nil {
+				return nil, err
+			}
+			if err := svc.Uninstall(ctx, auth.AccessFrom(ctx).ProjectID, id); err != nil {
+				return nil, err
+			}
+			return &noContent{Status: http.StatusNoContent}, nil
+		})
+}

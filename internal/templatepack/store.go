@@ -1,0 +1,289 @@
+package templatepack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+type packRow struct {
+	ID                uuid.UUID  `db:"id"`
+	ProjectID         *uuid.UUID `db:"project_id"`
+	Name              string     `db:"name"`
+	Version           string     `db:"version"`
+	Description       *string    `db:"description"`
+	Source            string     `db:"source"`
+	ObjectTypes       []byte     `db:"object_types"`
+	RelationshipTypes []byte     `db:"relationship_types"`
+	CreatedAt         time.Time  `db:"created_at"`
+	UpdatedAt         time.Time  `db:"updated_at"`
+}
+
+func (r packRow) toPack() (Pack, error) {
+	p := Pack{
+		ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, Version: r.Version, Source: r.Source,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if r.Description != nil {
+		p.Description = *r.Description
+	}
+	if err := json.Unmarshal(r.ObjectTypes, &p.ObjectTypes); err != nil {
+		return Pack{}, fmt.Errorf("decode object types of pack %s: %w", r.ID, err)
+	}
+	if err := json.Unmarshal(r.RelationshipTypes, &p.RelationshipTypes); err != nil {
+		return Pack{}, fmt.Errorf("decode relationship types of pack %s: %w", r.ID, err)
+	}
+	if p.ObjectTypes == nil {
+		p.ObjectTypes = []ObjectType{}
+	}
+	if p.RelationshipTypes == nil {
+		p.RelationshipTypes = []RelationshipType{}
+	}
+	for i := range p.ObjectTypes {
+		if p.ObjectTypes[i].Examples == nil {
+			p.ObjectTypes[i].Examples = []map[string]any{}
+		}
+	}
+	return p, nil
+}
+
+type installedRow struct {
+	packRow
+	InstalledAt time.Time  `db:"installed_at"`
+	InstalledBy *uuid.UUID `db:"installed_by"`
+	postgres.Total
+}
+
+func (r installedRow) toInstalled() (InstalledPack, error) {
+	p, err := r.toPack()
+	if err != nil {
+		return InstalledPack{}, err
+	}
+	return InstalledPack{Pack: p, InstalledAt: r.InstalledAt.UTC(), InstalledBy: r.InstalledBy}, nil
+}
+
+type listRow struct {
+	packRow
+	postgres.Total
+}
+
+const packColumns = `p.id, p.project_id, p.name, p.version, p.description, p.source, p.object_types, p.relationship_types, p.created_at, p.updated_at`
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func collectPacks[R any](rows pgx.Rows, conv func(R) (Pack, error)) ([]Pack, error) {
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[R])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Pack, len(list))
+	for i, r := range list {
+		if out[i], err = conv(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// packGet returns a pack by id.
+func packGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Pack, error) {
+	rows, _ := db.Query(ctx, `SELECT `+packColumns+` FROM template_packs p WHERE p.id = $1`, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[packRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Pack{}, ErrNotFound
+	}
+	if err != nil {
+		return Pack{}, fmt.Errorf("get template pack: %w", err)
+	}
+	return r.toPack()
+}
+
+// packGetBuiltinForUpdate returns the built-in pack called name, locked.
+func packGetBuiltinForUpdate(ctx context.Context, db postgres.DBTX, name string) (Pack, error) {
+	rows, _ := db.Query(ctx, `SELECT `+packColumns+` FROM template_packs p WHERE p.project_id IS NULL AND lower(p.name) = lower($1) FOR UPDATE`, name)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[packRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Pack{}, ErrNotFound
+	}
+	if err != nil {
+		return Pack{}, fmt.Errorf("get built-in template pack: %w", err)
+	}
+	return r.toPack()
+}
+
+// packVisibleFilter is the SQL condition of packs visible from the
+// projects in $1: built-in packs and the packs of those projects'
+// organizations.
+const packVisibleFilter = `(p.project_id IS NULL OR p.project_id IN (
+	SELECT o.id FROM projects o WHERE o.deleted_at IS NULL AND o.org_id IN (SELECT v.org_id FROM projects v WHERE v.id = ANY($1))))`
+
+// packList pages the packs visible from projects: built-in first, then by
+// name.
+func packList(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, limit, offset int) ([]Pack, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, count(*) OVER () AS total FROM template_packs p
+		WHERE `+packVisibleFilter+`
+		ORDER BY p.project_id IS NOT NULL, lower(p.name), p.id LIMIT $2 OFFSET $3`, projects, limit, offset)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[listRow])
+	if err != nil {
+		return nil, 0, fmt.Errorf("list template packs: %w", err)
+	}
+	out := make([]Pack, len(list))
+	total := 0
+	for i, r := range list {
+		if out[i], err = r.toPack(); err != nil {
+			return nil, 0, err
+		}
+		total = r.Total.Total
+	}
+	return out, total, nil
+}
+
+// packVisible reports whether pack id is visible from projects.
+func packVisible(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, id uuid.UUID) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM template_packs p WHERE p.id = $2 AND `+packVisibleFilter+`)`, projects, id).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("check template pack: %w", err)
+	}
+	return ok, nil
+}
+
+// packInsert stores a new pack.
+func packInsert(ctx context.Context, db postgres.DBTX, p Pack) error {
+	ot, err := json.Marshal(p.ObjectTypes)
+	if err != nil {
+		return fmt.Errorf("encode object types: %w", err)
+	}
+	rt, err := json.Marshal(p.RelationshipTypes)
+	if err != nil {
+		return fmt.Errorf("encode relationship types: %w", err)
+	}
+	_, err = db.Exec(ctx, `INSERT INTO template_packs (id, project_id, name, version, description, source, object_types, relationship_types, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
+		p.ID, p.ProjectID, p.Name, p.Version, nullable(p.Description), p.Source, ot, rt, p.CreatedAt)
+	if postgres.IsUniqueViolation(err, "template_packs_project_name") {
+		return ErrNameTaken
+	}
+	if err != nil {
+		return fmt.Errorf("insert template pack: %w", err)
+	}
+	return nil
+}
+
+// packUpdate replaces a pack's definition and version when the
+// definition differs from the stored one, and reports whether it did.
+func packUpdate(ctx context.Context, db postgres.DBTX, p Pack) (bool, error) {
+	ot, err := json.Marshal(p.ObjectTypes)
+	if err != nil {
+		return false, fmt.Errorf("encode object types: %w", err)
+	}
+	rt, err := json.Marshal(p.RelationshipTypes)
+	if err != nil {
+		return false, fmt.Errorf("encode relationship types: %w", err)
+	}
+	tag, err := db.Exec(ctx, `UPDATE template_packs SET name = $2, version = $3, description = $4, source = $5,
+		object_types = $6, relationship_types = $7, updated_at = $8
+		WHERE id = $1 AND (name <> $2 OR description IS DISTINCT FROM $4 OR source <> $5
+		                   OR object_types <> $6::jsonb OR relationship_types <> $7::jsonb)`,
+		p.ID, p.Name, p.Version, nullable(p.Description), p.Source, ot, rt, p.UpdatedAt)
+	if postgres.IsUniqueViolation(err, "template_packs_project_name") {
+		return false, ErrNameTaken
+	}
+	if err != nil {
+		return false, fmt.Errorf("update template pack: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// installedList pages the packs installed in project, in install order.
+func installedList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]InstalledPack, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, i.installed_at, i.installed_by, count(*) OVER () AS total
+		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
+		WHERE i.project_id = $1 ORDER BY i.installed_at, p.id LIMIT $2 OFFSET $3`, project, limit, offset)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[installedRow])
+	if err != nil {
+		return nil, 0, fmt.Errorf("list installed template packs: %w", err)
+	}
+	out := make([]InstalledPack, len(list))
+	total := 0
+	for i, r := range list {
+		if out[i], err = r.toInstalled(); err != nil {
+			return nil, 0, err
+		}
+		total = r.Total.Total
+	}
+	return out, total, nil
+}
+
+// installedGet returns pack id as installed in project.
+func installedGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (InstalledPack, error) {
+	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, i.installed_at, i.installed_by, 0 AS total
+		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
+		WHERE i.project_id = $1 AND i.pack_id = $2`, project, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[installedRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return InstalledPack{}, ErrNotInstalled
+	}
+	if err != nil {
+		return InstalledPack{}, fmt.Errorf("get installed template pack: %w", err)
+	}
+	return r.toInstalled()
+}
+
+// installedPacks returns every pack installed in project, in install
+// order (for the effective types).
+func installedPacks(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]Pack, error) {
+	rows, _ := db.Query(ctx, `SELECT `+packColumns+`
+		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
+		WHERE i.project_id = $1 ORDER BY i.installed_at, p.id`, project)
+	out, err := collectPacks(rows, packRow.toPack)
+	if err != nil {
+		return nil, fmt.Errorf("load installed template packs: %w", err)
+	}
+	return out, nil
+}
+
+// install records pack id as installed in project; it reports false when
+// it already was.
+func install(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, by *uuid.UUID, now time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `INSERT INTO project_template_packs (project_id, pack_id, installed_by, installed_at)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, pack_id) DO NOTHING`, project, id, by, now)
+	if err != nil {
+		return false, fmt.Errorf("install template pack: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// uninstall removes pack id from project; false when it was not installed.
+func uninstall(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (bool, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM project_template_packs WHERE project_id = $1 AND pack_id = $2`, project, id)
+	if err != nil {
+		return false, fmt.Errorf("uninstall template pack: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// projectOrgOf returns the organization of a live project.
+func projectOrgOf(ctx context.Context, db postgres.DBTX, project uuid.UUID) (uuid.UUID, error) {
+	var org uuid.UUID
+	err := db.QueryRow(ctx, `SELECT org_id FROM projects WHERE id = $1 AND deleted_at IS NULL`, project).Scan(&org)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, ErrProjectRequired
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("get project: %w", err)
+	}
+	return org, nil
+}

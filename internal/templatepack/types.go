@@ -1,0 +1,297 @@
+package templatepack
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// Types are the effective object and relationship types of a project,
+// with the object types' schemas compiled.
+type Types struct {
+	Objects       []ObjectType
+	Relationships []RelationshipType
+
+	objects map[string]int
+	rels    map[string]int
+	schemas map[string]*jsonschema.Schema
+}
+
+// Object returns the object type called name (case-sensitive).
+func (t *Types) Object(name string) (ObjectType, bool) {
+	i, ok := t.objects[name]
+	if !ok {
+		return ObjectType{}, false
+	}
+	return t.Objects[i], true
+}
+
+// Relationship returns the relationship type called name (case-sensitive).
+func (t *Types) Relationship(name string) (RelationshipType, bool) {
+	i, ok := t.rels[name]
+	if !ok {
+		return RelationshipType{}, false
+	}
+	return t.Relationships[i], true
+}
+
+// AllowsRelationship reports whether a relationship of type name may go
+// from an object of sourceType to one of targetType.
+func (t *Types) AllowsRelationship(name, sourceType, targetType string) bool {
+	r, ok := t.Relationship(name)
+	if !ok {
+		return false
+	}
+	return (r.SourceType == Any || r.SourceType == sourceType) && (r.TargetType == Any || r.TargetType == targetType)
+}
+
+// ObjectNames lists the object type names in order.
+func (t *Types) ObjectNames() []string {
+	out := make([]string, len(t.Objects))
+	for i, o := range t.Objects {
+		out[i] = o.Name
+	}
+	return out
+}
+
+// Validate checks props (nil: none) against the schema of the object type
+// typeName. Errors: invalid_argument naming the unknown type, or the
+// failing properties and rules (never the offending values).
+func (t *Types) Validate(typeName string, props map[string]any) error {
+	sch, ok := t.schemas[typeName]
+	if !ok {
+		return errs.Errorf(errs.Invalid, "unknown object type %q; known types: %s", typeName, strings.Join(t.ObjectNames(), ", "))
+	}
+	if props == nil {
+		props = map[string]any{}
+	}
+	doc, err := jsonValue(props)
+	if err != nil {
+		return errs.Errorf(errs.Invalid, "properties of %s are not JSON: %v", typeName, err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return errs.Errorf(errs.Invalid, "properties do not match the schema of %s: %s", typeName, describe(ve))
+		}
+		return errs.Errorf(errs.Invalid, "properties do not match the schema of %s", typeName)
+	}
+	return nil
+}
+
+// jsonValue turns v into what a JSON decoder makes of it (maps, slices,
+// json.Number, strings, bools), the form the validator understands.
+func jsonValue(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+}
+
+// describeMax bounds how many failures a message lists.
+const describeMax = 5
+
+// describe lists the leaf failures of a validation error: where and which
+// rule, without echoing values.
+func describe(ve *jsonschema.ValidationError) string {
+	var msgs []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			msgs = append(msgs, location(e.InstanceLocation)+ruleText(e.ErrorKind))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(msgs)
+	if len(msgs) > describeMax {
+		msgs = append(msgs[:describeMax], fmt.Sprintf("and %d more", len(msgs)-describeMax))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func location(path []string) string {
+	if len(path) == 0 {
+		return ""
+	}
+	return "property " + strings.Join(path, ".") + ": "
+}
+
+func ruleText(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Type:
+		return fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)
+	case *kind.Required:
+		return fmt.Sprintf("missing required property %s", strings.Join(k.Missing, ", "))
+	case *kind.AdditionalProperties:
+		return fmt.Sprintf("properties not allowed: %s", strings.Join(k.Properties, ", "))
+	case *kind.Enum:
+		return "must be one of the allowed values (enum)"
+	case *kind.Const:
+		return "must equal the constant of the schema (const)"
+	case *kind.Format:
+		return fmt.Sprintf("must be a valid %s", k.Want)
+	case *kind.Pattern:
+		return fmt.Sprintf("must match the pattern %s", k.Want)
+	case *kind.MinLength:
+		return fmt.Sprintf("must be at least %d characters long", k.Want)
+	case *kind.MaxLength:
+		return fmt.Sprintf("must be at most %d characters long", k.Want)
+	case *kind.Minimum:
+		return fmt.Sprintf("must be at least %s", k.Want.RatString())
+	case *kind.Maximum:
+		return fmt.Sprintf("must be at most %s", k.Want.RatString())
+	case *kind.ExclusiveMinimum:
+		return fmt.Sprintf("must be greater than %s", k.Want.RatString())
+	case *kind.ExclusiveMaximum:
+		return fmt.Sprintf("must be less than %s", k.Want.RatString())
+	case *kind.MinItems:
+		return fmt.Sprintf("must have at least %d items", k.Want)
+	case *kind.MaxItems:
+		return fmt.Sprintf("must have at most %d items", k.Want)
+	case *kind.FalseSchema:
+		return "is not allowed"
+	}
+	return "fails the rule " + strings.Join(k.KeywordPath(), "/")
+}
+
+// noLoader refuses every external reference: a tenant's schema must not
+// make the server read files or fetch URLs.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema references are not allowed (%s)", url)
+}
+
+// compileSchema compiles one object type's schema; the error names the
+// type.
+func compileSchema(name string, schema map[string]any) (*jsonschema.Schema, error) {
+	if schema == nil {
+		schema = map[string]any{"type": "object"}
+	}
+	if t, _ := schema["type"].(string); t != "object" {
+		return nil, errs.Errorf(errs.Invalid, "the schema of object type %q must have \"type\": \"object\"", name)
+	}
+	doc, err := jsonValue(schema)
+	if err != nil {
+		return nil, errs.Errorf(errs.Invalid, "the schema of object type %q is not JSON", name)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	const url = "urn:graphmill:object-type"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, errs.Errorf(errs.Invalid, "the schema of object type %q is invalid: %v", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, errs.Errorf(errs.Invalid, "the schema of object type %q is invalid: %v", name, err)
+	}
+	return sch, nil
+}
+
+// compilePack checks a pack's types and compiles their schemas, keyed by
+// object type name.
+func compilePack(objects []ObjectType, rels []RelationshipType) (map[string]*jsonschema.Schema, error) {
+	if len(objects)+len(rels) > TypesMax {
+		return nil, errs.Errorf(errs.Invalid, "a template pack holds at most %d types", TypesMax)
+	}
+	schemas := make(map[string]*jsonschema.Schema, len(objects))
+	for i, o := range objects {
+		if err := checkName("object type", o.Name); err != nil {
+			return nil, fmt.Errorf("objectTypes[%d]: %w", i, err)
+		}
+		if _, dup := schemas[o.Name]; dup {
+			return nil, errs.Errorf(errs.Invalid, "object type %q appears twice", o.Name)
+		}
+		if utf8.RuneCountInString(o.Description) > DescriptionMax {
+			return nil, errs.Errorf(errs.Invalid, "the description of object type %q is too long", o.Name)
+		}
+		sch, err := compileSchema(o.Name, o.Schema)
+		if err != nil {
+			return nil, err
+		}
+		schemas[o.Name] = sch
+	}
+	seen := map[string]bool{}
+	for i, r := range rels {
+		if err := checkName("relationship type", r.Name); err != nil {
+			return nil, fmt.Errorf("relationshipTypes[%d]: %w", i, err)
+		}
+		if seen[r.Name] {
+			return nil, errs.Errorf(errs.Invalid, "relationship type %q appears twice", r.Name)
+		}
+		seen[r.Name] = true
+		if r.SourceType == "" || r.TargetType == "" {
+			return nil, errs.Errorf(errs.Invalid, "relationship type %q needs a sourceType and a targetType (* for any)", r.Name)
+		}
+		switch r.Cardinality {
+		case OneToOne, OneToMany, ManyToOne, ManyToMany:
+		default:
+			return nil, errs.Errorf(errs.Invalid, "relationship type %q: cardinality must be one-to-one, one-to-many, many-to-one or many-to-many", r.Name)
+		}
+	}
+	return schemas, nil
+}
+
+func checkName(what, name string) error {
+	if strings.TrimSpace(name) != name || name == "" {
+		return errs.Errorf(errs.Invalid, "%s names must be non-empty without surrounding spaces", what)
+	}
+	if utf8.RuneCountInString(name) > NameMax {
+		return errs.Errorf(errs.Invalid, "%s names are at most %d characters", what, NameMax)
+	}
+	return nil
+}
+
+// compiledPack is a pack's types with their schemas compiled.
+type compiledPack struct {
+	objects []ObjectType
+	rels    []RelationshipType
+	schemas map[string]*jsonschema.Schema
+}
+
+// mergeTypes is the union of packs in order; a later pack's type replaces
+// an earlier one of the same name (in the earlier one's position).
+func mergeTypes(packs []*compiledPack) *Types {
+	t := &Types{objects: map[string]int{}, rels: map[string]int{}, schemas: map[string]*jsonschema.Schema{}}
+	for _, p := range packs {
+		for _, o := range p.objects {
+			if i, ok := t.objects[o.Name]; ok {
+				t.Objects[i] = o
+			} else {
+				t.objects[o.Name] = len(t.Objects)
+				t.Objects = append(t.Objects, o)
+			}
+			t.schemas[o.Name] = p.schemas[o.Name]
+		}
+		for _, r := range p.rels {
+			if i, ok := t.rels[r.Name]; ok {
+				t.Relationships[i] = r
+			} else {
+				t.rels[r.Name] = len(t.Relationships)
+				t.Relationships = append(t.Relationships, r)
+			}
+		}
+	}
+	if t.Objects == nil {
+		t.Objects = []ObjectType{}
+	}
+	if t.Relationships == nil {
+		t.Relationships = []RelationshipType{}
+	}
+	return t
+}
