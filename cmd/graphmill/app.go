@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/embeddingpolicy"
 	"github.com/graphmill/graphmill/internal/events"
@@ -32,6 +34,7 @@ import (
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/mcpserver"
 	"github.com/graphmill/graphmill/internal/metrics"
 	"github.com/graphmill/graphmill/internal/notification"
@@ -69,6 +72,7 @@ type Main struct {
 	jobs     *jobqueue.Client
 	guard    *auth.Guard
 	tasks    *task.Service
+	mcpReg   *mcpregistry.Service // external MCP servers, tool settings
 	notifs   *notification.Service
 	health   *health.Service
 	mcp      *mcpserver.Server // built-in MCP server (issue 7)
@@ -308,19 +312,24 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	searches := search.NewService(search.Config{Pool: pool, Logger: log})
 	search.Register(api, searches)
 
-	// --- Built-in MCP server (issue 7, mcpserver) ---
-	// One mcp.Server for the process; tools are filtered per caller. The
-	// registry tools (mcp-servers/list, mcp-servers/call) and web_search
-	// are registered once their domains are wired here (Registry, Web).
+	// The built-in MCP server and the registry of external ones need each
+	// other: the server's registry and web search tools call the registry,
+	// whose built-in tool catalogue and settings are the server's tools.
+	regTools := &mcpRegistryTools{}
 	m.mcp, err = mcpserver.New(mcpserver.Config{
-		Graph: graphs, Documents: docs, Search: searches, Guard: m.guard, Logger: log,
-		AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless, Version: health.Version(),
+		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools,
+		Guard: m.guard, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
+		Version: health.Version(),
 	})
 	if err != nil {
 		return err
 	}
+	if m.mcpReg, err = m.mcpService(pool, box, m.mcp.Catalog()); err != nil {
+		return err
+	}
+	regTools.reg = m.mcpReg
 	m.mcp.Mount(router)
-	// --- end built-in MCP server ---
+	mcpregistry.Register(api, m.mcpReg, m.guard)
 	jobqueue.Register(api, m.jobs, m.guard)
 	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten)
 
@@ -372,6 +381,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := m.jobs.Start(ctx); err != nil {
 		return err
 	}
+	if err := m.mcpReg.Start(ctx); err != nil {
+		return err
+	}
 	m.api.Start()
 	m.ops.Start()
 	m.health.SetReady(true, "")
@@ -401,6 +413,59 @@ func (g *graphObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []
 // ObjectIDsByType implements embedding.ObjectSource.
 func (g *graphObjects) ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
 	return g.graph.ObjectIDsByType(ctx, db, project, types)
+}
+
+// mcpRegistryTools gives the built-in MCP server the registry's external
+// tools, web search and built-in tool settings.
+type mcpRegistryTools struct{ reg *mcpregistry.Service }
+
+// ListTools implements mcpserver.Registry.
+func (r *mcpRegistryTools) ListTools(ctx context.Context, project uuid.UUID) ([]mcpserver.RegistryTool, error) {
+	refs, err := r.reg.ListTools(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpserver.RegistryTool, len(refs))
+	for i, t := range refs {
+		out[i] = mcpserver.RegistryTool{ServerID: t.ServerID, Server: t.ServerName, Name: t.ToolName, Description: t.Description, InputSchema: t.InputSchema}
+	}
+	return out, nil
+}
+
+// CallTool implements mcpserver.Registry.
+func (r *mcpRegistryTools) CallTool(ctx context.Context, project uuid.UUID, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	return r.reg.CallTool(ctx, project, server, tool, args)
+}
+
+// WebSearch implements mcpserver.WebSearcher.
+func (r *mcpRegistryTools) WebSearch(ctx context.Context, project uuid.UUID, query string, count int) ([]mcpserver.WebResult, error) {
+	res, err := r.reg.WebSearch(ctx, project, query, count)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpserver.WebResult, len(res))
+	for i, h := range res {
+		out[i] = mcpserver.WebResult{Title: h.Title, URL: h.URL, Description: h.Description}
+	}
+	return out, nil
+}
+
+// WebSearchEnabled implements mcpserver.WebSearcher: enabled, with a key.
+func (r *mcpRegistryTools) WebSearchEnabled(ctx context.Context, project uuid.UUID) (bool, error) {
+	e, err := r.reg.EffectiveSetting(ctx, project, mcpregistry.WebSearchTool)
+	if err != nil {
+		return false, err
+	}
+	return e.Enabled && e.APIKey != "", nil
+}
+
+// ToolEnabled implements mcpserver.ToolSettings.
+func (r *mcpRegistryTools) ToolEnabled(ctx context.Context, project uuid.UUID, tool string) (bool, error) {
+	e, err := r.reg.EffectiveSetting(ctx, project, tool)
+	if err != nil {
+		return false, err
+	}
+	return e.Enabled, nil
 }
 
 // secretBox opens the keys that seal secrets at rest: GRAPHMILL_SECRET_KEY,
@@ -444,6 +509,31 @@ func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.
 		KeyAIBaseURL: c.KeyAIBaseURL, AccountAIBaseURL: c.AccountAIBaseURL, Environment: env,
 		LocalEnabled: c.LocalProviderEnabled(), LocalDimension: c.EmbeddingDimension, RPM: c.ProviderRPM, TPM: c.ProviderTPM,
 	}), nil
+}
+
+// mcpService builds the MCP server registry with the built-in tool
+// catalogue, dialling out through the egress guard.
+func (m *Main) mcpService(pool *pgxpool.Pool, box *secrets.Box, catalog []mcpserver.CatalogTool) (*mcpregistry.Service, error) {
+	c := m.Config
+	builtin := make([]mcpregistry.BuiltinTool, 0, len(catalog))
+	for _, t := range catalog {
+		if t.Name == mcpregistry.WebSearchTool {
+			builtin = append(builtin, mcpregistry.WebSearchBuiltin())
+			continue
+		}
+		builtin = append(builtin, mcpregistry.BuiltinTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	guard, err := egress.New(c.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
+	}
+	return mcpregistry.NewService(mcpregistry.Config{
+		Pool: pool, Box: box, Logger: m.Logger, Now: m.Now, Egress: guard,
+		Builtin:     builtin,
+		StdioPolicy: c.MCPStdio, RegistryURL: c.MCPRegistryURL,
+		WebSearchAPIKey: c.WebSearchAPIKey, WebSearchBaseURL: c.WebSearchBaseURL,
+		CallTimeout: c.MCPCallTimeout, IdleTimeout: c.MCPIdleTimeout, Version: health.Version(),
+	})
 }
 
 // announceToken saves the bootstrap token for the operator and shows it
@@ -501,7 +591,7 @@ func (m *Main) stop(ctx context.Context) {
 		m.hub.Stop()
 	}
 	if m.mcp != nil {
-		// Built-in MCP server (issue 7): its SSE streams and sessions too.
+		// The built-in MCP server's SSE streams and sessions too.
 		m.mcp.Close()
 	}
 	for _, s := range []*httpapi.Server{m.api, m.ops} {
@@ -518,6 +608,9 @@ func (m *Main) stop(ctx context.Context) {
 	}
 	if m.sched != nil {
 		m.sched.Stop()
+	}
+	if m.mcpReg != nil {
+		m.mcpReg.Stop()
 	}
 	if m.notifier != nil {
 		m.notifier.Stop()

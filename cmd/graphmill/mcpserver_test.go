@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/mcpregistry/mcptest"
 	"github.com/graphmill/graphmill/internal/mcpserver"
 )
 
@@ -153,10 +154,12 @@ type mcpSrvRel struct {
 	TargetID string `json:"targetId"`
 }
 
+// mcpSrvAllTools is what a caller with every scope sees; web_search is
+// missing while no key is configured at any level.
 var mcpSrvAllTools = []string{
 	"documents_get", "documents_list", "documents_upload_text",
 	"graph_create_object", "graph_create_relationship", "graph_get_object", "graph_list_relationships",
-	"graph_neighbors", "graph_search_objects", "graph_update_object", "search",
+	"graph_neighbors", "graph_search_objects", "graph_update_object", "mcp-servers/call", "mcp-servers/list", "search",
 }
 
 func TestMCPServerGraphAndDocumentsOverStreamable(t *testing.T) {
@@ -168,7 +171,7 @@ func TestMCPServerGraphAndDocumentsOverStreamable(t *testing.T) {
 	init := cs.InitializeResult()
 	require.Equal(t, "graphmill", init.ServerInfo.Name)
 	require.NotNil(t, init.Capabilities.Tools)
-	require.Equal(t, mcpSrvAllTools, mcpSrvToolNames(t, cs), "registry and web tools are not listed without their domains")
+	require.Equal(t, mcpSrvAllTools, mcpSrvToolNames(t, cs), "web_search is not listed without a key")
 
 	// Schemas are precise: required members, enums, bounds, no extras.
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -567,6 +570,9 @@ func TestMCPServerStateless(t *testing.T) {
 func TestMCPServerToolNames(t *testing.T) {
 	t.Parallel()
 	for _, n := range mcpSrvAllTools {
+		if strings.HasPrefix(n, "mcp-servers/") {
+			continue
+		}
 		for _, r := range n {
 			require.True(t, r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'), n)
 		}
@@ -677,4 +683,62 @@ func TestMCPServerStopEndsStreams(t *testing.T) {
 	require.Less(t, time.Since(start), 3*time.Second, "the shutdown timeout is 5s; streams must not wait for it")
 	_, err := sse.ListTools(context.Background(), nil)
 	require.Error(t, err)
+}
+
+// TestMCPServerWithRegistry: the built-in server's tool list follows the
+// built-in tool settings, web_search appears once a key exists and calls
+// the search API, and the registry tools list and call an external server's
+// synced tools.
+func TestMCPServerWithRegistry(t *testing.T) {
+	t.Parallel()
+	brave := mcptest.NewBrave(t, "global-key-9")
+	external := mcptest.Streamable(t, mcptest.NewServer("echo", "add"), "", "")
+	s := newServer(t, mcpRegWith(func(c *config.Config) {
+		c.WebSearchBaseURL, c.WebSearchAPIKey = brave.URL, "global-key-9"
+	}))
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	cs := mcpSrvConnect(t, s, s.admin, hp)
+	names := mcpSrvToolNames(t, cs)
+	require.Contains(t, names, "web_search", "a global key enables web search")
+
+	// The built-in server's tools are its catalogue in the registry.
+	builtin := mcpRegServers(t, s, s.admin, "?projectId="+project)[0]
+	require.Equal(t, "builtin", builtin.Type)
+	tools := mcpRegTools(t, s, s.admin, builtin.ID)
+	require.Len(t, tools, len(names))
+	create := mcpRegTool1(t, tools, "graph_create_object")
+
+	// Disabling a built-in tool for the project hides it and refuses calls.
+	s.must(200, "PATCH", "/api/admin/mcp-servers/"+builtin.ID+"/tools/"+create.ID, s.admin, map[string]any{"enabled": false})
+	require.NotContains(t, mcpSrvToolNames(t, cs), "graph_create_object")
+	msg := mcpSrvErr(t, cs, "graph_create_object", map[string]any{"type": "Person", "name": "Ada"})
+	require.Contains(t, msg, "not enabled for this project")
+	s.must(200, "PATCH", "/api/admin/mcp-servers/"+builtin.ID+"/tools/"+create.ID, s.admin, map[string]any{"enabled": true})
+	require.Contains(t, mcpSrvToolNames(t, cs), "graph_create_object")
+
+	// web_search goes to the search API with the effective key.
+	res := mcpSrvCall(t, cs, "web_search", map[string]any{"query": "knowledge graphs", "count": 2})
+	require.False(t, res.IsError, mcpSrvText(res))
+	require.Contains(t, brave.Keys(), "global-key-9")
+
+	// An external server, synced, is listed and called through the
+	// registry tools; disabling one of its tools refuses it.
+	var srv struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/admin/mcp-servers", s.admin, map[string]any{"name": "calc", "type": "http", "url": external.URL}, hp).Decode(t, &srv)
+	s.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil)
+	res = mcpSrvCall(t, cs, "mcp-servers/list", map[string]any{})
+	require.False(t, res.IsError, mcpSrvText(res))
+	require.Contains(t, mcpSrvText(res), `"add"`)
+	require.Contains(t, mcpSrvText(res), `"echo"`)
+	res = mcpSrvCall(t, cs, "mcp-servers/call", map[string]any{"server": "calc", "tool": "add", "arguments": map[string]any{"a": 2, "b": 40}})
+	require.False(t, res.IsError, mcpSrvText(res))
+	require.Contains(t, mcpSrvText(res), "42")
+	add := mcpRegTool1(t, mcpRegTools(t, s, s.admin, srv.ID), "add")
+	s.must(200, "PATCH", "/api/admin/mcp-servers/"+srv.ID+"/tools/"+add.ID, s.admin, map[string]any{"enabled": false})
+	res = mcpSrvCall(t, cs, "mcp-servers/call", map[string]any{"server": "calc", "tool": "add", "arguments": map[string]any{"a": 1, "b": 1}})
+	require.True(t, res.IsError)
+	require.Contains(t, mcpSrvText(res), "disabled")
 }

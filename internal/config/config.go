@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/graphmill/graphmill/internal/egress"
 )
 
 // Environments.
@@ -96,7 +98,29 @@ type Config struct {
 	// sessions, so that any replica answers any request (GET and DELETE
 	// answer 405).
 	MCPStateless bool `env:"MCP_STATELESS" envDefault:"false"`
+	// MCPRegistryURL is the official MCP registry (its /v0.1/servers API).
+	MCPRegistryURL string `env:"MCP_REGISTRY_URL" envDefault:"https://registry.modelcontextprotocol.io"`
+	// MCPStdio says who may create stdio MCP servers, which run commands
+	// on this host: superadmin (only superadmins), enabled (organization
+	// admins too) or disabled (nobody; existing ones do not start).
+	MCPStdio string `env:"MCP_STDIO" envDefault:"superadmin"`
+	// MCPCallTimeout bounds one MCP tool call, inspect or sync.
+	MCPCallTimeout time.Duration `env:"MCP_CALL_TIMEOUT" envDefault:"60s"`
+	// MCPIdleTimeout stops stdio MCP server processes unused this long.
+	MCPIdleTimeout time.Duration `env:"MCP_IDLE_TIMEOUT" envDefault:"5m"`
+	// EgressAllow lists CIDRs, hosts and host:port pairs that outbound
+	// connections set by tenants may reach although they are not public
+	// (loopback, private, link-local).
+	EgressAllow []string `env:"EGRESS_ALLOW" envSeparator:","`
+	// WebSearchAPIKey is the global fallback key of the web_search tool,
+	// read from the unprefixed WEB_SEARCH_API_KEY the contract names.
+	WebSearchAPIKey string
+	// WebSearchBaseURL is the Brave Search API's base URL.
+	WebSearchBaseURL string `env:"WEB_SEARCH_BASE_URL" envDefault:"https://api.search.brave.com"`
 }
+
+// WebSearchKeyVar is the contract's name of the global web search key.
+const WebSearchKeyVar = "WEB_SEARCH_API_KEY"
 
 // Load parses the environment (a KEY=VALUE list, as os.Environ returns) and
 // validates the result.
@@ -111,6 +135,7 @@ func Load(environ []string) (Config, error) {
 	if err := env.ParseWithOptions(&c, env.Options{Prefix: "GRAPHMILL_", Environment: m}); err != nil {
 		return Config{}, fmt.Errorf("read configuration: %w", err)
 	}
+	c.WebSearchAPIKey = m[WebSearchKeyVar]
 	return c, c.Validate()
 }
 
@@ -168,7 +193,21 @@ func (c Config) Validate() error {
 	if (c.AccountAICredentialsFile == "") != (c.AccountAIProject == "") || (c.AccountAIProject == "") != (c.AccountAILocation == "") {
 		return fmt.Errorf("GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE, GRAPHMILL_ACCOUNT_AI_PROJECT and GRAPHMILL_ACCOUNT_AI_LOCATION must be set together")
 	}
-	for name, u := range map[string]string{"GRAPHMILL_KEY_AI_BASE_URL": c.KeyAIBaseURL, "GRAPHMILL_ACCOUNT_AI_BASE_URL": c.AccountAIBaseURL} {
+	switch c.MCPStdio {
+	case "superadmin", "enabled", "disabled":
+	default:
+		return fmt.Errorf("GRAPHMILL_MCP_STDIO must be superadmin, enabled or disabled")
+	}
+	if c.MCPCallTimeout <= 0 || c.MCPIdleTimeout <= 0 {
+		return fmt.Errorf("GRAPHMILL_MCP_CALL_TIMEOUT and GRAPHMILL_MCP_IDLE_TIMEOUT must be positive")
+	}
+	if _, err := egress.New(c.EgressAllow); err != nil {
+		return fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
+	}
+	for name, u := range map[string]string{
+		"GRAPHMILL_KEY_AI_BASE_URL": c.KeyAIBaseURL, "GRAPHMILL_ACCOUNT_AI_BASE_URL": c.AccountAIBaseURL,
+		"GRAPHMILL_MCP_REGISTRY_URL": c.MCPRegistryURL, "GRAPHMILL_WEB_SEARCH_BASE_URL": c.WebSearchBaseURL,
+	} {
 		if u == "" {
 			continue
 		}
@@ -251,6 +290,13 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
 		slog.Any("mcpAllowedOrigins", c.MCPAllowedOrigins),
 		slog.Bool("mcpStateless", c.MCPStateless),
+		slog.String("mcpRegistryUrl", MaskURL(c.MCPRegistryURL)),
+		slog.String("mcpStdio", c.MCPStdio),
+		slog.Duration("mcpCallTimeout", c.MCPCallTimeout),
+		slog.Duration("mcpIdleTimeout", c.MCPIdleTimeout),
+		slog.Any("egressAllow", c.EgressAllow),
+		slog.String("webSearchApiKey", mask(c.WebSearchAPIKey)),
+		slog.String("webSearchBaseUrl", MaskURL(c.WebSearchBaseURL)),
 	)
 }
 

@@ -28,6 +28,8 @@ func TestLoadDefaults(t *testing.T) {
 		ShutdownTimeout: 30 * time.Second,
 		DBMaxConns:      20,
 		EventHeartbeat:  15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour,
+		MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
+		MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
 	}, c, "unprefixed variables must not be read")
 	require.False(t, c.Production())
 	require.Equal(t, slog.LevelInfo, c.SlogLevel())
@@ -67,11 +69,44 @@ func TestLoad(t *testing.T) {
 					EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2,
 					SecretKey: "k1", SecretKeysOld: []string{"k2", "k3"}, KeyAIAPIKey: "key", KeyAIBaseURL: "http://fake/",
 					LocalProvider: &no, ProviderRPM: 60, ModelSyncInterval: 24 * time.Hour,
+					MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
+					MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
 				}, c)
 				require.False(t, c.LocalProviderEnabled())
 				require.True(t, c.Production())
 				require.Equal(t, slog.LevelDebug, c.SlogLevel())
 			},
+		},
+		{
+			name: "MCP",
+			env: []string{
+				"GRAPHMILL_MCP_REGISTRY_URL=http://registry.local/", "GRAPHMILL_MCP_STDIO=enabled", "GRAPHMILL_MCP_CALL_TIMEOUT=5s",
+				"GRAPHMILL_EGRESS_ALLOW=127.0.0.0/8,intranet.local:8443", "WEB_SEARCH_API_KEY=ws-key", "GRAPHMILL_WEB_SEARCH_BASE_URL=http://brave.local",
+			},
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Equal(t, "http://registry.local/", c.MCPRegistryURL)
+				require.Equal(t, "enabled", c.MCPStdio)
+				require.Equal(t, 5*time.Second, c.MCPCallTimeout)
+				require.Equal(t, []string{"127.0.0.0/8", "intranet.local:8443"}, c.EgressAllow)
+				require.Equal(t, "ws-key", c.WebSearchAPIKey, "read unprefixed, as the contract names it")
+				require.Equal(t, "http://brave.local", c.WebSearchBaseURL)
+			},
+		},
+		{
+			name:    "BadMCPStdio",
+			env:     []string{"GRAPHMILL_MCP_STDIO=always"},
+			wantErr: []string{"GRAPHMILL_MCP_STDIO", "superadmin, enabled or disabled"},
+		},
+		{
+			name:    "BadEgressAllow",
+			env:     []string{"GRAPHMILL_EGRESS_ALLOW=10.0.0.0/8,not a/host"},
+			wantErr: []string{"GRAPHMILL_EGRESS_ALLOW"},
+		},
+		{
+			name:    "BadRegistryURL",
+			env:     []string{"GRAPHMILL_MCP_REGISTRY_URL=ftp://registry"},
+			wantErr: []string{"GRAPHMILL_MCP_REGISTRY_URL", "http(s)"},
 		},
 		{
 			name:    "BadEnvironment",
@@ -179,6 +214,7 @@ func TestValidate(t *testing.T) {
 		DataDir: "d", HTTPAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0", Environment: config.EnvDevelopment,
 		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, DBMaxConns: 2,
 		MaxUploadBytes: 1, EmbeddingDimension: 8, ParseConcurrency: 1, ModelSyncInterval: time.Hour,
+		MCPStdio: "superadmin", MCPCallTimeout: time.Second, MCPIdleTimeout: time.Second,
 	}
 	tests := []struct {
 		name    string
@@ -282,7 +318,8 @@ func TestLogValue(t *testing.T) {
 			Environment: config.EnvProduction, LogLevel: "info", LogFormat: "json", BootstrapToken: token,
 			OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill", AuthCacheTTL: time.Minute,
 			ShutdownTimeout: time.Second, DBMaxConns: 20, SecretKey: "c2VjcmV0LWtleS1ieXRlcw==", KeyAIAPIKey: "AIzaS3cretKey",
-			KeyAIBaseURL: "https://u:s3cret@proxy.example.com/",
+			KeyAIBaseURL: "https://u:s3cret@proxy.example.com/", WebSearchAPIKey: "BSA-s3cret-key",
+			MCPRegistryURL: "https://u:s3cret@registry.example.com", WebSearchBaseURL: "https://api.search.brave.com",
 		}
 		for name, newHandler := range map[string]func(*bytes.Buffer) slog.Handler{
 			"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },

@@ -99,7 +99,25 @@ type Config struct {
 	Stateless bool
 	// Version is reported to clients in the initialize result.
 	Version string
+	// Settings, when set, switches tools on and off per project (the
+	// built-in tool settings of the MCP registry).
+	Settings ToolSettings
 }
+
+// ToolSettings says whether a built-in tool is enabled for a project.
+type ToolSettings interface {
+	ToolEnabled(ctx context.Context, project uuid.UUID, tool string) (bool, error)
+}
+
+// CatalogTool describes one registered tool.
+type CatalogTool struct {
+	Name        string
+	Description string
+	InputSchema map[string]any
+}
+
+// Catalog lists the registered tools, in registration order.
+func (s *Server) Catalog() []CatalogTool { return append([]CatalogTool(nil), s.catalog...) }
 
 // Server is the built-in MCP server and its two HTTP transports.
 type Server struct {
@@ -111,6 +129,7 @@ type Server struct {
 	sdkLogger *slog.Logger
 	mcp       *mcp.Server
 	rules     map[string]toolRule
+	catalog   []CatalogTool
 	origins   map[string]bool
 
 	mu  sync.Mutex

@@ -92,3 +92,16 @@ func inputSchema[In any](props map[string][]prop) (*jsonschema.Schema, error) {
 	s.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
 	return s, nil
 }
+
+// schemaMap is a tool's input schema as a JSON object.
+func schemaMap(s *jsonschema.Schema) map[string]any {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return map[string]any{}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]any{}
+	}
+	return m
+}

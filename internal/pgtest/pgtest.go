@@ -46,6 +46,10 @@ func Main(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// Run is Main without the exit, for packages whose TestMain has its own
+// set-up and clean-up around the tests; it returns the exit code.
+func Run(m *testing.M) int { return run(m) }
+
 func run(m *testing.M) int {
 	ctx := context.Background()
 	h, err := start(ctx)

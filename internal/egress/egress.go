@@ -1,0 +1,139 @@
+// Package egress guards the outbound connections a tenant can point
+// somewhere (MCP servers over SSE and HTTP, the MCP registry, web search):
+// after DNS resolution, a connection to a loopback, private, link-local,
+// cloud-metadata or otherwise non-public address is refused unless the
+// operator allowed it (GRAPHMILL_EGRESS_ALLOW).
+package egress
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// DialTimeout bounds connection set-up.
+const DialTimeout = 10 * time.Second
+
+// Guard dials only to public addresses, or to what its allow list names.
+type Guard struct {
+	prefixes []netip.Prefix
+	hosts    map[string]bool // lower-case host or host:port
+}
+
+// New reads an allow list: CIDRs (127.0.0.0/8), single addresses, host
+// names and host:port pairs.
+func New(allow []string) (*Guard, error) {
+	g := &Guard{hosts: map[string]bool{}}
+	for _, raw := range allow {
+		a := strings.TrimSpace(raw)
+		if a == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(a); err == nil {
+			g.prefixes = append(g.prefixes, p.Masked())
+			continue
+		}
+		if ip, err := netip.ParseAddr(a); err == nil {
+			g.prefixes = append(g.prefixes, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+			continue
+		}
+		if strings.ContainsAny(a, "/ ") {
+			return nil, fmt.Errorf("egress allow entry %q is neither a CIDR, an address, a host nor host:port", a)
+		}
+		g.hosts[strings.ToLower(a)] = true
+	}
+	return g, nil
+}
+
+// blocked are the ranges refused unless allowed: loopback, private,
+// carrier-grade NAT, link-local (cloud metadata lives there), unique local,
+// multicast, documentation and other special-purpose ranges.
+func blocked(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return true
+	}
+	for _, p := range []string{
+		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32", "fd00:ec2::254/128", "64:ff9b::/96", "2001:db8::/32",
+	} {
+		if netip.MustParsePrefix(p).Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedIP reports whether ip may be dialled.
+func (g *Guard) allowedIP(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range g.prefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return !blocked(ip)
+}
+
+// errRefused is the message of a refused destination.
+const errRefused = "refusing to connect to %s: it resolves to a non-public address (%s); allow it with GRAPHMILL_EGRESS_ALLOW"
+
+// DialContext connects like net.Dialer.DialContext, checking the address
+// actually connected to (after DNS resolution, so a name cannot be
+// re-pointed between check and use). Errors: failed_precondition for a
+// refused destination.
+func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	d := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
+	if g.hosts[strings.ToLower(host)] || g.hosts[strings.ToLower(addr)] {
+		return d.DialContext(ctx, network, addr)
+	}
+	var refused error
+	d.Control = func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("egress: unexpected address %q", address)
+		}
+		if !g.allowedIP(ap.Addr()) {
+			refused = errs.Errorf(errs.FailedPrecondition, errRefused, host, ap.Addr())
+			return refused
+		}
+		return nil
+	}
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil && refused != nil {
+		return nil, refused
+	}
+	return c, err
+}
+
+// Transport returns an HTTP transport that dials through the guard and
+// ignores proxy environment variables (a proxy would connect for us,
+// unchecked).
+func (g *Guard) Transport() *http.Transport {
+	return &http.Transport{
+		DialContext:           g.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Client returns an HTTP client over Transport with an overall timeout
+// (0: none, for long-lived streams).
+func (g *Guard) Client(timeout time.Duration) *http.Client {
+	return &http.Client{Transport: g.Transport(), Timeout: timeout}
+}

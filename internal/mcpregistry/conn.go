@@ -1,0 +1,389 @@
+package mcpregistry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// StderrLogBytes bounds the stderr kept per stdio process.
+const StderrLogBytes = 64 << 10
+
+// ringLog keeps the last StderrLogBytes written to it.
+type ringLog struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (r *ringLog) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, p...)
+	if over := len(r.buf) - r.max; over > 0 {
+		r.buf = append(r.buf[:0], r.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (r *ringLog) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return string(r.buf)
+}
+
+// proc is one running stdio server.
+type proc struct {
+	session  *mcp.ClientSession
+	cmd      *exec.Cmd
+	version  time.Time // the record's updatedAt it was started with
+	stderr   *ringLog
+	done     chan struct{}
+	mu       sync.Mutex
+	lastUsed time.Time
+	inUse    int
+}
+
+func (p *proc) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) begin(now time.Time) {
+	p.mu.Lock()
+	p.inUse++
+	p.lastUsed = now
+	p.mu.Unlock()
+}
+
+func (p *proc) end(now time.Time) {
+	p.mu.Lock()
+	p.inUse--
+	p.lastUsed = now
+	p.mu.Unlock()
+}
+
+// idle reports whether no call is running and none ran for d.
+func (p *proc) idle(now time.Time, d time.Duration) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inUse == 0 && now.Sub(p.lastUsed) > d
+}
+
+// kill ends the process group at once and closes the session.
+func (p *proc) kill() {
+	if p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	_ = p.session.Close()
+	<-p.done
+}
+
+// slot serialises starts of one server's process.
+type slot struct {
+	mu   sync.Mutex
+	proc *proc
+}
+
+// connector opens sessions to MCP servers: stdio processes are started on
+// demand, reused and reaped when idle; SSE and HTTP servers get a session
+// per operation.
+type connector struct {
+	logger     *slog.Logger
+	now        func() time.Time
+	client     *mcp.Client
+	httpClient *http.Client // dials through the egress guard
+	idle       time.Duration
+	startWait  time.Duration
+	credential *syscall.Credential // nil unless running as root
+
+	mu    sync.Mutex
+	slots map[uuid.UUID]*slot
+	wg    sync.WaitGroup
+}
+
+// unprivileged returns the credential stdio servers run with when the
+// server runs as root: the nobody user.
+func unprivileged() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, fmt.Errorf("running as root, stdio MCP servers run as nobody, but: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("user nobody has no numeric uid or gid")
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
+
+func (c *connector) slot(id uuid.UUID) *slot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.slots[id]
+	if !ok {
+		s = &slot{}
+		c.slots[id] = s
+	}
+	return s
+}
+
+// with runs fn with a session to srv.
+func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSession) error) error {
+	switch srv.Type {
+	case TypeStdio:
+		p, err := c.stdio(ctx, srv)
+		if err != nil {
+			return err
+		}
+		p.begin(c.now())
+		err = fn(p.session)
+		p.end(c.now())
+		if err != nil && !p.alive() {
+			return errs.Errorf(errs.BadGateway, "the MCP server process exited during the call: %s", mcpMessage(err))
+		}
+		return err
+	case TypeSSE, TypeHTTP:
+		cs, err := c.remote(ctx, srv)
+		if err != nil {
+			return err
+		}
+		defer cs.Close()
+		return fn(cs)
+	}
+	return ErrBuiltinRemote
+}
+
+// remote connects to an SSE or streamable HTTP server with the record's
+// headers.
+func (c *connector) remote(ctx context.Context, srv Server) (*mcp.ClientSession, error) {
+	hc := &http.Client{Transport: headerTransport{base: c.httpClient.Transport, headers: srv.headers}}
+	var t mcp.Transport
+	if srv.Type == TypeSSE {
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	}
+	cs, err := c.client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, connectError(err)
+	}
+	return cs, nil
+}
+
+// headerTransport adds the record's headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// connectError turns a failed connection into a client-safe error.
+func connectError(err error) error {
+	switch {
+	case errs.CodeOf(err) != errs.Internal:
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return errs.New(errs.BadGateway, "the MCP server did not answer in time")
+	}
+	return errs.Errorf(errs.BadGateway, "cannot connect to the MCP server: %s", mcpMessage(err))
+}
+
+// mcpMessage shortens an SDK error for clients.
+func mcpMessage(err error) string {
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	return msg
+}
+
+// stdio returns the running process of srv, starting it (again) when it is
+// not running, crashed, or was started with an older record.
+func (c *connector) stdio(ctx context.Context, srv Server) (*proc, error) {
+	s := c.slot(srv.ID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.proc; p != nil {
+		if p.alive() && p.version.Equal(srv.UpdatedAt) {
+			return p, nil
+		}
+		p.kill()
+		s.proc = nil
+	}
+	p, err := c.start(ctx, srv)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	current := c.slots[srv.ID] == s
+	c.mu.Unlock()
+	if !current {
+		// The server was disabled or deleted while this process started.
+		p.kill()
+		return nil, errs.New(errs.FailedPrecondition, "the MCP server was changed or removed while it started")
+	}
+	s.proc = p
+	return p, nil
+}
+
+func (c *connector) start(ctx context.Context, srv Server) (*proc, error) {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	cmd := exec.Command(srv.Command, srv.Args...) //nolint:gosec,noctx // running the configured command is the point; its lifetime is the process pool's, not a request's
+	cmd.Env = []string{"PATH=" + path}
+	for k, v := range srv.env {
+		if k != "PATH" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		} else {
+			cmd.Env[0] = "PATH=" + v
+		}
+	}
+	cmd.Dir = os.TempDir()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.credential}
+	stderr := &ringLog{max: StderrLogBytes}
+	cmd.Stderr = stderr
+	sctx, cancel := context.WithTimeout(ctx, c.startWait)
+	defer cancel()
+	cs, err := c.client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			return nil, errs.Errorf(errs.BadGateway, "cannot start the MCP server: command %q not found or not executable", srv.Command)
+		}
+		if sctx.Err() != nil {
+			return nil, errs.New(errs.BadGateway, "the MCP server process did not complete the MCP handshake in time")
+		}
+		return nil, errs.Errorf(errs.BadGateway, "the MCP server process failed the MCP handshake: %s", mcpMessage(err))
+	}
+	p := &proc{session: cs, cmd: cmd, version: srv.UpdatedAt, stderr: stderr, done: make(chan struct{}), lastUsed: c.now()}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		_ = cs.Wait()
+		close(p.done)
+		// Reap the whole group: a server's own children must not outlive it.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}()
+	c.logger.Info("mcp stdio server started", "server", srv.ID, "pid", cmd.Process.Pid)
+	return p, nil
+}
+
+// stop ends the process of server id, if any.
+func (c *connector) stop(id uuid.UUID) {
+	c.mu.Lock()
+	s, ok := c.slots[id]
+	delete(c.slots, id)
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		s.proc.kill()
+		s.proc = nil
+	}
+}
+
+// stderr returns the kept stderr of server id's process.
+func (c *connector) stderr(id uuid.UUID) string {
+	c.mu.Lock()
+	s, ok := c.slots[id]
+	c.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return ""
+	}
+	return s.proc.stderr.String()
+}
+
+// pid returns the process id of server id's running process (0: none).
+func (c *connector) pid(id uuid.UUID) int {
+	c.mu.Lock()
+	s, ok := c.slots[id]
+	c.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || !s.proc.alive() {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
+// reap stops processes idle for longer than the idle timeout, and forgets
+// crashed ones.
+func (c *connector) reap() {
+	c.mu.Lock()
+	ids := make([]uuid.UUID, 0, len(c.slots))
+	for id := range c.slots {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	now := c.now()
+	for _, id := range ids {
+		s := c.slot(id)
+		if !s.mu.TryLock() {
+			continue // starting or in use
+		}
+		if p := s.proc; p != nil && (!p.alive() || p.idle(now, c.idle)) {
+			p.kill()
+			s.proc = nil
+			c.logger.Info("mcp stdio server stopped", "server", id, "reason", "idle")
+		}
+		s.mu.Unlock()
+	}
+}
+
+// stopAll ends every process and waits for their watchers.
+func (c *connector) stopAll() {
+	c.mu.Lock()
+	ids := make([]uuid.UUID, 0, len(c.slots))
+	for id := range c.slots {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.stop(id)
+	}
+	c.wg.Wait()
+}

@@ -1,0 +1,404 @@
+// Package mcptest holds test fixtures of the MCP registry: real go-sdk MCP
+// servers (in process over streamable HTTP and SSE, and a stdio binary), a
+// fake official MCP registry and a fake Brave Search API, all speaking the
+// real wire protocols.
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	apiv0 "github.com/modelcontextprotocol/registry/pkg/api/v0"
+	"github.com/modelcontextprotocol/registry/pkg/model"
+)
+
+// AllTools are the tools a test server can offer.
+var AllTools = []string{"echo", "add", "slow", "whoami"} //nolint:gochecknoglobals // constant list of a test fixture
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type addIn struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+type slowIn struct {
+	MS int `json:"ms" jsonschema:"milliseconds to sleep"`
+}
+
+type whoamiOut struct {
+	UID int      `json:"uid"`
+	PID int      `json:"pid"`
+	Env []string `json:"env"`
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// NewServer returns an MCP server offering the named tools (all when none
+// is named): echo {text}, add {a, b}, slow {ms}, whoami (uid, pid and
+// environment names).
+func NewServer(tools ...string) *mcp.Server {
+	if len(tools) == 0 {
+		tools = AllTools
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, nil)
+	for _, t := range tools {
+		switch t {
+		case "echo":
+			mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
+				func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+					if in.Text == "fail" {
+						return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "asked to fail"}}}, nil, nil
+					}
+					return text("echo: " + in.Text), nil, nil
+				})
+		case "add":
+			mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two integers."},
+				func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+					return text(fmt.Sprint(in.A + in.B)), nil, nil
+				})
+		case "slow":
+			mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Sleep, then answer."},
+				func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+					select {
+					case <-time.After(time.Duration(in.MS) * time.Millisecond):
+						return text("done"), nil, nil
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					}
+				})
+		case "whoami":
+			mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Report the process's uid, pid and environment names."},
+				func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+					out := whoamiOut{UID: os.Getuid(), PID: os.Getpid()}
+					for _, kv := range os.Environ() {
+						k, _, _ := strings.Cut(kv, "=")
+						out.Env = append(out.Env, k)
+					}
+					sort.Strings(out.Env)
+					raw, _ := json.Marshal(out)
+					return text(string(raw)), nil, nil
+				})
+		}
+	}
+	return s
+}
+
+// checkHeader wraps h to require header name to equal value.
+func checkHeader(h http.Handler, name, value string) http.Handler {
+	if name == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(name) != value {
+			http.Error(w, "missing or wrong "+name, http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Streamable serves s over streamable HTTP; a request without header name
+// set to value (when name is not empty) is refused with 401.
+func Streamable(t testing.TB, s *mcp.Server, name, value string) *httptest.Server {
+	t.Helper()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(checkHeader(h, name, value))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// SSE serves s over the SSE transport, with the same header check.
+func SSE(t testing.TB, s *mcp.Server, name, value string) *httptest.Server {
+	t.Helper()
+	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(checkHeader(h, name, value))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ts
+}
+
+// ToolsEnv is the variable that names the stdio server's tools
+// (comma-separated; all when unset).
+const ToolsEnv = "MCPTEST_TOOLS"
+
+// RunStdio serves the tools named by ToolsEnv on stdin/stdout until stdin
+// closes. It is the whole of the stdio test server's main.
+func RunStdio() error {
+	var tools []string
+	if v := os.Getenv(ToolsEnv); v != "" {
+		tools = strings.Split(v, ",")
+	}
+	fmt.Fprintln(os.Stderr, "mcptest stdio server starting")
+	return NewServer(tools...).Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// BuildStdio builds the stdio test server (./stdioserver) into a
+// directory any user can enter (stdio servers run as nobody when the
+// tests run as root) and returns the binary's path. Callers build it once
+// per test binary and remove dir when done.
+func BuildStdio(dir string) (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("mcptest: cannot find its source")
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // the binary must be reachable by nobody
+		return "", err
+	}
+	out := filepath.Join(dir, "mcptest-stdio")
+	cmd := exec.Command("go", "build", "-o", out, "./stdioserver") //nolint:gosec,noctx // fixed arguments, test fixture
+	cmd.Dir = filepath.Dir(file)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build stdio test server: %w: %s", err, b)
+	}
+	return out, nil
+}
+
+// Registry is a fake official MCP registry serving /v0.1/servers.
+type Registry struct {
+	*httptest.Server
+	mu      sync.Mutex
+	servers []apiv0.ServerResponse
+}
+
+// NewRegistry serves entries (every version of every server, latest
+// marked by the official metadata's isLatest).
+func NewRegistry(t testing.TB, entries []apiv0.ServerResponse) *Registry {
+	t.Helper()
+	r := &Registry{servers: entries}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v0.1/servers", r.list)
+	mux.HandleFunc("GET /v0.1/servers/{name}/versions", r.versions)
+	mux.HandleFunc("GET /v0.1/servers/{name}/versions/{version}", r.version)
+	r.Server = httptest.NewServer(mux)
+	t.Cleanup(r.Close)
+	return r
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func latest(e apiv0.ServerResponse) bool {
+	return e.Meta.Official != nil && e.Meta.Official.IsLatest
+}
+
+func (r *Registry) list(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := req.URL.Query()
+	out := apiv0.ServerListResponse{Servers: []apiv0.ServerResponse{}}
+	for _, e := range r.servers {
+		if s := q.Get("search"); s != "" && !strings.Contains(strings.ToLower(e.Server.Name), strings.ToLower(s)) {
+			continue
+		}
+		if q.Get("version") == "latest" && !latest(e) {
+			continue
+		}
+		out.Servers = append(out.Servers, e)
+	}
+	out.Metadata.Count = len(out.Servers)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func notFound(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"title": "Not Found", "status": 404, "detail": "Server not found"})
+}
+
+func (r *Registry) versions(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name, _ := url.PathUnescape(req.PathValue("name"))
+	out := apiv0.ServerListResponse{Servers: []apiv0.ServerResponse{}}
+	for _, e := range r.servers {
+		if e.Server.Name == name {
+			out.Servers = append(out.Servers, e)
+		}
+	}
+	if len(out.Servers) == 0 {
+		notFound(w)
+		return
+	}
+	out.Metadata.Count = len(out.Servers)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (r *Registry) version(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name, _ := url.PathUnescape(req.PathValue("name"))
+	v := req.PathValue("version")
+	for _, e := range r.servers {
+		if e.Server.Name == name && (e.Server.Version == v || v == "latest" && latest(e)) {
+			writeJSON(w, http.StatusOK, e)
+			return
+		}
+	}
+	notFound(w)
+}
+
+// Brave is a fake Brave Search web API.
+type Brave struct {
+	*httptest.Server
+	mu     sync.Mutex
+	keys   []string
+	status int
+}
+
+// NewBrave answers GET /res/v1/web/search for the keys in valid (401 for
+// others) with results naming the query and the key's position.
+func NewBrave(t testing.TB, valid ...string) *Brave {
+	t.Helper()
+	b := &Brave{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /res/v1/web/search", func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-Subscription-Token")
+		b.mu.Lock()
+		b.keys = append(b.keys, key)
+		status := b.status
+		b.mu.Unlock()
+		if status != 0 {
+			writeJSON(w, status, map[string]any{"type": "ErrorResponse", "error": map[string]any{"status": status}})
+			return
+		}
+		ok := false
+		for _, v := range valid {
+			ok = ok || v == key
+		}
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"type": "ErrorResponse", "error": map[string]any{"code": "SUBSCRIPTION_TOKEN_INVALID", "status": 401}})
+			return
+		}
+		q := r.URL.Query().Get("q")
+		count := 3
+		if _, err := fmt.Sscan(r.URL.Query().Get("count"), &count); err != nil {
+			count = 3
+		}
+		results := []map[string]any{}
+		for i := range count {
+			results = append(results, map[string]any{
+				"title": fmt.Sprintf("%s result %d", q, i+1), "url": fmt.Sprintf("https://example.com/%d", i+1),
+				"description": "About " + q, "language": "en", "family_friendly": true,
+			})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"type": "search", "query": map[string]any{"original": q},
+			"web": map[string]any{"type": "search", "results": results},
+		})
+	})
+	b.Server = httptest.NewServer(mux)
+	t.Cleanup(b.Close)
+	return b
+}
+
+// Keys returns the keys the API was called with, in order.
+func (b *Brave) Keys() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.keys...)
+}
+
+// FailWith makes every answer status (0: answer normally).
+func (b *Brave) FailWith(status int) {
+	b.mu.Lock()
+	b.status = status
+	b.mu.Unlock()
+}
+
+// official is the registry's metadata of an entry.
+func official(latest bool) apiv0.ResponseMeta {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	return apiv0.ResponseMeta{Official: &apiv0.RegistryExtensions{
+		Status: model.StatusActive, StatusChangedAt: at, PublishedAt: at, UpdatedAt: at, IsLatest: latest,
+	}}
+}
+
+// SampleEntries are realistic registry entries: an npm server in two
+// versions (a required secret and an optional variable with a default), a
+// PyPI server, an OCI server and a remote (streamable HTTP at remoteURL,
+// with an Authorization header built from a required variable).
+func SampleEntries(remoteURL string) []apiv0.ServerResponse {
+	weather := func(version string, latest bool) apiv0.ServerResponse {
+		return apiv0.ServerResponse{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "io.github.acme/weather", Title: "Weather",
+				Description: "Weather forecasts from the Acme weather API", Version: version,
+				Repository: &model.Repository{URL: "https://github.com/acme/weather-mcp", Source: "github"},
+				Packages: []model.Package{{
+					RegistryType: model.RegistryTypeNPM, RegistryBaseURL: model.RegistryURLNPM, Identifier: "@acme/weather-mcp", Version: version,
+					Transport: model.Transport{Type: model.TransportTypeStdio},
+					EnvironmentVariables: []model.KeyValueInput{
+						{Name: "WEATHER_API_KEY", InputWithVariables: model.InputWithVariables{Input: model.Input{Description: "Acme API key", IsRequired: true, IsSecret: true}}},
+						{Name: "WEATHER_UNITS", InputWithVariables: model.InputWithVariables{Input: model.Input{Description: "metric or imperial", Default: "metric"}}},
+					},
+				}},
+			},
+			Meta: official(latest),
+		}
+	}
+	return []apiv0.ServerResponse{
+		weather("1.0.0", false),
+		weather("1.2.0", true),
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "io.github.acme/pysearch", Description: "Search files", Version: "0.3.1",
+				Packages: []model.Package{{
+					RegistryType: model.RegistryTypePyPI, RegistryBaseURL: model.RegistryURLPyPI, Identifier: "acme-pysearch", Version: "0.3.1",
+					Transport: model.Transport{Type: model.TransportTypeStdio},
+				}},
+			},
+			Meta: official(true),
+		},
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "io.github.acme/boxed", Description: "Containerised tools", Version: "2.0.0",
+				Packages: []model.Package{{
+					RegistryType: model.RegistryTypeOCI, Identifier: "ghcr.io/acme/boxed:2.0.0",
+					Transport: model.Transport{Type: model.TransportTypeStdio},
+					EnvironmentVariables: []model.KeyValueInput{
+						{Name: "BOXED_TOKEN", InputWithVariables: model.InputWithVariables{Input: model.Input{IsRequired: true, IsSecret: true}}},
+					},
+				}},
+			},
+			Meta: official(true),
+		},
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "com.acme/notes", Title: "Acme Notes", Description: "Hosted notes", Version: "1.0.0",
+				Remotes: []model.Transport{{
+					Type: model.TransportTypeStreamableHTTP, URL: remoteURL,
+					Headers: []model.KeyValueInput{{
+						Name: "Authorization",
+						InputWithVariables: model.InputWithVariables{
+							Input:     model.Input{Value: "Bearer {notes_token}", IsRequired: true, IsSecret: true},
+							Variables: map[string]model.Input{"notes_token": {IsRequired: true, IsSecret: true}},
+						},
+					}},
+				}},
+			},
+			Meta: official(true),
+		},
+	}
+}

@@ -1,0 +1,689 @@
+package mcpregistry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graphmill/graphmill/internal/egress"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/secrets"
+)
+
+// Defaults.
+const (
+	CallTimeoutDefault  = 60 * time.Second
+	IdleTimeoutDefault  = 5 * time.Minute
+	StartTimeoutDefault = 30 * time.Second
+	RegistryURLDefault  = "https://registry.modelcontextprotocol.io"
+	WebSearchURLDefault = "https://api.search.brave.com"
+)
+
+// Config wires a Service.
+type Config struct {
+	Pool   *pgxpool.Pool
+	Box    *secrets.Box
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Egress guards every outbound connection (SSE/HTTP servers, the
+	// registry, web search).
+	Egress *egress.Guard
+	// Builtin is the built-in MCP server's tool catalogue.
+	Builtin []BuiltinTool
+	// StdioPolicy is GRAPHMILL_MCP_STDIO: superadmin, enabled or disabled.
+	StdioPolicy string
+	// RegistryURL is the official MCP registry's base URL.
+	RegistryURL string
+	// WebSearchAPIKey is the global fallback key (WEB_SEARCH_API_KEY).
+	WebSearchAPIKey  string
+	WebSearchBaseURL string
+	// CallTimeout bounds one tool call, inspect or sync.
+	CallTimeout time.Duration
+	// IdleTimeout stops stdio processes unused this long.
+	IdleTimeout time.Duration
+	// StartTimeout bounds a stdio process's start and MCP handshake.
+	StartTimeout time.Duration
+	// Version is reported to MCP servers as the client version.
+	Version string
+}
+
+// Service is the MCP registry domain.
+type Service struct {
+	cfg     Config
+	conn    *connector
+	http    *http.Client
+	builtin map[string]BuiltinTool
+
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// NewService builds the service. Start runs its idle reaper; Stop ends
+// every stdio process.
+func NewService(c Config) (*Service, error) {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = CallTimeoutDefault
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = IdleTimeoutDefault
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = StartTimeoutDefault
+	}
+	if c.RegistryURL == "" {
+		c.RegistryURL = RegistryURLDefault
+	}
+	if c.WebSearchBaseURL == "" {
+		c.WebSearchBaseURL = WebSearchURLDefault
+	}
+	switch c.StdioPolicy {
+	case "":
+		c.StdioPolicy = StdioSuperadmin
+	case StdioSuperadmin, StdioEnabled, StdioDisabled:
+	default:
+		return nil, fmt.Errorf("stdio policy must be superadmin, enabled or disabled")
+	}
+	if c.Egress == nil {
+		g, err := egress.New(nil)
+		if err != nil {
+			return nil, err
+		}
+		c.Egress = g
+	}
+	cred, err := unprivileged()
+	if err != nil {
+		return nil, err
+	}
+	builtin := map[string]BuiltinTool{}
+	for _, t := range c.Builtin {
+		if _, dup := builtin[t.Name]; dup {
+			return nil, fmt.Errorf("built-in tool %s listed twice", t.Name)
+		}
+		builtin[t.Name] = t
+	}
+	version := c.Version
+	if version == "" {
+		version = "dev"
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "graphmill", Version: version}, nil)
+	return &Service{
+		cfg: c, builtin: builtin, http: c.Egress.Client(30 * time.Second),
+		conn: &connector{
+			logger: c.Logger, now: c.Now, client: client, httpClient: c.Egress.Client(0),
+			idle: c.IdleTimeout, startWait: c.StartTimeout, credential: cred, slots: map[uuid.UUID]*slot{},
+		},
+	}, nil
+}
+
+// Start runs the reaper of idle stdio processes until Stop.
+func (s *Service) Start(ctx context.Context) error {
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.done = make(chan struct{})
+	every := max(s.cfg.IdleTimeout/4, 100*time.Millisecond)
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.conn.reap()
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the reaper and every stdio process.
+func (s *Service) Stop() {
+	s.stopOnce.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+			<-s.done
+		}
+		s.conn.stopAll()
+	})
+}
+
+// StdioPolicy is the configured GRAPHMILL_MCP_STDIO.
+func (s *Service) StdioPolicy() string { return s.cfg.StdioPolicy }
+
+// Stderr returns the last stderr output (at most StderrLogBytes) of a
+// server's running stdio process. It may hold what the server printed, so
+// it is for operators, never for API responses.
+func (s *Service) Stderr(server uuid.UUID) string { return s.conn.stderr(server) }
+
+// ProcessID returns the pid of a server's running stdio process (0: none).
+func (s *Service) ProcessID(server uuid.UUID) int { return s.conn.pid(server) }
+
+// envPlace and headersPlace bind sealed values to their row.
+func envPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "env", id.String()) }
+
+func headersPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "headers", id.String()) }
+
+func (s *Service) sealMap(m map[string]string, place []byte) *string {
+	if len(m) == 0 {
+		return nil
+	}
+	raw, _ := json.Marshal(m)
+	v := s.cfg.Box.Seal(raw, place)
+	return &v
+}
+
+func (s *Service) openMap(sealed *string, place []byte) (map[string]string, error) {
+	if sealed == nil {
+		return nil, nil
+	}
+	raw, err := s.cfg.Box.Open(*sealed, place)
+	if err != nil {
+		return nil, fmt.Errorf("open sealed mcp server values: %w", err)
+	}
+	m := map[string]string{}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decode sealed mcp server values: %w", err)
+	}
+	return m, nil
+}
+
+func maskMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = Masked
+	}
+	return out
+}
+
+// toServer opens a row's secrets into the unexported fields and masks
+// them in the exported ones.
+func (s *Service) toServer(r serverRow) (Server, error) {
+	env, err := s.openMap(r.EnvSealed, envPlace(r.ID))
+	if err != nil {
+		return Server{}, err
+	}
+	headers, err := s.openMap(r.HeadersSealed, headersPlace(r.ID))
+	if err != nil {
+		return Server{}, err
+	}
+	return Server{
+		ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, Enabled: r.Enabled, Type: r.Type,
+		Command: postgres.Value(r.Command), Args: r.Args, Env: maskMap(env), URL: postgres.Value(r.URL),
+		Headers: maskMap(headers), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), env: env, headers: headers,
+	}, nil
+}
+
+// ListServers lists a project's servers, creating its built-in record on
+// first use.
+func (s *Service) ListServers(ctx context.Context, project uuid.UUID, limit, offset int) ([]Server, int, error) {
+	if err := builtinEnsure(ctx, s.cfg.Pool, project, s.cfg.Now()); err != nil {
+		return nil, 0, err
+	}
+	rows, total, err := serversList(ctx, s.cfg.Pool, project, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]Server, len(rows))
+	for i, r := range rows {
+		if out[i], err = s.toServer(r); err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, total, nil
+}
+
+// ServerProject returns the project a server belongs to. Errors: not_found.
+func (s *Service) ServerProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return serverProject(ctx, s.cfg.Pool, id)
+}
+
+// server loads a project's server. Errors: not_found.
+func (s *Service) server(ctx context.Context, project, id uuid.UUID) (Server, error) {
+	r, err := serverGet(ctx, s.cfg.Pool, id)
+	if err != nil {
+		return Server{}, err
+	}
+	if r.ProjectID != project {
+		return Server{}, ErrServerNotFound
+	}
+	return s.toServer(r)
+}
+
+// Server returns a project's server, secrets masked. Errors: not_found.
+func (s *Service) Server(ctx context.Context, project, id uuid.UUID) (Server, error) {
+	return s.server(ctx, project, id)
+}
+
+var (
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)      //nolint:gochecknoglobals // compiled pattern, constant
+	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$") //nolint:gochecknoglobals // compiled pattern, constant
+)
+
+// Limits of a server record.
+const (
+	MaxArgs       = 100
+	MaxArgBytes   = 4096
+	MaxEntries    = 100
+	MaxValueBytes = 8192
+)
+
+// validate checks a complete record. Messages never echo values (they may
+// be secrets).
+func validate(srv *Server) error {
+	srv.Name = strings.TrimSpace(srv.Name)
+	if srv.Name == "" || len(srv.Name) > 200 {
+		return errs.New(errs.Invalid, "name must be 1 to 200 characters")
+	}
+	switch srv.Type {
+	case TypeStdio:
+		if strings.TrimSpace(srv.Command) == "" {
+			return errs.New(errs.Invalid, "a stdio server needs a command")
+		}
+		if len(srv.Command) > 1024 || strings.ContainsRune(srv.Command, 0) {
+			return errs.New(errs.Invalid, "command must be at most 1024 bytes without NUL characters")
+		}
+		if srv.URL != "" || len(srv.headers) > 0 {
+			return errs.New(errs.Invalid, "url and headers apply to sse and http servers, not stdio")
+		}
+		if len(srv.Args) > MaxArgs {
+			return errs.Errorf(errs.Invalid, "at most %d args", MaxArgs)
+		}
+		for i, a := range srv.Args {
+			if len(a) > MaxArgBytes || strings.ContainsRune(a, 0) {
+				return errs.Errorf(errs.Invalid, "args[%d] must be at most %d bytes without NUL characters", i, MaxArgBytes)
+			}
+		}
+		if len(srv.env) > MaxEntries {
+			return errs.Errorf(errs.Invalid, "at most %d env variables", MaxEntries)
+		}
+		for k, v := range srv.env {
+			if !envName.MatchString(k) {
+				return errs.New(errs.Invalid, "env names must be letters, digits and underscores, not starting with a digit")
+			}
+			if len(v) > MaxValueBytes || strings.ContainsRune(v, 0) {
+				return errs.Errorf(errs.Invalid, "env value of %s must be at most %d bytes without NUL characters", k, MaxValueBytes)
+			}
+		}
+	case TypeSSE, TypeHTTP:
+		u, err := url.Parse(srv.URL)
+		if srv.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(srv.URL) > 2048 {
+			return errs.Errorf(errs.Invalid, "a %s server needs an http(s) url", srv.Type)
+		}
+		if srv.Command != "" || len(srv.Args) > 0 || len(srv.env) > 0 {
+			return errs.Errorf(errs.Invalid, "command, args and env apply to stdio servers, not %s", srv.Type)
+		}
+		if len(srv.headers) > MaxEntries {
+			return errs.Errorf(errs.Invalid, "at most %d headers", MaxEntries)
+		}
+		for k, v := range srv.headers {
+			if !headerName.MatchString(k) {
+				return errs.New(errs.Invalid, "header names must be HTTP tokens")
+			}
+			if len(v) > MaxValueBytes || strings.ContainsAny(v, "\r\n\x00") {
+				return errs.Errorf(errs.Invalid, "header %s must be at most %d bytes without line breaks", k, MaxValueBytes)
+			}
+		}
+	case TypeBuiltin:
+		return ErrBuiltinCreate
+	default:
+		return errs.New(errs.Invalid, "type must be stdio, sse or http")
+	}
+	return nil
+}
+
+// CreateServer adds a server to a project. The caller has checked that it
+// may create stdio servers (CheckStdio). Errors: invalid_argument.
+func (s *Service) CreateServer(ctx context.Context, project uuid.UUID, in ServerInput) (Server, error) {
+	now := s.cfg.Now()
+	srv := Server{
+		ID: uuid.Must(uuid.NewV7()), ProjectID: project, Name: in.Name, Enabled: in.Enabled == nil || *in.Enabled, Type: in.Type,
+		Command: in.Command, Args: in.Args, URL: in.URL, env: in.Env, headers: in.Headers, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := validate(&srv); err != nil {
+		return Server{}, err
+	}
+	if err := serverInsert(ctx, s.cfg.Pool, s.toRow(srv)); err != nil {
+		return Server{}, err
+	}
+	return s.server(ctx, project, srv.ID)
+}
+
+func (s *Service) toRow(srv Server) serverRow {
+	return serverRow{
+		ID: srv.ID, ProjectID: srv.ProjectID, Name: srv.Name, Enabled: srv.Enabled, Type: srv.Type,
+		Command: postgres.NullIfEmpty(srv.Command), Args: srv.Args, EnvSealed: s.sealMap(srv.env, envPlace(srv.ID)),
+		URL: postgres.NullIfEmpty(srv.URL), HeadersSealed: s.sealMap(srv.headers, headersPlace(srv.ID)),
+		CreatedAt: srv.CreatedAt, UpdatedAt: srv.UpdatedAt,
+	}
+}
+
+// mergeSecrets replaces old with given, keeping old values where given
+// says ***.
+func mergeSecrets(old, given map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(given))
+	for k, v := range given {
+		if v == Masked {
+			ov, ok := old[k]
+			if !ok {
+				return nil, errs.Errorf(errs.Invalid, "%s is *** but has no stored value to keep", k)
+			}
+			v = ov
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// TouchesCommand reports whether an update changes what a stdio server
+// runs (command, args or env), which needs the stdio permission.
+func (u ServerUpdate) TouchesCommand() bool {
+	return u.Command != nil || u.Args != nil || u.Env != nil
+}
+
+// UpdateServer changes a server; disabling it or changing what it runs
+// stops its process. Errors: not_found, conflict (built-in),
+// invalid_argument.
+func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u ServerUpdate) (Server, error) {
+	srv, err := s.server(ctx, project, id)
+	if err != nil {
+		return Server{}, err
+	}
+	if srv.Type == TypeBuiltin {
+		return Server{}, ErrBuiltinFixed
+	}
+	if u.Name != nil {
+		srv.Name = *u.Name
+	}
+	if u.Enabled != nil {
+		srv.Enabled = *u.Enabled
+	}
+	if u.Command != nil {
+		srv.Command = *u.Command
+	}
+	if u.Args != nil {
+		srv.Args = *u.Args
+	}
+	if u.URL != nil {
+		srv.URL = *u.URL
+	}
+	if u.Env != nil {
+		if srv.env, err = mergeSecrets(srv.env, *u.Env); err != nil {
+			return Server{}, err
+		}
+	}
+	if u.Headers != nil {
+		if srv.headers, err = mergeSecrets(srv.headers, *u.Headers); err != nil {
+			return Server{}, err
+		}
+	}
+	if err := validate(&srv); err != nil {
+		return Server{}, err
+	}
+	srv.UpdatedAt = s.cfg.Now()
+	if err := serverUpdate(ctx, s.cfg.Pool, s.toRow(srv)); err != nil {
+		return Server{}, err
+	}
+	if !srv.Enabled || u.TouchesCommand() {
+		s.conn.stop(id)
+	}
+	return s.server(ctx, project, id)
+}
+
+// DeleteServer removes a server with its tools and stops its process.
+// Errors: not_found, conflict (built-in).
+func (s *Service) DeleteServer(ctx context.Context, project, id uuid.UUID) error {
+	srv, err := s.server(ctx, project, id)
+	if err != nil {
+		return err
+	}
+	if srv.Type == TypeBuiltin {
+		return ErrBuiltinFixed
+	}
+	s.conn.stop(id)
+	return serverDelete(ctx, s.cfg.Pool, id)
+}
+
+// session runs fn with a live session to srv within the call timeout.
+func (s *Service) session(ctx context.Context, srv Server, fn func(context.Context, *mcp.ClientSession) error) error {
+	if srv.Type == TypeBuiltin {
+		return ErrBuiltinRemote
+	}
+	if !srv.Enabled {
+		return errs.Errorf(errs.FailedPrecondition, "the MCP server %q is disabled", srv.Name)
+	}
+	if srv.Type == TypeStdio && s.cfg.StdioPolicy == StdioDisabled {
+		return ErrStdioOff
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	err := s.conn.with(ctx, srv, func(cs *mcp.ClientSession) error { return fn(ctx, cs) })
+	if err == nil {
+		return nil
+	}
+	if errs.CodeOf(err) != errs.Internal {
+		return err
+	}
+	if ctx.Err() != nil {
+		return errs.Errorf(errs.BadGateway, "the MCP server %q did not answer within %s", srv.Name, s.cfg.CallTimeout)
+	}
+	return errs.Errorf(errs.BadGateway, "the MCP server %q failed: %s", srv.Name, mcpMessage(err))
+}
+
+// liveTools lists every tool of a live server.
+func (s *Service) liveTools(ctx context.Context, srv Server) ([]LiveTool, error) {
+	out := []LiveTool{}
+	err := s.session(ctx, srv, func(ctx context.Context, cs *mcp.ClientSession) error {
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			lt := LiveTool{ToolName: t.Name, Description: t.Description, InputSchema: map[string]any{}}
+			if raw, err := json.Marshal(t.InputSchema); err == nil {
+				_ = json.Unmarshal(raw, &lt.InputSchema)
+			}
+			out = append(out, lt)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ToolName < out[j].ToolName })
+	return out, nil
+}
+
+// Inspect connects to a server and returns its live tool list without
+// recording it. Errors: not_found, invalid_argument (built-in),
+// failed_precondition (disabled), bad_gateway (the server failed).
+func (s *Service) Inspect(ctx context.Context, project, id uuid.UUID) ([]LiveTool, error) {
+	srv, err := s.server(ctx, project, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.liveTools(ctx, srv)
+}
+
+// Sync mirrors a server's live tool list into its catalogue: new tools are
+// added enabled, known ones refreshed with their enabled choice kept,
+// vanished ones removed. Errors as Inspect.
+func (s *Service) Sync(ctx context.Context, project, id uuid.UUID) (SyncResult, error) {
+	srv, err := s.server(ctx, project, id)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	live, err := s.liveTools(ctx, srv)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	var res SyncResult
+	err = postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		var err error
+		res.Added, res.Updated, res.Removed, err = toolsUpsert(ctx, tx, id, live, s.cfg.Now())
+		return err
+	})
+	if err != nil {
+		return SyncResult{}, err
+	}
+	if res.Tools, err = s.Tools(ctx, project, id); err != nil {
+		return SyncResult{}, err
+	}
+	return res, nil
+}
+
+// Tools lists a server's catalogue; the built-in server's tools carry
+// their effective setting. Errors: not_found.
+func (s *Service) Tools(ctx context.Context, project, id uuid.UUID) ([]Tool, error) {
+	srv, err := s.server(ctx, project, id)
+	if err != nil {
+		return nil, err
+	}
+	if srv.Type == TypeBuiltin {
+		return s.builtinTools(ctx, srv)
+	}
+	rows, err := toolsList(ctx, s.cfg.Pool, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Tool, len(rows))
+	for i, r := range rows {
+		out[i] = r.toTool()
+	}
+	return out, nil
+}
+
+// UpdateTool changes a tool: for external servers its enabled flag; for
+// the built-in server the project's setting (enabled and config.api_key of
+// configurable tools). toolID is the tool's id, or for built-in tools also
+// its name. Errors: not_found, invalid_argument.
+func (s *Service) UpdateTool(ctx context.Context, project, id uuid.UUID, toolID string, u ToolUpdate) (Tool, error) {
+	srv, err := s.server(ctx, project, id)
+	if err != nil {
+		return Tool{}, err
+	}
+	if srv.Type == TypeBuiltin {
+		return s.updateBuiltinTool(ctx, srv, toolID, u)
+	}
+	if u.Config != nil {
+		return Tool{}, errs.New(errs.Invalid, "config applies to built-in tools only")
+	}
+	if u.Enabled == nil {
+		return Tool{}, errs.New(errs.Invalid, "enabled is required")
+	}
+	tid, err := uuid.Parse(toolID)
+	if err != nil {
+		return Tool{}, ErrToolNotFound
+	}
+	if _, err := toolGet(ctx, s.cfg.Pool, id, tid); err != nil {
+		return Tool{}, err
+	}
+	if err := toolSetEnabled(ctx, s.cfg.Pool, tid, *u.Enabled); err != nil {
+		return Tool{}, err
+	}
+	r, err := toolGet(ctx, s.cfg.Pool, id, tid)
+	if err != nil {
+		return Tool{}, err
+	}
+	return r.toTool(), nil
+}
+
+// ListTools lists the enabled tools of a project's enabled external
+// servers (those agents may call).
+func (s *Service) ListTools(ctx context.Context, project uuid.UUID) ([]ToolRef, error) {
+	return toolRefsList(ctx, s.cfg.Pool, project)
+}
+
+// CallTool calls a tool of a project's external server, named by id or by
+// name, within the call timeout. A tool that fails reports it in the
+// result (IsError); errors are for calls that could not be made: not_found
+// (server or tool unknown, or not in the synced catalogue),
+// failed_precondition (server or tool disabled), invalid_argument (the
+// built-in server), bad_gateway (the server failed or timed out).
+func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	var r serverRow
+	var err error
+	if id, perr := uuid.Parse(server); perr == nil {
+		r, err = serverGet(ctx, s.cfg.Pool, id)
+		if err == nil && r.ProjectID != project {
+			err = ErrServerNotFound
+		}
+	} else {
+		r, err = serverGetByName(ctx, s.cfg.Pool, project, server)
+	}
+	if err != nil {
+		return nil, errs.Errorf(errs.NotFound, "no MCP server %q in this project", server)
+	}
+	srv, err := s.toServer(r)
+	if err != nil {
+		return nil, err
+	}
+	if srv.Type == TypeBuiltin {
+		return nil, errs.New(errs.Invalid, "the built-in server's tools are called directly, not through mcp-servers/call")
+	}
+	if !srv.Enabled {
+		return nil, errs.Errorf(errs.FailedPrecondition, "the MCP server %q is disabled", srv.Name)
+	}
+	t, err := toolGetByName(ctx, s.cfg.Pool, srv.ID, tool)
+	if err != nil {
+		return nil, errs.Errorf(errs.NotFound, "the MCP server %q has no tool %q in its catalogue (sync it to refresh)", srv.Name, tool)
+	}
+	if !t.Enabled {
+		return nil, errs.Errorf(errs.FailedPrecondition, "the tool %q of the MCP server %q is disabled", tool, srv.Name)
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	var res *mcp.CallToolResult
+	err = s.session(ctx, srv, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// CheckStdio applies GRAPHMILL_MCP_STDIO to a caller who wants to create or
+// change a stdio server: superadmin is whether the caller is one,
+// orgAdmin whether they administer the project's organization. Errors:
+// permission_denied.
+func (s *Service) CheckStdio(superadmin, orgAdmin bool) error {
+	switch s.cfg.StdioPolicy {
+	case StdioDisabled:
+		return ErrStdioOff
+	case StdioEnabled:
+		if superadmin || orgAdmin {
+			return nil
+		}
+		return ErrStdioOrgAdmin
+	}
+	if superadmin {
+		return nil
+	}
+	return ErrStdioSuper
+}

@@ -1,0 +1,151 @@
+package mcpregistry_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/mcpregistry"
+	"github.com/graphmill/graphmill/internal/mcpregistry/mcptest"
+)
+
+func TestWebSearchLevels(t *testing.T) {
+	t.Parallel()
+	brave := mcptest.NewBrave(t, "key-global", "key-org", "key-project")
+	for _, global := range []string{"", "key-global"} {
+		t.Run("global="+global, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(c *mcpregistry.Config) { c.WebSearchAPIKey, c.WebSearchBaseURL = global, brave.URL })
+			ctx := context.Background()
+			builtin, _, err := b.svc.ListServers(ctx, b.project, 50, 0)
+			require.NoError(t, err)
+			bid := builtin[0].ID
+			effective := func() mcpregistry.Tool {
+				tools, err := b.svc.Tools(ctx, b.project, bid)
+				require.NoError(t, err)
+				return toolByName(t, tools, mcpregistry.WebSearchTool)
+			}
+			search := func() ([]mcpregistry.SearchResult, error) {
+				return b.svc.WebSearch(ctx, b.project, "graph databases", 2)
+			}
+
+			tool := effective()
+			require.Equal(t, mcpregistry.LevelGlobal, tool.InheritedFrom)
+			if global == "" {
+				require.False(t, tool.Enabled, "no key at any level: disabled")
+				_, err := search()
+				require.ErrorIs(t, err, mcpregistry.ErrNoSearchKey)
+			} else {
+				require.True(t, tool.Enabled)
+				require.Equal(t, map[string]any{"api_key": "***"}, tool.Config)
+				res, err := search()
+				require.NoError(t, err)
+				require.Len(t, res, 2)
+				require.Equal(t, mcpregistry.SearchResult{Title: "graph databases result 1", URL: "https://example.com/1", Description: "About graph databases"}, res[0])
+				require.Equal(t, "key-global", brave.Keys()[len(brave.Keys())-1])
+			}
+
+			// Organization default.
+			st, err := b.svc.PutOrgToolSetting(ctx, b.org, mcpregistry.WebSearchTool, nil, map[string]any{"api_key": "key-org"})
+			require.NoError(t, err)
+			require.Equal(t, map[string]any{"api_key": "***"}, st.Config)
+			require.True(t, st.Enabled)
+			tool = effective()
+			require.Equal(t, mcpregistry.LevelOrg, tool.InheritedFrom)
+			require.True(t, tool.Enabled)
+			_, err = search()
+			require.NoError(t, err)
+			require.Equal(t, "key-org", brave.Keys()[len(brave.Keys())-1])
+
+			// Project setting.
+			tool, err = b.svc.UpdateTool(ctx, b.project, bid, mcpregistry.WebSearchTool, mcpregistry.ToolUpdate{Config: map[string]any{"api_key": "key-project"}})
+			require.NoError(t, err)
+			require.Equal(t, mcpregistry.LevelProject, tool.InheritedFrom)
+			require.True(t, tool.Enabled)
+			_, err = search()
+			require.NoError(t, err)
+			require.Equal(t, "key-project", brave.Keys()[len(brave.Keys())-1])
+
+			// The project disables it: its setting wins over the org's.
+			tool, err = b.svc.UpdateTool(ctx, b.project, bid, tool.ID.String(), mcpregistry.ToolUpdate{Enabled: ptr(false)})
+			require.NoError(t, err)
+			require.False(t, tool.Enabled)
+			_, err = search()
+			require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err))
+			require.Contains(t, err.Error(), "project setting")
+
+			// Sealed at rest.
+			var sealed string
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT config_sealed FROM mcp_project_tool_settings WHERE project_id = $1`, b.project).Scan(&sealed))
+			require.NotContains(t, sealed, "key-project")
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT config_sealed FROM mcp_org_tool_settings WHERE org_id = $1`, b.org).Scan(&sealed))
+			require.NotContains(t, sealed, "key-org")
+
+			// Removing the org default: back to global for a project without a setting.
+			require.NoError(t, b.svc.DeleteOrgToolSetting(ctx, b.org, mcpregistry.WebSearchTool))
+			require.Equal(t, errs.NotFound, errs.CodeOf(b.svc.DeleteOrgToolSetting(ctx, b.org, mcpregistry.WebSearchTool)))
+			_, err = b.pool.Exec(ctx, `DELETE FROM mcp_project_tool_settings`)
+			require.NoError(t, err)
+			require.Equal(t, mcpregistry.LevelGlobal, effective().InheritedFrom)
+		})
+	}
+}
+
+func TestWebSearchErrors(t *testing.T) {
+	t.Parallel()
+	brave := mcptest.NewBrave(t, "good")
+	ctx := context.Background()
+	b := setup(t, func(c *mcpregistry.Config) { c.WebSearchAPIKey, c.WebSearchBaseURL = "bad", brave.URL })
+	_, err := b.svc.WebSearch(ctx, b.project, "q", 1)
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err))
+	require.Contains(t, err.Error(), "rejected the API key of the global setting")
+	require.NotContains(t, err.Error(), "bad")
+
+	b = setup(t, func(c *mcpregistry.Config) { c.WebSearchAPIKey, c.WebSearchBaseURL = "good", brave.URL })
+	_, err = b.svc.WebSearch(ctx, b.project, "", 1)
+	require.Equal(t, errs.Invalid, errs.CodeOf(err))
+	_, err = b.svc.WebSearch(ctx, b.project, "q", 99)
+	require.Equal(t, errs.Invalid, errs.CodeOf(err))
+	for status, code := range map[int]errs.Code{http.StatusTooManyRequests: errs.RateLimited, http.StatusBadGateway: errs.BadGateway} {
+		brave.FailWith(status)
+		_, err = b.svc.WebSearch(ctx, b.project, "q", 1)
+		require.Equal(t, code, errs.CodeOf(err), "%d: %v", status, err)
+	}
+	brave.FailWith(0)
+}
+
+func TestToolSettingValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *mcpregistry.Config) {
+		c.Builtin = append(c.Builtin, mcpregistry.BuiltinTool{Name: "graph_search", Description: "search"})
+	})
+	ctx := context.Background()
+	builtin, _, err := b.svc.ListServers(ctx, b.project, 50, 0)
+	require.NoError(t, err)
+	bid := builtin[0].ID
+	tools, err := b.svc.Tools(ctx, b.project, bid)
+	require.NoError(t, err)
+	require.Len(t, tools, 2)
+	gs := toolByName(t, tools, "graph_search")
+	require.True(t, gs.Enabled, "tools without config are on by default")
+	require.Equal(t, mcpregistry.LevelGlobal, gs.InheritedFrom)
+
+	_, err = b.svc.UpdateTool(ctx, b.project, bid, "graph_search", mcpregistry.ToolUpdate{Config: map[string]any{"api_key": "x"}})
+	require.Equal(t, errs.Invalid, errs.CodeOf(err))
+	_, err = b.svc.UpdateTool(ctx, b.project, bid, mcpregistry.WebSearchTool, mcpregistry.ToolUpdate{Config: map[string]any{"other": "x"}})
+	require.Equal(t, errs.Invalid, errs.CodeOf(err))
+	_, err = b.svc.UpdateTool(ctx, b.project, bid, mcpregistry.WebSearchTool, mcpregistry.ToolUpdate{})
+	require.Equal(t, errs.Invalid, errs.CodeOf(err))
+	_, err = b.svc.UpdateTool(ctx, b.project, bid, "nope", mcpregistry.ToolUpdate{Enabled: ptr(true)})
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
+	_, err = b.svc.PutOrgToolSetting(ctx, b.org, "nope", ptr(true), nil)
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
+
+	gs, err = b.svc.UpdateTool(ctx, b.project, bid, gs.ID.String(), mcpregistry.ToolUpdate{Enabled: ptr(false)})
+	require.NoError(t, err)
+	require.False(t, gs.Enabled)
+	require.Equal(t, mcpregistry.LevelProject, gs.InheritedFrom)
+}
