@@ -1,0 +1,291 @@
+package vectorindex
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// entry is one (project, space) of the cache.
+type entry struct {
+	key entryKey
+
+	// loadMu serialises loads and refreshes; loaded and hasLoaded are
+	// guarded by it.
+	loadMu    sync.Mutex
+	loaded    stamp
+	hasLoaded bool
+
+	mu   sync.RWMutex // guards data and what it points to
+	data *vectors
+
+	evicted atomic.Bool
+	charged int64 // guarded by Index.mu
+}
+
+// rowKey identifies a stored vector: a chunk (policy is the nil UUID) or an
+// object under one embedding policy.
+type rowKey struct {
+	id, policy uuid.UUID
+}
+
+// vectors holds the vectors of one (project, space). A vector that is
+// replaced or removed becomes a dead slot (skipped by searches, still a
+// waypoint of the graph) until the next full reload compacts them.
+type vectors struct {
+	arena arena
+	ids   []uuid.UUID // per slot
+	at    []int64     // per slot: embedded_at, µs since the epoch
+	dead  []bool      // per slot
+	live  int
+	slots map[rowKey]int32
+
+	// watermark is the newest embedded_at applied.
+	watermark time.Time
+
+	graph     *graph // nil until built
+	building  bool
+	abandoned atomic.Bool // replaced by a full reload
+}
+
+func newVectors(dim int) *vectors {
+	return &vectors{arena: arena{dim: dim}, slots: map[rowKey]int32{}}
+}
+
+// bytes estimates the memory held: the arena, the per-slot arrays, the slot
+// map and the graph.
+func (v *vectors) bytes() int64 {
+	n := int64(v.arena.n)
+	b := int64(len(v.arena.blocks))*blockVectors*int64(v.arena.dim)*4 + n*(16+8+1) + int64(len(v.slots))*64
+	if v.graph != nil {
+		b += v.graph.bytes()
+	}
+	return b
+}
+
+func (v *vectors) deadCount() int { return v.arena.n - v.live }
+
+// row is one stored vector read from the database. inSpace is false for a
+// vector that now belongs to another space or to a deleted object: it is
+// removed from this one.
+type row struct {
+	key        rowKey
+	inSpace    bool
+	embedding  []float32
+	embeddedAt time.Time
+}
+
+// apply adds, replaces or removes the vector of r. It reports false for a
+// vector that cannot be used (wrong length, zero or not finite), which is
+// then left out.
+func (v *vectors) apply(r row) bool {
+	at := r.embeddedAt.UnixMicro()
+	if r.embeddedAt.After(v.watermark) {
+		v.watermark = r.embeddedAt
+	}
+	old, had := v.slots[r.key]
+	if had && r.inSpace && v.at[old] == at {
+		return true // read again within the overlap window: unchanged
+	}
+	if had {
+		v.dead[old] = true
+		v.live--
+		delete(v.slots, r.key)
+	}
+	if !r.inSpace {
+		return true
+	}
+	if len(r.embedding) != v.arena.dim || !normalize(r.embedding) {
+		return false
+	}
+	slot := v.arena.add(r.embedding)
+	v.ids = append(v.ids, r.key.id)
+	v.at = append(v.at, at)
+	v.dead = append(v.dead, false)
+	v.slots[r.key] = slot
+	v.live++
+	if v.graph != nil {
+		v.graph.insert(&v.arena, slot)
+	}
+	return true
+}
+
+// refresh brings e up to want: a full load the first time, after a removal,
+// a resync or when dead slots pile up; otherwise the rows embedded since
+// the watermark (less the overlap). It returns the bytes e now holds.
+func (e *entry) refresh(ctx context.Context, ix *Index, want stamp) (int64, error) {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	e.mu.RLock()
+	d := e.data
+	e.mu.RUnlock()
+	if e.hasLoaded && e.loaded == want && d != nil {
+		return -1, nil
+	}
+	sp := e.key.space
+	full := !e.hasLoaded || d == nil || e.loaded.resync != want.resync || e.loaded.v.full != want.v.full ||
+		d.deadCount() > max(blockVectors, d.live/4)
+	if full {
+		nv := newVectors(sp.Dimension)
+		skipped := 0
+		err := vectorsLoad(ctx, ix.db, e.key.project, sp, func(r row) {
+			if !nv.apply(r) {
+				skipped++
+			}
+		})
+		if err != nil {
+			return 0, fmt.Errorf("load %s of project %s: %w", sp, e.key.project, err)
+		}
+		if skipped > 0 {
+			ix.logger.Warn("vectorindex: vectors left out (wrong length, zero or not finite)", "project", e.key.project, "space", sp.String(), "count", skipped)
+		}
+		e.mu.Lock()
+		if d != nil {
+			d.abandoned.Store(true)
+		}
+		e.data = nv
+		total := nv.bytes()
+		e.mu.Unlock()
+		e.loaded, e.hasLoaded = want, true
+		return total, nil
+	}
+	since := d.watermark.Add(-ix.cfg.Overlap)
+	var rows []row
+	err := vectorsLoadSince(ctx, ix.db, e.key.project, sp, since, func(r row) { rows = append(rows, r) })
+	if err != nil {
+		return 0, fmt.Errorf("refresh %s of project %s: %w", sp, e.key.project, err)
+	}
+	e.mu.Lock()
+	for _, r := range rows {
+		d.apply(r)
+	}
+	total := d.bytes()
+	e.mu.Unlock()
+	e.loaded = want
+	return total, nil
+}
+
+// search runs one query (normalised) against e's current vectors.
+func (e *entry) search(q []float32, k int, filter func(uuid.UUID) bool, cfg Config) []Hit {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	d := e.data
+	if d == nil || d.live == 0 {
+		return nil
+	}
+	if d.graph == nil || (filter != nil && d.passRate(filter) < 1/float64(cfg.Oversample)) {
+		return d.exactSearch(q, k, filter)
+	}
+	ef := max(cfg.HNSWEfSearch, k)
+	if filter != nil {
+		ef = max(cfg.HNSWEfSearch, k*cfg.Oversample)
+	}
+	accept := func(slot int32) bool {
+		return !d.dead[slot] && (filter == nil || filter(d.ids[slot]))
+	}
+	cands, _ := d.graph.search(&d.arena, q, ef, accept)
+	top := newTopK(k)
+	for _, c := range cands {
+		top.offer(d.ids[c.slot], c.sim)
+	}
+	if !top.full() && (filter != nil || len(top.hits) < d.live) {
+		// Too few accepted nodes were reachable within ef (a filter
+		// more selective than estimated, or several vectors per ID):
+		// the scan is exact and, for a selective filter, cheap.
+		return d.exactSearch(q, k, filter)
+	}
+	return top.sorted()
+}
+
+// passRate estimates the share of live vectors filter accepts from an even
+// sample of slots.
+func (v *vectors) passRate(filter func(uuid.UUID) bool) float64 {
+	const samples = 128
+	step := max(1, v.arena.n/samples)
+	seen, pass := 0, 0
+	for s := 0; s < v.arena.n; s += step {
+		if v.dead[s] {
+			continue
+		}
+		seen++
+		if filter(v.ids[s]) {
+			pass++
+		}
+	}
+	if seen == 0 {
+		return 0
+	}
+	return float64(pass) / float64(seen)
+}
+
+// maybeBuild starts building the graph of e's vectors in the background
+// when they reached the threshold; searches scan meanwhile.
+func (ix *Index) maybeBuild(e *entry) {
+	e.mu.Lock()
+	d := e.data
+	if d == nil || d.graph != nil || d.building || d.live < ix.cfg.HNSWThreshold || e.evicted.Load() {
+		e.mu.Unlock()
+		return
+	}
+	d.building = true
+	snap := d.arena // the first snap.n slots never change
+	e.mu.Unlock()
+
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		e.mu.Lock()
+		d.building = false
+		e.mu.Unlock()
+		return
+	}
+	ix.builds.Add(1)
+	ix.mu.Unlock()
+	go func() {
+		defer ix.builds.Done()
+		ix.build(e, d, snap)
+	}()
+}
+
+// build inserts the snapshot's slots into a new graph without a lock, then
+// catches up with the slots added meanwhile and attaches the graph.
+func (ix *Index) build(e *entry, d *vectors, snap arena) {
+	start := time.Now()
+	g := newGraph(ix.cfg.HNSWM, ix.cfg.HNSWEfConstruction, uint64(start.UnixNano())) //nolint:gosec // a seed
+	stopped := func() bool {
+		select {
+		case <-ix.stop:
+			return true
+		default:
+			return d.abandoned.Load() || e.evicted.Load()
+		}
+	}
+	for slot := range int32(snap.n) { //nolint:gosec // slots fit int32
+		if slot%256 == 0 && stopped() {
+			e.mu.Lock()
+			d.building = false
+			e.mu.Unlock()
+			return
+		}
+		g.insert(&snap, slot)
+	}
+	e.mu.Lock()
+	d.building = false
+	if stopped() {
+		e.mu.Unlock()
+		return
+	}
+	for slot := int32(snap.n); slot < int32(d.arena.n); slot++ { //nolint:gosec // slots fit int32
+		g.insert(&d.arena, slot)
+	}
+	d.graph = g
+	total := d.bytes()
+	e.mu.Unlock()
+	ix.logger.Info("vectorindex: graph built", "project", e.key.project, "space", e.key.space.String(),
+		"vectors", snap.n, "took", time.Since(start).Round(time.Millisecond))
+	ix.charge(e, total)
+}
