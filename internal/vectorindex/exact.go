@@ -31,7 +31,7 @@ func (a *arena) add(v []float32) int32 {
 	if a.n%blockVectors == 0 {
 		a.blocks = append(a.blocks, make([]float32, blockVectors*a.dim))
 	}
-	slot := int32(a.n)
+	slot := int32(a.n) //nolint:gosec // vectors.apply keeps n below MaxInt32
 	copy(a.vec(slot), v)
 	a.n++
 	return slot

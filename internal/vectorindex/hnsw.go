@@ -1,7 +1,6 @@
 package vectorindex
 
 import (
-	"container/heap"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -49,32 +48,51 @@ type candidate struct {
 	sim  float32
 }
 
-// nearest is a max-heap on similarity: the best candidate first.
-type nearest []candidate
-
-func (h nearest) Len() int           { return len(h) }
-func (h nearest) Less(i, j int) bool { return h[i].sim > h[j].sim }
-func (h nearest) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *nearest) Push(x any)        { *h = append(*h, x.(candidate)) }
-func (h *nearest) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// candHeap is a binary heap of candidates: better(a, b) puts a nearer the
+// root. Typed rather than container/heap, which boxes every push.
+type candHeap struct {
+	items  []candidate
+	better func(a, b float32) bool
 }
 
-// furthest is a min-heap on similarity: the worst result first.
-type furthest []candidate
+func maxFirst(a, b float32) bool { return a > b }
+func minFirst(a, b float32) bool { return a < b }
 
-func (h furthest) Len() int           { return len(h) }
-func (h furthest) Less(i, j int) bool { return h[i].sim < h[j].sim }
-func (h furthest) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *furthest) Push(x any)        { *h = append(*h, x.(candidate)) }
-func (h *furthest) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h *candHeap) push(c candidate) {
+	h.items = append(h.items, c)
+	i := len(h.items) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.better(h.items[i].sim, h.items[p].sim) {
+			break
+		}
+		h.items[i], h.items[p] = h.items[p], h.items[i]
+		i = p
+	}
+}
+
+func (h *candHeap) pop() candidate {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= last {
+			break
+		}
+		c := l
+		if r := l + 1; r < last && h.better(h.items[r].sim, h.items[l].sim) {
+			c = r
+		}
+		if !h.better(h.items[c].sim, h.items[i].sim) {
+			break
+		}
+		h.items[i], h.items[c] = h.items[c], h.items[i]
+		i = c
+	}
+	return top
 }
 
 // visitSet marks visited nodes with a generation number, so that it is
@@ -104,20 +122,23 @@ func (g *graph) getVisited() *visitSet {
 // searchLayer returns up to ef nodes of level closest to q, starting from
 // eps. accept (nil: all) says which nodes may be results; rejected nodes are
 // still traversed. It also returns how many nodes it evaluated.
-func (g *graph) searchLayer(a *arena, q []float32, eps []candidate, ef, level int, accept func(int32) bool, vs *visitSet) (furthest, int) {
-	cands := make(nearest, 0, ef*2)
-	results := make(furthest, 0, ef+1)
+func (g *graph) searchLayer(a *arena, q []float32, eps []candidate, ef, level int, accept func(int32) bool, vs *visitSet) ([]candidate, int) {
+	cands := candHeap{items: make([]candidate, 0, ef*2), better: maxFirst}
+	results := candHeap{items: make([]candidate, 0, ef+1), better: minFirst}
 	evaluated := 0
 	for _, ep := range eps {
 		vs.marks[ep.slot] = vs.gen
-		heap.Push(&cands, ep)
+		cands.push(ep)
 		if accept == nil || accept(ep.slot) {
-			heap.Push(&results, ep)
+			results.push(ep)
+			if len(results.items) > ef {
+				results.pop()
+			}
 		}
 	}
-	for len(cands) > 0 {
-		c := heap.Pop(&cands).(candidate)
-		if len(results) >= ef && c.sim < results[0].sim {
+	for len(cands.items) > 0 {
+		c := cands.pop()
+		if len(results.items) >= ef && c.sim < results.items[0].sim {
 			break
 		}
 		for _, nb := range g.links[c.slot][level] {
@@ -127,18 +148,18 @@ func (g *graph) searchLayer(a *arena, q []float32, eps []candidate, ef, level in
 			vs.marks[nb] = vs.gen
 			evaluated++
 			s := vek32.Dot(a.vec(nb), q)
-			if len(results) < ef || s > results[0].sim {
-				heap.Push(&cands, candidate{nb, s})
+			if len(results.items) < ef || s > results.items[0].sim {
+				cands.push(candidate{nb, s})
 				if accept == nil || accept(nb) {
-					heap.Push(&results, candidate{nb, s})
-					if len(results) > ef {
-						heap.Pop(&results)
+					results.push(candidate{nb, s})
+					if len(results.items) > ef {
+						results.pop()
 					}
 				}
 			}
 		}
 	}
-	return results, evaluated
+	return results.items, evaluated
 }
 
 // search returns up to ef accepted nodes near q, best first, and how many
@@ -153,8 +174,7 @@ func (g *graph) search(a *arena, q []float32, ef int, accept func(int32) bool) (
 	for l := g.top; l > 0; l-- {
 		ep = g.greedy(a, q, ep, l)
 	}
-	res, n := g.searchLayer(a, q, []candidate{ep}, ef, 0, accept, vs)
-	out := []candidate(res)
+	out, n := g.searchLayer(a, q, []candidate{ep}, ef, 0, accept, vs)
 	slices.SortFunc(out, func(x, y candidate) int {
 		switch {
 		case x.sim > y.sim:
@@ -189,7 +209,7 @@ func (g *graph) insert(a *arena, slot int32) {
 		g.links = append(g.links, nil)
 	}
 	level := min(int(-math.Log(1-g.rng.Float64())*g.ml), 32)
-	g.levels[slot] = int8(level)
+	g.levels[slot] = int8(level) //nolint:gosec // level is at most 32
 	g.links[slot] = make([][]int32, level+1)
 	if g.entry < 0 {
 		g.entry, g.top = slot, level
@@ -209,8 +229,7 @@ func (g *graph) insert(a *arena, slot int32) {
 			clear(vs.marks)
 			vs.gen = 1
 		}
-		w, _ := g.searchLayer(a, q, eps, g.efConstruction, l, nil, vs)
-		found := []candidate(w)
+		found, _ := g.searchLayer(a, q, eps, g.efConstruction, l, nil, vs)
 		slices.SortFunc(found, func(x, y candidate) int {
 			switch {
 			case x.sim > y.sim:
@@ -280,7 +299,8 @@ func (g *graph) selectNeighbours(a *arena, cands []candidate, m int) []int32 {
 // link adds the edge from -> to at level, dropping from's least similar
 // neighbour when it has more than limit.
 func (g *graph) link(a *arena, from, to int32, level, limit int) {
-	nbs := append(g.links[from][level], to)
+	nbs := g.links[from][level]
+	nbs = append(nbs, to)
 	if len(nbs) > limit {
 		fv := a.vec(from)
 		worst, worstSim := 0, float32(math.Inf(1))

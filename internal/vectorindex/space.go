@@ -3,6 +3,7 @@ package vectorindex
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,7 +100,7 @@ func (v *vectors) apply(r row) bool {
 	if !r.inSpace {
 		return true
 	}
-	if len(r.embedding) != v.arena.dim || !normalize(r.embedding) {
+	if len(r.embedding) != v.arena.dim || v.arena.n == math.MaxInt32 || !normalize(r.embedding) {
 		return false
 	}
 	slot := v.arena.add(r.embedding)

@@ -40,13 +40,13 @@ const Channel = "vectorindex"
 
 // Defaults of Config.
 const (
-	CacheBytesDefault     = 1 << 30
-	HNSWThresholdDefault  = 20_000
-	HNSWMDefault          = 16
+	CacheBytesDefault      = 1 << 30
+	HNSWThresholdDefault   = 20_000
+	HNSWMDefault           = 16
 	HNSWEfConstructDefault = 100
-	HNSWEfSearchDefault   = 64
-	OversampleDefault     = 4
-	OverlapDefault        = 2 * time.Minute
+	HNSWEfSearchDefault    = 128
+	OversampleDefault      = 4
+	OverlapDefault         = 2 * time.Minute
 )
 
 // Errors Search returns.
