@@ -15,7 +15,6 @@ package vectorindex
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
@@ -49,12 +49,12 @@ const (
 	OverlapDefault         = 2 * time.Minute
 )
 
-// Errors Search returns.
+// Errors of Search, Spaces, Changed and Removed.
 var (
-	ErrKind      = errors.New("vectorindex: unknown kind")
-	ErrDimension = errors.New("vectorindex: query dimension does not match the space")
-	ErrZeroQuery = errors.New("vectorindex: query vector has no direction (zero or not finite)")
-	ErrClosed    = errors.New("vectorindex: index closed")
+	ErrKind      = errs.New(errs.Invalid, "unknown vector kind")
+	ErrDimension = errs.New(errs.Invalid, "the query vector's dimension does not match the vector space")
+	ErrZeroQuery = errs.New(errs.Invalid, "the query vector has no direction (zero or not finite)")
+	ErrClosed    = errs.New(errs.Unavailable, "the vector index is closed")
 )
 
 // Space identifies vectors that can be compared: same kind, same model,
@@ -314,8 +314,9 @@ func (ix *Index) kindSpaces(ctx context.Context, project uuid.UUID, kind string)
 // Search returns the k vectors of project in space most similar to query
 // (cosine similarity, best first), at most one hit per ID. filter, when not
 // nil, says which IDs may be returned. A space the project has no vectors
-// in gives no hits. Errors: ErrKind, ErrDimension, ErrZeroQuery, ErrClosed,
-// and database errors while loading.
+// in gives no hits. Errors: invalid_argument (ErrKind, ErrDimension,
+// ErrZeroQuery), unavailable (ErrClosed), and database errors while
+// loading.
 func (ix *Index) Search(ctx context.Context, project uuid.UUID, space Space, query []float32, k int, filter func(id uuid.UUID) bool) ([]Hit, error) {
 	if space.Kind != KindChunks && space.Kind != KindObjects {
 		return nil, fmt.Errorf("%w: %q", ErrKind, space.Kind)

@@ -47,6 +47,7 @@ func (t *tap) Listen(channel string, fn func(events.Notification)) func() {
 // testBundle is an index on a fresh database, and a second pool standing
 // for another process that writes vectors.
 type testBundle struct {
+	tap     *tap
 	pool    *pgxpool.Pool // the index's
 	writer  *pgxpool.Pool // "another process"
 	index   *vectorindex.Index
@@ -78,7 +79,7 @@ func setup(t *testing.T, cfg vectorindex.Config) *testBundle {
 	case <-time.After(waitFor):
 		require.FailNow(t, "the index never started listening")
 	}
-	b := &testBundle{pool: pool, writer: writer, index: ix}
+	b := &testBundle{tap: tp, pool: pool, writer: writer, index: ix}
 	b.project, b.doc = b.newProject(t)
 	return b
 }
@@ -424,6 +425,39 @@ func TestObjectDeletionsBecomeVisible(t *testing.T) {
 	spaces, err := b.index.Spaces(ctx, b.project)
 	require.NoError(t, err)
 	require.Equal(t, []vectorindex.Space{sp}, spaces)
+}
+
+func TestLostNotificationsReloadInFull(t *testing.T) {
+	t.Parallel()
+	b := setup(t, vectorindex.Config{})
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(15, 16))
+	chunks := randomChunks(r, 10, 4, "m")
+	b.insertChunks(t, b.writer, b.project, b.doc, chunks)
+	search := func() []uuid.UUID {
+		hits, err := b.index.Search(ctx, b.project, space("m", 4), chunks[0].vector, 100, nil)
+		require.NoError(t, err)
+		return ids(hits)
+	}
+	require.Len(t, search(), 10)
+
+	// A delete whose notification is lost (here: never sent) is not seen...
+	_, err := b.writer.Exec(ctx, `DELETE FROM document_chunks WHERE id = $1`, chunks[0].id)
+	require.NoError(t, err)
+	require.Contains(t, search(), chunks[0].id)
+
+	// ...until the listening connection is re-established: notifications
+	// may have been lost while it was down, so entries reload in full.
+	_, err = b.writer.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = $1`, events.ApplicationName)
+	require.NoError(t, err)
+	select {
+	case <-b.tap.resync:
+	case <-time.After(waitFor):
+		require.FailNow(t, "the notifier never listened again")
+	}
+	require.NotContains(t, search(), chunks[0].id)
+	require.Len(t, search(), 9)
 }
 
 func TestChangedRejectsUnknownKind(t *testing.T) {
