@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // entry is one (project, space) of the cache.
@@ -88,15 +90,10 @@ func (v *vectors) apply(r row) bool {
 	if r.embeddedAt.After(v.watermark) {
 		v.watermark = r.embeddedAt
 	}
-	old, had := v.slots[r.key]
-	if had && r.inSpace && v.at[old] == at {
+	if old, had := v.slots[r.key]; had && r.inSpace && v.at[old] == at {
 		return true // read again within the overlap window: unchanged
 	}
-	if had {
-		v.dead[old] = true
-		v.live--
-		delete(v.slots, r.key)
-	}
+	v.remove(r.key)
 	if !r.inSpace {
 		return true
 	}
@@ -115,22 +112,51 @@ func (v *vectors) apply(r row) bool {
 	return true
 }
 
-// refresh brings e up to want: a full load the first time, after a removal,
-// a resync or when dead slots pile up; otherwise the rows embedded since
-// the watermark (less the overlap). It returns the bytes e now holds.
+// remove makes the vector of key, if any, a dead slot.
+func (v *vectors) remove(key rowKey) {
+	if slot, ok := v.slots[key]; ok {
+		v.dead[slot] = true
+		v.live--
+		delete(v.slots, key)
+	}
+}
+
+// refreshMode is how an entry catches up with the database.
+type refreshMode int
+
+const (
+	modeFresh     refreshMode = iota
+	modeFull                  // load everything into new vectors
+	modeReconcile             // compare every key and embedded_at, fetch what differs
+	modeSince                 // read what was embedded since the watermark
+)
+
+// refresh brings e up to want and returns the bytes e now holds (-1 when
+// it was fresh). Apart from the first load and a compaction of dead slots
+// (full loads), vectors change in place: writers are only read through
+// the rows they changed.
 func (e *entry) refresh(ctx context.Context, ix *Index, want stamp) (int64, error) {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
 	e.mu.RLock()
 	d := e.data
 	e.mu.RUnlock()
-	if e.hasLoaded && e.loaded == want && d != nil {
+	// d's fields are written only under loadMu, which this goroutine
+	// holds: reading them without e.mu is safe.
+	mode := modeSince
+	switch {
+	case !e.hasLoaded || d == nil || d.deadCount() > max(blockVectors, d.live/4):
+		mode = modeFull
+	case e.loaded == want:
 		return -1, nil
+	case e.loaded.resync != want.resync || e.loaded.v.removed != want.v.removed:
+		mode = modeReconcile
 	}
 	sp := e.key.space
-	full := !e.hasLoaded || d == nil || e.loaded.resync != want.resync || e.loaded.v.full != want.v.full ||
-		d.deadCount() > max(blockVectors, d.live/4)
-	if full {
+	var rows []row
+	var gone []rowKey
+	switch mode {
+	case modeFull:
 		nv := newVectors(sp.Dimension)
 		skipped := 0
 		err := vectorsLoad(ctx, ix.db, e.key.project, sp, func(r row) {
@@ -153,14 +179,23 @@ func (e *entry) refresh(ctx context.Context, ix *Index, want stamp) (int64, erro
 		e.mu.Unlock()
 		e.loaded, e.hasLoaded = want, true
 		return total, nil
-	}
-	since := d.watermark.Add(-ix.cfg.Overlap)
-	var rows []row
-	err := vectorsLoadSince(ctx, ix.db, e.key.project, sp, since, func(r row) { rows = append(rows, r) })
-	if err != nil {
-		return 0, fmt.Errorf("refresh %s of project %s: %w", sp, e.key.project, err)
+	case modeReconcile:
+		var err error
+		rows, gone, err = d.reconcile(ctx, ix.db, e.key.project, sp)
+		if err != nil {
+			return 0, fmt.Errorf("reconcile %s of project %s: %w", sp, e.key.project, err)
+		}
+	default:
+		since := d.watermark.Add(-ix.cfg.Overlap)
+		err := vectorsLoadSince(ctx, ix.db, e.key.project, sp, since, func(r row) { rows = append(rows, r) })
+		if err != nil {
+			return 0, fmt.Errorf("refresh %s of project %s: %w", sp, e.key.project, err)
+		}
 	}
 	e.mu.Lock()
+	for _, k := range gone {
+		d.remove(k)
+	}
 	for _, r := range rows {
 		d.apply(r)
 	}
@@ -168,6 +203,39 @@ func (e *entry) refresh(ctx context.Context, ix *Index, want stamp) (int64, erro
 	e.mu.Unlock()
 	e.loaded = want
 	return total, nil
+}
+
+// reconcile compares v with the keys and embedded_at of every vector of
+// the space in the database: it returns the rows to apply (absent from v
+// or re-embedded) and the keys to remove (gone from the space). Called
+// with the entry's loadMu held.
+func (v *vectors) reconcile(ctx context.Context, db postgres.DBTX, project uuid.UUID, sp Space) ([]row, []rowKey, error) {
+	stored := make(map[rowKey]int64, len(v.slots))
+	err := vectorsStamps(ctx, db, project, sp, func(k rowKey, at time.Time) { stored[k] = at.UnixMicro() })
+	if err != nil {
+		return nil, nil, err
+	}
+	var gone []rowKey
+	for k := range v.slots {
+		if _, ok := stored[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	var fetch []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for k, at := range stored {
+		if slot, ok := v.slots[k]; (!ok || v.at[slot] != at) && !seen[k.id] {
+			seen[k.id] = true
+			fetch = append(fetch, k.id)
+		}
+	}
+	var rows []row
+	if len(fetch) > 0 {
+		if err := vectorsByID(ctx, db, project, sp, fetch, func(r row) { rows = append(rows, r) }); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rows, gone, nil
 }
 
 // search runs one query (normalised) against e's current vectors.

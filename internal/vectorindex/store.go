@@ -86,6 +86,57 @@ ORDER BY embedded_at`
 	return scanRows(ctx, db, fn, q, project, sp.Model, sp.Dimension, since)
 }
 
+// vectorsStamps calls fn with the key and embedded_at of every vector of
+// project in space, without the vectors.
+func vectorsStamps(ctx context.Context, db postgres.DBTX, project uuid.UUID, sp Space, fn func(rowKey, time.Time)) error {
+	var q string
+	switch sp.Kind {
+	case KindChunks:
+		q = `SELECT id, '00000000-0000-0000-0000-000000000000'::uuid, embedded_at FROM document_chunks
+WHERE project_id = $1 AND embedding_model = $2 AND embedding_dim = $3
+  AND embedded_at IS NOT NULL AND embedding IS NOT NULL`
+	case KindObjects:
+		q = `SELECT e.object_id, e.policy_id, e.embedded_at FROM graph_object_embeddings e
+JOIN graph_objects o ON o.id = e.object_id
+WHERE e.project_id = $1 AND e.model = $2 AND e.dimension = $3 AND o.deleted_at IS NULL`
+	default:
+		return fmt.Errorf("%w: %q", ErrKind, sp.Kind)
+	}
+	rows, err := db.Query(ctx, q, project, sp.Model, sp.Dimension)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k rowKey
+		var at time.Time
+		if err := rows.Scan(&k.id, &k.policy, &at); err != nil {
+			return err
+		}
+		fn(k, at)
+	}
+	return rows.Err()
+}
+
+// vectorsByID calls fn with the vectors of project in space of the chunks
+// or objects ids (every policy of an object).
+func vectorsByID(ctx context.Context, db postgres.DBTX, project uuid.UUID, sp Space, ids []uuid.UUID, fn func(row)) error {
+	var q string
+	switch sp.Kind {
+	case KindChunks:
+		q = `SELECT id, '00000000-0000-0000-0000-000000000000'::uuid, true, embedding, embedded_at FROM document_chunks
+WHERE project_id = $1 AND embedding_model = $2 AND embedding_dim = $3
+  AND embedded_at IS NOT NULL AND embedding IS NOT NULL AND id = ANY($4)`
+	case KindObjects:
+		q = `SELECT e.object_id, e.policy_id, true, e.embedding, e.embedded_at FROM graph_object_embeddings e
+JOIN graph_objects o ON o.id = e.object_id
+WHERE e.project_id = $1 AND e.model = $2 AND e.dimension = $3 AND o.deleted_at IS NULL AND e.object_id = ANY($4)`
+	default:
+		return fmt.Errorf("%w: %q", ErrKind, sp.Kind)
+	}
+	return scanRows(ctx, db, fn, q, project, sp.Model, sp.Dimension, ids)
+}
+
 func scanRows(ctx context.Context, db postgres.DBTX, fn func(row), q string, args ...any) error {
 	rows, err := db.Query(ctx, q, args...)
 	if err != nil {

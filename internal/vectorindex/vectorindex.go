@@ -138,9 +138,9 @@ type stateKey struct {
 }
 
 // version counts the notifications seen for a (project, kind): changed on
-// every one, full on those that may have removed vectors.
+// every one, removed on those that may have removed vectors.
 type version struct {
-	changed, full uint64
+	changed, removed uint64
 }
 
 // Index is the in-process vector index. It is safe for concurrent use.
@@ -211,11 +211,13 @@ func Changed(ctx context.Context, db postgres.DBTX, project uuid.UUID, kind stri
 	return notify(ctx, db, project, kind, opChanged)
 }
 
-// Removed tells every process that vectors of kind may have left project
-// (chunks or documents deleted, objects deleted, soft-deleted or restored,
-// embeddings deleted). It costs each process a full reload of the
-// project's spaces of that kind on their next search; Changed is enough
-// for additions and replacements.
+// Removed tells every process that vectors of kind may have left project,
+// or come back without being re-embedded (chunks or documents deleted,
+// objects deleted, soft-deleted or restored, embeddings deleted). Each
+// process then reconciles the project's loaded spaces of that kind with
+// the database on their next search: it reads every key and embedded_at
+// of the space (not the vectors), drops what is gone and fetches what it
+// lacks. Changed is enough, and cheaper, for additions and replacements.
 func Removed(ctx context.Context, db postgres.DBTX, project uuid.UUID, kind string) error {
 	return notify(ctx, db, project, kind, opRemoved)
 }
@@ -240,7 +242,7 @@ func (ix *Index) notified(n events.Notification) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if n.Resync {
-		// Notifications may have been lost: every entry reloads in full.
+		// Notifications may have been lost: every entry reconciles.
 		ix.resyncs++
 		return
 	}
@@ -258,7 +260,7 @@ func (ix *Index) notified(n events.Notification) {
 	v := ix.versions[k]
 	v.changed++
 	if parts[2] != opChanged {
-		v.full++
+		v.removed++
 	}
 	ix.versions[k] = v
 }

@@ -425,6 +425,26 @@ func TestObjectDeletionsBecomeVisible(t *testing.T) {
 	spaces, err := b.index.Spaces(ctx, b.project)
 	require.NoError(t, err)
 	require.Equal(t, []vectorindex.Space{sp}, spaces)
+
+	// Restored: its vector comes back, though it was not re-embedded.
+	require.NoError(t, pgx.BeginFunc(ctx, b.writer, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE graph_objects SET deleted_at = NULL WHERE id = $1`, objects[0]); err != nil {
+			return err
+		}
+		return vectorindex.Removed(ctx, tx, b.project, vectorindex.KindObjects)
+	}))
+	require.Eventually(t, func() bool { return len(search()) == 3 }, waitFor, 10*time.Millisecond)
+	require.Equal(t, []uuid.UUID{objects[0], objects[2], objects[1]}, search())
+
+	// An embedding deleted outright.
+	require.NoError(t, pgx.BeginFunc(ctx, b.writer, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM graph_object_embeddings WHERE object_id = $1`, objects[2]); err != nil {
+			return err
+		}
+		return vectorindex.Removed(ctx, tx, b.project, vectorindex.KindObjects)
+	}))
+	require.Eventually(t, func() bool { return len(search()) == 2 }, waitFor, 10*time.Millisecond)
+	require.Equal(t, []uuid.UUID{objects[0], objects[1]}, search())
 }
 
 func TestLostNotificationsReloadInFull(t *testing.T) {
