@@ -153,11 +153,18 @@ func (t *topK) sorted() []Hit {
 // exactSearch scans every live vector of v. filter may be nil.
 func (v *vectors) exactSearch(q []float32, k int, filter func(uuid.UUID) bool) []Hit {
 	top := newTopK(k)
+	v.scan(top, q, 0, v.arena.n, filter)
+	return top.sorted()
+}
+
+// scan offers top the live vectors of slots [from, to) that filter (nil:
+// all) accepts.
+func (v *vectors) scan(top *topK, q []float32, from, to int, filter func(uuid.UUID) bool) {
 	a := &v.arena
-	for b, block := range a.blocks {
+	for b := from / blockVectors; b*blockVectors < to; b++ {
+		block := a.blocks[b]
 		base := b * blockVectors
-		count := min(blockVectors, a.n-base)
-		for j := range count {
+		for j := max(from-base, 0); j < min(blockVectors, to-base); j++ {
 			slot := base + j
 			if v.dead[slot] {
 				continue
@@ -174,5 +181,4 @@ func (v *vectors) exactSearch(q []float32, k int, filter func(uuid.UUID) bool) [
 			top.offer(id, s)
 		}
 	}
-	return top.sorted()
 }

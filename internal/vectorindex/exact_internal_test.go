@@ -1,6 +1,7 @@
 package vectorindex
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/uuid"
@@ -59,4 +60,26 @@ func TestArenaBlocksNeverMove(t *testing.T) {
 	require.Same(t, p, &a.vec(first)[0])
 	require.Equal(t, []float32{1, 2, 3}, a.vec(first))
 	require.Equal(t, []float32{float32(blockVectors), 0, 0}, a.vec(blockVectors+1))
+}
+
+func TestScanCoversExactlyItsRange(t *testing.T) {
+	t.Parallel()
+	v := newVectors(2)
+	var keys []uuid.UUID
+	for i := range 2500 {
+		id := uuid.New()
+		keys = append(keys, id)
+		// Slot i points at angle i: the query (1, 0) prefers low slots.
+		angle := float64(i) / 2500
+		v.apply(row{key: rowKey{id: id}, inSpace: true, embedding: []float32{float32(math.Cos(angle)), float32(math.Sin(angle))}})
+	}
+	for _, r := range [][2]int{{0, 2500}, {1000, 2100}, {1023, 1025}, {2047, 2500}, {5, 5}} {
+		top := newTopK(3)
+		v.scan(top, []float32{1, 0}, r[0], r[1], nil)
+		want := []uuid.UUID{}
+		for i := r[0]; i < min(r[0]+3, r[1]); i++ {
+			want = append(want, keys[i])
+		}
+		require.Equal(t, want, ids(top.sorted()), "%v", r)
+	}
 }

@@ -50,8 +50,9 @@ type vectors struct {
 	// watermark is the newest embedded_at applied.
 	watermark time.Time
 
-	graph     *graph // nil until built
-	building  bool
+	graph     *graph      // nil until built
+	graphN    int         // slots [0, graphN) are in the graph; the rest is scanned
+	building  bool        // a goroutine builds or extends the graph
 	abandoned atomic.Bool // replaced by a full reload
 }
 
@@ -106,9 +107,6 @@ func (v *vectors) apply(r row) bool {
 	v.dead = append(v.dead, false)
 	v.slots[r.key] = slot
 	v.live++
-	if v.graph != nil {
-		v.graph.insert(&v.arena, slot)
-	}
 	return true
 }
 
@@ -261,6 +259,8 @@ func (e *entry) search(q []float32, k int, filter func(uuid.UUID) bool, cfg Conf
 	for _, c := range cands {
 		top.offer(d.ids[c.slot], c.sim)
 	}
+	// Vectors added since the graph was extended are scanned.
+	d.scan(top, q, d.graphN, d.arena.n, filter)
 	if !top.full() && (filter != nil || len(top.hits) < d.live) {
 		// Too few accepted nodes were reachable within ef (a filter
 		// more selective than estimated, or several vectors per ID):
@@ -291,12 +291,18 @@ func (v *vectors) passRate(filter func(uuid.UUID) bool) float64 {
 	return float64(pass) / float64(seen)
 }
 
-// maybeBuild starts building the graph of e's vectors in the background
-// when they reached the threshold; searches scan meanwhile.
+// graphBatch is how many vectors the graph takes in under one hold of the
+// entry's write lock, so that searches wait for at most that many inserts.
+const graphBatch = 64
+
+// maybeBuild starts a goroutine that builds e's graph when its vectors
+// reached the threshold, or extends it with the vectors added since;
+// searches scan what the graph does not cover yet.
 func (ix *Index) maybeBuild(e *entry) {
 	e.mu.Lock()
 	d := e.data
-	if d == nil || d.graph != nil || d.building || d.live < ix.cfg.HNSWThreshold || e.evicted.Load() {
+	if d == nil || d.building || e.evicted.Load() ||
+		(d.graph == nil && d.live < ix.cfg.HNSWThreshold) || (d.graph != nil && d.graphN == d.arena.n) {
 		e.mu.Unlock()
 		return
 	}
@@ -320,11 +326,11 @@ func (ix *Index) maybeBuild(e *entry) {
 	}()
 }
 
-// build inserts the snapshot's slots into a new graph without a lock, then
-// catches up with the slots added meanwhile and attaches the graph.
+// build makes d's graph cover all its slots: a new graph is built from the
+// snapshot without a lock and attached; then the slots added meanwhile go
+// in, graphBatch at a time under the entry's write lock.
 func (ix *Index) build(e *entry, d *vectors, snap arena) {
 	start := time.Now()
-	g := newGraph(ix.cfg.HNSWM, ix.cfg.HNSWEfConstruction, uint64(start.UnixNano())) //nolint:gosec // a seed
 	stopped := func() bool {
 		select {
 		case <-ix.stop:
@@ -333,28 +339,43 @@ func (ix *Index) build(e *entry, d *vectors, snap arena) {
 			return d.abandoned.Load() || e.evicted.Load()
 		}
 	}
-	for slot := range int32(snap.n) { //nolint:gosec // slots fit int32
-		if slot%256 == 0 && stopped() {
-			e.mu.Lock()
+	done := func() {
+		e.mu.Lock()
+		d.building = false
+		e.mu.Unlock()
+	}
+	e.mu.RLock()
+	g := d.graph
+	e.mu.RUnlock()
+	if g == nil {
+		g = newGraph(ix.cfg.HNSWM, ix.cfg.HNSWEfConstruction, uint64(start.UnixNano())) //nolint:gosec // a seed
+		for slot := range int32(snap.n) {                                               //nolint:gosec // slots fit int32
+			if slot%256 == 0 && stopped() {
+				done()
+				return
+			}
+			g.insert(&snap, slot)
+		}
+		e.mu.Lock()
+		d.graph, d.graphN = g, snap.n
+		e.mu.Unlock()
+		ix.logger.Info("vectorindex: graph built", "project", e.key.project, "space", e.key.space.String(),
+			"vectors", snap.n, "took", time.Since(start).Round(time.Millisecond))
+	}
+	for {
+		e.mu.Lock()
+		if stopped() || d.graphN == d.arena.n {
 			d.building = false
+			total := d.bytes()
 			e.mu.Unlock()
+			ix.charge(e, total)
 			return
 		}
-		g.insert(&snap, slot)
-	}
-	e.mu.Lock()
-	d.building = false
-	if stopped() {
+		end := min(d.graphN+graphBatch, d.arena.n)
+		for slot := d.graphN; slot < end; slot++ {
+			g.insert(&d.arena, int32(slot)) //nolint:gosec // slots fit int32
+		}
+		d.graphN = end
 		e.mu.Unlock()
-		return
 	}
-	for slot := int32(snap.n); slot < int32(d.arena.n); slot++ { //nolint:gosec // slots fit int32
-		g.insert(&d.arena, slot)
-	}
-	d.graph = g
-	total := d.bytes()
-	e.mu.Unlock()
-	ix.logger.Info("vectorindex: graph built", "project", e.key.project, "space", e.key.space.String(),
-		"vectors", snap.n, "took", time.Since(start).Round(time.Millisecond))
-	ix.charge(e, total)
 }

@@ -416,6 +416,7 @@ func (ix *Index) Stats() Stats {
 type EntryStats struct {
 	Vectors int  // live vectors
 	Graph   bool // searches use the HNSW graph
+	Indexed int  // slots (live or dead) in the graph; later ones are scanned
 }
 
 // EntryStats reports on a loaded (project, space); ok is false when it is
@@ -433,5 +434,5 @@ func (ix *Index) EntryStats(project uuid.UUID, space Space) (EntryStats, bool) {
 	if e.data == nil {
 		return EntryStats{}, false
 	}
-	return EntryStats{Vectors: e.data.live, Graph: e.data.graph != nil}, true
+	return EntryStats{Vectors: e.data.live, Graph: e.data.graph != nil, Indexed: e.data.graphN}, true
 }

@@ -607,6 +607,10 @@ func TestGraphAboveThreshold(t *testing.T) {
 		require.NoError(t, err)
 		return hits[0].ID == added[0].id
 	}, waitFor, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		st, _ := b.index.EntryStats(b.project, sp)
+		return st.Indexed == 3001
+	}, waitFor, 10*time.Millisecond, "the graph takes in the new vector")
 	st, _ := b.index.EntryStats(b.project, sp)
 	require.True(t, st.Graph)
 	require.Equal(t, 3001, st.Vectors)
