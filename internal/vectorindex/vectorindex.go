@@ -315,7 +315,8 @@ func (ix *Index) kindSpaces(ctx context.Context, project uuid.UUID, kind string)
 
 // Search returns the k vectors of project in space most similar to query
 // (cosine similarity, best first), at most one hit per ID. filter, when not
-// nil, says which IDs may be returned. A space the project has no vectors
+// nil, says which IDs may be returned; it runs under the space's read lock,
+// so it must be quick and must not call the index. A space the project has no vectors
 // in gives no hits. Errors: invalid_argument (ErrKind, ErrDimension,
 // ErrZeroQuery), unavailable (ErrClosed), and database errors while
 // loading.
