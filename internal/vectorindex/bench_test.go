@@ -109,7 +109,7 @@ func BenchmarkHNSWSearch(b *testing.B) {
 				g.insert(&d.arena, slot)
 			}
 			b.Logf("graph of %d vectors built in %v", d.arena.n, time.Since(start).Round(time.Millisecond))
-			d.graph = g
+			d.graph, d.graphN = g, d.arena.n
 			e := &entry{data: d}
 
 			found := 0
