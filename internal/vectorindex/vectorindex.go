@@ -44,7 +44,7 @@ const (
 	HNSWThresholdDefault   = 20_000
 	HNSWMDefault           = 16
 	HNSWEfConstructDefault = 100
-	HNSWEfSearchDefault    = 128
+	HNSWEfSearchDefault    = 200
 	OversampleDefault      = 4
 	OverlapDefault         = 2 * time.Minute
 )
