@@ -616,6 +616,72 @@ func TestGraphAboveThreshold(t *testing.T) {
 	require.Equal(t, 3001, st.Vectors)
 }
 
+func TestConcurrentSearchesAndWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t, vectorindex.Config{HNSWThreshold: 300, CacheBytes: 200 << 10})
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(17, 18))
+	const dim = 16
+	b.insertChunks(t, b.writer, b.project, b.doc, randomChunks(r, 400, dim, "m"))
+	b.insertChunks(t, b.writer, b.project, b.doc, randomChunks(r, 50, dim, "n"))
+
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			rr := rand.New(rand.NewPCG(uint64(w), 99))
+			model := []string{"m", "n"}[w%2]
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				keep := func(id uuid.UUID) bool { return id[0]%2 == 0 }
+				if w >= 2 {
+					keep = nil
+				}
+				if _, err := b.index.Search(ctx, b.project, space(model, dim), randomVector(rr, dim), 5, keep); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := b.index.Spaces(ctx, b.project); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var all []chunk
+	for range 10 {
+		added := randomChunks(r, 30, dim, "m")
+		all = append(all, added...)
+		require.NoError(t, pgx.BeginFunc(ctx, b.writer, func(tx pgx.Tx) error {
+			b.insertChunks(t, tx, b.project, b.doc, added)
+			return vectorindex.Changed(ctx, tx, b.project, vectorindex.KindChunks)
+		}))
+		gone := all[0]
+		all = all[1:]
+		require.NoError(t, pgx.BeginFunc(ctx, b.writer, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `DELETE FROM document_chunks WHERE id = $1`, gone.id); err != nil {
+				return err
+			}
+			return vectorindex.Removed(ctx, tx, b.project, vectorindex.KindChunks)
+		}))
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	require.Eventually(t, func() bool {
+		hits, err := b.index.Search(ctx, b.project, space("m", dim), randomVector(r, dim), 1000, nil)
+		require.NoError(t, err)
+		return len(hits) == 400+len(all)
+	}, waitFor, 10*time.Millisecond)
+}
+
 // TestCloseStopsGraphBuilds is deliberately not parallel: it compares the
 // goroutines before and after, which parallel tests would disturb.
 func TestCloseStopsGraphBuilds(t *testing.T) { //nolint:paralleltest // see above
