@@ -447,7 +447,7 @@ func TestObjectDeletionsBecomeVisible(t *testing.T) {
 	require.Equal(t, []uuid.UUID{objects[0], objects[1]}, search())
 }
 
-func TestLostNotificationsReloadInFull(t *testing.T) {
+func TestReconnectedListenerReconciles(t *testing.T) {
 	t.Parallel()
 	b := setup(t, vectorindex.Config{})
 	ctx := context.Background()
@@ -467,7 +467,7 @@ func TestLostNotificationsReloadInFull(t *testing.T) {
 	require.Contains(t, search(), chunks[0].id)
 
 	// ...until the listening connection is re-established: notifications
-	// may have been lost while it was down, so entries reload in full.
+	// may have been lost while it was down, so entries reconcile.
 	_, err = b.writer.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE datname = current_database() AND application_name = $1`, events.ApplicationName)
 	require.NoError(t, err)
