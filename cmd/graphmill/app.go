@@ -47,6 +47,7 @@ import (
 	"github.com/graphmill/graphmill/internal/task"
 	"github.com/graphmill/graphmill/internal/templatepack"
 	"github.com/graphmill/graphmill/internal/tenancy"
+	"github.com/graphmill/graphmill/internal/vectorindex"
 	"github.com/graphmill/graphmill/migrations"
 )
 
@@ -73,6 +74,7 @@ type Main struct {
 	guard    *auth.Guard
 	tasks    *task.Service
 	mcpReg   *mcpregistry.Service // external MCP servers, tool settings
+	vectors  *vectorindex.Index
 	notifs   *notification.Service
 	health   *health.Service
 	mcp      *mcpserver.Server // built-in MCP server (issue 7)
@@ -309,7 +311,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 
 	// Search: keyword through PostgreSQL, vectors through the in-process
 	// index.
-	searches := search.NewService(search.Config{Pool: pool, Logger: log})
+	m.vectors = vectorindex.New(pool, m.notifier, log, vectorindex.Config{CacheBytes: m.Config.VectorCacheBytes})
+	searches := search.NewService(search.Config{Pool: pool, Logger: log, Vectors: search.IndexVectors{
+		Index: m.vectors, Embedders: queryEmbedders{providers},
+	}})
 	search.Register(api, searches)
 
 	// The built-in MCP server and the registry of external ones need each
@@ -413,6 +418,22 @@ func (g *graphObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []
 // ObjectIDsByType implements embedding.ObjectSource.
 func (g *graphObjects) ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
 	return g.graph.ObjectIDsByType(ctx, db, project, types)
+}
+
+// queryEmbedders embeds search queries with the model of the stored
+// vectors, when the project's provider offers it.
+type queryEmbedders struct{ providers *provider.Service }
+
+// QueryEmbedder implements search.QueryEmbedders.
+func (q queryEmbedders) QueryEmbedder(ctx context.Context, project uuid.UUID, model string) (llm.Embedder, bool, error) {
+	h, err := q.providers.ResolveModel(ctx, project, provider.Embedding, model)
+	if errors.Is(err, provider.ErrNoProvider) {
+		return nil, false, nil // no provider: the stored vectors cannot be searched
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return h, h.Model() == model, nil
 }
 
 // mcpRegistryTools gives the built-in MCP server the registry's external
@@ -611,6 +632,9 @@ func (m *Main) stop(ctx context.Context) {
 	}
 	if m.mcpReg != nil {
 		m.mcpReg.Stop()
+	}
+	if m.vectors != nil {
+		m.vectors.Close()
 	}
 	if m.notifier != nil {
 		m.notifier.Stop()

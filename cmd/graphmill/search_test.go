@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -48,6 +49,10 @@ func searchSetup(t *testing.T, s *testServer, project string) (docA, docB, perso
 	s.must(201, "POST", "/api/graph/objects", s.admin, map[string]any{
 		"type": "Location", "name": "Northern Valley", "description": "A windy valley.",
 	}, hp)
+	require.Eventually(t, func() bool { // the objects' embeddings
+		return s.extractionCount(`SELECT count(*) FROM graph_object_embeddings e JOIN graph_objects o ON o.id = e.object_id
+			WHERE o.project_id = $1 AND o.name IN ('Ottoline Quillfeather', 'Northern Valley')`, project) == 2
+	}, 20*time.Second, 20*time.Millisecond)
 	return docA, docB, o.ID
 }
 
@@ -150,5 +155,61 @@ func TestSearchAuthAndInput(t *testing.T) {
 	} {
 		r := s.must(400, "POST", "/api/search", viewer, c.body, hp)
 		require.Contains(t, r.Detail(t), c.detail, "%v", c.body)
+	}
+}
+
+func TestSearchVectorAndHybrid(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	docA, _, person := searchSetup(t, s, project)
+
+	// Vector: the query is embedded with the stored vectors' model.
+	var r searchResult
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "quillwort bearings lubrication", "mode": "vector", "targets": []string{"chunks"}}, hp).Decode(t, &r)
+	require.Equal(t, "vector", r.Mode)
+	require.Equal(t, map[string]string{"chunks": "local/feature-hash-v1"}, r.Models)
+	require.NotEmpty(t, r.Data)
+	require.Equal(t, docA, r.Data[0].DocumentID, "the chunk about bearings is nearest")
+	require.Equal(t, []string{"Zephyrine turbines"}, r.Data[0].HeadingPath)
+	require.NotEmpty(t, r.Data[0].Snippet)
+	for i, h := range r.Data {
+		require.Equal(t, "chunk", h.Target)
+		require.LessOrEqual(t, h.Score, 1.0001)
+		if i > 0 {
+			require.LessOrEqual(t, h.Score, r.Data[i-1].Score)
+		}
+	}
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "Ottoline Quillfeather engineer", "mode": "vector", "targets": []string{"objects"}}, hp).Decode(t, &r)
+	require.NotEmpty(t, r.Data)
+	require.Equal(t, person, r.Data[0].ID)
+	require.Equal(t, "Person", r.Data[0].ObjectType)
+
+	// Filters apply to the vector side too.
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{
+		"query": "valley", "mode": "vector", "targets": []string{"objects"},
+		"objectTypes": []string{"Location"},
+	}, hp).Decode(t, &r)
+	for _, h := range r.Data {
+		require.Equal(t, "Location", h.ObjectType)
+	}
+
+	// Hybrid (the default) fuses both: a hit found by keyword and vector
+	// search outranks one found by only one of them.
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "zephyrine turbine"}, hp).Decode(t, &r)
+	require.Equal(t, "hybrid", r.Mode)
+	require.NotEmpty(t, r.Data)
+	require.Contains(t, r.Models, "chunks")
+	require.Contains(t, r.Models, "objects")
+	top := r.Data[0]
+	require.Greater(t, top.Score, 1.0/61, "found by more than one list")
+	require.Contains(t, []string{docA, ""}, top.DocumentID)
+
+	// A deleted object disappears from vector results at once.
+	s.must(204, "DELETE", "/api/graph/objects/"+person, s.admin, nil, hp)
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "Ottoline Quillfeather engineer", "mode": "vector", "targets": []string{"objects"}}, hp).Decode(t, &r)
+	for _, h := range r.Data {
+		require.NotEqual(t, person, h.ID)
 	}
 }

@@ -86,6 +86,9 @@ type Config struct {
 	// tokens per minute for every model (0: the catalog's figures).
 	ProviderRPM int `env:"PROVIDER_RPM" envDefault:"0"`
 	ProviderTPM int `env:"PROVIDER_TPM" envDefault:"0"`
+	// VectorCacheBytes bounds the memory of the in-process vector index
+	// (least recently used project spaces are evicted).
+	VectorCacheBytes int64 `env:"VECTOR_CACHE_BYTES" envDefault:"1073741824"`
 	// ModelSyncInterval is how often the model catalog is refreshed from
 	// the providers' model lists.
 	ModelSyncInterval time.Duration `env:"MODEL_SYNC_INTERVAL" envDefault:"24h"`
@@ -218,6 +221,9 @@ func (c Config) Validate() error {
 	if c.ProviderRPM < 0 || c.ProviderTPM < 0 {
 		return fmt.Errorf("GRAPHMILL_PROVIDER_RPM and GRAPHMILL_PROVIDER_TPM must not be negative")
 	}
+	if c.VectorCacheBytes < 1<<20 {
+		return fmt.Errorf("GRAPHMILL_VECTOR_CACHE_BYTES must be at least 1048576")
+	}
 	if c.ModelSyncInterval < time.Minute {
 		return fmt.Errorf("GRAPHMILL_MODEL_SYNC_INTERVAL must be at least 1m")
 	}
@@ -288,6 +294,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("accountAiLocation", c.AccountAILocation),
 		slog.String("accountAiBaseUrl", MaskURL(c.AccountAIBaseURL)),
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
+		slog.Int64("vectorCacheBytes", c.VectorCacheBytes),
 		slog.Any("mcpAllowedOrigins", c.MCPAllowedOrigins),
 		slog.Bool("mcpStateless", c.MCPStateless),
 		slog.String("mcpRegistryUrl", MaskURL(c.MCPRegistryURL)),

@@ -27,7 +27,7 @@ func TestLoadDefaults(t *testing.T) {
 		AuthCacheTTL:    60 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 		DBMaxConns:      20,
-		EventHeartbeat:  15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour,
+		EventHeartbeat:  15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
 		MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
 		MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
 	}, c, "unprefixed variables must not be read")
@@ -68,7 +68,7 @@ func TestLoad(t *testing.T) {
 					AuthCacheTTL: 5 * time.Second, ShutdownTimeout: time.Minute, DBMaxConns: 50,
 					EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2,
 					SecretKey: "k1", SecretKeysOld: []string{"k2", "k3"}, KeyAIAPIKey: "key", KeyAIBaseURL: "http://fake/",
-					LocalProvider: &no, ProviderRPM: 60, ModelSyncInterval: 24 * time.Hour,
+					LocalProvider: &no, ProviderRPM: 60, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
 					MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
 					MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
 				}, c)
@@ -213,7 +213,7 @@ func TestValidate(t *testing.T) {
 	valid := config.Config{
 		DataDir: "d", HTTPAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0", Environment: config.EnvDevelopment,
 		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, DBMaxConns: 2,
-		MaxUploadBytes: 1, EmbeddingDimension: 8, ParseConcurrency: 1, ModelSyncInterval: time.Hour,
+		MaxUploadBytes: 1, EmbeddingDimension: 8, ParseConcurrency: 1, ModelSyncInterval: time.Hour, VectorCacheBytes: 1 << 20,
 		MCPStdio: "superadmin", MCPCallTimeout: time.Second, MCPIdleTimeout: time.Second,
 	}
 	tests := []struct {
@@ -239,6 +239,7 @@ func TestValidate(t *testing.T) {
 		}},
 		{name: "BadBaseURL", change: func(c *config.Config) { c.KeyAIBaseURL = "ftp://x" }, wantErr: "GRAPHMILL_KEY_AI_BASE_URL"},
 		{name: "NegativeRPM", change: func(c *config.Config) { c.ProviderRPM = -1 }, wantErr: "GRAPHMILL_PROVIDER_RPM"},
+		{name: "TinyVectorCache", change: func(c *config.Config) { c.VectorCacheBytes = 10 }, wantErr: "GRAPHMILL_VECTOR_CACHE_BYTES"},
 		{name: "ShortModelSync", change: func(c *config.Config) { c.ModelSyncInterval = time.Second }, wantErr: "GRAPHMILL_MODEL_SYNC_INTERVAL"},
 		{name: "OIDCPair", change: func(c *config.Config) { c.OIDCIssuer, c.OIDCAudience = "https://id", "gm" }},
 		{name: "OIDCIssuerOnly", change: func(c *config.Config) { c.OIDCIssuer = "https://id" }, wantErr: "GRAPHMILL_OIDC_AUDIENCE"},

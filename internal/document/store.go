@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/vectorindex"
 )
 
 type documentRow struct {
@@ -118,7 +119,11 @@ func documentDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID
 	if err != nil {
 		return false, fmt.Errorf("delete document: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	if tag.RowsAffected() != 1 {
+		return false, nil
+	}
+	// Its chunks went with it: every process's vector index forgets them.
+	return true, vectorindex.Removed(ctx, db, project, vectorindex.KindChunks)
 }
 
 // documentCounts counts documents per project.
@@ -170,8 +175,15 @@ func chunkList(ctx context.Context, db postgres.DBTX, project, document uuid.UUI
 // duplicates; the old chunks' embedding jobs go with them) and queues one
 // embedding job per new chunk.
 func chunksReplace(ctx context.Context, db pgx.Tx, project, document uuid.UUID, chunks []Chunk, now time.Time) error {
-	if _, err := db.Exec(ctx, `DELETE FROM document_chunks WHERE document_id = $1`, document); err != nil {
+	var embedded int
+	if err := db.QueryRow(ctx, `WITH gone AS (DELETE FROM document_chunks WHERE document_id = $1 RETURNING embedded_at)
+		SELECT count(embedded_at) FROM gone`, document).Scan(&embedded); err != nil {
 		return fmt.Errorf("delete old chunks: %w", err)
+	}
+	if embedded > 0 {
+		if err := vectorindex.Removed(ctx, db, project, vectorindex.KindChunks); err != nil {
+			return err
+		}
 	}
 	if len(chunks) == 0 {
 		return nil

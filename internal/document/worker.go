@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/vectorindex"
 )
 
 // Worker defaults.
@@ -263,7 +264,10 @@ func (s *Service) embedGroup(ctx context.Context, project uuid.UUID, texts []str
 			batch.Queue(`UPDATE document_chunks SET embedding = $2, embedding_model = $3, embedding_dim = $4, embedded_at = $5 WHERE id = $1`,
 				id, vectors[i], emb.Model(), len(vectors[i]), now)
 		}
-		return tx.SendBatch(ctx, batch).Close()
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
+		}
+		return vectorindex.Changed(ctx, tx, project, vectorindex.KindChunks)
 	})
 	if err != nil {
 		return fmt.Errorf("store embeddings: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/vectorindex"
 )
 
 // Config wires a Service.
@@ -116,5 +117,9 @@ func (s *Service) EnqueueTypes(ctx context.Context, tx pgx.Tx, project uuid.UUID
 // DeletePolicyVectors deletes the vectors computed for policy in tx (the
 // policy is being deleted) and returns how many there were.
 func (s *Service) DeletePolicyVectors(ctx context.Context, tx pgx.Tx, project, policy uuid.UUID) (int64, error) {
-	return embeddingsDeletePolicy(ctx, tx, project, policy)
+	n, err := embeddingsDeletePolicy(ctx, tx, project, policy)
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, vectorindex.Removed(ctx, tx, project, vectorindex.KindObjects)
 }

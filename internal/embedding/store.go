@@ -72,8 +72,9 @@ type vectorRow struct {
 }
 
 // embeddingsWrite upserts rows and deletes, per object in keep, its vectors
-// of policies not listed there, and every vector of the objects in gone.
-func embeddingsWrite(ctx context.Context, tx pgx.Tx, rows []vectorRow, keep map[uuid.UUID][]uuid.UUID, gone []uuid.UUID, now time.Time) error {
+// of policies not listed there, and every vector of the objects in gone. It
+// reports how many vectors it deleted.
+func embeddingsWrite(ctx context.Context, tx pgx.Tx, rows []vectorRow, keep map[uuid.UUID][]uuid.UUID, gone []uuid.UUID, now time.Time) (int64, error) {
 	b := &pgx.Batch{}
 	for _, r := range rows {
 		b.Queue(`INSERT INTO graph_object_embeddings (object_id, policy_id, project_id, provider, model, dimension, embedding, text_sha256, embedded_at)
@@ -93,12 +94,24 @@ func embeddingsWrite(ctx context.Context, tx pgx.Tx, rows []vectorRow, keep map[
 		b.Queue(`DELETE FROM graph_object_embeddings WHERE object_id = ANY($1)`, gone)
 	}
 	if b.Len() == 0 {
-		return nil
+		return 0, nil
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("store graph object embeddings: %w", err)
+	res := tx.SendBatch(ctx, b)
+	var deleted int64
+	for i := range b.Len() {
+		tag, err := res.Exec()
+		if err != nil {
+			_ = res.Close()
+			return 0, fmt.Errorf("store graph object embeddings: %w", err)
+		}
+		if i >= len(rows) {
+			deleted += tag.RowsAffected()
+		}
 	}
-	return nil
+	if err := res.Close(); err != nil {
+		return 0, fmt.Errorf("store graph object embeddings: %w", err)
+	}
+	return deleted, nil
 }
 
 // embeddingsDeletePolicy deletes the vectors of a policy.

@@ -16,6 +16,7 @@ import (
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
+	"github.com/graphmill/graphmill/internal/vectorindex"
 )
 
 // compiledPolicy is an active policy with its parsed template.
@@ -163,7 +164,30 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 				valid = append(valid, r)
 			}
 		}
-		return embeddingsWrite(ctx, tx, valid, fresh.keep, fresh.gone, s.now().UTC())
+		deleted, err := embeddingsWrite(ctx, tx, valid, fresh.keep, fresh.gone, s.now().UTC())
+		if err != nil {
+			return err
+		}
+		// Tell every process's vector index, in this transaction.
+		changed := map[uuid.UUID]bool{}
+		for _, r := range valid {
+			changed[r.Project] = true
+		}
+		for _, j := range jobs {
+			p := *j.ProjectID
+			if changed[p] {
+				if err := vectorindex.Changed(ctx, tx, p, vectorindex.KindObjects); err != nil {
+					return err
+				}
+				changed[p] = false // once per project
+			}
+			if deleted > 0 {
+				if err := vectorindex.Removed(ctx, tx, p, vectorindex.KindObjects); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fail(err)

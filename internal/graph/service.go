@@ -15,6 +15,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/vectorindex"
 )
 
 // Config holds what a Service needs. Embed may be nil (no embeddings are
@@ -453,7 +454,11 @@ func (s *Service) DeleteObjects(ctx context.Context, tx pgx.Tx, project uuid.UUI
 	if len(ids) == 0 {
 		return nil
 	}
-	return objectsDelete(ctx, tx, project, ids)
+	if err := objectsDelete(ctx, tx, project, ids); err != nil {
+		return err
+	}
+	// Their vectors went with them (cascade).
+	return vectorindex.Removed(ctx, tx, project, vectorindex.KindObjects)
 }
 
 // ObjectsByID returns the live objects among ids, of any project, ordered
