@@ -56,12 +56,18 @@ func BenchmarkSearchHybrid100k(b *testing.B) {
 	now := time.Now()
 	rows := make([][]any, chunks)
 	for i := range rows {
-		rows[i] = []any{uuid.Must(uuid.NewV7()), project, d.ID, 1000 + i, texts[i], 0, len(texts[i]), []string{}, 60,
-			vecs[i], llm.LocalEmbedModel, 768, now, now}
+		rows[i] = []any{
+			uuid.Must(uuid.NewV7()), project, d.ID, 1000 + i, texts[i], 0, len(texts[i]),
+			[]string{},
+			60,
+			vecs[i], llm.LocalEmbedModel, 768, now, now,
+		}
 	}
 	_, err = s.m.db.pool.CopyFrom(context.Background(), pgx.Identifier{"document_chunks"},
-		[]string{"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "heading_path",
-			"token_count", "embedding", "embedding_model", "embedding_dim", "embedded_at", "created_at"}, pgx.CopyFromRows(rows))
+		[]string{
+			"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "heading_path",
+			"token_count", "embedding", "embedding_model", "embedding_dim", "embedded_at", "created_at",
+		}, pgx.CopyFromRows(rows))
 	require.NoError(b, err)
 	_, err = s.m.db.pool.Exec(context.Background(), `ANALYZE document_chunks`)
 	require.NoError(b, err)
