@@ -929,3 +929,43 @@ func TestExtractionMergesWindows(t *testing.T) {
 	}
 	require.Equal(t, chunks, seen)
 }
+
+// TestDeleteDocumentCancelsRunningExtraction: deleting a document whose
+// extraction job is mid-call cancels the job's worker (its in-flight
+// provider call ends, recorded as failed in the usage ledger), and nothing
+// of the job is written.
+func TestDeleteDocumentCancelsRunningExtraction(t *testing.T) {
+	t.Parallel()
+	const apiKey = "AIzaSy-extraction-delete-1234"
+	gemini := llmtest.NewGemini(t, apiKey)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the fake closes
+	var mu sync.Mutex
+	calls := 0
+	gemini.SetGenerate(func(llmtest.GenerateCall) string {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		<-release
+		return extractionKeyAIAnswer
+	})
+	s := newServer(t, withKeyAI(gemini.URL(), apiKey), func(c *config.Config) {
+		no := false
+		c.LocalProvider = &no
+	})
+	project, _ := s.defaultProject()
+	doc := s.extractionUpload(project, "staff.md", extractionLongDocument())
+	id := s.extractionJobOf(doc)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls >= 1
+	}, 30*time.Second, 10*time.Millisecond, "the first call is in flight")
+
+	s.must(204, "DELETE", "/api/documents/"+doc, s.admin, nil, header{"X-Project-ID", project})
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM provider_usage WHERE job_id = $1 AND operation = 'generate' AND status = 'error'`, id) == 1
+	}, 5*time.Second, 20*time.Millisecond, "the running call was cancelled")
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = $1`, id))
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1`, project))
+}

@@ -95,7 +95,7 @@ type Config struct {
 
 	// MCPAllowedOrigins lists the browser origins (scheme://host[:port])
 	// allowed to call the built-in MCP server besides requests without an
-	// Origin header and same-origin requests (DNS-rebinding protection).
+	// Origin header (DNS-rebinding protection: nothing else is trusted).
 	MCPAllowedOrigins []string `env:"MCP_ALLOWED_ORIGINS" envSeparator:","`
 	// MCPStateless serves the MCP streamable HTTP transport without
 	// sessions, so that any replica answers any request (GET and DELETE

@@ -149,7 +149,7 @@ func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 		if err != nil {
 			return err
 		}
-		for _, q := range []string{QueueParsing, QueueChunkEmbedding} {
+		for _, q := range []string{QueueParsing, QueueChunkEmbedding, QueueExtraction} {
 			for _, j := range jobs[q] {
 				if err := s.jobs.Cancel(ctx, tx, q, j); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
 					return err

@@ -139,22 +139,16 @@ func normalizeOrigin(o string) (string, bool) {
 	return strings.ToLower(u.Scheme + "://" + u.Host), true
 }
 
-// originAllowed: no Origin (not a browser), the request's own host, or an
-// origin of the allow-list.
+// originAllowed: no Origin (not a browser), or an origin of the
+// allow-list. A page's own host is not trusted by itself: under DNS
+// rebinding an attacker's page and this server share a host name.
 func (s *Server) originAllowed(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true
 	}
 	n, ok := normalizeOrigin(o)
-	if !ok {
-		return false
-	}
-	if s.origins[n] {
-		return true
-	}
-	_, host, _ := strings.Cut(n, "://")
-	return strings.EqualFold(host, r.Host)
+	return ok && s.origins[n]
 }
 
 // cors answers browsers of allowed origins.

@@ -92,8 +92,8 @@ type Config struct {
 	Web       WebSearcher
 	Guard     *auth.Guard
 	Logger    *slog.Logger
-	// AllowedOrigins are the browser origins allowed besides same-origin
-	// requests and requests without an Origin header.
+	// AllowedOrigins are the browser origins allowed; requests without an
+	// Origin header (not from a browser) pass too.
 	AllowedOrigins []string
 	// Stateless serves the streamable transport without sessions.
 	Stateless bool
