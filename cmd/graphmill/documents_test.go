@@ -233,6 +233,8 @@ func TestCorruptDocumentFailsPermanently(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, _ := s.defaultProject()
+	frames, stop := s.openStream(s.admin, 0)
+	defer stop()
 	r := s.uploadFile(s.admin, project, "broken.pdf", "application/pdf", []byte("%PDF-1.4\nthis is not really a pdf"))
 	require.Equal(t, 201, r.Status, "%s", r.Body)
 	var d docBody
@@ -247,6 +249,17 @@ func TestCorruptDocumentFailsPermanently(t *testing.T) {
 	require.Equal(t, "failed", status)
 	require.Equal(t, 1, attempt, "a permanent error is not retried")
 	require.Zero(t, retries)
+
+	// The failure is announced as job.completed with status failed.
+	for {
+		f := nextEvent(t, frames)
+		data, _ := f.Data["data"].(map[string]any)
+		if f.Data["type"] == "job.completed" && data["queue"] == "document_parsing" {
+			require.Equal(t, "failed", data["status"])
+			require.NotEmpty(t, data["error"])
+			break
+		}
+	}
 }
 
 // Running a document's parsing again (as after a crash between its writes

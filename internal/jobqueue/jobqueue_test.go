@@ -627,6 +627,43 @@ func TestStopWaitsForBatchesInFlight(t *testing.T) {
 	requireNever(t, func() bool { return b.job(t, later).Status != "queued" }, 200*time.Millisecond, 10*time.Millisecond)
 }
 
+// TestPauseLetsBatchInFlightFinish: pausing stops new claims; the batch
+// already running finishes and is recorded.
+func TestPauseLetsBatchInFlightFinish(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var ran atomic.Int32
+	p := b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			ran.Add(int32(len(jobs))) //nolint:gosec // tiny
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-release
+			return make([]error, len(jobs))
+		})}})
+	first := b.insert(t, jobSpec{})[0]
+	<-started
+	require.NoError(t, p.client.Pause(ctx, queueName))
+	require.Eventually(t, func() bool {
+		s, err := p.client.Settings(queueName)
+		require.NoError(t, err)
+		return s.Paused
+	}, time.Second, 5*time.Millisecond)
+	later := b.insert(t, jobSpec{})[0]
+	close(release)
+	b.requireStatus(t, first, jobqueue.StatusCompleted)
+	requireNever(t, func() bool { return b.job(t, later).Status != "queued" }, 300*time.Millisecond, 10*time.Millisecond,
+		"a paused queue claims nothing new")
+	require.Equal(t, int32(1), ran.Load())
+	require.NoError(t, p.client.Resume(ctx, queueName))
+	b.requireStatus(t, later, jobqueue.StatusCompleted)
+}
+
 func TestStats(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
