@@ -163,14 +163,6 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		}
 		return j, nil
 	}
-	userOf := func(ctx context.Context) *uuid.UUID {
-		if p := auth.PrincipalFrom(ctx); p != nil && p.UserID != uuid.Nil {
-			id := p.UserID
-			return &id
-		}
-		return nil
-	}
-
 	huma.Register(api, httpapi.Op("list-extraction-jobs", http.MethodGet, base+"/projects/{projectId}", "List a project's extraction jobs, newest first", read),
 		func(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Job]], error) {
 			f := JobFilter{Status: in.Status, JobType: in.JobType, Limit: in.Limit, Offset: in.Offset}
@@ -230,36 +222,10 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	})
 
 	huma.Register(api, op("cancel-extraction-job", http.MethodPost, base+"/{jobId}/cancel", "Cancel a queued or running extraction job", auth.Authenticated, auth.ExtractionWrite),
-		func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
-			j, err := jobAccess(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor})
-			if err != nil {
-				return nil, err
-			}
-			if err := svc.CancelJob(ctx, j.ID, userOf(ctx)); err != nil {
-				return nil, err
-			}
-			j, err = svc.Job(ctx, j.ID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Job]{Body: j}, nil
-		})
+		actOnJob(jobAccess, svc, svc.CancelJob))
 
 	huma.Register(api, op("retry-extraction-job", http.MethodPost, base+"/{jobId}/retry", "Retry a failed extraction job", auth.Authenticated, auth.ExtractionWrite),
-		func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
-			j, err := jobAccess(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor})
-			if err != nil {
-				return nil, err
-			}
-			if err := svc.RetryJob(ctx, j.ID, userOf(ctx)); err != nil {
-				return nil, err
-			}
-			j, err = svc.Job(ctx, j.ID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Job]{Body: j}, nil
-		})
+		actOnJob(jobAccess, svc, svc.RetryJob))
 
 	huma.Register(api, httpapi.Op("bulk-cancel-extraction-jobs", http.MethodPost, base+"/projects/{projectId}/bulk-cancel",
 		"Cancel a project's queued and/or running extraction jobs", write),
@@ -441,4 +407,35 @@ func registerMonitoring(api huma.API, svc *Service) {
 			}
 			return &httpapi.Out[MonitorCallList]{Body: MonitorCallList{LLMCalls: calls, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
 		})
+}
+
+// actOnJob is the handler of a state change of one job (cancel, retry):
+// the job is authorised for writing, act runs, and the job is answered as
+// it is now.
+func actOnJob(access func(context.Context, string, auth.Rule) (Job, error), svc *Service,
+	act func(ctx context.Context, id uuid.UUID, user *uuid.UUID) error,
+) func(context.Context, *jobIn) (*httpapi.Out[Job], error) {
+	return func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
+		j, err := access(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor})
+		if err != nil {
+			return nil, err
+		}
+		if err := act(ctx, j.ID, userOf(ctx)); err != nil {
+			return nil, err
+		}
+		j, err = svc.Job(ctx, j.ID)
+		if err != nil {
+			return nil, err
+		}
+		return &httpapi.Out[Job]{Body: j}, nil
+	}
+}
+
+// userOf is the calling user, for the jobs' audit fields.
+func userOf(ctx context.Context) *uuid.UUID {
+	if p := auth.PrincipalFrom(ctx); p != nil && p.UserID != uuid.Nil {
+		id := p.UserID
+		return &id
+	}
+	return nil
 }
