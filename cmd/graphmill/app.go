@@ -342,6 +342,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
 	m.sched = scheduler.New(scheduler.Config{Pool: pool, Logger: log, Now: m.Now, WorkerID: workerID},
 		scheduler.Task{Name: "provider-models-sync", Interval: m.Config.ModelSyncInterval, Run: providers.SyncCatalog},
+		scheduler.Task{Name: "scheduled-reextraction", Interval: 10 * time.Minute, Run: extractions.RunScheduledReextraction},
 		scheduler.Task{Name: "events-expiry", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
 			n, err := events.DeleteExpired(ctx, pool, m.Now())
 			if n > 0 {

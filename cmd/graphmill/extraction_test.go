@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
 
@@ -968,4 +970,129 @@ func TestDeleteDocumentCancelsRunningExtraction(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond, "the running call was cancelled")
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = $1`, id))
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1`, project))
+}
+
+// extractionSchedulerRuns is how many times the scheduled-reextraction
+// task has run.
+func (s *testServer) extractionSchedulerRuns() int {
+	s.t.Helper()
+	return s.extractionCount(`SELECT coalesce((SELECT runs FROM scheduler_tasks WHERE name = 'scheduled-reextraction'), 0)::int`)
+}
+
+// extractionRunScheduled moves the clock forward by d (at least the task's
+// 10 minutes) and waits for the scheduler to run scheduled-reextraction
+// at the new time.
+func (s *testServer) extractionRunScheduled(d time.Duration) {
+	s.t.Helper()
+	// The run at start-up first, so that it is not taken for this one.
+	require.Eventually(s.t, func() bool { return s.extractionSchedulerRuns() > 0 }, 20*time.Second, 20*time.Millisecond)
+	before := s.extractionSchedulerRuns()
+	s.clock.Advance(d)
+	require.Eventually(s.t, func() bool { return s.extractionSchedulerRuns() > before }, 20*time.Second, 20*time.Millisecond,
+		"scheduled-reextraction did not run")
+	var lastErr string
+	require.NoError(s.t, s.m.db.pool.QueryRow(context.Background(),
+		`SELECT coalesce(last_error, '') FROM scheduler_tasks WHERE name = 'scheduled-reextraction'`).Scan(&lastErr))
+	require.Empty(s.t, lastErr)
+}
+
+// extractionReextractions lists a project's reextraction jobs.
+func (s *testServer) extractionReextractions(project string) []extractionJob {
+	s.t.Helper()
+	var l struct {
+		Data []extractionJob `json:"data"`
+	}
+	s.must(200, "GET", "/api/admin/extraction-jobs/projects/"+project+"?jobType=reextraction&limit=100", s.admin, nil).Decode(s.t, &l)
+	return l.Data
+}
+
+// TestExtractionScheduledReextraction: a project's reextractionIntervalHours
+// (extraction settings, partial updates, bounds) makes the scheduler queue
+// one reextraction job (trigger scheduled) per document whose last
+// extraction is older than the interval, never a second one while one is
+// waiting; the worker re-extracts in place; 0 turns it off.
+func TestExtractionScheduledReextraction(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	ctx := context.Background()
+	project, _ := s.defaultProject()
+	path := "/api/projects/" + project + "/extraction-settings"
+	s.extractionSetThreshold(project, 0)
+
+	// Settings: off by default, bounds, partial updates.
+	var set extraction.Settings
+	s.must(200, "GET", path, s.admin, nil).Decode(t, &set)
+	require.Zero(t, set.ReextractionIntervalHours)
+	for _, v := range []any{-1, 9000} {
+		r := s.must(400, "PUT", path, s.admin, map[string]any{"reextractionIntervalHours": v})
+		require.Contains(t, r.Detail(t), "reextractionIntervalHours must be between 0 (off) and 8760")
+	}
+	s.must(400, "PUT", path, s.admin, map[string]any{"reextractionIntervalHours": 1.5})
+	s.must(400, "PUT", path, s.admin, map[string]any{"reviewThreshold": 0.5, "reextractionIntervalHours": 9000})
+	s.must(200, "PUT", path, s.admin, map[string]any{"reextractionIntervalHours": 1}).Decode(t, &set)
+	require.Equal(t, 1, set.ReextractionIntervalHours)
+	require.Zero(t, set.ReviewThreshold, "an absent field is unchanged")
+	s.extractionSetThreshold(project, 0)
+	s.must(200, "GET", path, s.admin, nil).Decode(t, &set)
+	require.Equal(t, extraction.Settings{ProjectID: uuid.MustParse(project), ReextractionIntervalHours: 1}, set)
+
+	doc := s.extractionUpload(project, "lantern.md", extractionReadFile(t, "lantern.md"))
+	first := s.extractionWaitJob(s.extractionJobOf(doc), "completed", "failed")
+	require.Equal(t, "completed", first.Status, first.ErrorMsg)
+	objects := extractionLiveObjects(s, project)
+	rels := s.extractionCount(`SELECT count(*) FROM graph_relationships WHERE project_id = $1`, project)
+	require.Positive(t, objects)
+
+	// Within the interval: nothing.
+	s.extractionRunScheduled(11 * time.Minute)
+	require.Empty(t, s.extractionReextractions(project))
+
+	// Past it: one job, kept queued (the queue is paused) to see that a
+	// waiting job is never doubled.
+	require.NoError(t, s.m.jobs.Pause(ctx, extraction.Queue))
+	s.extractionRunScheduled(2 * time.Hour)
+	jobs := s.extractionReextractions(project)
+	require.Len(t, jobs, 1)
+	j := jobs[0]
+	require.Equal(t, doc, j.DocumentID)
+	require.Equal(t, "scheduled", j.TriggerType)
+	require.Equal(t, "queued", j.Status)
+	require.Equal(t, s.clock.Now().UnixMilli(), j.CreatedAt.UnixMilli())
+	require.Equal(t, uuid.Version(7), uuid.MustParse(j.ID).Version())
+	sec, nsec := uuid.MustParse(j.ID).Time().UnixTime()
+	require.Equal(t, s.clock.Now().UnixMilli(), time.Unix(sec, nsec).UnixMilli(), "the id's time is the clock's")
+	s.extractionRunScheduled(11 * time.Minute)
+	require.Len(t, s.extractionReextractions(project), 1, "a queued job is not doubled")
+
+	// The worker re-extracts in place.
+	require.NoError(t, s.m.jobs.Resume(ctx, extraction.Queue))
+	j = s.extractionWaitJob(j.ID, "completed", "failed")
+	require.Equal(t, "completed", j.Status, j.ErrorMsg)
+	require.Equal(t, first.ObjectsCreated, j.ObjectsCreated)
+	require.Equal(t, objects, extractionLiveObjects(s, project), "no object duplicated")
+	require.Equal(t, rels, s.extractionCount(`SELECT count(*) FROM graph_relationships WHERE project_id = $1`, project))
+
+	// Just re-extracted: nothing until the interval has passed again.
+	s.extractionRunScheduled(11 * time.Minute)
+	require.Len(t, s.extractionReextractions(project), 1)
+
+	// Off: nothing, however old the extraction.
+	s.must(200, "PUT", path, s.admin, map[string]any{"reextractionIntervalHours": 0}).Decode(t, &set)
+	require.Zero(t, set.ReextractionIntervalHours)
+	s.extractionRunScheduled(3 * time.Hour)
+	require.Len(t, s.extractionReextractions(project), 1)
+	require.Equal(t, 2, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE document_id = $1`, doc))
+
+	// On again: a job at once; cancelled, it is not queued again before the
+	// interval has passed since it was created.
+	require.NoError(t, s.m.jobs.Pause(ctx, extraction.Queue))
+	s.must(200, "PUT", path, s.admin, map[string]any{"reextractionIntervalHours": 1})
+	s.extractionRunScheduled(11 * time.Minute)
+	jobs = s.extractionReextractions(project)
+	require.Len(t, jobs, 2)
+	s.must(200, "POST", "/api/admin/extraction-jobs/"+jobs[0].ID+"/cancel", s.admin, nil)
+	s.extractionRunScheduled(50 * time.Minute)
+	require.Len(t, s.extractionReextractions(project), 2)
+	s.extractionRunScheduled(11 * time.Minute)
+	require.Len(t, s.extractionReextractions(project), 3)
 }

@@ -230,7 +230,7 @@ func TestSchedulerMetrics(t *testing.T) {
 	_, noScope := s.newUser("n@example.com", []string{"documents:read"}, "")
 	s.must(401, "GET", "/api/metrics/scheduler", "", nil)
 	s.must(403, "GET", "/api/metrics/scheduler", noScope, nil)
-	// The expiry tasks and the model catalog refresh run at start.
+	// The expiry tasks, the model catalog refresh and scheduled re-extraction run at start.
 	require.Eventually(t, func() bool {
 		var m struct {
 			Message string `json:"message"`
@@ -244,6 +244,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		for _, task := range m.Tasks {
 			runs[task.Name] = task.Runs
 		}
-		return len(m.Tasks) == 3 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 && runs["provider-models-sync"] >= 1 && m.Message != ""
+		return len(m.Tasks) == 4 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 &&
+			runs["provider-models-sync"] >= 1 && runs["scheduled-reextraction"] >= 1 && m.Message != ""
 	}, 10*time.Second, 50*time.Millisecond)
 }

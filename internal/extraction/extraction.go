@@ -153,6 +153,19 @@ type Statistics struct {
 type Settings struct {
 	ProjectID       uuid.UUID `json:"projectId"`
 	ReviewThreshold float64   `json:"reviewThreshold" doc:"Objects extracted with a lower confidence are stored as suggestions for review."`
+	// ReextractionIntervalHours is the age, in hours, at which the last
+	// extraction of a document is redone by a scheduled reextraction job.
+	ReextractionIntervalHours int `json:"reextractionIntervalHours" doc:"Hours after which the scheduler re-extracts a document whose last extraction finished (a reextraction job, trigger scheduled); 0: never."`
+}
+
+// ReextractionIntervalMax bounds reextractionIntervalHours (a year).
+const ReextractionIntervalMax = 8760
+
+// SettingsUpdate changes a project's extraction settings; a nil field is
+// left as it is.
+type SettingsUpdate struct {
+	ReviewThreshold           *float64
+	ReextractionIntervalHours *int
 }
 
 // CreateParams describes a job created through the API.
@@ -193,6 +206,8 @@ var (
 	ErrBadStatus        = errs.New(errs.Invalid, "status must be queued, running, completed, failed, cancelled or requires_review")
 	ErrBadPriority      = errs.Errorf(errs.Invalid, "priority must be between 0 and %d", PriorityMax)
 	ErrBadThreshold     = errs.New(errs.Invalid, "reviewThreshold must be between 0 and 1")
+	ErrBadInterval      = errs.Errorf(errs.Invalid, "reextractionIntervalHours must be between 0 (off) and %d hours", ReextractionIntervalMax)
+	ErrNoSettings       = errs.New(errs.Invalid, "give reviewThreshold and/or reextractionIntervalHours: the body changes nothing")
 	ErrNotParsed        = errs.New(errs.FailedPrecondition, "the document is not parsed (yet): extraction needs its chunks")
 )
 

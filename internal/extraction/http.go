@@ -63,7 +63,8 @@ type (
 	settingsIn struct {
 		ProjectID string `path:"projectId"`
 		Body      struct {
-			ReviewThreshold float64 `json:"reviewThreshold" doc:"0 to 1."`
+			ReviewThreshold           *float64 `json:"reviewThreshold,omitempty" doc:"0 to 1; unchanged when absent."`
+			ReextractionIntervalHours *int     `json:"reextractionIntervalHours,omitempty" doc:"0 (off) to 8760; unchanged when absent."`
 		}
 	}
 	monitorListIn struct {
@@ -298,9 +299,11 @@ func registerSettings(api huma.API, svc *Service) {
 			}
 			return &httpapi.Out[Settings]{Body: st}, nil
 		})
-	huma.Register(api, httpapi.Op("put-extraction-settings", http.MethodPut, path, "Set a project's extraction settings (project admins)", admin),
+	huma.Register(api, httpapi.Op("put-extraction-settings", http.MethodPut, path, "Change a project's extraction settings (project admins); absent fields are unchanged", admin),
 		func(ctx context.Context, in *settingsIn) (*httpapi.Out[Settings], error) {
-			st, err := svc.SetSettings(ctx, auth.AccessFrom(ctx).ProjectID, in.Body.ReviewThreshold)
+			st, err := svc.SetSettings(ctx, auth.AccessFrom(ctx).ProjectID, SettingsUpdate{
+				ReviewThreshold: in.Body.ReviewThreshold, ReextractionIntervalHours: in.Body.ReextractionIntervalHours,
+			})
 			if err != nil {
 				return nil, err
 			}

@@ -300,23 +300,58 @@ func (s *Service) Logs(ctx context.Context, id uuid.UUID) ([]LogEntry, error) {
 
 // Settings returns a project's extraction settings.
 func (s *Service) Settings(ctx context.Context, project uuid.UUID) (Settings, error) {
-	v, err := reviewThresholdGet(ctx, s.pool, project)
+	threshold, interval, err := settingsGet(ctx, s.pool, project)
 	if err != nil {
 		return Settings{}, err
 	}
-	return Settings{ProjectID: project, ReviewThreshold: round4(v)}, nil
+	return Settings{ProjectID: project, ReviewThreshold: round4(threshold), ReextractionIntervalHours: interval}, nil
 }
 
-// SetSettings changes a project's extraction settings. Errors:
-// invalid_argument.
-func (s *Service) SetSettings(ctx context.Context, project uuid.UUID, threshold float64) (Settings, error) {
-	if threshold < 0 || threshold > 1 || threshold != threshold {
+// SetSettings changes the settings u gives, leaving the others as they
+// are. Errors: invalid_argument (a value out of bounds, or nothing to
+// change).
+func (s *Service) SetSettings(ctx context.Context, project uuid.UUID, u SettingsUpdate) (Settings, error) {
+	if u.ReviewThreshold == nil && u.ReextractionIntervalHours == nil {
+		return Settings{}, ErrNoSettings
+	}
+	if t := u.ReviewThreshold; t != nil && (*t < 0 || *t > 1 || *t != *t) {
 		return Settings{}, ErrBadThreshold
 	}
-	if err := reviewThresholdSet(ctx, s.pool, project, threshold); err != nil {
+	if h := u.ReextractionIntervalHours; h != nil && (*h < 0 || *h > ReextractionIntervalMax) {
+		return Settings{}, ErrBadInterval
+	}
+	if err := settingsSet(ctx, s.pool, project, u); err != nil {
 		return Settings{}, err
 	}
 	return s.Settings(ctx, project)
+}
+
+// QueueScheduledReextractions queues the scheduled reextraction jobs that
+// are due (see the projects' reextractionIntervalHours), in one statement,
+// wakes the workers and returns how many it queued.
+func (s *Service) QueueScheduledReextractions(ctx context.Context) (int, error) {
+	n := 0
+	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if n, err = jobsInsertScheduled(ctx, tx, s.now().UTC()); err != nil || n == 0 {
+			return err
+		}
+		return jobqueue.Notify(ctx, tx, Queue)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// RunScheduledReextraction is the scheduler task: it queues the due
+// reextraction jobs and logs how many.
+func (s *Service) RunScheduledReextraction(ctx context.Context) error {
+	n, err := s.QueueScheduledReextractions(ctx)
+	if n > 0 {
+		s.log.Info("scheduled reextraction jobs queued", "count", n)
+	}
+	return err
 }
 
 // round4 undoes the float4 column's noise (0.7 is stored as 0.69999...).

@@ -337,11 +337,62 @@ func reviewThresholdGet(ctx context.Context, db postgres.DBTX, project uuid.UUID
 	return v, nil
 }
 
-func reviewThresholdSet(ctx context.Context, db postgres.DBTX, project uuid.UUID, v float64) error {
-	if _, err := db.Exec(ctx, `UPDATE projects SET review_threshold = $2 WHERE id = $1`, project, v); err != nil {
-		return fmt.Errorf("save review threshold: %w", err)
+func settingsGet(ctx context.Context, db postgres.DBTX, project uuid.UUID) (threshold float64, interval int, err error) {
+	err = db.QueryRow(ctx, `SELECT review_threshold::float8, reextraction_interval_hours FROM projects WHERE id = $1`, project).
+		Scan(&threshold, &interval)
+	if err != nil {
+		return 0, 0, fmt.Errorf("load extraction settings: %w", err)
+	}
+	return threshold, interval, nil
+}
+
+// settingsSet changes the settings that are not nil.
+func settingsSet(ctx context.Context, db postgres.DBTX, project uuid.UUID, u SettingsUpdate) error {
+	_, err := db.Exec(ctx, `UPDATE projects SET review_threshold = coalesce($2::real, review_threshold),
+		reextraction_interval_hours = coalesce($3::int, reextraction_interval_hours) WHERE id = $1`,
+		project, u.ReviewThreshold, u.ReextractionIntervalHours)
+	if err != nil {
+		return fmt.Errorf("save extraction settings: %w", err)
 	}
 	return nil
+}
+
+// reextractionLock serialises the scheduled re-extraction runs (a run
+// started by a former leader may overlap the new leader's).
+const reextractionLock = 0x67727278 // "grrx"
+
+// jobsInsertScheduled queues, in one statement, a scheduled reextraction
+// job for every parsed document of a live project with an interval whose
+// newest completed (or requires_review) job finished more than the
+// interval before now, unless the document has a queued or running job,
+// or a scheduled job created within the interval (a scheduled job that
+// failed or was cancelled waits for the next interval instead of being
+// queued again at every run). The ids are UUIDv7 at now. It returns how
+// many jobs it queued.
+func jobsInsertScheduled(ctx context.Context, tx pgx.Tx, now time.Time) (int, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, reextractionLock); err != nil {
+		return 0, fmt.Errorf("lock scheduled reextraction: %w", err)
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs
+		(id, project_id, status, priority, run_at, created_at, updated_at, document_id, job_type, trigger_type)
+		SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+				PLACING substring(int8send(floor(extract(epoch FROM $1::timestamptz) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
+			d.project_id, 'queued', 0, $1, $1, $1, d.id, $2, $3
+		FROM projects p
+		JOIN documents d ON d.project_id = p.id AND d.status = 'parsed'
+		CROSS JOIN LATERAL (
+			SELECT max(j.completed_at) FILTER (WHERE j.status IN ('completed', 'requires_review')) AS last_done,
+				coalesce(bool_or(j.status IN ('queued', 'running')
+					OR (j.trigger_type = $3 AND j.created_at > $1::timestamptz - make_interval(hours => p.reextraction_interval_hours))), false) AS busy
+			FROM object_extraction_jobs j WHERE j.document_id = d.id
+		) j
+		WHERE p.deleted_at IS NULL AND p.reextraction_interval_hours > 0
+			AND j.last_done < $1::timestamptz - make_interval(hours => p.reextraction_interval_hours) AND NOT j.busy`,
+		now, JobTypeReextraction, TriggerScheduled)
+	if err != nil {
+		return 0, fmt.Errorf("queue scheduled reextraction: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // chunk is a document chunk to extract from.
