@@ -62,6 +62,9 @@ type Main struct {
 	Now    func() time.Time
 	// HTTPClient is used for outbound calls (OIDC discovery and keys).
 	HTTPClient *http.Client
+	// WorkersOnly runs the job workers and the ops endpoint only (graphmill
+	// worker): no public API, no scheduler, no bootstrap.
+	WorkersOnly bool
 
 	// AdminToken is the bootstrap token when this start created it.
 	AdminToken string
@@ -360,6 +363,41 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	)
 	scheduler.Register(api, m.sched)
 
+	if !m.WorkersOnly {
+		if err := m.bootstrap(ctx, ten); err != nil {
+			return err
+		}
+	}
+	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, embedding.Queue)), log); err != nil {
+		return err
+	}
+	if err := m.jobs.Start(ctx); err != nil {
+		return err
+	}
+	m.ops.Start()
+	if m.WorkersOnly {
+		m.health.SetReady(true, "")
+		log.Info("graphmill workers ready", "ops", "http://"+m.ops.Addr())
+		return nil
+	}
+	if m.api, err = httpapi.Listen(ctx, "api", m.Config.HTTPAddr, router, log); err != nil {
+		return err
+	}
+	if err := m.sched.Start(ctx); err != nil {
+		return err
+	}
+	if err := m.mcpReg.Start(ctx); err != nil {
+		return err
+	}
+	m.api.Start()
+	m.health.SetReady(true, "")
+	log.Info("graphmill ready", "api", "http://"+m.api.Addr(), "ops", "http://"+m.ops.Addr())
+	return nil
+}
+
+// bootstrap sets up an empty database (the first organization, project,
+// superadmin and token) and shows the token once.
+func (m *Main) bootstrap(ctx context.Context, ten *tenancy.Service) error {
 	token, err := ten.Bootstrap(ctx, m.Config.BootstrapToken)
 	if err != nil {
 		return err
@@ -371,29 +409,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		}
 	} else if m.Config.BootstrapToken != "" {
 		if known, err := ten.TokenKnown(ctx, m.Config.BootstrapToken); err == nil && !known {
-			log.Warn("GRAPHMILL_BOOTSTRAP_TOKEN is ignored: the database was set up before with another token")
+			m.Logger.Warn("GRAPHMILL_BOOTSTRAP_TOKEN is ignored: the database was set up before with another token")
 		}
 	}
-
-	if m.api, err = httpapi.Listen(ctx, "api", m.Config.HTTPAddr, router, log); err != nil {
-		return err
-	}
-	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, embedding.Queue)), log); err != nil {
-		return err
-	}
-	if err := m.sched.Start(ctx); err != nil {
-		return err
-	}
-	if err := m.jobs.Start(ctx); err != nil {
-		return err
-	}
-	if err := m.mcpReg.Start(ctx); err != nil {
-		return err
-	}
-	m.api.Start()
-	m.ops.Start()
-	m.health.SetReady(true, "")
-	log.Info("graphmill ready", "api", "http://"+m.api.Addr(), "ops", "http://"+m.ops.Addr())
 	return nil
 }
 
@@ -591,7 +609,12 @@ func opsHandler(reg *prometheus.Registry, embeddings http.Handler) http.Handler 
 }
 
 // APIAddr is the bound address of the public API.
-func (m *Main) APIAddr() string { return m.api.Addr() }
+func (m *Main) APIAddr() string {
+	if m.api == nil {
+		return ""
+	}
+	return m.api.Addr()
+}
 
 // OpsAddr is the bound address of the ops endpoint.
 func (m *Main) OpsAddr() string { return m.ops.Addr() }

@@ -74,6 +74,29 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	})
 
 	root.AddCommand(&cobra.Command{
+		Use:   "worker",
+		Short: "Run the job workers only (no API, no scheduler) against GRAPHMILL_DATABASE_URL, next to graphmill serve",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, logger, err := load()
+			if err != nil {
+				return err
+			}
+			if cfg.DatabaseURL == "" {
+				return fmt.Errorf("graphmill worker needs GRAPHMILL_DATABASE_URL: the embedded database belongs to graphmill serve")
+			}
+			m := &Main{Config: cfg, Logger: logger, Stdout: stdout, WorkersOnly: true}
+			if err := m.Start(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			logger.Info("shutting down")
+			m.Stop(context.WithoutCancel(ctx))
+			return nil
+		},
+	})
+
+	root.AddCommand(&cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending database migrations and exit",
 		Args:  cobra.NoArgs,
