@@ -517,11 +517,19 @@ func (s *Service) write(ctx context.Context, l *jobLog, src jobSource, types *te
 				"relationshipsCreated": applied.RelationshipsCreated, "relationshipsUpdated": applied.RelationshipsUpdated,
 				"suggestions": len(suggested), "chunksProcessed": len(res.chunkIDs),
 			})
+		status := jobqueue.StatusCompleted
 		if len(suggested) > 0 {
-			review = true
-			return s.requestReview(ctx, tx, l, src, suggested, listed, threshold, now)
+			review, status = true, jobqueue.StatusRequiresReview
+			err = s.requestReview(ctx, tx, l, src, suggested, listed, threshold, now)
+		} else {
+			err = logInsert(ctx, tx, l.job.ID, l.project, now, l.deferred)
 		}
-		return logInsert(ctx, tx, l.job.ID, l.project, now, l.deferred)
+		if err != nil {
+			return err
+		}
+		// The job's final status commits with its results: a cancel that
+		// comes while this commits finds the job final.
+		return s.cfg.Jobs.FinishInTx(ctx, tx, Queue, l.job, status)
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -180,4 +181,34 @@ func (c *Client) Stats(ctx context.Context, projectID *uuid.UUID) ([]QueueStats,
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// FinishInTx records the success of job j (StatusCompleted or
+// StatusRequiresReview) in tx, the handler's own transaction, so that the
+// job's results and its final status commit together: a cancel arriving
+// while tx commits then finds the job final, instead of marking work that
+// was committed as cancelled. The queue's outcome hooks run in tx too. When
+// the job is no longer running at this attempt under this client (cancelled
+// or reaped), it answers ErrCancelled and the caller rolls tx back. The
+// handler then returns as usual; the engine finds the job already final.
+func (c *Client) FinishInTx(ctx context.Context, tx pgx.Tx, queue string, j Job, status Status) error {
+	if status != StatusCompleted && status != StatusRequiresReview {
+		return fmt.Errorf("finish in tx: %s is not a success status", status)
+	}
+	q, err := c.queue(queue)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	ups := []update{{job: j, decision: decision{status: status, retryCount: j.RetryCount, completed: &now}}}
+	ids, err := q.jobFinish(ctx, tx, now, &c.workerID, ups)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return ErrCancelled
+	}
+	q.account(ups, ids)
+	q.callHooks(ctx, tx, ups, ids)
+	return nil
 }

@@ -664,6 +664,61 @@ func TestPauseLetsBatchInFlightFinish(t *testing.T) {
 	b.requireStatus(t, later, jobqueue.StatusCompleted)
 }
 
+// TestFinishInTx: a handler that records its success in its own
+// transaction commits its results and the final status together: a cancel
+// arriving afterwards finds the job final (409), the outcome hook runs once,
+// and a job cancelled before the handler's commit is refused.
+func TestFinishInTx(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var outcomes atomic.Int32
+	var p *process
+	cancelFirst := make(chan struct{}, 1)
+	p = b.newProcess(t, opts{queue: jobqueue.QueueConfig{
+		Handler: jobqueue.HandlerFunc(func(ctx context.Context, jobs []jobqueue.Job) []error {
+			out := make([]error, len(jobs))
+			for i, j := range jobs {
+				wctx := context.WithoutCancel(ctx) // the refusal comes from FinishInTx, not the context
+				select {
+				case <-cancelFirst: // the job is cancelled while it works
+					require.NoError(t, p.client.Cancel(wctx, b.pool, queueName, j.ID))
+				default:
+				}
+				out[i] = postgres.WithTx(wctx, b.pool, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(wctx, `INSERT INTO job_logs (job_id, status, message) VALUES ($1, 'completed', 'result')`, j.ID); err != nil {
+						return err
+					}
+					return p.client.FinishInTx(wctx, tx, queueName, j, jobqueue.StatusCompleted)
+				})
+			}
+			return out
+		}),
+		OutcomeFunc: func(_ context.Context, _ pgx.Tx, outs []jobqueue.Outcome) error {
+			outcomes.Add(int32(len(outs))) //nolint:gosec // tiny
+			return nil
+		},
+	}})
+
+	id := b.insert(t, jobSpec{})[0]
+	b.requireStatus(t, id, jobqueue.StatusCompleted)
+	err := p.client.Cancel(ctx, b.pool, queueName, id)
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err), "a finished job cannot be cancelled")
+	var results int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM job_logs WHERE job_id = $1`, id).Scan(&results))
+	require.Equal(t, 1, results)
+	time.Sleep(100 * time.Millisecond) // the engine's own record comes after the handler
+	require.Equal(t, int32(1), outcomes.Load(), "the outcome hook runs once")
+
+	// Cancelled before the handler commits: FinishInTx refuses and the
+	// handler's writes roll back.
+	cancelFirst <- struct{}{}
+	second := b.insert(t, jobSpec{})[0]
+	b.requireStatus(t, second, jobqueue.StatusCancelled)
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM job_logs WHERE job_id = $1 AND message = 'result'`, second).Scan(&results))
+	require.Zero(t, results)
+}
+
 func TestStats(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
