@@ -58,18 +58,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		Short: "Run the API server (on the embedded PostgreSQL when GRAPHMILL_DATABASE_URL is unset)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, logger, err := load()
-			if err != nil {
-				return err
-			}
-			m := &Main{Config: cfg, Logger: logger, Stdout: stdout}
-			if err := m.Start(ctx); err != nil {
-				return err
-			}
-			<-ctx.Done()
-			logger.Info("shutting down")
-			m.Stop(context.WithoutCancel(ctx))
-			return nil
+			return serveUntilDone(ctx, load, stdout, false)
 		},
 	})
 
@@ -78,21 +67,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		Short: "Run the job workers only (no API, no scheduler) against GRAPHMILL_DATABASE_URL, next to graphmill serve",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, logger, err := load()
-			if err != nil {
-				return err
-			}
-			if cfg.DatabaseURL == "" {
-				return fmt.Errorf("graphmill worker needs GRAPHMILL_DATABASE_URL: the embedded database belongs to graphmill serve")
-			}
-			m := &Main{Config: cfg, Logger: logger, Stdout: stdout, WorkersOnly: true}
-			if err := m.Start(ctx); err != nil {
-				return err
-			}
-			<-ctx.Done()
-			logger.Info("shutting down")
-			m.Stop(context.WithoutCancel(ctx))
-			return nil
+			return serveUntilDone(ctx, load, stdout, true)
 		},
 	})
 
@@ -117,6 +92,26 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 
 	root.AddCommand(adminCommand(ctx, load, stdout))
 	return root.ExecuteContext(ctx)
+}
+
+// serveUntilDone starts a server (or, workersOnly, the workers) and stops
+// it when ctx ends (SIGINT, SIGTERM).
+func serveUntilDone(ctx context.Context, load func() (config.Config, *slog.Logger, error), stdout io.Writer, workersOnly bool) error {
+	cfg, logger, err := load()
+	if err != nil {
+		return err
+	}
+	if workersOnly && cfg.DatabaseURL == "" {
+		return fmt.Errorf("graphmill worker needs GRAPHMILL_DATABASE_URL: the embedded database belongs to graphmill serve")
+	}
+	m := &Main{Config: cfg, Logger: logger, Stdout: stdout, WorkersOnly: workersOnly}
+	if err := m.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	m.Stop(context.WithoutCancel(ctx))
+	return nil
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {

@@ -167,21 +167,26 @@ func objectsUpdateBatch(ctx context.Context, db postgres.DBTX, project uuid.UUID
 
 // objectProvenanceInsert links the objects to their chunks.
 func objectProvenanceInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, jobID *uuid.UUID, list []*pendingObject, now time.Time) error {
-	var objects, chunks []uuid.UUID
+	var ids, chunks []uuid.UUID
 	for _, p := range list {
 		for _, c := range p.chunks {
-			objects = append(objects, p.id)
-			chunks = append(chunks, c)
+			ids, chunks = append(ids, p.id), append(chunks, c)
 		}
 	}
-	if len(objects) == 0 {
+	return provenanceInsert(ctx, db, "graph_object_provenance", "object_id", project, jobID, ids, chunks, now)
+}
+
+// provenanceInsert links (id, chunk) pairs in a provenance table whose id
+// column is column; pairs already there are kept.
+func provenanceInsert(ctx context.Context, db postgres.DBTX, table, column string, project uuid.UUID, jobID *uuid.UUID, ids, chunks []uuid.UUID, now time.Time) error {
+	if len(ids) == 0 {
 		return nil
 	}
-	_, err := db.Exec(ctx, `INSERT INTO graph_object_provenance (object_id, chunk_id, project_id, extraction_job_id, created_at)
-		SELECT u.object_id, u.chunk_id, $1, $2, $3 FROM unnest($4::uuid[], $5::uuid[]) AS u(object_id, chunk_id)
-		ON CONFLICT (object_id, chunk_id) DO NOTHING`, project, jobID, now, objects, chunks)
+	_, err := db.Exec(ctx, `INSERT INTO `+table+` (`+column+`, chunk_id, project_id, extraction_job_id, created_at)
+		SELECT u.id, u.chunk_id, $1, $2, $3 FROM unnest($4::uuid[], $5::uuid[]) AS u(id, chunk_id)
+		ON CONFLICT (`+column+`, chunk_id) DO NOTHING`, project, jobID, now, ids, chunks)
 	if err != nil {
-		return fmt.Errorf("insert object provenance: %w", err)
+		return fmt.Errorf("insert %s: %w", table, err)
 	}
 	return nil
 }
@@ -283,21 +288,11 @@ func relationshipsUpdateBatch(ctx context.Context, db postgres.DBTX, project uui
 
 // relationshipProvenanceInsert links the relationships to their chunks.
 func relationshipProvenanceInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, jobID *uuid.UUID, list []*pendingRel, now time.Time) error {
-	var rels, chunks []uuid.UUID
+	var ids, chunks []uuid.UUID
 	for _, p := range list {
 		for _, c := range p.chunks {
-			rels = append(rels, p.id)
-			chunks = append(chunks, c)
+			ids, chunks = append(ids, p.id), append(chunks, c)
 		}
 	}
-	if len(rels) == 0 {
-		return nil
-	}
-	_, err := db.Exec(ctx, `INSERT INTO graph_relationship_provenance (relationship_id, chunk_id, project_id, extraction_job_id, created_at)
-		SELECT u.rel_id, u.chunk_id, $1, $2, $3 FROM unnest($4::uuid[], $5::uuid[]) AS u(rel_id, chunk_id)
-		ON CONFLICT (relationship_id, chunk_id) DO NOTHING`, project, jobID, now, rels, chunks)
-	if err != nil {
-		return fmt.Errorf("insert relationship provenance: %w", err)
-	}
-	return nil
+	return provenanceInsert(ctx, db, "graph_relationship_provenance", "relationship_id", project, jobID, ids, chunks, now)
 }
