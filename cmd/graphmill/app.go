@@ -499,13 +499,9 @@ func (r *mcpRegistryTools) WebSearchEnabled(ctx context.Context, project uuid.UU
 	return e.Enabled && e.APIKey != "", nil
 }
 
-// ToolEnabled implements mcpserver.ToolSettings.
-func (r *mcpRegistryTools) ToolEnabled(ctx context.Context, project uuid.UUID, tool string) (bool, error) {
-	e, err := r.reg.EffectiveSetting(ctx, project, tool)
-	if err != nil {
-		return false, err
-	}
-	return e.Enabled, nil
+// EnabledTools implements mcpserver.ToolSettings.
+func (r *mcpRegistryTools) EnabledTools(ctx context.Context, project uuid.UUID) (map[string]bool, error) {
+	return r.reg.EnabledBuiltinTools(ctx, project)
 }
 
 // secretBox opens the keys that seal secrets at rest: GRAPHMILL_SECRET_KEY,

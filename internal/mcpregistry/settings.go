@@ -59,16 +59,36 @@ func (s *Service) globalKey(tool string) string {
 	return ""
 }
 
-// effective resolves a built-in tool's setting in a project of org.
-func (s *Service) effective(ctx context.Context, db postgres.DBTX, project, org uuid.UUID, bt BuiltinTool) (Effective, error) {
-	pr, pok, err := settingGet(ctx, db, LevelProject, project, bt.Name)
-	if err != nil {
-		return Effective{}, err
+// levelSettings are the tool settings of a project and of its
+// organization, by tool name.
+type levelSettings struct {
+	project, org map[string]settingRow
+}
+
+// settingsOf loads every tool setting of project and of its organization
+// org (two queries, whatever the number of tools).
+func settingsOf(ctx context.Context, db postgres.DBTX, project, org uuid.UUID) (levelSettings, error) {
+	ls := levelSettings{project: map[string]settingRow{}, org: map[string]settingRow{}}
+	for _, l := range []struct {
+		level string
+		owner uuid.UUID
+		into  map[string]settingRow
+	}{{LevelProject, project, ls.project}, {LevelOrg, org, ls.org}} {
+		rows, err := settingsList(ctx, db, l.level, l.owner)
+		if err != nil {
+			return levelSettings{}, err
+		}
+		for _, r := range rows {
+			l.into[r.ToolName] = r
+		}
 	}
-	or, ook, err := settingGet(ctx, db, LevelOrg, org, bt.Name)
-	if err != nil {
-		return Effective{}, err
-	}
+	return ls, nil
+}
+
+// effective resolves built-in tool bt's setting from ls.
+func (s *Service) effective(ls levelSettings, bt BuiltinTool) (Effective, error) {
+	pr, pok := ls.project[bt.Name]
+	or, ook := ls.org[bt.Name]
 	e := Effective{InheritedFrom: LevelGlobal, Enabled: true}
 	switch {
 	case pok:
@@ -103,6 +123,33 @@ func (s *Service) effective(ctx context.Context, db postgres.DBTX, project, org 
 	return e, nil
 }
 
+// projectSettings loads the settings that apply in project.
+func (s *Service) projectSettings(ctx context.Context, db postgres.DBTX, project uuid.UUID) (levelSettings, error) {
+	org, err := projectOrg(ctx, db, project)
+	if err != nil {
+		return levelSettings{}, err
+	}
+	return settingsOf(ctx, db, project, org)
+}
+
+// EnabledBuiltinTools reports, for every built-in tool, whether it is
+// enabled in project (three queries for the whole catalogue).
+func (s *Service) EnabledBuiltinTools(ctx context.Context, project uuid.UUID) (map[string]bool, error) {
+	ls, err := s.projectSettings(ctx, s.cfg.Pool, project)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(s.builtin))
+	for name, bt := range s.builtin {
+		e, err := s.effective(ls, bt)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = e.Enabled
+	}
+	return out, nil
+}
+
 // EffectiveSetting returns the setting a project's built-in tool runs
 // with. Errors: not_found (unknown tool).
 func (s *Service) EffectiveSetting(ctx context.Context, project uuid.UUID, tool string) (Effective, error) {
@@ -110,11 +157,11 @@ func (s *Service) EffectiveSetting(ctx context.Context, project uuid.UUID, tool 
 	if !ok {
 		return Effective{}, ErrUnknownBuiltin
 	}
-	org, err := projectOrg(ctx, s.cfg.Pool, project)
+	ls, err := s.projectSettings(ctx, s.cfg.Pool, project)
 	if err != nil {
 		return Effective{}, err
 	}
-	return s.effective(ctx, s.cfg.Pool, project, org, bt)
+	return s.effective(ls, bt)
 }
 
 // builtinTools lists the built-in catalogue with each tool's effective
@@ -134,7 +181,7 @@ func (s *Service) builtinTools(ctx context.Context, srv Server) ([]Tool, error) 
 		if _, _, _, err := toolsUpsert(ctx, tx, srv.ID, live, s.cfg.Now()); err != nil {
 			return err
 		}
-		org, err := projectOrg(ctx, tx, srv.ProjectID)
+		ls, err := s.projectSettings(ctx, tx, srv.ProjectID)
 		if err != nil {
 			return err
 		}
@@ -145,7 +192,7 @@ func (s *Service) builtinTools(ctx context.Context, srv Server) ([]Tool, error) 
 		out = make([]Tool, 0, len(rows))
 		for _, r := range rows {
 			bt := s.builtin[r.ToolName]
-			t, err := s.builtinTool(ctx, tx, r, srv.ProjectID, org, bt)
+			t, err := s.builtinTool(r, ls, bt)
 			if err != nil {
 				return err
 			}
@@ -156,8 +203,8 @@ func (s *Service) builtinTools(ctx context.Context, srv Server) ([]Tool, error) 
 	return out, err
 }
 
-func (s *Service) builtinTool(ctx context.Context, db postgres.DBTX, r toolRow, project, org uuid.UUID, bt BuiltinTool) (Tool, error) {
-	e, err := s.effective(ctx, db, project, org, bt)
+func (s *Service) builtinTool(r toolRow, ls levelSettings, bt BuiltinTool) (Tool, error) {
+	e, err := s.effective(ls, bt)
 	if err != nil {
 		return Tool{}, err
 	}
@@ -272,11 +319,11 @@ func (s *Service) updateBuiltinTool(ctx context.Context, srv Server, toolID stri
 	if _, err := s.putSetting(ctx, LevelProject, srv.ProjectID, bt, u.Enabled, u.Config); err != nil {
 		return Tool{}, err
 	}
-	org, err := projectOrg(ctx, s.cfg.Pool, srv.ProjectID)
+	ls, err := s.projectSettings(ctx, s.cfg.Pool, srv.ProjectID)
 	if err != nil {
 		return Tool{}, err
 	}
-	return s.builtinTool(ctx, s.cfg.Pool, r, srv.ProjectID, org, bt)
+	return s.builtinTool(r, ls, bt)
 }
 
 // OrgToolSettings lists an organization's default tool settings.

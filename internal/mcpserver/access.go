@@ -69,13 +69,17 @@ type toolRule struct {
 }
 
 // deny says why c may not use the tool of rule r ("" when it may).
-func deny(ctx context.Context, c *caller, name string, r toolRule) (string, error) {
+// enabled holds the project's tool settings (nil: no settings configured).
+func deny(ctx context.Context, c *caller, name string, r toolRule, enabled map[string]bool) (string, error) {
 	if !c.principal.Scopes.Has(r.scope) {
 		return fmt.Sprintf("tool %s needs the scope %s, which this token lacks", name, r.scope), nil
 	}
 	role := c.principal.ProjectRole(c.project, c.org)
 	if !roleAtLeast(role, r.role) {
 		return fmt.Sprintf("tool %s needs the project role %s or higher; yours is %s", name, r.role, role), nil
+	}
+	if enabled != nil && !enabled[name] {
+		return fmt.Sprintf("tool %s is not enabled for this project", name), nil
 	}
 	if r.enabled != nil {
 		ok, err := r.enabled(ctx, c.project)
@@ -87,6 +91,15 @@ func deny(ctx context.Context, c *caller, name string, r toolRule) (string, erro
 		}
 	}
 	return "", nil
+}
+
+// enabledTools loads the caller's project's tool settings (nil when the
+// server has none).
+func (s *Server) enabledTools(ctx context.Context, c *caller) (map[string]bool, error) {
+	if s.cfg.Settings == nil {
+		return nil, nil
+	}
+	return s.cfg.Settings.EnabledTools(ctx, c.project)
 }
 
 func roleAtLeast(have, need auth.ProjectRole) bool {
@@ -117,10 +130,14 @@ func (s *Server) authorize(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok {
 				return res, nil
 			}
+			enabled, err := s.enabledTools(ctx, c)
+			if err != nil {
+				return nil, err
+			}
 			out := *list
 			out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
 			for _, t := range list.Tools {
-				reason, err := deny(ctx, c, t.Name, s.rules[t.Name])
+				reason, err := deny(ctx, c, t.Name, s.rules[t.Name], enabled)
 				if err != nil {
 					s.logger.ErrorContext(ctx, "mcp tool filter", "tool", t.Name, "err", err)
 					continue
@@ -145,7 +162,11 @@ func (s *Server) authorize(next mcp.MethodHandler) mcp.MethodHandler {
 				// Unknown tools get the SDK's own protocol error.
 				return next(ctx, method, req)
 			}
-			reason, err := deny(ctx, c, call.Params.Name, rule)
+			enabled, err := s.enabledTools(ctx, c)
+			if err != nil {
+				return s.toolError(ctx, call.Params.Name, err), nil
+			}
+			reason, err := deny(ctx, c, call.Params.Name, rule, enabled)
 			if err != nil {
 				return s.toolError(ctx, call.Params.Name, err), nil
 			}

@@ -104,9 +104,10 @@ type Config struct {
 	Settings ToolSettings
 }
 
-// ToolSettings says whether a built-in tool is enabled for a project.
+// ToolSettings says which built-in tools are enabled for a project, all at
+// once (a tools/list checks every tool).
 type ToolSettings interface {
-	ToolEnabled(ctx context.Context, project uuid.UUID, tool string) (bool, error)
+	EnabledTools(ctx context.Context, project uuid.UUID) (map[string]bool, error)
 }
 
 // CatalogTool describes one registered tool.

@@ -56,18 +56,6 @@ func addTool[In any](s *Server, t *mcp.Tool, rule toolRule, props map[string][]p
 	}
 	t.InputSchema = schema
 	name := t.Name
-	if set := s.cfg.Settings; set != nil {
-		own := rule.enabled
-		rule.enabled = func(ctx context.Context, project uuid.UUID) (bool, error) {
-			if on, err := set.ToolEnabled(ctx, project, name); err != nil || !on {
-				return false, err
-			}
-			if own != nil {
-				return own(ctx, project)
-			}
-			return true, nil
-		}
-	}
 	s.rules[name] = rule
 	s.catalog = append(s.catalog, CatalogTool{Name: name, Description: t.Description, InputSchema: schemaMap(schema)})
 	mcp.AddTool(s.mcp, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
