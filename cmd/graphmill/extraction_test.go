@@ -7,13 +7,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
@@ -346,10 +346,7 @@ func TestExtractionThroughKeyAI(t *testing.T) {
 		mu.Unlock()
 		return extractionKeyAIAnswer
 	})
-	s := newServer(t, withKeyAI(gemini.URL(), apiKey), func(c *config.Config) {
-		no := false
-		c.LocalProvider = &no
-	})
+	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
 	project, _ := s.defaultProject()
 	doc := s.extractionUpload(project, "engine.md", "# The engine\n\nAda Lovelace worked with Charles Babbage, who founded the Analytical Society.")
 	j := s.extractionWaitJob(s.extractionJobOf(doc), "completed", "failed", "requires_review")
@@ -425,34 +422,7 @@ func extractionLongDocument() string {
 // even what its first window found; its calls stay in the call log.
 func TestExtractionCancelMidCall(t *testing.T) {
 	t.Parallel()
-	const apiKey = "AIzaSy-extraction-cancel-1234"
-	gemini := llmtest.NewGemini(t, apiKey)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) }) // before the fake closes
-	var mu sync.Mutex
-	calls := 0
-	gemini.SetGenerate(func(llmtest.GenerateCall) string {
-		mu.Lock()
-		calls++
-		n := calls
-		mu.Unlock()
-		if n > 1 {
-			<-release
-		}
-		return extractionKeyAIAnswer
-	})
-	s := newServer(t, withKeyAI(gemini.URL(), apiKey), func(c *config.Config) {
-		no := false
-		c.LocalProvider = &no
-	})
-	project, _ := s.defaultProject()
-	doc := s.extractionUpload(project, "staff.md", extractionLongDocument())
-	id := s.extractionJobOf(doc)
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return calls >= 2
-	}, 30*time.Second, 10*time.Millisecond, "the second window's call is in flight")
+	s, project, doc, id := extractionBlockedCall(t, 1) // the second window's call hangs
 	require.Equal(t, "running", s.extractionGetJob(id).Status)
 
 	var j extractionJob
@@ -846,10 +816,7 @@ func TestExtractionProviderFailure(t *testing.T) {
 	const apiKey = "AIzaSy-extraction-fail-1234"
 	gemini := llmtest.NewGemini(t, apiKey)
 	gemini.SetGenerate(func(llmtest.GenerateCall) string { return extractionKeyAIAnswer })
-	s := newServer(t, withKeyAI(gemini.URL(), apiKey), func(c *config.Config) {
-		no := false
-		c.LocalProvider = &no
-	})
+	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
 	ctx := context.Background()
 	project, _ := s.defaultProject()
 	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
@@ -884,10 +851,7 @@ func TestExtractionProviderFailure(t *testing.T) {
 	require.Equal(t, 3, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1`, project))
 
 	// No provider at all.
-	bare := newServer(t, func(c *config.Config) {
-		no := false
-		c.LocalProvider = &no
-	})
+	bare := newServer(t, withoutLocalProvider)
 	p2, _ := bare.defaultProject()
 	doc2 := bare.extractionUpload(p2, "engine.md", "# Engine\n\nAda Lovelace worked with Charles Babbage.")
 	j = bare.extractionWaitJob(bare.extractionJobOf(doc2), "failed", "completed")
@@ -904,10 +868,7 @@ func TestExtractionMergesWindows(t *testing.T) {
 	const apiKey = "AIzaSy-extraction-merge-1234"
 	gemini := llmtest.NewGemini(t, apiKey)
 	gemini.SetGenerate(func(llmtest.GenerateCall) string { return extractionKeyAIAnswer })
-	s := newServer(t, withKeyAI(gemini.URL(), apiKey), func(c *config.Config) {
-		no := false
-		c.LocalProvider = &no
-	})
+	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
 	project, _ := s.defaultProject()
 	doc := s.extractionUpload(project, "staff.md", extractionLongDocument())
 	j := s.extractionWaitJob(s.extractionJobOf(doc), "completed", "failed", "requires_review")
@@ -938,31 +899,7 @@ func TestExtractionMergesWindows(t *testing.T) {
 // of the job is written.
 func TestDeleteDocumentCancelsRunningExtraction(t *testing.T) {
 	t.Parallel()
-	const apiKey = "AIzaSy-extraction-delete-1234"
-	gemini := llmtest.NewGemini(t, apiKey)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) }) // before the fake closes
-	var mu sync.Mutex
-	calls := 0
-	gemini.SetGenerate(func(llmtest.GenerateCall) string {
-		mu.Lock()
-		calls++
-		mu.Unlock()
-		<-release
-		return extractionKeyAIAnswer
-	})
-	s := newServer(t, withKeyAI(gemini.URL(), apiKey), func(c *config.Config) {
-		no := false
-		c.LocalProvider = &no
-	})
-	project, _ := s.defaultProject()
-	doc := s.extractionUpload(project, "staff.md", extractionLongDocument())
-	id := s.extractionJobOf(doc)
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return calls >= 1
-	}, 30*time.Second, 10*time.Millisecond, "the first call is in flight")
+	s, project, doc, id := extractionBlockedCall(t, 0) // the first call hangs
 
 	s.must(204, "DELETE", "/api/documents/"+doc, s.admin, nil, header{"X-Project-ID", project})
 	require.Eventually(t, func() bool {
@@ -1095,4 +1032,30 @@ func TestExtractionScheduledReextraction(t *testing.T) {
 	require.Len(t, s.extractionReextractions(project), 2)
 	s.extractionRunScheduled(11 * time.Minute)
 	require.Len(t, s.extractionReextractions(project), 3)
+}
+
+// extractionBlockedCall starts a server whose only provider is a key-ai
+// fake that answers the first free generate calls and holds every later
+// one until the test ends, uploads a long document and waits until call
+// free+1 of its extraction job is in flight.
+func extractionBlockedCall(t *testing.T, free int) (s *testServer, project, doc, job string) {
+	t.Helper()
+	const apiKey = "AIzaSy-extraction-blocked-1234"
+	gemini := llmtest.NewGemini(t, apiKey)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the fake closes
+	var calls atomic.Int32
+	gemini.SetGenerate(func(llmtest.GenerateCall) string {
+		if int(calls.Add(1)) > free {
+			<-release
+		}
+		return extractionKeyAIAnswer
+	})
+	s = newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
+	project, _ = s.defaultProject()
+	doc = s.extractionUpload(project, "staff.md", extractionLongDocument())
+	job = s.extractionJobOf(doc)
+	require.Eventually(t, func() bool { return int(calls.Load()) > free }, 30*time.Second, 10*time.Millisecond,
+		"the held call is in flight")
+	return s, project, doc, job
 }

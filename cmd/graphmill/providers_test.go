@@ -59,6 +59,13 @@ func withKeyAI(baseURL, key string) serverOption {
 	return func(c *config.Config) { c.KeyAIBaseURL, c.KeyAIAPIKey = baseURL, key }
 }
 
+// withoutLocalProvider leaves a server without the offline provider, so
+// that only the configured providers answer.
+func withoutLocalProvider(c *config.Config) {
+	no := false
+	c.LocalProvider = &no
+}
+
 func withAccountAIBase(baseURL string) serverOption {
 	return func(c *config.Config) { c.AccountAIBaseURL = baseURL }
 }
@@ -389,10 +396,7 @@ func TestPipelineEmbedsThroughKeyAI(t *testing.T) {
 	t.Parallel()
 	const apiKey = "AIzaSy-pipeline-key-1234"
 	gemini := llmtest.NewGemini(t, apiKey)
-	s := newServer(t, withKeyAI(gemini.URL(), apiKey), func(c *config.Config) {
-		no := false
-		c.LocalProvider = &no
-	})
+	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
 	// The catalog refresh at start uses the key too; let it pass first.
 	require.Eventually(t, func() bool { return gemini.Count(llmtest.EndpointModels) > 0 }, 10*time.Second, 10*time.Millisecond)
 	// Extraction would call the provider too; this test is about embeddings.

@@ -230,31 +230,15 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 
 	huma.Register(api, httpapi.Op("bulk-cancel-extraction-jobs", http.MethodPost, base+"/projects/{projectId}/bulk-cancel",
 		"Cancel a project's queued and/or running extraction jobs", write),
-		func(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
-			status := ""
-			if in.Body != nil {
-				status = in.Body.Status
-			}
-			n, err := svc.BulkCancel(ctx, auth.AccessFrom(ctx).ProjectID, status, userOf(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, CancelledCount: &n, Message: fmt.Sprintf("%d jobs cancelled", n)}}, nil
-		})
+		bulkAct(svc.BulkCancel, func(n *int) BulkResult {
+			return BulkResult{Success: true, CancelledCount: n, Message: fmt.Sprintf("%d jobs cancelled", *n)}
+		}))
 
 	huma.Register(api, httpapi.Op("bulk-retry-extraction-jobs", http.MethodPost, base+"/projects/{projectId}/bulk-retry",
 		"Retry a project's failed extraction jobs", write),
-		func(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
-			status := ""
-			if in.Body != nil {
-				status = in.Body.Status
-			}
-			n, err := svc.BulkRetry(ctx, auth.AccessFrom(ctx).ProjectID, status, userOf(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, RetriedCount: &n, Message: fmt.Sprintf("%d jobs queued again", n)}}, nil
-		})
+		bulkAct(svc.BulkRetry, func(n *int) BulkResult {
+			return BulkResult{Success: true, RetriedCount: n, Message: fmt.Sprintf("%d jobs queued again", *n)}
+		}))
 
 	huma.Register(api, httpapi.Op("bulk-delete-extraction-jobs", http.MethodDelete, base+"/projects/{projectId}/bulk-delete",
 		"Delete a project's finished extraction jobs, with their logs", admin),
@@ -441,4 +425,22 @@ func userOf(ctx context.Context) *uuid.UUID {
 		return &id
 	}
 	return nil
+}
+
+// bulkAct is the handler of a bulk state change of a project's jobs
+// (cancel, retry) by status filter; result words the count.
+func bulkAct(act func(ctx context.Context, project uuid.UUID, status string, user *uuid.UUID) (int, error),
+	result func(n *int) BulkResult,
+) func(context.Context, *bulkIn) (*httpapi.Out[BulkResult], error) {
+	return func(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
+		status := ""
+		if in.Body != nil {
+			status = in.Body.Status
+		}
+		n, err := act(ctx, auth.AccessFrom(ctx).ProjectID, status, userOf(ctx))
+		if err != nil {
+			return nil, err
+		}
+		return &httpapi.Out[BulkResult]{Body: result(&n)}, nil
+	}
 }
