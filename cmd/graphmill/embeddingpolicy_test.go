@@ -128,14 +128,10 @@ func TestEmbeddingPolicyAuth(t *testing.T) {
 	var foreignPol embPolicy
 	s.must(201, "POST", "/api/graph/embedding-policies", s.admin, embBody(foreign, "people")).Decode(t, &foreignPol)
 
-	editorID, editor := s.newUser("emb-editor@example.com", []string{"graph:read", "graph:write"}, "")
-	s.addMember(project, editorID, "editor")
-	viewerID, viewer := s.newUser("emb-viewer@example.com", []string{"graph:read", "graph:write"}, "")
-	s.addMember(project, viewerID, "viewer")
-	readerID, reader := s.newUser("emb-reader@example.com", []string{"graph:read"}, "")
-	s.addMember(project, readerID, "admin")
-	noScopeID, noScope := s.newUser("emb-noscope@example.com", []string{"documents:read"}, "")
-	s.addMember(project, noScopeID, "admin")
+	_, editor := s.newMember("emb-editor@example.com", []string{"graph:read", "graph:write"}, project, "editor")
+	_, viewer := s.newMember("emb-viewer@example.com", []string{"graph:read", "graph:write"}, project, "viewer")
+	_, reader := s.newMember("emb-reader@example.com", []string{"graph:read"}, project, "admin")
+	_, noScope := s.newMember("emb-noscope@example.com", []string{"documents:read"}, project, "admin")
 	boundID, bound := s.newUser("emb-bound@example.com", []string{"graph:read", "graph:write"}, foreign)
 	s.addMember(foreign, boundID, "editor")
 

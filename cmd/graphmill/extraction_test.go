@@ -633,12 +633,9 @@ func TestExtractionAdminAPI(t *testing.T) {
 	auto := s.extractionJobOf(doc)
 	otherJob := s.extractionJobOf(otherDoc)
 
-	viewerID, viewer := s.newUser("viewer@example.com", []string{"extraction:read"}, "")
-	s.addMember(project, viewerID, "viewer")
-	editorID, editor := s.newUser("editor@example.com", []string{"extraction:read", "extraction:write"}, "")
-	s.addMember(project, editorID, "editor")
-	noScopeID, noScope := s.newUser("noscope@example.com", []string{"documents:read", "admin:read"}, "")
-	s.addMember(project, noScopeID, "admin")
+	_, viewer := s.newMember("viewer@example.com", []string{"extraction:read"}, project, "viewer")
+	_, editor := s.newMember("editor@example.com", []string{"extraction:read", "extraction:write"}, project, "editor")
+	_, noScope := s.newMember("noscope@example.com", []string{"documents:read", "admin:read"}, project, "admin")
 	_, stranger := s.newUser("stranger@example.com", allScopes, "")
 
 	base := "/api/admin/extraction-jobs"

@@ -211,6 +211,15 @@ func (s *testServer) newUser(email string, scopes []string, project string) (id,
 	return u.ID, tok.Token
 }
 
+// newMember creates a user with an account token of scopes and gives it
+// role in project.
+func (s *testServer) newMember(email string, scopes []string, project, role string) (id, token string) {
+	s.t.Helper()
+	id, token = s.newUser(email, scopes, "")
+	s.addMember(project, id, role)
+	return id, token
+}
+
 // addMember gives a user a role in a project (as the admin).
 func (s *testServer) addMember(project, user, role string) {
 	s.t.Helper()

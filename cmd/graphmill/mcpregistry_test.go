@@ -442,8 +442,7 @@ func TestMCPRegAuth(t *testing.T) {
 	}
 	memberID, noScope := s.newUser("member@example.com", noScopes, "")
 	s.addMember(project, memberID, "admin")
-	viewerID, viewer := s.newUser("viewer@example.com", allScopes, "")
-	s.addMember(project, viewerID, "viewer")
+	_, viewer := s.newMember("viewer@example.com", allScopes, project, "viewer")
 	_, stranger := s.newUser("stranger@example.com", allScopes, "")
 
 	q := "?projectId=" + project

@@ -366,8 +366,7 @@ func TestMCPServerToolsFollowScopesAndRoles(t *testing.T) {
 	require.Equal(t, 0, page.Total)
 
 	// Scopes are not enough: writing needs the editor role.
-	viewer, viewerToken := s.newUser("viewer@example.com", []string{"graph:read", "graph:write", "documents:read", "documents:write"}, "")
-	s.addMember(project, viewer, "viewer")
+	viewer, viewerToken := s.newMember("viewer@example.com", []string{"graph:read", "graph:write", "documents:read", "documents:write"}, project, "viewer")
 	cs = mcpSrvConnect(t, s, viewerToken, header{"X-Project-ID", project})
 	require.Equal(t, []string{"documents_get", "documents_list", "graph_get_object", "graph_list_relationships", "graph_neighbors", "graph_search_objects"},
 		mcpSrvToolNames(t, cs))

@@ -224,8 +224,7 @@ func TestMonitoringExtractionJobs(t *testing.T) {
 
 	// Auth: 401, 403, 404, and X-Project-ID is required.
 	paths := []string{"/api/monitoring/extraction-jobs", "/api/monitoring/extraction-jobs/" + ids["completed"], lp, cp}
-	memberID, noScope := s.newUser("member@example.com", []string{"documents:read"}, "")
-	s.addMember(project, memberID, "admin")
+	_, noScope := s.newMember("member@example.com", []string{"documents:read"}, project, "admin")
 	_, stranger := s.newUser("stranger@example.com", allScopes, "")
 	boundID, bound := s.newUser("bound@example.com", []string{"extraction:read"}, project)
 	s.addMember(project, boundID, "viewer")

@@ -97,8 +97,7 @@ func TestProviderCredentials(t *testing.T) {
 
 	// Auth: no token, no scope, too low a role, another organization.
 	w.must(401, "POST", base+"/key-ai/credentials", "", map[string]any{"apiKey": apiKey})
-	readOnlyID, readOnly := s.newUser("ro@example.com", []string{"providers:read"}, "")
-	s.addMember(project, readOnlyID, "admin")
+	_, readOnly := s.newMember("ro@example.com", []string{"providers:read"}, project, "admin")
 	editorID, editor := s.newUser("editor@example.com", []string{"providers:read", "providers:write"}, "")
 	s.addMember(project, editorID, "editor") // an organization member, not an admin
 	_, stranger := s.newUser("stranger@example.com", allScopes, "")
@@ -247,11 +246,9 @@ func TestProjectPolicies(t *testing.T) {
 	const projectKey = "AIzaSy-project-secret-777"
 	s := newServer(t)
 	project, _ := s.defaultProject()
-	viewerID, viewer := s.newUser("v@example.com", []string{"providers:read", "providers:write"}, "")
-	s.addMember(project, viewerID, "viewer")
+	_, viewer := s.newMember("v@example.com", []string{"providers:read", "providers:write"}, project, "viewer")
 	_, stranger := s.newUser("s@example.com", allScopes, "")
-	noScopeID, noScope := s.newUser("n@example.com", []string{"documents:read"}, "")
-	s.addMember(project, noScopeID, "admin")
+	_, noScope := s.newMember("n@example.com", []string{"documents:read"}, project, "admin")
 	path := "/api/v1/projects/" + project + "/providers/key-ai/policy"
 	w := &secretWatch{s: s}
 
@@ -314,8 +311,7 @@ func TestUsageEndpoints(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, org := s.defaultProject()
-	memberID, member := s.newUser("m@example.com", []string{"providers:read"}, "")
-	s.addMember(project, memberID, "viewer")
+	_, member := s.newMember("m@example.com", []string{"providers:read"}, project, "viewer")
 	_, stranger := s.newUser("s@example.com", allScopes, "")
 
 	// A second project of the organization, and ledger rows in both.
@@ -458,8 +454,7 @@ func TestProviderEndpointsAuth(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, org := s.defaultProject()
-	memberID, noScope := s.newUser("member@example.com", []string{"documents:read", "admin:read"}, "")
-	s.addMember(project, memberID, "admin")
+	_, noScope := s.newMember("member@example.com", []string{"documents:read", "admin:read"}, project, "admin")
 	_, stranger := s.newUser("stranger@example.com", allScopes, "")
 	o := "/api/v1/organizations/" + org
 	p := "/api/v1/projects/" + project

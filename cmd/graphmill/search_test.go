@@ -128,10 +128,8 @@ func TestSearchAuthAndInput(t *testing.T) {
 	s := newServer(t)
 	project, _ := s.defaultProject()
 	hp := header{"X-Project-ID", project}
-	memberID, noScope := s.newUser("m@example.com", []string{"documents:read"}, "")
-	s.addMember(project, memberID, "viewer")
-	viewerID, viewer := s.newUser("v@example.com", []string{"search:read"}, "")
-	s.addMember(project, viewerID, "viewer")
+	_, noScope := s.newMember("m@example.com", []string{"documents:read"}, project, "viewer")
+	_, viewer := s.newMember("v@example.com", []string{"search:read"}, project, "viewer")
 	_, stranger := s.newUser("s@example.com", allScopes, "")
 	body := map[string]any{"query": "x", "mode": "keyword"}
 

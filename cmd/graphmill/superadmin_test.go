@@ -38,8 +38,7 @@ func TestSuperadminRoutesRefuseOthers(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, org := s.defaultProject()
-	userID, user := s.newUser("u@example.com", allScopes, "")
-	s.addMember(project, userID, "admin")
+	userID, user := s.newMember("u@example.com", allScopes, project, "admin")
 	// The admin's own token, bound to a project, is not a superadmin token.
 	var bound map[string]any
 	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": "b", "scopes": allScopes}).Decode(t, &bound)

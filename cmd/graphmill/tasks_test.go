@@ -99,12 +99,9 @@ func TestTaskAuth(t *testing.T) {
 	id := s.createTask(project, "a", "review", "", nil)
 	foreign := s.createTask(other, "b", "review", "", nil)
 
-	viewerID, viewer := s.newUser("viewer@example.com", []string{"tasks:read", "tasks:write"}, "")
-	s.addMember(project, viewerID, "viewer")
-	readerID, reader := s.newUser("reader@example.com", []string{"tasks:read"}, "")
-	s.addMember(project, readerID, "editor")
-	noScopeID, noScope := s.newUser("noscope@example.com", []string{"documents:read"}, "")
-	s.addMember(project, noScopeID, "editor")
+	_, viewer := s.newMember("viewer@example.com", []string{"tasks:read", "tasks:write"}, project, "viewer")
+	_, reader := s.newMember("reader@example.com", []string{"tasks:read"}, project, "editor")
+	_, noScope := s.newMember("noscope@example.com", []string{"documents:read"}, project, "editor")
 	_, outsider := s.newUser("outsider@example.com", []string{"tasks:read", "tasks:write"}, "")
 
 	routes := []struct{ method, path string }{
@@ -238,8 +235,7 @@ func TestTaskResolveAndCancel(t *testing.T) {
 	s := newServer(t)
 	project, _ := s.defaultProject()
 	hp := header{"X-Project-ID", project}
-	editorID, editor := s.newUser("editor@example.com", []string{"tasks:read", "tasks:write"}, "")
-	s.addMember(project, editorID, "editor")
+	editorID, editor := s.newMember("editor@example.com", []string{"tasks:read", "tasks:write"}, project, "editor")
 	a := s.createTask(project, "a", "review", "", nil)
 	b := s.createTask(project, "b", "review", "", nil)
 	c := s.createTask(project, "c", "review", "", nil)
@@ -375,8 +371,7 @@ func TestTaskResolver(t *testing.T) {
 	s := newServer(t)
 	project, _ := s.defaultProject()
 	hp := header{"X-Project-ID", project}
-	editorID, editor := s.newUser("editor@example.com", []string{"tasks:read", "tasks:write", "notifications:read"}, "")
-	s.addMember(project, editorID, "editor")
+	_, editor := s.newMember("editor@example.com", []string{"tasks:read", "tasks:write", "notifications:read"}, project, "editor")
 	type call struct {
 		id, status, resolution string
 	}
@@ -443,8 +438,7 @@ func TestTasksAcrossProjects(t *testing.T) {
 	s.taskAction(200, t2, "resolve", s.admin, map[string]any{"resolution": "accepted"}, header{"X-Project-ID", p2})
 
 	// A user who belongs to projects 1 (viewer) and 4 (editor) only.
-	userID, user := s.newUser("u@example.com", []string{"tasks:read"}, "")
-	s.addMember(p1, userID, "viewer")
+	userID, user := s.newMember("u@example.com", []string{"tasks:read"}, p1, "viewer")
 	s.addMember(p4, userID, "editor")
 	// A project-scoped token of a user who belongs to projects 1 and 2.
 	boundID, bound := s.newUser("b@example.com", []string{"tasks:read"}, p1)
