@@ -530,18 +530,22 @@ func (m *Main) secretBox() (*secrets.Box, error) {
 func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.Service, error) {
 	c := m.Config
 	env := provider.Environment{KeyAIAPIKey: c.KeyAIAPIKey, AccountAIProject: c.AccountAIProject, AccountAILocation: c.AccountAILocation}
+	guard, err := egress.New(c.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
+	}
 	if c.AccountAICredentialsFile != "" {
 		b, err := os.ReadFile(c.AccountAICredentialsFile)
 		if err != nil {
 			return nil, fmt.Errorf("GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE: %w", err)
 		}
-		if err := llm.ValidateServiceAccountJSON(b); err != nil {
+		if err := llm.ValidateServiceAccountJSON(b, guard); err != nil {
 			return nil, fmt.Errorf("GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE %s: %w", c.AccountAICredentialsFile, err)
 		}
 		env.AccountAIJSON = b
 	}
 	return provider.NewService(provider.Config{
-		Pool: pool, Box: box, Logger: m.Logger, Now: m.Now, HTTPClient: m.HTTPClient,
+		Pool: pool, Box: box, Logger: m.Logger, Now: m.Now, HTTPClient: m.HTTPClient, Egress: guard,
 		KeyAIBaseURL: c.KeyAIBaseURL, AccountAIBaseURL: c.AccountAIBaseURL, Environment: env,
 		LocalEnabled: c.LocalProviderEnabled(), LocalDimension: c.EmbeddingDimension, RPM: c.ProviderRPM, TPM: c.ProviderTPM,
 	}), nil
