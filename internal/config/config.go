@@ -41,6 +41,10 @@ type Config struct {
 
 	OIDCIssuer   string `env:"OIDC_ISSUER"`
 	OIDCAudience string `env:"OIDC_AUDIENCE"`
+	// OIDCTokenMaxLifetime bounds the API tokens created with an OIDC
+	// session: their expiry when none is asked for, the latest allowed
+	// (0 in a configuration built in code: the default).
+	OIDCTokenMaxLifetime time.Duration `env:"OIDC_TOKEN_MAX_LIFETIME" envDefault:"720h"`
 
 	// AuthCacheTTL bounds how long a verified token is trusted without a
 	// database round trip; revocations are pushed to every process at once,
@@ -159,6 +163,9 @@ func (c Config) Validate() error {
 	}
 	if (c.OIDCIssuer == "") != (c.OIDCAudience == "") {
 		return fmt.Errorf("GRAPHMILL_OIDC_ISSUER and GRAPHMILL_OIDC_AUDIENCE must be set together")
+	}
+	if c.OIDCTokenMaxLifetime < 0 {
+		return fmt.Errorf("GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME must be positive")
 	}
 	for name, addr := range map[string]string{"GRAPHMILL_HTTP_ADDR": c.HTTPAddr, "GRAPHMILL_OPS_ADDR": c.OpsAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -282,6 +289,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("bootstrapToken", mask(c.BootstrapToken)),
 		slog.String("oidcIssuer", c.OIDCIssuer),
 		slog.String("oidcAudience", c.OIDCAudience),
+		slog.Duration("oidcTokenMaxLifetime", c.OIDCTokenMaxLifetime),
 		slog.Duration("authCacheTtl", c.AuthCacheTTL),
 		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
 		slog.Int("dbMaxConns", int(c.DBMaxConns)),
