@@ -173,11 +173,11 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 			if !owned[j.ID] {
 				continue
 			}
-			now, live := current[id]
+			cur, live := current[id]
 			switch was, wasLive := snap.fingerprints[id]; {
 			case !live:
 				gone = append(gone, id)
-			case wasLive && now == was:
+			case wasLive && cur == was:
 				write[id] = true
 				keep[id] = snap.keep[id]
 			}
