@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -178,7 +181,7 @@ func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSes
 // remote connects to an SSE or streamable HTTP server with the record's
 // headers.
 func (c *connector) remote(ctx context.Context, srv Server) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: headerTransport{base: c.httpClient.Transport, headers: srv.headers}}
+	hc := &http.Client{Transport: headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(srv.URL)}}
 	var t mcp.Transport
 	if srv.Type == TypeSSE {
 		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}
@@ -192,18 +195,54 @@ func (c *connector) remote(ctx context.Context, srv Server) (*mcp.ClientSession,
 	return cs, nil
 }
 
-// headerTransport adds the record's headers to every request.
+// headerTransport adds the record's headers to the requests to the
+// record's origin, never to another (a redirect, an SSE endpoint event
+// naming another host).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	origin  string
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) == 0 || h.origin == "" || originOf(r.URL) != h.origin {
+		return h.base.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range h.headers {
 		r.Header.Set(k, v)
 	}
 	return h.base.RoundTrip(r)
+}
+
+// origin returns the origin of raw ("" when it does not parse): see
+// originOf.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return originOf(u)
+}
+
+// originOf returns scheme://host:port of u, lower case, with the scheme's
+// default port made explicit; "" without a host. Sealed headers belong to
+// one origin.
+func originOf(u *url.URL) string {
+	if u == nil || u.Host == "" {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // connectError turns a failed connection into a client-safe error.

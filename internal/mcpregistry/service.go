@@ -428,7 +428,20 @@ func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u Ser
 		srv.Args = *u.Args
 	}
 	if u.URL != nil {
+		before := origin(srv.URL)
 		srv.URL = *u.URL
+		if origin(srv.URL) != before && len(srv.headers) > 0 {
+			// Sealed headers were given for one origin: they never go to
+			// another. New ones may come with the new URL.
+			if u.Headers != nil {
+				for k, v := range *u.Headers {
+					if v == Masked {
+						return Server{}, errs.Errorf(errs.Invalid, "header %s cannot be kept (***): the url's origin (scheme, host and port) changes, which drops the stored headers; give their values again", k)
+					}
+				}
+			}
+			srv.headers = nil
+		}
 	}
 	if u.Env != nil {
 		if srv.env, err = mergeSecrets(srv.env, *u.Env); err != nil {

@@ -138,6 +138,80 @@ func SSE(t testing.TB, s *mcp.Server, name, value string) *httptest.Server {
 	return ts
 }
 
+// Request is what a test server received of one request.
+type Request struct {
+	Method string
+	URL    string
+	Header http.Header
+}
+
+// Seen records the requests a test server received.
+type Seen struct {
+	mu   sync.Mutex
+	reqs []Request
+}
+
+// Wrap records every request before h serves it.
+func (s *Seen) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, Request{Method: r.Method, URL: r.URL.String(), Header: r.Header.Clone()})
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Requests returns the recorded requests, in order.
+func (s *Seen) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Values returns every value of header name the server received.
+func (s *Seen) Values(name string) []string {
+	var out []string
+	for _, r := range s.Requests() {
+		out = append(out, r.Header.Values(name)...)
+	}
+	return out
+}
+
+// StreamableSeen serves s over streamable HTTP, recording every request.
+func StreamableSeen(t testing.TB, s *mcp.Server) (*httptest.Server, *Seen) {
+	t.Helper()
+	seen := &Seen{}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(seen.Wrap(h))
+	t.Cleanup(ts.Close)
+	return ts, seen
+}
+
+// SSESeen serves s over the SSE transport, recording every request.
+func SSESeen(t testing.TB, s *mcp.Server) (*httptest.Server, *Seen) {
+	t.Helper()
+	seen := &Seen{}
+	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(seen.Wrap(h))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ts, seen
+}
+
+// Redirect answers every request with a 307 to the same path and query
+// on target, recording the requests.
+func Redirect(t testing.TB, target string) (*httptest.Server, *Seen) {
+	t.Helper()
+	seen := &Seen{}
+	ts := httptest.NewServer(seen.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	})))
+	t.Cleanup(ts.Close)
+	return ts, seen
+}
+
 // ToolsEnv is the variable that names the stdio server's tools
 // (comma-separated; all when unset).
 const ToolsEnv = "MCPTEST_TOOLS"
