@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -117,10 +119,38 @@ type connector struct {
 	idle       time.Duration
 	startWait  time.Duration
 	credential *syscall.Credential // nil unless running as root
+	maxBody    int64               // per response body of a remote server
+	maxCalls   int                 // operations at once per server
 
 	mu    sync.Mutex
 	slots map[uuid.UUID]*slot
+	calls map[uuid.UUID]chan struct{} // a semaphore per server
 	wg    sync.WaitGroup
+}
+
+// acquire takes one of server id's call slots, or fails at once with
+// rate_limited when all are taken; release gives it back.
+func (c *connector) acquire(srv Server) (release func(), err error) {
+	c.mu.Lock()
+	sem, ok := c.calls[srv.ID]
+	if !ok {
+		sem = make(chan struct{}, c.maxCalls)
+		c.calls[srv.ID] = sem
+	}
+	c.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	default:
+		return nil, errs.Errorf(errs.RateLimited, "the MCP server %q already has %d concurrent calls from this server; try again when one ends", srv.Name, c.maxCalls)
+	}
+}
+
+// forget drops the call slots of a deleted server.
+func (c *connector) forget(id uuid.UUID) {
+	c.mu.Lock()
+	delete(c.calls, id)
+	c.mu.Unlock()
 }
 
 // unprivileged returns the credential stdio servers run with when the
@@ -152,8 +182,13 @@ func (c *connector) slot(id uuid.UUID) *slot {
 	return s
 }
 
-// with runs fn with a session to srv.
+// with runs fn with a session to srv, within srv's call slots.
 func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSession) error) error {
+	release, err := c.acquire(srv)
+	if err != nil {
+		return err
+	}
+	defer release()
 	switch srv.Type {
 	case TypeStdio:
 		p, err := c.stdio(ctx, srv)
@@ -168,20 +203,24 @@ func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSes
 		}
 		return err
 	case TypeSSE, TypeHTTP:
-		cs, err := c.remote(ctx, srv)
-		if err != nil {
-			return err
+		lim := &bodyLimit{max: c.maxBody}
+		cs, err := c.remote(ctx, srv, lim)
+		if err == nil {
+			err = fn(cs)
+			_ = cs.Close()
 		}
-		defer cs.Close()
-		return fn(cs)
+		if err != nil && lim.exceeded.Load() {
+			return errs.Errorf(errs.BadGateway, "the MCP server %q sent a response larger than %d bytes (GRAPHMILL_MCP_MAX_RESPONSE_BYTES)", srv.Name, c.maxBody)
+		}
+		return err
 	}
 	return ErrBuiltinRemote
 }
 
 // remote connects to an SSE or streamable HTTP server with the record's
-// headers.
-func (c *connector) remote(ctx context.Context, srv Server) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(srv.URL)}}
+// headers, every response body bounded by lim.
+func (c *connector) remote(ctx context.Context, srv Server, lim *bodyLimit) (*mcp.ClientSession, error) {
+	hc := &http.Client{Transport: lim.wrap(headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(srv.URL)})}
 	var t mcp.Transport
 	if srv.Type == TypeSSE {
 		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}
@@ -214,6 +253,60 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return h.base.RoundTrip(r)
 }
+
+// errBodyTooLarge ends the read of a response body beyond its limit.
+var errBodyTooLarge = errors.New("mcp server response body exceeds the limit")
+
+// bodyLimit bounds each response body of one session's HTTP client to max
+// bytes (go-sdk reads JSON answers whole, with no limit) and remembers
+// whether one went beyond.
+type bodyLimit struct {
+	max      int64
+	exceeded atomic.Bool
+}
+
+func (l *bodyLimit) wrap(base http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		res, err := base.RoundTrip(r)
+		if err != nil {
+			return nil, err
+		}
+		res.Body = &limitedBody{rc: res.Body, left: l.max, limit: l}
+		return res, nil
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// limitedBody reads at most left more bytes of rc; a byte beyond fails
+// the read (and every later one) with errBodyTooLarge.
+type limitedBody struct {
+	rc    io.ReadCloser
+	left  int64
+	limit *bodyLimit
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more tells a body of exactly the limit from a longer one
+	}
+	n, err := b.rc.Read(p)
+	if int64(n) > b.left {
+		n = int(b.left)
+		b.left = -1
+		b.limit.exceeded.Store(true)
+		return n, errBodyTooLarge
+	}
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // origin returns the origin of raw ("" when it does not parse): see
 // originOf.

@@ -29,6 +29,12 @@ const (
 	CallTimeoutDefault  = 60 * time.Second
 	IdleTimeoutDefault  = 5 * time.Minute
 	StartTimeoutDefault = 30 * time.Second
+	// MaxResponseBytesDefault bounds one response body of a remote MCP
+	// server, as go-sdk bounds one stdio message and one SSE event.
+	MaxResponseBytesDefault = 16 << 20
+	// MaxConcurrentCallsDefault bounds the operations running at once
+	// against one server in one process.
+	MaxConcurrentCallsDefault = 8
 	RegistryURLDefault  = "https://registry.modelcontextprotocol.io"
 	WebSearchURLDefault = "https://api.search.brave.com"
 )
@@ -59,6 +65,13 @@ type Config struct {
 	StartTimeout time.Duration
 	// Version is reported to MCP servers as the client version.
 	Version string
+	// MaxResponseBytes bounds every response body read from a remote MCP
+	// server (0: MaxResponseBytesDefault).
+	MaxResponseBytes int64
+	// MaxConcurrentCalls bounds the operations (calls, inspects, syncs)
+	// running at once against one server in this process (0:
+	// MaxConcurrentCallsDefault); more are refused with rate_limited.
+	MaxConcurrentCalls int
 }
 
 // Service is the MCP registry domain.
@@ -90,6 +103,12 @@ func NewService(c Config) (*Service, error) {
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = StartTimeoutDefault
+	}
+	if c.MaxResponseBytes <= 0 {
+		c.MaxResponseBytes = MaxResponseBytesDefault
+	}
+	if c.MaxConcurrentCalls <= 0 {
+		c.MaxConcurrentCalls = MaxConcurrentCallsDefault
 	}
 	if c.RegistryURL == "" {
 		c.RegistryURL = RegistryURLDefault
@@ -132,6 +151,7 @@ func NewService(c Config) (*Service, error) {
 		conn: &connector{
 			logger: c.Logger, now: c.Now, client: client, httpClient: c.Egress.Client(0),
 			idle: c.IdleTimeout, startWait: c.StartTimeout, credential: cred, slots: map[uuid.UUID]*slot{},
+			maxBody: c.MaxResponseBytes, maxCalls: c.MaxConcurrentCalls, calls: map[uuid.UUID]chan struct{}{},
 		},
 	}, nil
 }
@@ -477,6 +497,7 @@ func (s *Service) DeleteServer(ctx context.Context, project, id uuid.UUID) error
 		return ErrBuiltinFixed
 	}
 	s.conn.stop(id)
+	s.conn.forget(id)
 	return serverDelete(ctx, s.cfg.Pool, id)
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -210,6 +211,132 @@ func Redirect(t testing.TB, target string) (*httptest.Server, *Seen) {
 	})))
 	t.Cleanup(ts.Close)
 	return ts, seen
+}
+
+// FloodCap is where a Flood server gives up: far beyond any sane limit,
+// so that a client without one fails a test instead of exhausting the
+// machine.
+const FloodCap = 256 << 20
+
+// Flood is a hostile MCP server that answers with a body that does not
+// end (until FloodCap bytes, or the client hangs up).
+type Flood struct {
+	*httptest.Server
+	done    chan struct{}
+	mu      sync.Mutex
+	written int64
+}
+
+// NewFlood serves a flood over the given transport: "http" answers every
+// POST with an endless JSON body; "sse" opens the event stream with an
+// endpoint event, then sends comment lines without end.
+func NewFlood(t testing.TB, transport string) *Flood {
+	t.Helper()
+	f := &Flood{done: make(chan struct{})}
+	var once, postOnce sync.Once
+	posted := make(chan struct{})
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var chunk []byte
+		switch {
+		case transport == "sse" && r.Method == http.MethodPost:
+			postOnce.Do(func() { close(posted) })
+			w.WriteHeader(http.StatusAccepted)
+			return
+		case transport == "sse":
+			// The endpoint event alone, then the flood once the client
+			// posts (go-sdk reads the endpoint event with a buffer of its
+			// own and drops what that buffer read beyond it).
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: endpoint\ndata: /message\n\n")
+			_ = http.NewResponseController(w).Flush()
+			select {
+			case <-posted:
+			case <-r.Context().Done():
+				return
+			}
+			chunk = []byte(": " + strings.Repeat("x", 4093) + "\n")
+		default:
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"padding":"`)
+			chunk = []byte(strings.Repeat("x", 4096))
+		}
+		defer once.Do(func() { close(f.done) })
+		for {
+			n, err := w.Write(chunk)
+			f.mu.Lock()
+			f.written += int64(n)
+			total := f.written
+			f.mu.Unlock()
+			if err != nil || total >= FloodCap {
+				return
+			}
+		}
+	}))
+	t.Cleanup(func() {
+		f.CloseClientConnections()
+		f.Close()
+	})
+	return f
+}
+
+// Done is closed when the first flooding response ended: the client hung
+// up, or FloodCap was reached.
+func (f *Flood) Done() <-chan struct{} { return f.done }
+
+// Written is the number of body bytes the server managed to send.
+func (f *Flood) Written() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.written
+}
+
+// Gate is a tool "gate" that counts the calls inside it and holds them
+// until Release.
+type Gate struct {
+	Entered chan struct{} // receives once per call that entered
+	release chan struct{}
+	mu      sync.Mutex
+	inside  int
+	most    int
+}
+
+// NewGate returns a closed gate.
+func NewGate() *Gate {
+	return &Gate{Entered: make(chan struct{}, 100), release: make(chan struct{})}
+}
+
+// Add adds the gate tool to s.
+func (g *Gate) Add(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "gate", Description: "Wait until the test opens the gate."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			g.mu.Lock()
+			g.inside++
+			g.most = max(g.most, g.inside)
+			g.mu.Unlock()
+			defer func() {
+				g.mu.Lock()
+				g.inside--
+				g.mu.Unlock()
+			}()
+			g.Entered <- struct{}{}
+			select {
+			case <-g.release:
+				return text("passed"), nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+}
+
+// Release opens the gate for every waiting and later call.
+func (g *Gate) Release() { close(g.release) }
+
+// Most is the largest number of calls that were inside at once.
+func (g *Gate) Most() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.most
 }
 
 // ToolsEnv is the variable that names the stdio server's tools
