@@ -575,3 +575,55 @@ func TestMCPRegStdioServer(t *testing.T) {
 	}
 	require.NotContains(t, logs.String(), "stdio-env-secret-31")
 }
+
+func TestProjectToolSettingDelete(t *testing.T) {
+	t.Parallel()
+	brave := mcptest.NewBrave(t, "global-key-7", "org-key-8", "project-key-9")
+	s := newServer(t, mcpRegWith(func(c *config.Config) {
+		c.WebSearchBaseURL, c.WebSearchAPIKey = brave.URL, "global-key-7"
+	}))
+	project, org := s.defaultProject()
+	builtin := mcpRegServers(t, s, s.admin, "?projectId="+project)[0]
+	s.must(200, "PUT", "/api/admin/orgs/"+org+"/tool-settings/web_search", s.admin, map[string]any{"config": map[string]any{"api_key": "org-key-8"}})
+	var tool mcpRegTool
+	s.must(200, "PATCH", "/api/admin/mcp-servers/"+builtin.ID+"/tools/web_search", s.admin, map[string]any{
+		"enabled": true, "config": map[string]any{"api_key": "project-key-9"},
+	}).Decode(t, &tool)
+	require.Equal(t, "project", tool.InheritedFrom)
+	settings := func() int {
+		var n int
+		require.NoError(t, s.pool().QueryRow(context.Background(), `SELECT count(*) FROM mcp_project_tool_settings WHERE project_id = $1`, project).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, settings())
+
+	var noScopes []string
+	for _, sc := range allScopes {
+		if !strings.HasPrefix(sc, "mcp:") {
+			noScopes = append(noScopes, sc)
+		}
+	}
+	_, noScope := s.newMember("member@example.com", noScopes, project, "admin")
+	_, viewer := s.newMember("viewer@example.com", allScopes, project, "viewer")
+	_, stranger := s.newUser("stranger@example.com", allScopes, "")
+	path := "/api/admin/projects/" + project + "/tool-settings/web_search"
+	s.must(401, "DELETE", path, "", nil)
+	r := s.must(403, "DELETE", path, noScope, nil)
+	require.Contains(t, r.Detail(t), "mcp:admin")
+	s.must(403, "DELETE", path, viewer, nil)
+	s.must(404, "DELETE", path, stranger, nil)
+	s.must(404, "DELETE", "/api/admin/projects/"+uuid.NewString()+"/tool-settings/web_search", s.admin, nil)
+	require.Equal(t, 1, settings(), "no refused request removed it")
+
+	s.must(404, "DELETE", "/api/admin/projects/"+project+"/tool-settings/no_such_tool", s.admin, nil)
+	s.must(204, "DELETE", path, s.admin, nil)
+	require.Zero(t, settings())
+	tools := mcpRegTools(t, s, s.admin, builtin.ID)
+	require.Equal(t, "org", mcpRegTool1(t, tools, "web_search").InheritedFrom)
+	res, err := s.m.mcpReg.WebSearch(context.Background(), mustUUID(t, project), "graphs", 1)
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.Equal(t, []string{"org-key-8"}, brave.Keys()[len(brave.Keys())-1:])
+	r = s.must(404, "DELETE", path, s.admin, nil)
+	require.Contains(t, r.Detail(t), "no setting")
+}

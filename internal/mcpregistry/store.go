@@ -296,19 +296,6 @@ func settingGet(ctx context.Context, db postgres.DBTX, level string, owner uuid.
 	return r, true, nil
 }
 
-// settingID returns the id of the setting of tool, a new one when there is
-// none (the sealed config is bound to it).
-func settingID(ctx context.Context, db postgres.DBTX, level string, owner uuid.UUID, tool string) (uuid.UUID, error) {
-	r, ok, err := settingGet(ctx, db, level, owner, tool)
-	if err != nil {
-		return uuid.Nil, err
-	}
-	if ok {
-		return r.ID, nil
-	}
-	return uuid.NewV7()
-}
-
 func settingPut(ctx context.Context, db postgres.DBTX, level string, owner uuid.UUID, r settingRow) error {
 	table, col := settingTable(level)
 	_, err := db.Exec(ctx, `INSERT INTO `+table+` (id, `+col+`, tool_name, enabled, config_sealed, created_at, updated_at)
