@@ -627,3 +627,32 @@ func TestProjectToolSettingDelete(t *testing.T) {
 	r = s.must(404, "DELETE", path, s.admin, nil)
 	require.Contains(t, r.Detail(t), "no setting")
 }
+
+func TestMCPRegistryInstallSealed(t *testing.T) {
+	t.Parallel()
+	remote, seen := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
+	reg := mcptest.NewRegistry(t, mcptest.SecretEntries(remote.URL+"/mcp"))
+	s := newServer(t, mcpRegWith(func(c *config.Config) { c.MCPRegistryURL = reg.URL }))
+	project, _ := s.defaultProject()
+	_, viewer := s.newMember("viewer@example.com", []string{"mcp:use"}, project, "viewer")
+	q := "?projectId=" + project
+	var inst struct {
+		Server    mcpRegServer `json:"server"`
+		SyncError string       `json:"syncError"`
+	}
+	r := s.must(201, "POST", "/api/admin/mcp-registry/install"+q, s.admin, map[string]any{
+		"serverName": "com.acme/urlkey", "config": map[string]any{"env": map[string]any{"url_key": "url-secret-808"}},
+	})
+	r.Decode(t, &inst)
+	require.Empty(t, inst.SyncError)
+	require.NotContains(t, string(r.Body), "url-secret-808")
+	require.Contains(t, inst.Server.URL, "key={url_key}")
+	r = s.must(200, "GET", "/api/admin/mcp-servers"+q, viewer, nil)
+	require.Contains(t, string(r.Body), inst.Server.ID)
+	require.NotContains(t, string(r.Body), "url-secret-808")
+	var row string
+	require.NoError(t, s.pool().QueryRow(context.Background(), `SELECT concat_ws(' ', name, command, array_to_string(args, ' '), url) FROM mcp_servers WHERE id = $1`, inst.Server.ID).Scan(&row))
+	require.NotContains(t, row, "url-secret-808")
+	require.NotEmpty(t, seen.Requests())
+	require.Contains(t, seen.Requests()[0].URL, "key=url-secret-808", "the request carries the value")
+}

@@ -220,12 +220,13 @@ func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSes
 // remote connects to an SSE or streamable HTTP server with the record's
 // headers, every response body bounded by lim.
 func (c *connector) remote(ctx context.Context, srv Server, lim *bodyLimit) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: lim.wrap(headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(srv.URL)})}
+	endpoint := srv.url()
+	hc := &http.Client{Transport: lim.wrap(headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(endpoint)})}
 	var t mcp.Transport
 	if srv.Type == TypeSSE {
-		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}
+		t = &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}
 	} else {
-		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		t = &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	}
 	cs, err := c.client.Connect(ctx, t, nil)
 	if err != nil {
@@ -392,7 +393,7 @@ func (c *connector) start(ctx context.Context, srv Server) (*proc, error) {
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
-	cmd := exec.Command(srv.Command, srv.Args...) //nolint:gosec,noctx // running the configured command is the point; its lifetime is the process pool's, not a request's
+	cmd := exec.Command(srv.Command, srv.args()...) //nolint:gosec,noctx // running the configured command is the point; its lifetime is the process pool's, not a request's
 	cmd.Env = []string{"PATH=" + path}
 	for k, v := range srv.env {
 		if k != "PATH" {

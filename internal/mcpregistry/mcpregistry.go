@@ -82,7 +82,26 @@ type Server struct {
 	UpdatedAt time.Time         `json:"updatedAt"`
 
 	env, headers map[string]string // the real values, never encoded
+	// vars fill the {name} placeholders of Args (when the process starts)
+	// and URL (for each request): values given at a registry install,
+	// sealed, never encoded.
+	vars map[string]string
 }
+
+// args returns the arguments a stdio process starts with.
+func (s Server) args() []string {
+	if len(s.vars) == 0 {
+		return s.Args
+	}
+	out := make([]string, len(s.Args))
+	for i, a := range s.Args {
+		out[i] = expand(a, s.vars)
+	}
+	return out
+}
+
+// url returns the URL requests go to.
+func (s Server) url() string { return expand(s.URL, s.vars) }
 
 // Tool is the spec's MCPServerTool record; tools of the built-in server
 // carry InheritedFrom.

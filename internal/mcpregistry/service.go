@@ -204,6 +204,8 @@ func envPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "env", 
 
 func headersPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "headers", id.String()) }
 
+func varsPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "vars", id.String()) }
+
 func (s *Service) sealMap(m map[string]string, place []byte) *string {
 	if len(m) == 0 {
 		return nil
@@ -250,10 +252,14 @@ func (s *Service) toServer(r serverRow) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
+	vars, err := s.openMap(r.VarsSealed, varsPlace(r.ID))
+	if err != nil {
+		return Server{}, err
+	}
 	return Server{
 		ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, Enabled: r.Enabled, Type: r.Type,
 		Command: postgres.Value(r.Command), Args: r.Args, Env: maskMap(env), URL: postgres.Value(r.URL),
-		Headers: maskMap(headers), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), env: env, headers: headers,
+		Headers: maskMap(headers), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), env: env, headers: headers, vars: vars,
 	}, nil
 }
 
@@ -301,6 +307,7 @@ func (s *Service) Server(ctx context.Context, project, id uuid.UUID) (Server, er
 var (
 	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)      //nolint:gochecknoglobals // compiled pattern, constant
 	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$") //nolint:gochecknoglobals // compiled pattern, constant
+	varName    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)             //nolint:gochecknoglobals // compiled pattern, constant
 )
 
 // Limits of a server record.
@@ -349,7 +356,7 @@ func validate(srv *Server) error {
 			}
 		}
 	case TypeSSE, TypeHTTP:
-		u, err := url.Parse(srv.URL)
+		u, err := url.Parse(srv.url())
 		if srv.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(srv.URL) > 2048 {
 			return errs.Errorf(errs.Invalid, "a %s server needs an http(s) url", srv.Type)
 		}
@@ -372,16 +379,47 @@ func validate(srv *Server) error {
 	default:
 		return errs.New(errs.Invalid, "type must be stdio, sse or http")
 	}
+	if len(srv.vars) > MaxEntries {
+		return errs.Errorf(errs.Invalid, "at most %d variables", MaxEntries)
+	}
+	for k, v := range srv.vars {
+		if !varName.MatchString(k) {
+			return errs.New(errs.Invalid, "variable names must be letters, digits, dots, dashes and underscores")
+		}
+		if len(v) > MaxValueBytes || strings.ContainsAny(v, "\r\n\x00") {
+			return errs.Errorf(errs.Invalid, "variable %s must be at most %d bytes without line breaks", k, MaxValueBytes)
+		}
+	}
 	return nil
+}
+
+// expand fills the {name} placeholders of s whose name vars holds; others
+// stay as written. Values are not expanded again.
+func expand(s string, vars map[string]string) string {
+	if len(vars) == 0 || !strings.Contains(s, "{") {
+		return s
+	}
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		if v, ok := vars[m[1:len(m)-1]]; ok {
+			return v
+		}
+		return m
+	})
 }
 
 // CreateServer adds a server to a project. The caller has checked that it
 // may create stdio servers (CheckStdio). Errors: invalid_argument.
 func (s *Service) CreateServer(ctx context.Context, project uuid.UUID, in ServerInput) (Server, error) {
+	return s.createServer(ctx, project, in, nil)
+}
+
+// createServer adds a server whose args and url may hold placeholders of
+// vars.
+func (s *Service) createServer(ctx context.Context, project uuid.UUID, in ServerInput, vars map[string]string) (Server, error) {
 	now := s.cfg.Now()
 	srv := Server{
 		ID: uuid.Must(uuid.NewV7()), ProjectID: project, Name: in.Name, Enabled: in.Enabled == nil || *in.Enabled, Type: in.Type,
-		Command: in.Command, Args: in.Args, URL: in.URL, env: in.Env, headers: in.Headers, CreatedAt: now, UpdatedAt: now,
+		Command: in.Command, Args: in.Args, URL: in.URL, env: in.Env, headers: in.Headers, vars: vars, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := validate(&srv); err != nil {
 		return Server{}, err
@@ -396,7 +434,7 @@ func (s *Service) toRow(srv Server) serverRow {
 	return serverRow{
 		ID: srv.ID, ProjectID: srv.ProjectID, Name: srv.Name, Enabled: srv.Enabled, Type: srv.Type,
 		Command: postgres.NullIfEmpty(srv.Command), Args: srv.Args, EnvSealed: s.sealMap(srv.env, envPlace(srv.ID)),
-		URL: postgres.NullIfEmpty(srv.URL), HeadersSealed: s.sealMap(srv.headers, headersPlace(srv.ID)),
+		URL: postgres.NullIfEmpty(srv.URL), HeadersSealed: s.sealMap(srv.headers, headersPlace(srv.ID)), VarsSealed: s.sealMap(srv.vars, varsPlace(srv.ID)),
 		CreatedAt: srv.CreatedAt, UpdatedAt: srv.UpdatedAt,
 	}
 }
@@ -448,11 +486,11 @@ func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u Ser
 		srv.Args = *u.Args
 	}
 	if u.URL != nil {
-		before := origin(srv.URL)
+		before := origin(srv.url())
 		srv.URL = *u.URL
-		if origin(srv.URL) != before && len(srv.headers) > 0 {
-			// Sealed headers were given for one origin: they never go to
-			// another. New ones may come with the new URL.
+		if origin(srv.url()) != before && (len(srv.headers) > 0 || len(srv.vars) > 0) {
+			// Sealed headers and variables were given for one origin: they
+			// never go to another. New headers may come with the new URL.
 			if u.Headers != nil {
 				for k, v := range *u.Headers {
 					if v == Masked {
@@ -460,7 +498,7 @@ func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u Ser
 					}
 				}
 			}
-			srv.headers = nil
+			srv.headers, srv.vars = nil, nil
 		}
 	}
 	if u.Env != nil {

@@ -44,9 +44,10 @@ type slowIn struct {
 }
 
 type whoamiOut struct {
-	UID int      `json:"uid"`
-	PID int      `json:"pid"`
-	Env []string `json:"env"`
+	UID  int      `json:"uid"`
+	PID  int      `json:"pid"`
+	Env  []string `json:"env"`
+	Args []string `json:"args"`
 }
 
 func text(s string) *mcp.CallToolResult {
@@ -55,7 +56,7 @@ func text(s string) *mcp.CallToolResult {
 
 // NewServer returns an MCP server offering the named tools (all when none
 // is named): echo {text}, add {a, b}, slow {ms}, whoami (uid, pid and
-// environment names).
+// environment names, arguments).
 func NewServer(tools ...string) *mcp.Server {
 	if len(tools) == 0 {
 		tools = AllTools
@@ -87,9 +88,9 @@ func NewServer(tools ...string) *mcp.Server {
 					}
 				})
 		case "whoami":
-			mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Report the process's uid, pid and environment names."},
+			mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Report the process's uid, pid, environment names and arguments."},
 				func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-					out := whoamiOut{UID: os.Getuid(), PID: os.Getpid()}
+					out := whoamiOut{UID: os.Getuid(), PID: os.Getpid(), Args: os.Args[1:]}
 					for _, kv := range os.Environ() {
 						k, _, _ := strings.Cut(kv, "=")
 						out.Env = append(out.Env, k)
@@ -534,6 +535,43 @@ func official(latest bool) apiv0.ResponseMeta {
 	return apiv0.ResponseMeta{Official: &apiv0.RegistryExtensions{
 		Status: model.StatusActive, StatusChangedAt: at, PublishedAt: at, UpdatedAt: at, IsLatest: latest,
 	}}
+}
+
+// SecretEntries are registry entries whose secrets go where they would be
+// visible if substituted at install: a PyPI package taking a secret in a
+// named argument (from a variable) and in a positional one (by its value
+// hint), and a remote taking one in its URL's query.
+func SecretEntries(remoteURL string) []apiv0.ServerResponse {
+	secret := model.Input{IsRequired: true, IsSecret: true}
+	return []apiv0.ServerResponse{
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "io.github.acme/argkeys", Description: "Keys in arguments", Version: "1.0.0",
+				Packages: []model.Package{{
+					RegistryType: model.RegistryTypePyPI, RegistryBaseURL: model.RegistryURLPyPI, Identifier: "acme-argkeys", Version: "1.0.0",
+					Transport: model.Transport{Type: model.TransportTypeStdio},
+					PackageArguments: []model.Argument{
+						{Type: model.ArgumentTypeNamed, Name: "--api-key", InputWithVariables: model.InputWithVariables{
+							Input: model.Input{Value: "{api_key}", IsRequired: true, IsSecret: true}, Variables: map[string]model.Input{"api_key": secret},
+						}},
+						{Type: model.ArgumentTypePositional, ValueHint: "token", InputWithVariables: model.InputWithVariables{Input: secret}},
+						{Type: model.ArgumentTypeNamed, Name: "--region", InputWithVariables: model.InputWithVariables{Input: model.Input{Default: "eu"}}},
+					},
+				}},
+			},
+			Meta: official(true),
+		},
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "com.acme/urlkey", Description: "Key in the URL", Version: "1.0.0",
+				Remotes: []model.Transport{{
+					Type: model.TransportTypeStreamableHTTP, URL: remoteURL + "?key={url_key}&region={region}",
+					Variables: map[string]model.Input{"url_key": secret, "region": {Default: "eu"}},
+				}},
+			},
+			Meta: official(true),
+		},
+	}
 }
 
 // SampleEntries are realistic registry entries: an npm server in two
