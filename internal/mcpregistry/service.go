@@ -35,8 +35,8 @@ const (
 	// MaxConcurrentCallsDefault bounds the operations running at once
 	// against one server in one process.
 	MaxConcurrentCallsDefault = 8
-	RegistryURLDefault  = "https://registry.modelcontextprotocol.io"
-	WebSearchURLDefault = "https://api.search.brave.com"
+	RegistryURLDefault        = "https://registry.modelcontextprotocol.io"
+	WebSearchURLDefault       = "https://api.search.brave.com"
 )
 
 // Config wires a Service.
