@@ -118,7 +118,7 @@ type connector struct {
 	httpClient *http.Client // dials through the egress guard
 	idle       time.Duration
 	startWait  time.Duration
-	credential *syscall.Credential // nil unless running as root
+	credential *syscall.Credential // nil: children run as this process's user
 	maxBody    int64               // per response body of a remote server
 	maxCalls   int                 // operations at once per server
 
@@ -153,20 +153,56 @@ func (c *connector) forget(id uuid.UUID) {
 	c.mu.Unlock()
 }
 
-// unprivileged returns the credential stdio servers run with when the
-// server runs as root: the nobody user.
-func unprivileged() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("nobody")
+// host is what decides whom stdio children run as: this process's
+// effective uid and whether it may switch users (CAP_SETUID and
+// CAP_SETGID).
+type host struct {
+	euid  int
+	setID bool
+}
+
+// currentHost reads this process's identity.
+func currentHost() host {
+	h := host{euid: os.Geteuid()}
+	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return nil, fmt.Errorf("running as root, stdio MCP servers run as nobody, but: %w", err)
+		return h
+	}
+	for line := range strings.Lines(string(status)) {
+		if hexCaps, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(hexCaps), 16, 64)
+			const setGID, setUID = 1 << 6, 1 << 7 // CAP_SETGID, CAP_SETUID
+			h.setID = err == nil && caps&setGID != 0 && caps&setUID != 0
+		}
+	}
+	return h
+}
+
+// stdioCredential returns the credential stdio children run with: the
+// named user (GRAPHMILL_MCP_STDIO_USER), else nobody when running as
+// root. nil means they run as this process's own user, and can read its
+// environment and files: its secrets.
+func stdioCredential(h host, name string) (*syscall.Credential, error) {
+	if name == "" {
+		if h.euid != 0 {
+			return nil, nil
+		}
+		name = "nobody"
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("stdio MCP servers run as %s (GRAPHMILL_MCP_STDIO_USER; nobody by default when running as root), but: %w", name, err)
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("user nobody has no numeric uid or gid")
+		return nil, fmt.Errorf("user %s has no numeric uid or gid", name)
+	}
+	if int(uid) == h.euid {
+		return nil, nil
+	}
+	if h.euid != 0 && !h.setID {
+		return nil, fmt.Errorf("stdio MCP servers should run as %s (GRAPHMILL_MCP_STDIO_USER), but this server (uid %d) may not switch users: run it as root or with CAP_SETUID and CAP_SETGID, or unset GRAPHMILL_MCP_STDIO_USER", name, h.euid)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
@@ -408,6 +444,7 @@ func (c *connector) start(ctx context.Context, srv Server) (*proc, error) {
 	cmd.Stderr = stderr
 	sctx, cancel := context.WithTimeout(ctx, c.startWait)
 	defer cancel()
+	closeOnExec()
 	cs, err := c.client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
 	if err != nil {
 		if cmd.Process != nil {
@@ -432,6 +469,25 @@ func (c *connector) start(ctx context.Context, srv Server) (*proc, error) {
 	}()
 	c.logger.Info("mcp stdio server started", "server", srv.ID, "pid", cmd.Process.Pid)
 	return p, nil
+}
+
+// closeOnExec marks every descriptor of this process above stderr
+// close-on-exec before a child starts. exec.Cmd passes a child only its
+// stdin, stdout and stderr, and Go opens everything close-on-exec, but a
+// descriptor opened otherwise (by cgo or a raw syscall in a library) would
+// reach the child: a socket to the database, the secret key file.
+func closeOnExec() {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return // not Linux: nothing to scan
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	for _, n := range names {
+		if fd, err := strconv.Atoi(n); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // stop ends the process of server id, if any.

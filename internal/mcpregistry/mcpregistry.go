@@ -59,6 +59,8 @@ var (
 	ErrStdioOff       = errs.New(errs.PermissionDenied, "stdio MCP servers are disabled on this deployment (GRAPHMILL_MCP_STDIO=disabled)")
 	ErrStdioSuper     = errs.New(errs.PermissionDenied, "only superadmins may create or change stdio MCP servers (GRAPHMILL_MCP_STDIO=superadmin)")
 	ErrStdioOrgAdmin  = errs.New(errs.PermissionDenied, "only organization admins may create or change stdio MCP servers")
+	ErrStdioShared    = errs.New(errs.PermissionDenied, "stdio MCP servers are refused: they would run as this server's own user and could read its secrets; "+
+		"set GRAPHMILL_MCP_STDIO=superadmin, or let them run as another user (run as root, or set GRAPHMILL_MCP_STDIO_USER with CAP_SETUID and CAP_SETGID)")
 	ErrServerDisabled = errs.New(errs.FailedPrecondition, "this MCP server is disabled")
 	ErrToolDisabled   = errs.New(errs.FailedPrecondition, "this tool is disabled")
 	ErrNoSearchKey    = errs.New(errs.FailedPrecondition, "web_search is disabled: no API key is configured for this project, its organization or the deployment (WEB_SEARCH_API_KEY)")

@@ -52,6 +52,10 @@ type Config struct {
 	Builtin []BuiltinTool
 	// StdioPolicy is GRAPHMILL_MCP_STDIO: superadmin, enabled or disabled.
 	StdioPolicy string
+	// StdioUser is the user stdio servers run as
+	// (GRAPHMILL_MCP_STDIO_USER; empty: nobody when running as root, else
+	// this process's own user).
+	StdioUser string
 	// RegistryURL is the official MCP registry's base URL.
 	RegistryURL string
 	// WebSearchAPIKey is the global fallback key (WEB_SEARCH_API_KEY).
@@ -68,6 +72,8 @@ type Config struct {
 	// MaxResponseBytes bounds every response body read from a remote MCP
 	// server (0: MaxResponseBytesDefault).
 	MaxResponseBytes int64
+	host *host // the process's identity; tests pretend another
+
 	// MaxConcurrentCalls bounds the operations (calls, inspects, syncs)
 	// running at once against one server in this process (0:
 	// MaxConcurrentCallsDefault); more are refused with rate_limited.
@@ -130,7 +136,11 @@ func NewService(c Config) (*Service, error) {
 		}
 		c.Egress = g
 	}
-	cred, err := unprivileged()
+	h := currentHost()
+	if c.host != nil {
+		h = *c.host
+	}
+	cred, err := stdioCredential(h, c.StdioUser)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +166,30 @@ func NewService(c Config) (*Service, error) {
 	}, nil
 }
 
-// Start runs the reaper of idle stdio processes until Stop.
+// stdioShared reports whether stdio children would run as this process's
+// own user, able to read its environment, its data directory and so its
+// secrets: then only superadmins (GRAPHMILL_MCP_STDIO=superadmin) may
+// have them.
+func (s *Service) stdioShared() bool { return s.conn.credential == nil }
+
+// Start runs the reaper of idle stdio processes until Stop, after saying
+// whom stdio servers run as.
 func (s *Service) Start(ctx context.Context) error {
+	switch {
+	case s.cfg.StdioPolicy == StdioDisabled:
+	case !s.stdioShared():
+		name := s.cfg.StdioUser
+		if name == "" {
+			name = "nobody"
+		}
+		s.cfg.Logger.Info("mcp stdio servers run as "+name, "uid", s.conn.credential.Uid)
+	case s.cfg.StdioPolicy == StdioSuperadmin:
+		s.cfg.Logger.Info("mcp stdio servers run as this server's own user and could read its secrets, so only superadmins may create them; " +
+			"to isolate them run as root, or set GRAPHMILL_MCP_STDIO_USER with CAP_SETUID and CAP_SETGID")
+	default:
+		s.cfg.Logger.Info("stdio MCP servers are refused: GRAPHMILL_MCP_STDIO=enabled lets organization admins create them, and they would run as this server's own user, able to read its secrets; " +
+			"set GRAPHMILL_MCP_STDIO=superadmin, or run as root, or set GRAPHMILL_MCP_STDIO_USER with CAP_SETUID and CAP_SETGID")
+	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
 	every := max(s.cfg.IdleTimeout/4, 100*time.Millisecond)
@@ -550,6 +582,9 @@ func (s *Service) session(ctx context.Context, srv Server, fn func(context.Conte
 	if srv.Type == TypeStdio && s.cfg.StdioPolicy == StdioDisabled {
 		return ErrStdioOff
 	}
+	if srv.Type == TypeStdio && s.cfg.StdioPolicy != StdioSuperadmin && s.stdioShared() {
+		return ErrStdioShared
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	err := s.conn.with(ctx, srv, func(cs *mcp.ClientSession) error { return fn(ctx, cs) })
@@ -742,13 +777,17 @@ func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool 
 
 // CheckStdio applies GRAPHMILL_MCP_STDIO to a caller who wants to create or
 // change a stdio server: superadmin is whether the caller is one,
-// orgAdmin whether they administer the project's organization. Errors:
-// permission_denied.
+// orgAdmin whether they administer the project's organization. With
+// enabled, stdio servers are refused while they would run as this
+// process's own user. Errors: permission_denied.
 func (s *Service) CheckStdio(superadmin, orgAdmin bool) error {
 	switch s.cfg.StdioPolicy {
 	case StdioDisabled:
 		return ErrStdioOff
 	case StdioEnabled:
+		if s.stdioShared() {
+			return ErrStdioShared
+		}
 		if superadmin || orgAdmin {
 			return nil
 		}

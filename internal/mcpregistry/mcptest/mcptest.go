@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,10 +45,48 @@ type slowIn struct {
 }
 
 type whoamiOut struct {
-	UID  int      `json:"uid"`
-	PID  int      `json:"pid"`
-	Env  []string `json:"env"`
-	Args []string `json:"args"`
+	UID  int               `json:"uid"`
+	PID  int               `json:"pid"`
+	Env  []string          `json:"env"`
+	Args []string          `json:"args"`
+	FDs  map[string]string `json:"fds"`
+	// Inherited are the descriptors without close-on-exec: those the
+	// process got from its parent (the Go runtime opens its own
+	// close-on-exec).
+	Inherited []int `json:"inherited"`
+}
+
+// openFDs lists the process's open file descriptors with what each
+// refers to, and those without close-on-exec, leaving out the one that
+// reads the list.
+func openFDs() (map[string]string, []int) {
+	out := map[string]string{}
+	inherited := []int{}
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		out["error"] = err.Error()
+		return out, inherited
+	}
+	defer d.Close()
+	own := d.Fd()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		out["error"] = err.Error()
+	}
+	for _, n := range names {
+		var fd uintptr
+		if _, err := fmt.Sscan(n, &fd); err != nil || fd == own {
+			continue
+		}
+		target, _ := os.Readlink("/proc/self/fd/" + n)
+		out[n] = target
+		flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFD, 0)
+		if errno == 0 && flags&syscall.FD_CLOEXEC == 0 {
+			inherited = append(inherited, int(fd))
+		}
+	}
+	sort.Ints(inherited)
+	return out, inherited
 }
 
 func text(s string) *mcp.CallToolResult {
@@ -56,7 +95,7 @@ func text(s string) *mcp.CallToolResult {
 
 // NewServer returns an MCP server offering the named tools (all when none
 // is named): echo {text}, add {a, b}, slow {ms}, whoami (uid, pid and
-// environment names, arguments).
+// environment names, arguments, open file descriptors).
 func NewServer(tools ...string) *mcp.Server {
 	if len(tools) == 0 {
 		tools = AllTools
@@ -88,9 +127,10 @@ func NewServer(tools ...string) *mcp.Server {
 					}
 				})
 		case "whoami":
-			mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Report the process's uid, pid, environment names and arguments."},
+			mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Report the process's uid, pid, environment names, arguments and open file descriptors."},
 				func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 					out := whoamiOut{UID: os.Getuid(), PID: os.Getpid(), Args: os.Args[1:]}
+					out.FDs, out.Inherited = openFDs()
 					for _, kv := range os.Environ() {
 						k, _, _ := strings.Cut(kv, "=")
 						out.Env = append(out.Env, k)
