@@ -72,7 +72,7 @@ type Config struct {
 	// MaxResponseBytes bounds every response body read from a remote MCP
 	// server (0: MaxResponseBytesDefault).
 	MaxResponseBytes int64
-	host *host // the process's identity; tests pretend another
+	host             *host // the process's identity; tests pretend another
 
 	// MaxConcurrentCalls bounds the operations (calls, inspects, syncs)
 	// running at once against one server in this process (0:
