@@ -660,3 +660,27 @@ func TestMCPRegistryInstallSealed(t *testing.T) {
 	require.NotEmpty(t, seen.Requests())
 	require.Contains(t, seen.Requests()[0].URL, "key=url-secret-808", "the request carries the value")
 }
+
+func TestMCPRegURLChangeDropsHeaders(t *testing.T) {
+	t.Parallel()
+	a, seenA := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
+	b, seenB := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
+	s := newServer(t, mcpRegLoopback)
+	project, _ := s.defaultProject()
+	var srv mcpRegServer
+	s.must(201, "POST", "/api/admin/mcp-servers?projectId="+project, s.admin, map[string]any{
+		"name": "r", "type": "http", "url": a.URL, "headers": map[string]string{"Authorization": "Bearer moved-secret-1"},
+	}).Decode(t, &srv)
+	s.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil)
+	require.Contains(t, seenA.Values("Authorization"), "Bearer moved-secret-1")
+
+	r := s.must(400, "PATCH", "/api/admin/mcp-servers/"+srv.ID, s.admin, map[string]any{"url": b.URL, "headers": map[string]string{"Authorization": "***"}})
+	require.Contains(t, r.Detail(t), "origin")
+	var moved mcpRegServer
+	s.must(200, "PATCH", "/api/admin/mcp-servers/"+srv.ID, s.admin, map[string]any{"url": b.URL}).Decode(t, &moved)
+	require.Equal(t, b.URL, moved.URL)
+	require.Empty(t, moved.Headers)
+	s.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil)
+	require.NotEmpty(t, seenB.Requests())
+	require.Empty(t, seenB.Values("Authorization"), "the new host gets no stored header")
+}

@@ -72,12 +72,12 @@ type Config struct {
 	// MaxResponseBytes bounds every response body read from a remote MCP
 	// server (0: MaxResponseBytesDefault).
 	MaxResponseBytes int64
-	host             *host // the process's identity; tests pretend another
-
 	// MaxConcurrentCalls bounds the operations (calls, inspects, syncs)
 	// running at once against one server in this process (0:
 	// MaxConcurrentCallsDefault); more are refused with rate_limited.
 	MaxConcurrentCalls int
+
+	host *host // this process's identity (nil: read it); tests pretend another
 }
 
 // Service is the MCP registry domain.
