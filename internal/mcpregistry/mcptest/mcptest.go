@@ -248,7 +248,7 @@ func Redirect(t testing.TB, target string) (*httptest.Server, *Seen) {
 	t.Helper()
 	seen := &Seen{}
 	ts := httptest.NewServer(seen.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		http.Redirect(w, r, target+r.URL.RequestURI(), http.StatusTemporaryRedirect) //nolint:gosec // a test fixture that redirects by design
 	})))
 	t.Cleanup(ts.Close)
 	return ts, seen
