@@ -115,6 +115,17 @@ type Config struct {
 	MCPCallTimeout time.Duration `env:"MCP_CALL_TIMEOUT" envDefault:"60s"`
 	// MCPIdleTimeout stops stdio MCP server processes unused this long.
 	MCPIdleTimeout time.Duration `env:"MCP_IDLE_TIMEOUT" envDefault:"5m"`
+	// MCPStdioUser is the user stdio MCP servers run as (empty: nobody when
+	// running as root, else this process's own user, and then only
+	// superadmins may have them).
+	MCPStdioUser string `env:"MCP_STDIO_USER"`
+	// MCPMaxResponseBytes bounds one response body of a remote MCP server
+	// (0: mcpregistry.MaxResponseBytesDefault, 16 MiB).
+	MCPMaxResponseBytes int64 `env:"MCP_MAX_RESPONSE_BYTES"`
+	// MCPMaxConcurrentCalls bounds the calls running at once against one
+	// external MCP server, per process; more are refused with 429 (0:
+	// mcpregistry.MaxConcurrentCallsDefault, 8).
+	MCPMaxConcurrentCalls int `env:"MCP_MAX_CONCURRENT_CALLS"`
 	// EgressAllow lists CIDRs, hosts and host:port pairs that outbound
 	// connections set by tenants may reach although they are not public
 	// (loopback, private, link-local).
@@ -210,6 +221,9 @@ func (c Config) Validate() error {
 	}
 	if c.MCPCallTimeout <= 0 || c.MCPIdleTimeout <= 0 {
 		return fmt.Errorf("GRAPHMILL_MCP_CALL_TIMEOUT and GRAPHMILL_MCP_IDLE_TIMEOUT must be positive")
+	}
+	if c.MCPMaxResponseBytes < 0 || c.MCPMaxConcurrentCalls < 0 {
+		return fmt.Errorf("GRAPHMILL_MCP_MAX_RESPONSE_BYTES and GRAPHMILL_MCP_MAX_CONCURRENT_CALLS must not be negative")
 	}
 	if _, err := egress.New(c.EgressAllow); err != nil {
 		return fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
@@ -309,6 +323,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mcpStdio", c.MCPStdio),
 		slog.Duration("mcpCallTimeout", c.MCPCallTimeout),
 		slog.Duration("mcpIdleTimeout", c.MCPIdleTimeout),
+		slog.String("mcpStdioUser", c.MCPStdioUser),
+		slog.Int64("mcpMaxResponseBytes", c.MCPMaxResponseBytes),
+		slog.Int("mcpMaxConcurrentCalls", c.MCPMaxConcurrentCalls),
 		slog.Any("egressAllow", c.EgressAllow),
 		slog.String("webSearchApiKey", mask(c.WebSearchAPIKey)),
 		slog.String("webSearchBaseUrl", MaskURL(c.WebSearchBaseURL)),

@@ -251,6 +251,7 @@ func TestValidate(t *testing.T) {
 		{name: "TinyDimension", change: func(c *config.Config) { c.EmbeddingDimension = 4 }, wantErr: "GRAPHMILL_EMBEDDING_DIMENSION"},
 		{name: "NegativeProjectMax", change: func(c *config.Config) { c.QueueProjectMax = -1 }, wantErr: "GRAPHMILL_QUEUE_PROJECT_MAX"},
 		{name: "ZeroParse", change: func(c *config.Config) { c.ParseConcurrency = 0 }, wantErr: "GRAPHMILL_PARSE_CONCURRENCY"},
+		{name: "NegativeMCPCalls", change: func(c *config.Config) { c.MCPMaxConcurrentCalls = -1 }, wantErr: "GRAPHMILL_MCP_MAX_CONCURRENT_CALLS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
