@@ -9,7 +9,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -92,9 +91,16 @@ type Config struct {
 	Web       WebSearcher
 	Guard     *auth.Guard
 	Logger    *slog.Logger
-	// AllowedOrigins are the browser origins allowed; requests without an
-	// Origin header (not from a browser) pass too.
+	// AllowedOrigins are the browser origins allowed besides the server's
+	// own (the validated Host); requests without an Origin header (not from
+	// a browser) pass too.
 	AllowedOrigins []string
+	// PublicHosts are the names (GRAPHMILL_PUBLIC_HOSTS) clients reach the
+	// server by, besides the loopback names, ListenAddr's host and the
+	// address a connection arrived on. Other Host headers are refused.
+	PublicHosts []string
+	// ListenAddr is the API's listen address (host:port).
+	ListenAddr string
 	// Stateless serves the streamable transport without sessions.
 	Stateless bool
 	// Version is reported to clients in the initialize result.
@@ -131,7 +137,7 @@ type Server struct {
 	mcp       *mcp.Server
 	rules     map[string]toolRule
 	catalog   []CatalogTool
-	origins   map[string]bool
+	hosts     hostPolicy
 
 	mu  sync.Mutex
 	sse map[string]*sseSession
@@ -145,15 +151,12 @@ func New(c Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: c, logger: c.Logger.With("component", "mcp"), rules: map[string]toolRule{},
-		origins: map[string]bool{}, sse: map[string]*sseSession{},
+		sse: map[string]*sseSession{},
 	}
 	s.sdkLogger = slog.New(minLevel{Handler: s.logger.Handler(), min: slog.LevelWarn})
-	for _, o := range c.AllowedOrigins {
-		n, ok := normalizeOrigin(o)
-		if !ok {
-			return nil, fmt.Errorf("mcpserver: %q is not an origin (scheme://host[:port])", o)
-		}
-		s.origins[n] = true
+	var err error
+	if s.hosts, err = newHostPolicy(c.ListenAddr, c.PublicHosts, c.AllowedOrigins); err != nil {
+		return nil, err
 	}
 	version := c.Version
 	if version == "" {
