@@ -9,7 +9,9 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -132,7 +134,7 @@ type Server struct {
 	logger *slog.Logger
 	// sdkLogger is what go-sdk logs to: warnings and errors only (it logs
 	// every session's start and end at info, once per request when
-	// stateless).
+	// stateless), its message about the spec's tool names demoted.
 	sdkLogger *slog.Logger
 	mcp       *mcp.Server
 	rules     map[string]toolRule
@@ -153,7 +155,7 @@ func New(c Config) (*Server, error) {
 		cfg: c, logger: c.Logger.With("component", "mcp"), rules: map[string]toolRule{},
 		sse: map[string]*sseSession{},
 	}
-	s.sdkLogger = slog.New(minLevel{Handler: s.logger.Handler(), min: slog.LevelWarn})
+	s.sdkLogger = slog.New(minLevel{Handler: specToolNames{Handler: s.logger.Handler()}, min: slog.LevelWarn})
 	var err error
 	if s.hosts, err = newHostPolicy(c.ListenAddr, c.PublicHosts, c.AllowedOrigins); err != nil {
 		return nil, err
@@ -202,4 +204,47 @@ func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}
+
+// specToolNames demotes to DEBUG the one message go-sdk v1.8.0 logs at
+// ERROR when the spec's tool names mcp-servers/list and mcp-servers/call
+// are registered ("AddTool: invalid tool name ...": it allows only
+// [A-Za-z0-9_.-]). The names are the platform specification's and are
+// kept (DESIGN 8a); the SDK registers them all the same, so the message
+// reports no fault, and a clean start logs no ERROR. Every other record
+// passes unchanged.
+type specToolNames struct{ slog.Handler }
+
+// Handle implements slog.Handler.
+func (h specToolNames) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level > slog.LevelDebug && isSpecToolNameMessage(r.Message) {
+		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		d := slog.NewRecord(r.Time, slog.LevelDebug, r.Message, r.PC)
+		r.Attrs(func(a slog.Attr) bool { d.AddAttrs(a); return true })
+		r = d
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (h specToolNames) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return specToolNames{Handler: h.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup implements slog.Handler.
+func (h specToolNames) WithGroup(name string) slog.Handler {
+	return specToolNames{Handler: h.Handler.WithGroup(name)}
+}
+
+// isSpecToolNameMessage reports whether msg is go-sdk's registration
+// message about one of the spec's two tool names.
+func isSpecToolNameMessage(msg string) bool {
+	for _, name := range []string{ToolRegistryList, ToolRegistryCall} {
+		if strings.HasPrefix(msg, fmt.Sprintf("AddTool: invalid tool name %q: ", name)) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -303,4 +304,35 @@ func TestHostsAndOrigins(t *testing.T) {
 		_, err := New(bad)
 		require.Error(t, err, "%+v", bad)
 	}
+}
+
+// go-sdk's registration message about the spec's tool names is demoted to
+// DEBUG (dropped at INFO); every other SDK message keeps its level.
+func TestSpecToolNameMessageDemoted(t *testing.T) {
+	t.Parallel()
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		var buf bytes.Buffer
+		_, err := New(Config{
+			Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{}, Guard: auth.NewGuard(auth.GuardConfig{}),
+			Registry: &fakeRegistry{}, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})),
+		})
+		require.NoError(t, err)
+		out := buf.String()
+		require.NotContains(t, out, "level=ERROR", level)
+		if level == slog.LevelDebug {
+			require.Contains(t, out, `level=DEBUG msg="AddTool: invalid tool name \"mcp-servers/list\"`)
+			require.Contains(t, out, `level=DEBUG msg="AddTool: invalid tool name \"mcp-servers/call\"`)
+		} else {
+			require.Empty(t, out)
+		}
+	}
+	var buf bytes.Buffer
+	h := minLevel{Handler: specToolNames{Handler: slog.NewTextHandler(&buf, nil)}, min: slog.LevelWarn}
+	log := slog.New(h).With("component", "mcp")
+	log.Error(`AddTool: invalid tool name "other/tool": tool name contains invalid characters: "/"`)
+	log.Error("failed to connect: boom")
+	log.Info("session started")
+	require.Contains(t, buf.String(), `level=ERROR msg="AddTool: invalid tool name \"other/tool\"`)
+	require.Contains(t, buf.String(), `level=ERROR msg="failed to connect: boom" component=mcp`)
+	require.NotContains(t, buf.String(), "session started")
 }
