@@ -87,7 +87,47 @@ func (s *Server) streamableHandler() http.Handler {
 			Extra: map[string]any{callerExtra: c},
 		}, nil
 	}, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	return withInfo(h)
+	return withInfo(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+		h.ServeHTTP(w, r)
+		if id := w.Header().Get("Mcp-Session-Id"); opening && id != "" {
+			s.watchSession(r, id)
+		}
+	}))
+}
+
+// watchSession ties the streamable session id, just opened by r, to the
+// token and project that opened it: the session is closed once they are
+// no longer valid (its GET stream ends, and the next request finds no
+// session).
+func (s *Server) watchSession(r *http.Request, id string) {
+	c := callerFromContext(r.Context())
+	ss := s.session(id)
+	if ss == nil {
+		return // initialization failed: the SDK closed it
+	}
+	watch, err := s.cfg.Watcher.Watch(context.WithoutCancel(r.Context()), r.Header.Get("Authorization"), c.project, func() {
+		s.logger.Info("closing an MCP session: its token or membership is gone", "session", id)
+		_ = ss.Close()
+	})
+	if err != nil {
+		_ = ss.Close()
+		return
+	}
+	go func() {
+		_ = ss.Wait()
+		watch.Close()
+	}()
+}
+
+// session finds an open session by id.
+func (s *Server) session(id string) *mcp.ServerSession {
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
 }
 
 // guard checks the Host and Origin, refuses anything but API tokens, then
@@ -191,17 +231,27 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		delete(s.sse, id)
 		s.mu.Unlock()
 	}()
+	// The stream ends when the client goes, or when its token or
+	// membership does.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	watch, err := s.cfg.Watcher.Watch(ctx, r.Header.Get("Authorization"), c.project, cancel)
+	if err != nil {
+		httpapi.WriteProblem(w, r, err)
+		return
+	}
+	defer watch.Close()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	// The session's context keeps this request's values for every message
 	// of the stream: the session, whose current caller the POSTs update.
-	ss, err := s.mcp.Connect(context.WithValue(r.Context(), sseSessionKey{}, sess), t, nil)
+	ss, err := s.mcp.Connect(context.WithValue(ctx, sseSessionKey{}, sess), t, nil)
 	if err != nil {
 		httpapi.WriteProblem(w, r, err)
 		return
 	}
-	stop := context.AfterFunc(r.Context(), func() { _ = ss.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
 	defer stop()
 	_ = ss.Wait()
 }

@@ -82,8 +82,8 @@ type WebSearcher interface {
 	WebSearchEnabled(ctx context.Context, project uuid.UUID) (bool, error)
 }
 
-// Config configures a Server. Graph, Documents, Search and Guard are
-// required; Registry and Web are optional: their tools are registered only
+// Config configures a Server. Graph, Documents, Search, Guard, Watcher and
+// Logger are required; Registry and Web are optional: their tools are registered only
 // when they are given.
 type Config struct {
 	Graph     Graph
@@ -92,7 +92,10 @@ type Config struct {
 	Registry  Registry
 	Web       WebSearcher
 	Guard     *auth.Guard
-	Logger    *slog.Logger
+	// Watcher ends open sessions and SSE streams whose token, user or
+	// project membership is gone.
+	Watcher *auth.Watcher
+	Logger  *slog.Logger
 	// AllowedOrigins are the browser origins allowed besides the server's
 	// own (the validated Host); requests without an Origin header (not from
 	// a browser) pass too.
@@ -148,8 +151,8 @@ type Server struct {
 // New builds the server and registers every tool whose dependency is
 // given.
 func New(c Config) (*Server, error) {
-	if c.Graph == nil || c.Documents == nil || c.Search == nil || c.Guard == nil || c.Logger == nil {
-		return nil, errors.New("mcpserver: Graph, Documents, Search, Guard and Logger are required")
+	if c.Graph == nil || c.Documents == nil || c.Search == nil || c.Guard == nil || c.Watcher == nil || c.Logger == nil {
+		return nil, errors.New("mcpserver: Graph, Documents, Search, Guard, Watcher and Logger are required")
 	}
 	s := &Server{
 		cfg: c, logger: c.Logger.With("component", "mcp"), rules: map[string]toolRule{},

@@ -70,10 +70,11 @@ type testBundle struct {
 func setup(t *testing.T, withOptional bool) *testBundle {
 	t.Helper()
 	b := &testBundle{}
+	guard := auth.NewGuard(auth.GuardConfig{})
 	c := Config{
 		Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{},
-		Guard: auth.NewGuard(auth.GuardConfig{}), Logger: slog.New(slog.DiscardHandler),
-		AllowedOrigins: []string{"https://App.example.com/"}, PublicHosts: []string{"graphmill.example.com"},
+		Guard: guard, Watcher: auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)}),
+		Logger: slog.New(slog.DiscardHandler), AllowedOrigins: []string{"https://App.example.com/"}, PublicHosts: []string{"graphmill.example.com"},
 		ListenAddr: "10.1.2.3:8080",
 	}
 	if withOptional {
@@ -300,6 +301,7 @@ func TestHostsAndOrigins(t *testing.T) {
 	}
 	for _, bad := range []Config{{AllowedOrigins: []string{"app.example.com"}}, {PublicHosts: []string{"example.com:443"}}, {PublicHosts: []string{"https://example.com"}}} {
 		bad.Graph, bad.Documents, bad.Search, bad.Guard = fakeGraph{}, fakeDocuments{}, fakeSearch{}, auth.NewGuard(auth.GuardConfig{})
+		bad.Watcher = auth.NewWatcher(auth.WatcherConfig{Guard: bad.Guard, Logger: slog.New(slog.DiscardHandler)})
 		bad.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 		_, err := New(bad)
 		require.Error(t, err, "%+v", bad)
@@ -312,8 +314,10 @@ func TestSpecToolNameMessageDemoted(t *testing.T) {
 	t.Parallel()
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
 		var buf bytes.Buffer
+		guard := auth.NewGuard(auth.GuardConfig{})
 		_, err := New(Config{
-			Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{}, Guard: auth.NewGuard(auth.GuardConfig{}),
+			Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{}, Guard: guard,
+			Watcher: auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)}),
 			Registry: &fakeRegistry{}, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})),
 		})
 		require.NoError(t, err)
