@@ -221,7 +221,7 @@ type specToolNames struct{ slog.Handler }
 // Handle implements slog.Handler.
 func (h specToolNames) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level > slog.LevelDebug && isSpecToolNameMessage(r.Message) {
-		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+		if !h.Enabled(ctx, slog.LevelDebug) {
 			return nil
 		}
 		d := slog.NewRecord(r.Time, slog.LevelDebug, r.Message, r.PC)

@@ -317,8 +317,9 @@ func TestSpecToolNameMessageDemoted(t *testing.T) {
 		guard := auth.NewGuard(auth.GuardConfig{})
 		_, err := New(Config{
 			Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{}, Guard: guard,
-			Watcher: auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)}),
-			Registry: &fakeRegistry{}, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})),
+			Watcher:  auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)}),
+			Registry: &fakeRegistry{},
+			Logger:   slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})),
 		})
 		require.NoError(t, err)
 		out := buf.String()
