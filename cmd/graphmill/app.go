@@ -75,6 +75,7 @@ type Main struct {
 	sched    *scheduler.Scheduler
 	jobs     *jobqueue.Client
 	guard    *auth.Guard
+	watcher  *auth.Watcher // ends streams whose token or membership is gone
 	tasks    *task.Service
 	mcpReg   *mcpregistry.Service // external MCP servers, tool settings
 	vectors  *vectorindex.Index
@@ -211,7 +212,11 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	})
 	m.notifier = events.NewNotifier(pool, log)
 	m.notifier.Listen(auth.InvalidateChannel, func(events.Notification) { m.guard.Invalidate() })
-	m.hub = events.NewHub(events.HubConfig{Pool: pool, Guard: m.guard, Logger: log, Heartbeat: m.Config.EventHeartbeat})
+	m.watcher = auth.NewWatcher(auth.WatcherConfig{Guard: m.guard, Logger: log})
+	if err := m.watcher.Start(ctx); err != nil {
+		return err
+	}
+	m.hub = events.NewHub(events.HubConfig{Pool: pool, Guard: m.guard, Watcher: m.watcher, Logger: log, Heartbeat: m.Config.EventHeartbeat})
 	m.notifier.Listen(events.Channel, m.hub.HandleNotification)
 	if err := m.hub.Start(ctx); err != nil {
 		return err
@@ -327,8 +332,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	regTools := &mcpRegistryTools{}
 	m.mcp, err = mcpserver.New(mcpserver.Config{
 		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools,
-		Guard: m.guard, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
-		Version: health.Version(),
+		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
+		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(),
 	})
 	if err != nil {
 		return err
@@ -664,6 +669,9 @@ func (m *Main) stop(ctx context.Context) {
 	}
 	if m.notifier != nil {
 		m.notifier.Stop()
+	}
+	if m.watcher != nil {
+		m.watcher.Stop()
 	}
 	if m.db != nil {
 		m.db.close(ctx, m.Logger)

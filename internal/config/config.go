@@ -98,9 +98,13 @@ type Config struct {
 	ModelSyncInterval time.Duration `env:"MODEL_SYNC_INTERVAL" envDefault:"24h"`
 
 	// MCPAllowedOrigins lists the browser origins (scheme://host[:port])
-	// allowed to call the built-in MCP server besides requests without an
-	// Origin header (DNS-rebinding protection: nothing else is trusted).
+	// allowed to call the built-in MCP server besides its own origin (the
+	// validated Host) and requests without an Origin header.
 	MCPAllowedOrigins []string `env:"MCP_ALLOWED_ORIGINS" envSeparator:","`
+	// PublicHosts lists the names (no scheme, no port) clients reach the
+	// server by, for the MCP server's Host check (DNS-rebinding
+	// protection), besides the loopback names and the listen address.
+	PublicHosts []string `env:"PUBLIC_HOSTS" envSeparator:","`
 	// MCPStateless serves the MCP streamable HTTP transport without
 	// sessions, so that any replica answers any request (GET and DELETE
 	// answer 405).
@@ -256,8 +260,16 @@ func (c Config) Validate() error {
 			return fmt.Errorf("GRAPHMILL_MCP_ALLOWED_ORIGINS: %w", err)
 		}
 	}
+	for _, h := range c.PublicHosts {
+		if !hostName.MatchString(h) && net.ParseIP(strings.Trim(h, "[]")) == nil {
+			return fmt.Errorf("GRAPHMILL_PUBLIC_HOSTS: %q is not a host name (a name or IP address, without scheme or port)", h)
+		}
+	}
 	return nil
 }
+
+// hostName matches a DNS name (an optional trailing dot included).
+var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$`)
 
 // ValidOrigin checks that o is a browser origin as the Origin header
 // carries it: an http(s) scheme and a host, with no path, query or user.
@@ -318,6 +330,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
 		slog.Int64("vectorCacheBytes", c.VectorCacheBytes),
 		slog.Any("mcpAllowedOrigins", c.MCPAllowedOrigins),
+		slog.Any("publicHosts", c.PublicHosts),
 		slog.Bool("mcpStateless", c.MCPStateless),
 		slog.String("mcpRegistryUrl", MaskURL(c.MCPRegistryURL)),
 		slog.String("mcpStdio", c.MCPStdio),

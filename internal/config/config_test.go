@@ -350,10 +350,16 @@ func TestLoadMCP(t *testing.T) {
 	c, err := config.Load([]string{
 		"GRAPHMILL_MCP_ALLOWED_ORIGINS=https://app.example.com,http://localhost:3000",
 		"GRAPHMILL_MCP_STATELESS=true",
+		"GRAPHMILL_PUBLIC_HOSTS=graphmill.example.com,10.0.0.7,[2001:db8::1],internal_host.corp.",
 	})
 	require.NoError(t, err)
 	require.Equal(t, []string{"https://app.example.com", "http://localhost:3000"}, c.MCPAllowedOrigins)
 	require.True(t, c.MCPStateless)
+	require.Equal(t, []string{"graphmill.example.com", "10.0.0.7", "[2001:db8::1]", "internal_host.corp."}, c.PublicHosts)
+	for _, bad := range []string{"graphmill.example.com:443", "https://graphmill.example.com", "a/b", "-x.example.com", "*.example.com"} {
+		_, err := config.Load([]string{"GRAPHMILL_PUBLIC_HOSTS=" + bad})
+		require.ErrorContains(t, err, "GRAPHMILL_PUBLIC_HOSTS", bad)
+	}
 
 	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://u@x", "https://x?q=1"} {
 		_, err := config.Load([]string{"GRAPHMILL_MCP_ALLOWED_ORIGINS=" + bad})
