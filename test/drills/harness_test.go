@@ -18,10 +18,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -370,4 +372,141 @@ func drillDocument(i, sections int) string {
 			"Sample series %d-%d was archived at %s.\n\n", i, s, org, p2, pl, i, s, orgs[(i+s+1)%len(orgs)])
 	}
 	return b.String()
+}
+
+// stream is an event-stream subscriber that reconnects with Last-Event-ID
+// whenever its connection ends, as a browser's EventSource does, and
+// records every event id it receives.
+type stream struct {
+	base, token string
+	cancel      context.CancelFunc
+	done        chan struct{}
+
+	mu       sync.Mutex
+	got      map[int64]int // id -> deliveries
+	last     int64
+	connects int
+}
+
+// subscribe opens a stream that replays from after event id from.
+func subscribe(t *testing.T, base, token string, from int64) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stream{base: base, token: token, cancel: cancel, done: make(chan struct{}), got: map[int64]int{}, last: from}
+	connected := make(chan struct{})
+	var once sync.Once
+	go func() {
+		defer close(s.done)
+		for ctx.Err() == nil {
+			s.connect(ctx, func() { once.Do(func() { close(connected) }) })
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(s.close)
+	select {
+	case <-connected:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("event stream on %s never connected", base)
+	}
+	return s
+}
+
+func (s *stream) connect(ctx context.Context, connected func()) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/api/events/stream", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Accept", "text/event-stream")
+	s.mu.Lock()
+	if s.last > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(s.last, 10))
+	}
+	s.mu.Unlock()
+	res, err := http.DefaultClient.Do(req) // no timeout: a stream lasts
+	if err != nil {
+		return
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return
+	}
+	s.mu.Lock()
+	s.connects++
+	s.mu.Unlock()
+	connected()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				continue
+			}
+			s.mu.Lock()
+			s.got[id]++
+			s.last = max(s.last, id)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// received returns the ids received (with how many times) and the number of
+// connections made.
+func (s *stream) received() (map[int64]int, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int64]int, len(s.got))
+	for id, n := range s.got {
+		out[id] = n
+	}
+	return out, s.connects
+}
+
+func (s *stream) close() {
+	s.cancel()
+	<-s.done
+}
+
+// maxEventID is the newest event id.
+func maxEventID(t *testing.T, db *pgxpool.Pool) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT coalesce(max(id), 0) FROM events`).Scan(&id))
+	return id
+}
+
+// requireStreamed waits until every event after from (up to the newest now)
+// reached the stream, exactly once, and returns how many that was.
+func requireStreamed(t *testing.T, db *pgxpool.Pool, s *stream, name string, from int64) int {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT id FROM events WHERE id > $1 ORDER BY id`, from)
+	require.NoError(t, err)
+	want, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	var missing []int64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, _ := s.received()
+		missing = missing[:0]
+		for _, id := range want {
+			if got[id] == 0 {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			for id, n := range got {
+				require.Equal(t, 1, n, "%s received event %d %d times", name, id, n)
+			}
+			return len(want)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s missed %d of %d events (first %v)", name, len(missing), len(want), missing[:min(len(missing), 10)])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
