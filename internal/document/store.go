@@ -205,7 +205,8 @@ func chunkSum(text string) []byte {
 // nothing.
 func chunksSync(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, chunks []Chunk, now time.Time) (chunkSync, error) {
 	var res chunkSync
-	rows, err := tx.Query(ctx, `SELECT id, chunk_index, start_offset, end_offset, token_count, content_sha256, heading_path, embedded_at IS NOT NULL
+	rows, err := tx.Query(ctx, `SELECT id, chunk_index, start_offset, end_offset, token_count,
+		coalesce(content_sha256, sha256(convert_to(text, 'UTF8'))), heading_path, embedded_at IS NOT NULL
 		FROM document_chunks WHERE document_id = $1 ORDER BY chunk_index`, document)
 	if err != nil {
 		return res, fmt.Errorf("load chunks: %w", err)
@@ -327,7 +328,7 @@ func chunksEmbeddedWith(ctx context.Context, db postgres.DBTX, ids []uuid.UUID, 
 // its parse (one parse of a document at a time) and returns its status.
 func documentLockForParse(ctx context.Context, tx pgx.Tx, id uuid.UUID) (string, error) {
 	var status string
-	err := tx.QueryRow(ctx, `SELECT status FROM documents WHERE id = $1 FOR UPDATE`, id).Scan(&status)
+	err := tx.QueryRow(ctx, `SELECT status FROM documents WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNotFound
 	}

@@ -37,7 +37,7 @@ var integrityChecks = []struct{ name, sql string }{
 		GROUP BY relationship_id, chunk_id HAVING count(*) > 1) x`},
 	{"duplicate object embeddings", `SELECT count(*) FROM (SELECT 1 FROM graph_object_embeddings GROUP BY object_id, policy_id HAVING count(*) > 1) x`},
 	{"duplicate chunk embeddings (two chunks of a document with one text at one offset)", `SELECT count(*) FROM (SELECT 1 FROM document_chunks
-		WHERE embedded_at IS NOT NULL GROUP BY document_id, start_offset, content_sha256 HAVING count(*) > 1) x`},
+		WHERE embedded_at IS NOT NULL GROUP BY document_id, start_offset, md5(text) HAVING count(*) > 1) x`},
 	{"duplicate events", `SELECT count(*) FROM (SELECT 1 FROM events GROUP BY type, payload HAVING count(*) > 1) x`},
 	{"jobs announced more than once", `SELECT count(*) FROM (SELECT 1 FROM events WHERE type = 'job.completed'
 		GROUP BY payload->>'jobId' HAVING count(*) > 1) x`},

@@ -76,9 +76,35 @@ func dataDir(t *testing.T) string {
 	require.NoError(t, os.Chmod(dir, 0o711)) //nolint:gosec // traversal only, for the postgres user
 	t.Cleanup(func() {
 		stopCluster(t, dir)
+		if t.Failed() {
+			postgresErrors(t, dir)
+		}
 		_ = os.RemoveAll(dir)
 	})
 	return dir
+}
+
+// postgresErrors prints the errors of the embedded cluster's log, with the
+// details that follow them (a deadlock's processes and statements).
+func postgresErrors(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "pg", "log"))
+	if err != nil {
+		return
+	}
+	var out []string
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "ERROR:") && !strings.Contains(l, "canceling statement due to user request") {
+			out = append(out, lines[i:min(i+14, len(lines))]...)
+		}
+	}
+	if len(out) > 200 {
+		out = out[:200]
+	}
+	if len(out) > 0 {
+		t.Logf("--- postgres errors in %s:\n%s", dir, strings.Join(out, "\n"))
+	}
 }
 
 // stopCluster stops the embedded cluster of a data directory if one runs
