@@ -59,10 +59,6 @@ func newToken() string {
 	return "gm_" + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// testSecretKey seals secrets for every process of a drill that shares a
-// database.
-const testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
-
 // dataDir makes a data directory that the postgres user can pass through
 // (the embedded cluster runs as that user when the drills run as root). It
 // is named like internal/pgtest's cluster directories and holds the owner's
@@ -297,15 +293,6 @@ func (p *proc) logTail(n int) {
 		lines = lines[len(lines)-n:]
 	}
 	p.t.Logf("--- %s log (last %d lines):\n%s", p.name, len(lines), strings.Join(lines, "\n"))
-}
-
-// logCount counts the log lines of the process that contain s.
-func (p *proc) logCount(s string) int {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return 0
-	}
-	return strings.Count(string(b), s)
 }
 
 // drillHTTP is the drills' HTTP client: short timeouts, since the server

@@ -1,3 +1,5 @@
+//go:build drills
+
 package drills
 
 import (
@@ -18,6 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// testSecretKey seals secrets for every process of a drill that shares a
+// database.
+const testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
 // Load of the replicas drill. GRAPHMILL_DRILL_LOAD_SECONDS and
 // GRAPHMILL_DRILL_LOAD_RPS override the duration and the request rate.
 const (
@@ -35,7 +41,8 @@ const (
 // claimed once: attempt 1, and announced once), nothing is duplicated,
 // every event reached the streams open on both processes, and when the
 // scheduler's leader is killed a survivor runs the next due task within 30
-// seconds.
+// seconds. It runs with the build tag drills (make test/drills, which make
+// test runs): it takes a few minutes.
 func TestReplicasDrill(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
@@ -43,12 +50,12 @@ func TestReplicasDrill(t *testing.T) {
 	dirA, dirB := dataDir(t), dataDir(t)
 	token := newToken()
 	common := []string{"GRAPHMILL_BOOTSTRAP_TOKEN=" + token, "GRAPHMILL_SECRET_KEY=" + testSecretKey}
-	a := newProc(t, dirA, "serve-a", "serve", append(common, "GRAPHMILL_DATA_DIR="+dirA)...)
+	a := newProc(t, dirA, "serve-a", "serve", append(slices.Clone(common), "GRAPHMILL_DATA_DIR="+dirA)...)
 	a.start()
 	url := embeddedURL(t, dirA)
-	external := append(common, "GRAPHMILL_DATABASE_URL="+url)
-	b := newProc(t, dirB, "serve-b", "serve", append(external, "GRAPHMILL_DATA_DIR="+dirB)...)
-	w := newProc(t, dirB, "worker", "worker", append(external, "GRAPHMILL_DATA_DIR="+dirB)...)
+	external := append(slices.Clone(common), "GRAPHMILL_DATABASE_URL="+url)
+	b := newProc(t, dirB, "serve-b", "serve", append(slices.Clone(external), "GRAPHMILL_DATA_DIR="+dirB)...)
+	w := newProc(t, dirB, "worker", "worker", append(slices.Clone(external), "GRAPHMILL_DATA_DIR="+dirB)...)
 	b.start()
 	w.start()
 	db := openDB(t, url)
