@@ -76,18 +76,21 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
 		prev, err := documentLockForParse(ctx, tx, docID)
-		if err != nil {
-			return jobqueue.Permanent(err)
+		if errors.Is(err, ErrNotFound) {
+			return jobqueue.Permanent(err) // deleted meanwhile
 		}
-		sync, err := chunksSync(ctx, tx, project, docID, chunks, now)
-		if err != nil {
-			return err
-		}
-		extract, err := extractionJobQueue(ctx, tx, project, docID, sync.inserted > 0, now)
 		if err != nil {
 			return err
 		}
-		if prev != StatusParsed || sync.changed() {
+		synced, err := chunksSync(ctx, tx, project, docID, chunks, now)
+		if err != nil {
+			return err
+		}
+		extract, err := extractionJobQueue(ctx, tx, project, docID, synced.inserted > 0, now)
+		if err != nil {
+			return err
+		}
+		if prev != StatusParsed || synced.changed() {
 			if err := documentSetStatus(ctx, tx, docID, StatusParsed, string(parsed.Format), "", len(chunks), now); err != nil {
 				return err
 			}
@@ -97,7 +100,7 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 				return err
 			}
 		}
-		if sync.inserted > 0 {
+		if synced.inserted > 0 {
 			if err := jobqueue.Notify(ctx, tx, QueueChunkEmbedding); err != nil {
 				return err
 			}
