@@ -254,3 +254,47 @@ func TestReparseOfChangedChunksQueuesIncremental(t *testing.T) {
 	require.Positive(t, s.extractionCount(`SELECT count(*) FROM document_chunks WHERE id = $1 AND extracted_at IS NOT NULL AND embedded_at IS NOT NULL`, newChunk),
 		"the incremental extraction read the new chunk")
 }
+
+// TestDeleteDocumentWhileItsJobCommits: deleting a document whose
+// extraction job is committing (its row updated twice in its transaction,
+// as extraction's counters and completion do, which makes PostgreSQL check
+// the job's foreign key to the document) waits for that commit and then
+// deletes; neither side deadlocks.
+func TestDeleteDocumentWhileItsJobCommits(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	ctx := context.Background()
+	pool := s.m.db.pool
+	project, _ := s.defaultProject()
+	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
+	doc := s.extractionUpload(project, "deleted.md", pipelineDocument(t, 1))
+	require.Equal(t, "parsed", s.waitDocument(project, doc).Status)
+	var job string
+	require.NoError(t, pool.QueryRow(ctx, `UPDATE object_extraction_jobs SET status = 'running', attempt = 1, locked_by = 'elsewhere',
+		locked_until = now() + interval '1 minute' WHERE document_id = $1 RETURNING id::text`, doc).Scan(&job))
+
+	// The job's transaction: its row locked and updated, not committed.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 FOR UPDATE`, job)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `UPDATE object_extraction_jobs SET objects_created = 1 WHERE id = $1`, job)
+	require.NoError(t, err)
+
+	deleted := make(chan response, 1)
+	go func() { deleted <- s.do("DELETE", "/api/documents/"+doc, s.admin, nil, header{"X-Project-ID", project}) }()
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'transactionid'`).Scan(&waiting))
+		return waiting == 1
+	}, 10*time.Second, 10*time.Millisecond, "the delete waits for the job's transaction")
+
+	_, err = tx.Exec(ctx, `UPDATE object_extraction_jobs SET status = 'completed', completed_at = now(), locked_by = NULL WHERE id = $1`, job)
+	require.NoError(t, err, "the job's completion")
+	require.NoError(t, tx.Commit(ctx))
+	r := <-deleted
+	require.Equal(t, 204, r.Status, "%s", r.Body)
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM documents WHERE id = $1`, doc))
+}
