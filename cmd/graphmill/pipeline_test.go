@@ -283,7 +283,9 @@ func TestDeleteDocumentWhileItsJobCommits(t *testing.T) {
 	require.NoError(t, err)
 
 	deleted := make(chan response, 1)
-	go func() { deleted <- s.do("DELETE", "/api/documents/"+doc, s.admin, nil, header{"X-Project-ID", project}) }()
+	go func() {
+		deleted <- s.do("DELETE", "/api/documents/"+doc, s.admin, nil, header{"X-Project-ID", project})
+	}()
 	require.Eventually(t, func() bool {
 		var waiting int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
