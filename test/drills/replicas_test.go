@@ -28,7 +28,7 @@ const testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 // GRAPHMILL_DRILL_LOAD_RPS override the duration and the request rate.
 const (
 	replicaLoadDefault = 60 * time.Second
-	replicaRPSDefault  = 200
+	replicaRPSDefault  = 300
 	replicaDocuments   = 400
 	replicaClients     = 24
 )
