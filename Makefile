@@ -3,7 +3,7 @@
 GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: help postgres run build test test/race lint bench tidy
+.PHONY: help postgres run build test test/drills test/race lint bench tidy
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -21,8 +21,12 @@ run: postgres ## Run the server on the embedded PostgreSQL (data in ./.graphmill
 build: ## Build ./bin/graphmill
 	$(GO) build -o bin/graphmill ./cmd/graphmill
 
-test: postgres ## Run every test against throwaway PostgreSQL clusters
-	$(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) ./...
+test: postgres ## Run every test against throwaway PostgreSQL clusters, then the drills
+	$(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/drills)
+	$(MAKE) test/drills
+
+test/drills: postgres ## Run the drills on the real binary: kill -9, replicas under load, PostgreSQL restart (a few minutes)
+	$(GO) tool gotestsum --format standard-verbose -- $(TEST_FLAGS) -tags drills ./test/drills/
 
 test/race: postgres ## Run every test with the race detector
 	$(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) -race ./...

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -350,17 +351,19 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
 	m.sched = scheduler.New(scheduler.Config{Pool: pool, Logger: log, Now: m.Now, WorkerID: workerID},
+		// Network calls: no transaction is held across them (decisions.md).
 		scheduler.Task{Name: "provider-models-sync", Interval: m.Config.ModelSyncInterval, Run: providers.SyncCatalog},
-		scheduler.Task{Name: "scheduled-reextraction", Interval: 10 * time.Minute, Run: extractions.RunScheduledReextraction},
-		scheduler.Task{Name: "events-expiry", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
-			n, err := events.DeleteExpired(ctx, pool, m.Now())
+		// Database work commits with the task's recorded run.
+		scheduler.Task{Name: "scheduled-reextraction", Interval: 10 * time.Minute, RunInTx: extractions.RunScheduledReextraction},
+		scheduler.Task{Name: "events-expiry", Interval: 10 * time.Minute, RunInTx: func(ctx context.Context, tx pgx.Tx) error {
+			n, err := events.DeleteExpired(ctx, tx, m.Now())
 			if n > 0 {
 				log.Info("expired events deleted", "count", n)
 			}
 			return err
 		}},
-		scheduler.Task{Name: "notifications-expiry", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
-			n, err := m.notifs.DeleteExpired(ctx)
+		scheduler.Task{Name: "notifications-expiry", Interval: 10 * time.Minute, RunInTx: func(ctx context.Context, tx pgx.Tx) error {
+			n, err := m.notifs.DeleteExpired(ctx, tx)
 			if n > 0 {
 				log.Info("expired notifications deleted", "count", n)
 			}

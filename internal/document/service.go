@@ -142,7 +142,11 @@ func (s *Service) Chunks(ctx context.Context, project, id uuid.UUID, limit, offs
 // Errors: not_found.
 func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM documents WHERE project_id = $1 AND id = $2 FOR UPDATE`, project, id); err != nil {
+		// NO KEY UPDATE: it waits for a parse in progress, but lets the
+		// foreign-key checks of a job that commits meanwhile through (a job
+		// row updated twice in one transaction checks its document), so that
+		// cancelling that job below cannot deadlock with its commit.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM documents WHERE project_id = $1 AND id = $2 FOR NO KEY UPDATE`, project, id); err != nil {
 			return fmt.Errorf("lock document: %w", err)
 		}
 		jobs, err := jobsOfDocument(ctx, tx, id)

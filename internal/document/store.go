@@ -2,8 +2,10 @@ package document
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -171,46 +173,169 @@ func chunkList(ctx context.Context, db postgres.DBTX, project, document uuid.UUI
 	return out, total, rows.Err()
 }
 
-// chunksReplace replaces a document's chunks (a re-parse leaves no
-// duplicates; the old chunks' embedding jobs go with them) and queues one
-// embedding job per new chunk.
-func chunksReplace(ctx context.Context, db pgx.Tx, project, document uuid.UUID, chunks []Chunk, now time.Time) error {
-	var embedded int
-	if err := db.QueryRow(ctx, `WITH gone AS (DELETE FROM document_chunks WHERE document_id = $1 RETURNING embedded_at)
-		SELECT count(embedded_at) FROM gone`, document).Scan(&embedded); err != nil {
-		return fmt.Errorf("delete old chunks: %w", err)
+// chunkSync is what chunksSync did to a document's chunks.
+type chunkSync struct {
+	inserted, removed, kept int
+}
+
+// changed reports whether the chunk texts changed.
+func (c chunkSync) changed() bool { return c.inserted > 0 || c.removed > 0 }
+
+// oldChunk is a stored chunk as chunksSync compares it.
+type oldChunk struct {
+	id                    uuid.UUID
+	index, start, end, tk int
+	sum                   []byte
+	path                  []string
+	embedded              bool
+}
+
+// chunkSum is the content hash a re-parse compares chunks by.
+func chunkSum(text string) []byte {
+	sum := sha256.Sum256([]byte(text))
+	return sum[:]
+}
+
+// chunksSync makes a document's stored chunks those of a parse. A stored
+// chunk whose text (by hash) is in the parse is kept with its id,
+// embedding and provenance (its index, offsets and heading path follow the
+// parse); the others are deleted (their embedding jobs and provenance go
+// with them), and the parse's new texts are inserted with one embedding job
+// each. A re-parse of unchanged text thus changes nothing and queues
+// nothing.
+func chunksSync(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, chunks []Chunk, now time.Time) (chunkSync, error) {
+	var res chunkSync
+	rows, err := tx.Query(ctx, `SELECT id, chunk_index, start_offset, end_offset, token_count,
+		coalesce(content_sha256, sha256(convert_to(text, 'UTF8'))), heading_path, embedded_at IS NOT NULL
+		FROM document_chunks WHERE document_id = $1 ORDER BY chunk_index`, document)
+	if err != nil {
+		return res, fmt.Errorf("load chunks: %w", err)
 	}
-	if embedded > 0 {
-		if err := vectorindex.Removed(ctx, db, project, vectorindex.KindChunks); err != nil {
-			return err
-		}
+	old, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (oldChunk, error) {
+		var c oldChunk
+		err := r.Scan(&c.id, &c.index, &c.start, &c.end, &c.tk, &c.sum, &c.path, &c.embedded)
+		return c, err
+	})
+	if err != nil {
+		return res, fmt.Errorf("load chunks: %w", err)
 	}
-	if len(chunks) == 0 {
-		return nil
+	// Match each new chunk to the first unused stored chunk of the same text.
+	byText := map[string][]int{}
+	for i, c := range old {
+		byText[string(c.sum)] = append(byText[string(c.sum)], i)
 	}
-	ids := make([]uuid.UUID, len(chunks))
-	rows := make([][]any, len(chunks))
-	jobs := make([][]any, len(chunks))
-	for i, c := range chunks {
-		ids[i] = uuid.Must(uuid.NewV7())
+	used := make([]bool, len(old))
+	var (
+		moveIDs                             []uuid.UUID
+		moveIdx, moveStart, moveEnd, moveTk []int32
+		movePaths                           [][]string
+		insert                              [][]any
+		jobs                                [][]any
+		gone                                []uuid.UUID
+		goneEmbedded                        bool
+	)
+	for _, c := range chunks {
+		sum := chunkSum(c.Text)
 		path := c.HeadingPath
 		if path == nil {
 			path = []string{}
 		}
-		rows[i] = []any{ids[i], project, document, c.Index, c.Text, c.StartOffset, c.EndOffset, path, c.TokenCount, now}
-		jobs[i] = []any{uuid.Must(uuid.NewV7()), project, now, now, now, ids[i]}
+		if cand := byText[string(sum)]; len(cand) > 0 {
+			o := old[cand[0]]
+			byText[string(sum)] = cand[1:]
+			used[cand[0]] = true
+			res.kept++
+			if o.index != c.Index || o.start != c.StartOffset || o.end != c.EndOffset || o.tk != c.TokenCount || !slices.Equal(o.path, path) {
+				moveIDs = append(moveIDs, o.id)
+				moveIdx = append(moveIdx, int32(c.Index))           //nolint:gosec // chunk counts are small
+				moveStart = append(moveStart, int32(c.StartOffset)) //nolint:gosec // offsets fit the int column
+				moveEnd = append(moveEnd, int32(c.EndOffset))       //nolint:gosec // offsets fit the int column
+				moveTk = append(moveTk, int32(c.TokenCount))        //nolint:gosec // token counts are small
+				movePaths = append(movePaths, path)
+			}
+			continue
+		}
+		id := uuid.Must(uuid.NewV7())
+		insert = append(insert, []any{id, project, document, c.Index, c.Text, sum, c.StartOffset, c.EndOffset, path, c.TokenCount, now})
+		jobs = append(jobs, []any{uuid.Must(uuid.NewV7()), project, now, now, now, id})
 	}
-	if _, err := db.CopyFrom(ctx, pgx.Identifier{"document_chunks"},
-		[]string{"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "heading_path", "token_count", "created_at"},
-		pgx.CopyFromRows(rows)); err != nil {
-		return fmt.Errorf("insert chunks: %w", err)
+	for i, c := range old {
+		if !used[i] {
+			gone = append(gone, c.id)
+			goneEmbedded = goneEmbedded || c.embedded
+		}
 	}
-	if _, err := db.CopyFrom(ctx, pgx.Identifier{"chunk_embedding_jobs"},
+	res.inserted, res.removed = len(insert), len(gone)
+	if len(gone) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM document_chunks WHERE id = ANY($1)`, gone); err != nil {
+			return res, fmt.Errorf("delete old chunks: %w", err)
+		}
+		if goneEmbedded {
+			if err := vectorindex.Removed(ctx, tx, project, vectorindex.KindChunks); err != nil {
+				return res, err
+			}
+		}
+	}
+	if len(moveIDs) > 0 {
+		// (document_id, chunk_index) is checked row by row: park the moved
+		// chunks on negative indexes first, so that no two collide midway.
+		if _, err := tx.Exec(ctx, `UPDATE document_chunks SET chunk_index = -1 - chunk_index WHERE id = ANY($1)`, moveIDs); err != nil {
+			return res, fmt.Errorf("renumber chunks: %w", err)
+		}
+		batch := &pgx.Batch{}
+		for i, id := range moveIDs {
+			batch.Queue(`UPDATE document_chunks SET chunk_index = $2, start_offset = $3, end_offset = $4, token_count = $5, heading_path = $6 WHERE id = $1`,
+				id, moveIdx[i], moveStart[i], moveEnd[i], moveTk[i], movePaths[i])
+		}
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return res, fmt.Errorf("renumber chunks: %w", err)
+		}
+	}
+	if len(insert) == 0 {
+		return res, nil
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"document_chunks"},
+		[]string{"id", "project_id", "document_id", "chunk_index", "text", "content_sha256", "start_offset", "end_offset", "heading_path", "token_count", "created_at"},
+		pgx.CopyFromRows(insert)); err != nil {
+		return res, fmt.Errorf("insert chunks: %w", err)
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"chunk_embedding_jobs"},
 		[]string{"id", "project_id", "run_at", "created_at", "updated_at", "chunk_id"},
 		pgx.CopyFromRows(jobs)); err != nil {
-		return fmt.Errorf("queue chunk embeddings: %w", err)
+		return res, fmt.Errorf("queue chunk embeddings: %w", err)
 	}
-	return nil
+	return res, nil
+}
+
+// chunksEmbeddedWith returns which of ids already carry a vector of model.
+func chunksEmbeddedWith(ctx context.Context, db postgres.DBTX, ids []uuid.UUID, model string) (map[uuid.UUID]bool, error) {
+	rows, err := db.Query(ctx, `SELECT id FROM document_chunks WHERE id = ANY($1) AND embedded_at IS NOT NULL AND embedding_model = $2`, ids, model)
+	if err != nil {
+		return nil, fmt.Errorf("load embedded chunks: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("load embedded chunks: %w", err)
+	}
+	out := make(map[uuid.UUID]bool, len(list))
+	for _, id := range list {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// documentLockForParse locks a document for the transaction that stores
+// its parse (one parse of a document at a time) and returns its status.
+func documentLockForParse(ctx context.Context, tx pgx.Tx, id uuid.UUID) (string, error) {
+	var status string
+	err := tx.QueryRow(ctx, `SELECT status FROM documents WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("lock document: %w", err)
+	}
+	return status, nil
 }
 
 func parseJobInsert(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, now time.Time) error {
@@ -222,17 +347,25 @@ func parseJobInsert(ctx context.Context, db postgres.DBTX, project, document uui
 	return nil
 }
 
-// extractionJobInsert queues one full extraction of a document unless one
-// is already waiting (a re-parse must not pile them up).
-func extractionJobInsert(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, now time.Time) error {
-	_, err := db.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type)
-		SELECT $1, $2, $3, $3, $3, $4, 'full_extraction', 'manual'
-		WHERE NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND status = 'queued')`,
-		uuid.Must(uuid.NewV7()), project, now, document)
+// extractionJobQueue queues the extraction a parse calls for and reports
+// whether it queued one: the document's one full extraction when it has
+// none in any state (a re-parse never adds a second), else, when the parse
+// added chunks, an incremental extraction of the chunks not extracted yet,
+// unless an extraction of the document is still queued (it will read them).
+// The caller holds the document's lock.
+func extractionJobQueue(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, added bool, now time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type)
+		SELECT $1, $2, $3, $3, $3, $4, kind, 'manual' FROM (
+			SELECT CASE
+				WHEN NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND job_type = 'full_extraction') THEN 'full_extraction'
+				WHEN $5 AND NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND status = 'queued') THEN 'incremental'
+			END AS kind) AS k
+		WHERE kind IS NOT NULL`,
+		uuid.Must(uuid.NewV7()), project, now, document, added)
 	if err != nil {
-		return fmt.Errorf("queue extraction: %w", err)
+		return false, fmt.Errorf("queue extraction: %w", err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
 }
 
 // jobsOfDocument lists the unfinished jobs that work on a document.

@@ -48,8 +48,11 @@ func (s *Service) workParse(ctx context.Context, jobs []jobqueue.Job) []error {
 }
 
 // parseOne parses and chunks a document outside any transaction, then
-// writes the chunks, their embedding jobs, the extraction job, the status
-// and the document.converted event in one transaction.
+// stores the chunks, their embedding jobs, the extraction job, the
+// document's status, the document.converted event and the job's own
+// completion in one transaction: a crash leaves either all of it or none.
+// Chunks whose text is already stored are kept (see chunksSync): a re-parse
+// of unchanged text changes and queues nothing.
 func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 	var docID uuid.UUID
 	if err := s.pool.QueryRow(ctx, `SELECT document_id FROM document_parsing_jobs WHERE id = $1`, j.ID).Scan(&docID); err != nil {
@@ -72,26 +75,42 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 	project := *j.ProjectID
 	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
-		if err := chunksReplace(ctx, tx, project, docID, chunks, now); err != nil {
+		prev, err := documentLockForParse(ctx, tx, docID)
+		if errors.Is(err, ErrNotFound) {
+			return jobqueue.Permanent(err) // deleted meanwhile
+		}
+		if err != nil {
 			return err
 		}
-		if err := extractionJobInsert(ctx, tx, project, docID, now); err != nil {
+		synced, err := chunksSync(ctx, tx, project, docID, chunks, now)
+		if err != nil {
 			return err
 		}
-		if err := documentSetStatus(ctx, tx, docID, StatusParsed, string(parsed.Format), "", len(chunks), now); err != nil {
+		extract, err := extractionJobQueue(ctx, tx, project, docID, synced.inserted > 0, now)
+		if err != nil {
 			return err
 		}
-		if _, err := events.Publish(ctx, tx, events.TypeDocumentConverted, &project, nil, map[string]any{
-			"documentId": docID, "format": parsed.Format, "chunks": len(chunks),
-		}, now); err != nil {
-			return err
-		}
-		for _, q := range []string{QueueChunkEmbedding, QueueExtraction} {
-			if err := jobqueue.Notify(ctx, tx, q); err != nil {
+		if prev != StatusParsed || synced.changed() {
+			if err := documentSetStatus(ctx, tx, docID, StatusParsed, string(parsed.Format), "", len(chunks), now); err != nil {
+				return err
+			}
+			if _, err := events.Publish(ctx, tx, events.TypeDocumentConverted, &project, nil, map[string]any{
+				"documentId": docID, "format": parsed.Format, "chunks": len(chunks),
+			}, now); err != nil {
 				return err
 			}
 		}
-		return nil
+		if synced.inserted > 0 {
+			if err := jobqueue.Notify(ctx, tx, QueueChunkEmbedding); err != nil {
+				return err
+			}
+		}
+		if extract {
+			if err := jobqueue.Notify(ctx, tx, QueueExtraction); err != nil {
+				return err
+			}
+		}
+		return s.jobs.FinishInTx(ctx, tx, QueueParsing, j, jobqueue.StatusCompleted)
 	})
 }
 
@@ -231,7 +250,11 @@ func (s *Service) workEmbed(ctx context.Context, jobs []jobqueue.Job) []error {
 	}
 	for _, project := range order {
 		g := groups[project]
-		if err := s.embedGroup(ctx, project, g.texts, g.chunkIDs); err != nil {
+		gjobs := make([]jobqueue.Job, len(g.jobs))
+		for k, i := range g.jobs {
+			gjobs[k] = jobs[i]
+		}
+		if err := s.embedGroup(ctx, project, gjobs, g.texts, g.chunkIDs); err != nil {
 			for _, i := range g.jobs {
 				out[i] = err
 			}
@@ -241,8 +264,10 @@ func (s *Service) workEmbed(ctx context.Context, jobs []jobqueue.Job) []error {
 }
 
 // embedGroup embeds one project's chunks with one call of its embedder and
-// stores the vectors in one transaction.
-func (s *Service) embedGroup(ctx context.Context, project uuid.UUID, texts []string, chunkIDs []uuid.UUID) error {
+// stores the vectors and the completion of their jobs in one transaction.
+// Chunks that already carry a vector of the embedder's model (a job that
+// ran before a crash) are not embedded again.
+func (s *Service) embedGroup(ctx context.Context, project uuid.UUID, jobs []jobqueue.Job, texts []string, chunkIDs []uuid.UUID) error {
 	emb, err := s.embedders.Embedder(ctx, project)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -250,24 +275,46 @@ func (s *Service) embedGroup(ctx context.Context, project uuid.UUID, texts []str
 		}
 		return jobqueue.Permanent(err)
 	}
-	vectors, err := emb.Embed(ctx, texts)
+	done, err := chunksEmbeddedWith(ctx, s.pool, chunkIDs, emb.Model())
 	if err != nil {
-		return fmt.Errorf("embed %d chunks with %s: %w", len(texts), emb.Model(), err)
+		return err
 	}
-	if len(vectors) != len(texts) {
-		return fmt.Errorf("embedder returned %d vectors for %d texts", len(vectors), len(texts))
+	var todo []int
+	for i, id := range chunkIDs {
+		if !done[id] {
+			todo = append(todo, i)
+		}
+	}
+	var vectors [][]float32
+	if len(todo) > 0 {
+		in := make([]string, len(todo))
+		for k, i := range todo {
+			in[k] = texts[i]
+		}
+		vectors, err = emb.Embed(ctx, in)
+		if err != nil {
+			return fmt.Errorf("embed %d chunks with %s: %w", len(in), emb.Model(), err)
+		}
+		if len(vectors) != len(in) {
+			return fmt.Errorf("embedder returned %d vectors for %d texts", len(vectors), len(in))
+		}
 	}
 	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
-		batch := &pgx.Batch{}
-		for i, id := range chunkIDs {
-			batch.Queue(`UPDATE document_chunks SET embedding = $2, embedding_model = $3, embedding_dim = $4, embedded_at = $5 WHERE id = $1`,
-				id, vectors[i], emb.Model(), len(vectors[i]), now)
+		if len(todo) > 0 {
+			batch := &pgx.Batch{}
+			for k, i := range todo {
+				batch.Queue(`UPDATE document_chunks SET embedding = $2, embedding_model = $3, embedding_dim = $4, embedded_at = $5 WHERE id = $1`,
+					chunkIDs[i], vectors[k], emb.Model(), len(vectors[k]), now)
+			}
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
+			if err := vectorindex.Changed(ctx, tx, project, vectorindex.KindChunks); err != nil {
+				return err
+			}
 		}
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return err
-		}
-		return vectorindex.Changed(ctx, tx, project, vectorindex.KindChunks)
+		return s.jobs.FinishBatchInTx(ctx, tx, QueueChunkEmbedding, jobs, jobqueue.StatusCompleted)
 	})
 	if err != nil {
 		return fmt.Errorf("store embeddings: %w", err)

@@ -326,29 +326,23 @@ func (s *Service) SetSettings(ctx context.Context, project uuid.UUID, u Settings
 	return s.Settings(ctx, project)
 }
 
-// QueueScheduledReextractions queues the scheduled reextraction jobs that
-// are due (see the projects' reextractionIntervalHours), in one statement,
-// wakes the workers and returns how many it queued.
-func (s *Service) QueueScheduledReextractions(ctx context.Context) (int, error) {
-	n := 0
-	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if n, err = jobsInsertScheduled(ctx, tx, s.now().UTC()); err != nil || n == 0 {
-			return err
-		}
-		return jobqueue.Notify(ctx, tx, Queue)
-	})
-	if err != nil {
-		return 0, err
+// QueueScheduledReextractions queues, in tx, the scheduled reextraction
+// jobs that are due (see the projects' reextractionIntervalHours), in one
+// statement, wakes the workers at commit and returns how many it queued.
+// The scheduler records its run in tx too.
+func (s *Service) QueueScheduledReextractions(ctx context.Context, tx pgx.Tx) (int, error) {
+	n, err := jobsInsertScheduled(ctx, tx, s.now().UTC())
+	if err != nil || n == 0 {
+		return n, err
 	}
-	return n, nil
+	return n, jobqueue.Notify(ctx, tx, Queue)
 }
 
 // RunScheduledReextraction is the scheduler task: it queues the due
-// reextraction jobs and logs how many.
-func (s *Service) RunScheduledReextraction(ctx context.Context) error {
-	n, err := s.QueueScheduledReextractions(ctx)
-	if n > 0 {
+// reextraction jobs in tx and logs how many.
+func (s *Service) RunScheduledReextraction(ctx context.Context, tx pgx.Tx) error {
+	n, err := s.QueueScheduledReextractions(ctx, tx)
+	if n > 0 && err == nil {
 		s.log.Info("scheduled reextraction jobs queued", "count", n)
 	}
 	return err

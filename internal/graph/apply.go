@@ -93,6 +93,10 @@ func unionIDs(a, b []uuid.UUID) []uuid.UUID {
 	return a
 }
 
+// applyLock is the first key of the advisory lock serialising the Apply
+// calls of a project (the second is the project's hash).
+const applyLock = 0x67617079 // "gapy"
+
 // mergeProps returns old overlaid with new (new keys win).
 func mergeProps(old, new map[string]any) map[string]any {
 	out := make(map[string]any, len(old)+len(new))
@@ -122,6 +126,11 @@ func upgradeStatus(old, new string) string {
 // description, properties, labels) are handed to the EmbedQueue. Applying
 // the same input twice changes nothing the second time. Errors:
 // invalid_argument (a bad input, named by index; a chunk not of project).
+//
+// The Apply calls of one project run one at a time (a transaction lock
+// held until the caller's commit): concurrent ones that lock existing
+// objects and insert new ones of the same keys deadlock otherwise. The
+// lock is held for the write only; extraction calls its model before.
 func (s *Service) Apply(ctx context.Context, tx pgx.Tx, project uuid.UUID, jobID *uuid.UUID, objs []ObjectInput, rels []RelationshipInput) (ApplyResult, error) {
 	res := ApplyResult{
 		Objects: make([]AppliedObject, len(objs)), RelationshipIDs: make([]uuid.UUID, len(rels)), UnresolvedRelationships: []int{},
@@ -134,6 +143,9 @@ func (s *Service) Apply(ctx context.Context, tx pgx.Tx, project uuid.UUID, jobID
 	relInputs, err := checkRelationships(rels)
 	if err != nil {
 		return ApplyResult{}, err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, applyLock, project.String()); err != nil {
+		return ApplyResult{}, fmt.Errorf("lock the project's graph: %w", err)
 	}
 	if err := checkChunks(ctx, tx, project, objs, rels); err != nil {
 		return ApplyResult{}, err

@@ -479,3 +479,105 @@ func TestServiceWritesQueueEmbeddings(t *testing.T) {
 	_, err = b.svc.UpdateObject(ctx, b.project, uuid.Must(uuid.NewV7()), graph.ObjectUpdate{Name: ptr("x")})
 	require.Equal(t, errs.NotFound, errs.CodeOf(err))
 }
+
+// TestApplyLetsReferencesThrough: the objects and relationships an Apply
+// updates stay locked until its transaction ends, but that lock does not
+// stop other transactions from referencing them (graph embeddings,
+// relationships and provenance written by other jobs check their foreign
+// keys): with the stronger lock, concurrent extractions and embeddings
+// deadlocked.
+func TestApplyLetsReferencesThrough(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	res, err := b.apply(t, nil, []graph.ObjectInput{
+		{Type: "Person", Key: "Ada", Name: "Ada"},
+		{Type: "Organization", Key: "Engines", Name: "Engines"},
+	}, []graph.RelationshipInput{{Type: "WORKS_FOR", SourceType: "Person", SourceKey: "Ada", TargetType: "Organization", TargetKey: "Engines"}})
+	require.NoError(t, err)
+	ada, engines := res.Objects[0].ID, res.Objects[1].ID
+	rel := res.RelationshipIDs[0]
+
+	// A job's Apply updates both and the relationship, and is not done yet.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = b.svc.Apply(ctx, tx, b.project, ptr(uuid.Must(uuid.NewV7())), []graph.ObjectInput{
+		{Type: "Person", Key: "Ada", Name: "Ada", Description: "mathematician", ChunkIDs: []uuid.UUID{b.chunks[0]}},
+		{Type: "Organization", Key: "Engines", Name: "Engines", Description: "makers of engines"},
+	}, []graph.RelationshipInput{{
+		Type: "WORKS_FOR", SourceType: "Person", SourceKey: "Ada", TargetType: "Organization", TargetKey: "Engines", Confidence: ptr(0.9),
+	}})
+	require.NoError(t, err)
+
+	// Meanwhile other transactions reference them.
+	err = postgres.WithTx(ctx, b.pool, func(other pgx.Tx) error {
+		if _, err := other.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+			return err
+		}
+		if _, err := other.Exec(ctx, `INSERT INTO graph_object_embeddings (object_id, policy_id, project_id, provider, model, dimension, embedding, text_sha256, embedded_at)
+			VALUES ($1, $2, $3, 'local', 'm', 1, '{1}', '\x00', now())`, ada, uuid.Nil, b.project); err != nil {
+			return fmt.Errorf("embed the object: %w", err)
+		}
+		if _, err := other.Exec(ctx, `INSERT INTO graph_relationships (id, project_id, type, source_id, target_id, created_at, updated_at)
+			VALUES ($1, $2, 'KNOWS', $3, $4, now(), now())`, uuid.Must(uuid.NewV7()), b.project, engines, ada); err != nil {
+			return fmt.Errorf("relate the objects: %w", err)
+		}
+		if _, err := other.Exec(ctx, `INSERT INTO graph_relationship_provenance (relationship_id, chunk_id, project_id, created_at)
+			VALUES ($1, $2, $3, now())`, rel, b.chunks[1], b.project); err != nil {
+			return fmt.Errorf("link the relationship: %w", err)
+		}
+		return nil
+	})
+	require.NoError(t, err, "references wait for the Apply in progress")
+	require.NoError(t, tx.Commit(ctx))
+}
+
+// TestApplyCallsOfAProjectTakeTurns: a second Apply on the same project
+// waits for the first one's transaction to end, even on other objects, so
+// that concurrent extractions can never deadlock on each other's locked and
+// newly inserted objects; an Apply on another project does not wait.
+func TestApplyCallsOfAProjectTakeTurns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	other := uuid.Must(uuid.NewV7())
+	_, err := b.pool.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at)
+		SELECT $1, org_id, 'other', now(), now() FROM projects WHERE id = $2`, other, b.project)
+	require.NoError(t, err)
+
+	first, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = first.Rollback(ctx) }()
+	_, err = b.svc.Apply(ctx, first, b.project, nil, []graph.ObjectInput{{Type: "Person", Key: "Ada", Name: "Ada"}}, nil)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.apply(t, nil, []graph.ObjectInput{{Type: "Person", Key: "Grace", Name: "Grace"}}, nil)
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&waiting))
+		return waiting == 1
+	}, 10*time.Second, 10*time.Millisecond, "the second Apply waits for the first")
+	select {
+	case err := <-done:
+		t.Fatalf("the second Apply ended while the first was open: %v", err)
+	default:
+	}
+
+	err = postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		_, err := b.svc.Apply(ctx, tx, other, nil, []graph.ObjectInput{{Type: "Person", Key: "Ada", Name: "Ada"}}, nil)
+		return err
+	})
+	require.NoError(t, err, "another project's Apply does not wait")
+
+	require.NoError(t, first.Commit(ctx))
+	require.NoError(t, <-done)
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM graph_objects WHERE project_id = $1`, b.project).Scan(&n))
+	require.Equal(t, 2, n)
+}

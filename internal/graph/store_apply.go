@@ -36,7 +36,7 @@ func objectsLockByKeys(ctx context.Context, db postgres.DBTX, project uuid.UUID,
 			o.status, o.confidence, o.extraction_job_id, o.created_by, o.created_at, o.updated_at
 		FROM unnest($2::text[], $3::text[]) AS k(type, nkey)
 		JOIN graph_objects o ON o.project_id = $1 AND o.type = k.type AND o.normalized_key = k.nkey AND o.deleted_at IS NULL
-		ORDER BY o.id FOR UPDATE OF o`, project, types, nkeys)
+		ORDER BY o.id FOR NO KEY UPDATE OF o`, project, types, nkeys)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[objectRow])
 	if err != nil {
 		return nil, fmt.Errorf("lock objects: %w", err)
@@ -204,7 +204,7 @@ func relationshipsLockByKeys(ctx context.Context, db postgres.DBTX, project uuid
 			r.created_at, r.updated_at, 0 AS total
 		FROM unnest($2::text[], $3::uuid[], $4::uuid[]) AS k(type, source_id, target_id)
 		JOIN graph_relationships r ON r.project_id = $1 AND r.type = k.type AND r.source_id = k.source_id AND r.target_id = k.target_id
-		ORDER BY r.id FOR UPDATE OF r`, project, types, sources, targets)
+		ORDER BY r.id FOR NO KEY UPDATE OF r`, project, types, sources, targets)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[relationshipRow])
 	if err != nil {
 		return nil, fmt.Errorf("lock relationships: %w", err)

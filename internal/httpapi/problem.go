@@ -14,6 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // Problem is the RFC 9457 error body, with Graphmill's `code` and
@@ -122,6 +123,11 @@ func newProblem(ctx context.Context, status int, msg string, errList ...error) *
 		}
 		if status >= 500 {
 			recordCause(ctx, e)
+			if postgres.IsUnavailable(e) {
+				// Our own dependency is down: 503, and the client may
+				// try again (DESIGN 5).
+				status, msg, domain = http.StatusServiceUnavailable, "the database is unavailable; try again shortly", true
+			}
 			continue
 		}
 		details = append(details, &huma.ErrorDetail{Message: e.Error()})

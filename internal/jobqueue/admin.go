@@ -185,13 +185,29 @@ func (c *Client) Stats(ctx context.Context, projectID *uuid.UUID) ([]QueueStats,
 
 // FinishInTx records the success of job j (StatusCompleted or
 // StatusRequiresReview) in tx, the handler's own transaction, so that the
-// job's results and its final status commit together: a cancel arriving
-// while tx commits then finds the job final, instead of marking work that
-// was committed as cancelled. The queue's outcome hooks run in tx too. When
-// the job is no longer running at this attempt under this client (cancelled
-// or reaped), it answers ErrCancelled and the caller rolls tx back. The
-// handler then returns as usual; the engine finds the job already final.
+// job's results and its final status commit together: a crash between the
+// two cannot leave committed results under a job that runs again, and a
+// cancel arriving while tx commits finds the job final instead of marking
+// committed work as cancelled. Every handler finishes its successful jobs
+// this way (FinishBatchInTx for a batch). The queue's outcome hooks run in
+// tx too. When the job is no longer running at this attempt under this
+// client (cancelled or reaped), it answers ErrCancelled and the caller
+// rolls tx back. The handler then returns as usual (the error, or nil);
+// the engine finds the job already final.
 func (c *Client) FinishInTx(ctx context.Context, tx pgx.Tx, queue string, j Job, status Status) error {
+	return c.FinishBatchInTx(ctx, tx, queue, []Job{j}, status)
+}
+
+// FinishBatchInTx is FinishInTx for several jobs of one queue, in one
+// statement: a batched handler finishes, in the transaction that writes
+// their results, the jobs whose results that transaction writes (all of the
+// batch, or the successful part of it; the others get their errors from
+// the handler's return value as usual). It is all or nothing: unless every
+// job is still running at its attempt under this client, it answers
+// ErrCancelled and the caller rolls tx back, then returns ErrCancelled (or
+// an error wrapping it) for those jobs; the engine puts the ones it still
+// owns back in the queue without counting a failure.
+func (c *Client) FinishBatchInTx(ctx context.Context, tx pgx.Tx, queue string, jobs []Job, status Status) error {
 	if status != StatusCompleted && status != StatusRequiresReview {
 		return fmt.Errorf("finish in tx: %s is not a success status", status)
 	}
@@ -199,13 +215,27 @@ func (c *Client) FinishInTx(ctx context.Context, tx pgx.Tx, queue string, j Job,
 	if err != nil {
 		return err
 	}
+	if len(jobs) == 0 {
+		return nil
+	}
 	now := c.now()
-	ups := []update{{job: j, decision: decision{status: status, retryCount: j.RetryCount, completed: &now}}}
+	ups := make([]update, 0, len(jobs))
+	seen := make(map[uuid.UUID]bool, len(jobs))
+	for _, j := range jobs {
+		if j.Queue != "" && j.Queue != queue {
+			return fmt.Errorf("finish in tx: job %s belongs to queue %s, not %s", j.ID, j.Queue, queue)
+		}
+		if seen[j.ID] {
+			continue
+		}
+		seen[j.ID] = true
+		ups = append(ups, update{job: j, decision: decision{status: status, retryCount: j.RetryCount, completed: &now}})
+	}
 	ids, err := q.jobFinish(ctx, tx, now, &c.workerID, ups)
 	if err != nil {
 		return err
 	}
-	if len(ids) == 0 {
+	if len(ids) != len(ups) {
 		return ErrCancelled
 	}
 	q.account(ups, ids)

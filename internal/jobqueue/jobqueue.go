@@ -121,6 +121,13 @@ type Job struct {
 // cancelled (context.Cause is ErrCancelled) or the client shuts down hard
 // (ErrShutdown); writes a handler makes belong in a transaction on ctx, so
 // that they are rolled back then.
+//
+// Exactly once: a handler that writes results commits them with the final
+// status of their jobs, calling FinishInTx (or FinishBatchInTx for a batch)
+// in the transaction that writes them, and returns nil for those jobs. A
+// crash can then never leave committed results under a job that runs
+// again. ErrCancelled (or an error wrapping it) as a job's result puts the
+// job back in the queue without counting a failure.
 type Handler interface {
 	Work(ctx context.Context, jobs []Job) []error
 }

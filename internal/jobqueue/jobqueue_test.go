@@ -719,6 +719,137 @@ func TestFinishInTx(t *testing.T) {
 	require.Zero(t, results)
 }
 
+// TestFinishBatchInTx: a batched handler finishes its successful jobs in
+// the transaction that writes their results, with one statement. Before the
+// handler even returns (a crash there loses nothing), those jobs are final
+// with their results and their outcomes announced once, while the failed
+// job is left to the engine. When a job of the batch is lost before the
+// commit (cancelled, its notification not heard yet), nothing is written and the others go back to the queue without
+// counting a failure, to be finished once by a later batch.
+func TestFinishBatchInTx(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var outcomes sync.Map // job id -> count of outcomes recorded
+	var p *process
+	var (
+		mu       sync.Mutex
+		failing  = map[uuid.UUID]bool{}
+		cancelOf = map[uuid.UUID]bool{} // cancelled by the handler before its commit
+	)
+	committed := make(chan []jobqueue.Job, 4)
+	release := make(chan struct{})
+	p = b.newProcess(t, opts{queue: jobqueue.QueueConfig{
+		BatchSize: 4,
+		Handler: jobqueue.HandlerFunc(func(ctx context.Context, jobs []jobqueue.Job) []error {
+			wctx := context.WithoutCancel(ctx) // the refusal comes from FinishBatchInTx, not the context
+			out := make([]error, len(jobs))
+			var ok []jobqueue.Job
+			mu.Lock()
+			for i, j := range jobs {
+				if failing[j.ID] {
+					out[i] = jobqueue.Permanent(errors.New("bad input"))
+					continue
+				}
+				if cancelOf[j.ID] {
+					// Lost to a cancel whose notification never came (the
+					// heartbeat would notice it later): the batch's context
+					// stays alive, only FinishBatchInTx sees the loss.
+					delete(cancelOf, j.ID)
+					_, err := b.pool.Exec(wctx, `UPDATE jobs SET status = 'cancelled', locked_by = NULL, completed_at = now() WHERE id = $1`, j.ID)
+					require.NoError(t, err)
+				}
+				ok = append(ok, j)
+			}
+			mu.Unlock()
+			err := postgres.WithTx(wctx, b.pool, func(tx pgx.Tx) error {
+				for _, j := range ok {
+					if _, err := tx.Exec(wctx, `INSERT INTO job_logs (job_id, status, message) VALUES ($1, 'completed', 'result')`, j.ID); err != nil {
+						return err
+					}
+				}
+				return p.client.FinishBatchInTx(wctx, tx, queueName, ok, jobqueue.StatusCompleted)
+			})
+			for i := range jobs {
+				if out[i] == nil && err != nil {
+					out[i] = err
+				}
+			}
+			if err == nil {
+				committed <- ok
+				<-release
+			}
+			return out
+		}),
+		OutcomeFunc: func(_ context.Context, _ pgx.Tx, outs []jobqueue.Outcome) error {
+			for _, o := range outs {
+				if o.Status.Final() {
+					n, _ := outcomes.LoadOrStore(o.Job.ID, new(atomic.Int32))
+					n.(*atomic.Int32).Add(1)
+				}
+			}
+			return nil
+		},
+	}})
+	results := func(id uuid.UUID) int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM job_logs WHERE job_id = $1 AND message = 'result'`, id).Scan(&n))
+		return n
+	}
+	outcomesOf := func(id uuid.UUID) int32 {
+		n, ok := outcomes.Load(id)
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int32).Load()
+	}
+
+	// A batch of four, one of which fails: the handler commits and stalls.
+	mu.Lock()
+	ids := b.insertN(t, 4, jobSpec{})
+	failing[ids[3]] = true
+	mu.Unlock()
+	var done []jobqueue.Job
+	select {
+	case done = <-committed:
+	case <-time.After(waitFor):
+		t.Fatal("the handler never committed")
+	}
+	require.Len(t, done, 3, "one batch of four, three successful")
+	for _, id := range ids[:3] {
+		r := b.job(t, id)
+		require.Equal(t, "completed", r.Status, "final before the handler returns")
+		require.Nil(t, r.LockedBy)
+		require.Equal(t, 1, results(id))
+		require.Equal(t, int32(1), outcomesOf(id))
+	}
+	require.Equal(t, "running", b.job(t, ids[3]).Status, "the failed job is left to the engine")
+	close(release)
+	b.requireStatus(t, ids[3], jobqueue.StatusFailed)
+	time.Sleep(100 * time.Millisecond) // the engine's own record of the batch comes after the handler
+	for _, id := range ids[:3] {
+		require.Equal(t, int32(1), outcomesOf(id), "the outcome hook runs once")
+	}
+	require.Zero(t, results(ids[3]))
+
+	// A job of the next batch is lost before the commit: nothing is
+	// written, and the three others run again without a failure counted.
+	mu.Lock()
+	next := b.insertN(t, 4, jobSpec{})
+	cancelOf[next[0]] = true
+	mu.Unlock()
+	b.requireStatus(t, next[0], jobqueue.StatusCancelled)
+	for _, id := range next[1:] {
+		r := b.requireStatus(t, id, jobqueue.StatusCompleted)
+		require.Equal(t, 2, r.Attempt, "ran again after its sibling's loss")
+		require.Zero(t, r.RetryCount, "a sibling's loss is not a failure")
+		require.Equal(t, 1, results(id))
+		require.Equal(t, int32(1), outcomesOf(id))
+	}
+	require.Zero(t, results(next[0]))
+	require.Zero(t, outcomesOf(next[0]))
+}
+
 func TestStats(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -244,8 +244,9 @@ func (q *queue) runBatch(ctx context.Context, b *batch) {
 		case errors.Is(err, ErrRequiresReview):
 			u.err = nil
 			u.decision = decision{status: StatusRequiresReview, retryCount: j.RetryCount, completed: &now}
-		case errors.Is(cause, ErrShutdown) || errors.Is(cause, ErrCancelled):
-			// Cut short by shutdown or by a cancelled sibling: not its fault.
+		case errors.Is(cause, ErrShutdown) || errors.Is(cause, ErrCancelled) || errors.Is(err, ErrCancelled):
+			// Cut short by shutdown or by a cancelled sibling (whose loss
+			// FinishBatchInTx may be first to see): not its fault.
 			u.release = true
 			u.decision = decision{status: StatusQueued, retryCount: j.RetryCount, keepError: true}
 		default:

@@ -212,7 +212,8 @@ func (s *Service) Snooze(ctx context.Context, o Owner, id uuid.UUID, until time.
 }
 
 // DeleteExpired deletes the notifications whose expiry has passed (they
-// were hidden already); the scheduler runs it.
-func (s *Service) DeleteExpired(ctx context.Context) (int64, error) {
-	return notificationDeleteExpired(ctx, s.pool, s.now().UTC())
+// were hidden already), on db (a pool, or the scheduler's transaction
+// that records the run).
+func (s *Service) DeleteExpired(ctx context.Context, db postgres.DBTX) (int64, error) {
+	return notificationDeleteExpired(ctx, db, s.now().UTC())
 }

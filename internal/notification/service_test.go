@@ -174,7 +174,7 @@ func TestNotifyProjectAdminsAndExpiry(t *testing.T) {
 	// Expired notifications are deleted by DeleteExpired, others stay.
 	_, err = b.pool.Exec(ctx, `UPDATE notifications SET expires_at = $2 WHERE user_id = $1`, admin2, now.Add(-time.Second))
 	require.NoError(t, err)
-	n, err := b.svc.DeleteExpired(ctx)
+	n, err := b.svc.DeleteExpired(ctx, b.pool)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	var left int

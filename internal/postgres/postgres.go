@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,6 +80,28 @@ func IsUniqueViolation(err error, name string) bool {
 		return false
 	}
 	return name == "" || pgErr.ConstraintName == name
+}
+
+// IsUnavailable reports whether err says that the database could not be
+// reached or went away (connection refused or lost, server shutting down or
+// starting up) rather than refusing a statement: the database is down for a
+// while, and the caller answers 503 or tries again later.
+func IsUnavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01-57P03: the server is
+		// shutting down, crashed, or cannot accept connections yet.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // IsForeignKeyViolation reports whether err is a foreign-key violation.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -120,4 +122,55 @@ func TestIsUniqueViolationFromServer(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, postgres.IsForeignKeyViolation(err))
 	require.False(t, postgres.IsUniqueViolation(err, ""))
+}
+
+// TestIsUnavailable: errors saying the database is down (refused or lost
+// connections, a server shutting down) are told apart from statement
+// errors and from the caller's own deadline.
+func TestIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Nothing listens on a port just released.
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	_, refused := pgx.Connect(ctx, "postgres://u:p@"+addr+"/db?sslmode=disable&connect_timeout=5")
+	require.Error(t, refused)
+
+	pool := pgtest.New(t)
+	_, divide := pool.Exec(ctx, `SELECT 1/0`)
+	require.Error(t, divide)
+	tctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	_, deadline := pool.Exec(tctx, `SELECT pg_sleep(1)`)
+	require.Error(t, deadline)
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	var pid int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	_, err = pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	require.NoError(t, err)
+	_, terminated := conn.Exec(ctx, `SELECT 1`)
+	conn.Release()
+	require.Error(t, terminated)
+
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", fmt.Errorf("list: %w", refused), true},
+		{"connection terminated by the server", terminated, true},
+		{"server shutting down", &pgconn.PgError{Code: "57P01"}, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"division by zero", divide, false},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"the caller's deadline", deadline, false},
+		{"nil", nil, false},
+		{"another error", errors.New("boom"), false},
+	} {
+		require.Equal(t, c.want, postgres.IsUnavailable(c.err), "%s: %v", c.name, c.err)
+	}
 }

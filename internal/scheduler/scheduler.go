@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // leaderLock is the advisory lock key of the scheduler leader.
@@ -21,13 +24,26 @@ const leaderLock = 0x67726d73 // "grms"
 // the leader checks for due tasks.
 const PollDefault = time.Second
 
-// Task is one periodic job. Run gets a context that ends when leadership is
-// lost or the scheduler stops.
+// Task is one periodic job; exactly one of Run and RunInTx is set. Both
+// get a context that ends when leadership is lost or the scheduler stops.
 type Task struct {
 	Name     string
 	Interval time.Duration
-	Run      func(ctx context.Context) error
+	// RunInTx does a task's database work in tx, the transaction that also
+	// records the run: its results and its run state commit together, so a
+	// crash can never leave results whose run is not recorded (and would be
+	// repeated), and two leaders overlapping for a moment cannot both run it
+	// for the same due time (the task's row is locked and checked due).
+	RunInTx func(ctx context.Context, tx pgx.Tx) error
+	// Run does work that calls the network, across which no transaction may
+	// be held. The run is claimed first (the task is not due again for
+	// ClaimLease, so a crash retries it then), then run, then recorded.
+	Run func(ctx context.Context) error
 }
+
+// ClaimLease bounds how long a claimed Run task stays not due: a leader
+// that crashed during the run leaves it to the next leader after that.
+const ClaimLease = 10 * time.Minute
 
 // Config configures a Scheduler.
 type Config struct {
@@ -78,8 +94,8 @@ func (s *Scheduler) setLeader(v bool) {
 func (s *Scheduler) Start(ctx context.Context) error {
 	now := s.cfg.Now()
 	for _, t := range s.tasks {
-		if t.Interval <= 0 || t.Name == "" || t.Run == nil {
-			return fmt.Errorf("scheduler task %q: name, interval and run are required", t.Name)
+		if t.Interval <= 0 || t.Name == "" || (t.Run == nil) == (t.RunInTx == nil) {
+			return fmt.Errorf("scheduler task %q: name, interval and one of run and runInTx are required", t.Name)
 		}
 		if err := taskRegister(ctx, s.cfg.Pool, t, now); err != nil {
 			return err
@@ -166,8 +182,50 @@ func (s *Scheduler) lead(ctx context.Context) error {
 }
 
 func (s *Scheduler) run(ctx context.Context, t Task) {
+	if t.RunInTx != nil {
+		s.runInTx(ctx, t)
+		return
+	}
 	start := s.cfg.Now()
-	err := t.Run(ctx)
+	claimed, err := taskClaim(ctx, s.cfg.Pool, t.Name, start, start.Add(min(t.Interval, ClaimLease)))
+	if err != nil || !claimed {
+		if err != nil {
+			s.cfg.Logger.Warn("claim scheduled task", "task", t.Name, "err", err)
+		}
+		return
+	}
+	err = t.Run(ctx)
+	s.record(ctx, t, start, err)
+}
+
+// runInTx runs a database task and records its run in one transaction.
+func (s *Scheduler) runInTx(ctx context.Context, t Task) {
+	start := s.cfg.Now()
+	var runErr error
+	due := false
+	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		var err error
+		if due, err = taskLockDue(ctx, tx, t.Name, start); err != nil || !due {
+			return err
+		}
+		if runErr = t.RunInTx(ctx, tx); runErr != nil {
+			return runErr
+		}
+		return taskRecord(ctx, tx, t, start, s.cfg.Now().Sub(start), nil, s.cfg.WorkerID)
+	})
+	switch {
+	case err == nil:
+	case runErr != nil:
+		// Its writes rolled back: record the failure alone.
+		s.record(ctx, t, start, runErr)
+	case due:
+		s.cfg.Logger.Error("scheduled task not recorded; it runs again", "task", t.Name, "err", err)
+	default:
+		s.cfg.Logger.Warn("scheduled task", "task", t.Name, "err", err)
+	}
+}
+
+func (s *Scheduler) record(ctx context.Context, t Task, start time.Time, err error) {
 	dur := s.cfg.Now().Sub(start)
 	if err != nil {
 		s.cfg.Logger.Error("scheduled task failed", "task", t.Name, "err", err)

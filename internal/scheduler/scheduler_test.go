@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/pgtest"
@@ -77,4 +78,86 @@ func TestTaskFailureIsRecorded(t *testing.T) {
 
 	bad := scheduler.New(scheduler.Config{Pool: pool, Logger: slog.New(slog.DiscardHandler)}, scheduler.Task{Name: "x"})
 	require.ErrorContains(t, bad.Start(ctx), "required")
+}
+
+// TestDatabaseTaskCommitsWithItsRun: a database task's results and its
+// recorded run commit together. When recording the run fails (as a crash
+// right after the task's work would), the work is rolled back with it and
+// the task runs again: its effect exists once, and one run is recorded.
+func TestDatabaseTaskCommitsWithItsRun(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `
+		CREATE TABLE effects (at timestamptz NOT NULL);
+		CREATE SEQUENCE records; -- not rolled back with the failed record
+		CREATE FUNCTION fail_record() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('records') = 1 THEN
+				RAISE EXCEPTION 'connection lost while recording the run';
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER fail_record BEFORE UPDATE ON scheduler_tasks FOR EACH ROW WHEN (NEW.runs > OLD.runs) EXECUTE FUNCTION fail_record();`)
+	require.NoError(t, err)
+	var calls atomic.Int64
+	s := scheduler.New(scheduler.Config{Pool: pool, Logger: slog.New(slog.DiscardHandler), WorkerID: "w", Poll: 10 * time.Millisecond},
+		scheduler.Task{Name: "sweep", Interval: time.Hour, RunInTx: func(ctx context.Context, tx pgx.Tx) error {
+			calls.Add(1)
+			_, err := tx.Exec(ctx, `INSERT INTO effects VALUES (now())`)
+			return err
+		}})
+	require.NoError(t, s.Start(ctx))
+	t.Cleanup(s.Stop)
+	require.Eventually(t, func() bool {
+		st, err := scheduler.States(ctx, pool)
+		return err == nil && len(st) == 1 && st[0].Runs == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	var effects, records int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM effects), (SELECT last_value FROM records)`).Scan(&effects, &records))
+	require.Equal(t, 2, records, "the first record failed")
+	require.EqualValues(t, 2, calls.Load(), "the task ran again after its unrecorded run")
+	require.Equal(t, 1, effects, "the unrecorded run's work was rolled back with it")
+	st, err := scheduler.States(ctx, pool)
+	require.NoError(t, err)
+	require.Zero(t, st[0].Failures)
+	require.WithinDuration(t, time.Now().Add(time.Hour), st[0].NextRunAt, time.Minute)
+}
+
+// TestNetworkTaskHoldsNoTransaction: a task that calls the network runs
+// with no transaction of the scheduler open, and its run is claimed
+// first: it is not due while it runs.
+func TestNetworkTaskHoldsNoTransaction(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	type seen struct {
+		open int
+		due  bool
+	}
+	got := make(chan seen, 1)
+	s := scheduler.New(scheduler.Config{Pool: pool, Logger: slog.New(slog.DiscardHandler), WorkerID: "w", Poll: 10 * time.Millisecond},
+		scheduler.Task{Name: "sync", Interval: time.Hour, Run: func(ctx context.Context) error {
+			var v seen
+			err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'),
+				(SELECT next_run_at <= now() FROM scheduler_tasks WHERE name = 'sync')`).Scan(&v.open, &v.due)
+			select {
+			case got <- v:
+			default:
+			}
+			return err
+		}})
+	require.NoError(t, s.Start(ctx))
+	t.Cleanup(s.Stop)
+	select {
+	case v := <-got:
+		require.Zero(t, v.open, "no transaction open across the call")
+		require.False(t, v.due, "claimed before the call")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task never ran")
+	}
+	require.Eventually(t, func() bool {
+		st, err := scheduler.States(ctx, pool)
+		return err == nil && len(st) == 1 && st[0].Runs == 1 && st[0].LastError == ""
+	}, 5*time.Second, 10*time.Millisecond)
 }

@@ -48,6 +48,28 @@ func tasksDue(ctx context.Context, db postgres.DBTX, now time.Time) (map[string]
 	return due, nil
 }
 
+// taskLockDue locks a task's row in tx and reports whether it is due at
+// now: a run started by a former leader that committed meanwhile made it
+// not due.
+func taskLockDue(ctx context.Context, tx pgx.Tx, name string, now time.Time) (bool, error) {
+	var due bool
+	err := tx.QueryRow(ctx, `SELECT next_run_at <= $2 FROM scheduler_tasks WHERE name = $1 FOR UPDATE`, name, now).Scan(&due)
+	if err != nil {
+		return false, fmt.Errorf("lock task %s: %w", name, err)
+	}
+	return due, nil
+}
+
+// taskClaim makes a due task not due until until, and reports whether it
+// was due (whether this run is ours).
+func taskClaim(ctx context.Context, db postgres.DBTX, name string, now, until time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE scheduler_tasks SET next_run_at = $3, updated_at = $2 WHERE name = $1 AND next_run_at <= $2`, name, now, until)
+	if err != nil {
+		return false, fmt.Errorf("claim task %s: %w", name, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 func taskRecord(ctx context.Context, db postgres.DBTX, t Task, start time.Time, dur time.Duration, runErr error, worker string) error {
 	var msg *string
 	if runErr != nil {
