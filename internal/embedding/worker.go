@@ -58,7 +58,7 @@ type group struct {
 // output budget), and makes one embedding call per project and model for
 // the texts that changed. Then, in one transaction, it writes the vectors,
 // removes the vectors no policy covers any more and records each finished
-// job's final status with them (jobqueue FinishInTx). A policy whose
+// job's final status with them (jobqueue FinishBatchInTx). A policy whose
 // template is refused or runs past its budget fails only the jobs of the
 // objects it covers.
 func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
@@ -211,15 +211,15 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 				}
 			}
 		}
-		// The final statuses commit with the vectors. One call per job:
-		// jobqueue has no batch form yet.
+		// The final statuses commit with the vectors, in one statement.
+		done := make([]jobqueue.Job, 0, len(jobs))
 		for _, j := range jobs {
-			if !owned[j.ID] || objectErr[objectOf[j.ID]] != nil {
-				continue
+			if owned[j.ID] && objectErr[objectOf[j.ID]] == nil {
+				done = append(done, j)
 			}
-			if err := s.jobs.FinishInTx(ctx, tx, Queue, j, jobqueue.StatusCompleted); err != nil {
-				return err
-			}
+		}
+		if err := s.jobs.FinishBatchInTx(ctx, tx, Queue, done, jobqueue.StatusCompleted); err != nil {
+			return err
 		}
 		for i, j := range jobs {
 			if !owned[j.ID] {
