@@ -67,7 +67,7 @@ func NewRouter(c RouterConfig) chi.Router {
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			serve(c, next, w, req)
+			serve(c, r, next, w, req)
 		})
 	})
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
@@ -79,7 +79,7 @@ func NewRouter(c RouterConfig) chi.Router {
 	return r
 }
 
-func serve(c RouterConfig, next http.Handler, w http.ResponseWriter, req *http.Request) {
+func serve(c RouterConfig, mux *chi.Mux, next http.Handler, w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
 	id := req.Header.Get("X-Request-ID")
 	if !validRequestID.MatchString(id) {
@@ -140,5 +140,9 @@ func serve(c RouterConfig, next http.Handler, w http.ResponseWriter, req *http.R
 		rec.mu.Unlock()
 		c.Logger.LogAttrs(ctx, level, "request", attrs...)
 	}()
+	if err := requestNUL(mux, req); err != nil {
+		WriteProblem(ww, req, err)
+		return
+	}
 	next.ServeHTTP(ww, req)
 }
