@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -269,4 +271,52 @@ func isStringType(t any) bool {
 		return len(t) > 0 && t[0] == "string"
 	}
 	return false
+}
+
+// opsDo sends a request to the ops listener.
+func (s *testServer) opsDo(method, path, body string, headers ...header) response {
+	s.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, "http://"+s.m.OpsAddr()+path, rd)
+	require.NoError(s.t, err)
+	for _, h := range headers {
+		req.Header.Set(h.k, h.v)
+	}
+	res, err := s.client.Do(req)
+	require.NoError(s.t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(s.t, err)
+	return response{Status: res.StatusCode, Header: res.Header, Body: raw}
+}
+
+// TestOpsProblemBodies: every error of the ops listener is a problem body
+// with code and requestId, like the public API's, and the refused change
+// is not applied.
+func TestOpsProblemBodies(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	before := s.opsDo("GET", "/api/embeddings/status", "").JSON(t)["batchSize"]
+
+	r := s.opsDo("PATCH", "/api/embeddings/config", `{"batchSize": 0}`, header{"X-Request-ID", "ops-req-1"})
+	p := requireProblem(t, r, 400, "invalid_argument")
+	require.Equal(t, "ops-req-1", p["requestId"])
+	require.Contains(t, p["detail"], "batchSize")
+	require.Equal(t, before, s.opsDo("GET", "/api/embeddings/status", "").JSON(t)["batchSize"])
+
+	requireProblem(t, s.opsDo("PATCH", "/api/embeddings/config", `nope`), 400, "invalid_argument")
+	requireProblem(t, s.opsDo("GET", "/api/embeddings/nothing", ""), 404, "not_found")
+	requireProblem(t, s.opsDo("GET", "/nothing", ""), 404, "not_found")
+	requireProblem(t, s.opsDo("DELETE", "/api/embeddings/config", ""), 400, "invalid_argument")
+	requireProblem(t, s.opsDo("POST", "/metrics", ""), 400, "invalid_argument")
+	requireProblem(t, s.opsDo("GET", "/metrics?x=%00", ""), 400, "invalid_argument")
+	// What worked before still does.
+	require.Equal(t, 200, s.opsDo("GET", "/metrics", "").Status)
+	require.Equal(t, 200, s.opsDo("GET", "/debug/pprof/", "").Status)
+	require.Equal(t, 200, s.opsDo("GET", "/debug/pprof/cmdline", "").Status)
+	require.Equal(t, 200, s.opsDo("GET", "/debug/pprof/heap?debug=1", "").Status)
+	require.NotEmpty(t, s.opsDo("GET", "/api/embeddings/status", "").Header.Get("X-Request-ID"))
 }

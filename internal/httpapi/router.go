@@ -58,6 +58,9 @@ type RouterConfig struct {
 	// StreamPrefixes are path prefixes of long-lived responses (event
 	// stream, MCP) that get no deadline.
 	StreamPrefixes []string
+	// RequestLevel is the level of the log line of a request that did not
+	// fail with a 5xx (the zero value is info).
+	RequestLevel slog.Level
 }
 
 // NewRouter returns the chi router with the platform middleware: request
@@ -131,7 +134,7 @@ func serve(c RouterConfig, mux *chi.Mux, next http.Handler, w http.ResponseWrite
 			slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
 			slog.Float64("durationMs", float64(dur.Microseconds())/1000),
 		}
-		level := slog.LevelInfo
+		level := c.RequestLevel
 		rec.mu.Lock()
 		if rec.cause != nil {
 			attrs = append(attrs, slog.String("error", rec.cause.Error()))
