@@ -22,6 +22,12 @@ const (
 	EnvProduction  = "production"
 )
 
+// Log formats.
+const (
+	LogJSON = "json"
+	LogText = "text"
+)
+
 // Config is the effective configuration of one process.
 type Config struct {
 	// DatabaseURL points at an external PostgreSQL; empty means the embedded
@@ -34,7 +40,9 @@ type Config struct {
 	OpsAddr     string `env:"OPS_ADDR" envDefault:"127.0.0.1:8081"`
 	Environment string `env:"ENVIRONMENT" envDefault:"development"`
 	LogLevel    string `env:"LOG_LEVEL" envDefault:"info"`
-	LogFormat   string `env:"LOG_FORMAT" envDefault:"json"`
+	// LogFormat is json or text; unset means text when stderr is a
+	// terminal and JSON otherwise.
+	LogFormat string `env:"LOG_FORMAT"`
 
 	// BootstrapToken fixes the value of the first admin token.
 	BootstrapToken string `env:"BOOTSTRAP_TOKEN"`
@@ -171,9 +179,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("GRAPHMILL_LOG_LEVEL must be debug, info, warn or error")
 	}
 	switch c.LogFormat {
-	case "json", "text":
+	case "", LogJSON, LogText:
 	default:
-		return fmt.Errorf("GRAPHMILL_LOG_FORMAT must be json or text")
+		return fmt.Errorf("GRAPHMILL_LOG_FORMAT must be json or text (unset: text on a terminal, JSON otherwise), not %q", c.LogFormat)
 	}
 	if c.AuthCacheTTL <= 0 {
 		return fmt.Errorf("GRAPHMILL_AUTH_CACHE_TTL must be positive")

@@ -23,7 +23,6 @@ func TestLoadDefaults(t *testing.T) {
 		OpsAddr:         "127.0.0.1:8081",
 		Environment:     config.EnvDevelopment,
 		LogLevel:        "info",
-		LogFormat:       "json",
 		AuthCacheTTL:    60 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 		DBMaxConns:      20,
