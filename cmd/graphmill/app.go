@@ -292,7 +292,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := docs.AddQueues(m.Config.ParseConcurrency, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	document.Register(api, docs, m.Config.MaxUploadBytes)
+	document.Register(api, docs, document.UploadLimits{
+		MaxBytes: m.Config.MaxUploadBytes, MaxJSONBytes: m.Config.MaxJSONUploadBytes,
+		MaxConcurrent: m.Config.MaxConcurrentUploads, SpoolDir: m.Config.UploadSpoolDir,
+	})
 
 	// Extraction: the object_extraction worker, job administration and
 	// monitoring, and the extraction settings. It resolves the project's

@@ -63,6 +63,15 @@ type Config struct {
 
 	// MaxUploadBytes caps an uploaded document.
 	MaxUploadBytes int64 `env:"MAX_UPLOAD_BYTES" envDefault:"104857600"`
+	// MaxJSONUploadBytes caps the body of a JSON upload, which is decoded
+	// in memory (multipart uploads stream to a spool file).
+	MaxJSONUploadBytes int64 `env:"MAX_JSON_UPLOAD_BYTES" envDefault:"10485760"`
+	// MaxConcurrentUploads bounds the uploads in progress in one process;
+	// beyond it an upload answers 429 with Retry-After.
+	MaxConcurrentUploads int `env:"MAX_CONCURRENT_UPLOADS" envDefault:"8"`
+	// UploadSpoolDir holds multipart uploads while they are stored (empty:
+	// the system's temporary directory, TMPDIR).
+	UploadSpoolDir string `env:"UPLOAD_SPOOL_DIR"`
 	// EmbeddingDimension is the vector length of the local embedder.
 	EmbeddingDimension int `env:"EMBEDDING_DIMENSION" envDefault:"768"`
 	// QueueProjectMax caps one project's running jobs per queue (0: no cap).
@@ -186,8 +195,14 @@ func (c Config) Validate() error {
 	if c.AuthCacheTTL <= 0 {
 		return fmt.Errorf("GRAPHMILL_AUTH_CACHE_TTL must be positive")
 	}
-	if c.MaxUploadBytes < 1 {
-		return fmt.Errorf("GRAPHMILL_MAX_UPLOAD_BYTES must be positive")
+	if c.MaxUploadBytes < 1 || c.MaxUploadBytes > 1<<30 {
+		return fmt.Errorf("GRAPHMILL_MAX_UPLOAD_BYTES must be between 1 and 1073741824 (PostgreSQL's limit for one value)")
+	}
+	if c.MaxJSONUploadBytes < 1 {
+		return fmt.Errorf("GRAPHMILL_MAX_JSON_UPLOAD_BYTES must be positive")
+	}
+	if c.MaxConcurrentUploads < 1 {
+		return fmt.Errorf("GRAPHMILL_MAX_CONCURRENT_UPLOADS must be positive")
 	}
 	if c.EmbeddingDimension < 8 || c.EmbeddingDimension > 8192 {
 		return fmt.Errorf("GRAPHMILL_EMBEDDING_DIMENSION must be between 8 and 8192")
@@ -303,6 +318,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("accountAiBaseUrl", MaskURL(c.AccountAIBaseURL)),
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
 		slog.Int64("vectorCacheBytes", c.VectorCacheBytes),
+		slog.Int64("maxUploadBytes", c.MaxUploadBytes),
+		slog.Int64("maxJsonUploadBytes", c.MaxJSONUploadBytes),
+		slog.Int("maxConcurrentUploads", c.MaxConcurrentUploads),
+		slog.String("uploadSpoolDir", c.UploadSpoolDir),
 		slog.Any("mcpAllowedOrigins", c.MCPAllowedOrigins),
 		slog.Bool("mcpStateless", c.MCPStateless),
 		slog.String("mcpRegistryUrl", MaskURL(c.MCPRegistryURL)),
