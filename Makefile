@@ -2,8 +2,9 @@
 .DEFAULT_GOAL := help
 GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 30m
+FUZZTIME ?= 30s
 
-.PHONY: help postgres run build test test/race lint bench tidy
+.PHONY: help postgres run build test test/race lint bench fuzz tidy
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,6 +33,13 @@ lint: ## Run golangci-lint (pinned in tools/go.mod)
 
 bench: postgres ## Run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz: postgres ## Run every Go fuzz target for FUZZTIME (default 30s), one at a time
+	@grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd internal | sort | \
+	while IFS=: read -r file fn; do t=$${fn#func }; pkg=./$$(dirname $$file); \
+		echo "== $$pkg $$t for $(FUZZTIME)"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 tidy: ## Tidy go.mod
 	$(GO) mod tidy

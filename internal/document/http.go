@@ -143,7 +143,7 @@ func Register(api huma.API, svc *Service, lim UploadLimits) {
 					Description: "The document; the part's filename and Content-Type are used.",
 				}},
 			}},
-			"application/json":    {Schema: reg.Schema(reflect.TypeFor[jsonUpload](), true, "DocumentJSONUpload")},
+			"application/json": {Schema: reg.Schema(reflect.TypeFor[jsonUpload](), true, "DocumentJSONUpload")},
 		},
 	}
 

@@ -129,8 +129,8 @@ const pgEpochMicros = 946_684_800_000_000
 // start writes the file header and the field count of the tuple.
 func (r *copyRow) start(fields int) {
 	*r = append(*r, "PGCOPY\n\xff\r\n\x00"...)
-	*r = binary.BigEndian.AppendUint32(*r, 0) // flags
-	*r = binary.BigEndian.AppendUint32(*r, 0) // header extension
+	*r = binary.BigEndian.AppendUint32(*r, 0)              // flags
+	*r = binary.BigEndian.AppendUint32(*r, 0)              // header extension
 	*r = binary.BigEndian.AppendUint16(*r, uint16(fields)) //nolint:gosec // a handful of columns
 }
 
