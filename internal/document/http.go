@@ -9,6 +9,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"time"
@@ -83,9 +84,13 @@ type (
 )
 
 // Resolve implements huma.Resolver: it keeps the body reader for the
-// handler.
+// handler, and ends reading it at the request's deadline, so that a client
+// trickling its body cannot hold an upload slot beyond it.
 func (in *uploadIn) Resolve(ctx huma.Context) []error {
 	in.body = ctx.BodyReader()
+	if d, ok := ctx.Context().Deadline(); ok {
+		_ = ctx.SetReadDeadline(d)
+	}
 	return nil
 }
 
@@ -323,6 +328,9 @@ func bodyError(what string, err error) error {
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return err
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errs.New(errs.Invalid, "the request body did not arrive before the request's deadline")
 	}
 	return errs.Errorf(errs.Invalid, "%s: %v", what, err)
 }
