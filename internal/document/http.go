@@ -22,12 +22,8 @@ import (
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
-// Defaults of UploadLimits.
-const (
-	UploadMaxDefault        = 100 << 20
-	UploadJSONMaxDefault    = 10 << 20
-	UploadConcurrentDefault = 8
-)
+// UploadMaxDefault is the default cap on an uploaded file.
+const UploadMaxDefault = 100 << 20
 
 // UploadRetryAfter is the Retry-After of an upload refused because too many
 // are in progress.
