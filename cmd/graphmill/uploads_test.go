@@ -75,6 +75,17 @@ func TestUploadStreamsToStorage(t *testing.T) {
 	require.Equal(t, d.ID, again.JSON(t)["id"])
 	require.Equal(t, 1, s.documentCount())
 
+	// A JSON upload's content is stored as its decoded bytes.
+	r = s.do("POST", "/api/documents", s.admin, `{"filename": "caf\u00e9.txt", "content": "caf\u00e9 \"quoted\"\n\ttab"}`, header{"X-Project-ID", project})
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	want := []byte("café \"quoted\"\n\ttab")
+	jsum := sha256.Sum256(want)
+	require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT sha256 = $2, content = $3 FROM documents WHERE id = $1`,
+		r.JSON(t)["id"], jsum[:], want).Scan(&stored, &same))
+	require.True(t, stored, "sha256")
+	require.True(t, same, "content")
+	require.Equal(t, "café.txt", r.JSON(t)["filename"])
+
 	// Too large, and a client that goes away mid-body: nothing stored.
 	big := bytes.Repeat([]byte("x"), 5<<20)
 	requireProblem(t, s.uploadFile(s.admin, project, "big.txt", "text/plain", big), 413, "payload_too_large")
@@ -93,7 +104,7 @@ func TestUploadStreamsToStorage(t *testing.T) {
 	if res, err := s.client.Do(req); err == nil {
 		_ = res.Body.Close()
 	}
-	require.Equal(t, 1, s.documentCount())
+	require.Equal(t, 2, s.documentCount())
 	require.Eventually(t, func() bool {
 		left, err := os.ReadDir(spool)
 		require.NoError(t, err)
