@@ -34,11 +34,20 @@ lint: ## Run golangci-lint (pinned in tools/go.mod)
 bench: postgres ## Run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# A bare "context deadline exceeded" with no failing input written is a race
+# in Go's fuzz coordinator at the end of -fuzztime on a loaded machine, not a
+# finding: it is reported and tolerated; anything else fails.
 fuzz: postgres ## Run every Go fuzz target for FUZZTIME (default 30s), one at a time
 	@grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' cmd internal | sort | \
-	while IFS=: read -r file fn; do t=$${fn#func }; pkg=./$$(dirname $$file); \
+	while IFS=: read -r file fn; do t=$${fn#func }; pkg=./$$(dirname $$file); out=$$(mktemp); \
 		echo "== $$pkg $$t for $(FUZZTIME)"; \
-		$(GO) test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) >$$out 2>&1; rc=$$?; \
+		grep -v '^fuzz: elapsed' $$out; \
+		if [ $$rc -ne 0 ]; then \
+			if grep -q 'Failing input written' $$out || ! grep -qx '    context deadline exceeded' $$out; then rm -f $$out; exit 1; fi; \
+			echo "$$t: Go's fuzz coordinator hit its deadline race at the end of FUZZTIME; no input failed"; \
+		fi; \
+		rm -f $$out; \
 	done
 
 tidy: ## Tidy go.mod
