@@ -130,3 +130,32 @@ func FuzzParseDOCX(f *testing.F) {
 		checkParse(t, c, FormatDOCX, buildZip(t, files...))
 	})
 }
+
+// TestParsersDropNUL: a NUL in a document never reaches its text (nor the
+// chunks and headings built from it): PostgreSQL text cannot hold it.
+func TestParsersDropNUL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		filename string
+		data     []byte
+		want     []string
+	}{
+		{"a.txt", []byte("al\x00pha\n\nbe\x00ta"), []string{"alpha", "beta"}},
+		{"a.md", []byte("# He\x00ad\n\npa\x00ra\n\n- it\x00em\n\n```\nco\x00de\n```"), []string{"Head", "para", "- item", "code"}},
+		// HTML decodes the reference &#0; as U+FFFD, as the HTML standard says.
+		{"a.html", []byte("<h1>He\x00ad</h1><p>pa&#0;ra\x00</p><ul><li>it\x00em</li></ul>"), []string{"Head", "pa\uFFFDra", "- item"}},
+	} {
+		p, err := Parse(t.Context(), tc.filename, "", tc.data)
+		require.NoError(t, err, tc.filename)
+		require.NotContains(t, p.Text, "\x00", tc.filename)
+		var texts []string
+		for _, b := range p.Blocks {
+			texts = append(texts, b.Text)
+		}
+		require.Equal(t, tc.want, texts, tc.filename)
+	}
+	// XML cannot carry U+0000 at all: such a DOCX is corrupt, not stored
+	// with a NUL.
+	_, err := Parse(t.Context(), "a.docx", "", buildDOCX(t, docxParagraph("", "a&#0;b")))
+	require.ErrorIs(t, err, ErrCorrupt)
+}
