@@ -75,6 +75,7 @@ type Main struct {
 	sched    *scheduler.Scheduler
 	jobs     *jobqueue.Client
 	guard    *auth.Guard
+	watcher  *auth.Watcher // ends streams whose token or membership is gone
 	tasks    *task.Service
 	mcpReg   *mcpregistry.Service // external MCP servers, tool settings
 	vectors  *vectorindex.Index
@@ -211,7 +212,11 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	})
 	m.notifier = events.NewNotifier(pool, log)
 	m.notifier.Listen(auth.InvalidateChannel, func(events.Notification) { m.guard.Invalidate() })
-	m.hub = events.NewHub(events.HubConfig{Pool: pool, Guard: m.guard, Logger: log, Heartbeat: m.Config.EventHeartbeat})
+	m.watcher = auth.NewWatcher(auth.WatcherConfig{Guard: m.guard, Logger: log})
+	if err := m.watcher.Start(ctx); err != nil {
+		return err
+	}
+	m.hub = events.NewHub(events.HubConfig{Pool: pool, Guard: m.guard, Watcher: m.watcher, Logger: log, Heartbeat: m.Config.EventHeartbeat})
 	m.notifier.Listen(events.Channel, m.hub.HandleNotification)
 	if err := m.hub.Start(ctx); err != nil {
 		return err
@@ -221,6 +226,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 
 	ten := tenancy.NewService(pool, m.guard, m.guard, m.Now)
+	ten.SetOIDCTokenMaxLifetime(m.Config.OIDCTokenMaxLifetime)
 	m.health = health.NewService(pool, health.Version(), m.Config.Environment, m.Now)
 
 	router := httpapi.NewRouter(httpapi.RouterConfig{
@@ -329,8 +335,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	regTools := &mcpRegistryTools{}
 	m.mcp, err = mcpserver.New(mcpserver.Config{
 		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools,
-		Guard: m.guard, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
-		Version: health.Version(),
+		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
+		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(),
 	})
 	if err != nil {
 		return err
@@ -533,18 +539,22 @@ func (m *Main) secretBox() (*secrets.Box, error) {
 func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.Service, error) {
 	c := m.Config
 	env := provider.Environment{KeyAIAPIKey: c.KeyAIAPIKey, AccountAIProject: c.AccountAIProject, AccountAILocation: c.AccountAILocation}
+	guard, err := egress.New(c.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
+	}
 	if c.AccountAICredentialsFile != "" {
 		b, err := os.ReadFile(c.AccountAICredentialsFile)
 		if err != nil {
 			return nil, fmt.Errorf("GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE: %w", err)
 		}
-		if err := llm.ValidateServiceAccountJSON(b); err != nil {
+		if err := llm.ValidateServiceAccountJSON(b, guard); err != nil {
 			return nil, fmt.Errorf("GRAPHMILL_ACCOUNT_AI_CREDENTIALS_FILE %s: %w", c.AccountAICredentialsFile, err)
 		}
 		env.AccountAIJSON = b
 	}
 	return provider.NewService(provider.Config{
-		Pool: pool, Box: box, Logger: m.Logger, Now: m.Now, HTTPClient: m.HTTPClient,
+		Pool: pool, Box: box, Logger: m.Logger, Now: m.Now, HTTPClient: m.HTTPClient, Egress: guard,
 		KeyAIBaseURL: c.KeyAIBaseURL, AccountAIBaseURL: c.AccountAIBaseURL, Environment: env,
 		LocalEnabled: c.LocalProviderEnabled(), LocalDimension: c.EmbeddingDimension, RPM: c.ProviderRPM, TPM: c.ProviderTPM,
 	}), nil
@@ -572,6 +582,7 @@ func (m *Main) mcpService(pool *pgxpool.Pool, box *secrets.Box, catalog []mcpser
 		StdioPolicy: c.MCPStdio, RegistryURL: c.MCPRegistryURL,
 		WebSearchAPIKey: c.WebSearchAPIKey, WebSearchBaseURL: c.WebSearchBaseURL,
 		CallTimeout: c.MCPCallTimeout, IdleTimeout: c.MCPIdleTimeout, Version: health.Version(),
+		StdioUser: c.MCPStdioUser, MaxResponseBytes: c.MCPMaxResponseBytes, MaxConcurrentCalls: c.MCPMaxConcurrentCalls,
 	})
 }
 
@@ -665,6 +676,9 @@ func (m *Main) stop(ctx context.Context) {
 	}
 	if m.notifier != nil {
 		m.notifier.Stop()
+	}
+	if m.watcher != nil {
+		m.watcher.Stop()
 	}
 	if m.db != nil {
 		m.db.close(ctx, m.Logger)

@@ -261,6 +261,13 @@ func TestEmbeddingPolicyLifecycle(t *testing.T) {
 		{"NoProject", func(b map[string]any) { delete(b, "projectId") }, "projectId"},
 		{"UnknownField", func(b map[string]any) { b["template"] = "{{.name}} {{.secret}}" }, `"secret"`},
 		{"DoesNotParse", func(b map[string]any) { b["template"] = "{{.name" }, "does not parse"},
+		// A template that would keep the graph-embedding workers busy
+		// forever, and the other forms an embedding text has no use for.
+		{"RangeOverInteger", func(b map[string]any) {
+			b["template"] = "{{range 1000000000}}{{range 1000000000}}{{end}}{{end}}"
+		}, "range may only iterate over a field"},
+		{"Define", func(b map[string]any) { b["template"] = `{{define "x"}}{{.name}}{{end}}{{template "x" .}}` }, "define, block and template are not allowed"},
+		{"Printf", func(b map[string]any) { b["template"] = `{{printf "%999999d" 1}}` }, "function printf is not allowed"},
 		{"UnknownModel", func(b map[string]any) { b["model"] = "no-such-model" }, "model"},
 		{"GenerativeModel", func(b map[string]any) { b["model"] = "gemini-2.5-flash" }, "model"},
 		{"NoTypes", func(b map[string]any) { b["object_types"] = []string{} }, "object_types"},

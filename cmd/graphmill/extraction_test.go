@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/extraction"
@@ -614,6 +615,64 @@ func TestExtractionReview(t *testing.T) {
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE id::text = ANY($1) AND deleted_at IS NULL`, rejected))
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_relationships WHERE source_id::text = ANY($1) OR target_id::text = ANY($1)`, rejected))
 	require.Equal(t, len(accepted), s.extractionCount(`SELECT count(*) FROM graph_objects WHERE id::text = ANY($1) AND deleted_at IS NULL`, accepted), "the other job's objects stay")
+}
+
+// TestExtractionRejectKeepsAcceptedObjects: rejecting a review task removes
+// only the objects still suggested and still owned by its extraction job.
+// An object another job has accepted since stays, with its relationships.
+func TestExtractionRejectKeepsAcceptedObjects(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+
+	// Job 1 suggests every object of harbor.md.
+	s.extractionSetThreshold(project, 1)
+	doc := s.extractionUpload(project, "harbor.md", extractionReadFile(t, "harbor.md"))
+	first := s.extractionWaitJob(s.extractionJobOf(doc), "requires_review", "completed", "failed")
+	require.Equal(t, "requires_review", first.Status, first.ErrorMsg)
+	var tl taskList
+	s.must(200, "GET", "/api/tasks?type=suggestion&status=pending", s.admin, nil, hp).Decode(t, &tl)
+	require.Len(t, tl.Data, 1)
+	task := tl.Data[0]
+	var meta struct {
+		ObjectIDs []string `json:"objectIds"`
+	}
+	require.NoError(t, json.Unmarshal(task.Metadata, &meta))
+	require.NotEmpty(t, meta.ObjectIDs)
+
+	// Job 2, under no review threshold, finds some of the same objects
+	// in another document and accepts them (it now owns them), with
+	// relationships between them.
+	s.extractionSetThreshold(project, 0)
+	other := s.extractionUpload(project, "umbrella.md", "# Umbrella\n\nKenji Watanabe works for Umbrella Group in Oslo. "+
+		"Umbrella Group opened its first office in Oslo, where Kenji Watanabe lives.\n")
+	second := s.extractionWaitJob(s.extractionJobOf(other), "completed", "requires_review", "failed")
+	require.Equal(t, "completed", second.Status, second.ErrorMsg)
+	accepted := s.extractionIDs(`SELECT id::text FROM graph_objects WHERE id::text = ANY($1) AND status = 'accepted' AND extraction_job_id = $2 AND deleted_at IS NULL`,
+		meta.ObjectIDs, second.ID)
+	require.NotEmpty(t, accepted, "job 2 accepted objects of job 1's task")
+	suggested := s.extractionIDs(`SELECT id::text FROM graph_objects WHERE id::text = ANY($1) AND status = 'suggested' AND deleted_at IS NULL`, meta.ObjectIDs)
+	require.NotEmpty(t, suggested, "others are still job 1's suggestions")
+	relsBetween := `SELECT count(*) FROM graph_relationships WHERE source_id::text = ANY($1) AND target_id::text = ANY($1)`
+	rels := s.extractionCount(relsBetween, accepted)
+	require.Positive(t, rels, "job 2 related the objects it accepted")
+
+	s.taskAction(200, task.ID, "resolve", s.admin, map[string]any{"resolution": "rejected"}, hp)
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE id::text = ANY($1)`, suggested), "the suggestions are gone")
+	require.Equal(t, len(accepted), s.extractionCount(`SELECT count(*) FROM graph_objects WHERE id::text = ANY($1) AND status = 'accepted' AND deleted_at IS NULL`, accepted),
+		"what job 2 accepted stays")
+	require.Equal(t, rels, s.extractionCount(relsBetween, accepted), "with its relationships")
+}
+
+// extractionIDs runs a query returning ids as text.
+func (s *testServer) extractionIDs(sql string, args ...any) []string {
+	s.t.Helper()
+	rows, err := s.pool().Query(context.Background(), sql, args...)
+	require.NoError(s.t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(s.t, err)
+	return ids
 }
 
 // TestExtractionAdminAPI: every admin endpoint's 401/403/404/400 answers

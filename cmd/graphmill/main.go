@@ -26,7 +26,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	environ := os.Environ()
+	// Key material leaves the process environment once copied: children
+	// and /proc/<pid>/environ do not see it. Best effort: the unset always
+	// happens; overwriting what /proc shows needs Linux.
+	_ = config.HideSecrets()
+	err := run(ctx, os.Args[1:], environ, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "graphmill:", err)

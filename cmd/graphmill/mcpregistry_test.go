@@ -230,6 +230,10 @@ func TestMCPRegStdioPolicy(t *testing.T) {
 				"enabled":    {201, 201, 403},
 				"disabled":   {403, 403, 403},
 			}[policy]
+			if policy == "enabled" && os.Geteuid() != 0 {
+				// Children would run as this server's user: refused.
+				want = [3]int{403, 403, 403}
+			}
 			for i, tok := range []string{s.admin, owner, padmin} {
 				r := s.do("POST", "/api/admin/mcp-servers"+q, tok, stdio)
 				require.Equal(t, want[i], r.Status, "%d: %s", i, r.Body)
@@ -574,4 +578,109 @@ func TestMCPRegStdioServer(t *testing.T) {
 		require.NotContains(t, b, "stdio-env-secret-31")
 	}
 	require.NotContains(t, logs.String(), "stdio-env-secret-31")
+}
+
+func TestProjectToolSettingDelete(t *testing.T) {
+	t.Parallel()
+	brave := mcptest.NewBrave(t, "global-key-7", "org-key-8", "project-key-9")
+	s := newServer(t, mcpRegWith(func(c *config.Config) {
+		c.WebSearchBaseURL, c.WebSearchAPIKey = brave.URL, "global-key-7"
+	}))
+	project, org := s.defaultProject()
+	builtin := mcpRegServers(t, s, s.admin, "?projectId="+project)[0]
+	s.must(200, "PUT", "/api/admin/orgs/"+org+"/tool-settings/web_search", s.admin, map[string]any{"config": map[string]any{"api_key": "org-key-8"}})
+	var tool mcpRegTool
+	s.must(200, "PATCH", "/api/admin/mcp-servers/"+builtin.ID+"/tools/web_search", s.admin, map[string]any{
+		"enabled": true, "config": map[string]any{"api_key": "project-key-9"},
+	}).Decode(t, &tool)
+	require.Equal(t, "project", tool.InheritedFrom)
+	settings := func() int {
+		var n int
+		require.NoError(t, s.pool().QueryRow(context.Background(), `SELECT count(*) FROM mcp_project_tool_settings WHERE project_id = $1`, project).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, settings())
+
+	var noScopes []string
+	for _, sc := range allScopes {
+		if !strings.HasPrefix(sc, "mcp:") {
+			noScopes = append(noScopes, sc)
+		}
+	}
+	_, noScope := s.newMember("member@example.com", noScopes, project, "admin")
+	_, viewer := s.newMember("viewer@example.com", allScopes, project, "viewer")
+	_, stranger := s.newUser("stranger@example.com", allScopes, "")
+	path := "/api/admin/projects/" + project + "/tool-settings/web_search"
+	s.must(401, "DELETE", path, "", nil)
+	r := s.must(403, "DELETE", path, noScope, nil)
+	require.Contains(t, r.Detail(t), "mcp:admin")
+	s.must(403, "DELETE", path, viewer, nil)
+	s.must(404, "DELETE", path, stranger, nil)
+	s.must(404, "DELETE", "/api/admin/projects/"+uuid.NewString()+"/tool-settings/web_search", s.admin, nil)
+	require.Equal(t, 1, settings(), "no refused request removed it")
+
+	s.must(404, "DELETE", "/api/admin/projects/"+project+"/tool-settings/no_such_tool", s.admin, nil)
+	s.must(204, "DELETE", path, s.admin, nil)
+	require.Zero(t, settings())
+	tools := mcpRegTools(t, s, s.admin, builtin.ID)
+	require.Equal(t, "org", mcpRegTool1(t, tools, "web_search").InheritedFrom)
+	res, err := s.m.mcpReg.WebSearch(context.Background(), mustUUID(t, project), "graphs", 1)
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.Equal(t, []string{"org-key-8"}, brave.Keys()[len(brave.Keys())-1:])
+	r = s.must(404, "DELETE", path, s.admin, nil)
+	require.Contains(t, r.Detail(t), "no setting")
+}
+
+func TestMCPRegistryInstallSealed(t *testing.T) {
+	t.Parallel()
+	remote, seen := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
+	reg := mcptest.NewRegistry(t, mcptest.SecretEntries(remote.URL+"/mcp"))
+	s := newServer(t, mcpRegWith(func(c *config.Config) { c.MCPRegistryURL = reg.URL }))
+	project, _ := s.defaultProject()
+	_, viewer := s.newMember("viewer@example.com", []string{"mcp:use"}, project, "viewer")
+	q := "?projectId=" + project
+	var inst struct {
+		Server    mcpRegServer `json:"server"`
+		SyncError string       `json:"syncError"`
+	}
+	r := s.must(201, "POST", "/api/admin/mcp-registry/install"+q, s.admin, map[string]any{
+		"serverName": "com.acme/urlkey", "config": map[string]any{"env": map[string]any{"url_key": "url-secret-808"}},
+	})
+	r.Decode(t, &inst)
+	require.Empty(t, inst.SyncError)
+	require.NotContains(t, string(r.Body), "url-secret-808")
+	require.Contains(t, inst.Server.URL, "key={url_key}")
+	r = s.must(200, "GET", "/api/admin/mcp-servers"+q, viewer, nil)
+	require.Contains(t, string(r.Body), inst.Server.ID)
+	require.NotContains(t, string(r.Body), "url-secret-808")
+	var row string
+	require.NoError(t, s.pool().QueryRow(context.Background(), `SELECT concat_ws(' ', name, command, array_to_string(args, ' '), url) FROM mcp_servers WHERE id = $1`, inst.Server.ID).Scan(&row))
+	require.NotContains(t, row, "url-secret-808")
+	require.NotEmpty(t, seen.Requests())
+	require.Contains(t, seen.Requests()[0].URL, "key=url-secret-808", "the request carries the value")
+}
+
+func TestMCPRegURLChangeDropsHeaders(t *testing.T) {
+	t.Parallel()
+	a, seenA := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
+	b, seenB := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
+	s := newServer(t, mcpRegLoopback)
+	project, _ := s.defaultProject()
+	var srv mcpRegServer
+	s.must(201, "POST", "/api/admin/mcp-servers?projectId="+project, s.admin, map[string]any{
+		"name": "r", "type": "http", "url": a.URL, "headers": map[string]string{"Authorization": "Bearer moved-secret-1"},
+	}).Decode(t, &srv)
+	s.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil)
+	require.Contains(t, seenA.Values("Authorization"), "Bearer moved-secret-1")
+
+	r := s.must(400, "PATCH", "/api/admin/mcp-servers/"+srv.ID, s.admin, map[string]any{"url": b.URL, "headers": map[string]string{"Authorization": "***"}})
+	require.Contains(t, r.Detail(t), "origin")
+	var moved mcpRegServer
+	s.must(200, "PATCH", "/api/admin/mcp-servers/"+srv.ID, s.admin, map[string]any{"url": b.URL}).Decode(t, &moved)
+	require.Equal(t, b.URL, moved.URL)
+	require.Empty(t, moved.Headers)
+	s.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil)
+	require.NotEmpty(t, seenB.Requests())
+	require.Empty(t, seenB.Values("Authorization"), "the new host gets no stored header")
 }

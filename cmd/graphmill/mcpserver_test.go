@@ -426,10 +426,10 @@ func TestMCPServerRefusals(t *testing.T) {
 	bound := mcpSrvProjectToken(s, project, allScopes)
 	require.Equal(t, 403, post(bound, header{"X-Project-ID", other.ID}).Status, "a bound token stays in its project")
 
-	// Origins: none and listed ones pass; others, the server's own host
-	// included (DNS rebinding), are 403 before anything else.
+	// Origins: none, the server's own (its Host's) and listed ones pass;
+	// others are 403 before anything else.
 	require.Equal(t, 200, post(bound).Status)
-	require.Equal(t, 403, post(bound, header{"Origin", s.base}).Status)
+	require.Equal(t, 200, post(bound, header{"Origin", s.base}).Status, "the server's own origin (DESIGN 8a)")
 	r = post(bound, header{"Origin", "https://app.example.com"})
 	require.Equal(t, 200, r.Status)
 	require.Equal(t, "https://app.example.com", r.Header.Get("Access-Control-Allow-Origin"))

@@ -335,3 +335,89 @@ func TestOIDCIssuerDown(t *testing.T) {
 	s.must(200, "GET", "/api/superadmin/users", s.admin, nil).Decode(t, &users)
 	require.Equal(t, 1, users.Meta.Total)
 }
+
+// TestOIDCSessionScopesFollowRoles: an OIDC session holds the scopes of
+// the user's roles (DESIGN 4), not every scope: what it may do where the
+// role does not decide (routes open to any member, tokens it mints) grows
+// with the role.
+func TestOIDCSessionScopesFollowRoles(t *testing.T) {
+	t.Parallel()
+	iss := newOIDCIssuer(t)
+	s := newServer(t, withOIDC(iss))
+	project, _ := s.defaultProject()
+	sub := "sub-" + uuid.NewString()
+	tok := iss.token(t, iss.claims(sub, nil))
+	mint := func(status int, scopes ...string) response {
+		t.Helper()
+		return s.must(status, "POST", "/api/tokens", tok, map[string]any{"name": "cli", "scopes": scopes})
+	}
+
+	// No role yet: the personal scopes only.
+	s.must(200, "GET", "/api/projects", tok, nil)
+	mint(201, "admin:read", "notifications:read")
+	require.Contains(t, mint(403, "graph:read").Detail(t), "graph:read")
+
+	users := s.usersBySubject(sub)
+	require.Len(t, users, 1)
+	s.addMember(project, users[0].ID, "viewer")
+	mint(201, "graph:read", "documents:read", "search:read", "mcp:use", "tasks:read")
+	require.Contains(t, mint(403, "graph:read", "graph:write").Detail(t), "graph:write")
+	r := s.must(403, "POST", "/api/projects/"+project+"/tokens", tok, map[string]any{"name": "up", "scopes": []string{"documents:write"}})
+	require.Contains(t, r.Detail(t), "documents:write")
+	// A route only the scope guards: the registry is for MCP admins.
+	r = s.must(403, "GET", "/api/admin/mcp-registry/search?q=x", tok, nil)
+	require.Contains(t, r.Detail(t), "mcp:admin")
+
+	s.addMember(project, users[0].ID, "editor")
+	mint(201, "graph:write", "documents:write", "extraction:write", "tasks:write")
+	require.Contains(t, mint(403, "providers:write").Detail(t), "providers:write")
+	require.Contains(t, mint(403, "mcp:admin").Detail(t), "mcp:admin")
+
+	s.addMember(project, users[0].ID, "admin")
+	mint(201, allScopes...)
+
+	var tokens listBody
+	s.must(200, "GET", "/api/tokens", tok, nil).Decode(t, &tokens)
+	require.Len(t, tokens.Data, 4, "only the allowed tokens were created")
+}
+
+// TestOIDCMintedTokenLifetime: a token minted with an OIDC session lives
+// at most GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME: that long when no expiry is
+// asked for, and a later expiry is refused.
+func TestOIDCMintedTokenLifetime(t *testing.T) {
+	t.Parallel()
+	iss := newOIDCIssuer(t)
+	s := newServer(t, withOIDC(iss), func(c *config.Config) { c.OIDCTokenMaxLifetime = 2 * time.Hour })
+	project, _ := s.defaultProject()
+	sub := "sub-" + uuid.NewString()
+	tok := iss.token(t, iss.claims(sub, nil))
+	s.must(200, "GET", "/api/projects", tok, nil)
+	s.addMember(project, s.usersBySubject(sub)[0].ID, "viewer")
+
+	type minted struct {
+		ID        string     `json:"id"`
+		Token     string     `json:"token"`
+		ExpiresAt *time.Time `json:"expiresAt"`
+	}
+	var m minted
+	before := time.Now()
+	s.must(201, "POST", "/api/tokens", tok, map[string]any{"name": "cli", "scopes": []string{"graph:read"}}).Decode(t, &m)
+	require.NotNil(t, m.ExpiresAt, "no expiry asked: the longest allowed")
+	require.WithinDuration(t, before.Add(2*time.Hour), *m.ExpiresAt, time.Minute)
+
+	r := s.must(400, "POST", "/api/projects/"+project+"/tokens", tok, map[string]any{
+		"name": "long", "scopes": []string{"graph:read"}, "expiresAt": time.Now().Add(3 * time.Hour).UTC().Format(time.RFC3339),
+	})
+	require.Contains(t, r.Detail(t), "GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME")
+	in := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", tok, map[string]any{
+		"name": "short", "scopes": []string{"graph:read", "admin:write"}, "expiresAt": in.Format(time.RFC3339),
+	}).Decode(t, &m)
+	require.True(t, in.Equal(*m.ExpiresAt))
+
+	// The minted token works, and mints nothing that outlives it.
+	s.must(200, "GET", "/api/graph/objects", m.Token, nil)
+	var child minted
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", m.Token, map[string]any{"name": "child", "scopes": []string{"graph:read"}}).Decode(t, &child)
+	require.True(t, in.Equal(*child.ExpiresAt), "capped at its minting token's expiry")
+}

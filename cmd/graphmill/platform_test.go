@@ -248,3 +248,53 @@ func TestSchedulerMetrics(t *testing.T) {
 			runs["provider-models-sync"] >= 1 && runs["scheduled-reextraction"] >= 1 && m.Message != ""
 	}, 10*time.Second, 50*time.Millisecond)
 }
+
+// TestSchedulerMetricsSanitized: tenants see that a task failed, not why
+// (raw errors name hosts, addresses and queries), nor which process runs
+// the scheduler; superadmins see everything.
+func TestSchedulerMetricsSanitized(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	_, tenant := s.newMember("tenant@example.com", []string{"admin:read"}, project, "admin")
+	type metrics struct {
+		Message string           `json:"message"`
+		Tasks   []map[string]any `json:"tasks"`
+	}
+	require.Eventually(t, func() bool {
+		var m metrics
+		s.must(200, "GET", "/api/metrics/scheduler", s.admin, nil).Decode(t, &m)
+		return len(m.Tasks) == 4
+	}, 10*time.Second, 50*time.Millisecond)
+	const raw = "refresh models: dial tcp 10.20.30.40:443: connect: connection refused (db-primary.internal)"
+	_, err := s.pool().Exec(context.Background(), `UPDATE scheduler_tasks SET last_error = $1, leader = 'graphmill-host-7-4242', failures = failures + 1
+		WHERE name = 'provider-models-sync'`, raw)
+	require.NoError(t, err)
+
+	byName := func(m metrics) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, task := range m.Tasks {
+			out[task["name"].(string)] = task
+		}
+		return out
+	}
+	r := s.must(200, "GET", "/api/metrics/scheduler", tenant, nil)
+	for _, leak := range []string{"10.20.30.40", "db-primary", "graphmill-host-7", "4242", "dial tcp"} {
+		require.NotContains(t, string(r.Body), leak)
+	}
+	var m metrics
+	r.Decode(t, &m)
+	task := byName(m)["provider-models-sync"]
+	require.Equal(t, "task failed", task["lastError"])
+	require.NotContains(t, task, "leader")
+	require.InDelta(t, 1, task["failures"], 0.5, "the counts stay")
+	require.Contains(t, m.Message, "1 failing")
+	for _, task := range m.Tasks {
+		require.NotContains(t, task, "leader")
+	}
+
+	s.must(200, "GET", "/api/metrics/scheduler", s.admin, nil).Decode(t, &m)
+	task = byName(m)["provider-models-sync"]
+	require.Equal(t, raw, task["lastError"], "superadmins see the error")
+	require.Equal(t, "graphmill-host-7-4242", task["leader"])
+}

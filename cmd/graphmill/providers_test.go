@@ -70,6 +70,12 @@ func withAccountAIBase(baseURL string) serverOption {
 	return func(c *config.Config) { c.AccountAIBaseURL = baseURL }
 }
 
+// withEgressAllow sets GRAPHMILL_EGRESS_ALLOW (the fakes listen on
+// 127.0.0.1).
+func withEgressAllow(allow ...string) serverOption {
+	return func(c *config.Config) { c.EgressAllow = allow }
+}
+
 func (s *testServer) pool() *pgxpool.Pool {
 	s.t.Helper()
 	pool, err := pgxpool.New(context.Background(), s.dbURL)
@@ -90,7 +96,7 @@ func TestProviderCredentials(t *testing.T) {
 	vertex := llmtest.NewVertex(t, "gcp-proj", "europe-west4")
 	logs := &syncBuffer{}
 	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}),
-		withKeyAI(gemini.URL(), ""), withAccountAIBase(vertex.URL()))
+		withKeyAI(gemini.URL(), ""), withAccountAIBase(vertex.URL()), withEgressAllow("127.0.0.0/8"))
 	w := &secretWatch{s: s}
 	project, org := s.defaultProject()
 	base := "/api/v1/organizations/" + org + "/providers"
@@ -189,6 +195,43 @@ func TestProviderCredentials(t *testing.T) {
 	require.Contains(t, out, "/providers/key-ai/credentials", "requests are logged")
 	require.NotContains(t, out, apiKey)
 	require.NotContains(t, out, privateKey)
+}
+
+// TestProviderTokenURIRefused: a service-account file whose token_uri is
+// not one of Google's token endpoints is refused at save (400 naming the
+// rule), unless GRAPHMILL_EGRESS_ALLOW names its host: a tenant's file
+// must not make the server post to its own or its network's addresses
+// (a loopback token_uri reached the unauthenticated ops listener).
+func TestProviderTokenURIRefused(t *testing.T) {
+	t.Parallel()
+	vertex := llmtest.NewVertex(t, "gcp-proj", "europe-west4")
+	s := newServer(t, withAccountAIBase(vertex.URL()))
+	project, org := s.defaultProject()
+	base := "/api/v1/organizations/" + org + "/providers"
+	file := string(vertex.ServiceAccountJSON()) // token_uri http://127.0.0.1:<port>/token
+	fakeToken := vertex.URL() + llmtest.TokenPath
+	require.Contains(t, file, fakeToken)
+	for _, uri := range []string{
+		fakeToken,
+		"http://" + s.m.OpsAddr() + "/api/embeddings/control",
+		"http://localhost/token",
+		"http://169.254.169.254/computeMetadata/v1/token",
+		"http://oauth2.googleapis.com/token",
+		"https://oauth2.example.com/token",
+	} {
+		body := map[string]any{"serviceAccountJson": strings.Replace(file, fakeToken, uri, 1), "gcpProject": "gcp-proj", "location": "europe-west4"}
+		r := s.must(400, "POST", base+"/account-ai/credentials", s.admin, body)
+		require.Contains(t, r.Detail(t), "token_uri", uri)
+		require.Contains(t, r.Detail(t), "GRAPHMILL_EGRESS_ALLOW", uri)
+		r = s.must(400, "PUT", "/api/v1/projects/"+project+"/providers/account-ai/policy", s.admin,
+			map[string]any{"policy": "project", "serviceAccountJson": body["serviceAccountJson"], "gcpProject": "gcp-proj", "location": "europe-west4"})
+		require.Contains(t, r.Detail(t), "GRAPHMILL_EGRESS_ALLOW", uri)
+	}
+	var n int
+	require.NoError(t, s.pool().QueryRow(context.Background(),
+		`SELECT (SELECT count(*) FROM org_provider_credentials) + (SELECT count(*) FROM project_provider_policies)`).Scan(&n))
+	require.Zero(t, n, "nothing stored")
+	require.Zero(t, vertex.Count(llmtest.EndpointToken), "no token request was made")
 }
 
 func TestModelCatalogAndOrgModels(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -325,4 +326,48 @@ func TestRevocationCrossesProcesses(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return b.do("GET", "/api/projects", secret, nil).Status == http.StatusUnauthorized
 	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestMintedTokensCannotOutliveTheirMinter: a token created with an
+// expiring API token expires no later than it: absent expiresAt takes the
+// minter's, a later one is 400, on every token creation route.
+func TestMintedTokensCannotOutliveTheirMinter(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	userID, _ := s.newMember("minter@example.com", []string{"admin:read"}, project, "admin")
+	type minted struct {
+		Token     string     `json:"token"`
+		ExpiresAt *time.Time `json:"expiresAt"`
+	}
+	// An expiring account token of the superadmin, and one of the user.
+	end := time.Now().Add(90 * time.Minute).UTC().Truncate(time.Second)
+	var super minted
+	s.must(201, "POST", "/api/tokens", s.admin, map[string]any{"name": "expiring", "scopes": allScopes, "expiresAt": end.Format(time.RFC3339)}).Decode(t, &super)
+	var user minted
+	s.must(201, "POST", "/api/superadmin/users/"+userID+"/tokens", super.Token, map[string]any{
+		"name": "u", "scopes": []string{"admin:read", "admin:write", "graph:read"},
+	}).Decode(t, &user)
+	require.NotNil(t, user.ExpiresAt, "a token minted for a user by an expiring token expires with it")
+	require.True(t, end.Equal(*user.ExpiresAt))
+
+	later := end.Add(time.Hour).Format(time.RFC3339)
+	for _, c := range []struct{ path, token string }{
+		{"/api/tokens", user.Token},
+		{"/api/projects/" + project + "/tokens", user.Token},
+		{"/api/superadmin/users/" + userID + "/tokens", super.Token},
+	} {
+		r := s.must(400, "POST", c.path, c.token, map[string]any{"name": "later", "scopes": []string{"admin:read"}, "expiresAt": later})
+		require.Contains(t, r.Detail(t), "expiresAt", c.path)
+		require.Contains(t, r.Detail(t), end.Format(time.RFC3339), c.path)
+		var m minted
+		s.must(201, "POST", c.path, c.token, map[string]any{"name": "same", "scopes": []string{"admin:read"}}).Decode(t, &m)
+		require.NotNil(t, m.ExpiresAt, c.path)
+		require.True(t, end.Equal(*m.ExpiresAt), c.path)
+	}
+	var n int
+	require.NoError(t, s.pool().QueryRow(context.Background(), `SELECT count(*) FROM api_tokens WHERE name = 'later'`).Scan(&n))
+	require.Zero(t, n)
+	require.NoError(t, s.pool().QueryRow(context.Background(), `SELECT count(*) FROM api_tokens WHERE name = 'same' AND expires_at = $1`, end).Scan(&n))
+	require.Equal(t, 3, n)
 }

@@ -88,6 +88,8 @@ type Guard struct {
 	gen      uint64
 	tokens   map[[32]byte]tokenEntry
 	projects map[uuid.UUID]projectEntry
+	// onInvalidate are called after every Invalidate (Watcher).
+	onInvalidate []func()
 }
 
 // GuardConfig configures a Guard.
@@ -115,6 +117,25 @@ func (g *Guard) Invalidate() {
 	g.gen++
 	g.tokens = map[[32]byte]tokenEntry{}
 	g.projects = map[uuid.UUID]projectEntry{}
+	hooks := g.onInvalidate
+	g.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// Generation counts invalidations: a principal verified while it was n
+// may be stale once it is not.
+func (g *Guard) Generation() uint64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.gen
+}
+
+// OnInvalidate has f called after every Invalidate; f must not block.
+func (g *Guard) OnInvalidate(f func()) {
+	g.mu.Lock()
+	g.onInvalidate = append(g.onInvalidate, f)
 	g.mu.Unlock()
 }
 

@@ -108,3 +108,78 @@ func ParseScopes(names []string) (Scopes, error) {
 	}
 	return s, nil
 }
+
+// Access levels of the role→scope mapping of OIDC sessions, lowest first.
+type level uint8
+
+const (
+	levelNone   level = iota
+	levelPerson       // any signed-in person, without a role
+	levelViewer       // project viewer, organization member
+	levelEditor       // project editor
+	levelAdmin        // project admin, organization owner or admin, superadmin
+)
+
+// scopeLevel is the lowest level whose OIDC sessions hold scope: the one
+// place that maps roles to scopes (DESIGN 4: "OIDC sessions get the scopes
+// of the user's roles"). A person without a role manages their own account
+// (tokens, new organizations), inbox and history; viewers read everything
+// of their projects, search and use MCP tools; editors also change content
+// and resolve tasks; admins also manage providers, MCP servers, schemas,
+// integrations and discovery. A new scope must be placed here.
+func scopeLevel(s Scope) level {
+	switch s {
+	case AdminRead, AdminWrite, NotificationsRead, NotificationsWrite, UserActivityRead, UserActivityWrite:
+		return levelPerson
+	case ExtractionRead, DocumentsRead, GraphRead, SearchRead, MCPUse, ProvidersRead, TasksRead,
+		IntegrationsRead, DiscoveryRead, SchemaRead:
+		return levelViewer
+	case ExtractionWrite, DocumentsWrite, GraphWrite, TasksWrite:
+		return levelEditor
+	case MCPAdmin, ProvidersWrite, IntegrationsWrite, DiscoveryWrite, SchemaWrite:
+		return levelAdmin
+	}
+	return levelNone
+}
+
+// scopesUpTo holds the scopes of the levels up to l.
+func scopesUpTo(l level) Scopes {
+	var out Scopes
+	for s := Scope(1); s < scopeCount; s++ {
+		if sl := scopeLevel(s); sl != levelNone && sl <= l {
+			out = out.With(s)
+		}
+	}
+	return out
+}
+
+// RoleScopes are the scopes an OIDC session of p holds: those of the
+// highest of p's roles (superadmins hold every scope). Where a scope is
+// used is still checked against the role there: a user who administers
+// one project and views another holds graph:write, and writes only in the
+// first.
+func RoleScopes(p *Principal) Scopes {
+	if p.Superadmin {
+		return AllScopes
+	}
+	l := levelPerson
+	for _, r := range p.OrgRoles {
+		switch {
+		case r.rank() >= OrgAdmin.rank():
+			l = max(l, levelAdmin)
+		case r.rank() > 0:
+			l = max(l, levelViewer)
+		}
+	}
+	for _, r := range p.ProjectRoles {
+		switch r {
+		case ProjectAdmin:
+			l = max(l, levelAdmin)
+		case ProjectEditor:
+			l = max(l, levelEditor)
+		case ProjectViewer:
+			l = max(l, levelViewer)
+		}
+	}
+	return scopesUpTo(l)
+}

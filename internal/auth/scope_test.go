@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -112,4 +113,42 @@ func TestScopeString(t *testing.T) {
 	require.False(t, ok)
 	require.True(t, auth.Scopes(0).With(auth.MCPUse).Has(auth.MCPUse))
 	require.False(t, auth.Scopes(0).With(auth.MCPUse).Has(auth.MCPAdmin))
+}
+
+// TestRoleScopes pins the role→scope mapping of OIDC sessions: each role
+// holds the scopes of the roles below it and adds its own; every scope is
+// placed (the administrators hold them all).
+func TestRoleScopes(t *testing.T) {
+	t.Parallel()
+	parse := func(names string) auth.Scopes {
+		s, err := auth.ParseScopes(strings.Fields(names))
+		require.NoError(t, err)
+		return s
+	}
+	person := parse("admin:read admin:write notifications:read notifications:write user-activity:read user-activity:write")
+	viewer := person | parse(`extraction:read documents:read graph:read search:read mcp:use providers:read tasks:read
+		integrations:read discovery:read schema:read`)
+	editor := viewer | parse("extraction:write documents:write graph:write tasks:write")
+	p, o := uuid.New(), uuid.New()
+	for _, tc := range []struct {
+		name string
+		p    auth.Principal
+		want auth.Scopes
+	}{
+		{"NoRole", auth.Principal{}, person},
+		{"ProjectViewer", auth.Principal{ProjectRoles: map[uuid.UUID]auth.ProjectRole{p: auth.ProjectViewer}}, viewer},
+		{"OrgMember", auth.Principal{OrgRoles: map[uuid.UUID]auth.OrgRole{o: auth.OrgMember}}, viewer},
+		{"ProjectEditor", auth.Principal{ProjectRoles: map[uuid.UUID]auth.ProjectRole{p: auth.ProjectEditor}}, editor},
+		{"HighestRoleWins", auth.Principal{
+			OrgRoles:     map[uuid.UUID]auth.OrgRole{o: auth.OrgMember},
+			ProjectRoles: map[uuid.UUID]auth.ProjectRole{p: auth.ProjectEditor, uuid.New(): auth.ProjectViewer},
+		}, editor},
+		{"ProjectAdmin", auth.Principal{ProjectRoles: map[uuid.UUID]auth.ProjectRole{p: auth.ProjectAdmin}}, auth.AllScopes},
+		{"OrgAdmin", auth.Principal{OrgRoles: map[uuid.UUID]auth.OrgRole{o: auth.OrgAdmin}}, auth.AllScopes},
+		{"OrgOwner", auth.Principal{OrgRoles: map[uuid.UUID]auth.OrgRole{o: auth.OrgOwner}}, auth.AllScopes},
+		{"Superadmin", auth.Principal{Superadmin: true}, auth.AllScopes},
+	} {
+		require.Equal(t, tc.want.Names(), auth.RoleScopes(&tc.p).Names(), tc.name)
+	}
+	require.Equal(t, []string{"mcp:admin", "providers:write", "integrations:write", "discovery:write", "schema:write"}, (auth.AllScopes &^ editor).Names())
 }

@@ -49,6 +49,10 @@ type Config struct {
 
 	OIDCIssuer   string `env:"OIDC_ISSUER"`
 	OIDCAudience string `env:"OIDC_AUDIENCE"`
+	// OIDCTokenMaxLifetime bounds the API tokens created with an OIDC
+	// session: their expiry when none is asked for, the latest allowed
+	// (0 in a configuration built in code: the default).
+	OIDCTokenMaxLifetime time.Duration `env:"OIDC_TOKEN_MAX_LIFETIME" envDefault:"720h"`
 
 	// AuthCacheTTL bounds how long a verified token is trusted without a
 	// database round trip; revocations are pushed to every process at once,
@@ -111,9 +115,13 @@ type Config struct {
 	ModelSyncInterval time.Duration `env:"MODEL_SYNC_INTERVAL" envDefault:"24h"`
 
 	// MCPAllowedOrigins lists the browser origins (scheme://host[:port])
-	// allowed to call the built-in MCP server besides requests without an
-	// Origin header (DNS-rebinding protection: nothing else is trusted).
+	// allowed to call the built-in MCP server besides its own origin (the
+	// validated Host) and requests without an Origin header.
 	MCPAllowedOrigins []string `env:"MCP_ALLOWED_ORIGINS" envSeparator:","`
+	// PublicHosts lists the names (no scheme, no port) clients reach the
+	// server by, for the MCP server's Host check (DNS-rebinding
+	// protection), besides the loopback names and the listen address.
+	PublicHosts []string `env:"PUBLIC_HOSTS" envSeparator:","`
 	// MCPStateless serves the MCP streamable HTTP transport without
 	// sessions, so that any replica answers any request (GET and DELETE
 	// answer 405).
@@ -128,6 +136,17 @@ type Config struct {
 	MCPCallTimeout time.Duration `env:"MCP_CALL_TIMEOUT" envDefault:"60s"`
 	// MCPIdleTimeout stops stdio MCP server processes unused this long.
 	MCPIdleTimeout time.Duration `env:"MCP_IDLE_TIMEOUT" envDefault:"5m"`
+	// MCPStdioUser is the user stdio MCP servers run as (empty: nobody when
+	// running as root, else this process's own user, and then only
+	// superadmins may have them).
+	MCPStdioUser string `env:"MCP_STDIO_USER"`
+	// MCPMaxResponseBytes bounds one response body of a remote MCP server
+	// (0: mcpregistry.MaxResponseBytesDefault, 16 MiB).
+	MCPMaxResponseBytes int64 `env:"MCP_MAX_RESPONSE_BYTES"`
+	// MCPMaxConcurrentCalls bounds the calls running at once against one
+	// external MCP server, per process; more are refused with 429 (0:
+	// mcpregistry.MaxConcurrentCallsDefault, 8).
+	MCPMaxConcurrentCalls int `env:"MCP_MAX_CONCURRENT_CALLS"`
 	// EgressAllow lists CIDRs, hosts and host:port pairs that outbound
 	// connections set by tenants may reach although they are not public
 	// (loopback, private, link-local).
@@ -176,6 +195,9 @@ func (c Config) Validate() error {
 	}
 	if (c.OIDCIssuer == "") != (c.OIDCAudience == "") {
 		return fmt.Errorf("GRAPHMILL_OIDC_ISSUER and GRAPHMILL_OIDC_AUDIENCE must be set together")
+	}
+	if c.OIDCTokenMaxLifetime < 0 {
+		return fmt.Errorf("GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME must be positive")
 	}
 	for name, addr := range map[string]string{"GRAPHMILL_HTTP_ADDR": c.HTTPAddr, "GRAPHMILL_OPS_ADDR": c.OpsAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -227,6 +249,9 @@ func (c Config) Validate() error {
 	if c.MCPCallTimeout <= 0 || c.MCPIdleTimeout <= 0 {
 		return fmt.Errorf("GRAPHMILL_MCP_CALL_TIMEOUT and GRAPHMILL_MCP_IDLE_TIMEOUT must be positive")
 	}
+	if c.MCPMaxResponseBytes < 0 || c.MCPMaxConcurrentCalls < 0 {
+		return fmt.Errorf("GRAPHMILL_MCP_MAX_RESPONSE_BYTES and GRAPHMILL_MCP_MAX_CONCURRENT_CALLS must not be negative")
+	}
 	if _, err := egress.New(c.EgressAllow); err != nil {
 		return fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
 	}
@@ -258,8 +283,16 @@ func (c Config) Validate() error {
 			return fmt.Errorf("GRAPHMILL_MCP_ALLOWED_ORIGINS: %w", err)
 		}
 	}
+	for _, h := range c.PublicHosts {
+		if !hostName.MatchString(h) && net.ParseIP(strings.Trim(h, "[]")) == nil {
+			return fmt.Errorf("GRAPHMILL_PUBLIC_HOSTS: %q is not a host name (a name or IP address, without scheme or port)", h)
+		}
+	}
 	return nil
 }
+
+// hostName matches a DNS name (an optional trailing dot included).
+var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$`)
 
 // ValidOrigin checks that o is a browser origin as the Origin header
 // carries it: an http(s) scheme and a host, with no path, query or user.
@@ -305,6 +338,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("bootstrapToken", mask(c.BootstrapToken)),
 		slog.String("oidcIssuer", c.OIDCIssuer),
 		slog.String("oidcAudience", c.OIDCAudience),
+		slog.Duration("oidcTokenMaxLifetime", c.OIDCTokenMaxLifetime),
 		slog.Duration("authCacheTtl", c.AuthCacheTTL),
 		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
 		slog.Int("dbMaxConns", int(c.DBMaxConns)),
@@ -323,11 +357,15 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("maxConcurrentUploads", c.MaxConcurrentUploads),
 		slog.String("uploadSpoolDir", c.UploadSpoolDir),
 		slog.Any("mcpAllowedOrigins", c.MCPAllowedOrigins),
+		slog.Any("publicHosts", c.PublicHosts),
 		slog.Bool("mcpStateless", c.MCPStateless),
 		slog.String("mcpRegistryUrl", MaskURL(c.MCPRegistryURL)),
 		slog.String("mcpStdio", c.MCPStdio),
 		slog.Duration("mcpCallTimeout", c.MCPCallTimeout),
 		slog.Duration("mcpIdleTimeout", c.MCPIdleTimeout),
+		slog.String("mcpStdioUser", c.MCPStdioUser),
+		slog.Int64("mcpMaxResponseBytes", c.MCPMaxResponseBytes),
+		slog.Int("mcpMaxConcurrentCalls", c.MCPMaxConcurrentCalls),
 		slog.Any("egressAllow", c.EgressAllow),
 		slog.String("webSearchApiKey", mask(c.WebSearchAPIKey)),
 		slog.String("webSearchBaseUrl", MaskURL(c.WebSearchBaseURL)),

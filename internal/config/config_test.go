@@ -25,8 +25,8 @@ func TestLoadDefaults(t *testing.T) {
 		LogLevel:        "info",
 		AuthCacheTTL:    60 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
-		DBMaxConns:      20,
-		EventHeartbeat:  15 * time.Second, MaxUploadBytes: 100 << 20, MaxJSONUploadBytes: 10 << 20, MaxConcurrentUploads: 8, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
+		DBMaxConns:      20, OIDCTokenMaxLifetime: 30 * 24 * time.Hour,
+		EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, MaxJSONUploadBytes: 10 << 20, MaxConcurrentUploads: 8, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
 		MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
 		MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
 	}, c, "unprefixed variables must not be read")
@@ -52,7 +52,7 @@ func TestLoad(t *testing.T) {
 				"GRAPHMILL_DATABASE_URL=postgres://u:p@db:5432/gm", "GRAPHMILL_DATA_DIR=/var/lib/gm",
 				"GRAPHMILL_HTTP_ADDR=:9000", "GRAPHMILL_OPS_ADDR=127.0.0.1:9001", "GRAPHMILL_ENVIRONMENT=production",
 				"GRAPHMILL_LOG_LEVEL=debug", "GRAPHMILL_LOG_FORMAT=text", "GRAPHMILL_BOOTSTRAP_TOKEN=gm_x",
-				"GRAPHMILL_OIDC_ISSUER=https://id.example.com", "GRAPHMILL_OIDC_AUDIENCE=graphmill",
+				"GRAPHMILL_OIDC_ISSUER=https://id.example.com", "GRAPHMILL_OIDC_AUDIENCE=graphmill", "GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME=24h",
 				"GRAPHMILL_AUTH_CACHE_TTL=5s", "GRAPHMILL_SHUTDOWN_TIMEOUT=1m", "GRAPHMILL_DB_MAX_CONNS=50",
 				"GRAPHMILL_SECRET_KEY=k1", "GRAPHMILL_SECRET_KEYS_OLD=k2,k3", "GRAPHMILL_KEY_AI_API_KEY=key",
 				"GRAPHMILL_KEY_AI_BASE_URL=http://fake/", "GRAPHMILL_LOCAL_PROVIDER=false", "GRAPHMILL_PROVIDER_RPM=60",
@@ -63,7 +63,7 @@ func TestLoad(t *testing.T) {
 					DatabaseURL: "postgres://u:p@db:5432/gm", DataDir: "/var/lib/gm",
 					HTTPAddr: ":9000", OpsAddr: "127.0.0.1:9001", Environment: config.EnvProduction,
 					LogLevel: "debug", LogFormat: "text", BootstrapToken: "gm_x",
-					OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill",
+					OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill", OIDCTokenMaxLifetime: 24 * time.Hour,
 					AuthCacheTTL: 5 * time.Second, ShutdownTimeout: time.Minute, DBMaxConns: 50,
 					EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, MaxJSONUploadBytes: 10 << 20, MaxConcurrentUploads: 8,
 					EmbeddingDimension: 768, ParseConcurrency: 2,
@@ -243,6 +243,7 @@ func TestValidate(t *testing.T) {
 		{name: "ShortModelSync", change: func(c *config.Config) { c.ModelSyncInterval = time.Second }, wantErr: "GRAPHMILL_MODEL_SYNC_INTERVAL"},
 		{name: "OIDCPair", change: func(c *config.Config) { c.OIDCIssuer, c.OIDCAudience = "https://id", "gm" }},
 		{name: "OIDCIssuerOnly", change: func(c *config.Config) { c.OIDCIssuer = "https://id" }, wantErr: "GRAPHMILL_OIDC_AUDIENCE"},
+		{name: "NegativeOIDCTokenLifetime", change: func(c *config.Config) { c.OIDCTokenMaxLifetime = -time.Hour }, wantErr: "GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME"},
 		{name: "EmptyHTTPAddr", change: func(c *config.Config) { c.HTTPAddr = "" }, wantErr: "GRAPHMILL_HTTP_ADDR"},
 		{name: "NegativeTTL", change: func(c *config.Config) { c.AuthCacheTTL = -time.Second }, wantErr: "GRAPHMILL_AUTH_CACHE_TTL"},
 		{name: "ZeroConnections", change: func(c *config.Config) { c.DBMaxConns = 0 }, wantErr: "GRAPHMILL_DB_MAX_CONNS"},
@@ -253,6 +254,7 @@ func TestValidate(t *testing.T) {
 		{name: "TinyDimension", change: func(c *config.Config) { c.EmbeddingDimension = 4 }, wantErr: "GRAPHMILL_EMBEDDING_DIMENSION"},
 		{name: "NegativeProjectMax", change: func(c *config.Config) { c.QueueProjectMax = -1 }, wantErr: "GRAPHMILL_QUEUE_PROJECT_MAX"},
 		{name: "ZeroParse", change: func(c *config.Config) { c.ParseConcurrency = 0 }, wantErr: "GRAPHMILL_PARSE_CONCURRENCY"},
+		{name: "NegativeMCPCalls", change: func(c *config.Config) { c.MCPMaxConcurrentCalls = -1 }, wantErr: "GRAPHMILL_MCP_MAX_CONCURRENT_CALLS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,10 +353,16 @@ func TestLoadMCP(t *testing.T) {
 	c, err := config.Load([]string{
 		"GRAPHMILL_MCP_ALLOWED_ORIGINS=https://app.example.com,http://localhost:3000",
 		"GRAPHMILL_MCP_STATELESS=true",
+		"GRAPHMILL_PUBLIC_HOSTS=graphmill.example.com,10.0.0.7,[2001:db8::1],internal_host.corp.",
 	})
 	require.NoError(t, err)
 	require.Equal(t, []string{"https://app.example.com", "http://localhost:3000"}, c.MCPAllowedOrigins)
 	require.True(t, c.MCPStateless)
+	require.Equal(t, []string{"graphmill.example.com", "10.0.0.7", "[2001:db8::1]", "internal_host.corp."}, c.PublicHosts)
+	for _, bad := range []string{"graphmill.example.com:443", "https://graphmill.example.com", "a/b", "-x.example.com", "*.example.com"} {
+		_, err := config.Load([]string{"GRAPHMILL_PUBLIC_HOSTS=" + bad})
+		require.ErrorContains(t, err, "GRAPHMILL_PUBLIC_HOSTS", bad)
+	}
 
 	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://u@x", "https://x?q=1"} {
 		_, err := config.Load([]string{"GRAPHMILL_MCP_ALLOWED_ORIGINS=" + bad})

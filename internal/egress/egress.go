@@ -1,8 +1,21 @@
 // Package egress guards the outbound connections a tenant can point
-// somewhere (MCP servers over SSE and HTTP, the MCP registry, web search):
+// somewhere (MCP servers over SSE and HTTP, the MCP registry, web search,
+// the model providers and the token endpoints of service-account files):
 // after DNS resolution, a connection to a loopback, private, link-local,
 // cloud-metadata or otherwise non-public address is refused unless the
 // operator allowed it (GRAPHMILL_EGRESS_ALLOW).
+//
+// Rules for every outbound call whose destination a tenant can set or
+// influence, integrations to come included:
+//   - send it through Guard.Client or Guard.Transport (never
+//     http.DefaultClient or a transport of its own), so that every
+//     connection, redirects included, is checked after DNS resolution;
+//   - when a tenant gives a URL that should only ever name the service's
+//     own endpoints (a token endpoint, an API host), check it when it is
+//     saved and again when it is used, accepting the service's documented
+//     hosts over https or what Guard.Names says the operator listed;
+//   - do not follow redirects that would carry a credential to another
+//     host.
 package egress
 
 import (
@@ -52,18 +65,50 @@ func New(allow []string) (*Guard, error) {
 	return g, nil
 }
 
+// WithHosts returns a copy of g that also allows the given hosts or
+// host:port pairs (empty ones are skipped): destinations the operator
+// configured, such as a provider base URL.
+func (g *Guard) WithHosts(hosts ...string) *Guard {
+	out := &Guard{prefixes: g.prefixes, hosts: make(map[string]bool, len(g.hosts)+len(hosts))}
+	for h := range g.hosts {
+		out.hosts[h] = true
+	}
+	for _, h := range hosts {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			out.hosts[h] = true
+		}
+	}
+	return out
+}
+
 // blocked are the ranges refused unless allowed: loopback, private,
 // carrier-grade NAT, link-local (cloud metadata lives there), unique local,
-// multicast, documentation and other special-purpose ranges.
+// multicast, documentation and other special-purpose ranges, and the IPv6
+// forms that embed an IPv4 address: IPv4-mapped and NAT64 addresses are
+// judged by the IPv4 address they carry; IPv4-compatible, SIIT, 6to4,
+// Teredo and local-use NAT64 addresses are refused outright.
 func blocked(ip netip.Addr) bool {
 	ip = ip.Unmap()
+	if ip.Is6() && netip.MustParsePrefix("64:ff9b::/96").Contains(ip) {
+		b := ip.As16()
+		return blocked(netip.AddrFrom4([4]byte(b[12:16])))
+	}
 	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
 		return true
 	}
 	for _, p := range []string{
 		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
-		"203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32", "fd00:ec2::254/128", "64:ff9b::/96", "2001:db8::/32",
+		"203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+		"::/96",             // IPv4-compatible (deprecated), :: and ::1 included
+		"::ffff:0:0:0/96",   // SIIT
+		"64:ff9b:1::/48",    // NAT64, local use
+		"100::/64",          // discard-only
+		"2001::/32",         // Teredo
+		"2001:db8::/32",     // documentation
+		"2002::/16",         // 6to4
+		"fec0::/10",         // site-local (deprecated)
+		"fd00:ec2::254/128", // AWS metadata (inside fc00::/7 too)
 	} {
 		if netip.MustParsePrefix(p).Contains(ip) {
 			return true
@@ -74,13 +119,38 @@ func blocked(ip netip.Addr) bool {
 
 // allowedIP reports whether ip may be dialled.
 func (g *Guard) allowedIP(ip netip.Addr) bool {
+	return g.listed(ip) || !blocked(ip)
+}
+
+// listed reports whether ip is in an allowed range.
+func (g *Guard) listed(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	for _, p := range g.prefixes {
 		if p.Contains(ip) {
 			return true
 		}
 	}
-	return !blocked(ip)
+	return false
+}
+
+// AllowsAddr reports whether ip may be dialled: it is public, or in a range
+// the allow list names.
+func (g *Guard) AllowsAddr(ip netip.Addr) bool { return g.allowedIP(ip) }
+
+// Names reports whether the allow list itself names a destination: host (or
+// host:port) is listed, or host is an IP address in a listed range. Checks
+// of URLs a tenant gives (a token endpoint outside the provider's own)
+// use it: a public address is not enough there. A nil Guard names nothing.
+func (g *Guard) Names(host, port string) bool {
+	if g == nil {
+		return false
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	if g.hosts[host] || (port != "" && g.hosts[net.JoinHostPort(host, port)]) {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && g.listed(ip)
 }
 
 // errRefused is the message of a refused destination.

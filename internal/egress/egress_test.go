@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,98 @@ func TestGuard(t *testing.T) {
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, 204, res.StatusCode)
+}
+
+// TestAllowsAddr: the special-purpose ranges, and IPv4 addresses embedded
+// in IPv6 ones (mapped, compatible, NAT64, 6to4), are judged by what they
+// reach.
+func TestAllowsAddr(t *testing.T) {
+	t.Parallel()
+	g, err := egress.New(nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"8.8.8.8", true},
+		{"2606:4700:4700::1111", true},
+		{"127.0.0.1", false},
+		{"10.1.2.3", false},
+		{"172.16.0.1", false},
+		{"192.168.1.1", false},
+		{"169.254.169.254", false},
+		{"100.64.0.1", false},
+		{"0.0.0.0", false},
+		{"::", false},
+		{"::1", false},
+		{"fe80::1", false},
+		{"fc00::1", false},
+		{"fd00:ec2::254", false},
+		{"ff02::1", false},
+		{"2001:db8::1", false},
+		// IPv4-mapped: the IPv4 address decides.
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:10.0.0.1", false},
+		{"::ffff:8.8.8.8", true},
+		// SIIT-translated (::ffff:0:a.b.c.d).
+		{"::ffff:0:127.0.0.1", false},
+		// IPv4-compatible (deprecated): refused whatever they embed.
+		{"::127.0.0.1", false},
+		{"::10.0.0.1", false},
+		{"::8.8.8.8", false},
+		// NAT64 well-known prefix: the embedded IPv4 address decides.
+		{"64:ff9b::127.0.0.1", false},
+		{"64:ff9b::10.0.0.1", false},
+		{"64:ff9b::169.254.169.254", false},
+		{"64:ff9b::8.8.8.8", true},
+		// NAT64 local-use prefix: its mapping is the network's own.
+		{"64:ff9b:1::a00:1", false},
+		// 6to4 embeds an IPv4 address in bits 16-48; refused outright.
+		{"2002:7f00:1::1", false},
+		{"2002:808:808::1", false},
+		// Teredo and site-local (deprecated).
+		{"2001::1", false},
+		{"fec0::1", false},
+		{"feff::1", false},
+		// Discard-only.
+		{"100::1", false},
+	} {
+		require.Equal(t, tc.ok, g.AllowsAddr(netip.MustParseAddr(tc.addr)), tc.addr)
+	}
+
+	// The allow list lets through what it names.
+	g, err = egress.New([]string{"127.0.0.0/8", "fec0::/10"})
+	require.NoError(t, err)
+	require.True(t, g.AllowsAddr(netip.MustParseAddr("127.0.0.1")))
+	require.True(t, g.AllowsAddr(netip.MustParseAddr("::ffff:127.0.0.1")))
+	require.True(t, g.AllowsAddr(netip.MustParseAddr("fec0::1")))
+	require.False(t, g.AllowsAddr(netip.MustParseAddr("10.0.0.1")))
+}
+
+// TestNames: whether the allow list names a destination itself (a host,
+// host:port, or an address in an allowed range), as the checks of
+// tenant-given URLs need, before any DNS.
+func TestNames(t *testing.T) {
+	t.Parallel()
+	g, err := egress.New([]string{"127.0.0.0/8", "Token.Example.com", "proxy.internal:8443", "::1"})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		host, port string
+		ok         bool
+	}{
+		{"127.0.0.1", "8080", true},
+		{"127.9.9.9", "", true},
+		{"::1", "443", true},
+		{"token.example.com", "443", true},
+		{"TOKEN.example.com", "", true},
+		{"proxy.internal", "8443", true},
+		{"proxy.internal", "443", false},
+		{"localhost", "80", false},
+		{"10.0.0.1", "80", false},
+		{"example.com", "", false},
+	} {
+		require.Equal(t, tc.ok, g.Names(tc.host, tc.port), "%s %s", tc.host, tc.port)
+	}
+	var none *egress.Guard
+	require.False(t, none.Names("127.0.0.1", "80"), "a nil guard names nothing")
 }

@@ -25,6 +25,9 @@ type Config struct {
 	Models Resolver
 	Logger *slog.Logger
 	Now    func() time.Time
+	// RenderTimeout bounds one execution of a policy template
+	// (RenderTimeoutDefault when zero).
+	RenderTimeout time.Duration
 }
 
 // Service queues graph objects for embedding and works the queue.
@@ -36,6 +39,8 @@ type Service struct {
 	policies Policies // set by AddQueue, before the engine starts
 	logger   *slog.Logger
 	now      func() time.Time
+	// renderTimeout bounds one template execution.
+	renderTimeout time.Duration
 }
 
 // NewService returns a Service.
@@ -49,7 +54,13 @@ func NewService(c Config) (*Service, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Service{pool: c.Pool, jobs: c.Jobs, objects: c.Objects, models: c.Models, logger: c.Logger, now: c.Now}, nil
+	if c.RenderTimeout <= 0 {
+		c.RenderTimeout = RenderTimeoutDefault
+	}
+	return &Service{
+		pool: c.Pool, jobs: c.Jobs, objects: c.Objects, models: c.Models, logger: c.Logger, now: c.Now,
+		renderTimeout: c.RenderTimeout,
+	}, nil
 }
 
 // AddQueue registers the graph_embedding queue and its worker, which reads

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -35,6 +36,26 @@ func jobObjects(ctx context.Context, db postgres.DBTX, jobIDs []uuid.UUID) (map[
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load graph embedding jobs: %w", err)
+	}
+	return out, nil
+}
+
+// jobsLockRunning locks the rows of the jobs still running at the attempt
+// they were claimed at, in id order, and reports which they are.
+func jobsLockRunning(ctx context.Context, tx pgx.Tx, jobs []jobqueue.Job) (map[uuid.UUID]bool, error) {
+	ids, attempts := make([]uuid.UUID, len(jobs)), make([]int32, len(jobs))
+	for i, j := range jobs {
+		ids[i], attempts[i] = j.ID, int32(j.Attempt) //nolint:gosec // small counter
+	}
+	rows, _ := tx.Query(ctx, `SELECT j.id FROM graph_embedding_jobs j JOIN unnest($1::uuid[], $2::int[]) AS u (id, attempt)
+		ON j.id = u.id AND j.attempt = u.attempt WHERE j.status = 'running' ORDER BY j.id FOR UPDATE OF j`, ids, attempts)
+	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("lock graph embedding jobs: %w", err)
+	}
+	out := make(map[uuid.UUID]bool, len(list))
+	for _, id := range list {
+		out[id] = true
 	}
 	return out, nil
 }

@@ -2,8 +2,10 @@ package embedding
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -21,18 +23,30 @@ func TestCheckTemplate(t *testing.T) {
 		{name: "StandardFields", tmpl: "{{.type}} {{.key}} {{.name}} {{.description}} {{.labels}} {{.status}}"},
 		{name: "PolicyField", tmpl: "{{.name}} born {{.born}}", fields: []string{"born"}},
 		{name: "Text", tmpl: "no placeholders"},
-		{name: "Builtins", tmpl: `{{printf "%s!" .name}} {{if and .name .born}}{{len .name}}{{end}}`, fields: []string{"born"}},
+		{name: "Builtins", tmpl: `{{if and .name .born}}{{len .name}}{{end}} {{if eq .status "accepted"}}ok{{else if not .born}}-{{end}}`, fields: []string{"born"}},
 		{name: "IndexForOddNames", tmpl: `{{index . "birth-date"}}`, fields: []string{"birth-date"}},
+		{name: "RangeOverListField", tmpl: `{{range $i, $l := .labels}}{{if $i}}; {{end}}{{$l}}{{end}} {{range $.tags}}{{.}}{{else}}none{{end}}`, fields: []string{"tags"}},
+		{name: "WithAndVariables", tmpl: `{{$n := .name}}{{with .description}}{{$n}}: {{.}}{{end}}`},
 		{name: "UnknownField", tmpl: "{{.name}} {{.born}}", err: `{{.born}} refers to "born"`},
 		{name: "UnknownInIf", tmpl: "{{if .secret}}x{{end}}", err: `"secret"`},
 		{name: "UnknownInElse", tmpl: "{{if .name}}x{{else}}{{.secret}}{{end}}", err: `"secret"`},
 		{name: "UnknownInRange", tmpl: "{{range .labels}}{{.x}}{{end}}", err: `"x"`},
 		{name: "UnknownInWith", tmpl: "{{with .name}}{{.}}{{end}}{{with $.secret}}{{end}}", err: `"secret"`},
-		{name: "UnknownInDefine", tmpl: `{{define "t"}}{{.secret}}{{end}}{{template "t" .}}`, err: `"secret"`},
-		{name: "UnknownInPipeline", tmpl: `{{.secret | printf "%s"}}`, err: `"secret"`},
-		{name: "ChainOnResult", tmpl: `{{(.name).Foo}}`},
+		{name: "UnknownInPipeline", tmpl: `{{.secret | len}}`, err: `"secret"`},
 		{name: "DoesNotParse", tmpl: "{{.name", err: "template does not parse"},
 		{name: "UnknownFunction", tmpl: "{{upper .name}}", err: "template does not parse"},
+		// What an embedding text does not need, and what could make a
+		// worker spin or allocate without bound, is refused by rule.
+		{name: "RangeOverInteger", tmpl: "{{range 1000000000}}{{range 1000000000}}{{end}}{{end}}", err: "range may only iterate over a field"},
+		{name: "RangeOverFunctionResult", tmpl: `{{range index . "tags"}}x{{end}}`, fields: []string{"tags"}, err: "range may only iterate over a field"},
+		{name: "RangeOverVariable", tmpl: `{{$t := .tags}}{{range $t}}x{{end}}`, fields: []string{"tags"}, err: "range may only iterate over a field"},
+		{name: "RangeOverDot", tmpl: `{{with .tags}}{{range .}}x{{end}}{{end}}`, fields: []string{"tags"}, err: "range may only iterate over a field"},
+		{name: "Define", tmpl: `{{define "t"}}{{.name}}{{end}}{{template "t" .}}`, err: "define, block and template are not allowed"},
+		{name: "Block", tmpl: `{{block "t" .}}{{.name}}{{end}}`, err: "define, block and template are not allowed"},
+		{name: "Printf", tmpl: `{{printf "%999999d" 1}}`, err: "function printf is not allowed"},
+		{name: "Print", tmpl: `{{print .name .name}}`, err: "function print is not allowed"},
+		{name: "Call", tmpl: `{{call .name}}`, err: "function call is not allowed"},
+		{name: "ChainOnResult", tmpl: `{{(.name).Foo}}`, err: "field access on a result is not allowed"},
 	} {
 		err := CheckTemplate(tc.tmpl, tc.fields)
 		if tc.err == "" {
@@ -69,26 +83,42 @@ func TestRender(t *testing.T) {
 		{"UnlistedPropertyHidden", `[{{index . "hidden"}}]`, nil, "[<no value>]"},
 		{"Trimmed", "  {{.name}}\n\n", nil, "Ada"},
 	} {
-		tmpl, err := compile(tc.tmpl)
+		tmpl, err := prepare(tc.tmpl, tc.fields)
 		require.NoError(t, err, tc.name)
-		got, err := render(tmpl, o, tc.fields)
+		got, err := render(tmpl, o, tc.fields, time.Minute)
 		require.NoError(t, err, tc.name)
 		require.Equal(t, tc.want, got, tc.name)
 	}
 
 	// A template that would write forever is cut at TextMaxBytes.
-	tmpl, err := compile("{{range 100000000}}{{$.name}} é {{end}}")
+	long := o
+	long.Properties = map[string]any{"many": manyItems(100000)}
+	tmpl, err := prepare("{{range $.many}}{{$.name}} é {{end}}", []string{"many"})
 	require.NoError(t, err)
-	got, err := render(tmpl, o, nil)
+	got, err := render(tmpl, long, []string{"many"}, time.Minute)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(got), TextMaxBytes)
 	require.Greater(t, len(got), TextMaxBytes-10)
 	require.True(t, strings.HasPrefix(got, "Ada é Ada"))
 
-	// A template failing on an object is an error.
-	tmpl, err = compile(`{{index .name 99}}`)
+	// A template that loops without writing is stopped at its deadline:
+	// 10^15 iterations that no output budget would ever see.
+	tmpl, err = prepare("{{range $.many}}{{range $.many}}{{range $.many}}{{end}}{{end}}{{end}}", []string{"many"})
 	require.NoError(t, err)
-	_, err = render(tmpl, o, nil)
+	_, err = render(tmpl, long, []string{"many"}, 20*time.Millisecond)
+	require.ErrorIs(t, err, errRenderBudget)
+
+	// Lists print joined and range element by element.
+	tmpl, err = prepare("{{.tags}} / {{range $i, $t := .tags}}{{$i}}={{$t}} {{end}}/ {{len .labels}}", []string{"tags"})
+	require.NoError(t, err)
+	got, err = render(tmpl, o, []string{"tags"}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, "x, 2 / 0=x 1=2 / 2", got)
+
+	// A template failing on an object is an error.
+	tmpl, err = prepare(`{{index .name 99}}`, nil)
+	require.NoError(t, err)
+	_, err = render(tmpl, o, nil, time.Minute)
 	require.Error(t, err)
 }
 
@@ -109,4 +139,13 @@ func TestDefaultText(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, DefaultText(tc.o), tc.name)
 	}
+}
+
+// manyItems is a list property of n entries.
+func manyItems(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
 }

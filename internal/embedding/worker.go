@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,10 +20,14 @@ import (
 	"github.com/graphmill/graphmill/internal/vectorindex"
 )
 
-// compiledPolicy is an active policy with its parsed template.
+// compiledPolicy is an active policy with its prepared template, or the
+// reason it cannot give texts (its template is refused, or it ran past its
+// render budget in this batch): the jobs of the objects it covers then
+// fail, for good.
 type compiledPolicy struct {
 	Policy
 	tmpl *template.Template
+	err  error
 }
 
 // objectText is one text of an object: for a policy, or for the default
@@ -47,12 +52,15 @@ type group struct {
 	hashes [][]byte
 }
 
-// work embeds a batch of objects: it reads the objects, the active
-// policies of their projects and the stored vectors' origins, builds the
-// texts, makes one embedding call per project and model for the texts that
-// changed, then writes every vector and removes the vectors no policy
-// covers any more in one transaction. No transaction is open during the
-// provider calls.
+// work embeds a batch of objects. Outside any transaction it reads the
+// objects, the active policies of their projects and the stored vectors'
+// origins, renders the texts (each template under a deadline and an
+// output budget), and makes one embedding call per project and model for
+// the texts that changed. Then, in one transaction, it writes the vectors,
+// removes the vectors no policy covers any more and records each finished
+// job's final status with them (jobqueue FinishInTx). A policy whose
+// template is refused or runs past its budget fails only the jobs of the
+// objects it covers.
 func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 	out := make([]error, len(jobs))
 	fail := func(err error) []error {
@@ -73,7 +81,7 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 	for _, id := range objectOf {
 		objectIDs = append(objectIDs, id)
 	}
-	snap, err := s.snapshot(ctx, s.pool, objectIDs)
+	snap, err := s.snapshot(ctx, objectIDs)
 	if err != nil {
 		return fail(err)
 	}
@@ -81,14 +89,13 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 	if err != nil {
 		return fail(err)
 	}
-	texts := snap.texts
+	objectErr := snap.errs
 
 	// Group the changed texts by project and resolved model.
-	objectErr := map[uuid.UUID]error{}
 	handles := map[[2]string]*provider.Handle{}
 	groups := map[groupKey]*group{}
 	var order []groupKey
-	for _, t := range texts {
+	for _, t := range snap.texts {
 		o := t.object
 		hk := [2]string{o.ProjectID.String(), t.model}
 		h, ok := handles[hk]
@@ -144,27 +151,44 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 		}
 	}
 
-	// Write what still holds: the objects and policies are read again in
-	// the writing transaction, and a vector is stored only if its text is
-	// still the object's text. An older job finishing after a newer one
-	// (several workers) thus never overwrites the newer vector.
 	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		fresh, err := s.snapshot(ctx, tx, objectIDs)
+		// The jobs still ours: a job cancelled or reaped since its claim
+		// writes nothing, and a cancel arriving now waits for this commit.
+		owned, err := jobsLockRunning(ctx, tx, jobs)
 		if err != nil {
 			return err
 		}
-		current := make(map[vectorKey][]byte, len(fresh.texts))
-		for _, t := range fresh.texts {
-			sum := sha256.Sum256([]byte(t.text))
-			current[vectorKey{t.object.ID, t.policy}] = sum[:]
+		// What still holds: an object (or a policy covering it) changed
+		// since the texts were rendered has a newer job queued, which
+		// will write its vectors; nothing is rendered here.
+		current, err := s.fingerprints(ctx, tx, objectIDs)
+		if err != nil {
+			return err
 		}
-		valid := rows[:0]
+		write := map[uuid.UUID]bool{}
+		keep := map[uuid.UUID][]uuid.UUID{}
+		var gone []uuid.UUID
+		for _, j := range jobs {
+			id := objectOf[j.ID]
+			if !owned[j.ID] {
+				continue
+			}
+			cur, live := current[id]
+			switch was, wasLive := snap.fingerprints[id]; {
+			case !live:
+				gone = append(gone, id)
+			case wasLive && cur == was:
+				write[id] = true
+				keep[id] = snap.keep[id]
+			}
+		}
+		valid := make([]vectorRow, 0, len(rows))
 		for _, r := range rows {
-			if bytes.Equal(current[vectorKey{r.Object, r.Policy}], r.Hash) {
+			if write[r.Object] {
 				valid = append(valid, r)
 			}
 		}
-		deleted, err := embeddingsWrite(ctx, tx, valid, fresh.keep, fresh.gone, s.now().UTC())
+		deleted, err := embeddingsWrite(ctx, tx, valid, keep, gone, s.now().UTC())
 		if err != nil {
 			return err
 		}
@@ -187,56 +211,67 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 				}
 			}
 		}
+		// The final statuses commit with the vectors. One call per job:
+		// jobqueue has no batch form yet.
+		for _, j := range jobs {
+			if !owned[j.ID] || objectErr[objectOf[j.ID]] != nil {
+				continue
+			}
+			if err := s.jobs.FinishInTx(ctx, tx, Queue, j, jobqueue.StatusCompleted); err != nil {
+				return err
+			}
+		}
+		for i, j := range jobs {
+			if !owned[j.ID] {
+				out[i] = fmt.Errorf("graph embedding job no longer running: %w", jobqueue.ErrCancelled)
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return fail(err)
 	}
 	for i, j := range jobs {
-		if e, ok := objectErr[objectOf[j.ID]]; ok {
-			out[i] = e
+		if out[i] == nil {
+			out[i] = objectErr[objectOf[j.ID]]
 		}
 	}
 	return out
 }
 
-// snapshot is what a batch's objects should be embedded from.
+// snapshot is what a batch's objects are embedded from.
 type snapshot struct {
 	texts []objectText
 	// keep lists, per live object, the policies (uuid.Nil: the default
-	// text) whose vectors it keeps; gone lists the objects that are gone.
+	// text) whose vectors it keeps.
 	keep map[uuid.UUID][]uuid.UUID
-	gone []uuid.UUID
+	// fingerprints identify, per live object, everything its texts were
+	// rendered from.
+	fingerprints map[uuid.UUID][32]byte
+	// errs holds the objects that a policy could not give a text.
+	errs map[uuid.UUID]error
 }
 
-// snapshot reads the objects and their projects' active policies and builds
-// the objects' texts.
-func (s *Service) snapshot(ctx context.Context, db postgres.DBTX, objectIDs []uuid.UUID) (snapshot, error) {
-	list, err := s.objects.ObjectsByID(ctx, db, objectIDs)
+// snapshot reads the objects and their projects' active policies and
+// renders the objects' texts. It runs outside any transaction.
+func (s *Service) snapshot(ctx context.Context, objectIDs []uuid.UUID) (snapshot, error) {
+	list, policies, err := s.load(ctx, s.pool, objectIDs)
 	if err != nil {
 		return snapshot{}, err
 	}
-	live := make(map[uuid.UUID]bool, len(list))
-	var projects []uuid.UUID
-	for _, o := range list {
-		live[o.ID] = true
-		if !slices.Contains(projects, o.ProjectID) {
-			projects = append(projects, o.ProjectID)
-		}
-	}
-	snap := snapshot{keep: make(map[uuid.UUID][]uuid.UUID, len(list))}
-	for _, id := range objectIDs {
-		if !live[id] {
-			snap.gone = append(snap.gone, id)
-		}
-	}
-	policies, err := s.activePolicies(ctx, projects)
-	if err != nil {
-		return snapshot{}, err
+	compiled := s.prepare(policies)
+	snap := snapshot{
+		keep:         make(map[uuid.UUID][]uuid.UUID, len(list)),
+		fingerprints: make(map[uuid.UUID][32]byte, len(list)),
+		errs:         map[uuid.UUID]error{},
 	}
 	for i := range list {
 		o := &list[i]
-		ts := s.textsOf(o, policies)
+		snap.fingerprints[o.ID] = fingerprint(o, policies)
+		ts, err := s.textsOf(o, compiled)
+		if err != nil {
+			snap.errs[o.ID] = err
+		}
 		snap.keep[o.ID] = []uuid.UUID{}
 		for _, t := range ts {
 			snap.keep[o.ID] = append(snap.keep[o.ID], t.policy)
@@ -246,48 +281,124 @@ func (s *Service) snapshot(ctx context.Context, db postgres.DBTX, objectIDs []uu
 	return snap, nil
 }
 
-// activePolicies loads and compiles the active policies of projects; a
-// policy whose template no longer compiles (it was checked when saved) is
-// left out and logged.
-func (s *Service) activePolicies(ctx context.Context, projects []uuid.UUID) ([]compiledPolicy, error) {
-	if len(projects) == 0 {
-		return nil, nil
-	}
-	list, err := s.policies.ActivePolicies(ctx, projects)
+// fingerprints reads the live objects among objectIDs and their projects'
+// active policies again, in db, and fingerprints them.
+func (s *Service) fingerprints(ctx context.Context, db postgres.DBTX, objectIDs []uuid.UUID) (map[uuid.UUID][32]byte, error) {
+	list, policies, err := s.load(ctx, db, objectIDs)
 	if err != nil {
-		return nil, fmt.Errorf("load embedding policies: %w", err)
+		return nil, err
 	}
-	out := make([]compiledPolicy, 0, len(list))
-	for _, p := range list {
-		t, err := compile(p.Template)
-		if err != nil {
-			s.logger.Warn("embedding policy template does not compile; policy skipped", "policy", p.ID, "project", p.ProjectID, "err", err)
-			continue
-		}
-		out = append(out, compiledPolicy{Policy: p, tmpl: t})
+	out := make(map[uuid.UUID][32]byte, len(list))
+	for i := range list {
+		out[list[i].ID] = fingerprint(&list[i], policies)
 	}
 	return out, nil
+}
+
+// load reads the live objects among objectIDs and the active policies of
+// their projects.
+func (s *Service) load(ctx context.Context, db postgres.DBTX, objectIDs []uuid.UUID) ([]Object, []Policy, error) {
+	list, err := s.objects.ObjectsByID(ctx, db, objectIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var projects []uuid.UUID
+	for _, o := range list {
+		if !slices.Contains(projects, o.ProjectID) {
+			projects = append(projects, o.ProjectID)
+		}
+	}
+	if len(projects) == 0 {
+		return list, nil, nil
+	}
+	policies, err := s.policies.ActivePolicies(ctx, projects)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load embedding policies: %w", err)
+	}
+	return list, policies, nil
+}
+
+// fingerprint identifies what o's texts are made of: the object's fields
+// whose changes queue a re-embedding (not its status or confidence, which
+// review decisions change without one) and the active policies covering
+// it.
+func fingerprint(o *Object, policies []Policy) [32]byte {
+	type covering struct {
+		ID                  uuid.UUID
+		ObjectTypes, Fields []string
+		Template, Model     string
+	}
+	v := struct {
+		ID, ProjectID          uuid.UUID
+		Type, Key, Name, Descr string
+		Properties             map[string]any
+		Labels                 []string
+		Policies               []covering
+	}{ID: o.ID, ProjectID: o.ProjectID, Type: o.Type, Key: o.Key, Name: o.Name, Descr: o.Description, Properties: o.Properties, Labels: o.Labels}
+	for _, p := range policies {
+		if p.covers(*o) {
+			v.Policies = append(v.Policies, covering{p.ID, p.ObjectTypes, p.Fields, p.Template, p.Model})
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Properties come from JSON; they always encode. Never match.
+		return sha256.Sum256([]byte(uuid.NewString()))
+	}
+	return sha256.Sum256(b)
+}
+
+// prepare checks and prepares the policies' templates. A policy whose
+// template is refused (stored before a rule existed) is kept with its
+// error, so that the objects it covers fail rather than fall back to the
+// default text.
+func (s *Service) prepare(policies []Policy) []*compiledPolicy {
+	out := make([]*compiledPolicy, 0, len(policies))
+	for _, p := range policies {
+		t, err := prepare(p.Template, p.Fields)
+		c := &compiledPolicy{Policy: p, tmpl: t}
+		if err != nil {
+			s.logger.Warn("embedding policy template refused; the objects it covers fail", "policy", p.ID, "project", p.ProjectID, "err", err)
+			c.err = jobqueue.Permanent(fmt.Errorf("embedding policy %s: %w", p.ID, err))
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // textsOf builds o's texts: one per active policy covering its type, else
 // the default text. Empty texts are left out (the object gets no vector
 // for that policy); so is a text whose template fails on this object,
-// which is logged.
-func (s *Service) textsOf(o *Object, policies []compiledPolicy) []objectText {
+// which is logged. A policy that cannot render (refused, or past its
+// budget on this or an earlier object of the batch) gives no text and its
+// error.
+func (s *Service) textsOf(o *Object, policies []*compiledPolicy) ([]objectText, error) {
 	var out []objectText
+	var failed error
 	covered := false
 	for _, p := range policies {
 		if !p.covers(*o) {
 			continue
 		}
 		covered = true
-		text, err := render(p.tmpl, *o, p.Fields)
-		if err != nil {
-			s.logger.Warn("embedding policy template failed on an object; no vector for it", "policy", p.ID, "object", o.ID, "err", err)
-			continue
+		if p.err == nil {
+			text, err := render(p.tmpl, *o, p.Fields, s.renderTimeout)
+			switch {
+			case errors.Is(err, errRenderBudget):
+				s.logger.Warn("embedding policy template ran past its render budget; the objects it covers fail", "policy", p.ID, "object", o.ID, "err", err)
+				p.err = jobqueue.Permanent(fmt.Errorf("embedding policy %s: %w", p.ID, err))
+			case err != nil:
+				s.logger.Warn("embedding policy template failed on an object; no vector for it", "policy", p.ID, "object", o.ID, "err", err)
+				continue
+			case text != "":
+				out = append(out, objectText{object: o, policy: p.ID, model: p.Model, text: text})
+				continue
+			default:
+				continue
+			}
 		}
-		if text != "" {
-			out = append(out, objectText{object: o, policy: p.ID, model: p.Model, text: text})
+		if failed == nil {
+			failed = p.err
 		}
 	}
 	if !covered {
@@ -295,7 +406,7 @@ func (s *Service) textsOf(o *Object, policies []compiledPolicy) []objectText {
 			out = append(out, objectText{object: o, policy: uuid.Nil, text: text})
 		}
 	}
-	return out
+	return out, failed
 }
 
 // outcomes publishes job.completed for the finished jobs.

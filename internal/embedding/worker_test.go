@@ -496,3 +496,158 @@ func (tableObjects) ObjectIDsByType(ctx context.Context, db postgres.DBTX, proje
 	}
 	return ids, nil
 }
+
+// claim marks every queued job running under the bundle's engine, as its
+// claim would, and returns them.
+func (b *testBundle) claim() []jobqueue.Job {
+	b.t.Helper()
+	rows, err := b.pool.Query(context.Background(), `UPDATE graph_embedding_jobs SET status = 'running', attempt = attempt + 1,
+		locked_by = $1, locked_until = now() + interval '1 hour', started_at = now(), updated_at = now()
+		WHERE status = 'queued' RETURNING id, project_id, attempt, retry_count, max_retries, run_at, started_at, created_at`, b.jobs.WorkerID())
+	require.NoError(b.t, err)
+	defer rows.Close()
+	var out []jobqueue.Job
+	for rows.Next() {
+		j := jobqueue.Job{Queue: embedding.Queue}
+		var project uuid.UUID
+		require.NoError(b.t, rows.Scan(&j.ID, &project, &j.Attempt, &j.RetryCount, &j.MaxRetries, &j.RunAt, &j.StartedAt, &j.CreatedAt))
+		j.ProjectID = &project
+		out = append(out, j)
+	}
+	require.NoError(b.t, rows.Err())
+	return out
+}
+
+// jobOf returns the id of object's (only) graph embedding job.
+func (b *testBundle) jobOf(object uuid.UUID) uuid.UUID {
+	b.t.Helper()
+	var id uuid.UUID
+	require.NoError(b.t, b.pool.QueryRow(context.Background(), `SELECT id FROM graph_embedding_jobs WHERE object_id = $1`, object).Scan(&id))
+	return id
+}
+
+type jobRow struct {
+	Status             string
+	Attempt, Retries   int
+	ErrorMsg           string
+	JobCompletedEvents int
+}
+
+// job reads object's graph embedding job and counts its job.completed
+// events.
+func (b *testBundle) job(object uuid.UUID) jobRow {
+	b.t.Helper()
+	var r jobRow
+	require.NoError(b.t, b.pool.QueryRow(context.Background(), `SELECT status, attempt, retry_count, coalesce(error_msg, ''),
+		(SELECT count(*) FROM events e WHERE e.type = 'job.completed' AND e.payload->>'jobId' = j.id::text)
+		FROM graph_embedding_jobs j WHERE object_id = $1`, object).Scan(&r.Status, &r.Attempt, &r.Retries, &r.ErrorMsg, &r.JobCompletedEvents))
+	return r
+}
+
+// TestWorkerCommitsStatusWithVectors: a batch's vectors and its jobs' final
+// statuses commit in one transaction. A job cancelled while its batch
+// worked gets no vector; a crash right after the handler (before the engine
+// records anything) loses nothing and re-runs nothing.
+func TestWorkerCommitsStatusWithVectors(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	ctx := context.Background()
+	cancelled := b.object(b.project, "Person", "Ada Lovelace", "", nil)
+	done := b.object(b.project, "Person", "Charles Babbage", "", nil)
+	b.enqueue(b.project, cancelled, done)
+	jobs := b.claim()
+	require.Len(t, jobs, 2)
+	// The cancel lands while the batch embeds (its worker never hears of
+	// it: the engine is not running).
+	require.NoError(t, b.jobs.Cancel(ctx, b.pool, embedding.Queue, b.jobOf(cancelled)))
+
+	results := embedding.Work(b.emb, jobqueue.ContextWithJobs(ctx, jobs), jobs)
+	// The process dies here: the engine records nothing.
+	for _, err := range results {
+		if err != nil {
+			require.ErrorIs(t, err, jobqueue.ErrCancelled)
+		}
+	}
+	vs := b.vectors(b.project)
+	require.NotContains(t, vs, vkey{cancelled, uuid.Nil}, "a job cancelled before the commit stores nothing")
+	require.Contains(t, vs, vkey{done, uuid.Nil})
+	require.Equal(t, jobRow{Status: "completed", Attempt: 1, JobCompletedEvents: 1}, b.job(done),
+		"the final status committed with the vector")
+	require.Equal(t, "cancelled", b.job(cancelled).Status)
+
+	// Restart after the crash: leases of jobs still running have expired;
+	// a new engine finds nothing to run again.
+	_, err := b.pool.Exec(ctx, `UPDATE graph_embedding_jobs SET locked_until = now() - interval '1 hour' WHERE status = 'running'`)
+	require.NoError(t, err)
+	b.start()
+	b.enqueue(b.project) // nothing
+	require.Never(t, func() bool { return b.job(done).Attempt != 1 }, 300*time.Millisecond, 20*time.Millisecond)
+	require.Equal(t, jobRow{Status: "completed", Attempt: 1, JobCompletedEvents: 1}, b.job(done), "not run twice, one event")
+	require.Len(t, b.vectors(b.project), 1)
+}
+
+// TestWorkerHostileTemplate: a policy whose template would keep a worker
+// busy forever fails only the jobs of the objects it covers, at once and
+// for good; every other object of the batch (other policies, the default
+// text, another project) is embedded.
+func TestWorkerHostileTemplate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	ctx := context.Background()
+	_, other := b.newProject()
+
+	parts := make([]any, 100000)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("part %d", i)
+	}
+	person := b.object(b.project, "Person", "Ada Lovelace", "", nil)
+	machine := b.object(b.project, "Machine", "Analytical Engine", "", map[string]any{"parts": parts})
+	place := b.object(b.project, "Place", "London", "", nil)
+	thing := b.object(b.project, "Thing", "Loom", "", nil)
+	elsewhere := b.object(other, "Person", "Grace Hopper", "", nil)
+
+	// Stored before templates were restricted: the checker refuses it now.
+	hostile := uuid.Must(uuid.NewV7())
+	_, err := b.pool.Exec(ctx, `INSERT INTO embedding_policies (id, project_id, name, object_types, fields, template, model, created_at, updated_at)
+		VALUES ($1, $2, 'hostile', '{Person}', '{}', '{{range 1000000000}}{{range 1000000000}}{{end}}{{end}}', $3, now(), now())`,
+		hostile, b.project, llm.LocalEmbedModel)
+	require.NoError(t, err)
+	// Accepted by the checker (ranges over a list field), but 10^15
+	// iterations: stopped by the render deadline.
+	slow, err := b.policies.Create(ctx, b.project, embeddingpolicy.CreateParams{
+		Name: "slow", ObjectTypes: []string{"Machine"}, Fields: []string{"parts"},
+		Template: "{{range $.parts}}{{range $.parts}}{{range $.parts}}{{end}}{{end}}{{end}}", Model: llm.LocalEmbedModel,
+	})
+	require.NoError(t, err)
+	good, err := b.policies.Create(ctx, b.project, embeddingpolicy.CreateParams{
+		Name: "places", ObjectTypes: []string{"Place"}, Fields: []string{}, Template: "{{.name}} ({{.type}})", Model: llm.LocalEmbedModel,
+	})
+	require.NoError(t, err)
+	b.enqueue(b.project, person, thing)
+	b.enqueue(other, elsewhere)
+	b.start()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM graph_embedding_jobs WHERE status IN ('queued', 'running')`).Scan(&n))
+		return n == 0
+	}, waitFor, 10*time.Millisecond)
+
+	p := b.job(person)
+	require.Equal(t, "failed", p.Status)
+	require.Zero(t, p.Retries, "failed for good: the template will not get better")
+	require.Contains(t, p.ErrorMsg, hostile.String())
+	require.Contains(t, p.ErrorMsg, "range may only iterate over a field")
+	m := b.job(machine)
+	require.Equal(t, "failed", m.Status)
+	require.Zero(t, m.Retries)
+	require.Contains(t, m.ErrorMsg, slow.ID.String())
+	require.Contains(t, m.ErrorMsg, "render budget")
+	for _, id := range []uuid.UUID{place, thing, elsewhere} {
+		require.Equal(t, "completed", b.job(id).Status)
+	}
+	vs := b.vectors(b.project)
+	require.Len(t, vs, 2)
+	require.Equal(t, hash("London (Place)"), vs[vkey{place, good.ID}].hash)
+	require.Contains(t, vs, vkey{thing, uuid.Nil})
+	require.Contains(t, b.vectors(other), vkey{elsewhere, uuid.Nil})
+}

@@ -34,21 +34,36 @@ const (
 
 // HubConfig configures a Hub.
 type HubConfig struct {
-	Pool      *pgxpool.Pool
-	Guard     *auth.Guard
+	Pool  *pgxpool.Pool
+	Guard *auth.Guard
+	// Watcher ties each stream to its token and memberships: a stream
+	// ends when they are gone, and each event is checked against the
+	// caller as of the latest authorization change.
+	Watcher   *auth.Watcher
 	Logger    *slog.Logger
 	Heartbeat time.Duration
 	Buffer    int
 }
 
 type client struct {
+	// p is the caller as it connected; watch, when set, gives the caller
+	// as of now.
 	p      *auth.Principal
+	watch  *auth.Watch
 	ch     chan Event
 	gone   chan struct{}
 	closed sync.Once
 }
 
 func (c *client) drop() { c.closed.Do(func() { close(c.gone) }) }
+
+// principal is the client's caller as of now.
+func (c *client) principal(ctx context.Context) (*auth.Principal, error) {
+	if c.watch == nil {
+		return c.p, nil
+	}
+	return c.watch.Principal(ctx)
+}
 
 // Hub fans committed events out to the event-stream clients of this
 // process. Notifications (ids) arrive from the Notifier; the hub loads each
@@ -165,7 +180,17 @@ func (h *Hub) deliver(ctx context.Context, id int64) {
 	}
 	h.mu.Unlock()
 	for _, c := range clients {
-		if !h.visible(qctx, c.p, e) {
+		// The caller as of the latest authorization change: an event of a
+		// project the user has just left is not shown, even before the
+		// watcher ends the stream.
+		p, err := c.principal(qctx)
+		if err != nil {
+			// Ended, or not verifiable now: the client reconnects and
+			// replays from its Last-Event-ID.
+			c.drop()
+			continue
+		}
+		if !h.visible(qctx, p, e) {
 			continue
 		}
 		select {
@@ -190,8 +215,15 @@ func (h *Hub) visible(ctx context.Context, p *auth.Principal, e Event) bool {
 	return e.ProjectID != nil && h.cfg.Guard.CanSee(ctx, p, *e.ProjectID)
 }
 
+func (h *Hub) newClient(p *auth.Principal) *client {
+	return &client{p: p, ch: make(chan Event, h.cfg.Buffer), gone: make(chan struct{})}
+}
+
 func (h *Hub) subscribe(p *auth.Principal) *client {
-	c := &client{p: p, ch: make(chan Event, h.cfg.Buffer), gone: make(chan struct{})}
+	return h.add(h.newClient(p))
+}
+
+func (h *Hub) add(c *client) *client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
@@ -236,7 +268,15 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		last = n
 	}
-	c := h.subscribe(p) // before the replay, so nothing falls in between
+	c := h.newClient(p)
+	watch, err := h.cfg.Watcher.Watch(r.Context(), r.Header.Get("Authorization"), uuid.Nil, c.drop)
+	if err != nil {
+		httpapi.WriteProblem(w, r, err)
+		return
+	}
+	defer watch.Close()
+	c.watch = watch
+	h.add(c) // before the replay, so nothing falls in between
 	defer h.unsubscribe(c)
 
 	rc := http.NewResponseController(w)
@@ -262,7 +302,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, e := range replay {
-			if h.visible(ctx, p, e) && !send(frame(e)) {
+			cur, err := c.principal(ctx)
+			if err != nil {
+				return
+			}
+			if h.visible(ctx, cur, e) && !send(frame(e)) {
 				return
 			}
 			last = e.ID

@@ -123,3 +123,43 @@ func TestHubVisibility(t *testing.T) {
 		require.Equal(t, c.want, h.visible(ctx, c.p, c.e), c.name)
 	}
 }
+
+// Each event is checked against the caller's memberships as of the latest
+// authorization change, not as of the stream's start: an event of a
+// project the user has just left is not delivered, even though nothing
+// else has ended the stream yet (the watcher here runs no re-checks).
+func TestHubChecksEventsAgainstCurrentMemberships(t *testing.T) {
+	t.Parallel()
+	h, _, project, publish := hubBundle(t, 8)
+	ctx := context.Background()
+	guard := h.cfg.Guard
+	ten := tenancy.NewService(h.cfg.Pool, guard, guard, time.Now)
+	u, err := ten.CreateUser(ctx, "leaver@example.com", "Leaver")
+	require.NoError(t, err)
+	_, err = ten.AddMember(ctx, project, u.ID, "viewer")
+	require.NoError(t, err)
+	tok, err := ten.CreateToken(ctx, nil, tenancy.CreateTokenParams{UserID: u.ID, Name: "t", Scopes: []string{"notifications:read"}})
+	require.NoError(t, err)
+	header := "Bearer " + tok.Token
+	p, err := guard.Authenticate(ctx, header)
+	require.NoError(t, err)
+
+	watcher := auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)})
+	c := h.newClient(p)
+	c.watch, err = watcher.Watch(ctx, header, uuid.Nil, c.drop)
+	require.NoError(t, err)
+	h.add(c)
+
+	first := publish(time.Now())
+	h.deliver(ctx, first)
+	require.Equal(t, first, (<-c.ch).ID)
+
+	require.NoError(t, ten.RemoveMember(ctx, project, u.ID))
+	h.deliver(ctx, publish(time.Now()))
+	require.Empty(t, c.ch, "an event of a project the user left")
+	select {
+	case <-c.gone:
+	default:
+		t.Fatal("the stream of a user who lost a membership goes on")
+	}
+}

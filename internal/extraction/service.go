@@ -30,7 +30,7 @@ type TypeSource interface {
 type GraphWriter interface {
 	Apply(ctx context.Context, tx pgx.Tx, project uuid.UUID, jobID *uuid.UUID, objs []graph.ObjectInput, rels []graph.RelationshipInput) (graph.ApplyResult, error)
 	SetObjectsStatus(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID, status string) error
-	DeleteObjects(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID) error
+	DeleteSuggestions(ctx context.Context, tx pgx.Tx, project, job uuid.UUID, ids []uuid.UUID) error
 }
 
 // Generator is a resolved generative model (provider.Handle): every call

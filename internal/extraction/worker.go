@@ -622,7 +622,9 @@ func (s *Service) outcomes(ctx context.Context, tx pgx.Tx, outs []jobqueue.Outco
 }
 
 // resolveReview applies a resolved review task: accepted accepts the
-// suggested objects, rejected deletes them (with their relationships).
+// suggested objects, rejected deletes those still suggested by the task's
+// job (with their relationships); what was accepted or re-extracted by
+// another job since stays.
 func (s *Service) resolveReview(ctx context.Context, tx pgx.Tx, t task.Task, resolution string) error {
 	var meta struct {
 		ObjectIDs []uuid.UUID `json:"objectIds"`
@@ -639,7 +641,11 @@ func (s *Service) resolveReview(ctx context.Context, tx pgx.Tx, t task.Task, res
 	case task.StatusAccepted:
 		return s.cfg.Graph.SetObjectsStatus(ctx, tx, t.ProjectID, meta.ObjectIDs, graph.StatusAccepted)
 	case task.StatusRejected:
-		return s.cfg.Graph.DeleteObjects(ctx, tx, t.ProjectID, meta.ObjectIDs)
+		job, err := uuid.Parse(t.SourceID)
+		if err != nil {
+			return fmt.Errorf("review task %s: source %q is not a job id", t.ID, t.SourceID)
+		}
+		return s.cfg.Graph.DeleteSuggestions(ctx, tx, t.ProjectID, job, meta.ObjectIDs)
 	}
 	return nil
 }

@@ -388,10 +388,20 @@ func TestStatusDeleteAndObjectsByID(t *testing.T) {
 	require.Equal(t, graph.StatusAccepted, b.object(t, bb).Status)
 	require.Empty(t, b.queue.take(), "a status change is not re-embedded")
 
+	// Only suggestions still owned by the job are deleted: bb was
+	// accepted since, and the job is the objects' job (apply records it).
+	job := uuid.Must(uuid.NewV7())
+	_, err = b.pool.Exec(ctx, `UPDATE graph_objects SET extraction_job_id = $1 WHERE project_id = $2`, job, b.project)
+	require.NoError(t, err)
 	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
-		return b.svc.DeleteObjects(ctx, tx, b.project, []uuid.UUID{a})
+		return b.svc.DeleteSuggestions(ctx, tx, b.project, uuid.Must(uuid.NewV7()), []uuid.UUID{a, bb})
+	}))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM graph_objects WHERE id = $1`, a), "another job's suggestion stays")
+	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		return b.svc.DeleteSuggestions(ctx, tx, b.project, job, []uuid.UUID{a, bb})
 	}))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_objects WHERE id = $1`, a), "hard delete")
+	require.Equal(t, graph.StatusAccepted, b.object(t, bb).Status, "an accepted object stays")
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_relationships`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_object_provenance`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_relationship_provenance`))

@@ -447,14 +447,17 @@ func (s *Service) SetObjectsStatus(ctx context.Context, tx pgx.Tx, project uuid.
 	return objectsSetStatus(ctx, tx, project, ids, status, s.now().UTC())
 }
 
-// DeleteObjects hard-deletes objects of project among ids in the caller's
-// transaction (rejected suggestions); their relationships, provenance,
-// embeddings and embedding jobs go with them.
-func (s *Service) DeleteObjects(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID) error {
+// DeleteSuggestions hard-deletes, in the caller's transaction, the objects
+// of project among ids that are still suggestions of extraction job job
+// (a rejected review): an object accepted since, or taken over by another
+// job, stays. Their relationships, provenance, embeddings and embedding
+// jobs go with them.
+func (s *Service) DeleteSuggestions(ctx context.Context, tx pgx.Tx, project, job uuid.UUID, ids []uuid.UUID) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := objectsDelete(ctx, tx, project, ids); err != nil {
+	n, err := objectsDeleteSuggestions(ctx, tx, project, job, ids)
+	if err != nil || n == 0 {
 		return err
 	}
 	// Their vectors went with them (cascade).

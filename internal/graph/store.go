@@ -270,14 +270,17 @@ func objectsSetStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, 
 	return nil
 }
 
-// objectsDelete hard-deletes objects of project among ids; relationships,
-// provenance, embeddings and embedding jobs go with them (foreign keys).
-func objectsDelete(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID) error {
-	_, err := db.Exec(ctx, `DELETE FROM graph_objects WHERE project_id = $1 AND id = ANY($2)`, project, ids)
+// objectsDeleteSuggestions hard-deletes the objects of project among ids
+// still suggested by extraction job job and reports how many went;
+// relationships, provenance, embeddings and embedding jobs go with them
+// (foreign keys).
+func objectsDeleteSuggestions(ctx context.Context, db postgres.DBTX, project, job uuid.UUID, ids []uuid.UUID) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM graph_objects
+		WHERE project_id = $1 AND id = ANY($2) AND status = 'suggested' AND extraction_job_id = $3`, project, ids, job)
 	if err != nil {
-		return fmt.Errorf("delete objects: %w", err)
+		return 0, fmt.Errorf("delete suggestions: %w", err)
 	}
-	return nil
+	return tag.RowsAffected(), nil
 }
 
 // relationshipInsert stores a new relationship; false when one of the

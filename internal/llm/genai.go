@@ -89,13 +89,15 @@ func NewKeyAI(ctx context.Context, apiKey, baseURL string, httpClient *http.Clie
 // NewAccountAI returns the "account-ai" client: Vertex AI in gcpProject
 // (the key file's project_id when empty) and location ("global" when
 // empty), authenticated by the service-account key file
-// serviceAccountJSON. Access tokens come from the OAuth JWT-bearer exchange
-// at the file's token_uri, through httpClient (nil: a default client), and
-// are cached and refreshed by cloud.google.com/go/auth. baseURL overrides
-// the endpoint (empty: the location's aiplatform endpoint). It makes no
-// request.
-func NewAccountAI(ctx context.Context, serviceAccountJSON []byte, gcpProject, location, baseURL string, httpClient *http.Client) (Client, error) {
-	sa, err := parseServiceAccount(serviceAccountJSON)
+// serviceAccountJSON, whose token_uri must be Google's or one that allow
+// names (see ValidateServiceAccountJSON). Access tokens come from the
+// OAuth JWT-bearer exchange at that token_uri, through httpClient (nil: a
+// default client) with redirects refused (they would carry the signed
+// assertion elsewhere), and are cached and refreshed by
+// cloud.google.com/go/auth. baseURL overrides the endpoint (empty: the
+// location's aiplatform endpoint). It makes no request.
+func NewAccountAI(ctx context.Context, serviceAccountJSON []byte, gcpProject, location, baseURL string, httpClient *http.Client, allow AllowList) (Client, error) {
+	sa, err := parseServiceAccount(serviceAccountJSON, allow)
 	if err != nil {
 		return nil, &Error{Kind: ErrorAuth, Message: ProviderAccountAI + ": " + err.Error()}
 	}
@@ -117,9 +119,12 @@ func NewAccountAI(ctx context.Context, serviceAccountJSON []byte, gcpProject, lo
 		redact:   newRedactor(sa.secrets()...),
 		now:      time.Now,
 	}
-	tokenClient := httpClient
-	if tokenClient == nil {
-		tokenClient = &http.Client{}
+	tokenClient := &http.Client{}
+	if httpClient != nil {
+		*tokenClient = *httpClient
+	}
+	tokenClient.CheckRedirect = func(*http.Request, []*http.Request) error {
+		return errors.New("the token endpoint redirected; refused")
 	}
 	creds, err := credentials.NewCredentialsFromJSON(credentials.ServiceAccount, serviceAccountJSON, &credentials.DetectOptions{
 		Scopes: []string{cloudPlatformScope},

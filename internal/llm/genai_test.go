@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,10 +14,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
+
+// loopback is the allow list of tests: the fakes' token endpoints listen
+// on 127.0.0.1.
+var loopback = mustGuard("127.0.0.0/8") //nolint:gochecknoglobals // test fixture
+
+func mustGuard(allow ...string) *egress.Guard {
+	g, err := egress.New(allow)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
 
 const (
 	testAPIKey   = "AIzaSy-test-key-0123456789abcdefghij"
@@ -64,7 +78,7 @@ func providers() []provider {
 				t.Helper()
 				fake := llmtest.NewVertex(t, testProject, testLocation)
 				sa := fake.ServiceAccountJSON()
-				c, err := llm.NewAccountAI(context.Background(), sa, testProject, testLocation, fake.URL(), fake.Client())
+				c, err := llm.NewAccountAI(context.Background(), sa, testProject, testLocation, fake.URL(), fake.Client(), loopback)
 				require.NoError(t, err)
 				return bundle{client: c, fake: fake.Fake, vertex: fake, secrets: serviceAccountSecrets(t, sa)}
 			},
@@ -289,7 +303,7 @@ func TestEmbedSplitsAboveTheRequestLimit(t *testing.T) {
 	t.Run("account-ai gemini models one per request", func(t *testing.T) {
 		t.Parallel()
 		fake := llmtest.NewVertex(t, testProject, testLocation)
-		c, err := llm.NewAccountAI(context.Background(), fake.ServiceAccountJSON(), testProject, testLocation, fake.URL(), fake.Client())
+		c, err := llm.NewAccountAI(context.Background(), fake.ServiceAccountJSON(), testProject, testLocation, fake.URL(), fake.Client(), loopback)
 		require.NoError(t, err)
 		texts := []string{"alpha beta", "gamma", "delta epsilon zeta", "eta", "theta iota"}
 		for _, model := range []string{"gemini-embedding-001", "gemini-embedding-2"} { // predict, embedContent
@@ -313,7 +327,7 @@ func TestEmbedSplitsAboveTheRequestLimit(t *testing.T) {
 	t.Run("account-ai predict token budget", func(t *testing.T) {
 		t.Parallel()
 		fake := llmtest.NewVertex(t, testProject, testLocation)
-		c, err := llm.NewAccountAI(context.Background(), fake.ServiceAccountJSON(), testProject, testLocation, fake.URL(), fake.Client())
+		c, err := llm.NewAccountAI(context.Background(), fake.ServiceAccountJSON(), testProject, testLocation, fake.URL(), fake.Client(), loopback)
 		require.NoError(t, err)
 		long := strings.Repeat("word ", 8000) // 10,000 estimated tokens
 		_, err = c.Embed(context.Background(), "text-embedding-005", []string{long, long, "short"}, 4)
@@ -342,7 +356,7 @@ func TestListModels(t *testing.T) {
 	t.Run("account-ai", func(t *testing.T) {
 		t.Parallel()
 		fake := llmtest.NewVertex(t, testProject, testLocation)
-		c, err := llm.NewAccountAI(context.Background(), fake.ServiceAccountJSON(), testProject, testLocation, fake.URL(), fake.Client())
+		c, err := llm.NewAccountAI(context.Background(), fake.ServiceAccountJSON(), testProject, testLocation, fake.URL(), fake.Client(), loopback)
 		require.NoError(t, err)
 		ms, err := c.ListModels(context.Background())
 		require.NoError(t, err)
@@ -463,7 +477,7 @@ func TestAccountAITokenExchange(t *testing.T) {
 	fake := llmtest.NewVertex(t, testProject, testLocation)
 	sa := fake.ServiceAccountJSON()
 	secrets := serviceAccountSecrets(t, sa)
-	c, err := llm.NewAccountAI(context.Background(), sa, "", testLocation, fake.URL(), fake.Client())
+	c, err := llm.NewAccountAI(context.Background(), sa, "", testLocation, fake.URL(), fake.Client(), loopback)
 	require.NoError(t, err, "the project defaults to the key file's project_id")
 	require.Equal(t, 0, fake.Count(llmtest.EndpointToken), "no request before the first call")
 
@@ -495,7 +509,7 @@ func TestAccountAITokenExchange(t *testing.T) {
 
 	// A key the token endpoint does not know.
 	other := llmtest.NewVertex(t, testProject, testLocation)
-	c, err = llm.NewAccountAI(context.Background(), other.ServiceAccountJSON(), testProject, testLocation, fake.URL(), fake.Client())
+	c, err = llm.NewAccountAI(context.Background(), other.ServiceAccountJSON(), testProject, testLocation, fake.URL(), fake.Client(), loopback)
 	require.NoError(t, err)
 	_, err = c.Generate(context.Background(), "m", llm.GenerateRequest{Prompt: "p"})
 	// The other fake's token_uri answers, but the API (this fake) does not
@@ -506,7 +520,7 @@ func TestAccountAITokenExchange(t *testing.T) {
 func TestAccountAIWrongProject(t *testing.T) {
 	t.Parallel()
 	fake := llmtest.NewVertex(t, testProject, testLocation)
-	c, err := llm.NewAccountAI(context.Background(), fake.ServiceAccountJSON(), "someone-else", testLocation, fake.URL(), fake.Client())
+	c, err := llm.NewAccountAI(context.Background(), fake.ServiceAccountJSON(), "someone-else", testLocation, fake.URL(), fake.Client(), loopback)
 	require.NoError(t, err)
 	_, err = c.Generate(context.Background(), "m", llm.GenerateRequest{Prompt: "p"})
 	requireKind(t, err, llm.ErrorInvalid, 404)
@@ -554,14 +568,14 @@ func TestConstructorErrors(t *testing.T) {
 
 	fake := llmtest.NewVertex(t, testProject, testLocation)
 	sa := fake.ServiceAccountJSON()
-	_, err = llm.NewAccountAI(ctx, []byte(`{"type":"authorized_user"}`), testProject, testLocation, "", nil)
+	_, err = llm.NewAccountAI(ctx, []byte(`{"type":"authorized_user"}`), testProject, testLocation, "", nil, loopback)
 	requireKind(t, err, llm.ErrorAuth, 0)
 	require.Contains(t, llmError(t, err).Message, `"type" is "authorized_user"`)
-	_, err = llm.NewAccountAI(ctx, sa, testProject, testLocation, "ftp://x", nil)
+	_, err = llm.NewAccountAI(ctx, sa, testProject, testLocation, "ftp://x", nil, loopback)
 	requireKind(t, err, llm.ErrorInvalid, 0)
 	noProject := strings.Replace(string(sa), `"project_id": "`+testProject+`"`, `"project_id": ""`, 1)
 	require.NotEqual(t, string(sa), noProject)
-	_, err = llm.NewAccountAI(ctx, []byte(noProject), "", testLocation, "", nil)
+	_, err = llm.NewAccountAI(ctx, []byte(noProject), "", testLocation, "", nil, loopback)
 	requireKind(t, err, llm.ErrorInvalid, 0)
 	require.Contains(t, err.Error(), "no GCP project")
 
@@ -569,7 +583,7 @@ func TestConstructorErrors(t *testing.T) {
 	c, err := llm.NewKeyAI(ctx, testAPIKey, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, llm.ProviderKeyAI, c.Provider())
-	c, err = llm.NewAccountAI(ctx, sa, testProject, "", "", nil)
+	c, err = llm.NewAccountAI(ctx, sa, testProject, "", "", nil, loopback)
 	require.NoError(t, err)
 	require.Equal(t, llm.ProviderAccountAI, c.Provider())
 }
@@ -591,4 +605,57 @@ func TestJobError(t *testing.T) {
 	tr := &llm.Error{Kind: llm.ErrorTransient, Status: 502, Message: "bad gateway"}
 	require.Equal(t, error(tr), llm.JobError(tr))
 	require.Equal(t, "llm transient (HTTP 502): bad gateway", tr.Error())
+}
+
+// TestAccountAITokenEndpointEgress: the token endpoint a service-account
+// file names is checked when the client is built (Google's, or one the
+// allow list names), never followed through a redirect, and the provider
+// calls dial through the egress guard, redirects included.
+func TestAccountAITokenEndpointEgress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fake := llmtest.NewVertex(t, testProject, testLocation)
+	sa := fake.ServiceAccountJSON() // token_uri http://127.0.0.1:<port>/token
+
+	// Not named by the allow list: refused before any request.
+	for _, allow := range []*egress.Guard{nil, mustGuard(), mustGuard("10.0.0.0/8", "oauth2.example.com")} {
+		_, err := llm.NewAccountAI(ctx, sa, testProject, testLocation, fake.URL(), fake.Client(), allow)
+		requireKind(t, err, llm.ErrorAuth, 0)
+		require.Contains(t, err.Error(), "token_uri")
+		require.Contains(t, err.Error(), "GRAPHMILL_EGRESS_ALLOW")
+	}
+	require.Zero(t, fake.Count(llmtest.EndpointToken))
+
+	// A token endpoint that redirects: the signed assertion is not sent on.
+	var redirected int
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirected++
+		http.Redirect(w, r, fake.URL()+llmtest.TokenPath, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	moved := strings.Replace(string(sa), fake.URL()+llmtest.TokenPath, redirector.URL+"/token", 1)
+	require.NotEqual(t, string(sa), moved)
+	c, err := llm.NewAccountAI(ctx, []byte(moved), testProject, testLocation, fake.URL(), fake.Client(), loopback)
+	require.NoError(t, err)
+	_, err = c.Generate(ctx, "m", llm.GenerateRequest{Prompt: "p"})
+	require.Error(t, err)
+	require.Equal(t, 1, redirected)
+	require.Zero(t, fake.Count(llmtest.EndpointToken), "the redirect was not followed")
+
+	// The API calls dial through the guard: a redirect to an address the
+	// guard does not allow is refused at the dial.
+	_, fakePort, err := net.SplitHostPort(strings.TrimPrefix(fake.URL(), "http://"))
+	require.NoError(t, err)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, fake.URL()+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(api.Close)
+	guard := mustGuard(strings.TrimPrefix(api.URL, "http://")) // the API's host:port only
+	c, err = llm.NewKeyAI(ctx, testAPIKey, api.URL, guard.Client(0))
+	require.NoError(t, err)
+	_, err = c.Generate(ctx, "m", llm.GenerateRequest{Prompt: "p"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "GRAPHMILL_EGRESS_ALLOW")
+	require.Contains(t, err.Error(), fakePort)
+	require.Zero(t, fake.Count(llmtest.EndpointGenerate))
 }

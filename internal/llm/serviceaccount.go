@@ -8,8 +8,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -25,17 +25,35 @@ type serviceAccountFile struct {
 	QuotaProjectID string `json:"quota_project_id"`
 }
 
+// AllowList names the destinations the operator allows beyond the
+// providers' own (GRAPHMILL_EGRESS_ALLOW; *egress.Guard implements it).
+type AllowList interface {
+	// Names reports whether the list names host (and port) itself.
+	Names(host, port string) bool
+}
+
+// googleTokenHosts are the hosts of Google's documented OAuth 2.0 token
+// endpoints: https://oauth2.googleapis.com/token (what key files name
+// today), https://accounts.google.com/o/oauth2/token and
+// https://www.googleapis.com/oauth2/v4/token (older files).
+func googleTokenHosts() []string {
+	return []string{"oauth2.googleapis.com", "accounts.google.com", "www.googleapis.com"}
+}
+
 // ValidateServiceAccountJSON checks that b is a usable Google
 // service-account key file: a JSON object of type "service_account" with
-// client_email, an RSA private_key in PEM form and an https token_uri
-// (plain http only for a loopback host, as emulators and tests use). The
-// error says what is wrong without ever repeating key material.
-func ValidateServiceAccountJSON(b []byte) error {
-	_, err := parseServiceAccount(b)
+// client_email, an RSA private_key in PEM form and a token_uri that is one
+// of Google's token endpoints over https, or a URL whose host allow names
+// (emulators, tests; nil names nothing). The token request carries a
+// signed assertion and goes wherever the file says, so a tenant's file
+// must not point it at this server's own addresses. The error says what is
+// wrong without ever repeating key material.
+func ValidateServiceAccountJSON(b []byte, allow AllowList) error {
+	_, err := parseServiceAccount(b, allow)
 	return err
 }
 
-func parseServiceAccount(b []byte) (*serviceAccountFile, error) {
+func parseServiceAccount(b []byte, allow AllowList) (*serviceAccountFile, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return nil, errors.New("service account credentials are empty")
@@ -85,7 +103,7 @@ func parseServiceAccount(b []byte) (*serviceAccountFile, error) {
 	if err := checkPrivateKey(f.PrivateKey); err != nil {
 		return nil, err
 	}
-	if err := checkTokenURI(f.TokenURI); err != nil {
+	if err := checkTokenURI(f.TokenURI, allow); err != nil {
 		return nil, err
 	}
 	return &f, nil
@@ -108,28 +126,21 @@ func checkPrivateKey(s string) error {
 	return errors.New("service account credentials: private_key is not an RSA private key in PKCS#8 or PKCS#1 form")
 }
 
-func checkTokenURI(s string) error {
+func checkTokenURI(s string, allow AllowList) error {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
 		return errors.New("service account credentials: token_uri is not an absolute URL")
 	}
-	switch u.Scheme {
-	case "https":
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if u.Scheme == "https" && u.User == nil && (port == "" || port == "443") && slices.Contains(googleTokenHosts(), host) {
 		return nil
-	case "http":
-		if isLoopback(u.Hostname()) {
-			return nil
-		}
 	}
-	return errors.New("service account credentials: token_uri must be an https URL")
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
+	if (u.Scheme == "https" || u.Scheme == "http") && allow != nil && allow.Names(host, port) {
+		return nil
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return errors.New("service account credentials: token_uri must be one of Google's token endpoints over https " +
+		"(https://oauth2.googleapis.com/token, https://accounts.google.com/o/oauth2/token, https://www.googleapis.com/oauth2/v4/token) " +
+		"or a URL whose host GRAPHMILL_EGRESS_ALLOW names")
 }
 
 // secrets returns the strings of the file that must never appear in an

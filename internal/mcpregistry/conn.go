@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -113,27 +118,91 @@ type connector struct {
 	httpClient *http.Client // dials through the egress guard
 	idle       time.Duration
 	startWait  time.Duration
-	credential *syscall.Credential // nil unless running as root
+	credential *syscall.Credential // nil: children run as this process's user
+	maxBody    int64               // per response body of a remote server
+	maxCalls   int                 // operations at once per server
 
 	mu    sync.Mutex
 	slots map[uuid.UUID]*slot
+	calls map[uuid.UUID]chan struct{} // a semaphore per server
 	wg    sync.WaitGroup
 }
 
-// unprivileged returns the credential stdio servers run with when the
-// server runs as root: the nobody user.
-func unprivileged() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
+// acquire takes one of server id's call slots, or fails at once with
+// rate_limited when all are taken; release gives it back.
+func (c *connector) acquire(srv Server) (release func(), err error) {
+	c.mu.Lock()
+	sem, ok := c.calls[srv.ID]
+	if !ok {
+		sem = make(chan struct{}, c.maxCalls)
+		c.calls[srv.ID] = sem
 	}
-	u, err := user.Lookup("nobody")
+	c.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	default:
+		return nil, errs.Errorf(errs.RateLimited, "the MCP server %q already has %d concurrent calls from this server; try again when one ends", srv.Name, c.maxCalls)
+	}
+}
+
+// forget drops the call slots of a deleted server.
+func (c *connector) forget(id uuid.UUID) {
+	c.mu.Lock()
+	delete(c.calls, id)
+	c.mu.Unlock()
+}
+
+// host is what decides whom stdio children run as: this process's
+// effective uid and whether it may switch users (CAP_SETUID and
+// CAP_SETGID).
+type host struct {
+	euid  int
+	setID bool
+}
+
+// currentHost reads this process's identity.
+func currentHost() host {
+	h := host{euid: os.Geteuid()}
+	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return nil, fmt.Errorf("running as root, stdio MCP servers run as nobody, but: %w", err)
+		return h
+	}
+	for line := range strings.Lines(string(status)) {
+		if hexCaps, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(hexCaps), 16, 64)
+			const setGID, setUID = 1 << 6, 1 << 7 // CAP_SETGID, CAP_SETUID
+			h.setID = err == nil && caps&setGID != 0 && caps&setUID != 0
+		}
+	}
+	return h
+}
+
+// stdioCredential returns the credential stdio children run with: the
+// named user (GRAPHMILL_MCP_STDIO_USER), else nobody when running as
+// root. nil means they run as this process's own user, and can read its
+// environment and files: its secrets.
+func stdioCredential(h host, name string) (*syscall.Credential, error) {
+	if name == "" {
+		if h.euid != 0 {
+			return nil, nil
+		}
+		name = "nobody"
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("stdio MCP servers run as %s (GRAPHMILL_MCP_STDIO_USER; nobody by default when running as root), but: %w", name, err)
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("user nobody has no numeric uid or gid")
+		return nil, fmt.Errorf("user %s has no numeric uid or gid", name)
+	}
+	if int(uid) == h.euid {
+		return nil, nil
+	}
+	if h.euid != 0 && !h.setID {
+		return nil, fmt.Errorf("stdio MCP servers should run as %s (GRAPHMILL_MCP_STDIO_USER), but this server (uid %d) may not switch users: run it as root or with CAP_SETUID and CAP_SETGID, or unset GRAPHMILL_MCP_STDIO_USER", name, h.euid)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
@@ -149,8 +218,13 @@ func (c *connector) slot(id uuid.UUID) *slot {
 	return s
 }
 
-// with runs fn with a session to srv.
+// with runs fn with a session to srv, within srv's call slots.
 func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSession) error) error {
+	release, err := c.acquire(srv)
+	if err != nil {
+		return err
+	}
+	defer release()
 	switch srv.Type {
 	case TypeStdio:
 		p, err := c.stdio(ctx, srv)
@@ -165,25 +239,30 @@ func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSes
 		}
 		return err
 	case TypeSSE, TypeHTTP:
-		cs, err := c.remote(ctx, srv)
-		if err != nil {
-			return err
+		lim := &bodyLimit{max: c.maxBody}
+		cs, err := c.remote(ctx, srv, lim)
+		if err == nil {
+			err = fn(cs)
+			_ = cs.Close()
 		}
-		defer cs.Close()
-		return fn(cs)
+		if err != nil && lim.exceeded.Load() {
+			return errs.Errorf(errs.BadGateway, "the MCP server %q sent a response larger than %d bytes (GRAPHMILL_MCP_MAX_RESPONSE_BYTES)", srv.Name, c.maxBody)
+		}
+		return err
 	}
 	return ErrBuiltinRemote
 }
 
 // remote connects to an SSE or streamable HTTP server with the record's
-// headers.
-func (c *connector) remote(ctx context.Context, srv Server) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: headerTransport{base: c.httpClient.Transport, headers: srv.headers}}
+// headers, every response body bounded by lim.
+func (c *connector) remote(ctx context.Context, srv Server, lim *bodyLimit) (*mcp.ClientSession, error) {
+	endpoint := srv.url()
+	hc := &http.Client{Transport: lim.wrap(headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(endpoint)})}
 	var t mcp.Transport
 	if srv.Type == TypeSSE {
-		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}
+		t = &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}
 	} else {
-		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		t = &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	}
 	cs, err := c.client.Connect(ctx, t, nil)
 	if err != nil {
@@ -192,18 +271,108 @@ func (c *connector) remote(ctx context.Context, srv Server) (*mcp.ClientSession,
 	return cs, nil
 }
 
-// headerTransport adds the record's headers to every request.
+// headerTransport adds the record's headers to the requests to the
+// record's origin, never to another (a redirect, an SSE endpoint event
+// naming another host).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	origin  string
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) == 0 || h.origin == "" || originOf(r.URL) != h.origin {
+		return h.base.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range h.headers {
 		r.Header.Set(k, v)
 	}
 	return h.base.RoundTrip(r)
+}
+
+// errBodyTooLarge ends the read of a response body beyond its limit.
+var errBodyTooLarge = errors.New("mcp server response body exceeds the limit")
+
+// bodyLimit bounds each response body of one session's HTTP client to max
+// bytes (go-sdk reads JSON answers whole, with no limit) and remembers
+// whether one went beyond.
+type bodyLimit struct {
+	max      int64
+	exceeded atomic.Bool
+}
+
+func (l *bodyLimit) wrap(base http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		res, err := base.RoundTrip(r)
+		if err != nil {
+			return nil, err
+		}
+		res.Body = &limitedBody{rc: res.Body, left: l.max, limit: l}
+		return res, nil
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// limitedBody reads at most left more bytes of rc; a byte beyond fails
+// the read (and every later one) with errBodyTooLarge.
+type limitedBody struct {
+	rc    io.ReadCloser
+	left  int64
+	limit *bodyLimit
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more tells a body of exactly the limit from a longer one
+	}
+	n, err := b.rc.Read(p)
+	if int64(n) > b.left {
+		n = int(b.left)
+		b.left = -1
+		b.limit.exceeded.Store(true)
+		return n, errBodyTooLarge
+	}
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// origin returns the origin of raw ("" when it does not parse): see
+// originOf.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return originOf(u)
+}
+
+// originOf returns scheme://host:port of u, lower case, with the scheme's
+// default port made explicit; "" without a host. Sealed headers belong to
+// one origin.
+func originOf(u *url.URL) string {
+	if u == nil || u.Host == "" {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // connectError turns a failed connection into a client-safe error.
@@ -260,7 +429,7 @@ func (c *connector) start(ctx context.Context, srv Server) (*proc, error) {
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
-	cmd := exec.Command(srv.Command, srv.Args...) //nolint:gosec,noctx // running the configured command is the point; its lifetime is the process pool's, not a request's
+	cmd := exec.Command(srv.Command, srv.args()...) //nolint:gosec,noctx // running the configured command is the point; its lifetime is the process pool's, not a request's
 	cmd.Env = []string{"PATH=" + path}
 	for k, v := range srv.env {
 		if k != "PATH" {
@@ -275,6 +444,7 @@ func (c *connector) start(ctx context.Context, srv Server) (*proc, error) {
 	cmd.Stderr = stderr
 	sctx, cancel := context.WithTimeout(ctx, c.startWait)
 	defer cancel()
+	closeOnExec()
 	cs, err := c.client.Connect(sctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
 	if err != nil {
 		if cmd.Process != nil {
@@ -299,6 +469,25 @@ func (c *connector) start(ctx context.Context, srv Server) (*proc, error) {
 	}()
 	c.logger.Info("mcp stdio server started", "server", srv.ID, "pid", cmd.Process.Pid)
 	return p, nil
+}
+
+// closeOnExec marks every descriptor of this process above stderr
+// close-on-exec before a child starts. exec.Cmd passes a child only its
+// stdin, stdout and stderr, and Go opens everything close-on-exec, but a
+// descriptor opened otherwise (by cgo or a raw syscall in a library) would
+// reach the child: a socket to the database, the secret key file.
+func closeOnExec() {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return // not Linux: nothing to scan
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	for _, n := range names {
+		if fd, err := strconv.Atoi(n); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // stop ends the process of server id, if any.

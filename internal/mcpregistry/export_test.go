@@ -10,3 +10,9 @@ func NewRingLog(max int) interface {
 } {
 	return &ringLog{max: max}
 }
+
+// PretendHost makes the service act as if it ran with effective uid euid,
+// allowed to switch users or not.
+func PretendHost(c *Config, euid int, setID bool) {
+	c.host = &host{euid: euid, setID: setID}
+}

@@ -106,6 +106,10 @@ type (
 			Config  map[string]any `json:"config,omitempty" doc:"api_key for configurable tools; stored sealed, returned as ***."`
 		}
 	}
+	projectToolIn struct {
+		ProjectID string `path:"projectId"`
+		ToolName  string `path:"toolName"`
+	}
 	noContent struct {
 		Status int
 	}
@@ -126,7 +130,9 @@ func page[T any](items []T, p httpapi.PageParams) httpapi.List[T] {
 // (agents use them); changing them, inspecting and syncing (which start
 // processes and open connections) need mcp:admin and the project admin
 // role; stdio servers also pass CheckStdio. Organization defaults need
-// mcp:admin and the organization admin role.
+// mcp:admin and the organization admin role; a project's tool settings
+// are changed through its built-in server's tools and removed by
+// DELETE /api/admin/projects/{projectId}/tool-settings/{toolName}.
 func rules() (read, write, registry, org auth.Rule) {
 	return auth.Rule{Scope: auth.MCPUse, Resource: auth.Project, ProjectRole: auth.ProjectViewer},
 		auth.Rule{Scope: auth.MCPAdmin, Resource: auth.Project, ProjectRole: auth.ProjectAdmin},
@@ -346,6 +352,15 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 				return nil, err
 			}
 			return &httpapi.Created[InstallResult]{Status: http.StatusCreated, Body: res}, nil
+		})
+
+	huma.Register(api, httpapi.Op("project-tool-settings-delete", http.MethodDelete, "/api/admin/projects/{projectId}/tool-settings/{toolName}",
+		"Remove the project's setting of a built-in tool; the project falls back to its organization's default, else the global setting (project admins)", write),
+		func(ctx context.Context, in *projectToolIn) (*noContent, error) {
+			if err := svc.DeleteProjectToolSetting(ctx, auth.AccessFrom(ctx).ProjectID, in.ToolName); err != nil {
+				return nil, err
+			}
+			return &noContent{Status: http.StatusNoContent}, nil
 		})
 
 	huma.Register(api, httpapi.Op("org-tool-settings-list", http.MethodGet, "/api/admin/orgs/{orgId}/tool-settings",

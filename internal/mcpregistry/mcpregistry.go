@@ -59,6 +59,8 @@ var (
 	ErrStdioOff       = errs.New(errs.PermissionDenied, "stdio MCP servers are disabled on this deployment (GRAPHMILL_MCP_STDIO=disabled)")
 	ErrStdioSuper     = errs.New(errs.PermissionDenied, "only superadmins may create or change stdio MCP servers (GRAPHMILL_MCP_STDIO=superadmin)")
 	ErrStdioOrgAdmin  = errs.New(errs.PermissionDenied, "only organization admins may create or change stdio MCP servers")
+	ErrStdioShared    = errs.New(errs.PermissionDenied, "stdio MCP servers are refused: they would run as this server's own user and could read its secrets; "+
+		"set GRAPHMILL_MCP_STDIO=superadmin, or let them run as another user (run as root, or set GRAPHMILL_MCP_STDIO_USER with CAP_SETUID and CAP_SETGID)")
 	ErrServerDisabled = errs.New(errs.FailedPrecondition, "this MCP server is disabled")
 	ErrToolDisabled   = errs.New(errs.FailedPrecondition, "this tool is disabled")
 	ErrNoSearchKey    = errs.New(errs.FailedPrecondition, "web_search is disabled: no API key is configured for this project, its organization or the deployment (WEB_SEARCH_API_KEY)")
@@ -82,7 +84,26 @@ type Server struct {
 	UpdatedAt time.Time         `json:"updatedAt"`
 
 	env, headers map[string]string // the real values, never encoded
+	// vars fill the {name} placeholders of Args (when the process starts)
+	// and URL (for each request): values given at a registry install,
+	// sealed, never encoded.
+	vars map[string]string
 }
+
+// args returns the arguments a stdio process starts with.
+func (s Server) args() []string {
+	if len(s.vars) == 0 {
+		return s.Args
+	}
+	out := make([]string, len(s.Args))
+	for i, a := range s.Args {
+		out[i] = expand(a, s.vars)
+	}
+	return out
+}
+
+// url returns the URL requests go to.
+func (s Server) url() string { return expand(s.URL, s.vars) }
 
 // Tool is the spec's MCPServerTool record; tools of the built-in server
 // carry InheritedFrom.

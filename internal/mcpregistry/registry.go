@@ -149,9 +149,17 @@ var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_.-]+)\}`) //nolint:gocheckno
 
 // fill resolves a registry input: the caller's value for name, else its
 // value with placeholders filled, else its default. missing collects the
-// required names left without a value.
-func fill(name string, in model.InputWithVariables, env map[string]string, missing map[string]bool) (string, bool) {
+// required names left without a value. With vars not nil (arguments and
+// URLs, which are stored and shown in plain text), a value of the caller
+// (it may be a secret) is not written in: it stays a {name} placeholder
+// and goes into vars, which are sealed and filled in only when the
+// process starts or the request is made.
+func fill(name string, in model.InputWithVariables, env map[string]string, missing map[string]bool, vars map[string]string) (string, bool) {
 	if v, ok := env[name]; ok && v != "" {
+		if vars != nil && varName.MatchString(name) {
+			vars[name] = v
+			return "{" + name + "}", true
+		}
 		return v, true
 	}
 	v := in.Value
@@ -160,6 +168,10 @@ func fill(name string, in model.InputWithVariables, env map[string]string, missi
 		v = placeholder.ReplaceAllStringFunc(v, func(m string) string {
 			key := m[1 : len(m)-1]
 			if ev, ok := env[key]; ok && ev != "" {
+				if vars != nil {
+					vars[key] = ev
+					return m
+				}
 				return ev
 			}
 			if vi, ok := in.Variables[key]; ok && vi.Default != "" {
@@ -185,23 +197,24 @@ func fill(name string, in model.InputWithVariables, env map[string]string, missi
 	return "", false
 }
 
-// packageRecord maps a registry package to a stdio record. ok is false
-// for registry types without a runner here.
-func packageRecord(p model.Package, env map[string]string, missing map[string]bool) (ServerInput, bool) {
+// packageRecord maps a registry package to a stdio record, its arguments
+// holding placeholders of vars (see fill). ok is false for registry types
+// without a runner here.
+func packageRecord(p model.Package, env map[string]string, missing map[string]bool, vars map[string]string) (ServerInput, bool) {
 	in := ServerInput{Type: TypeStdio, Env: map[string]string{}}
-	vars := map[string]string{}
+	procEnv := map[string]string{}
 	for _, ev := range p.EnvironmentVariables {
-		if v, ok := fill(ev.Name, ev.InputWithVariables, env, missing); ok {
-			vars[ev.Name] = v
+		if v, ok := fill(ev.Name, ev.InputWithVariables, env, missing, nil); ok {
+			procEnv[ev.Name] = v
 		}
 	}
 	for k, v := range env {
-		if _, ok := vars[k]; !ok && envName.MatchString(k) {
-			vars[k] = v
+		if _, ok := procEnv[k]; !ok && envName.MatchString(k) {
+			procEnv[k] = v
 		}
 	}
-	names := make([]string, 0, len(vars))
-	for k := range vars {
+	names := make([]string, 0, len(procEnv))
+	for k := range procEnv {
 		names = append(names, k)
 	}
 	sort.Strings(names)
@@ -233,7 +246,7 @@ func packageRecord(p model.Package, env map[string]string, missing map[string]bo
 		if key == "" {
 			key = a.ValueHint
 		}
-		v, ok := fill(key, a.InputWithVariables, env, missing)
+		v, ok := fill(key, a.InputWithVariables, env, missing, vars)
 		if !ok {
 			continue
 		}
@@ -243,12 +256,14 @@ func packageRecord(p model.Package, env map[string]string, missing map[string]bo
 			in.Args = append(in.Args, v)
 		}
 	}
-	in.Env = vars
+	in.Env = procEnv
 	return in, true
 }
 
-// remoteRecord maps a registry remote to an sse or http record.
-func remoteRecord(r model.Transport, env map[string]string, missing map[string]bool) (ServerInput, bool) {
+// remoteRecord maps a registry remote to an sse or http record, its URL
+// holding placeholders of vars (see fill); header values are sealed, so
+// they are filled in.
+func remoteRecord(r model.Transport, env map[string]string, missing map[string]bool, vars map[string]string) (ServerInput, bool) {
 	in := ServerInput{Headers: map[string]string{}}
 	switch r.Type {
 	case model.TransportTypeStreamableHTTP:
@@ -258,10 +273,10 @@ func remoteRecord(r model.Transport, env map[string]string, missing map[string]b
 	default:
 		return ServerInput{}, false
 	}
-	u, _ := fill("", model.InputWithVariables{Input: model.Input{Value: r.URL}, Variables: r.Variables}, env, missing)
+	u, _ := fill("", model.InputWithVariables{Input: model.Input{Value: r.URL}, Variables: r.Variables}, env, missing, vars)
 	in.URL = u
 	for _, h := range r.Headers {
-		if v, ok := fill(h.Name, h.InputWithVariables, env, missing); ok {
+		if v, ok := fill(h.Name, h.InputWithVariables, env, missing, nil); ok {
 			in.Headers[h.Name] = v
 		}
 	}
@@ -287,19 +302,20 @@ func (s *Service) Install(ctx context.Context, project uuid.UUID, in InstallInpu
 	}
 	var chosen *ServerInput
 	var chosenMissing map[string]bool
+	var chosenVars map[string]string
 	stdioErr := in.CheckStdio()
 	for _, p := range sj.Packages {
-		missing := map[string]bool{}
-		if rec, ok := packageRecord(p, env, missing); ok {
-			chosen, chosenMissing = &rec, missing
+		missing, vars := map[string]bool{}, map[string]string{}
+		if rec, ok := packageRecord(p, env, missing, vars); ok {
+			chosen, chosenMissing, chosenVars = &rec, missing, vars
 			break
 		}
 	}
 	if chosen == nil || stdioErr != nil {
 		for _, r := range sj.Remotes {
-			missing := map[string]bool{}
-			if rec, ok := remoteRecord(r, env, missing); ok {
-				chosen, chosenMissing = &rec, missing
+			missing, vars := map[string]bool{}, map[string]string{}
+			if rec, ok := remoteRecord(r, env, missing, vars); ok {
+				chosen, chosenMissing, chosenVars = &rec, missing, vars
 				break
 			}
 		}
@@ -322,7 +338,7 @@ func (s *Service) Install(ctx context.Context, project uuid.UUID, in InstallInpu
 	if sj.Title != "" {
 		chosen.Name = sj.Title
 	}
-	srv, err := s.CreateServer(ctx, project, *chosen)
+	srv, err := s.createServer(ctx, project, *chosen, chosenVars)
 	if err != nil {
 		return InstallResult{}, err
 	}

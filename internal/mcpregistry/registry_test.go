@@ -2,9 +2,11 @@ package mcpregistry_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/errs"
@@ -103,7 +105,8 @@ func TestPackageRecord(t *testing.T) {
 		},
 	} {
 		missing := map[string]bool{}
-		in, ok := mcpregistry.PackageRecord(entries[tt.entry].Server.Packages[0], tt.env, missing)
+		vars := map[string]string{}
+		in, ok := mcpregistry.PackageRecord(entries[tt.entry].Server.Packages[0], tt.env, missing, vars)
 		require.True(t, ok)
 		require.Equal(t, tt.command, in.Command)
 		require.Equal(t, tt.args, in.Args)
@@ -113,5 +116,88 @@ func TestPackageRecord(t *testing.T) {
 			got = append(got, k)
 		}
 		require.Equal(t, tt.wantMissing, got)
+		require.Empty(t, vars, "no argument takes a value")
 	}
+}
+
+// Values given at install are sealed: the record's plain columns and what
+// mcp:use reads hold placeholders, filled only when the process starts or
+// the request is made.
+func TestInstallKeepsValuesSealed(t *testing.T) {
+	t.Parallel()
+	remote, seen := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
+	reg := mcptest.NewRegistry(t, mcptest.SecretEntries(remote.URL+"/mcp"))
+	b := setup(t, func(c *mcpregistry.Config) { c.RegistryURL = reg.URL })
+	ctx := context.Background()
+	plain := func(id uuid.UUID) string {
+		t.Helper()
+		var s string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT concat_ws(' ', name, command, array_to_string(args, ' '), url) FROM mcp_servers WHERE id = $1`, id).Scan(&s))
+		return s
+	}
+
+	// A remote: the URL keeps its placeholder; the request carries the value.
+	res, err := b.svc.Install(ctx, b.project, mcpregistry.InstallInput{
+		ServerName: "com.acme/urlkey", Env: map[string]string{"url_key": "url-secret-55"}, CheckStdio: allowStdio,
+	})
+	require.NoError(t, err)
+	require.Empty(t, res.SyncError)
+	require.Equal(t, remote.URL+"/mcp?key={url_key}&region=eu", res.Server.URL)
+	got, err := b.svc.Server(ctx, b.project, res.Server.ID)
+	require.NoError(t, err)
+	out, _ := json.Marshal(got)
+	require.NotContains(t, string(out), "url-secret-55")
+	require.NotContains(t, plain(res.Server.ID), "url-secret-55")
+	require.NotEmpty(t, seen.Requests())
+	for _, r := range seen.Requests() {
+		require.Contains(t, r.URL, "key=url-secret-55&region=eu")
+	}
+	list, _, err := b.svc.ListServers(ctx, b.project, 50, 0)
+	require.NoError(t, err)
+	out, _ = json.Marshal(list)
+	require.NotContains(t, string(out), "url-secret-55")
+
+	// Another origin with the same placeholder: the sealed value is dropped
+	// with the origin it was given for.
+	other, seenOther := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
+	_, err = b.svc.UpdateServer(ctx, b.project, res.Server.ID, mcpregistry.ServerUpdate{URL: ptr(other.URL + "/mcp?key={url_key}")})
+	require.NoError(t, err)
+	var vars *string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT vars_sealed FROM mcp_servers WHERE id = $1`, res.Server.ID).Scan(&vars))
+	require.Nil(t, vars)
+	_, err = b.svc.Inspect(ctx, b.project, res.Server.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, seenOther.Requests())
+	for _, r := range seenOther.Requests() {
+		require.NotContains(t, r.URL, "url-secret-55")
+	}
+
+	// A package: the arguments keep their placeholders (uvx is not
+	// installed here: the first sync fails, the record stays).
+	res, err = b.svc.Install(ctx, b.project, mcpregistry.InstallInput{
+		ServerName: "io.github.acme/argkeys", CheckStdio: allowStdio,
+		Env: map[string]string{"api_key": "arg-secret-66", "token": "arg-secret-77", "MCPTEST_TOOLS": "whoami"},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "uvx", res.Server.Command)
+	require.Equal(t, []string{"acme-argkeys==1.0.0", "--api-key", "{api_key}", "{token}", "--region", "eu"}, res.Server.Args)
+	got, err = b.svc.Server(ctx, b.project, res.Server.ID)
+	require.NoError(t, err)
+	out, _ = json.Marshal(got)
+	for _, secret := range []string{"arg-secret-66", "arg-secret-77"} {
+		require.NotContains(t, string(out), secret)
+		require.NotContains(t, plain(res.Server.ID), secret)
+	}
+	// The process gets the values in its arguments.
+	_, err = b.svc.UpdateServer(ctx, b.project, res.Server.ID, mcpregistry.ServerUpdate{Command: ptr(stdioBin)})
+	require.NoError(t, err)
+	_, err = b.svc.Sync(ctx, b.project, res.Server.ID)
+	require.NoError(t, err)
+	r, err := b.svc.CallTool(ctx, b.project, res.Server.ID.String(), "whoami", nil)
+	require.NoError(t, err)
+	var who struct {
+		Args []string `json:"args"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(resultText(t, r)), &who))
+	require.Equal(t, []string{"acme-argkeys==1.0.0", "--api-key", "arg-secret-66", "arg-secret-77", "--region", "eu"}, who.Args)
 }

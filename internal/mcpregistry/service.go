@@ -29,8 +29,14 @@ const (
 	CallTimeoutDefault  = 60 * time.Second
 	IdleTimeoutDefault  = 5 * time.Minute
 	StartTimeoutDefault = 30 * time.Second
-	RegistryURLDefault  = "https://registry.modelcontextprotocol.io"
-	WebSearchURLDefault = "https://api.search.brave.com"
+	// MaxResponseBytesDefault bounds one response body of a remote MCP
+	// server, as go-sdk bounds one stdio message and one SSE event.
+	MaxResponseBytesDefault = 16 << 20
+	// MaxConcurrentCallsDefault bounds the operations running at once
+	// against one server in one process.
+	MaxConcurrentCallsDefault = 8
+	RegistryURLDefault        = "https://registry.modelcontextprotocol.io"
+	WebSearchURLDefault       = "https://api.search.brave.com"
 )
 
 // Config wires a Service.
@@ -46,6 +52,10 @@ type Config struct {
 	Builtin []BuiltinTool
 	// StdioPolicy is GRAPHMILL_MCP_STDIO: superadmin, enabled or disabled.
 	StdioPolicy string
+	// StdioUser is the user stdio servers run as
+	// (GRAPHMILL_MCP_STDIO_USER; empty: nobody when running as root, else
+	// this process's own user).
+	StdioUser string
 	// RegistryURL is the official MCP registry's base URL.
 	RegistryURL string
 	// WebSearchAPIKey is the global fallback key (WEB_SEARCH_API_KEY).
@@ -59,6 +69,15 @@ type Config struct {
 	StartTimeout time.Duration
 	// Version is reported to MCP servers as the client version.
 	Version string
+	// MaxResponseBytes bounds every response body read from a remote MCP
+	// server (0: MaxResponseBytesDefault).
+	MaxResponseBytes int64
+	// MaxConcurrentCalls bounds the operations (calls, inspects, syncs)
+	// running at once against one server in this process (0:
+	// MaxConcurrentCallsDefault); more are refused with rate_limited.
+	MaxConcurrentCalls int
+
+	host *host // this process's identity (nil: read it); tests pretend another
 }
 
 // Service is the MCP registry domain.
@@ -91,6 +110,12 @@ func NewService(c Config) (*Service, error) {
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = StartTimeoutDefault
 	}
+	if c.MaxResponseBytes <= 0 {
+		c.MaxResponseBytes = MaxResponseBytesDefault
+	}
+	if c.MaxConcurrentCalls <= 0 {
+		c.MaxConcurrentCalls = MaxConcurrentCallsDefault
+	}
 	if c.RegistryURL == "" {
 		c.RegistryURL = RegistryURLDefault
 	}
@@ -111,7 +136,11 @@ func NewService(c Config) (*Service, error) {
 		}
 		c.Egress = g
 	}
-	cred, err := unprivileged()
+	h := currentHost()
+	if c.host != nil {
+		h = *c.host
+	}
+	cred, err := stdioCredential(h, c.StdioUser)
 	if err != nil {
 		return nil, err
 	}
@@ -132,12 +161,35 @@ func NewService(c Config) (*Service, error) {
 		conn: &connector{
 			logger: c.Logger, now: c.Now, client: client, httpClient: c.Egress.Client(0),
 			idle: c.IdleTimeout, startWait: c.StartTimeout, credential: cred, slots: map[uuid.UUID]*slot{},
+			maxBody: c.MaxResponseBytes, maxCalls: c.MaxConcurrentCalls, calls: map[uuid.UUID]chan struct{}{},
 		},
 	}, nil
 }
 
-// Start runs the reaper of idle stdio processes until Stop.
+// stdioShared reports whether stdio children would run as this process's
+// own user, able to read its environment, its data directory and so its
+// secrets: then only superadmins (GRAPHMILL_MCP_STDIO=superadmin) may
+// have them.
+func (s *Service) stdioShared() bool { return s.conn.credential == nil }
+
+// Start runs the reaper of idle stdio processes until Stop, after saying
+// whom stdio servers run as.
 func (s *Service) Start(ctx context.Context) error {
+	switch {
+	case s.cfg.StdioPolicy == StdioDisabled:
+	case !s.stdioShared():
+		name := s.cfg.StdioUser
+		if name == "" {
+			name = "nobody"
+		}
+		s.cfg.Logger.Info("mcp stdio servers run as "+name, "uid", s.conn.credential.Uid)
+	case s.cfg.StdioPolicy == StdioSuperadmin:
+		s.cfg.Logger.Info("mcp stdio servers run as this server's own user and could read its secrets, so only superadmins may create them; " +
+			"to isolate them run as root, or set GRAPHMILL_MCP_STDIO_USER with CAP_SETUID and CAP_SETGID")
+	default:
+		s.cfg.Logger.Info("stdio MCP servers are refused: GRAPHMILL_MCP_STDIO=enabled lets organization admins create them, and they would run as this server's own user, able to read its secrets; " +
+			"set GRAPHMILL_MCP_STDIO=superadmin, or run as root, or set GRAPHMILL_MCP_STDIO_USER with CAP_SETUID and CAP_SETGID")
+	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.done = make(chan struct{})
 	every := max(s.cfg.IdleTimeout/4, 100*time.Millisecond)
@@ -183,6 +235,8 @@ func (s *Service) ProcessID(server uuid.UUID) int { return s.conn.pid(server) }
 func envPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "env", id.String()) }
 
 func headersPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "headers", id.String()) }
+
+func varsPlace(id uuid.UUID) []byte { return secrets.Place("mcp_servers", "vars", id.String()) }
 
 func (s *Service) sealMap(m map[string]string, place []byte) *string {
 	if len(m) == 0 {
@@ -230,10 +284,14 @@ func (s *Service) toServer(r serverRow) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
+	vars, err := s.openMap(r.VarsSealed, varsPlace(r.ID))
+	if err != nil {
+		return Server{}, err
+	}
 	return Server{
 		ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, Enabled: r.Enabled, Type: r.Type,
 		Command: postgres.Value(r.Command), Args: r.Args, Env: maskMap(env), URL: postgres.Value(r.URL),
-		Headers: maskMap(headers), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), env: env, headers: headers,
+		Headers: maskMap(headers), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), env: env, headers: headers, vars: vars,
 	}, nil
 }
 
@@ -281,6 +339,7 @@ func (s *Service) Server(ctx context.Context, project, id uuid.UUID) (Server, er
 var (
 	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)      //nolint:gochecknoglobals // compiled pattern, constant
 	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$") //nolint:gochecknoglobals // compiled pattern, constant
+	varName    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)             //nolint:gochecknoglobals // compiled pattern, constant
 )
 
 // Limits of a server record.
@@ -329,7 +388,7 @@ func validate(srv *Server) error {
 			}
 		}
 	case TypeSSE, TypeHTTP:
-		u, err := url.Parse(srv.URL)
+		u, err := url.Parse(srv.url())
 		if srv.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(srv.URL) > 2048 {
 			return errs.Errorf(errs.Invalid, "a %s server needs an http(s) url", srv.Type)
 		}
@@ -352,16 +411,47 @@ func validate(srv *Server) error {
 	default:
 		return errs.New(errs.Invalid, "type must be stdio, sse or http")
 	}
+	if len(srv.vars) > MaxEntries {
+		return errs.Errorf(errs.Invalid, "at most %d variables", MaxEntries)
+	}
+	for k, v := range srv.vars {
+		if !varName.MatchString(k) {
+			return errs.New(errs.Invalid, "variable names must be letters, digits, dots, dashes and underscores")
+		}
+		if len(v) > MaxValueBytes || strings.ContainsAny(v, "\r\n\x00") {
+			return errs.Errorf(errs.Invalid, "variable %s must be at most %d bytes without line breaks", k, MaxValueBytes)
+		}
+	}
 	return nil
+}
+
+// expand fills the {name} placeholders of s whose name vars holds; others
+// stay as written. Values are not expanded again.
+func expand(s string, vars map[string]string) string {
+	if len(vars) == 0 || !strings.Contains(s, "{") {
+		return s
+	}
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		if v, ok := vars[m[1:len(m)-1]]; ok {
+			return v
+		}
+		return m
+	})
 }
 
 // CreateServer adds a server to a project. The caller has checked that it
 // may create stdio servers (CheckStdio). Errors: invalid_argument.
 func (s *Service) CreateServer(ctx context.Context, project uuid.UUID, in ServerInput) (Server, error) {
+	return s.createServer(ctx, project, in, nil)
+}
+
+// createServer adds a server whose args and url may hold placeholders of
+// vars.
+func (s *Service) createServer(ctx context.Context, project uuid.UUID, in ServerInput, vars map[string]string) (Server, error) {
 	now := s.cfg.Now()
 	srv := Server{
 		ID: uuid.Must(uuid.NewV7()), ProjectID: project, Name: in.Name, Enabled: in.Enabled == nil || *in.Enabled, Type: in.Type,
-		Command: in.Command, Args: in.Args, URL: in.URL, env: in.Env, headers: in.Headers, CreatedAt: now, UpdatedAt: now,
+		Command: in.Command, Args: in.Args, URL: in.URL, env: in.Env, headers: in.Headers, vars: vars, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := validate(&srv); err != nil {
 		return Server{}, err
@@ -376,7 +466,7 @@ func (s *Service) toRow(srv Server) serverRow {
 	return serverRow{
 		ID: srv.ID, ProjectID: srv.ProjectID, Name: srv.Name, Enabled: srv.Enabled, Type: srv.Type,
 		Command: postgres.NullIfEmpty(srv.Command), Args: srv.Args, EnvSealed: s.sealMap(srv.env, envPlace(srv.ID)),
-		URL: postgres.NullIfEmpty(srv.URL), HeadersSealed: s.sealMap(srv.headers, headersPlace(srv.ID)),
+		URL: postgres.NullIfEmpty(srv.URL), HeadersSealed: s.sealMap(srv.headers, headersPlace(srv.ID)), VarsSealed: s.sealMap(srv.vars, varsPlace(srv.ID)),
 		CreatedAt: srv.CreatedAt, UpdatedAt: srv.UpdatedAt,
 	}
 }
@@ -428,7 +518,20 @@ func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u Ser
 		srv.Args = *u.Args
 	}
 	if u.URL != nil {
+		before := origin(srv.url())
 		srv.URL = *u.URL
+		if origin(srv.url()) != before && (len(srv.headers) > 0 || len(srv.vars) > 0) {
+			// Sealed headers and variables were given for one origin: they
+			// never go to another. New headers may come with the new URL.
+			if u.Headers != nil {
+				for k, v := range *u.Headers {
+					if v == Masked {
+						return Server{}, errs.Errorf(errs.Invalid, "header %s cannot be kept (***): the url's origin (scheme, host and port) changes, which drops the stored headers; give their values again", k)
+					}
+				}
+			}
+			srv.headers, srv.vars = nil, nil
+		}
 	}
 	if u.Env != nil {
 		if srv.env, err = mergeSecrets(srv.env, *u.Env); err != nil {
@@ -464,6 +567,7 @@ func (s *Service) DeleteServer(ctx context.Context, project, id uuid.UUID) error
 		return ErrBuiltinFixed
 	}
 	s.conn.stop(id)
+	s.conn.forget(id)
 	return serverDelete(ctx, s.cfg.Pool, id)
 }
 
@@ -477,6 +581,9 @@ func (s *Service) session(ctx context.Context, srv Server, fn func(context.Conte
 	}
 	if srv.Type == TypeStdio && s.cfg.StdioPolicy == StdioDisabled {
 		return ErrStdioOff
+	}
+	if srv.Type == TypeStdio && s.cfg.StdioPolicy != StdioSuperadmin && s.stdioShared() {
+		return ErrStdioShared
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
@@ -670,13 +777,17 @@ func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool 
 
 // CheckStdio applies GRAPHMILL_MCP_STDIO to a caller who wants to create or
 // change a stdio server: superadmin is whether the caller is one,
-// orgAdmin whether they administer the project's organization. Errors:
-// permission_denied.
+// orgAdmin whether they administer the project's organization. With
+// enabled, stdio servers are refused while they would run as this
+// process's own user. Errors: permission_denied.
 func (s *Service) CheckStdio(superadmin, orgAdmin bool) error {
 	switch s.cfg.StdioPolicy {
 	case StdioDisabled:
 		return ErrStdioOff
 	case StdioEnabled:
+		if s.stdioShared() {
+			return ErrStdioShared
+		}
 		if superadmin || orgAdmin {
 			return nil
 		}

@@ -223,7 +223,9 @@ func TestCheckStdio(t *testing.T) {
 		{mcpregistry.StdioEnabled, false, false, mcpregistry.ErrStdioOrgAdmin},
 		{mcpregistry.StdioDisabled, true, true, mcpregistry.ErrStdioOff},
 	} {
-		svc, err := mcpregistry.NewService(mcpregistry.Config{StdioPolicy: tt.policy})
+		c := mcpregistry.Config{StdioPolicy: tt.policy}
+		mcpregistry.PretendHost(&c, 0, true) // children run as nobody
+		svc, err := mcpregistry.NewService(c)
 		require.NoError(t, err)
 		err = svc.CheckStdio(tt.superadmin, tt.orgAdmin)
 		if tt.want == nil {

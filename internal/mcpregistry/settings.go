@@ -23,17 +23,32 @@ type toolConfig struct {
 	APIKey string `json:"api_key,omitempty"`
 }
 
-func settingPlace(level string, id uuid.UUID) []byte {
+// settingPlace binds a setting's sealed config to its natural key (level,
+// owner and tool), which concurrent first writes of one setting share; a
+// row id would differ between them, and the loser's upsert would store
+// a config sealed for an id that is not its row's.
+func settingPlace(level string, owner uuid.UUID, tool string) []byte {
+	table, _ := settingTable(level)
+	return secrets.Place(table, "config", owner.String()+"/"+tool)
+}
+
+// settingRowPlace is where configs were sealed before issue 11: bound to
+// the row id. They still open, and are sealed for settingPlace when the
+// setting is next written.
+func settingRowPlace(level string, id uuid.UUID) []byte {
 	table, _ := settingTable(level)
 	return secrets.Place(table, "config", id.String())
 }
 
-func (s *Service) openConfig(level string, r settingRow) (toolConfig, error) {
+func (s *Service) openConfig(level string, owner uuid.UUID, r settingRow) (toolConfig, error) {
 	var c toolConfig
 	if r.ConfigSealed == nil {
 		return c, nil
 	}
-	raw, err := s.cfg.Box.Open(*r.ConfigSealed, settingPlace(level, r.ID))
+	raw, err := s.cfg.Box.Open(*r.ConfigSealed, settingPlace(level, owner, r.ToolName))
+	if err != nil {
+		raw, err = s.cfg.Box.Open(*r.ConfigSealed, settingRowPlace(level, r.ID))
+	}
 	if err != nil {
 		return c, fmt.Errorf("open tool setting %s: %w", r.ID, err)
 	}
@@ -62,13 +77,14 @@ func (s *Service) globalKey(tool string) string {
 // levelSettings are the tool settings of a project and of its
 // organization, by tool name.
 type levelSettings struct {
-	project, org map[string]settingRow
+	projectID, orgID uuid.UUID
+	project, org     map[string]settingRow
 }
 
 // settingsOf loads every tool setting of project and of its organization
 // org (two queries, whatever the number of tools).
 func settingsOf(ctx context.Context, db postgres.DBTX, project, org uuid.UUID) (levelSettings, error) {
-	ls := levelSettings{project: map[string]settingRow{}, org: map[string]settingRow{}}
+	ls := levelSettings{projectID: project, orgID: org, project: map[string]settingRow{}, org: map[string]settingRow{}}
 	for _, l := range []struct {
 		level string
 		owner uuid.UUID
@@ -101,14 +117,14 @@ func (s *Service) effective(ls levelSettings, bt BuiltinTool) (Effective, error)
 	}
 	// The key comes from the nearest level that holds one.
 	if pok {
-		c, err := s.openConfig(LevelProject, pr)
+		c, err := s.openConfig(LevelProject, ls.projectID, pr)
 		if err != nil {
 			return Effective{}, err
 		}
 		e.APIKey, e.keyFrom = c.APIKey, LevelProject
 	}
 	if e.APIKey == "" && ook {
-		c, err := s.openConfig(LevelOrg, or)
+		c, err := s.openConfig(LevelOrg, ls.orgID, or)
 		if err != nil {
 			return Effective{}, err
 		}
@@ -258,11 +274,11 @@ func (s *Service) putSetting(ctx context.Context, level string, owner uuid.UUID,
 		var oldConfig toolConfig
 		id := old.ID
 		if found {
-			if oldConfig, err = s.openConfig(level, old); err != nil {
+			if oldConfig, err = s.openConfig(level, owner, old); err != nil {
 				return err
 			}
-		} else if id, err = settingID(ctx, tx, level, owner, bt.Name); err != nil {
-			return err
+		} else {
+			id = uuid.Must(uuid.NewV7())
 		}
 		c, err := parseConfig(bt, config, oldConfig)
 		if err != nil {
@@ -278,7 +294,7 @@ func (s *Service) putSetting(ctx context.Context, level string, owner uuid.UUID,
 		row := settingRow{ID: id, ToolName: bt.Name, Enabled: en, UpdatedAt: s.cfg.Now()}
 		if c.APIKey != "" {
 			raw, _ := json.Marshal(c) //nolint:gosec // G117: sealed right after, never sent or logged
-			sealed := s.cfg.Box.Seal(raw, settingPlace(level, id))
+			sealed := s.cfg.Box.Seal(raw, settingPlace(level, owner, bt.Name))
 			row.ConfigSealed = &sealed
 		}
 		if err := settingPut(ctx, tx, level, owner, row); err != nil {
@@ -334,7 +350,7 @@ func (s *Service) OrgToolSettings(ctx context.Context, org uuid.UUID) ([]ToolSet
 	}
 	out := make([]ToolSetting, 0, len(rows))
 	for _, r := range rows {
-		c, err := s.openConfig(LevelOrg, r)
+		c, err := s.openConfig(LevelOrg, org, r)
 		if err != nil {
 			return nil, err
 		}
@@ -366,6 +382,23 @@ func (s *Service) DeleteOrgToolSetting(ctx context.Context, org uuid.UUID, tool 
 	}
 	if !ok {
 		return errs.Errorf(errs.NotFound, "the organization has no setting for %s", tool)
+	}
+	return nil
+}
+
+// DeleteProjectToolSetting removes a project's setting of a built-in
+// tool; the project falls back to its organization's default, else the
+// global setting. Errors: not_found.
+func (s *Service) DeleteProjectToolSetting(ctx context.Context, project uuid.UUID, tool string) error {
+	if _, ok := s.builtin[tool]; !ok {
+		return ErrUnknownBuiltin
+	}
+	ok, err := settingDelete(ctx, s.cfg.Pool, LevelProject, project, tool)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errs.Errorf(errs.NotFound, "the project has no setting for %s", tool)
 	}
 	return nil
 }

@@ -2,14 +2,18 @@ package mcpregistry_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/mcpregistry/mcptest"
+	"github.com/graphmill/graphmill/internal/secrets"
 )
 
 func TestWebSearchLevels(t *testing.T) {
@@ -148,4 +152,76 @@ func TestToolSettingValidation(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, gs.Enabled)
 	require.Equal(t, mcpregistry.LevelProject, gs.InheritedFrom)
+}
+
+// Concurrent first PUTs of one setting all succeed and leave a setting
+// that opens (each was sealed for the same place: its natural key).
+func TestToolSettingConcurrentPuts(t *testing.T) {
+	t.Parallel()
+	brave := mcptest.NewBrave(t)
+	b := setup(t, func(c *mcpregistry.Config) { c.WebSearchBaseURL = brave.URL })
+	ctx := context.Background()
+	builtin, _, err := b.svc.ListServers(ctx, b.project, 50, 0)
+	require.NoError(t, err)
+	bid := builtin[0].ID
+	_, err = b.svc.Tools(ctx, b.project, bid) // the catalogue rows exist before the race
+	require.NoError(t, err)
+
+	const n = 16
+	var wg sync.WaitGroup
+	errc := make(chan error, 2*n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := b.svc.PutOrgToolSetting(ctx, b.org, mcpregistry.WebSearchTool, nil, map[string]any{"api_key": fmt.Sprintf("org-key-%d", i)})
+			errc <- err
+		})
+		wg.Go(func() {
+			_, err := b.svc.UpdateTool(ctx, b.project, bid, mcpregistry.WebSearchTool, mcpregistry.ToolUpdate{Config: map[string]any{"api_key": fmt.Sprintf("project-key-%d", i)}})
+			errc <- err
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+	list, err := b.svc.OrgToolSettings(ctx, b.org)
+	require.NoError(t, err, "the org setting opens")
+	require.Len(t, list, 1)
+	e, err := b.svc.EffectiveSetting(ctx, b.project, mcpregistry.WebSearchTool)
+	require.NoError(t, err, "the project setting opens")
+	require.Equal(t, mcpregistry.LevelProject, e.InheritedFrom)
+	require.Regexp(t, `^project-key-\d+$`, e.APIKey)
+	require.NoError(t, b.svc.DeleteProjectToolSetting(ctx, b.project, mcpregistry.WebSearchTool))
+	e, err = b.svc.EffectiveSetting(ctx, b.project, mcpregistry.WebSearchTool)
+	require.NoError(t, err)
+	require.Equal(t, mcpregistry.LevelOrg, e.InheritedFrom)
+	require.Regexp(t, `^org-key-\d+$`, e.APIKey)
+}
+
+// Settings sealed before issue 11 (bound to their row id) still open, and
+// the next change seals them for their natural key.
+func TestToolSettingSealedByRowID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	box, err := secrets.New(testKey)
+	require.NoError(t, err)
+	id := uuid.Must(uuid.NewV7())
+	old := box.Seal([]byte(`{"api_key":"legacy-org-key"}`), secrets.Place("mcp_org_tool_settings", "config", id.String()))
+	_, err = b.pool.Exec(ctx, `INSERT INTO mcp_org_tool_settings (id, org_id, tool_name, enabled, config_sealed, created_at, updated_at)
+		VALUES ($1, $2, 'web_search', true, $3, now(), now())`, id, b.org, old)
+	require.NoError(t, err)
+	e, err := b.svc.EffectiveSetting(ctx, b.project, mcpregistry.WebSearchTool)
+	require.NoError(t, err)
+	require.Equal(t, "legacy-org-key", e.APIKey)
+
+	_, err = b.svc.PutOrgToolSetting(ctx, b.org, mcpregistry.WebSearchTool, ptr(true), nil)
+	require.NoError(t, err)
+	var sealed string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT config_sealed FROM mcp_org_tool_settings WHERE id = $1`, id).Scan(&sealed))
+	require.NotEqual(t, old, sealed, "re-sealed for the natural key")
+	e, err = b.svc.EffectiveSetting(ctx, b.project, mcpregistry.WebSearchTool)
+	require.NoError(t, err)
+	require.Equal(t, "legacy-org-key", e.APIKey)
 }

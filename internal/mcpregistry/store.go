@@ -24,11 +24,12 @@ type serverRow struct {
 	EnvSealed     *string   `db:"env_sealed"`
 	URL           *string   `db:"url"`
 	HeadersSealed *string   `db:"headers_sealed"`
+	VarsSealed    *string   `db:"vars_sealed"`
 	CreatedAt     time.Time `db:"created_at"`
 	UpdatedAt     time.Time `db:"updated_at"`
 }
 
-const serverColumns = `id, project_id, name, enabled, type, command, args, env_sealed, url, headers_sealed, created_at, updated_at`
+const serverColumns = `id, project_id, name, enabled, type, command, args, env_sealed, url, headers_sealed, vars_sealed, created_at, updated_at`
 
 func serversList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]serverRow, int, error) {
 	var total int
@@ -88,8 +89,8 @@ func serverInsert(ctx context.Context, db postgres.DBTX, r serverRow) error {
 	if r.Args == nil {
 		r.Args = []string{}
 	}
-	_, err := db.Exec(ctx, `INSERT INTO mcp_servers (`+serverColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		r.ID, r.ProjectID, r.Name, r.Enabled, r.Type, r.Command, r.Args, r.EnvSealed, r.URL, r.HeadersSealed, r.CreatedAt, r.UpdatedAt)
+	_, err := db.Exec(ctx, `INSERT INTO mcp_servers (`+serverColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		r.ID, r.ProjectID, r.Name, r.Enabled, r.Type, r.Command, r.Args, r.EnvSealed, r.URL, r.HeadersSealed, r.VarsSealed, r.CreatedAt, r.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("insert mcp server: %w", err)
 	}
@@ -112,8 +113,8 @@ func serverUpdate(ctx context.Context, db postgres.DBTX, r serverRow) error {
 		r.Args = []string{}
 	}
 	_, err := db.Exec(ctx, `UPDATE mcp_servers SET name = $2, enabled = $3, command = $4, args = $5, env_sealed = $6,
-		url = $7, headers_sealed = $8, updated_at = $9 WHERE id = $1`,
-		r.ID, r.Name, r.Enabled, r.Command, r.Args, r.EnvSealed, r.URL, r.HeadersSealed, r.UpdatedAt)
+		url = $7, headers_sealed = $8, vars_sealed = $9, updated_at = $10 WHERE id = $1`,
+		r.ID, r.Name, r.Enabled, r.Command, r.Args, r.EnvSealed, r.URL, r.HeadersSealed, r.VarsSealed, r.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("update mcp server: %w", err)
 	}
@@ -294,19 +295,6 @@ func settingGet(ctx context.Context, db postgres.DBTX, level string, owner uuid.
 		return settingRow{}, false, fmt.Errorf("get tool setting: %w", err)
 	}
 	return r, true, nil
-}
-
-// settingID returns the id of the setting of tool, a new one when there is
-// none (the sealed config is bound to it).
-func settingID(ctx context.Context, db postgres.DBTX, level string, owner uuid.UUID, tool string) (uuid.UUID, error) {
-	r, ok, err := settingGet(ctx, db, level, owner, tool)
-	if err != nil {
-		return uuid.Nil, err
-	}
-	if ok {
-		return r.ID, nil
-	}
-	return uuid.NewV7()
 }
 
 func settingPut(ctx context.Context, db postgres.DBTX, level string, owner uuid.UUID, r settingRow) error {

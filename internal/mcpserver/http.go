@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,8 +35,10 @@ var (
 		"the MCP server accepts Graphmill API tokens only (Authorization: Bearer gm_...); OIDC access tokens are not accepted: create an API token")
 	ErrSSEToken = errs.New(errs.PermissionDenied,
 		"the SSE transport needs a project-scoped API token bound to this project")
+	ErrHost = errs.New(errs.PermissionDenied,
+		"this Host may not reach the MCP server (DNS-rebinding protection): list the server's public names in GRAPHMILL_PUBLIC_HOSTS")
 	ErrOrigin = errs.New(errs.PermissionDenied,
-		"this Origin may not call the MCP server; allow it with GRAPHMILL_MCP_ALLOWED_ORIGINS")
+		"this Origin may not call the MCP server: only the server's own origin (the Host's host and port) and GRAPHMILL_MCP_ALLOWED_ORIGINS may")
 	ErrNoSession = errs.New(errs.NotFound, "no such MCP session: open a new SSE stream")
 )
 
@@ -48,8 +49,8 @@ const corsHeaders = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Pr
 // Mount adds the MCP routes to r: the streamable transport (POST, GET and
 // DELETE; GET and DELETE answer 405 when stateless) and the SSE transport
 // (GET opens the stream, POST ?sessionid= carries the client's messages).
-// Every request passes the Origin check, then authentication and the
-// project check, before the SDK sees it.
+// Every request passes the Host and Origin checks (admit), then
+// authentication and the project check, before the SDK sees it.
 func (s *Server) Mount(r chi.Router) {
 	stream := s.guard(s.streamableHandler())
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
@@ -72,8 +73,8 @@ func (s *Server) streamableHandler() http.Handler {
 		Stateless:      s.cfg.Stateless,
 		Logger:         s.sdkLogger,
 		SessionTimeout: SessionIdleTimeout,
-		// The Origin check in guard is the DNS-rebinding protection; the
-		// SDK's Host check would refuse every reverse proxy on loopback.
+		// admit is the DNS-rebinding protection; the SDK's own Host check
+		// would refuse every reverse proxy on loopback.
 		DisableLocalhostProtection: true,
 	})
 	withInfo := mcpauth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*mcpauth.TokenInfo, error) {
@@ -86,10 +87,50 @@ func (s *Server) streamableHandler() http.Handler {
 			Extra: map[string]any{callerExtra: c},
 		}, nil
 	}, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	return withInfo(h)
+	return withInfo(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+		h.ServeHTTP(w, r)
+		if id := w.Header().Get("Mcp-Session-Id"); opening && id != "" {
+			s.watchSession(r, id)
+		}
+	}))
 }
 
-// guard checks the Origin, refuses anything but API tokens, then
+// watchSession ties the streamable session id, just opened by r, to the
+// token and project that opened it: the session is closed once they are
+// no longer valid (its GET stream ends, and the next request finds no
+// session).
+func (s *Server) watchSession(r *http.Request, id string) {
+	c := callerFromContext(r.Context())
+	ss := s.session(id)
+	if ss == nil {
+		return // initialization failed: the SDK closed it
+	}
+	watch, err := s.cfg.Watcher.Watch(context.WithoutCancel(r.Context()), r.Header.Get("Authorization"), c.project, func() {
+		s.logger.Info("closing an MCP session: its token or membership is gone", "session", id)
+		_ = ss.Close()
+	})
+	if err != nil {
+		_ = ss.Close()
+		return
+	}
+	go func() {
+		_ = ss.Wait()
+		watch.Close()
+	}()
+}
+
+// session finds an open session by id.
+func (s *Server) session(id string) *mcp.ServerSession {
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
+}
+
+// guard checks the Host and Origin, refuses anything but API tokens, then
 // authenticates and resolves the project (bound project or X-Project-ID,
 // membership checked) exactly as the rest of the API does.
 func (s *Server) guard(h http.Handler) http.Handler {
@@ -104,8 +145,8 @@ func (s *Server) guard(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.originAllowed(r) {
-			httpapi.WriteProblem(w, r, ErrOrigin)
+		if err := s.admit(r); err != nil {
+			httpapi.WriteProblem(w, r, err)
 			return
 		}
 		s.cors(w, r)
@@ -128,29 +169,6 @@ func bearer(h string) (string, bool) {
 	return tok, tok != ""
 }
 
-// normalizeOrigin lower-cases an origin and drops a trailing slash; ok is
-// false for anything that is not scheme://host[:port].
-func normalizeOrigin(o string) (string, bool) {
-	u, err := url.Parse(strings.TrimSpace(o))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return "", false
-	}
-	return strings.ToLower(u.Scheme + "://" + u.Host), true
-}
-
-// originAllowed: no Origin (not a browser), or an origin of the
-// allow-list. A page's own host is not trusted by itself: under DNS
-// rebinding an attacker's page and this server share a host name.
-func (s *Server) originAllowed(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	n, ok := normalizeOrigin(o)
-	return ok && s.origins[n]
-}
-
 // cors answers browsers of allowed origins.
 func (s *Server) cors(w http.ResponseWriter, r *http.Request) {
 	o := r.Header.Get("Origin")
@@ -164,8 +182,8 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) {
 
 // preflight answers CORS preflight requests, which carry no credentials.
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
-	if !s.originAllowed(r) {
-		httpapi.WriteProblem(w, r, ErrOrigin)
+	if err := s.admit(r); err != nil {
+		httpapi.WriteProblem(w, r, err)
 		return
 	}
 	s.cors(w, r)
@@ -213,17 +231,27 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		delete(s.sse, id)
 		s.mu.Unlock()
 	}()
+	// The stream ends when the client goes, or when its token or
+	// membership does.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	watch, err := s.cfg.Watcher.Watch(ctx, r.Header.Get("Authorization"), c.project, cancel)
+	if err != nil {
+		httpapi.WriteProblem(w, r, err)
+		return
+	}
+	defer watch.Close()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	// The session's context keeps this request's values for every message
 	// of the stream: the session, whose current caller the POSTs update.
-	ss, err := s.mcp.Connect(context.WithValue(r.Context(), sseSessionKey{}, sess), t, nil)
+	ss, err := s.mcp.Connect(context.WithValue(ctx, sseSessionKey{}, sess), t, nil)
 	if err != nil {
 		httpapi.WriteProblem(w, r, err)
 		return
 	}
-	stop := context.AfterFunc(r.Context(), func() { _ = ss.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
 	defer stop()
 	_ = ss.Wait()
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -81,8 +82,8 @@ type WebSearcher interface {
 	WebSearchEnabled(ctx context.Context, project uuid.UUID) (bool, error)
 }
 
-// Config configures a Server. Graph, Documents, Search and Guard are
-// required; Registry and Web are optional: their tools are registered only
+// Config configures a Server. Graph, Documents, Search, Guard, Watcher and
+// Logger are required; Registry and Web are optional: their tools are registered only
 // when they are given.
 type Config struct {
 	Graph     Graph
@@ -91,10 +92,20 @@ type Config struct {
 	Registry  Registry
 	Web       WebSearcher
 	Guard     *auth.Guard
-	Logger    *slog.Logger
-	// AllowedOrigins are the browser origins allowed; requests without an
-	// Origin header (not from a browser) pass too.
+	// Watcher ends open sessions and SSE streams whose token, user or
+	// project membership is gone.
+	Watcher *auth.Watcher
+	Logger  *slog.Logger
+	// AllowedOrigins are the browser origins allowed besides the server's
+	// own (the validated Host); requests without an Origin header (not from
+	// a browser) pass too.
 	AllowedOrigins []string
+	// PublicHosts are the names (GRAPHMILL_PUBLIC_HOSTS) clients reach the
+	// server by, besides the loopback names, ListenAddr's host and the
+	// address a connection arrived on. Other Host headers are refused.
+	PublicHosts []string
+	// ListenAddr is the API's listen address (host:port).
+	ListenAddr string
 	// Stateless serves the streamable transport without sessions.
 	Stateless bool
 	// Version is reported to clients in the initialize result.
@@ -126,12 +137,12 @@ type Server struct {
 	logger *slog.Logger
 	// sdkLogger is what go-sdk logs to: warnings and errors only (it logs
 	// every session's start and end at info, once per request when
-	// stateless).
+	// stateless), its message about the spec's tool names demoted.
 	sdkLogger *slog.Logger
 	mcp       *mcp.Server
 	rules     map[string]toolRule
 	catalog   []CatalogTool
-	origins   map[string]bool
+	hosts     hostPolicy
 
 	mu  sync.Mutex
 	sse map[string]*sseSession
@@ -140,20 +151,17 @@ type Server struct {
 // New builds the server and registers every tool whose dependency is
 // given.
 func New(c Config) (*Server, error) {
-	if c.Graph == nil || c.Documents == nil || c.Search == nil || c.Guard == nil || c.Logger == nil {
-		return nil, errors.New("mcpserver: Graph, Documents, Search, Guard and Logger are required")
+	if c.Graph == nil || c.Documents == nil || c.Search == nil || c.Guard == nil || c.Watcher == nil || c.Logger == nil {
+		return nil, errors.New("mcpserver: Graph, Documents, Search, Guard, Watcher and Logger are required")
 	}
 	s := &Server{
 		cfg: c, logger: c.Logger.With("component", "mcp"), rules: map[string]toolRule{},
-		origins: map[string]bool{}, sse: map[string]*sseSession{},
+		sse: map[string]*sseSession{},
 	}
-	s.sdkLogger = slog.New(minLevel{Handler: s.logger.Handler(), min: slog.LevelWarn})
-	for _, o := range c.AllowedOrigins {
-		n, ok := normalizeOrigin(o)
-		if !ok {
-			return nil, fmt.Errorf("mcpserver: %q is not an origin (scheme://host[:port])", o)
-		}
-		s.origins[n] = true
+	s.sdkLogger = slog.New(minLevel{Handler: specToolNames{Handler: s.logger.Handler()}, min: slog.LevelWarn})
+	var err error
+	if s.hosts, err = newHostPolicy(c.ListenAddr, c.PublicHosts, c.AllowedOrigins); err != nil {
+		return nil, err
 	}
 	version := c.Version
 	if version == "" {
@@ -199,4 +207,47 @@ func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}
+
+// specToolNames demotes to DEBUG the one message go-sdk v1.8.0 logs at
+// ERROR when the spec's tool names mcp-servers/list and mcp-servers/call
+// are registered ("AddTool: invalid tool name ...": it allows only
+// [A-Za-z0-9_.-]). The names are the platform specification's and are
+// kept (DESIGN 8a); the SDK registers them all the same, so the message
+// reports no fault, and a clean start logs no ERROR. Every other record
+// passes unchanged.
+type specToolNames struct{ slog.Handler }
+
+// Handle implements slog.Handler.
+func (h specToolNames) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level > slog.LevelDebug && isSpecToolNameMessage(r.Message) {
+		if !h.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		d := slog.NewRecord(r.Time, slog.LevelDebug, r.Message, r.PC)
+		r.Attrs(func(a slog.Attr) bool { d.AddAttrs(a); return true })
+		r = d
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (h specToolNames) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return specToolNames{Handler: h.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup implements slog.Handler.
+func (h specToolNames) WithGroup(name string) slog.Handler {
+	return specToolNames{Handler: h.Handler.WithGroup(name)}
+}
+
+// isSpecToolNameMessage reports whether msg is go-sdk's registration
+// message about one of the spec's two tool names.
+func isSpecToolNameMessage(msg string) bool {
+	for _, name := range []string{ToolRegistryList, ToolRegistryCall} {
+		if strings.HasPrefix(msg, fmt.Sprintf("AddTool: invalid tool name %q: ", name)) {
+			return true
+		}
+	}
+	return false
 }

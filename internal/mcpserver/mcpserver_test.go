@@ -1,11 +1,14 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"sort"
 	"testing"
@@ -67,10 +70,12 @@ type testBundle struct {
 func setup(t *testing.T, withOptional bool) *testBundle {
 	t.Helper()
 	b := &testBundle{}
+	guard := auth.NewGuard(auth.GuardConfig{})
 	c := Config{
 		Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{},
-		Guard: auth.NewGuard(auth.GuardConfig{}), Logger: slog.New(slog.DiscardHandler),
-		AllowedOrigins: []string{"https://App.example.com/"},
+		Guard: guard, Watcher: auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)}),
+		Logger: slog.New(slog.DiscardHandler), AllowedOrigins: []string{"https://App.example.com/"}, PublicHosts: []string{"graphmill.example.com"},
+		ListenAddr: "10.1.2.3:8080",
 	}
 	if withOptional {
 		b.reg = &fakeRegistry{tools: []RegistryTool{{ServerID: uuid.New(), Server: "weather", Name: "forecast"}}}
@@ -238,34 +243,101 @@ func TestRoles(t *testing.T) {
 	require.False(t, roleAtLeast("", auth.ProjectViewer))
 }
 
-func TestOrigins(t *testing.T) {
+func TestHostsAndOrigins(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
+	local := &net.TCPAddr{IP: net.ParseIP("192.168.1.5"), Port: 8080}
 	for _, c := range []struct {
-		origin, host string
-		ok           bool
+		host, origin string
+		want         error
 	}{
-		{"", "graphmill.example.com", true},
-		{"https://app.example.com", "graphmill.example.com", true},
-		{"HTTPS://APP.EXAMPLE.COM/", "graphmill.example.com", true},
-		// Same host is not enough (DNS rebinding: the attacker's name
-		// points at this server, so Origin and Host agree).
-		{"https://graphmill.example.com", "graphmill.example.com", false},
-		{"http://evil.example.com:8080", "evil.example.com:8080", false},
-		{"https://app.example.com:8443", "graphmill.example.com", false},
-		{"https://evil.example.com", "graphmill.example.com", false},
-		{"null", "graphmill.example.com", false},
-		{"file://", "graphmill.example.com", false},
+		// Hosts: the loopback names, the listen address, the address the
+		// connection arrived on and GRAPHMILL_PUBLIC_HOSTS; ports are not
+		// compared.
+		{"localhost:3000", "", nil},
+		{"LOCALHOST", "", nil},
+		{"127.0.0.1:1", "", nil},
+		{"127.0.0.2", "", nil},
+		{"[::1]:8080", "", nil},
+		{"10.1.2.3:8080", "", nil},
+		{"10.1.2.3:9999", "", nil},
+		{"192.168.1.5:8080", "", nil},
+		{"graphmill.example.com", "", nil},
+		{"GraphMill.Example.COM.:8443", "", nil},
+		{"evil.example.com", "", ErrHost},
+		{"localhost.evil.example.com", "", ErrHost},
+		{"10.9.9.9", "", ErrHost},
+		{"[::1", "", ErrHost},
+		{"", "", ErrHost},
+		// A refused Host is refused whatever the Origin says.
+		{"evil.example.com", "http://evil.example.com", ErrHost},
+		{"evil.example.com", "https://app.example.com", ErrHost},
+		// Origins: none, a listed one, or the validated Host itself (same
+		// host and port, a missing port being the scheme's default).
+		{"graphmill.example.com", "https://app.example.com", nil},
+		{"graphmill.example.com", "HTTPS://APP.EXAMPLE.COM/", nil},
+		{"graphmill.example.com", "https://graphmill.example.com", nil},
+		{"graphmill.example.com:443", "https://graphmill.example.com", nil},
+		{"graphmill.example.com", "https://graphmill.example.com:443", nil},
+		{"127.0.0.1:5000", "http://127.0.0.1:5000", nil},
+		{"[::1]:5000", "http://[::1]:5000", nil},
+		{"localhost:5000", "http://localhost:5000", nil},
+		{"graphmill.example.com", "https://graphmill.example.com:8443", ErrOrigin},
+		{"graphmill.example.com:80", "https://graphmill.example.com", ErrOrigin},
+		{"127.0.0.1:5000", "http://127.0.0.1:5001", ErrOrigin},
+		{"127.0.0.1:5000", "http://localhost:5000", ErrOrigin},
+		{"graphmill.example.com", "https://app.example.com:8443", ErrOrigin},
+		{"graphmill.example.com", "https://evil.example.com", ErrOrigin},
+		{"graphmill.example.com", "null", ErrOrigin},
+		{"graphmill.example.com", "file://", ErrOrigin},
 	} {
-		r := httptest.NewRequest("POST", "http://"+c.host+"/api/mcp", nil)
+		r := httptest.NewRequest("POST", "http://placeholder/api/mcp", nil)
+		r.Host = c.host
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(local)))
 		if c.origin != "" {
 			r.Header.Set("Origin", c.origin)
 		}
-		require.Equal(t, c.ok, b.srv.originAllowed(r), "%s on %s", c.origin, c.host)
+		require.Equal(t, c.want, b.srv.admit(r), "Host %q, Origin %q", c.host, c.origin)
 	}
-	_, err := New(Config{
-		Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{}, Guard: auth.NewGuard(auth.GuardConfig{}),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowedOrigins: []string{"app.example.com"},
-	})
-	require.ErrorContains(t, err, "not an origin")
+	for _, bad := range []Config{{AllowedOrigins: []string{"app.example.com"}}, {PublicHosts: []string{"example.com:443"}}, {PublicHosts: []string{"https://example.com"}}} {
+		bad.Graph, bad.Documents, bad.Search, bad.Guard = fakeGraph{}, fakeDocuments{}, fakeSearch{}, auth.NewGuard(auth.GuardConfig{})
+		bad.Watcher = auth.NewWatcher(auth.WatcherConfig{Guard: bad.Guard, Logger: slog.New(slog.DiscardHandler)})
+		bad.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		_, err := New(bad)
+		require.Error(t, err, "%+v", bad)
+	}
+}
+
+// go-sdk's registration message about the spec's tool names is demoted to
+// DEBUG (dropped at INFO); every other SDK message keeps its level.
+func TestSpecToolNameMessageDemoted(t *testing.T) {
+	t.Parallel()
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		var buf bytes.Buffer
+		guard := auth.NewGuard(auth.GuardConfig{})
+		_, err := New(Config{
+			Graph: fakeGraph{}, Documents: fakeDocuments{}, Search: fakeSearch{}, Guard: guard,
+			Watcher:  auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)}),
+			Registry: &fakeRegistry{},
+			Logger:   slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})),
+		})
+		require.NoError(t, err)
+		out := buf.String()
+		require.NotContains(t, out, "level=ERROR", level)
+		if level == slog.LevelDebug {
+			require.Contains(t, out, `level=DEBUG msg="AddTool: invalid tool name \"mcp-servers/list\"`)
+			require.Contains(t, out, `level=DEBUG msg="AddTool: invalid tool name \"mcp-servers/call\"`)
+		} else {
+			require.Empty(t, out)
+		}
+	}
+	var buf bytes.Buffer
+	h := minLevel{Handler: specToolNames{Handler: slog.NewTextHandler(&buf, nil)}, min: slog.LevelWarn}
+	log := slog.New(h).With("component", "mcp")
+	log.Error(`AddTool: invalid tool name "other/tool": tool name contains invalid characters: "/"`)
+	log.Error("failed to connect: boom")
+	log.Info("session started")
+	require.Contains(t, buf.String(), `level=ERROR msg="AddTool: invalid tool name \"other/tool\"`)
+	require.Contains(t, buf.String(), `level=ERROR msg="failed to connect: boom" component=mcp`)
+	require.NotContains(t, buf.String(), "session started")
 }

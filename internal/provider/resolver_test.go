@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/egress"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
@@ -46,6 +48,14 @@ func (f *fixture) service(c provider.Config) *provider.Service {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return provider.NewService(c)
+}
+
+// loopback allows the fakes' addresses, as GRAPHMILL_EGRESS_ALLOW=127.0.0.0/8.
+func loopback(t *testing.T) *egress.Guard {
+	t.Helper()
+	g, err := egress.New([]string{"127.0.0.0/8"})
+	require.NoError(t, err)
+	return g
 }
 
 const (
@@ -151,7 +161,7 @@ func TestResolverOrder(t *testing.T) {
 	// anywhere.
 	vfake := llmtest.NewVertex(t, "gcp-proj", "us-central1")
 	f2 := newFixture(t)
-	svc = f2.service(provider.Config{AccountAIBaseURL: vfake.URL()})
+	svc = f2.service(provider.Config{AccountAIBaseURL: vfake.URL(), Egress: loopback(t)})
 	require.NoError(t, svc.SaveCredentials(ctx, f2.org, provider.AccountAI, "", vfake.ServiceAccountJSON(), "gcp-proj", "us-central1"))
 	h, err = svc.Resolve(ctx, f2.project, provider.Embedding)
 	require.NoError(t, err)
@@ -364,4 +374,42 @@ func TestResolveModel(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, llm.LocalEmbedModel, h.Model())
 	require.Equal(t, 32, h.Dimension())
+}
+
+// TestTokenEndpointEgress: a service-account file whose token_uri is not
+// Google's is refused at save unless GRAPHMILL_EGRESS_ALLOW names its
+// host; one stored while it did is refused at call time once it does not,
+// and the token request is never made.
+func TestTokenEndpointEgress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	vfake := llmtest.NewVertex(t, "gcp-proj", "us-central1")
+	strict := f.service(provider.Config{AccountAIBaseURL: vfake.URL()})
+	err := strict.SaveCredentials(ctx, f.org, provider.AccountAI, "", vfake.ServiceAccountJSON(), "gcp-proj", "us-central1")
+	require.Equal(t, errs.Invalid, errs.CodeOf(err))
+	require.Contains(t, err.Error(), "token_uri")
+	require.Contains(t, err.Error(), "GRAPHMILL_EGRESS_ALLOW")
+	var n int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM org_provider_credentials`).Scan(&n))
+	require.Zero(t, n, "nothing stored")
+
+	allowed := f.service(provider.Config{AccountAIBaseURL: vfake.URL(), Egress: loopback(t)})
+	require.NoError(t, allowed.SaveCredentials(ctx, f.org, provider.AccountAI, "", vfake.ServiceAccountJSON(), "gcp-proj", "us-central1"))
+	tokens := vfake.Count(llmtest.EndpointToken) // the model list refresh of the save
+	h, err := strict.Resolve(ctx, f.project, provider.Embedding)
+	if err == nil {
+		_, err = h.Embed(ctx, []string{"a"})
+	}
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "GRAPHMILL_EGRESS_ALLOW")
+	require.Equal(t, tokens, vfake.Count(llmtest.EndpointToken), "no token request left the process")
+	require.Zero(t, vfake.Count(llmtest.EndpointEmbed))
+
+	// The allowed service uses the same credentials.
+	h, err = allowed.Resolve(ctx, f.project, provider.Embedding)
+	require.NoError(t, err)
+	_, err = h.Embed(ctx, []string{"a"})
+	require.NoError(t, err)
+	require.Equal(t, 1, vfake.Count(llmtest.EndpointEmbed))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -34,9 +36,17 @@ type Config struct {
 	Box    *secrets.Box
 	Logger *slog.Logger
 	Now    func() time.Time
-	// HTTPClient carries provider requests (nil: http.DefaultClient).
+	// Egress guards the provider calls. Its allow list
+	// (GRAPHMILL_EGRESS_ALLOW) names the token endpoints, besides Google's,
+	// that a service-account file may name; the calls dial through it, the
+	// base URLs' hosts allowed too (nil: a guard allowing nothing).
+	Egress *egress.Guard
+	// HTTPClient carries provider requests (nil: a client dialling through
+	// Egress).
 	HTTPClient *http.Client
-	// Base URLs override the providers' endpoints (tests, corporate proxies).
+	// Base URLs override the providers' endpoints (tests, corporate
+	// proxies). They are the operator's choice, so their hosts are dialled
+	// even when private.
 	KeyAIBaseURL, AccountAIBaseURL string
 	Environment                    Environment
 	// LocalEnabled allows the offline provider as the last resort.
@@ -69,8 +79,11 @@ func NewService(c Config) *Service {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Egress == nil {
+		c.Egress, _ = egress.New(nil)
+	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = http.DefaultClient
+		c.HTTPClient = c.Egress.WithHosts(hostPort(c.KeyAIBaseURL), hostPort(c.AccountAIBaseURL)).Client(0)
 	}
 	if c.SyncTimeout <= 0 {
 		c.SyncTimeout = 15 * time.Second
@@ -108,9 +121,24 @@ func (s *Service) newClient(ctx context.Context, provider string, p secretPayloa
 	case KeyAI:
 		return llm.NewKeyAI(ctx, p.APIKey, s.cfg.KeyAIBaseURL, s.cfg.HTTPClient)
 	case AccountAI:
-		return llm.NewAccountAI(ctx, p.ServiceAccountJSON, gcpProject, location, s.cfg.AccountAIBaseURL, s.cfg.HTTPClient)
+		return llm.NewAccountAI(ctx, p.ServiceAccountJSON, gcpProject, location, s.cfg.AccountAIBaseURL, s.cfg.HTTPClient, s.cfg.Egress)
 	}
 	return nil, ErrUnknownProvider
+}
+
+// hostPort is the host:port of a base URL ("" when there is none).
+func hostPort(base string) string {
+	u, err := url.Parse(base)
+	if base == "" || err != nil || u.Host == "" {
+		return ""
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "http" {
+		return u.Host + ":80"
+	}
+	return u.Host + ":443"
 }
 
 // open unseals the secret column of row id of table.
@@ -138,7 +166,7 @@ type AccountAICredentials struct {
 
 // sealCredentials validates credentials for provider and returns the
 // payload to seal; apiKey is for key-ai, the rest for account-ai.
-func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string) (secretPayload, error) {
+func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string, allow llm.AllowList) (secretPayload, error) {
 	switch provider {
 	case KeyAI:
 		if len(serviceAccountJSON) > 0 || gcpProject != "" || location != "" {
@@ -158,7 +186,7 @@ func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProj
 		if len(serviceAccountJSON) == 0 {
 			return secretPayload{}, errs.New(errs.Invalid, "serviceAccountJson is required")
 		}
-		if err := llm.ValidateServiceAccountJSON(serviceAccountJSON); err != nil {
+		if err := llm.ValidateServiceAccountJSON(serviceAccountJSON, allow); err != nil {
 			return secretPayload{}, errs.Errorf(errs.Invalid, "serviceAccountJson: %s", err.Error())
 		}
 		if strings.TrimSpace(gcpProject) == "" || strings.TrimSpace(location) == "" {
@@ -185,7 +213,7 @@ func validLocation(s string) bool {
 // SaveCredentials stores an organization's credentials for provider
 // (replacing earlier ones) and refreshes the model catalog with them.
 func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string) error {
-	payload, err := sealCredentials(provider, apiKey, serviceAccountJSON, gcpProject, location)
+	payload, err := sealCredentials(provider, apiKey, serviceAccountJSON, gcpProject, location, s.cfg.Egress)
 	if err != nil {
 		return err
 	}
@@ -316,7 +344,7 @@ func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider str
 	var payload secretPayload
 	if hasCreds {
 		var err error
-		if payload, err = sealCredentials(provider, in.APIKey, in.ServiceAccountJSON, in.GCPProject, in.Location); err != nil {
+		if payload, err = sealCredentials(provider, in.APIKey, in.ServiceAccountJSON, in.GCPProject, in.Location, s.cfg.Egress); err != nil {
 			return Policy{}, err
 		}
 	}

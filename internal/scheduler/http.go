@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/httpapi"
@@ -17,7 +18,14 @@ type Metrics struct {
 	Tasks   []TaskState `json:"tasks"`
 }
 
-// Register adds GET /api/metrics/scheduler.
+// FailedMessage is the lastError tenants see: a task's raw error may name
+// hosts, addresses and queries of the deployment.
+const FailedMessage = "task failed"
+
+// Register adds GET /api/metrics/scheduler. Superadmins see every task's
+// raw last error and the process that ran it (leader); everyone else
+// (project-scoped tokens of superadmins included) sees FailedMessage and no
+// leader.
 func Register(api huma.API, s *Scheduler) {
 	huma.Register(api, httpapi.Op("scheduler-metrics", http.MethodGet, "/api/metrics/scheduler", "Periodic tasks: last and next runs, durations, errors",
 		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}),
@@ -32,7 +40,23 @@ func Register(api huma.API, s *Scheduler) {
 					failing++
 				}
 			}
+			// As on superadmin routes, a project-scoped token of a
+			// superadmin does not count.
+			if p := auth.PrincipalFrom(ctx); p == nil || !p.Superadmin || p.BoundProject != uuid.Nil {
+				for i := range states {
+					states[i] = sanitized(states[i])
+				}
+			}
 			msg := fmt.Sprintf("%d periodic tasks, %d failing on their last run", len(states), failing)
 			return &httpapi.Out[Metrics]{Body: Metrics{Message: msg, Tasks: states}}, nil
 		})
+}
+
+// sanitized is what a tenant may see of t.
+func sanitized(t TaskState) TaskState {
+	if t.LastError != "" {
+		t.LastError = FailedMessage
+	}
+	t.Leader = ""
+	return t
 }

@@ -92,8 +92,14 @@ func (d *Directory) PrincipalByOIDC(ctx context.Context, c auth.OIDCClaims) (*au
 	if deleted != nil {
 		return nil, errUnknownCredential
 	}
-	p := &auth.Principal{UserID: id, Kind: auth.KindOIDC, Scopes: auth.AllScopes, Superadmin: superadmin}
-	return p, d.loadMemberships(ctx, p)
+	p := &auth.Principal{UserID: id, Kind: auth.KindOIDC, Superadmin: superadmin}
+	if err := d.loadMemberships(ctx, p); err != nil {
+		return nil, err
+	}
+	// The session holds the scopes of the user's roles as loaded now; a
+	// membership change drops the cached principal (graphmill_authz).
+	p.Scopes = auth.RoleScopes(p)
+	return p, nil
 }
 
 func (d *Directory) loadMemberships(ctx context.Context, p *auth.Principal) error {

@@ -27,12 +27,26 @@ type Service struct {
 	inv   Invalidator
 	now   func() time.Time
 	guard *auth.Guard
+	// oidcTokenMax bounds the life of tokens created with OIDC sessions.
+	oidcTokenMax time.Duration
 }
 
 // NewService returns a Service. guard authorises the ids that arrive in
 // bodies; inv is told of every identity change after it commits.
 func NewService(pool *pgxpool.Pool, guard *auth.Guard, inv Invalidator, now func() time.Time) *Service {
-	return &Service{pool: pool, guard: guard, inv: inv, now: now}
+	return &Service{pool: pool, guard: guard, inv: inv, now: now, oidcTokenMax: OIDCTokenMaxLifetimeDefault}
+}
+
+// OIDCTokenMaxLifetimeDefault is the longest life of a token created with
+// an OIDC session, unless SetOIDCTokenMaxLifetime says otherwise.
+const OIDCTokenMaxLifetimeDefault = 30 * 24 * time.Hour
+
+// SetOIDCTokenMaxLifetime sets the longest life of a token created with an
+// OIDC session (GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME); call it before serving.
+func (s *Service) SetOIDCTokenMaxLifetime(d time.Duration) {
+	if d > 0 {
+		s.oidcTokenMax = d
+	}
 }
 
 // changeIdentity runs fn in a transaction that announces an identity change
@@ -275,6 +289,9 @@ func (s *Service) createToken(ctx context.Context, issuer *auth.Principal, param
 	if params.ExpiresAt != nil && !params.ExpiresAt.After(s.now()) {
 		return Token{}, errs.New(errs.Invalid, "expiresAt must be in the future")
 	}
+	if err := s.capExpiry(issuer, &params); err != nil {
+		return Token{}, err
+	}
 	if params.ProjectID != nil {
 		if _, err := projectGet(ctx, s.pool, *params.ProjectID); err != nil {
 			return Token{}, err
@@ -300,6 +317,39 @@ func (s *Service) createToken(ctx context.Context, issuer *auth.Principal, param
 	t, err := tokenGet(ctx, s.pool, id)
 	t.Token = secret
 	return t, err
+}
+
+// capExpiry keeps a token from outliving the credential that creates it:
+// an expiring API token's tokens expire no later than it, an OIDC
+// session's within oidcTokenMax. Without expiresAt the token gets the
+// latest allowed; a later one is invalid_argument (never clamped
+// silently). The command line (no issuer) and tokens without an expiry
+// mint freely.
+func (s *Service) capExpiry(issuer *auth.Principal, params *CreateTokenParams) error {
+	if issuer == nil {
+		return nil
+	}
+	var limit time.Time
+	var why string
+	switch {
+	case issuer.Kind == auth.KindOIDC:
+		limit = s.now().Add(s.oidcTokenMax)
+		why = fmt.Sprintf("a token created with an OIDC session lives at most %s (GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME)", s.oidcTokenMax)
+	case !issuer.ExpiresAt.IsZero():
+		limit = issuer.ExpiresAt
+		why = "a token cannot outlive the token that creates it"
+	default:
+		return nil
+	}
+	limit = limit.UTC().Truncate(time.Microsecond) // as PostgreSQL stores it
+	if params.ExpiresAt == nil {
+		params.ExpiresAt = &limit
+		return nil
+	}
+	if params.ExpiresAt.After(limit) {
+		return errs.Errorf(errs.Invalid, "expiresAt must be %s or earlier: %s", limit.Format(time.RFC3339), why)
+	}
+	return nil
 }
 
 // ListTokens lists live tokens of a user and/or a project.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,9 +45,48 @@ type slowIn struct {
 }
 
 type whoamiOut struct {
-	UID int      `json:"uid"`
-	PID int      `json:"pid"`
-	Env []string `json:"env"`
+	UID  int               `json:"uid"`
+	PID  int               `json:"pid"`
+	Env  []string          `json:"env"`
+	Args []string          `json:"args"`
+	FDs  map[string]string `json:"fds"`
+	// Inherited are the descriptors without close-on-exec: those the
+	// process got from its parent (the Go runtime opens its own
+	// close-on-exec).
+	Inherited []int `json:"inherited"`
+}
+
+// openFDs lists the process's open file descriptors with what each
+// refers to, and those without close-on-exec, leaving out the one that
+// reads the list.
+func openFDs() (map[string]string, []int) {
+	out := map[string]string{}
+	inherited := []int{}
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		out["error"] = err.Error()
+		return out, inherited
+	}
+	defer d.Close()
+	own := d.Fd()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		out["error"] = err.Error()
+	}
+	for _, n := range names {
+		var fd uintptr
+		if _, err := fmt.Sscan(n, &fd); err != nil || fd == own {
+			continue
+		}
+		target, _ := os.Readlink("/proc/self/fd/" + n)
+		out[n] = target
+		flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFD, 0)
+		if errno == 0 && flags&syscall.FD_CLOEXEC == 0 {
+			inherited = append(inherited, int(fd))
+		}
+	}
+	sort.Ints(inherited)
+	return out, inherited
 }
 
 func text(s string) *mcp.CallToolResult {
@@ -54,7 +95,7 @@ func text(s string) *mcp.CallToolResult {
 
 // NewServer returns an MCP server offering the named tools (all when none
 // is named): echo {text}, add {a, b}, slow {ms}, whoami (uid, pid and
-// environment names).
+// environment names, arguments, open file descriptors).
 func NewServer(tools ...string) *mcp.Server {
 	if len(tools) == 0 {
 		tools = AllTools
@@ -86,9 +127,10 @@ func NewServer(tools ...string) *mcp.Server {
 					}
 				})
 		case "whoami":
-			mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Report the process's uid, pid and environment names."},
+			mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Report the process's uid, pid, environment names, arguments and open file descriptors."},
 				func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-					out := whoamiOut{UID: os.Getuid(), PID: os.Getpid()}
+					out := whoamiOut{UID: os.Getuid(), PID: os.Getpid(), Args: os.Args[1:]}
+					out.FDs, out.Inherited = openFDs()
 					for _, kv := range os.Environ() {
 						k, _, _ := strings.Cut(kv, "=")
 						out.Env = append(out.Env, k)
@@ -136,6 +178,206 @@ func SSE(t testing.TB, s *mcp.Server, name, value string) *httptest.Server {
 		ts.Close()
 	})
 	return ts
+}
+
+// Request is what a test server received of one request.
+type Request struct {
+	Method string
+	URL    string
+	Header http.Header
+}
+
+// Seen records the requests a test server received.
+type Seen struct {
+	mu   sync.Mutex
+	reqs []Request
+}
+
+// Wrap records every request before h serves it.
+func (s *Seen) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, Request{Method: r.Method, URL: r.URL.String(), Header: r.Header.Clone()})
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Requests returns the recorded requests, in order.
+func (s *Seen) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Values returns every value of header name the server received.
+func (s *Seen) Values(name string) []string {
+	var out []string
+	for _, r := range s.Requests() {
+		out = append(out, r.Header.Values(name)...)
+	}
+	return out
+}
+
+// StreamableSeen serves s over streamable HTTP, recording every request.
+func StreamableSeen(t testing.TB, s *mcp.Server) (*httptest.Server, *Seen) {
+	t.Helper()
+	seen := &Seen{}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(seen.Wrap(h))
+	t.Cleanup(ts.Close)
+	return ts, seen
+}
+
+// SSESeen serves s over the SSE transport, recording every request.
+func SSESeen(t testing.TB, s *mcp.Server) (*httptest.Server, *Seen) {
+	t.Helper()
+	seen := &Seen{}
+	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(seen.Wrap(h))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ts, seen
+}
+
+// Redirect answers every request with a 307 to the same path and query
+// on target, recording the requests.
+func Redirect(t testing.TB, target string) (*httptest.Server, *Seen) {
+	t.Helper()
+	seen := &Seen{}
+	ts := httptest.NewServer(seen.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.RequestURI(), http.StatusTemporaryRedirect) //nolint:gosec // a test fixture that redirects by design
+	})))
+	t.Cleanup(ts.Close)
+	return ts, seen
+}
+
+// FloodCap is where a Flood server gives up: far beyond any sane limit,
+// so that a client without one fails a test instead of exhausting the
+// machine.
+const FloodCap = 256 << 20
+
+// Flood is a hostile MCP server that answers with a body that does not
+// end (until FloodCap bytes, or the client hangs up).
+type Flood struct {
+	*httptest.Server
+	done    chan struct{}
+	mu      sync.Mutex
+	written int64
+}
+
+// NewFlood serves a flood over the given transport: "http" answers every
+// POST with an endless JSON body; "sse" opens the event stream with an
+// endpoint event, then sends comment lines without end.
+func NewFlood(t testing.TB, transport string) *Flood {
+	t.Helper()
+	f := &Flood{done: make(chan struct{})}
+	var once, postOnce sync.Once
+	posted := make(chan struct{})
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var chunk []byte
+		switch {
+		case transport == "sse" && r.Method == http.MethodPost:
+			postOnce.Do(func() { close(posted) })
+			w.WriteHeader(http.StatusAccepted)
+			return
+		case transport == "sse":
+			// The endpoint event alone, then the flood once the client
+			// posts (go-sdk reads the endpoint event with a buffer of its
+			// own and drops what that buffer read beyond it).
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: endpoint\ndata: /message\n\n")
+			_ = http.NewResponseController(w).Flush()
+			select {
+			case <-posted:
+			case <-r.Context().Done():
+				return
+			}
+			chunk = []byte(": " + strings.Repeat("x", 4093) + "\n")
+		default:
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"padding":"`)
+			chunk = []byte(strings.Repeat("x", 4096))
+		}
+		defer once.Do(func() { close(f.done) })
+		for {
+			n, err := w.Write(chunk)
+			f.mu.Lock()
+			f.written += int64(n)
+			total := f.written
+			f.mu.Unlock()
+			if err != nil || total >= FloodCap {
+				return
+			}
+		}
+	}))
+	t.Cleanup(func() {
+		f.CloseClientConnections()
+		f.Close()
+	})
+	return f
+}
+
+// Done is closed when the first flooding response ended: the client hung
+// up, or FloodCap was reached.
+func (f *Flood) Done() <-chan struct{} { return f.done }
+
+// Written is the number of body bytes the server managed to send.
+func (f *Flood) Written() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.written
+}
+
+// Gate is a tool "gate" that counts the calls inside it and holds them
+// until Release.
+type Gate struct {
+	Entered chan struct{} // receives once per call that entered
+	release chan struct{}
+	mu      sync.Mutex
+	inside  int
+	most    int
+}
+
+// NewGate returns a closed gate.
+func NewGate() *Gate {
+	return &Gate{Entered: make(chan struct{}, 100), release: make(chan struct{})}
+}
+
+// Add adds the gate tool to s.
+func (g *Gate) Add(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "gate", Description: "Wait until the test opens the gate."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			g.mu.Lock()
+			g.inside++
+			g.most = max(g.most, g.inside)
+			g.mu.Unlock()
+			defer func() {
+				g.mu.Lock()
+				g.inside--
+				g.mu.Unlock()
+			}()
+			g.Entered <- struct{}{}
+			select {
+			case <-g.release:
+				return text("passed"), nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+}
+
+// Release opens the gate for every waiting and later call.
+func (g *Gate) Release() { close(g.release) }
+
+// Most is the largest number of calls that were inside at once.
+func (g *Gate) Most() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.most
 }
 
 // ToolsEnv is the variable that names the stdio server's tools
@@ -333,6 +575,43 @@ func official(latest bool) apiv0.ResponseMeta {
 	return apiv0.ResponseMeta{Official: &apiv0.RegistryExtensions{
 		Status: model.StatusActive, StatusChangedAt: at, PublishedAt: at, UpdatedAt: at, IsLatest: latest,
 	}}
+}
+
+// SecretEntries are registry entries whose secrets go where they would be
+// visible if substituted at install: a PyPI package taking a secret in a
+// named argument (from a variable) and in a positional one (by its value
+// hint), and a remote taking one in its URL's query.
+func SecretEntries(remoteURL string) []apiv0.ServerResponse {
+	secret := model.Input{IsRequired: true, IsSecret: true}
+	return []apiv0.ServerResponse{
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "io.github.acme/argkeys", Description: "Keys in arguments", Version: "1.0.0",
+				Packages: []model.Package{{
+					RegistryType: model.RegistryTypePyPI, RegistryBaseURL: model.RegistryURLPyPI, Identifier: "acme-argkeys", Version: "1.0.0",
+					Transport: model.Transport{Type: model.TransportTypeStdio},
+					PackageArguments: []model.Argument{
+						{Type: model.ArgumentTypeNamed, Name: "--api-key", InputWithVariables: model.InputWithVariables{
+							Input: model.Input{Value: "{api_key}", IsRequired: true, IsSecret: true}, Variables: map[string]model.Input{"api_key": secret},
+						}},
+						{Type: model.ArgumentTypePositional, ValueHint: "token", InputWithVariables: model.InputWithVariables{Input: secret}},
+						{Type: model.ArgumentTypeNamed, Name: "--region", InputWithVariables: model.InputWithVariables{Input: model.Input{Default: "eu"}}},
+					},
+				}},
+			},
+			Meta: official(true),
+		},
+		{
+			Server: apiv0.ServerJSON{
+				Schema: model.CurrentSchemaURL, Name: "com.acme/urlkey", Description: "Key in the URL", Version: "1.0.0",
+				Remotes: []model.Transport{{
+					Type: model.TransportTypeStreamableHTTP, URL: remoteURL + "?key={url_key}&region={region}",
+					Variables: map[string]model.Input{"url_key": secret, "region": {Default: "eu"}},
+				}},
+			},
+			Meta: official(true),
+		},
+	}
 }
 
 // SampleEntries are realistic registry entries: an npm server in two
