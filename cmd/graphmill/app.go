@@ -299,7 +299,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := docs.AddQueues(m.Config.ParseConcurrency, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	document.Register(api, docs, m.Config.MaxUploadBytes)
+	document.Register(api, docs, document.UploadLimits{
+		MaxBytes: m.Config.MaxUploadBytes, MaxJSONBytes: m.Config.MaxJSONUploadBytes,
+		MaxConcurrent: m.Config.MaxConcurrentUploads, SpoolDir: m.Config.UploadSpoolDir,
+	})
 
 	// Extraction: the object_extraction worker, job administration and
 	// monitoring, and the extraction settings. It resolves the project's
@@ -377,7 +380,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, embedding.Queue)), log); err != nil {
+	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, embedding.Queue), log), log); err != nil {
 		return err
 	}
 	if err := m.jobs.Start(ctx); err != nil {
@@ -606,16 +609,20 @@ func (m *Main) announceToken(token string) error {
 	return err
 }
 
-func opsHandler(reg *prometheus.Registry, embeddings http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/api/embeddings/", embeddings)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
+// opsHandler serves the ops address through the same router middleware as
+// the public API (request ids, problem bodies with code and requestId,
+// recovery, the NUL check); its requests log at debug level, so metric
+// scrapes do not fill the log, and profiles get no route deadline.
+func opsHandler(reg *prometheus.Registry, embeddings http.Handler, log *slog.Logger) http.Handler {
+	r := httpapi.NewRouter(httpapi.RouterConfig{Logger: log, RequestLevel: slog.LevelDebug, StreamPrefixes: []string{"/debug/pprof/"}})
+	r.Mount("/api/embeddings", embeddings)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	r.HandleFunc("/debug/pprof/*", pprof.Index)
+	r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	r.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return r
 }
 
 // APIAddr is the bound address of the public API.

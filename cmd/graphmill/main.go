@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
@@ -119,12 +120,31 @@ func serveUntilDone(ctx context.Context, load func() (config.Config, *slog.Logge
 	return nil
 }
 
+// newLogger logs to w in the format logFormat picks.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.SlogLevel()}
-	if cfg.LogFormat == "text" {
+	if logFormat(cfg.LogFormat, isTerminal(w)) == config.LogText {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// logFormat is the configured log format or, when none is, text for a
+// person at a terminal and JSON for everything else (log collectors).
+func logFormat(configured string, terminal bool) string {
+	switch {
+	case configured != "":
+		return configured
+	case terminal:
+		return config.LogText
+	}
+	return config.LogJSON
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd())) //nolint:gosec // a file descriptor fits in an int
 }
 
 // withDatabase opens the database for a one-shot command, migrated, and

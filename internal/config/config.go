@@ -22,6 +22,12 @@ const (
 	EnvProduction  = "production"
 )
 
+// Log formats.
+const (
+	LogJSON = "json"
+	LogText = "text"
+)
+
 // Config is the effective configuration of one process.
 type Config struct {
 	// DatabaseURL points at an external PostgreSQL; empty means the embedded
@@ -34,7 +40,9 @@ type Config struct {
 	OpsAddr     string `env:"OPS_ADDR" envDefault:"127.0.0.1:8081"`
 	Environment string `env:"ENVIRONMENT" envDefault:"development"`
 	LogLevel    string `env:"LOG_LEVEL" envDefault:"info"`
-	LogFormat   string `env:"LOG_FORMAT" envDefault:"json"`
+	// LogFormat is json or text; unset means text when stderr is a
+	// terminal and JSON otherwise.
+	LogFormat string `env:"LOG_FORMAT"`
 
 	// BootstrapToken fixes the value of the first admin token.
 	BootstrapToken string `env:"BOOTSTRAP_TOKEN"`
@@ -59,6 +67,15 @@ type Config struct {
 
 	// MaxUploadBytes caps an uploaded document.
 	MaxUploadBytes int64 `env:"MAX_UPLOAD_BYTES" envDefault:"104857600"`
+	// MaxJSONUploadBytes caps the body of a JSON upload, which is decoded
+	// in memory (multipart uploads stream to a spool file).
+	MaxJSONUploadBytes int64 `env:"MAX_JSON_UPLOAD_BYTES" envDefault:"10485760"`
+	// MaxConcurrentUploads bounds the uploads in progress in one process;
+	// beyond it an upload answers 429 with Retry-After.
+	MaxConcurrentUploads int `env:"MAX_CONCURRENT_UPLOADS" envDefault:"8"`
+	// UploadSpoolDir holds multipart uploads while they are stored (empty:
+	// the system's temporary directory, TMPDIR).
+	UploadSpoolDir string `env:"UPLOAD_SPOOL_DIR"`
 	// EmbeddingDimension is the vector length of the local embedder.
 	EmbeddingDimension int `env:"EMBEDDING_DIMENSION" envDefault:"768"`
 	// QueueProjectMax caps one project's running jobs per queue (0: no cap).
@@ -193,15 +210,21 @@ func (c Config) Validate() error {
 		return fmt.Errorf("GRAPHMILL_LOG_LEVEL must be debug, info, warn or error")
 	}
 	switch c.LogFormat {
-	case "json", "text":
+	case "", LogJSON, LogText:
 	default:
-		return fmt.Errorf("GRAPHMILL_LOG_FORMAT must be json or text")
+		return fmt.Errorf("GRAPHMILL_LOG_FORMAT must be json or text (unset: text on a terminal, JSON otherwise), not %q", c.LogFormat)
 	}
 	if c.AuthCacheTTL <= 0 {
 		return fmt.Errorf("GRAPHMILL_AUTH_CACHE_TTL must be positive")
 	}
-	if c.MaxUploadBytes < 1 {
-		return fmt.Errorf("GRAPHMILL_MAX_UPLOAD_BYTES must be positive")
+	if c.MaxUploadBytes < 1 || c.MaxUploadBytes > 1<<30 {
+		return fmt.Errorf("GRAPHMILL_MAX_UPLOAD_BYTES must be between 1 and 1073741824 (PostgreSQL's limit for one value)")
+	}
+	if c.MaxJSONUploadBytes < 1 {
+		return fmt.Errorf("GRAPHMILL_MAX_JSON_UPLOAD_BYTES must be positive")
+	}
+	if c.MaxConcurrentUploads < 1 {
+		return fmt.Errorf("GRAPHMILL_MAX_CONCURRENT_UPLOADS must be positive")
 	}
 	if c.EmbeddingDimension < 8 || c.EmbeddingDimension > 8192 {
 		return fmt.Errorf("GRAPHMILL_EMBEDDING_DIMENSION must be between 8 and 8192")
@@ -329,6 +352,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("accountAiBaseUrl", MaskURL(c.AccountAIBaseURL)),
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
 		slog.Int64("vectorCacheBytes", c.VectorCacheBytes),
+		slog.Int64("maxUploadBytes", c.MaxUploadBytes),
+		slog.Int64("maxJsonUploadBytes", c.MaxJSONUploadBytes),
+		slog.Int("maxConcurrentUploads", c.MaxConcurrentUploads),
+		slog.String("uploadSpoolDir", c.UploadSpoolDir),
 		slog.Any("mcpAllowedOrigins", c.MCPAllowedOrigins),
 		slog.Any("publicHosts", c.PublicHosts),
 		slog.Bool("mcpStateless", c.MCPStateless),

@@ -23,11 +23,10 @@ func TestLoadDefaults(t *testing.T) {
 		OpsAddr:         "127.0.0.1:8081",
 		Environment:     config.EnvDevelopment,
 		LogLevel:        "info",
-		LogFormat:       "json",
 		AuthCacheTTL:    60 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 		DBMaxConns:      20, OIDCTokenMaxLifetime: 30 * 24 * time.Hour,
-		EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
+		EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, MaxJSONUploadBytes: 10 << 20, MaxConcurrentUploads: 8, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
 		MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
 		MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
 	}, c, "unprefixed variables must not be read")
@@ -66,7 +65,8 @@ func TestLoad(t *testing.T) {
 					LogLevel: "debug", LogFormat: "text", BootstrapToken: "gm_x",
 					OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill", OIDCTokenMaxLifetime: 24 * time.Hour,
 					AuthCacheTTL: 5 * time.Second, ShutdownTimeout: time.Minute, DBMaxConns: 50,
-					EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, EmbeddingDimension: 768, ParseConcurrency: 2,
+					EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, MaxJSONUploadBytes: 10 << 20, MaxConcurrentUploads: 8,
+					EmbeddingDimension: 768, ParseConcurrency: 2,
 					SecretKey: "k1", SecretKeysOld: []string{"k2", "k3"}, KeyAIAPIKey: "key", KeyAIBaseURL: "http://fake/",
 					LocalProvider: &no, ProviderRPM: 60, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
 					MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
@@ -213,7 +213,7 @@ func TestValidate(t *testing.T) {
 	valid := config.Config{
 		DataDir: "d", HTTPAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0", Environment: config.EnvDevelopment,
 		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, DBMaxConns: 2,
-		MaxUploadBytes: 1, EmbeddingDimension: 8, ParseConcurrency: 1, ModelSyncInterval: time.Hour, VectorCacheBytes: 1 << 20,
+		MaxUploadBytes: 1, MaxJSONUploadBytes: 1, MaxConcurrentUploads: 1, EmbeddingDimension: 8, ParseConcurrency: 1, ModelSyncInterval: time.Hour, VectorCacheBytes: 1 << 20,
 		MCPStdio: "superadmin", MCPCallTimeout: time.Second, MCPIdleTimeout: time.Second,
 	}
 	tests := []struct {
@@ -248,6 +248,9 @@ func TestValidate(t *testing.T) {
 		{name: "NegativeTTL", change: func(c *config.Config) { c.AuthCacheTTL = -time.Second }, wantErr: "GRAPHMILL_AUTH_CACHE_TTL"},
 		{name: "ZeroConnections", change: func(c *config.Config) { c.DBMaxConns = 0 }, wantErr: "GRAPHMILL_DB_MAX_CONNS"},
 		{name: "ZeroUpload", change: func(c *config.Config) { c.MaxUploadBytes = 0 }, wantErr: "GRAPHMILL_MAX_UPLOAD_BYTES"},
+		{name: "UploadOverPostgresLimit", change: func(c *config.Config) { c.MaxUploadBytes = 1<<30 + 1 }, wantErr: "GRAPHMILL_MAX_UPLOAD_BYTES"},
+		{name: "ZeroJSONUpload", change: func(c *config.Config) { c.MaxJSONUploadBytes = 0 }, wantErr: "GRAPHMILL_MAX_JSON_UPLOAD_BYTES"},
+		{name: "ZeroConcurrentUploads", change: func(c *config.Config) { c.MaxConcurrentUploads = 0 }, wantErr: "GRAPHMILL_MAX_CONCURRENT_UPLOADS"},
 		{name: "TinyDimension", change: func(c *config.Config) { c.EmbeddingDimension = 4 }, wantErr: "GRAPHMILL_EMBEDDING_DIMENSION"},
 		{name: "NegativeProjectMax", change: func(c *config.Config) { c.QueueProjectMax = -1 }, wantErr: "GRAPHMILL_QUEUE_PROJECT_MAX"},
 		{name: "ZeroParse", change: func(c *config.Config) { c.ParseConcurrency = 0 }, wantErr: "GRAPHMILL_PARSE_CONCURRENCY"},

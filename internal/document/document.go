@@ -58,13 +58,16 @@ type StoredChunk struct {
 	EmbeddedAt     *time.Time `json:"embeddedAt,omitempty"`
 }
 
-// Upload is a new document.
+// Upload is a new document: its bytes in Data, or in Content when set (an
+// upload spooled to a file, or decoded from JSON), which is streamed to
+// storage rather than copied.
 type Upload struct {
 	ProjectID uuid.UUID
 	UserID    uuid.UUID
 	Filename  string
 	MimeType  string
 	Data      []byte
+	Content   Content
 }
 
 // Errors of this domain.

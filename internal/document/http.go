@@ -9,6 +9,10 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
+	"reflect"
+	"strconv"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
@@ -21,10 +25,38 @@ import (
 // UploadMaxDefault is the default cap on an uploaded file.
 const UploadMaxDefault = 100 << 20
 
+// UploadRetryAfter is the Retry-After of an upload refused because too many
+// are in progress.
+const UploadRetryAfter = 5 * time.Second
+
+// multipartOverhead is what multipart framing may add to a file's bytes.
+const multipartOverhead = 64 << 10
+
+// UploadLimits bound uploads.
+type UploadLimits struct {
+	// MaxBytes caps a document (a multipart file, or JSON content).
+	MaxBytes int64
+	// MaxJSONBytes caps the body of a JSON upload, which is decoded in
+	// memory; multipart uploads stream to a spool file instead.
+	MaxJSONBytes int64
+	// MaxConcurrent bounds the uploads in progress in this process;
+	// beyond it an upload answers 429 with Retry-After.
+	MaxConcurrent int
+	// SpoolDir holds multipart uploads while they are stored (empty: the
+	// system's temporary directory).
+	SpoolDir string
+}
+
+// ErrBusy refuses an upload while MaxConcurrent are in progress.
+var ErrBusy = errs.New(errs.RateLimited, "too many uploads are in progress; retry later")
+
 type (
+	// uploadIn holds the request body for the handler, which streams it:
+	// the operation declares no body field, so huma reads none.
 	uploadIn struct {
-		ContentType string `header:"Content-Type"`
-		RawBody     []byte
+		ContentType   string `header:"Content-Type"`
+		ContentLength int64  `header:"Content-Length"`
+		body          io.Reader
 	}
 	uploadOut struct {
 		Status int
@@ -41,11 +73,22 @@ type (
 		httpapi.PageParams
 	}
 	jsonUpload struct {
-		Filename string `json:"filename"`
-		Content  string `json:"content"`
-		MimeType string `json:"mimeType"`
+		Filename string `json:"filename" minLength:"1" maxLength:"500"`
+		Content  string `json:"content" minLength:"1" doc:"The document's text."`
+		MimeType string `json:"mimeType,omitempty" doc:"Default text/plain."`
 	}
 )
+
+// Resolve implements huma.Resolver: it keeps the body reader for the
+// handler, and ends reading it at the request's deadline, so that a client
+// trickling its body cannot hold an upload slot beyond it.
+func (in *uploadIn) Resolve(ctx huma.Context) []error {
+	in.body = ctx.BodyReader()
+	if d, ok := ctx.Context().Deadline(); ok {
+		_ = ctx.SetReadDeadline(d)
+	}
+	return nil
+}
 
 func docID(s string) (uuid.UUID, error) {
 	id, err := uuid.Parse(s)
@@ -55,21 +98,28 @@ func docID(s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// Register adds the document routes; uploads are capped at maxUpload bytes.
-func Register(api huma.API, svc *Service, maxUpload int64) {
+// Register adds the document routes; uploads are bounded by lim.
+func Register(api huma.API, svc *Service, lim UploadLimits) {
 	read := auth.Rule{Scope: auth.DocumentsRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.DocumentsWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
 
 	up := httpapi.Op("upload-document", http.MethodPost, "/api/documents",
 		"Upload a document (multipart field \"file\", or JSON {filename, content, mimeType}); project from X-Project-ID", write)
-	up.MaxBodyBytes = maxUpload + 64<<10 // multipart framing
-	up.Errors = append(up.Errors, http.StatusRequestEntityTooLarge)
+	up.Errors = append(up.Errors, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests)
+	slots := make(chan struct{}, max(lim.MaxConcurrent, 1))
 	huma.Register(api, up, func(ctx context.Context, in *uploadIn) (*uploadOut, error) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			return nil, huma.ErrorWithHeaders(ErrBusy, http.Header{"Retry-After": {strconv.Itoa(int(UploadRetryAfter.Seconds()))}})
+		}
 		a, p := auth.AccessFrom(ctx), auth.PrincipalFrom(ctx)
-		u, err := decodeUpload(in, maxUpload)
+		u, closeUpload, err := decodeUpload(in, lim)
 		if err != nil {
 			return nil, err
 		}
+		defer closeUpload()
 		u.ProjectID, u.UserID = a.ProjectID, p.UserID
 		d, err := svc.Upload(ctx, u)
 		if err != nil {
@@ -81,6 +131,22 @@ func Register(api huma.API, svc *Service, maxUpload int64) {
 		}
 		return &uploadOut{Status: status, Body: d}, nil
 	})
+	// The document shows both bodies; setting them on the operation before
+	// registration would make huma read and decode the body itself.
+	reg := api.OpenAPI().Components.Schemas
+	api.OpenAPI().Paths["/api/documents"].Post.RequestBody = &huma.RequestBody{
+		Required: true,
+		Content: map[string]*huma.MediaType{
+			"multipart/form-data": {Schema: &huma.Schema{
+				Type: huma.TypeObject, Required: []string{"file"},
+				Properties: map[string]*huma.Schema{"file": {
+					Type: huma.TypeString, Format: "binary",
+					Description: "The document; the part's filename and Content-Type are used.",
+				}},
+			}},
+			"application/json": {Schema: reg.Schema(reflect.TypeFor[jsonUpload](), true, "DocumentJSONUpload")},
+		},
+	}
 
 	huma.Register(api, httpapi.Op("list-documents", http.MethodGet, "/api/documents", "List the project's documents, newest first", read),
 		func(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Document]], error) {
@@ -128,52 +194,139 @@ func Register(api huma.API, svc *Service, maxUpload int64) {
 	})
 }
 
-func decodeUpload(in *uploadIn, maxUpload int64) (Upload, error) {
+// decodeUpload reads an upload from the request body: a multipart file
+// spooled to a file while hashed (never in memory), or a JSON body of at
+// most MaxJSONBytes decoded in memory. The returned func releases it.
+func decodeUpload(in *uploadIn, lim UploadLimits) (Upload, func(), error) {
+	nothing := func() {}
 	mt, params, err := mime.ParseMediaType(in.ContentType)
 	if err != nil {
-		return Upload{}, errs.New(errs.Invalid, "Content-Type must be multipart/form-data or application/json")
+		return Upload{}, nothing, errs.New(errs.Invalid, "Content-Type must be multipart/form-data or application/json")
+	}
+	body := in.body
+	if body == nil {
+		body = http.NoBody
 	}
 	switch mt {
 	case "application/json":
-		var j jsonUpload
-		dec := json.NewDecoder(bytes.NewReader(in.RawBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&j); err != nil {
-			return Upload{}, errs.Errorf(errs.Invalid, "body must be JSON {filename, content, mimeType}: %v", err)
-		}
-		if int64(len(j.Content)) > maxUpload {
-			return Upload{}, errs.New(errs.PayloadTooLarge, "the document exceeds the upload limit")
-		}
-		if j.MimeType == "" {
-			j.MimeType = "text/plain"
-		}
-		return Upload{Filename: j.Filename, MimeType: j.MimeType, Data: []byte(j.Content)}, nil
+		u, err := decodeJSONUpload(body, in.ContentLength, lim)
+		return u, nothing, err
 	case "multipart/form-data":
-		r := multipart.NewReader(bytes.NewReader(in.RawBody), params["boundary"])
+		// The whole body is bounded too: parts other than the file are
+		// skipped, not stored, but must not run forever.
+		r := multipart.NewReader(&limitedBody{r: body, left: lim.MaxBytes + multipartOverhead}, params["boundary"])
 		for {
 			part, err := r.NextPart()
 			if errors.Is(err, io.EOF) {
-				return Upload{}, errs.New(errs.Invalid, `multipart body has no "file" part`)
+				return Upload{}, nothing, errs.New(errs.Invalid, `multipart body has no "file" part`)
 			}
 			if err != nil {
-				return Upload{}, errs.Errorf(errs.Invalid, "malformed multipart body: %v", err)
+				return Upload{}, nothing, bodyError("malformed multipart body", err)
 			}
 			if part.FormName() != "file" {
 				continue
 			}
-			data, err := io.ReadAll(io.LimitReader(part, maxUpload+1))
+			sp, err := NewSpool(lim.SpoolDir, part, lim.MaxBytes)
 			if err != nil {
-				return Upload{}, errs.Errorf(errs.Invalid, "malformed multipart body: %v", err)
-			}
-			if int64(len(data)) > maxUpload {
-				return Upload{}, errs.New(errs.PayloadTooLarge, "the document exceeds the upload limit")
+				return Upload{}, nothing, bodyError("malformed multipart body", err)
 			}
 			ct := part.Header.Get("Content-Type")
 			if ct == "application/octet-stream" {
 				ct = ""
 			}
-			return Upload{Filename: part.FileName(), MimeType: ct, Data: data}, nil
+			return Upload{Filename: part.FileName(), MimeType: ct, Content: sp}, func() { _ = sp.Close() }, nil
 		}
 	}
-	return Upload{}, errs.Errorf(errs.Invalid, "Content-Type %s is not accepted: use multipart/form-data or application/json", mt)
+	return Upload{}, nothing, errs.Errorf(errs.Invalid, "Content-Type %s is not accepted: use multipart/form-data or application/json", mt)
+}
+
+// decodeJSONUpload decodes {filename, content, mimeType}. The body is read
+// once into memory (at most MaxJSONBytes) and released once decoded; the
+// content string is then streamed to storage without another copy.
+func decodeJSONUpload(body io.Reader, length int64, lim UploadLimits) (Upload, error) {
+	var buf bytes.Buffer
+	if length > 0 && length <= lim.MaxJSONBytes {
+		buf.Grow(int(length) + bytes.MinRead) // one allocation, not a doubling series
+	}
+	if _, err := buf.ReadFrom(&limitedBody{r: body, left: lim.MaxJSONBytes}); err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			return Upload{}, errs.Errorf(errs.PayloadTooLarge,
+				"a JSON upload is limited to %d bytes: send larger documents as multipart/form-data", lim.MaxJSONBytes)
+		}
+		return Upload{}, bodyError("cannot read body", err)
+	}
+	data := buf.Bytes()
+	if err := httpapi.CheckJSON(data); err != nil {
+		return Upload{}, err
+	}
+	// json.Unmarshal decodes in place (a json.Decoder would copy the body
+	// into its own buffer first); unknown members are found by a first
+	// pass that skips every value.
+	var members map[string]skipValue
+	if err := json.Unmarshal(data, &members); err != nil {
+		return Upload{}, errs.Errorf(errs.Invalid, "body must be JSON {filename, content, mimeType}: %v", err)
+	}
+	for k := range members {
+		if k != "filename" && k != "content" && k != "mimeType" {
+			return Upload{}, errs.Errorf(errs.Invalid, "body must be JSON {filename, content, mimeType}: unknown member %q", k)
+		}
+	}
+	var j jsonUpload
+	if err := json.Unmarshal(data, &j); err != nil {
+		return Upload{}, errs.Errorf(errs.Invalid, "body must be JSON {filename, content, mimeType}: %v", err)
+	}
+	if int64(len(j.Content)) > lim.MaxBytes {
+		return Upload{}, ErrTooLarge
+	}
+	if j.MimeType == "" {
+		j.MimeType = "text/plain"
+	}
+	return Upload{Filename: j.Filename, MimeType: j.MimeType, Content: StringContent(j.Content)}, nil
+}
+
+// skipValue decodes any JSON value into nothing, without copying it.
+type skipValue struct{}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (*skipValue) UnmarshalJSON([]byte) error { return nil }
+
+// errBodyTooLarge ends a body read past its limit.
+var errBodyTooLarge = errors.New("request body too large")
+
+// limitedBody fails with errBodyTooLarge once more than left bytes were
+// read, where io.LimitReader would end the body quietly.
+type limitedBody struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n, errBodyTooLarge
+	}
+	return n, err
+}
+
+// bodyError turns a failure to read an upload into its answer: 413 over
+// the limit, 400 for a malformed body.
+func bodyError(what string, err error) error {
+	if errors.Is(err, errBodyTooLarge) || errors.Is(err, ErrTooLarge) {
+		return ErrTooLarge
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errs.New(errs.Invalid, "the request body did not arrive before the request's deadline")
+	}
+	return errs.Errorf(errs.Invalid, "%s: %v", what, err)
 }

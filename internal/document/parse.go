@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"path"
@@ -170,6 +171,13 @@ func parserFor(format Format) parseFunc {
 // known one, else from the filename's extension, else by sniffing data. It
 // returns an error wrapping ErrUnsupported naming what it found otherwise.
 func DetectFormat(filename, mimeType string, data []byte) (Format, error) {
+	return DetectFormatAt(filename, mimeType, bytes.NewReader(data), int64(len(data)))
+}
+
+// DetectFormatAt is DetectFormat for content read at offsets (a spooled
+// upload): sniffing reads its first 512 bytes and, for a zip, its
+// directory.
+func DetectFormatAt(filename, mimeType string, r io.ReaderAt, size int64) (Format, error) {
 	mediaType := ""
 	if mimeType != "" {
 		if mt, _, err := mime.ParseMediaType(mimeType); err == nil {
@@ -185,7 +193,7 @@ func DetectFormat(filename, mimeType string, data []byte) (Format, error) {
 	if f, ok := formatByExtension(ext); ok {
 		return f, nil
 	}
-	sniffed, f, ok := sniffFormat(data)
+	sniffed, f, ok := sniffFormat(r, size)
 	if ok {
 		return f, nil
 	}
@@ -241,12 +249,15 @@ func formatByExtension(ext string) (Format, bool) {
 
 // sniffFormat guesses the format from the content. It returns the sniffed
 // media type (for the error message) and whether it is a supported format.
-func sniffFormat(data []byte) (string, Format, bool) {
+func sniffFormat(r io.ReaderAt, size int64) (string, Format, bool) {
+	data := make([]byte, min(size, 512))
+	n, _ := r.ReadAt(data, 0)
+	data = data[:n]
 	if bytes.HasPrefix(data, []byte("%PDF-")) {
 		return "application/pdf", FormatPDF, true
 	}
 	if bytes.HasPrefix(data, []byte("PK\x03\x04")) {
-		if zipHasFile(data, docxBodyPath) {
+		if zipHasFile(r, size, docxBodyPath) {
 			return "application/zip", FormatDOCX, true
 		}
 		return "application/zip", "", false

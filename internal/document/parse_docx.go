@@ -71,8 +71,8 @@ func zipFile(zr *zip.Reader, name string) *zip.File {
 	return nil
 }
 
-func zipHasFile(data []byte, name string) bool {
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+func zipHasFile(r io.ReaderAt, size int64, name string) bool {
+	zr, err := zip.NewReader(r, size)
 	return err == nil && zipFile(zr, name) != nil
 }
 

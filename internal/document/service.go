@@ -2,9 +2,9 @@ package document
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -83,27 +83,51 @@ func (s *Service) Upload(ctx context.Context, u Upload) (Document, error) {
 	if len(u.Filename) > 500 || !utf8.ValidString(u.Filename) {
 		return Document{}, errs.New(errs.Invalid, "filename must be valid UTF-8 of at most 500 bytes")
 	}
-	if len(u.Data) == 0 {
-		return Document{}, ErrEmpty
+	if strings.IndexByte(u.Filename, 0) >= 0 {
+		return Document{}, errs.New(errs.Invalid, "filename must not contain the NUL character (U+0000)")
 	}
 	if u.MimeType == "" {
 		u.MimeType = "application/octet-stream"
 	}
-	if _, err := DetectFormat(u.Filename, u.MimeType, u.Data); err != nil {
+	if len(u.MimeType) > 255 || !utf8.ValidString(u.MimeType) || strings.IndexByte(u.MimeType, 0) >= 0 {
+		return Document{}, errs.New(errs.Invalid, "mimeType must be valid UTF-8 of at most 255 bytes without NUL")
+	}
+	content := u.Content
+	if content == nil {
+		content = bytesContent(u.Data)
+	}
+	if content.Size() == 0 {
+		return Document{}, ErrEmpty
+	}
+	if content.Size() > math.MaxInt32 {
+		return Document{}, ErrTooLarge
+	}
+	if _, err := DetectFormatAt(u.Filename, u.MimeType, content, content.Size()); err != nil {
 		return Document{}, err
 	}
-	sum := sha256.Sum256(u.Data)
+	sum := content.SHA256()
 	id := uuid.Must(uuid.NewV7())
 	var duplicate bool
 	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
-		inserted, err := documentInsert(ctx, tx, id, u, sum[:], now)
+		// The same bytes already there cost no transfer; a concurrent
+		// upload of them is caught by the insert.
+		existing, found, err := documentIDBySum(ctx, tx, u.ProjectID, sum[:])
 		if err != nil {
 			return err
 		}
+		inserted := false
+		if !found {
+			if inserted, err = documentInsert(ctx, tx, id, u, content, sum[:], now); err != nil {
+				return err
+			}
+		}
 		if !inserted {
 			duplicate = true
-			id, err = documentIDBySum(ctx, tx, u.ProjectID, sum[:])
+			if !found {
+				existing, _, err = documentIDBySum(ctx, tx, u.ProjectID, sum[:])
+			}
+			id = existing
 			return err
 		}
 		if err := parseJobInsert(ctx, tx, u.ProjectID, id, now); err != nil {

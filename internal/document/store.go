@@ -1,10 +1,13 @@
 package document
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -73,25 +76,99 @@ func documentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limi
 	return out, total, nil
 }
 
-// documentInsert inserts a document unless the project has the same bytes
-// already; it reports whether it inserted.
-func documentInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, u Upload, sum []byte, now time.Time) (bool, error) {
-	tag, err := db.Exec(ctx, `INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, sha256, content, status, created_by, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 'parsing', $8, $9, $9) ON CONFLICT ON CONSTRAINT documents_project_sha256_key DO NOTHING`,
-		id, u.ProjectID, u.Filename, u.MimeType, len(u.Data), sum, u.Data, u.UserID, now)
+// documentInsert streams a document into the documents table with a
+// binary COPY: its content goes from c to the connection 64 KiB at a time
+// and is never held in memory whole. It runs in a savepoint and reports
+// false, with tx usable, when the project got the same bytes meanwhile (a
+// concurrent upload: the unique violation COPY cannot skip).
+func documentInsert(ctx context.Context, tx pgx.Tx, id uuid.UUID, u Upload, c Content, sum []byte, now time.Time) (bool, error) {
+	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("insert document: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	defer func() { _ = sp.Rollback(context.WithoutCancel(ctx)) }()
+	var head, tail copyRow
+	head.start(11)
+	head.bytes(id[:])
+	head.bytes(u.ProjectID[:])
+	head.bytes([]byte(u.Filename))
+	head.bytes([]byte(u.MimeType))
+	head.int64(c.Size())
+	head.bytes(sum)
+	head.bytes([]byte(StatusParsing))
+	if u.UserID == uuid.Nil {
+		head.null()
+	} else {
+		head.bytes(u.UserID[:])
+	}
+	head.timestamptz(now)
+	head.timestamptz(now)
+	head.int32(int32(c.Size())) //nolint:gosec // Service.Upload refuses more than MaxInt32 bytes
+	tail.end()
+	r := io.MultiReader(bytes.NewReader(head), io.NewSectionReader(c, 0, c.Size()), bytes.NewReader(tail))
+	_, err = sp.Conn().PgConn().CopyFrom(ctx, r, `COPY documents (id, project_id, filename, mime_type, size_bytes, sha256, status,
+		created_by, created_at, updated_at, content) FROM STDIN (FORMAT binary)`)
+	if postgres.IsUniqueViolation(err, "documents_project_sha256_key") {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("insert document: %w", err)
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return false, fmt.Errorf("insert document: %w", err)
+	}
+	return true, nil
 }
 
-func documentIDBySum(ctx context.Context, db postgres.DBTX, project uuid.UUID, sum []byte) (uuid.UUID, error) {
+// copyRow builds PostgreSQL's binary COPY format: a header and one tuple
+// of fields, each a 32-bit length and the value in binary (send) form.
+type copyRow []byte
+
+// pgEpochMicros is the zero of PostgreSQL's timestamps, 2000-01-01 UTC,
+// in Unix microseconds.
+const pgEpochMicros = 946_684_800_000_000
+
+// start writes the file header and the field count of the tuple.
+func (r *copyRow) start(fields int) {
+	*r = append(*r, "PGCOPY\n\xff\r\n\x00"...)
+	*r = binary.BigEndian.AppendUint32(*r, 0)              // flags
+	*r = binary.BigEndian.AppendUint32(*r, 0)              // header extension
+	*r = binary.BigEndian.AppendUint16(*r, uint16(fields)) //nolint:gosec // a handful of columns
+}
+
+// bytes writes a text, bytea or uuid field.
+func (r *copyRow) bytes(b []byte) {
+	r.int32(int32(len(b))) //nolint:gosec // short values
+	*r = append(*r, b...)
+}
+
+func (r *copyRow) null() { *r = binary.BigEndian.AppendUint32(*r, 0xFFFFFFFF) }
+
+// int32 writes a bare 32-bit integer (a field length).
+func (r *copyRow) int32(n int32) { *r = binary.BigEndian.AppendUint32(*r, uint32(n)) } //nolint:gosec // two's complement as sent
+
+func (r *copyRow) int64(n int64) {
+	r.int32(8)
+	*r = binary.BigEndian.AppendUint64(*r, uint64(n)) //nolint:gosec // two's complement as sent
+}
+
+// timestamptz writes microseconds since 2000-01-01 UTC.
+func (r *copyRow) timestamptz(t time.Time) { r.int64(t.UnixMicro() - pgEpochMicros) }
+
+// end writes the file trailer.
+func (r *copyRow) end() { *r = binary.BigEndian.AppendUint16(*r, 0xFFFF) }
+
+// documentIDBySum finds the project's document of these bytes.
+func documentIDBySum(ctx context.Context, db postgres.DBTX, project uuid.UUID, sum []byte) (uuid.UUID, bool, error) {
 	var id uuid.UUID
 	err := db.QueryRow(ctx, `SELECT id FROM documents WHERE project_id = $1 AND sha256 = $2`, project, sum).Scan(&id)
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("find document by checksum: %w", err)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, false, nil
 	}
-	return id, nil
+	if err != nil {
+		return uuid.Nil, false, fmt.Errorf("find document by checksum: %w", err)
+	}
+	return id, true, nil
 }
 
 // documentContent loads what the parser needs.

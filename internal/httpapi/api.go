@@ -30,6 +30,7 @@ func NewAPI(router chi.Router, guard *auth.Guard, version string) huma.API {
 	cfg.DocsPath = ""
 	cfg.SchemasPath = ""
 	cfg.CreateHooks = nil
+	cfg.Formats = map[string]huma.Format{"application/json": jsonFormat(), "json": jsonFormat()}
 	cfg.Info.Description = "Graphmill knowledge-graph server."
 	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{

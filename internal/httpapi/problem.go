@@ -97,6 +97,9 @@ func codeOfStatus(status int) errs.Code {
 	return errs.Invalid
 }
 
+// unstorableText is the detail of a value PostgreSQL refused as text.
+const unstorableText = "a text value holds a character that cannot be stored (such as NUL, U+0000)"
+
 // newProblem builds the body for status and message, turning domain errors
 // into their codes and hiding everything else behind "internal error" (the
 // cause goes to the request's log line).
@@ -118,7 +121,19 @@ func newProblem(ctx context.Context, status int, msg string, errList ...error) *
 		if errors.As(e, &dd) {
 			d := dd.ErrorDetail()
 			// Never echo values back: they may be secrets (keys, passwords).
-			details = append(details, &huma.ErrorDetail{Message: d.Message, Location: d.Location})
+			loc, m := d.Location, d.Message
+			// A decoder error that names a field inside the body
+			// ("body.name: ...", CheckJSON) takes that field as location.
+			if l, rest, ok := strings.Cut(m, ": "); ok && loc != "" && strings.HasPrefix(l, loc) {
+				loc, m = l, rest
+			}
+			details = append(details, &huma.ErrorDetail{Message: m, Location: loc})
+			continue
+		}
+		if postgres.IsUnstorableText(e) {
+			// Second line of defence behind the boundary checks: a
+			// value PostgreSQL cannot store is the caller's input.
+			status, msg, domain = http.StatusBadRequest, unstorableText, true
 			continue
 		}
 		if status >= 500 {
@@ -153,6 +168,9 @@ func newProblem(ctx context.Context, status int, msg string, errList ...error) *
 		msg = strings.TrimSuffix(msg, ".") + ": " + strings.Join(parts, "; ")
 	}
 	code := codeOfStatus(status)
+	if domain && msg == unstorableText {
+		code = errs.Invalid
+	}
 	if len(errList) > 0 {
 		var de *errs.Error
 		for _, e := range errList {

@@ -58,6 +58,9 @@ type RouterConfig struct {
 	// StreamPrefixes are path prefixes of long-lived responses (event
 	// stream, MCP) that get no deadline.
 	StreamPrefixes []string
+	// RequestLevel is the level of the log line of a request that did not
+	// fail with a 5xx (the zero value is info).
+	RequestLevel slog.Level
 }
 
 // NewRouter returns the chi router with the platform middleware: request
@@ -67,7 +70,7 @@ func NewRouter(c RouterConfig) chi.Router {
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			serve(c, next, w, req)
+			serve(c, r, next, w, req)
 		})
 	})
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
@@ -79,7 +82,7 @@ func NewRouter(c RouterConfig) chi.Router {
 	return r
 }
 
-func serve(c RouterConfig, next http.Handler, w http.ResponseWriter, req *http.Request) {
+func serve(c RouterConfig, mux *chi.Mux, next http.Handler, w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
 	id := req.Header.Get("X-Request-ID")
 	if !validRequestID.MatchString(id) {
@@ -131,7 +134,7 @@ func serve(c RouterConfig, next http.Handler, w http.ResponseWriter, req *http.R
 			slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
 			slog.Float64("durationMs", float64(dur.Microseconds())/1000),
 		}
-		level := slog.LevelInfo
+		level := c.RequestLevel
 		rec.mu.Lock()
 		if rec.cause != nil {
 			attrs = append(attrs, slog.String("error", rec.cause.Error()))
@@ -140,5 +143,9 @@ func serve(c RouterConfig, next http.Handler, w http.ResponseWriter, req *http.R
 		rec.mu.Unlock()
 		c.Logger.LogAttrs(ctx, level, "request", attrs...)
 	}()
+	if err := requestNUL(mux, req); err != nil {
+		WriteProblem(ww, req, err)
+		return
+	}
 	next.ServeHTTP(ww, req)
 }

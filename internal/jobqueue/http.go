@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
@@ -111,11 +112,13 @@ const (
 
 // WorkerControl serves the spec's embedding worker control endpoints for a
 // group of queues (chunk and graph embedding) on the ops address: status,
-// pause, resume and config. Changes are stored and reach every process
+// pause, resume and config, relative to where it is mounted
+// (/api/embeddings; a chi router mounting it lends its problem answers for
+// unknown routes and methods). Changes are stored and reach every process
 // within a second.
 func WorkerControl(c *Client, queues ...string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/embeddings/status", func(w http.ResponseWriter, r *http.Request) {
+	mux := chi.NewRouter()
+	mux.Get("/status", func(w http.ResponseWriter, r *http.Request) {
 		st, err := workerStatus(r.Context(), c, queues)
 		if err != nil {
 			httpapi.WriteProblem(w, r, err)
@@ -137,13 +140,13 @@ func WorkerControl(c *Client, queues ...string) http.Handler {
 		}
 		writeJSON(w, st)
 	}
-	mux.HandleFunc("POST /api/embeddings/pause", func(w http.ResponseWriter, r *http.Request) {
+	mux.Post("/pause", func(w http.ResponseWriter, r *http.Request) {
 		each(w, r, func(q string) error { return c.Pause(r.Context(), q) })
 	})
-	mux.HandleFunc("POST /api/embeddings/resume", func(w http.ResponseWriter, r *http.Request) {
+	mux.Post("/resume", func(w http.ResponseWriter, r *http.Request) {
 		each(w, r, func(q string) error { return c.Resume(r.Context(), q) })
 	})
-	mux.HandleFunc("PATCH /api/embeddings/config", func(w http.ResponseWriter, r *http.Request) {
+	mux.Patch("/config", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			BatchSize   *int `json:"batchSize"`
 			Concurrency *int `json:"concurrency"`

@@ -110,6 +110,14 @@ func IsForeignKeyViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23503"
 }
 
+// IsUnstorableText reports whether PostgreSQL refused a value as text:
+// SQLSTATE 22021 (character_not_in_repertoire: a NUL byte or invalid
+// UTF-8 in text) or 22P05 (untranslatable_character: \u0000 in jsonb).
+func IsUnstorableText(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05")
+}
+
 // Total is embedded in the row structs of paged queries; it receives the
 // `count(*) OVER () AS total` column.
 type Total struct {
