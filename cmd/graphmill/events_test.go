@@ -191,3 +191,33 @@ func TestEventStreamHeartbeatAndOtherProcess(t *testing.T) {
 	id := a.publish(events.TypeDocumentConverted, &project, nil, map[string]any{})
 	require.Equal(t, id, nextEvent(t, frames).ID)
 }
+
+// TestEventStreamReplayBeyondOnePage: a client further behind than one
+// replay page gets every missed event, in order, then the live ones; none
+// is skipped because a live event moved its position past the rest.
+func TestEventStreamReplayBeyondOnePage(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	projectID, _ := s.defaultProject()
+	project := uuid.MustParse(projectID)
+
+	first := s.publish(events.TypeDocumentConverted, &project, nil, map[string]any{"n": 0})
+	// Written without a notification, as by a process whose listener this
+	// one never heard: only the replay can deliver them.
+	missed := events.ReplayPage*2 + events.ReplayPage/2
+	rows, err := s.m.db.pool.Query(context.Background(), `INSERT INTO events (project_id, type, payload, created_at)
+		SELECT $1, $2, jsonb_build_object('n', n), now() FROM generate_series(1, $3) n RETURNING id`,
+		project, events.TypeJobCompleted, missed)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Len(t, ids, missed)
+
+	frames, _ := s.openStream(s.admin, first)
+	for i, want := range ids {
+		got := nextEvent(t, frames)
+		require.Equal(t, want, got.ID, "missed event %d of %d", i+1, missed)
+	}
+	live := s.publish(events.TypeJobCompleted, &project, nil, map[string]any{"n": "live"})
+	require.Equal(t, live, nextEvent(t, frames).ID)
+}

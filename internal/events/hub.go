@@ -25,9 +25,10 @@ const (
 	// client further behind is disconnected (it resumes with
 	// Last-Event-ID) rather than allowed to hold the others up.
 	ClientBufferDefault = 256
-	// ReplayMax bounds one replay; a client further behind gets the newest
-	// events only after reconnecting again.
-	ReplayMax = 1000
+	// ReplayPage is how many stored events one replay query reads; a
+	// replay reads pages until it has caught up with the stored events
+	// (at most Retention of them).
+	ReplayPage = 1000
 	// WriteTimeout bounds one write to a client.
 	WriteTimeout = 10 * time.Second
 )
@@ -295,22 +296,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	if last > 0 {
-		replay, err := scanEvents(ctx, h.cfg.Pool, `SELECT `+eventColumns+` FROM events WHERE id > $1 ORDER BY id LIMIT $2`, last, ReplayMax)
-		if err != nil {
-			h.cfg.Logger.Error("replay events", "err", err)
-			return
-		}
-		for _, e := range replay {
-			cur, err := c.principal(ctx)
-			if err != nil {
-				return
-			}
-			if h.visible(ctx, cur, e) && !send(frame(e)) {
-				return
-			}
-			last = e.ID
-		}
+	if last > 0 && !h.replay(ctx, c, send, &last) {
+		return
 	}
 	tick := time.NewTicker(h.cfg.Heartbeat)
 	defer tick.Stop()
@@ -332,6 +319,33 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			last = e.ID
+		}
+	}
+}
+
+// replay sends the stored events after *last that the caller may see, a
+// page at a time until none is left, advancing *last. Live events that
+// arrive meanwhile wait in the client's buffer; those already replayed are
+// skipped there by id. It reports false when the stream must end.
+func (h *Hub) replay(ctx context.Context, c *client, send func(string) bool, last *int64) bool {
+	for {
+		page, err := scanEvents(ctx, h.cfg.Pool, `SELECT `+eventColumns+` FROM events WHERE id > $1 ORDER BY id LIMIT $2`, *last, ReplayPage)
+		if err != nil {
+			h.cfg.Logger.Error("replay events", "err", err)
+			return false
+		}
+		for _, e := range page {
+			cur, err := c.principal(ctx)
+			if err != nil {
+				return false
+			}
+			if h.visible(ctx, cur, e) && !send(frame(e)) {
+				return false
+			}
+			*last = e.ID
+		}
+		if len(page) < ReplayPage {
+			return true
 		}
 	}
 }
