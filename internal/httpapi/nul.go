@@ -54,11 +54,15 @@ func jsonFormat() huma.Format {
 // values) hold U+0000, with an invalid_argument error naming the first one
 // ("body.name", "body.items[2].title"). A malformed document passes: the
 // decoder that follows reports it.
-func CheckJSON(data []byte) error {
+func CheckJSON(data []byte) error { return CheckJSONAt("body", data) }
+
+// CheckJSONAt is CheckJSON for a document named root in the error
+// ("arguments.city" for root "arguments").
+func CheckJSONAt(root string, data []byte) error {
 	if !bytes.Contains(data, nulEscape) {
 		return nil
 	}
-	if field, ok := jsonNUL(data); ok {
+	if field, ok := jsonNUL(root, data); ok {
 		return errs.Errorf(errs.Invalid, "%s: %s", field, nulMessage)
 	}
 	return nil
@@ -74,13 +78,13 @@ type jsonFrame struct {
 
 // jsonNUL walks the tokens of data and names the first string holding
 // U+0000.
-func jsonNUL(data []byte) (string, bool) {
+func jsonNUL(root string, data []byte) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var stack []*jsonFrame
 	path := func() string {
 		var sb strings.Builder
-		sb.WriteString("body")
+		sb.WriteString(root)
 		for _, f := range stack {
 			if f.array {
 				sb.WriteString("[" + strconv.Itoa(f.index) + "]")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
 // caller is who sends an MCP request and the project it acts on, as the
@@ -172,6 +173,11 @@ func (s *Server) authorize(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			if reason != "" {
 				return errorResult(reason), nil
+			}
+			// The HTTP boundary's NUL check sees the path and query
+			// only; a tool's arguments are checked here, once allowed.
+			if err := httpapi.CheckJSONAt("arguments", call.Params.Arguments); err != nil {
+				return errorResult(errs.MessageOf(err)), nil
 			}
 		}
 		return next(ctx, method, req)

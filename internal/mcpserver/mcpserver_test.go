@@ -341,3 +341,20 @@ func TestSpecToolNameMessageDemoted(t *testing.T) {
 	require.Contains(t, buf.String(), `level=ERROR msg="failed to connect: boom" component=mcp`)
 	require.NotContains(t, buf.String(), "session started")
 }
+
+// TestNULArgumentsRefused: a tool argument holding U+0000 (which
+// PostgreSQL cannot store in text) is a tool error naming the argument,
+// and the tool does not run.
+func TestNULArgumentsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	cs := b.connect(t, auth.AllScopes, auth.ProjectViewer)
+	res := call(t, cs, ToolRegistryCall, json.RawMessage(`{"server":"weather","tool":"forecast","arguments":{"city":"Par\u0000is"}}`))
+	require.True(t, res.IsError)
+	require.Equal(t, "arguments.arguments.city: must not contain the NUL character (U+0000)", text(res))
+	require.Empty(t, b.reg.calls, "the tool did not run")
+
+	res = call(t, cs, ToolRegistryCall, json.RawMessage(`{"server":"weather","tool":"forecast","arguments":{"city":"Paris"}}`))
+	require.False(t, res.IsError, text(res))
+	require.Equal(t, []string{"weather/forecast"}, b.reg.calls)
+}
