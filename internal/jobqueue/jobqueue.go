@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // CommonColumns is the column block every job table starts with. Domain
@@ -184,10 +186,12 @@ func Permanent(err error) error {
 	return &permanentError{err: err}
 }
 
-// IsPermanent reports whether err was marked with Permanent.
+// IsPermanent reports whether err was marked with Permanent, or is text
+// PostgreSQL refuses to store (a NUL character, an invalid byte sequence):
+// another attempt would write the same bytes.
 func IsPermanent(err error) bool {
 	var p *permanentError
-	return errors.As(err, &p)
+	return errors.As(err, &p) || postgres.IsUnstorableText(err)
 }
 
 type rateLimitedError struct {

@@ -2,10 +2,12 @@ package jobqueue
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,6 +32,7 @@ func TestDecide(t *testing.T) {
 		{"no retries", Job{MaxRetries: 0}, boom, StatusFailed, 0, time.Time{}, true},
 		{"permanent", Job{MaxRetries: 3}, Permanent(boom), StatusFailed, 0, time.Time{}, true},
 		{"wrapped permanent", Job{MaxRetries: 3}, errors.Join(errors.New("x"), Permanent(boom)), StatusFailed, 0, time.Time{}, true},
+		{"text PostgreSQL cannot store", Job{MaxRetries: 3}, fmt.Errorf("write chunks: %w", &pgconn.PgError{Code: "22021", Message: "invalid byte sequence for encoding \"UTF8\": 0x00"}), StatusFailed, 0, time.Time{}, true},
 		{"rate limited", Job{RetryCount: 1, MaxRetries: 1, StartedAt: started}, RateLimited(boom, 5*time.Second), StatusQueued, 1, now.Add(5 * time.Second), false},
 		{"rate limited default delay", Job{StartedAt: started}, RateLimited(boom, 0), StatusQueued, 0, now.Add(RateLimitRetryDefault), false},
 		{"rate limited past an hour", Job{StartedAt: now.Add(-59 * time.Minute)}, RateLimited(boom, 2*time.Minute), StatusFailed, 0, time.Time{}, true},
