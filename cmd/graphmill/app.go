@@ -290,6 +290,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 	embeddingpolicy.Register(api, policies, m.guard)
 
+	if err := document.CheckSpoolDir(m.Config.UploadSpoolDir); err != nil {
+		return err
+	}
 	docs, err := document.NewService(document.Config{
 		Pool: pool, Jobs: m.jobs, Embedders: providers, Notifier: m.notifs, Logger: log, Now: m.Now,
 	})

@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
 // documentCount counts the documents of the database.
@@ -174,4 +177,16 @@ func TestUploadLimits(t *testing.T) {
 	// The slot is free again.
 	require.Equal(t, 201, s.uploadFile(s.admin, project, "c.txt", "text/plain", []byte("Accepted once free.")).Status)
 	require.Equal(t, 4, s.documentCount())
+}
+
+// TestMissingSpoolDirStopsStart: a spool directory that cannot hold files
+// stops the server at start, naming it, instead of failing every upload.
+func TestMissingSpoolDirStopsStart(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, pgtest.NewURL(t))
+	cfg.UploadSpoolDir = filepath.Join(t.TempDir(), "missing")
+	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler)}
+	err := m.Start(context.Background())
+	require.ErrorContains(t, err, "upload spool directory")
+	require.ErrorContains(t, err, "GRAPHMILL_UPLOAD_SPOOL_DIR")
 }

@@ -35,20 +35,28 @@ type Spool struct {
 // spoolBuffer is the copy buffer of NewSpool.
 const spoolBuffer = 64 << 10
 
+// ErrSpool wraps a failure of the spool file itself (the directory is
+// missing or full): the server's fault, not the request's.
+var ErrSpool = errors.New("upload spool")
+
 // NewSpool copies r into a new file in dir (the system's temporary
 // directory when empty), hashing it on the way. More than max bytes is
-// ErrTooLarge; a read error is returned as it is. On error nothing is left
-// behind.
+// ErrTooLarge; a read error is returned as it is; a failure of the file
+// wraps ErrSpool. On error nothing is left behind.
 func NewSpool(dir string, r io.Reader, maxBytes int64) (*Spool, error) {
 	f, err := os.CreateTemp(dir, "graphmill-upload-*")
 	if err != nil {
-		return nil, fmt.Errorf("create spool file: %w", err)
+		return nil, fmt.Errorf("%w: create file: %w", ErrSpool, err)
 	}
 	s := &Spool{f: f}
 	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(f, h), io.LimitReader(r, maxBytes+1), make([]byte, spoolBuffer))
-	if err == nil && n > maxBytes {
+	src := &readErrs{r: io.LimitReader(r, maxBytes+1)}
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), src, make([]byte, spoolBuffer))
+	switch {
+	case err == nil && n > maxBytes:
 		err = ErrTooLarge
+	case err != nil && src.err == nil:
+		err = fmt.Errorf("%w: write file: %w", ErrSpool, err)
 	}
 	if err != nil {
 		_ = s.Close()
@@ -57,6 +65,33 @@ func NewSpool(dir string, r io.Reader, maxBytes int64) (*Spool, error) {
 	s.size = n
 	h.Sum(s.sum[:0])
 	return s, nil
+}
+
+// readErrs remembers the error its reader returned, so that a copy's
+// error can be told apart from the writer's.
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErrs) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
+	}
+	return n, err
+}
+
+// CheckSpoolDir reports whether uploads can be spooled in dir (the
+// system's temporary directory when empty), by creating and removing a
+// file there: start-up calls it so that a missing or read-only directory
+// stops the server instead of failing every upload.
+func CheckSpoolDir(dir string) error {
+	f, err := os.CreateTemp(dir, "graphmill-upload-check-*")
+	if err != nil {
+		return fmt.Errorf("upload spool directory %q (GRAPHMILL_UPLOAD_SPOOL_DIR): %w", dir, err)
+	}
+	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 // ReadAt implements io.ReaderAt.

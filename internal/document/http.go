@@ -227,6 +227,9 @@ func decodeUpload(in *uploadIn, lim UploadLimits) (Upload, func(), error) {
 				continue
 			}
 			sp, err := NewSpool(lim.SpoolDir, part, lim.MaxBytes)
+			if errors.Is(err, ErrSpool) {
+				return Upload{}, nothing, err // logged; the client sees an internal error
+			}
 			if err != nil {
 				return Upload{}, nothing, bodyError("malformed multipart body", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -38,6 +39,16 @@ func TestSpool(t *testing.T) {
 	left, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, left, "no spool file outlives its upload")
+
+	// The spool directory failing is the server's fault, not the body's.
+	missing := filepath.Join(dir, "missing")
+	_, err = NewSpool(missing, bytes.NewReader(data), int64(len(data)))
+	require.ErrorIs(t, err, ErrSpool)
+	require.ErrorContains(t, CheckSpoolDir(missing), "upload spool directory")
+	require.NoError(t, CheckSpoolDir(dir))
+	left, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, left, "the check leaves nothing behind")
 
 	s := strings.Repeat("a string of content ", 9000)
 	c := StringContent(s)
