@@ -148,12 +148,28 @@ func TestNotifyWakesIdleWorker(t *testing.T) {
 	}
 }
 
+// TestFutureRunAtIsPickedUpByPoll: a job that is not due is left alone by
+// the polls until the client's clock reaches its run_at (no notification
+// arrives then), and a poll picks it up.
 func TestFutureRunAtIsPickedUpByPoll(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.newProcess(t, opts{cfg: jobqueue.Config{PollInterval: 50 * time.Millisecond}})
-	id := b.insert(t, jobSpec{runAt: time.Now().Add(300 * time.Millisecond)})[0]
+	var offset atomic.Int64 // the stub clock's lead over the wall clock
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	polls := make(chan struct{}, 100)
+	b.newProcess(t, opts{cfg: jobqueue.Config{Now: func() time.Time {
+		select {
+		case polls <- struct{}{}:
+		default:
+		}
+		return clock()
+	}, PollInterval: 20 * time.Millisecond}})
+	id := b.insert(t, jobSpec{runAt: time.Now().Add(time.Hour)})[0]
+	for range 10 { // ten readings of the clock: polls have come and gone
+		<-polls
+	}
 	require.Equal(t, "queued", b.job(t, id).Status, "not due yet")
+	offset.Store(int64(2 * time.Hour))
 	b.requireStatus(t, id, jobqueue.StatusCompleted)
 }
 
