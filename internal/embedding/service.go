@@ -28,6 +28,9 @@ type Config struct {
 	// RenderTimeout bounds one execution of a policy template
 	// (RenderTimeoutDefault when zero).
 	RenderTimeout time.Duration
+	// RenderBatchBudget bounds the rendering of one batch
+	// (RenderBatchBudgetDefault when zero).
+	RenderBatchBudget time.Duration
 }
 
 // Service queues graph objects for embedding and works the queue.
@@ -39,8 +42,10 @@ type Service struct {
 	policies Policies // set by AddQueue, before the engine starts
 	logger   *slog.Logger
 	now      func() time.Time
-	// renderTimeout bounds one template execution.
+	// renderTimeout bounds one template execution, renderBudget a
+	// batch's rendering.
 	renderTimeout time.Duration
+	renderBudget  time.Duration
 }
 
 // NewService returns a Service.
@@ -57,9 +62,12 @@ func NewService(c Config) (*Service, error) {
 	if c.RenderTimeout <= 0 {
 		c.RenderTimeout = RenderTimeoutDefault
 	}
+	if c.RenderBatchBudget <= 0 {
+		c.RenderBatchBudget = RenderBatchBudgetDefault
+	}
 	return &Service{
 		pool: c.Pool, jobs: c.Jobs, objects: c.Objects, models: c.Models, logger: c.Logger, now: c.Now,
-		renderTimeout: c.RenderTimeout,
+		renderTimeout: c.RenderTimeout, renderBudget: c.RenderBatchBudget,
 	}, nil
 }
 

@@ -26,6 +26,12 @@ const TextMaxBytes = 16 << 10
 // nested ranges over long lists get near this.
 const RenderTimeoutDefault = 100 * time.Millisecond
 
+// RenderBatchBudgetDefault bounds the rendering of one batch of objects:
+// many policies each running close to RenderTimeoutDefault on every object
+// would otherwise hold a worker for minutes. Objects left when it is spent
+// are retried in a later batch.
+const RenderBatchBudgetDefault = 2 * time.Second
+
 // standardFields are the object fields a template may always use.
 func standardFields() []string {
 	return []string{"type", "key", "name", "description", "labels", "status"}

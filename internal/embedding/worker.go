@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"text/template"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -265,9 +266,16 @@ func (s *Service) snapshot(ctx context.Context, objectIDs []uuid.UUID) (snapshot
 		fingerprints: make(map[uuid.UUID][32]byte, len(list)),
 		errs:         map[uuid.UUID]error{},
 	}
+	start := time.Now()
 	for i := range list {
 		o := &list[i]
 		snap.fingerprints[o.ID] = fingerprint(o, policies)
+		if i > 0 && time.Since(start) > s.renderBudget {
+			// Retried in a later batch (counting a retry); the first
+			// object always renders, so every batch makes progress.
+			snap.errs[o.ID] = fmt.Errorf("the batch's render budget of %s was spent before this object", s.renderBudget)
+			continue
+		}
 		ts, err := s.textsOf(o, compiled)
 		if err != nil {
 			snap.errs[o.ID] = err
@@ -385,8 +393,12 @@ func (s *Service) textsOf(o *Object, policies []*compiledPolicy) ([]objectText, 
 			text, err := render(p.tmpl, *o, p.Fields, s.renderTimeout)
 			switch {
 			case errors.Is(err, errRenderBudget):
-				s.logger.Warn("embedding policy template ran past its render budget; the objects it covers fail", "policy", p.ID, "object", o.ID, "err", err)
-				p.err = jobqueue.Permanent(fmt.Errorf("embedding policy %s: %w", p.ID, err))
+				// Not rendered again in this batch. A retryable error: a
+				// loaded machine or a collection pause can make a sound
+				// template miss its deadline once; one that always does
+				// fails after its retries.
+				s.logger.Warn("embedding policy template ran past its render budget; the objects it covers are retried", "policy", p.ID, "object", o.ID, "err", err)
+				p.err = fmt.Errorf("embedding policy %s: %w", p.ID, err)
 			case err != nil:
 				s.logger.Warn("embedding policy template failed on an object; no vector for it", "policy", p.ID, "object", o.ID, "err", err)
 				continue
