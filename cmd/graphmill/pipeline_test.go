@@ -59,6 +59,16 @@ BEGIN
 END $$;
 CREATE CONSTRAINT TRIGGER test_extraction_final AFTER INSERT ON graph_object_provenance
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_extraction_final();
+
+CREATE FUNCTION test_graph_embedding_final() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM graph_embedding_jobs WHERE object_id = NEW.object_id AND status = 'running') THEN
+		RAISE EXCEPTION 'the vector of object % commits while its embedding job is running', NEW.object_id;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER test_graph_embedding_final AFTER INSERT OR UPDATE ON graph_object_embeddings
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_graph_embedding_final();
 `
 
 // pipelineDocument is a Markdown document of n parts (about five parts a
@@ -73,8 +83,8 @@ func pipelineDocument(t *testing.T, n int) string {
 	return b.String()
 }
 
-// TestPipelineCommitsResultsWithStatus: parsing, chunk embedding and
-// extraction commit their results in the transaction that ends their job.
+// TestPipelineCommitsResultsWithStatus: parsing, chunk embedding,
+// extraction and graph embedding commit their results in the transaction that ends their job.
 // The database refuses, at commit, any transaction that writes a job's
 // results while the job is still running; documents still go all the way
 // through the pipeline.
@@ -104,6 +114,11 @@ func TestPipelineCommitsResultsWithStatus(t *testing.T) {
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM chunk_embedding_jobs WHERE status <> 'completed'`))
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM document_chunks WHERE embedded_at IS NULL`))
 	require.Positive(t, s.extractionCount(`SELECT count(*) FROM graph_object_provenance`))
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM graph_embedding_jobs WHERE status IN ('queued', 'running')`) == 0
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_embedding_jobs WHERE status <> 'completed'`))
+	require.Positive(t, s.extractionCount(`SELECT count(*) FROM graph_object_embeddings`))
 }
 
 // pipelineState is what a crashed and re-run job must leave as it was.
