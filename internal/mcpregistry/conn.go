@@ -386,14 +386,10 @@ func connectError(err error) error {
 	return errs.Errorf(errs.BadGateway, "cannot connect to the MCP server: %s", mcpMessage(err))
 }
 
-// mcpMessage shortens an SDK error for clients.
-func mcpMessage(err error) string {
-	msg := err.Error()
-	if len(msg) > 300 {
-		msg = msg[:300] + "..."
-	}
-	return msg
-}
+// mcpMessage is an SDK error's text for clients. It may hold sealed
+// values (a URL with its variables filled in): Service.session redacts,
+// then shortens it.
+func mcpMessage(err error) string { return err.Error() }
 
 // stdio returns the running process of srv, starting it (again) when it is
 // not running, crashed, or was started with an older record.

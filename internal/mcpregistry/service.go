@@ -572,7 +572,20 @@ func (s *Service) DeleteServer(ctx context.Context, project, id uuid.UUID) error
 }
 
 // session runs fn with a live session to srv within the call timeout.
+// Every error it returns has passed srv.redact: connection errors print
+// the URL a request went to, which holds the install variables' values.
+// A server that failed (bad_gateway) is logged for operators, who see no
+// other trace of it.
 func (s *Service) session(ctx context.Context, srv Server, fn func(context.Context, *mcp.ClientSession) error) error {
+	err := srv.redactError(s.sessionRaw(ctx, srv, fn))
+	if errs.CodeOf(err) == errs.BadGateway {
+		s.cfg.Logger.WarnContext(ctx, "mcp server failed", "server", srv.ID, "type", srv.Type, "error", errs.MessageOf(err))
+	}
+	return err
+}
+
+// sessionRaw is session without the redaction.
+func (s *Service) sessionRaw(ctx context.Context, srv Server, fn func(context.Context, *mcp.ClientSession) error) error {
 	if srv.Type == TypeBuiltin {
 		return ErrBuiltinRemote
 	}
