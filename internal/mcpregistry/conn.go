@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -257,7 +258,10 @@ func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSes
 // headers, every response body bounded by lim.
 func (c *connector) remote(ctx context.Context, srv Server, lim *bodyLimit) (*mcp.ClientSession, error) {
 	endpoint := srv.url()
-	hc := &http.Client{Transport: lim.wrap(headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(endpoint)})}
+	hc := &http.Client{
+		Transport:     lim.wrap(headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(endpoint)}),
+		CheckRedirect: egress.CheckRedirect, // what go-sdk sets (Mcp-Session-Id) stays with the origin; no Referer
+	}
 	var t mcp.Transport
 	if srv.Type == TypeSSE {
 		t = &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}
