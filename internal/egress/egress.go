@@ -29,6 +29,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,6 +43,9 @@ const DialTimeout = 10 * time.Second
 type Guard struct {
 	prefixes []netip.Prefix
 	hosts    map[string]bool // lower-case host or host:port
+
+	resolver    *net.Resolver    // nil: the default; tests give their own
+	beforeCheck func(netip.Addr) // tests: runs in each address check
 }
 
 // New reads an allow list: CIDRs (127.0.0.0/8), single addresses, host
@@ -73,7 +77,7 @@ func New(allow []string) (*Guard, error) {
 // host:port pairs (empty ones are skipped): destinations the operator
 // configured, such as a provider base URL.
 func (g *Guard) WithHosts(hosts ...string) *Guard {
-	out := &Guard{prefixes: g.prefixes, hosts: make(map[string]bool, len(g.hosts)+len(hosts))}
+	out := &Guard{prefixes: g.prefixes, hosts: make(map[string]bool, len(g.hosts)+len(hosts)), resolver: g.resolver, beforeCheck: g.beforeCheck}
 	for h := range g.hosts {
 		out.hosts[h] = true
 	}
@@ -169,25 +173,33 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	d := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second, Resolver: g.resolver}
 	if g.hosts[strings.ToLower(host)] || g.hosts[strings.ToLower(addr)] {
 		return d.DialContext(ctx, network, addr)
 	}
-	var refused error
+	// Control runs in each racer of a dual-stack dial (happy eyeballs), at
+	// the same time: the first refusal is kept atomically.
+	var refused atomic.Pointer[errs.Error]
 	d.Control = func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("egress: unexpected address %q", address)
 		}
+		if g.beforeCheck != nil {
+			g.beforeCheck(ap.Addr())
+		}
 		if !g.allowedIP(ap.Addr()) {
-			refused = errs.Errorf(errs.FailedPrecondition, errRefused, host, ap.Addr())
-			return refused
+			e := errs.Errorf(errs.FailedPrecondition, errRefused, host, ap.Addr())
+			refused.CompareAndSwap(nil, e)
+			return e
 		}
 		return nil
 	}
 	c, err := d.DialContext(ctx, network, addr)
-	if err != nil && refused != nil {
-		return nil, refused
+	if err != nil {
+		if r := refused.Load(); r != nil {
+			return nil, r
+		}
 	}
 	return c, err
 }

@@ -2,6 +2,8 @@ package egress_test
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -289,4 +292,92 @@ func TestRedirectPolicy(t *testing.T) {
 	_, err = get(a.URL + "/loop")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "stopped after 10 redirects")
+}
+
+// fakeResolver answers every A query with v4 and every AAAA query with v6,
+// speaking DNS over an in-memory stream.
+func fakeResolver(t *testing.T, v4, v6 netip.Addr) *net.Resolver {
+	t.Helper()
+	serve := func(c net.Conn) {
+		defer c.Close()
+		var size [2]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return
+		}
+		msg := make([]byte, binary.BigEndian.Uint16(size[:]))
+		if _, err := io.ReadFull(c, msg); err != nil {
+			return
+		}
+		var p dnsmessage.Parser
+		h, err := p.Start(msg)
+		if err != nil {
+			return
+		}
+		q, err := p.Question()
+		if err != nil {
+			return
+		}
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionAvailable: true})
+		_ = b.StartQuestions()
+		_ = b.Question(q)
+		_ = b.StartAnswers()
+		rh := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}
+		switch q.Type {
+		case dnsmessage.TypeA:
+			_ = b.AResource(rh, dnsmessage.AResource{A: v4.As4()})
+		case dnsmessage.TypeAAAA:
+			_ = b.AAAAResource(rh, dnsmessage.AAAAResource{AAAA: v6.As16()})
+		}
+		out, err := b.Finish()
+		if err != nil {
+			return
+		}
+		binary.BigEndian.PutUint16(size[:], uint16(len(out)))
+		_, _ = c.Write(append(size[:], out...))
+	}
+	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		client, server := net.Pipe()
+		go serve(server)
+		return client, nil
+	}}
+}
+
+// TestDualStackDialChecksConcurrently: a name with an IPv4 and an IPv6
+// address is dialled by two racers at once (happy eyeballs), each
+// refused in its own address check. The hook holds the first racer in
+// its check until the second (started after the fallback delay) is in
+// its own, so that both verdicts are written concurrently: run with
+// -race, an unsynchronised verdict is reported every time.
+func TestDualStackDialChecksConcurrently(t *testing.T) {
+	t.Parallel()
+	g, err := egress.New(nil)
+	require.NoError(t, err)
+	arrived := make(chan netip.Addr, 2)
+	release := make(chan struct{})
+	egress.WithTestHooks(g, fakeResolver(t, netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")), func(ip netip.Addr) {
+		arrived <- ip
+		<-release
+	})
+	done := make(chan error, 1)
+	go func() {
+		c, err := g.DialContext(context.Background(), "tcp", "dual.test:80")
+		if c != nil {
+			_ = c.Close()
+		}
+		done <- err
+	}()
+	var racers []netip.Addr
+	for range 2 {
+		select {
+		case ip := <-arrived:
+			racers = append(racers, ip)
+		case err := <-done:
+			t.Fatalf("the dial ended before both address families were checked: %v", err)
+		}
+	}
+	close(release)
+	err = <-done
+	require.ElementsMatch(t, []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, racers)
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err), "%v", err)
+	require.Contains(t, err.Error(), "refusing to connect to dual.test")
 }
