@@ -123,6 +123,10 @@ type connector struct {
 	maxBody    int64               // per response body of a remote server
 	maxCalls   int                 // operations at once per server
 
+	// remoteCalls is the process-wide semaphore of operations against
+	// remote servers: with maxBody, it bounds the response bodies held.
+	remoteCalls chan struct{}
+
 	mu    sync.Mutex
 	slots map[uuid.UUID]*slot
 	calls map[uuid.UUID]chan struct{} // a semaphore per server
@@ -144,6 +148,18 @@ func (c *connector) acquire(srv Server) (release func(), err error) {
 		return func() { <-sem }, nil
 	default:
 		return nil, errs.Errorf(errs.RateLimited, "the MCP server %q already has %d concurrent calls from this server; try again when one ends", srv.Name, c.maxCalls)
+	}
+}
+
+// acquireRemote takes one of the process's slots for an operation
+// against a remote server, or fails at once with rate_limited when all
+// are taken; release gives it back.
+func (c *connector) acquireRemote() (release func(), err error) {
+	select {
+	case c.remoteCalls <- struct{}{}:
+		return func() { <-c.remoteCalls }, nil
+	default:
+		return nil, errs.Errorf(errs.RateLimited, "this server already has %d calls to remote MCP servers running (GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL); try again when one ends", cap(c.remoteCalls))
 	}
 }
 
@@ -219,7 +235,8 @@ func (c *connector) slot(id uuid.UUID) *slot {
 	return s
 }
 
-// with runs fn with a session to srv, within srv's call slots.
+// with runs fn with a session to srv, within srv's call slots and, for a
+// remote server, the process's.
 func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSession) error) error {
 	release, err := c.acquire(srv)
 	if err != nil {
@@ -240,6 +257,11 @@ func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSes
 		}
 		return err
 	case TypeSSE, TypeHTTP:
+		releaseRemote, err := c.acquireRemote()
+		if err != nil {
+			return err
+		}
+		defer releaseRemote()
 		lim := &bodyLimit{max: c.maxBody}
 		cs, err := c.remote(ctx, srv, lim)
 		if err == nil {

@@ -35,8 +35,12 @@ const (
 	// MaxConcurrentCallsDefault bounds the operations running at once
 	// against one server in one process.
 	MaxConcurrentCallsDefault = 8
-	RegistryURLDefault        = "https://registry.modelcontextprotocol.io"
-	WebSearchURLDefault       = "https://api.search.brave.com"
+	// MaxConcurrentCallsTotalDefault bounds the operations running at once
+	// against all remote (SSE and HTTP) servers in one process: with
+	// MaxResponseBytesDefault, at most 1 GiB of response bodies in memory.
+	MaxConcurrentCallsTotalDefault = 64
+	RegistryURLDefault             = "https://registry.modelcontextprotocol.io"
+	WebSearchURLDefault            = "https://api.search.brave.com"
 )
 
 // Config wires a Service.
@@ -76,6 +80,12 @@ type Config struct {
 	// running at once against one server in this process (0:
 	// MaxConcurrentCallsDefault); more are refused with rate_limited.
 	MaxConcurrentCalls int
+	// MaxConcurrentCallsTotal bounds the operations running at once
+	// against all remote (SSE and HTTP) servers in this process (0:
+	// MaxConcurrentCallsTotalDefault); more are refused with rate_limited.
+	// With MaxResponseBytes it bounds the memory remote servers can make
+	// this process hold.
+	MaxConcurrentCallsTotal int
 
 	host *host // this process's identity (nil: read it); tests pretend another
 }
@@ -115,6 +125,9 @@ func NewService(c Config) (*Service, error) {
 	}
 	if c.MaxConcurrentCalls <= 0 {
 		c.MaxConcurrentCalls = MaxConcurrentCallsDefault
+	}
+	if c.MaxConcurrentCallsTotal <= 0 {
+		c.MaxConcurrentCallsTotal = MaxConcurrentCallsTotalDefault
 	}
 	if c.RegistryURL == "" {
 		c.RegistryURL = RegistryURLDefault
@@ -162,6 +175,7 @@ func NewService(c Config) (*Service, error) {
 			logger: c.Logger, now: c.Now, client: client, httpClient: c.Egress.Client(0),
 			idle: c.IdleTimeout, startWait: c.StartTimeout, credential: cred, slots: map[uuid.UUID]*slot{},
 			maxBody: c.MaxResponseBytes, maxCalls: c.MaxConcurrentCalls, calls: map[uuid.UUID]chan struct{}{},
+			remoteCalls: make(chan struct{}, c.MaxConcurrentCallsTotal),
 		},
 	}, nil
 }
