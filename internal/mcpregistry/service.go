@@ -88,6 +88,10 @@ type Config struct {
 	MaxConcurrentCallsTotal int
 
 	host *host // this process's identity (nil: read it); tests pretend another
+	// beforeFirstWrite runs in the first write of a tool setting, after
+	// it found no row and before it writes one; tests hold concurrent
+	// first writes there.
+	beforeFirstWrite func(level string)
 }
 
 // Service is the MCP registry domain.
