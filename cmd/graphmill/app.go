@@ -589,6 +589,7 @@ func (m *Main) mcpService(pool *pgxpool.Pool, box *secrets.Box, catalog []mcpser
 		WebSearchAPIKey: c.WebSearchAPIKey, WebSearchBaseURL: c.WebSearchBaseURL,
 		CallTimeout: c.MCPCallTimeout, IdleTimeout: c.MCPIdleTimeout, Version: health.Version(),
 		StdioUser: c.MCPStdioUser, MaxResponseBytes: c.MCPMaxResponseBytes, MaxConcurrentCalls: c.MCPMaxConcurrentCalls,
+		MaxConcurrentCallsTotal: c.MCPMaxConcurrentCallsTotal,
 	})
 }
 

@@ -636,7 +636,8 @@ func TestMCPRegistryInstallSealed(t *testing.T) {
 	t.Parallel()
 	remote, seen := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
 	reg := mcptest.NewRegistry(t, mcptest.SecretEntries(remote.URL+"/mcp"))
-	s := newServer(t, mcpRegWith(func(c *config.Config) { c.MCPRegistryURL = reg.URL }))
+	logs := &syncBuffer{}
+	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(logs, nil), mcpRegWith(func(c *config.Config) { c.MCPRegistryURL = reg.URL }))
 	project, _ := s.defaultProject()
 	_, viewer := s.newMember("viewer@example.com", []string{"mcp:use"}, project, "viewer")
 	q := "?projectId=" + project
@@ -659,6 +660,26 @@ func TestMCPRegistryInstallSealed(t *testing.T) {
 	require.NotContains(t, row, "url-secret-808")
 	require.NotEmpty(t, seen.Requests())
 	require.Contains(t, seen.Requests()[0].URL, "key=url-secret-808", "the request carries the value")
+
+	// The remote stopped: the connection error names the URL the request
+	// went to, which holds the value. Neither the answers (to project
+	// admins, and to mcp:use through mcp-servers/call) nor the log lines
+	// carry it.
+	remote.Close()
+	for _, op := range []string{"inspect", "sync"} {
+		r = s.must(502, "POST", "/api/admin/mcp-servers/"+inst.Server.ID+"/"+op, s.admin, nil)
+		require.Contains(t, r.Detail(t), "cannot connect to the MCP server", op)
+		require.Contains(t, r.Detail(t), "127.0.0.1", "the detail still says where: %s", r.Detail(t))
+		require.NotContains(t, string(r.Body), "url-secret-808", op)
+		require.NotContains(t, string(r.Body), "region=eu", "the query is left out: %s", r.Body)
+	}
+	cs := mcpSrvConnect(t, s, viewer, header{"X-Project-ID", project})
+	res := mcpSrvCall(t, cs, "mcp-servers/call", map[string]any{"server": inst.Server.ID, "tool": "echo", "arguments": map[string]any{"text": "x"}})
+	require.True(t, res.IsError)
+	require.Contains(t, mcpSrvText(res), "cannot connect to the MCP server")
+	require.NotContains(t, mcpSrvText(res), "url-secret-808")
+	require.Contains(t, logs.String(), "cannot connect to the MCP server", "the failures are logged")
+	require.NotContains(t, logs.String(), "url-secret-808")
 }
 
 func TestMCPRegURLChangeDropsHeaders(t *testing.T) {

@@ -147,6 +147,10 @@ type Config struct {
 	// external MCP server, per process; more are refused with 429 (0:
 	// mcpregistry.MaxConcurrentCallsDefault, 8).
 	MCPMaxConcurrentCalls int `env:"MCP_MAX_CONCURRENT_CALLS"`
+	// MCPMaxConcurrentCallsTotal bounds the calls running at once against
+	// all remote (SSE and HTTP) MCP servers, per process; more are refused
+	// with 429 (0: mcpregistry.MaxConcurrentCallsTotalDefault, 64).
+	MCPMaxConcurrentCallsTotal int `env:"MCP_MAX_CONCURRENT_CALLS_TOTAL"`
 	// EgressAllow lists CIDRs, hosts and host:port pairs that outbound
 	// connections set by tenants may reach although they are not public
 	// (loopback, private, link-local).
@@ -249,8 +253,8 @@ func (c Config) Validate() error {
 	if c.MCPCallTimeout <= 0 || c.MCPIdleTimeout <= 0 {
 		return fmt.Errorf("GRAPHMILL_MCP_CALL_TIMEOUT and GRAPHMILL_MCP_IDLE_TIMEOUT must be positive")
 	}
-	if c.MCPMaxResponseBytes < 0 || c.MCPMaxConcurrentCalls < 0 {
-		return fmt.Errorf("GRAPHMILL_MCP_MAX_RESPONSE_BYTES and GRAPHMILL_MCP_MAX_CONCURRENT_CALLS must not be negative")
+	if c.MCPMaxResponseBytes < 0 || c.MCPMaxConcurrentCalls < 0 || c.MCPMaxConcurrentCallsTotal < 0 {
+		return fmt.Errorf("GRAPHMILL_MCP_MAX_RESPONSE_BYTES, GRAPHMILL_MCP_MAX_CONCURRENT_CALLS and GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL must not be negative")
 	}
 	if _, err := egress.New(c.EgressAllow); err != nil {
 		return fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
@@ -366,6 +370,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mcpStdioUser", c.MCPStdioUser),
 		slog.Int64("mcpMaxResponseBytes", c.MCPMaxResponseBytes),
 		slog.Int("mcpMaxConcurrentCalls", c.MCPMaxConcurrentCalls),
+		slog.Int("mcpMaxConcurrentCallsTotal", c.MCPMaxConcurrentCallsTotal),
 		slog.Any("egressAllow", c.EgressAllow),
 		slog.String("webSearchApiKey", mask(c.WebSearchAPIKey)),
 		slog.String("webSearchBaseUrl", MaskURL(c.WebSearchBaseURL)),

@@ -82,6 +82,7 @@ func TestLoad(t *testing.T) {
 			env: []string{
 				"GRAPHMILL_MCP_REGISTRY_URL=http://registry.local/", "GRAPHMILL_MCP_STDIO=enabled", "GRAPHMILL_MCP_CALL_TIMEOUT=5s",
 				"GRAPHMILL_EGRESS_ALLOW=127.0.0.0/8,intranet.local:8443", "WEB_SEARCH_API_KEY=ws-key", "GRAPHMILL_WEB_SEARCH_BASE_URL=http://brave.local",
+				"GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL=32",
 			},
 			check: func(t *testing.T, c config.Config) {
 				t.Helper()
@@ -91,6 +92,7 @@ func TestLoad(t *testing.T) {
 				require.Equal(t, []string{"127.0.0.0/8", "intranet.local:8443"}, c.EgressAllow)
 				require.Equal(t, "ws-key", c.WebSearchAPIKey, "read unprefixed, as the contract names it")
 				require.Equal(t, "http://brave.local", c.WebSearchBaseURL)
+				require.Equal(t, 32, c.MCPMaxConcurrentCallsTotal)
 			},
 		},
 		{
@@ -255,6 +257,7 @@ func TestValidate(t *testing.T) {
 		{name: "NegativeProjectMax", change: func(c *config.Config) { c.QueueProjectMax = -1 }, wantErr: "GRAPHMILL_QUEUE_PROJECT_MAX"},
 		{name: "ZeroParse", change: func(c *config.Config) { c.ParseConcurrency = 0 }, wantErr: "GRAPHMILL_PARSE_CONCURRENCY"},
 		{name: "NegativeMCPCalls", change: func(c *config.Config) { c.MCPMaxConcurrentCalls = -1 }, wantErr: "GRAPHMILL_MCP_MAX_CONCURRENT_CALLS"},
+		{name: "NegativeMCPCallsTotal", change: func(c *config.Config) { c.MCPMaxConcurrentCallsTotal = -1 }, wantErr: "GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

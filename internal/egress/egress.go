@@ -15,7 +15,10 @@
 //     saved and again when it is used, accepting the service's documented
 //     hosts over https or what Guard.Names says the operator listed;
 //   - do not follow redirects that would carry a credential to another
-//     host.
+//     origin: Guard.Client's CheckRedirect drops every header but a safe
+//     few on such a hop and never sets Referer; a client of its own (or
+//     one whose transport adds credentials below the redirect logic)
+//     uses CheckRedirect too, or refuses cross-origin hops (CrossOrigin).
 package egress
 
 import (
@@ -24,7 +27,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +43,9 @@ const DialTimeout = 10 * time.Second
 type Guard struct {
 	prefixes []netip.Prefix
 	hosts    map[string]bool // lower-case host or host:port
+
+	resolver    *net.Resolver    // nil: the default; tests give their own
+	beforeCheck func(netip.Addr) // tests: runs in each address check
 }
 
 // New reads an allow list: CIDRs (127.0.0.0/8), single addresses, host
@@ -69,7 +77,7 @@ func New(allow []string) (*Guard, error) {
 // host:port pairs (empty ones are skipped): destinations the operator
 // configured, such as a provider base URL.
 func (g *Guard) WithHosts(hosts ...string) *Guard {
-	out := &Guard{prefixes: g.prefixes, hosts: make(map[string]bool, len(g.hosts)+len(hosts))}
+	out := &Guard{prefixes: g.prefixes, hosts: make(map[string]bool, len(g.hosts)+len(hosts)), resolver: g.resolver, beforeCheck: g.beforeCheck}
 	for h := range g.hosts {
 		out.hosts[h] = true
 	}
@@ -165,25 +173,33 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	d := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second, Resolver: g.resolver}
 	if g.hosts[strings.ToLower(host)] || g.hosts[strings.ToLower(addr)] {
 		return d.DialContext(ctx, network, addr)
 	}
-	var refused error
+	// Control runs in each racer of a dual-stack dial (happy eyeballs), at
+	// the same time: the first refusal is kept atomically.
+	var refused atomic.Pointer[errs.Error]
 	d.Control = func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("egress: unexpected address %q", address)
 		}
+		if g.beforeCheck != nil {
+			g.beforeCheck(ap.Addr())
+		}
 		if !g.allowedIP(ap.Addr()) {
-			refused = errs.Errorf(errs.FailedPrecondition, errRefused, host, ap.Addr())
-			return refused
+			e := errs.Errorf(errs.FailedPrecondition, errRefused, host, ap.Addr())
+			refused.CompareAndSwap(nil, e)
+			return e
 		}
 		return nil
 	}
 	c, err := d.DialContext(ctx, network, addr)
-	if err != nil && refused != nil {
-		return nil, refused
+	if err != nil {
+		if r := refused.Load(); r != nil {
+			return nil, r
+		}
 	}
 	return c, err
 }
@@ -203,7 +219,84 @@ func (g *Guard) Transport() *http.Transport {
 }
 
 // Client returns an HTTP client over Transport with an overall timeout
-// (0: none, for long-lived streams).
+// (0: none, for long-lived streams) and CheckRedirect as its redirect
+// policy.
 func (g *Guard) Client(timeout time.Duration) *http.Client {
-	return &http.Client{Transport: g.Transport(), Timeout: timeout}
+	return &http.Client{Transport: g.Transport(), Timeout: timeout, CheckRedirect: CheckRedirect}
+}
+
+// MaxRedirects bounds the hops CheckRedirect follows (Go's default).
+const MaxRedirects = 10
+
+// safeHeaders are the request headers a redirect to another origin keeps:
+// content negotiation, the client's name, and MCP's protocol state, which
+// its streamable transport sends on every request: the protocol version
+// and the session id. The session id was issued by the server that
+// answered initialize (behind a redirect, the redirect's target), and
+// the MCP specification forbids using it for authentication; dropping it
+// would break every session through a redirect. Everything else (API
+// keys, Authorization, cookies, any header a caller adds) may be a
+// credential of the first origin.
+var safeHeaders = map[string]bool{ //nolint:gochecknoglobals // constant set
+	"Accept": true, "Accept-Encoding": true, "Accept-Language": true,
+	"Content-Type": true, "User-Agent": true, "Mcp-Protocol-Version": true, "Mcp-Session-Id": true,
+}
+
+// CheckRedirect is the redirect policy of every client whose destination a
+// tenant can set (http.Client.CheckRedirect): at most MaxRedirects hops;
+// never a Referer (Go sets the previous URL, query included, which may
+// hold a credential); and once a hop leaves the origin (scheme, host and
+// port) of the first request, only the safe headers (Accept,
+// Accept-Encoding, Accept-Language, Content-Type, User-Agent,
+// Mcp-Protocol-Version, Mcp-Session-Id) go with it and the later hops, even back to the
+// first origin. Go itself forwards custom headers to another host, and
+// Authorization and cookies to another port of the same host.
+func CheckRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= MaxRedirects {
+		return fmt.Errorf("stopped after %d redirects", MaxRedirects)
+	}
+	req.Header.Del("Referer")
+	if CrossOrigin(req, via) {
+		for k := range req.Header {
+			if !safeHeaders[http.CanonicalHeaderKey(k)] {
+				delete(req.Header, k)
+			}
+		}
+	}
+	return nil
+}
+
+// CrossOrigin reports whether a redirect hop req, or one before it, left
+// the origin of the first request (via[0]). For http.Client.CheckRedirect
+// functions.
+func CrossOrigin(req *http.Request, via []*http.Request) bool {
+	if len(via) == 0 {
+		return false
+	}
+	first := Origin(via[0].URL)
+	for _, r := range append(via[1:len(via):len(via)], req) {
+		if Origin(r.URL) != first {
+			return true
+		}
+	}
+	return false
+}
+
+// Origin returns scheme://host:port of u, lower case, with the scheme's
+// default port made explicit ("" for nil).
+func Origin(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }

@@ -20,6 +20,8 @@ import (
 	"cloud.google.com/go/auth/httptransport"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/genai"
+
+	"github.com/graphmill/graphmill/internal/egress"
 )
 
 // Per-request limits of the embedding endpoints.
@@ -136,8 +138,20 @@ func NewAccountAI(ctx context.Context, serviceAccountJSON []byte, gcpProject, lo
 	if err != nil {
 		return nil, &Error{Kind: ErrorAuth, Message: c.redact.Replace(ProviderAccountAI + ": load service account: " + err.Error())}
 	}
+	// The access token is added by a transport below the redirect logic,
+	// so it would go with every hop: a hop to another origin is refused.
+	apiClient := &http.Client{}
+	if httpClient != nil {
+		*apiClient = *httpClient
+	}
+	apiClient.CheckRedirect = chainRedirect(func(req *http.Request, via []*http.Request) error {
+		if egress.CrossOrigin(req, via) {
+			return errors.New("the API redirected to another origin; refused, as the request carries the service account's access token")
+		}
+		return nil
+	}, apiClient.CheckRedirect)
 	var authErr error
-	hc := withCaptureTransport(httpClient, func(base http.RoundTripper) http.RoundTripper {
+	hc := withCaptureTransport(apiClient, func(base http.RoundTripper) http.RoundTripper {
 		authed := &http.Client{Transport: base}
 		authErr = httptransport.AddAuthorizationMiddleware(authed, creds)
 		return authed.Transport

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -658,4 +659,58 @@ func TestAccountAITokenEndpointEgress(t *testing.T) {
 	require.Contains(t, err.Error(), "GRAPHMILL_EGRESS_ALLOW")
 	require.Contains(t, err.Error(), fakePort)
 	require.Zero(t, fake.Count(llmtest.EndpointGenerate))
+}
+
+// TestRedirectToAnotherOriginCarriesNoCredential: whatever client they
+// are given, the provider clients follow the egress redirect policy. A
+// redirect of the API to another origin gets neither the API key (genai
+// sets it as a header, which Go would copy) nor a Referer; the access
+// token of a service account (added by a transport below the redirect
+// logic, so it would be added again) is never sent there: the hop is
+// refused.
+func TestRedirectToAnotherOriginCarriesNoCredential(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var landed []http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		landed = append(landed, r.Header.Clone())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error": {"code": 404, "message": "not here", "status": "NOT_FOUND"}}`))
+	}))
+	t.Cleanup(other.Close)
+	moved := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(moved.Close)
+	received := func() []http.Header {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]http.Header(nil), landed...)
+	}
+
+	c, err := llm.NewKeyAI(ctx, testAPIKey, moved.URL+"/?key=query-secret-1", moved.Client())
+	require.NoError(t, err)
+	_, err = c.Generate(ctx, "m", llm.GenerateRequest{Prompt: "p"})
+	require.Error(t, err)
+	require.NotEmpty(t, received(), "the redirect was followed")
+	for _, h := range received() {
+		require.Empty(t, h.Values("X-Goog-Api-Key"))
+		require.Empty(t, h.Values("Referer"))
+	}
+
+	vertex := llmtest.NewVertex(t, testProject, testLocation)
+	before := len(received())
+	c, err = llm.NewAccountAI(ctx, vertex.ServiceAccountJSON(), testProject, testLocation, moved.URL, vertex.Client(), loopback)
+	require.NoError(t, err)
+	_, err = c.Generate(ctx, "m", llm.GenerateRequest{Prompt: "p"})
+	require.Error(t, err)
+	for _, h := range received()[before:] {
+		require.Empty(t, h.Values("Authorization"))
+	}
+	require.Contains(t, err.Error(), "redirect")
+	require.Len(t, received(), before, "the hop to another origin is refused")
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/graphmill/graphmill/internal/egress"
 )
 
 // genai reports an HTTP error as a genai.APIError built from the response
@@ -67,12 +69,16 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // withCaptureTransport returns a copy of hc (a default client when nil)
 // whose transport is wrapped by wrap (when not nil) and then by the
-// capture transport. The caller's client is never modified.
+// capture transport, and whose redirects follow egress.CheckRedirect
+// (then hc's own policy): a redirect to another origin carries no API key
+// and no Referer, whatever client the caller gave. The caller's client is
+// never modified.
 func withCaptureTransport(hc *http.Client, wrap func(http.RoundTripper) http.RoundTripper, now func() time.Time) *http.Client {
 	out := &http.Client{}
 	if hc != nil {
 		*out = *hc
 	}
+	out.CheckRedirect = chainRedirect(egress.CheckRedirect, out.CheckRedirect)
 	base := out.Transport
 	if base == nil {
 		base = http.DefaultTransport
@@ -94,4 +100,20 @@ func EstimateTokens(s string) int64 {
 		n++
 	}
 	return (n + 3) / 4
+}
+
+// chainRedirect runs the redirect policies in order (nil ones skipped);
+// the first error stops the redirect.
+func chainRedirect(policies ...func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		for _, p := range policies {
+			if p == nil {
+				continue
+			}
+			if err := p(req, via); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

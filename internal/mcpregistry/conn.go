@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -122,6 +123,10 @@ type connector struct {
 	maxBody    int64               // per response body of a remote server
 	maxCalls   int                 // operations at once per server
 
+	// remoteCalls is the process-wide semaphore of operations against
+	// remote servers: with maxBody, it bounds the response bodies held.
+	remoteCalls chan struct{}
+
 	mu    sync.Mutex
 	slots map[uuid.UUID]*slot
 	calls map[uuid.UUID]chan struct{} // a semaphore per server
@@ -143,6 +148,18 @@ func (c *connector) acquire(srv Server) (release func(), err error) {
 		return func() { <-sem }, nil
 	default:
 		return nil, errs.Errorf(errs.RateLimited, "the MCP server %q already has %d concurrent calls from this server; try again when one ends", srv.Name, c.maxCalls)
+	}
+}
+
+// acquireRemote takes one of the process's slots for an operation
+// against a remote server, or fails at once with rate_limited when all
+// are taken; release gives it back.
+func (c *connector) acquireRemote() (release func(), err error) {
+	select {
+	case c.remoteCalls <- struct{}{}:
+		return func() { <-c.remoteCalls }, nil
+	default:
+		return nil, errs.Errorf(errs.RateLimited, "this server already has %d calls to remote MCP servers running (GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL); try again when one ends", cap(c.remoteCalls))
 	}
 }
 
@@ -218,7 +235,8 @@ func (c *connector) slot(id uuid.UUID) *slot {
 	return s
 }
 
-// with runs fn with a session to srv, within srv's call slots.
+// with runs fn with a session to srv, within srv's call slots and, for a
+// remote server, the process's.
 func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSession) error) error {
 	release, err := c.acquire(srv)
 	if err != nil {
@@ -239,6 +257,11 @@ func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSes
 		}
 		return err
 	case TypeSSE, TypeHTTP:
+		releaseRemote, err := c.acquireRemote()
+		if err != nil {
+			return err
+		}
+		defer releaseRemote()
 		lim := &bodyLimit{max: c.maxBody}
 		cs, err := c.remote(ctx, srv, lim)
 		if err == nil {
@@ -257,7 +280,10 @@ func (c *connector) with(ctx context.Context, srv Server, fn func(*mcp.ClientSes
 // headers, every response body bounded by lim.
 func (c *connector) remote(ctx context.Context, srv Server, lim *bodyLimit) (*mcp.ClientSession, error) {
 	endpoint := srv.url()
-	hc := &http.Client{Transport: lim.wrap(headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(endpoint)})}
+	hc := &http.Client{
+		Transport:     lim.wrap(headerTransport{base: c.httpClient.Transport, headers: srv.headers, origin: origin(endpoint)}),
+		CheckRedirect: egress.CheckRedirect, // what go-sdk sets (Mcp-Session-Id) stays with the origin; no Referer
+	}
 	var t mcp.Transport
 	if srv.Type == TypeSSE {
 		t = &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}
@@ -386,14 +412,10 @@ func connectError(err error) error {
 	return errs.Errorf(errs.BadGateway, "cannot connect to the MCP server: %s", mcpMessage(err))
 }
 
-// mcpMessage shortens an SDK error for clients.
-func mcpMessage(err error) string {
-	msg := err.Error()
-	if len(msg) > 300 {
-		msg = msg[:300] + "..."
-	}
-	return msg
-}
+// mcpMessage is an SDK error's text for clients. It may hold sealed
+// values (a URL with its variables filled in): Service.session redacts,
+// then shortens it.
+func mcpMessage(err error) string { return err.Error() }
 
 // stdio returns the running process of srv, starting it (again) when it is
 // not running, crashed, or was started with an older record.

@@ -16,3 +16,9 @@ func NewRingLog(max int) interface {
 func PretendHost(c *Config, euid int, setID bool) {
 	c.host = &host{euid: euid, setID: setID}
 }
+
+// BeforeFirstSettingWrite runs f in every first write of a tool setting,
+// after it found no row and before it writes one.
+func BeforeFirstSettingWrite(c *Config, f func(level string)) {
+	c.beforeFirstWrite = f
+}

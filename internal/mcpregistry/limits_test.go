@@ -89,3 +89,58 @@ func TestConcurrentCallsBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "echo: again", resultText(t, r))
 }
+
+// Calls to remote servers beyond the process-wide limit are refused at
+// once with rate_limited, whichever server they go to, while each server
+// is below its own limit; stdio calls read no remote body and are not
+// counted; a freed slot is used again.
+func TestConcurrentCallsBoundedTotal(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *mcpregistry.Config) { c.MaxConcurrentCalls, c.MaxConcurrentCallsTotal = 2, 2 })
+	ctx := context.Background()
+	gate := mcptest.NewGate()
+	for _, name := range []string{"one", "two", "three"} {
+		server := mcptest.NewServer("echo")
+		gate.Add(server)
+		ts := mcptest.Streamable(t, server, "", "")
+		srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: name, Type: mcpregistry.TypeHTTP, URL: ts.URL})
+		require.NoError(t, err)
+		_, err = b.svc.Sync(ctx, b.project, srv.ID)
+		require.NoError(t, err)
+	}
+	local, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "local", Type: mcpregistry.TypeStdio, Command: stdioBin})
+	require.NoError(t, err)
+	_, err = b.svc.Sync(ctx, b.project, local.ID)
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	results := make(chan error, 2)
+	for _, name := range []string{"one", "two"} {
+		wg.Go(func() {
+			_, err := b.svc.CallTool(ctx, b.project, name, "gate", nil)
+			results <- err
+		})
+	}
+	<-gate.Entered
+	<-gate.Entered
+	for _, name := range []string{"one", "three"} {
+		_, err := b.svc.CallTool(ctx, b.project, name, "echo", map[string]any{"text": "x"})
+		require.Equal(t, errs.RateLimited, errs.CodeOf(err), "%s: %v", name, err)
+		require.Contains(t, err.Error(), "2 calls to remote MCP servers")
+		require.Contains(t, err.Error(), "GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL")
+	}
+	r, err := b.svc.CallTool(ctx, b.project, "local", "echo", map[string]any{"text": "stdio"})
+	require.NoError(t, err, "stdio calls are not counted")
+	require.Equal(t, "echo: stdio", resultText(t, r))
+
+	gate.Release()
+	wg.Wait()
+	close(results)
+	for err := range results {
+		require.NoError(t, err)
+	}
+	require.Equal(t, 2, gate.Most())
+	r, err = b.svc.CallTool(ctx, b.project, "three", "echo", map[string]any{"text": "again"})
+	require.NoError(t, err)
+	require.Equal(t, "echo: again", resultText(t, r))
+}

@@ -66,7 +66,8 @@ func TestURLOriginChangeDropsHeaders(t *testing.T) {
 	require.Contains(t, seenA.Values("X-Api-Key"), "origin-secret-3")
 }
 
-// A redirect to another origin is followed without the record's headers.
+// A redirect to another origin is followed without the record's headers
+// and without a Referer (it would carry the first URL's query).
 func TestHeadersNotSentAcrossRedirect(t *testing.T) {
 	t.Parallel()
 	for _, typ := range []string{mcpregistry.TypeHTTP, mcpregistry.TypeSSE} {
@@ -85,7 +86,7 @@ func TestHeadersNotSentAcrossRedirect(t *testing.T) {
 			}
 			a, seenA := mcptest.Redirect(t, target)
 			srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{
-				Name: "r", Type: typ, URL: a.URL + "/mcp",
+				Name: "r", Type: typ, URL: a.URL + "/mcp?key=query-secret-3",
 				Headers: map[string]string{"Authorization": "Bearer redirect-secret-1", "X-Api-Key": "redirect-secret-2"},
 			})
 			require.NoError(t, err)
@@ -96,6 +97,7 @@ func TestHeadersNotSentAcrossRedirect(t *testing.T) {
 			require.NotEmpty(t, seenB.Requests())
 			require.Empty(t, seenB.Values("Authorization"))
 			require.Empty(t, seenB.Values("X-Api-Key"))
+			require.Empty(t, seenB.Values("Referer"))
 		})
 	}
 }

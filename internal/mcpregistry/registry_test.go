@@ -3,6 +3,7 @@ package mcpregistry_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
 	"testing"
 
@@ -127,7 +128,11 @@ func TestInstallKeepsValuesSealed(t *testing.T) {
 	t.Parallel()
 	remote, seen := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
 	reg := mcptest.NewRegistry(t, mcptest.SecretEntries(remote.URL+"/mcp"))
-	b := setup(t, func(c *mcpregistry.Config) { c.RegistryURL = reg.URL })
+	logs := &syncBuffer{}
+	b := setup(t, func(c *mcpregistry.Config) {
+		c.RegistryURL = reg.URL
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
 	ctx := context.Background()
 	plain := func(id uuid.UUID) string {
 		t.Helper()
@@ -156,6 +161,23 @@ func TestInstallKeepsValuesSealed(t *testing.T) {
 	require.NoError(t, err)
 	out, _ = json.Marshal(list)
 	require.NotContains(t, string(out), "url-secret-55")
+
+	// The remote stopped: connection refused names the URL the request
+	// went to. Neither the errors (shown to mcp:use) nor the log hold the
+	// value; the URL keeps its scheme, host and path.
+	remote.Close()
+	_, err = b.svc.Inspect(ctx, b.project, res.Server.ID)
+	require.Equal(t, errs.BadGateway, errs.CodeOf(err), "%v", err)
+	_, callErr := b.svc.CallTool(ctx, b.project, res.Server.ID.String(), "echo", map[string]any{"text": "x"})
+	require.Equal(t, errs.BadGateway, errs.CodeOf(callErr), "%v", callErr)
+	for _, e := range []error{err, callErr} {
+		require.Contains(t, e.Error(), "cannot connect to the MCP server")
+		require.Contains(t, e.Error(), remote.URL+"/mcp")
+		require.NotContains(t, e.Error(), "url-secret-55")
+		require.NotContains(t, e.Error(), "region=eu")
+	}
+	require.Contains(t, logs.String(), "cannot connect to the MCP server")
+	require.NotContains(t, logs.String(), "url-secret-55")
 
 	// Another origin with the same placeholder: the sealed value is dropped
 	// with the origin it was given for.

@@ -35,8 +35,12 @@ const (
 	// MaxConcurrentCallsDefault bounds the operations running at once
 	// against one server in one process.
 	MaxConcurrentCallsDefault = 8
-	RegistryURLDefault        = "https://registry.modelcontextprotocol.io"
-	WebSearchURLDefault       = "https://api.search.brave.com"
+	// MaxConcurrentCallsTotalDefault bounds the operations running at once
+	// against all remote (SSE and HTTP) servers in one process: with
+	// MaxResponseBytesDefault, at most 1 GiB of response bodies in memory.
+	MaxConcurrentCallsTotalDefault = 64
+	RegistryURLDefault             = "https://registry.modelcontextprotocol.io"
+	WebSearchURLDefault            = "https://api.search.brave.com"
 )
 
 // Config wires a Service.
@@ -76,8 +80,18 @@ type Config struct {
 	// running at once against one server in this process (0:
 	// MaxConcurrentCallsDefault); more are refused with rate_limited.
 	MaxConcurrentCalls int
+	// MaxConcurrentCallsTotal bounds the operations running at once
+	// against all remote (SSE and HTTP) servers in this process (0:
+	// MaxConcurrentCallsTotalDefault); more are refused with rate_limited.
+	// With MaxResponseBytes it bounds the memory remote servers can make
+	// this process hold.
+	MaxConcurrentCallsTotal int
 
 	host *host // this process's identity (nil: read it); tests pretend another
+	// beforeFirstWrite runs in the first write of a tool setting, after
+	// it found no row and before it writes one; tests hold concurrent
+	// first writes there.
+	beforeFirstWrite func(level string)
 }
 
 // Service is the MCP registry domain.
@@ -115,6 +129,9 @@ func NewService(c Config) (*Service, error) {
 	}
 	if c.MaxConcurrentCalls <= 0 {
 		c.MaxConcurrentCalls = MaxConcurrentCallsDefault
+	}
+	if c.MaxConcurrentCallsTotal <= 0 {
+		c.MaxConcurrentCallsTotal = MaxConcurrentCallsTotalDefault
 	}
 	if c.RegistryURL == "" {
 		c.RegistryURL = RegistryURLDefault
@@ -162,6 +179,7 @@ func NewService(c Config) (*Service, error) {
 			logger: c.Logger, now: c.Now, client: client, httpClient: c.Egress.Client(0),
 			idle: c.IdleTimeout, startWait: c.StartTimeout, credential: cred, slots: map[uuid.UUID]*slot{},
 			maxBody: c.MaxResponseBytes, maxCalls: c.MaxConcurrentCalls, calls: map[uuid.UUID]chan struct{}{},
+			remoteCalls: make(chan struct{}, c.MaxConcurrentCallsTotal),
 		},
 	}, nil
 }
@@ -572,7 +590,20 @@ func (s *Service) DeleteServer(ctx context.Context, project, id uuid.UUID) error
 }
 
 // session runs fn with a live session to srv within the call timeout.
+// Every error it returns has passed srv.redact: connection errors print
+// the URL a request went to, which holds the install variables' values.
+// A server that failed (bad_gateway) is logged for operators, who see no
+// other trace of it.
 func (s *Service) session(ctx context.Context, srv Server, fn func(context.Context, *mcp.ClientSession) error) error {
+	err := srv.redactError(s.sessionRaw(ctx, srv, fn))
+	if errs.CodeOf(err) == errs.BadGateway {
+		s.cfg.Logger.WarnContext(ctx, "mcp server failed", "server", srv.ID, "type", srv.Type, "error", errs.MessageOf(err))
+	}
+	return err
+}
+
+// sessionRaw is session without the redaction.
+func (s *Service) sessionRaw(ctx context.Context, srv Server, fn func(context.Context, *mcp.ClientSession) error) error {
 	if srv.Type == TypeBuiltin {
 		return ErrBuiltinRemote
 	}

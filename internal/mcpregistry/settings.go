@@ -279,6 +279,9 @@ func (s *Service) putSetting(ctx context.Context, level string, owner uuid.UUID,
 			}
 		} else {
 			id = uuid.Must(uuid.NewV7())
+			if s.cfg.beforeFirstWrite != nil {
+				s.cfg.beforeFirstWrite(level)
+			}
 		}
 		c, err := parseConfig(bt, config, oldConfig)
 		if err != nil {

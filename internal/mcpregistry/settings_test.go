@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -155,11 +157,30 @@ func TestToolSettingValidation(t *testing.T) {
 }
 
 // Concurrent first PUTs of one setting all succeed and leave a setting
-// that opens (each was sealed for the same place: its natural key).
+// that opens (each was sealed for the same place: its natural key). A
+// barrier holds both first writes of a level after each found no row,
+// so both insert a row of their own id and the second's upsert lands on
+// the first's row: a config sealed for the row id would not open.
 func TestToolSettingConcurrentPuts(t *testing.T) {
 	t.Parallel()
 	brave := mcptest.NewBrave(t)
-	b := setup(t, func(c *mcpregistry.Config) { c.WebSearchBaseURL = brave.URL })
+	var arrived atomic.Int32
+	var release chan struct{} // closed by the second first write of a race
+	b := setup(t, func(c *mcpregistry.Config) {
+		c.WebSearchBaseURL = brave.URL
+		mcpregistry.BeforeFirstSettingWrite(c, func(string) {
+			if arrived.Add(1) == 2 {
+				close(release)
+			}
+			select {
+			case <-release:
+			case <-time.After(time.Minute):
+				// Not a timing assumption: only a change that serialises
+				// first writes gets here, and the arrival count then
+				// fails the test instead of hanging it.
+			}
+		})
+	})
 	ctx := context.Background()
 	builtin, _, err := b.svc.ListServers(ctx, b.project, 50, 0)
 	require.NoError(t, err)
@@ -167,36 +188,46 @@ func TestToolSettingConcurrentPuts(t *testing.T) {
 	_, err = b.svc.Tools(ctx, b.project, bid) // the catalogue rows exist before the race
 	require.NoError(t, err)
 
-	const n = 16
-	var wg sync.WaitGroup
-	errc := make(chan error, 2*n)
-	for i := range n {
-		wg.Go(func() {
-			_, err := b.svc.PutOrgToolSetting(ctx, b.org, mcpregistry.WebSearchTool, nil, map[string]any{"api_key": fmt.Sprintf("org-key-%d", i)})
-			errc <- err
-		})
-		wg.Go(func() {
-			_, err := b.svc.UpdateTool(ctx, b.project, bid, mcpregistry.WebSearchTool, mcpregistry.ToolUpdate{Config: map[string]any{"api_key": fmt.Sprintf("project-key-%d", i)}})
-			errc <- err
-		})
+	// race runs two first PUTs of one setting, both past their read
+	// before either writes.
+	race := func(put func(key string) error, prefix string) {
+		t.Helper()
+		arrived.Store(0)
+		release = make(chan struct{})
+		var wg sync.WaitGroup
+		errc := make(chan error, 2)
+		for i := range 2 {
+			wg.Go(func() { errc <- put(fmt.Sprintf("%s-%d", prefix, i)) })
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			require.NoError(t, err)
+		}
+		require.EqualValues(t, 2, arrived.Load(), "both PUTs were first writes")
 	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		require.NoError(t, err)
-	}
+
+	race(func(key string) error {
+		_, err := b.svc.PutOrgToolSetting(ctx, b.org, mcpregistry.WebSearchTool, nil, map[string]any{"api_key": key})
+		return err
+	}, "org-key")
 	list, err := b.svc.OrgToolSettings(ctx, b.org)
 	require.NoError(t, err, "the org setting opens")
 	require.Len(t, list, 1)
+
+	race(func(key string) error {
+		_, err := b.svc.UpdateTool(ctx, b.project, bid, mcpregistry.WebSearchTool, mcpregistry.ToolUpdate{Config: map[string]any{"api_key": key}})
+		return err
+	}, "project-key")
 	e, err := b.svc.EffectiveSetting(ctx, b.project, mcpregistry.WebSearchTool)
 	require.NoError(t, err, "the project setting opens")
 	require.Equal(t, mcpregistry.LevelProject, e.InheritedFrom)
-	require.Regexp(t, `^project-key-\d+$`, e.APIKey)
+	require.Regexp(t, `^project-key-[01]$`, e.APIKey)
 	require.NoError(t, b.svc.DeleteProjectToolSetting(ctx, b.project, mcpregistry.WebSearchTool))
 	e, err = b.svc.EffectiveSetting(ctx, b.project, mcpregistry.WebSearchTool)
 	require.NoError(t, err)
 	require.Equal(t, mcpregistry.LevelOrg, e.InheritedFrom)
-	require.Regexp(t, `^org-key-\d+$`, e.APIKey)
+	require.Regexp(t, `^org-key-[01]$`, e.APIKey)
 }
 
 // Settings sealed before issue 11 (bound to their row id) still open, and
