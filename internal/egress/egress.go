@@ -285,7 +285,7 @@ func CrossOrigin(req *http.Request, via []*http.Request) bool {
 // Origin returns scheme://host:port of u, lower case, with the scheme's
 // default port made explicit ("" for nil).
 func Origin(u *url.URL) string {
-	if u == nil {
+	if u == nil || u.Host == "" {
 		return ""
 	}
 	scheme := strings.ToLower(u.Scheme)

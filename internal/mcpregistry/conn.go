@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -307,7 +306,7 @@ type headerTransport struct {
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.headers) == 0 || h.origin == "" || originOf(r.URL) != h.origin {
+	if len(h.headers) == 0 || h.origin == "" || egress.Origin(r.URL) != h.origin {
 		return h.base.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
@@ -372,33 +371,13 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // origin returns the origin of raw ("" when it does not parse): see
-// originOf.
+// egress.Origin.
 func origin(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
-	return originOf(u)
-}
-
-// originOf returns scheme://host:port of u, lower case, with the scheme's
-// default port made explicit; "" without a host. Sealed headers belong to
-// one origin.
-func originOf(u *url.URL) string {
-	if u == nil || u.Host == "" {
-		return ""
-	}
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	return egress.Origin(u)
 }
 
 // connectError turns a failed connection into a client-safe error.
