@@ -227,7 +227,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 
 	ten := tenancy.NewService(pool, m.guard, m.guard, m.Now)
-	ten.SetOIDCTokenMaxLifetime(m.Config.OIDCTokenMaxLifetime)
+	if err := ten.SetOIDCTokenMaxLifetime(m.Config.OIDCTokenMaxLifetime); err != nil {
+		return err
+	}
 	m.health = health.NewService(pool, health.Version(), m.Config.Environment, m.Now)
 
 	router := httpapi.NewRouter(httpapi.RouterConfig{

@@ -42,11 +42,14 @@ func NewService(pool *pgxpool.Pool, guard *auth.Guard, inv Invalidator, now func
 const OIDCTokenMaxLifetimeDefault = 30 * 24 * time.Hour
 
 // SetOIDCTokenMaxLifetime sets the longest life of a token created with an
-// OIDC session (GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME); call it before serving.
-func (s *Service) SetOIDCTokenMaxLifetime(d time.Duration) {
-	if d > 0 {
-		s.oidcTokenMax = d
+// OIDC session (GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME, which config.Validate
+// requires to be positive); call it before serving.
+func (s *Service) SetOIDCTokenMaxLifetime(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("the OIDC token lifetime must be positive, not %s", d)
 	}
+	s.oidcTokenMax = d
+	return nil
 }
 
 // changeIdentity runs fn in a transaction that announces an identity change
