@@ -192,6 +192,15 @@ func (h *Hub) deliver(ctx context.Context, id int64) {
 		return
 	}
 	e := list[0]
+	h.mu.Lock()
+	clients := make([]*client, 0, len(h.clients))
+	for c := range h.clients {
+		clients = append(clients, c)
+	}
+	h.mu.Unlock()
+	if len(clients) == 0 {
+		return
+	}
 	// The project's organization, looked up once for every client.
 	sc, err := h.scope(qctx, e)
 	if err != nil {
@@ -199,12 +208,6 @@ func (h *Hub) deliver(ctx context.Context, id int64) {
 		h.dropAll()
 		return
 	}
-	h.mu.Lock()
-	clients := make([]*client, 0, len(h.clients))
-	for c := range h.clients {
-		clients = append(clients, c)
-	}
-	h.mu.Unlock()
 	for _, c := range clients {
 		if e.UserID != nil && *e.UserID != c.p.UserID {
 			continue // another user's, whatever the memberships
