@@ -138,6 +138,44 @@ func TestInvalidationIsTargeted(t *testing.T) {
 		s.must(401, "GET", "/api/events/stream", tokens["alice1"], nil)
 	})
 
+	t.Run("DeletionsEndTheirProjectsSessions", func(t *testing.T) {
+		t.Parallel()
+		st, _, _ := openInvStreams(t)
+		s, other := st.s, st.other
+		_, defaultOrg := s.defaultProject()
+		var org, doomed, inDoomedOrg struct {
+			ID string `json:"id"`
+		}
+		s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": "doomed org"}).Decode(t, &org)
+		s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": "doomed", "orgId": defaultOrg}).Decode(t, &doomed)
+		s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": "in doomed org", "orgId": org.ID}).Decode(t, &inDoomedOrg)
+		sessions := map[string]*revStream{}
+		open := func(name string, srv *testServer, project string) {
+			sessions[name], _ = openRevStream(t, srv, "/api/mcp/sse/"+project, mcpSrvProjectToken(s, project, []string{"mcp:use"}))
+		}
+		open("doomed", s, doomed.ID)
+		open("other-doomed", other, doomed.ID)
+		open("other-in-doomed-org", other, inDoomedOrg.ID)
+		open("kept", s, st.project.String())
+		open("other-kept", other, st.project.String())
+
+		s.must(204, "DELETE", "/api/projects/"+doomed.ID, s.admin, nil)
+		sessions["doomed"].requireEnds(t, "MCP SSE stream of a deleted project")
+		sessions["other-doomed"].requireEnds(t, "MCP SSE stream of a deleted project, other process")
+		s.must(200, "DELETE", "/api/superadmin/organizations/"+org.ID, s.admin, nil)
+		sessions["other-in-doomed-org"].requireEnds(t, "MCP SSE stream of a deleted organization's project, other process")
+		for _, n := range []string{"kept", "other-kept"} {
+			select {
+			case <-sessions[n].ended:
+				t.Fatalf("%s ended", n)
+			default:
+			}
+		}
+		st.requireAllGet(t, all...)
+		require.Equal(t, 4, s.m.hub.Clients())
+		require.Equal(t, 4, other.m.hub.Clients())
+	})
+
 	t.Run("ChangeOfEverything", func(t *testing.T) {
 		t.Parallel()
 		st, _, tokens := openInvStreams(t)
