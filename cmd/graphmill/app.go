@@ -212,7 +212,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		Directory: tenancy.NewDirectory(pool, m.Now), Verifier: verifier, TTL: m.Config.AuthCacheTTL, Now: m.Now,
 	})
 	m.notifier = events.NewNotifier(pool, log)
-	m.notifier.Listen(auth.InvalidateChannel, func(events.Notification) { m.guard.Invalidate() })
+	m.notifier.Listen(auth.InvalidateChannel, func(n events.Notification) {
+		if n.Resync {
+			m.guard.Invalidate() // changes may have been missed
+			return
+		}
+		m.guard.InvalidateChange(auth.ParseChange(n.Payload))
+	})
 	m.watcher = auth.NewWatcher(auth.WatcherConfig{Guard: m.guard, Logger: log})
 	if err := m.watcher.Start(ctx); err != nil {
 		return err
@@ -227,7 +233,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 
 	ten := tenancy.NewService(pool, m.guard, m.guard, m.Now)
-	ten.SetOIDCTokenMaxLifetime(m.Config.OIDCTokenMaxLifetime)
+	if err := ten.SetOIDCTokenMaxLifetime(m.Config.OIDCTokenMaxLifetime); err != nil {
+		return err
+	}
 	m.health = health.NewService(pool, health.Version(), m.Config.Environment, m.Now)
 
 	router := httpapi.NewRouter(httpapi.RouterConfig{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,7 +15,8 @@ import (
 
 // InvalidateChannel is the notification channel on which any change to
 // tokens, users, memberships, projects or organizations is announced, so
-// every process drops what it cached.
+// every process drops what it cached of what changed. The payload names
+// it (Change.Payload).
 const InvalidateChannel = "graphmill_authz"
 
 // CacheMax bounds the number of cached credentials and projects; the cache
@@ -75,21 +77,37 @@ type projectEntry struct {
 }
 
 // Guard authenticates requests and applies route rules. Verified tokens and
-// project lookups are cached for TTL; Invalidate (called locally after a
-// change, and by every process on an InvalidateChannel notification) drops
-// them at once, so revocation is prompt.
+// project lookups are cached for TTL; InvalidateChange (called locally after
+// a change, and by every process on an InvalidateChannel notification)
+// drops those of the users, projects and organizations that changed at
+// once, so revocation is prompt, and marks them changed for the
+// connections verified earlier (ChangedSince).
 type Guard struct {
 	dir      Directory
 	verifier Verifier // nil: OIDC off
 	ttl      time.Duration
 	now      func() time.Time
 
-	mu       sync.RWMutex
-	gen      uint64
+	// lookups counts the directory's look-ups (Lookups).
+	lookups atomic.Uint64
+
+	mu sync.RWMutex
+	// version counts changes; allAt is the version of the last change of
+	// everything, changed that of the last change of each user, project
+	// and organization since.
+	version  uint64
+	allAt    uint64
+	changed  map[changeKey]uint64
 	tokens   map[[32]byte]tokenEntry
 	projects map[uuid.UUID]projectEntry
-	// onInvalidate are called after every Invalidate (Watcher).
+	// onInvalidate are called after every change (Watcher).
 	onInvalidate []func()
+}
+
+// changeKey is a user, project or organization in Guard.changed.
+type changeKey struct {
+	kind byte // 'u', 'p' or 'o'
+	id   uuid.UUID
 }
 
 // GuardConfig configures a Guard.
@@ -105,18 +123,88 @@ func NewGuard(c GuardConfig) *Guard {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Guard{
-		dir: c.Directory, verifier: c.Verifier, ttl: c.TTL, now: c.Now,
-		tokens: map[[32]byte]tokenEntry{}, projects: map[uuid.UUID]projectEntry{},
+	g := &Guard{
+		verifier: c.Verifier, ttl: c.TTL, now: c.Now,
+		tokens: map[[32]byte]tokenEntry{}, projects: map[uuid.UUID]projectEntry{}, changed: map[changeKey]uint64{},
 	}
+	g.dir = countingDirectory{dir: c.Directory, n: &g.lookups}
+	return g
 }
 
-// Invalidate drops every cached credential and project.
-func (g *Guard) Invalidate() {
+// Lookups is the number of look-ups the guard has made in its Directory
+// (cache misses and organization checks), for metrics and tests.
+func (g *Guard) Lookups() uint64 { return g.lookups.Load() }
+
+// countingDirectory counts the look-ups of a Directory.
+type countingDirectory struct {
+	dir Directory
+	n   *atomic.Uint64
+}
+
+func (d countingDirectory) PrincipalByTokenHash(ctx context.Context, hash [32]byte) (*Principal, error) {
+	d.n.Add(1)
+	return d.dir.PrincipalByTokenHash(ctx, hash)
+}
+
+func (d countingDirectory) PrincipalByOIDC(ctx context.Context, c OIDCClaims) (*Principal, error) {
+	d.n.Add(1)
+	return d.dir.PrincipalByOIDC(ctx, c)
+}
+
+func (d countingDirectory) ProjectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, error) {
+	d.n.Add(1)
+	return d.dir.ProjectOrg(ctx, project)
+}
+
+func (d countingDirectory) OrgLive(ctx context.Context, org uuid.UUID) (bool, error) {
+	d.n.Add(1)
+	return d.dir.OrgLive(ctx, org)
+}
+
+// Invalidate drops every cached credential and project: a change of
+// everything.
+func (g *Guard) Invalidate() { g.InvalidateChange(Change{All: true}) }
+
+// InvalidateChange drops what c concerns: the cached credentials of its
+// users, its projects and the projects of its organizations (everything
+// for c.All), and records the change for ChangedSince.
+func (g *Guard) InvalidateChange(c Change) {
 	g.mu.Lock()
-	g.gen++
-	g.tokens = map[[32]byte]tokenEntry{}
-	g.projects = map[uuid.UUID]projectEntry{}
+	g.version++
+	v := g.version
+	if c.All || len(g.changed)+len(c.Users)+len(c.Projects)+len(c.Orgs) > CacheMax {
+		// Bounded like the caches: past CacheMax, a change of
+		// everything replaces the record of single ones.
+		g.allAt = v
+		g.changed = map[changeKey]uint64{}
+		g.tokens = map[[32]byte]tokenEntry{}
+		g.projects = map[uuid.UUID]projectEntry{}
+	} else {
+		users := make(map[uuid.UUID]bool, len(c.Users))
+		for _, u := range c.Users {
+			users[u] = true
+			g.changed[changeKey{'u', u}] = v
+		}
+		if len(users) > 0 {
+			for k, e := range g.tokens {
+				if users[e.p.UserID] {
+					delete(g.tokens, k)
+				}
+			}
+		}
+		for _, p := range c.Projects {
+			g.changed[changeKey{'p', p}] = v
+			delete(g.projects, p)
+		}
+		for _, o := range c.Orgs {
+			g.changed[changeKey{'o', o}] = v
+			for p, e := range g.projects {
+				if e.org == o {
+					delete(g.projects, p)
+				}
+			}
+		}
+	}
 	hooks := g.onInvalidate
 	g.mu.Unlock()
 	for _, f := range hooks {
@@ -124,15 +212,38 @@ func (g *Guard) Invalidate() {
 	}
 }
 
-// Generation counts invalidations: a principal verified while it was n
-// may be stale once it is not.
-func (g *Guard) Generation() uint64 {
+// Version counts the changes the guard was told of; pass it to
+// ChangedSince later.
+func (g *Guard) Version() uint64 {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.gen
+	return g.version
 }
 
-// OnInvalidate has f called after every Invalidate; f must not block.
+// ChangedSince reports whether a change announced after version v may
+// concern a caller of user (its credentials, memberships or account), or
+// a connection to project of org: a change of everything, or one naming
+// one of them (uuid.Nil names nothing). A caller verified at v must be
+// verified again when it does.
+func (g *Guard) ChangedSince(v uint64, user, project, org uuid.UUID) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.changedSince(v, user, project, org)
+}
+
+func (g *Guard) changedSince(v uint64, user, project, org uuid.UUID) bool {
+	if g.allAt > v {
+		return true
+	}
+	for _, k := range [...]changeKey{{'u', user}, {'p', project}, {'o', org}} {
+		if k.id != uuid.Nil && g.changed[k] > v {
+			return true
+		}
+	}
+	return false
+}
+
+// OnInvalidate has f called after every change; f must not block.
 func (g *Guard) OnInvalidate(f func()) {
 	g.mu.Lock()
 	g.onInvalidate = append(g.onInvalidate, f)
@@ -147,7 +258,13 @@ func (g *Guard) CanSee(ctx context.Context, p *Principal, project uuid.UUID) boo
 		return false
 	}
 	org, err := g.projectOrg(ctx, project)
-	return err == nil && p.ProjectRole(project, org) != ""
+	return err == nil && p.Sees(project, org)
+}
+
+// ProjectOrg returns the organization of a live project, cached. Errors:
+// ErrNoProject (not_found), or the look-up's.
+func (g *Guard) ProjectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, error) {
+	return g.projectOrg(ctx, project)
 }
 
 // Authenticate returns the caller presenting the Authorization header value
@@ -161,7 +278,7 @@ func (g *Guard) Authenticate(ctx context.Context, header string) (*Principal, er
 	now := g.now()
 	g.mu.RLock()
 	e, hit := g.tokens[key]
-	gen := g.gen
+	v := g.version
 	g.mu.RUnlock()
 	if hit && now.Sub(e.at) < g.ttl && (e.until.IsZero() || now.Before(e.until)) {
 		return checkExpiry(e.p, now)
@@ -195,7 +312,7 @@ func (g *Guard) Authenticate(ctx context.Context, header string) (*Principal, er
 		}
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	g.store(gen, func() {
+	g.store(v, p.UserID, uuid.Nil, uuid.Nil, func() {
 		if len(g.tokens) >= CacheMax {
 			g.tokens = map[[32]byte]tokenEntry{}
 		}
@@ -204,12 +321,13 @@ func (g *Guard) Authenticate(ctx context.Context, header string) (*Principal, er
 	return checkExpiry(p, now)
 }
 
-// store runs put under the lock unless an invalidation happened since the
-// caller read gen: what it read may already be stale.
-func (g *Guard) store(gen uint64, put func()) {
+// store runs put under the lock unless a change concerning user, project
+// or org was announced since the caller read version v: what it read may
+// already be stale.
+func (g *Guard) store(v uint64, user, project, org uuid.UUID, put func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.gen == gen {
+	if !g.changedSince(v, user, project, org) {
 		put()
 	}
 }
@@ -235,7 +353,7 @@ func (g *Guard) projectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, e
 	now := g.now()
 	g.mu.RLock()
 	e, hit := g.projects[project]
-	gen := g.gen
+	v := g.version
 	g.mu.RUnlock()
 	if hit && now.Sub(e.at) < g.ttl {
 		return e.org, nil
@@ -247,7 +365,7 @@ func (g *Guard) projectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, e
 		}
 		return uuid.Nil, fmt.Errorf("look up project: %w", err)
 	}
-	g.store(gen, func() {
+	g.store(v, uuid.Nil, project, org, func() {
 		if len(g.projects) >= CacheMax {
 			g.projects = map[uuid.UUID]projectEntry{}
 		}

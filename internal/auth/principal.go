@@ -91,6 +91,16 @@ func (p *Principal) ProjectRole(project, org uuid.UUID) ProjectRole {
 	return p.ProjectRoles[project]
 }
 
+// Sees reports whether the caller may see what happens in project (a
+// live project of org): it has a role there, and a project-scoped token is
+// bound to it.
+func (p *Principal) Sees(project, org uuid.UUID) bool {
+	if p.BoundProject != uuid.Nil && p.BoundProject != project {
+		return false
+	}
+	return p.ProjectRole(project, org) != ""
+}
+
 // OrgRole is the caller's role in org (owner for superadmins).
 func (p *Principal) OrgRole(org uuid.UUID) OrgRole {
 	if p.Superadmin {

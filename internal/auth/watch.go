@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +17,10 @@ import (
 // connection although no change was announced: tokens expire without a
 // notification, and a notification can be lost.
 const RecheckInterval = 2 * time.Second
+
+// VerifyTimeout bounds the re-verification of one watched connection (a
+// slow look-up delays no other connection by more).
+const VerifyTimeout = 5 * time.Second
 
 // ErrEnded is what a watched connection gets once the credential or the
 // membership it was opened with is gone.
@@ -31,9 +36,11 @@ type WatcherConfig struct {
 
 // Watcher keeps long-lived connections (event streams, MCP sessions and
 // SSE transports) tied to the credential that opened them. On every
-// authorization change the Guard is told of (Invalidate: a token, user,
-// membership, project or organization changed, in any process) and every
-// Interval, each is verified again, and one that no longer passes is ended.
+// authorization change the Guard is told of (InvalidateChange: a token,
+// user, membership, project or organization changed, in any process), each
+// connection the change concerns (its user's, its project's, or every one
+// for a change of everything) is verified again, and every Interval each
+// one is; one that no longer passes is ended.
 type Watcher struct {
 	cfg WatcherConfig
 
@@ -75,9 +82,10 @@ func (w *Watcher) Start(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-w.wake:
+				w.sweep(ctx, true)
 			case <-tick.C:
+				w.sweep(ctx, false)
 			}
-			w.sweep(ctx)
 		}
 	}()
 	return nil
@@ -99,7 +107,9 @@ func (w *Watcher) Watched() int {
 	return len(w.watches)
 }
 
-func (w *Watcher) sweep(ctx context.Context) {
+// sweep verifies the watched connections again: only those a change
+// concerns, if onlyChanged.
+func (w *Watcher) sweep(ctx context.Context, onlyChanged bool) {
 	w.mu.Lock()
 	list := make([]*Watch, 0, len(w.watches))
 	for x := range w.watches {
@@ -112,7 +122,10 @@ func (w *Watcher) sweep(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if _, err := x.verify(ctx, false); err != nil && !errors.Is(err, ErrEnded) {
+		vctx, cancel := context.WithTimeout(ctx, VerifyTimeout)
+		_, err := x.verify(vctx, onlyChanged)
+		cancel()
+		if err != nil && !errors.Is(err, ErrEnded) {
 			failed++
 			last = err
 		}
@@ -140,19 +153,20 @@ func (w *Watcher) remove(x *Watch) {
 // the look-up's error. Close the Watch when the connection ends.
 func (w *Watcher) Watch(ctx context.Context, header string, project uuid.UUID, end func()) (*Watch, error) {
 	x := &Watch{w: w, header: header, project: project, end: end}
-	gen := w.cfg.Guard.Generation()
-	p, reason, err := x.check(ctx)
+	g := w.cfg.Guard
+	v := g.Version()
+	p, org, reason, err := x.check(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	if reason != "" {
 		return nil, ErrEnded
 	}
-	x.p, x.gen = p, gen
+	x.state.Store(&watchState{p: p, version: v, org: org})
 	w.mu.Lock()
 	w.watches[x] = struct{}{}
 	w.mu.Unlock()
-	if w.cfg.Guard.Generation() != gen {
+	if g.ChangedSince(v, p.UserID, project, org) {
 		w.poke() // a change raced with the check: look again
 	}
 	return x, nil
@@ -166,88 +180,127 @@ type Watch struct {
 	end     func()
 
 	mu    sync.Mutex // serialises verification
-	p     *Principal
-	gen   uint64 // the Guard's generation before p was verified
-	ended bool
+	state atomic.Pointer[watchState]
+	ended atomic.Bool
+}
+
+// watchState is a watched connection's caller as last verified.
+type watchState struct {
+	p *Principal
+	// version is the Guard's version before p was verified.
+	version uint64
+	// org is the organization of the watch's project (if any).
+	org uuid.UUID
 }
 
 // Principal returns the connection's caller as of now: verified again
-// first when an authorization change was announced since the last check,
-// or when its token has expired. ErrEnded: the connection was ended (end
-// has been called); another error: it could not be verified now.
+// first when an authorization change concerning it was announced since the
+// last check, or when its token has expired. ErrEnded: the connection was
+// ended (end has been called); another error: it could not be verified
+// now.
 func (x *Watch) Principal(ctx context.Context) (*Principal, error) {
 	return x.verify(ctx, true)
 }
 
+// Current returns the connection's caller without any look-up when no
+// change concerning it was announced since it was last verified and its
+// token has not expired; ok is false when it must be verified again
+// (Principal) or has ended. It never blocks.
+func (x *Watch) Current() (p *Principal, ok bool) {
+	if x.ended.Load() {
+		return nil, false
+	}
+	st := x.state.Load()
+	if x.stale(st) {
+		return nil, false
+	}
+	return st.p, true
+}
+
+// stale reports whether st must be verified again.
+func (x *Watch) stale(st *watchState) bool {
+	g := x.w.cfg.Guard
+	if !st.p.ExpiresAt.IsZero() && !g.now().Before(st.p.ExpiresAt) {
+		return true
+	}
+	return g.ChangedSince(st.version, st.p.UserID, x.project, st.org)
+}
+
 // Close stops watching (the connection ended by itself).
 func (x *Watch) Close() {
-	x.mu.Lock()
-	x.ended = true
-	x.mu.Unlock()
+	x.ended.Store(true)
 	x.w.remove(x)
 }
 
 // verify checks the connection again (only when stale, if onlyIfStale)
 // and ends it when it no longer passes.
 func (x *Watch) verify(ctx context.Context, onlyIfStale bool) (*Principal, error) {
-	g := x.w.cfg.Guard
-	x.mu.Lock()
-	if x.ended {
-		x.mu.Unlock()
-		return nil, ErrEnded
-	}
-	gen := g.Generation()
-	if onlyIfStale && gen == x.gen && (x.p.ExpiresAt.IsZero() || g.now().Before(x.p.ExpiresAt)) {
-		p := x.p
-		x.mu.Unlock()
-		return p, nil
-	}
-	p, reason, err := x.check(ctx)
-	if err != nil {
-		x.mu.Unlock()
-		return nil, err
-	}
-	if reason != "" {
-		x.ended = true
-		old := x.p
-		x.mu.Unlock()
+	p, ended, err := x.reverify(ctx, onlyIfStale)
+	if ended != "" {
+		// Outside the lock: end may take its time (closing a session).
+		old := x.state.Load().p
 		x.w.remove(x)
-		x.w.cfg.Logger.Info("closing a stream", "reason", reason, "user", old.UserID, "tokenId", old.TokenID)
+		x.w.cfg.Logger.Info("closing a stream", "reason", ended, "user", old.UserID, "tokenId", old.TokenID)
 		x.end()
-		return nil, ErrEnded
 	}
-	x.p, x.gen = p, gen
-	x.mu.Unlock()
-	return p, nil
+	return p, err
 }
 
-// check verifies the credential and memberships again; reason says why
-// the connection must end ("" when it may go on).
-func (x *Watch) check(ctx context.Context) (*Principal, string, error) {
-	g := x.w.cfg.Guard
-	p, err := g.Authenticate(ctx, x.header)
-	if errs.CodeOf(err) == errs.Unauthenticated {
-		return nil, "token revoked or expired, or its user deleted", nil
+// reverify is verify under the lock; ended is the reason the connection
+// ends when this call ended it.
+func (x *Watch) reverify(ctx context.Context, onlyIfStale bool) (p *Principal, ended string, err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ended.Load() {
+		return nil, "", ErrEnded
 	}
+	st := x.state.Load()
+	if onlyIfStale && !x.stale(st) {
+		return st.p, "", nil
+	}
+	v := x.w.cfg.Guard.Version()
+	p, org, reason, err := x.check(ctx, st.p)
 	if err != nil {
 		return nil, "", err
 	}
-	if x.p != nil && narrowed(x.p, p) {
-		return nil, "a membership was removed", nil
+	if reason != "" {
+		if x.ended.CompareAndSwap(false, true) {
+			return nil, reason, ErrEnded
+		}
+		return nil, "", ErrEnded
+	}
+	x.state.Store(&watchState{p: p, version: v, org: org})
+	return p, "", nil
+}
+
+// check verifies the credential and memberships again (old: the caller as
+// last verified, nil at first); reason says why the connection must end
+// ("" when it may go on). org is the organization of the watch's project.
+func (x *Watch) check(ctx context.Context, old *Principal) (p *Principal, org uuid.UUID, reason string, err error) {
+	g := x.w.cfg.Guard
+	p, err = g.Authenticate(ctx, x.header)
+	if errs.CodeOf(err) == errs.Unauthenticated {
+		return nil, uuid.Nil, "token revoked or expired, or its user deleted", nil
+	}
+	if err != nil {
+		return nil, uuid.Nil, "", err
+	}
+	if old != nil && narrowed(old, p) {
+		return nil, uuid.Nil, "a membership was removed", nil
 	}
 	if x.project != uuid.Nil {
-		org, err := g.projectOrg(ctx, x.project)
+		org, err = g.projectOrg(ctx, x.project)
 		if errs.CodeOf(err) == errs.NotFound {
-			return nil, "the project was deleted", nil
+			return nil, uuid.Nil, "the project was deleted", nil
 		}
 		if err != nil {
-			return nil, "", err
+			return nil, uuid.Nil, "", err
 		}
-		if p.ProjectRole(x.project, org) == "" || (p.BoundProject != uuid.Nil && p.BoundProject != x.project) {
-			return nil, "no longer a member of the project", nil
+		if !p.Sees(x.project, org) {
+			return nil, uuid.Nil, "no longer a member of the project", nil
 		}
 	}
-	return p, "", nil
+	return p, org, "", nil
 }
 
 // narrowed reports whether cur lost access old had: a project membership,

@@ -50,8 +50,8 @@ type Config struct {
 	OIDCIssuer   string `env:"OIDC_ISSUER"`
 	OIDCAudience string `env:"OIDC_AUDIENCE"`
 	// OIDCTokenMaxLifetime bounds the API tokens created with an OIDC
-	// session: their expiry when none is asked for, the latest allowed
-	// (0 in a configuration built in code: the default).
+	// session: their expiry when none is asked for, the latest allowed.
+	// It must be positive.
 	OIDCTokenMaxLifetime time.Duration `env:"OIDC_TOKEN_MAX_LIFETIME" envDefault:"720h"`
 
 	// AuthCacheTTL bounds how long a verified token is trusted without a
@@ -200,8 +200,10 @@ func (c Config) Validate() error {
 	if (c.OIDCIssuer == "") != (c.OIDCAudience == "") {
 		return fmt.Errorf("GRAPHMILL_OIDC_ISSUER and GRAPHMILL_OIDC_AUDIENCE must be set together")
 	}
-	if c.OIDCTokenMaxLifetime < 0 {
-		return fmt.Errorf("GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME must be positive")
+	if c.OIDCTokenMaxLifetime <= 0 {
+		// 0 would not mean "no limit" nor "no tokens": refused rather
+		// than read as some default.
+		return fmt.Errorf("GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME must be positive (a duration such as 720h), not %s", c.OIDCTokenMaxLifetime)
 	}
 	for name, addr := range map[string]string{"GRAPHMILL_HTTP_ADDR": c.HTTPAddr, "GRAPHMILL_OPS_ADDR": c.OpsAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {

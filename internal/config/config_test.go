@@ -179,6 +179,16 @@ func TestLoad(t *testing.T) {
 			wantErr: []string{"GRAPHMILL_AUTH_CACHE_TTL must be positive"},
 		},
 		{
+			name:    "ZeroOIDCTokenLifetime",
+			env:     []string{"GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME=0"},
+			wantErr: []string{"GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME must be positive"},
+		},
+		{
+			name:    "NegativeOIDCTokenLifetime",
+			env:     []string{"GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME=-1h"},
+			wantErr: []string{"GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME must be positive"},
+		},
+		{
 			name:    "TooFewConnections",
 			env:     []string{"GRAPHMILL_DB_MAX_CONNS=1"},
 			wantErr: []string{"GRAPHMILL_DB_MAX_CONNS"},
@@ -214,7 +224,7 @@ func TestValidate(t *testing.T) {
 
 	valid := config.Config{
 		DataDir: "d", HTTPAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0", Environment: config.EnvDevelopment,
-		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, DBMaxConns: 2,
+		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, OIDCTokenMaxLifetime: time.Hour, DBMaxConns: 2,
 		MaxUploadBytes: 1, MaxJSONUploadBytes: 1, MaxConcurrentUploads: 1, EmbeddingDimension: 8, ParseConcurrency: 1, ModelSyncInterval: time.Hour, VectorCacheBytes: 1 << 20,
 		MCPStdio: "superadmin", MCPCallTimeout: time.Second, MCPIdleTimeout: time.Second,
 	}
@@ -246,6 +256,7 @@ func TestValidate(t *testing.T) {
 		{name: "OIDCPair", change: func(c *config.Config) { c.OIDCIssuer, c.OIDCAudience = "https://id", "gm" }},
 		{name: "OIDCIssuerOnly", change: func(c *config.Config) { c.OIDCIssuer = "https://id" }, wantErr: "GRAPHMILL_OIDC_AUDIENCE"},
 		{name: "NegativeOIDCTokenLifetime", change: func(c *config.Config) { c.OIDCTokenMaxLifetime = -time.Hour }, wantErr: "GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME"},
+		{name: "ZeroOIDCTokenLifetime", change: func(c *config.Config) { c.OIDCTokenMaxLifetime = 0 }, wantErr: "GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME"},
 		{name: "EmptyHTTPAddr", change: func(c *config.Config) { c.HTTPAddr = "" }, wantErr: "GRAPHMILL_HTTP_ADDR"},
 		{name: "NegativeTTL", change: func(c *config.Config) { c.AuthCacheTTL = -time.Second }, wantErr: "GRAPHMILL_AUTH_CACHE_TTL"},
 		{name: "ZeroConnections", change: func(c *config.Config) { c.DBMaxConns = 0 }, wantErr: "GRAPHMILL_DB_MAX_CONNS"},

@@ -51,9 +51,18 @@ type client struct {
 	// as of now.
 	p      *auth.Principal
 	watch  *auth.Watch
-	ch     chan Event
+	ch     chan delivery
 	gone   chan struct{}
 	closed sync.Once
+}
+
+// delivery is an event handed to a client. An unchecked one is for a
+// client whose caller must be verified again first: its own stream does
+// that (with its own timeout) and matches the event then, so that no
+// look-up of one client holds up the delivery loop.
+type delivery struct {
+	e       Event
+	checked bool
 }
 
 func (c *client) drop() { c.closed.Do(func() { close(c.gone) }) }
@@ -64,6 +73,15 @@ func (c *client) principal(ctx context.Context) (*auth.Principal, error) {
 		return c.p, nil
 	}
 	return c.watch.Principal(ctx)
+}
+
+// current is the client's caller when known without a look-up (no change
+// concerning it announced since it was verified); ok is false otherwise.
+func (c *client) current() (p *auth.Principal, ok bool) {
+	if c.watch == nil {
+		return c.p, true
+	}
+	return c.watch.Current()
 }
 
 // Hub fans committed events out to the event-stream clients of this
@@ -180,22 +198,33 @@ func (h *Hub) deliver(ctx context.Context, id int64) {
 		clients = append(clients, c)
 	}
 	h.mu.Unlock()
+	if len(clients) == 0 {
+		return
+	}
+	// The project's organization, looked up once for every client.
+	sc, err := h.scope(qctx, e)
+	if err != nil {
+		h.cfg.Logger.Error("look up an event's project", "id", id, "err", err)
+		h.dropAll()
+		return
+	}
 	for _, c := range clients {
-		// The caller as of the latest authorization change: an event of a
-		// project the user has just left is not shown, even before the
-		// watcher ends the stream.
-		p, err := c.principal(qctx)
-		if err != nil {
-			// Ended, or not verifiable now: the client reconnects and
-			// replays from its Last-Event-ID.
-			c.drop()
-			continue
+		if e.UserID != nil && *e.UserID != c.p.UserID {
+			continue // another user's, whatever the memberships
 		}
-		if !h.visible(qctx, p, e) {
-			continue
+		d := delivery{e: e}
+		// The caller as of the latest authorization change concerning
+		// it: an event of a project the user has just left is not shown,
+		// even before the watcher ends the stream. A caller that must be
+		// verified again first is left to the client's own stream.
+		if p, ok := c.current(); ok {
+			if !visibleIn(p, e, sc) {
+				continue
+			}
+			d.checked = true
 		}
 		select {
-		case c.ch <- e:
+		case c.ch <- d:
 		default:
 			h.cfg.Logger.Warn("event stream client too slow; disconnecting", "user", c.p.UserID)
 			c.drop()
@@ -203,7 +232,54 @@ func (h *Hub) deliver(ctx context.Context, id int64) {
 	}
 }
 
+// admit reports whether the client may be sent d, verifying its caller
+// again (with its own timeout) when the delivery loop left that to it. An
+// error (the caller is gone, or cannot be verified now) ends the stream:
+// the client reconnects and replays from its Last-Event-ID.
+func (h *Hub) admit(ctx context.Context, c *client, d delivery) (bool, error) {
+	if d.checked {
+		return true, nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, auth.VerifyTimeout)
+	defer cancel()
+	p, err := c.principal(vctx)
+	if err != nil {
+		c.drop()
+		return false, err
+	}
+	return h.visible(vctx, p, d.e), nil
+}
+
+// eventScope is what an event's visibility depends on besides the caller:
+// its project's organization (live false: no project, or a deleted one).
+type eventScope struct {
+	org  uuid.UUID
+	live bool
+}
+
+func (h *Hub) scope(ctx context.Context, e Event) (eventScope, error) {
+	if e.ProjectID == nil {
+		return eventScope{}, nil
+	}
+	org, err := h.cfg.Guard.ProjectOrg(ctx, *e.ProjectID)
+	if errs.CodeOf(err) == errs.NotFound {
+		return eventScope{}, nil
+	}
+	if err != nil {
+		return eventScope{}, err
+	}
+	return eventScope{org: org, live: true}, nil
+}
+
 func (h *Hub) visible(ctx context.Context, p *auth.Principal, e Event) bool {
+	sc, err := h.scope(ctx, e)
+	return err == nil && visibleIn(p, e, sc)
+}
+
+// visibleIn reports whether p may see e, of scope sc: a user event only
+// its user (with a project, while they can see it; without, not through a
+// project-scoped token), a project event whoever can see the project.
+func visibleIn(p *auth.Principal, e Event, sc eventScope) bool {
 	if e.UserID != nil {
 		if *e.UserID != p.UserID {
 			return false
@@ -211,13 +287,12 @@ func (h *Hub) visible(ctx context.Context, p *auth.Principal, e Event) bool {
 		if e.ProjectID == nil {
 			return p.BoundProject == uuid.Nil
 		}
-		return h.cfg.Guard.CanSee(ctx, p, *e.ProjectID)
 	}
-	return e.ProjectID != nil && h.cfg.Guard.CanSee(ctx, p, *e.ProjectID)
+	return e.ProjectID != nil && sc.live && p.Sees(*e.ProjectID, sc.org)
 }
 
 func (h *Hub) newClient(p *auth.Principal) *client {
-	return &client{p: p, ch: make(chan Event, h.cfg.Buffer), gone: make(chan struct{})}
+	return &client{p: p, ch: make(chan delivery, h.cfg.Buffer), gone: make(chan struct{})}
 }
 
 func (h *Hub) subscribe(p *auth.Principal) *client {
@@ -311,14 +386,15 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !send(": heartbeat\n\n") {
 				return
 			}
-		case e := <-c.ch:
-			if e.ID <= last {
+		case d := <-c.ch:
+			if d.e.ID <= last {
 				continue
 			}
-			if !send(frame(e)) {
+			ok, err := h.admit(ctx, c, d)
+			if err != nil || (ok && !send(frame(d.e))) {
 				return
 			}
-			last = e.ID
+			last = d.e.ID
 		}
 	}
 }

@@ -152,14 +152,113 @@ func TestHubChecksEventsAgainstCurrentMemberships(t *testing.T) {
 
 	first := publish(time.Now())
 	h.deliver(ctx, first)
-	require.Equal(t, first, (<-c.ch).ID)
+	d := <-c.ch
+	require.Equal(t, first, d.e.ID)
+	require.True(t, d.checked, "nothing changed: matched by the delivery loop")
 
 	require.NoError(t, ten.RemoveMember(ctx, project, u.ID))
 	h.deliver(ctx, publish(time.Now()))
-	require.Empty(t, c.ch, "an event of a project the user left")
+	// The caller must be verified again: that is left to the client's
+	// stream, which finds the membership gone before sending anything.
+	d = <-c.ch
+	require.False(t, d.checked)
+	ok, err := h.admit(ctx, c, d)
+	require.ErrorIs(t, err, auth.ErrEnded)
+	require.False(t, ok, "an event of a project the user left")
 	select {
 	case <-c.gone:
 	default:
 		t.Fatal("the stream of a user who lost a membership goes on")
 	}
+}
+
+// blockingDirectory is a Directory whose token look-ups of one hash wait
+// for their context to end.
+type blockingDirectory struct {
+	auth.Directory
+	blocked [32]byte
+}
+
+func (d *blockingDirectory) PrincipalByTokenHash(ctx context.Context, hash [32]byte) (*auth.Principal, error) {
+	if hash == d.blocked {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return d.Directory.PrincipalByTokenHash(ctx, hash)
+}
+
+// After a change concerning one stream's user, the delivery loop looks up
+// nothing: the other streams get the event as matched before, and the
+// changed one verifies its caller on its own stream, with its own
+// deadline; a look-up that does not answer ends that stream only.
+func TestHubLeavesReverificationToTheStream(t *testing.T) {
+	t.Parallel()
+	h, _, project, publish := hubBundle(t, 8)
+	ctx := context.Background()
+	ten := tenancy.NewService(h.cfg.Pool, h.cfg.Guard, h.cfg.Guard, time.Now)
+	dir := &blockingDirectory{Directory: tenancy.NewDirectory(h.cfg.Pool, time.Now)}
+	guard := auth.NewGuard(auth.GuardConfig{Directory: dir, TTL: time.Minute})
+	h.cfg.Guard = guard
+	watcher := auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)})
+	clients := map[string]*client{}
+	users := map[string]uuid.UUID{}
+	for _, name := range []string{"slow", "steady"} {
+		u, err := ten.CreateUser(ctx, name+"@example.com", name)
+		require.NoError(t, err)
+		_, err = ten.AddMember(ctx, project, u.ID, "viewer")
+		require.NoError(t, err)
+		tok, err := ten.CreateToken(ctx, nil, tenancy.CreateTokenParams{UserID: u.ID, Name: "t", Scopes: []string{"notifications:read"}})
+		require.NoError(t, err)
+		header := "Bearer " + tok.Token
+		p, err := guard.Authenticate(ctx, header)
+		require.NoError(t, err)
+		c := h.newClient(p)
+		c.watch, err = watcher.Watch(ctx, header, uuid.Nil, c.drop)
+		require.NoError(t, err)
+		h.add(c)
+		clients[name], users[name] = c, u.ID
+		if name == "slow" {
+			dir.blocked = auth.HashToken(tok.Token)
+		}
+	}
+	first := publish(time.Now())
+	h.deliver(ctx, first)
+	for _, c := range clients {
+		d := <-c.ch
+		require.Equal(t, first, d.e.ID)
+		require.True(t, d.checked)
+	}
+
+	// slow's user changed; its token's look-up now hangs.
+	guard.InvalidateChange(auth.ChangeUsers(users["slow"]))
+	lookups := guard.Lookups()
+	second := publish(time.Now())
+	h.deliver(ctx, second)
+	require.Equal(t, lookups, guard.Lookups(), "the delivery loop looked nothing up")
+	d := <-clients["steady"].ch
+	require.Equal(t, second, d.e.ID)
+	require.True(t, d.checked)
+	d = <-clients["slow"].ch
+	require.Equal(t, second, d.e.ID)
+	require.False(t, d.checked, "left to the stream")
+
+	// The stream's own deadline passes (here: its context ends first).
+	vctx, cancel := context.WithCancel(ctx)
+	cancel()
+	ok, err := h.admit(vctx, clients["slow"], d)
+	require.Error(t, err)
+	require.False(t, ok)
+	select {
+	case <-clients["slow"].gone:
+	default:
+		t.Fatal("a stream that cannot be verified goes on")
+	}
+	select {
+	case <-clients["steady"].gone:
+		t.Fatal("another stream was dropped")
+	default:
+	}
+	third := publish(time.Now())
+	h.deliver(ctx, third)
+	require.Equal(t, third, (<-clients["steady"].ch).e.ID)
 }

@@ -132,7 +132,9 @@ func (s *Server) session(id string) *mcp.ServerSession {
 
 // guard checks the Host and Origin, refuses anything but API tokens, then
 // authenticates and resolves the project (bound project or X-Project-ID,
-// membership checked) exactly as the rest of the API does.
+// membership checked) exactly as the rest of the API does. The SDK's own
+// error answers (plain text) reach clients as problem bodies, like every
+// other error of the API.
 func (s *Server) guard(h http.Handler) http.Handler {
 	rule := auth.Rule{Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	protected := httpapi.Protect(s.cfg.Guard, rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -144,7 +146,7 @@ func (s *Server) guard(h http.Handler) http.Handler {
 		c := &caller{principal: p, project: a.ProjectID, org: a.OrgID}
 		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
 	}))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httpapi.PlainErrorsAsProblems(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.admit(r); err != nil {
 			httpapi.WriteProblem(w, r, err)
 			return
@@ -157,7 +159,7 @@ func (s *Server) guard(h http.Handler) http.Handler {
 			return
 		}
 		protected.ServeHTTP(w, r)
-	})
+	}))
 }
 
 func bearer(h string) (string, bool) {

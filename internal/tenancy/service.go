@@ -18,7 +18,7 @@ import (
 // Invalidator drops cached credentials in this process (other processes
 // learn of changes by notification).
 type Invalidator interface {
-	Invalidate()
+	InvalidateChange(c auth.Change)
 }
 
 // Service holds the rules of tenancy.
@@ -42,24 +42,31 @@ func NewService(pool *pgxpool.Pool, guard *auth.Guard, inv Invalidator, now func
 const OIDCTokenMaxLifetimeDefault = 30 * 24 * time.Hour
 
 // SetOIDCTokenMaxLifetime sets the longest life of a token created with an
-// OIDC session (GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME); call it before serving.
-func (s *Service) SetOIDCTokenMaxLifetime(d time.Duration) {
-	if d > 0 {
-		s.oidcTokenMax = d
+// OIDC session (GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME, which config.Validate
+// requires to be positive); call it before serving.
+func (s *Service) SetOIDCTokenMaxLifetime(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("the OIDC token lifetime must be positive, not %s", d)
 	}
+	s.oidcTokenMax = d
+	return nil
 }
 
-// changeIdentity runs fn in a transaction that announces an identity change
-// to every process, and drops this process's cache once it committed.
-func (s *Service) changeIdentity(ctx context.Context, fn func(tx pgx.Tx, now time.Time) error) error {
+// changeIdentity runs fn in a transaction that announces to every process
+// the identity change fn returns (whom and what it concerns: only their
+// cached credentials and open connections are verified again), and drops
+// this process's cache of it once it committed.
+func (s *Service) changeIdentity(ctx context.Context, fn func(tx pgx.Tx, now time.Time) (auth.Change, error)) error {
+	var c auth.Change
 	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := fn(tx, s.now().UTC()); err != nil {
+		var err error
+		if c, err = fn(tx, s.now().UTC()); err != nil {
 			return err
 		}
-		return notifyInvalidate(ctx, tx)
+		return notifyInvalidate(ctx, tx, c)
 	})
 	if err == nil && s.inv != nil {
-		s.inv.Invalidate()
+		s.inv.InvalidateChange(c)
 	}
 	return err
 }
@@ -85,11 +92,13 @@ func (s *Service) CreateOrg(ctx context.Context, p *auth.Principal, name string)
 		return Org{}, err
 	}
 	id := newID()
-	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+	// A new organization concerns its creator only (nobody else can have
+	// cached anything of it).
+	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
 		if err := orgInsert(ctx, tx, id, name, now); err != nil {
-			return err
+			return auth.Change{}, err
 		}
-		return orgMemberUpsert(ctx, tx, id, p.UserID, auth.OrgOwner, now, true)
+		return auth.ChangeUsers(p.UserID), orgMemberUpsert(ctx, tx, id, p.UserID, auth.OrgOwner, now, true)
 	})
 	if err != nil {
 		return Org{}, err
@@ -116,11 +125,13 @@ func (s *Service) CreateProject(ctx context.Context, p *auth.Principal, org uuid
 		return Project{}, err
 	}
 	id := newID()
-	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+	// A new project concerns its creator only: its organization's admins
+	// see it through their roles, which did not change.
+	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
 		if err := projectInsert(ctx, tx, id, org, name, now); err != nil {
-			return err
+			return auth.Change{}, err
 		}
-		return projectMemberUpsert(ctx, tx, id, p.UserID, auth.ProjectAdmin, now)
+		return auth.ChangeUsers(p.UserID), projectMemberUpsert(ctx, tx, id, p.UserID, auth.ProjectAdmin, now)
 	})
 	if err != nil {
 		return Project{}, err
@@ -193,24 +204,24 @@ func (s *Service) GetProject(ctx context.Context, p *auth.Principal, id uuid.UUI
 // DeleteProject soft-deletes a project: it disappears for everyone at
 // once, its data stays for recovery. Errors: not_found.
 func (s *Service) DeleteProject(ctx context.Context, id uuid.UUID) error {
-	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
 		ok, err := projectSoftDelete(ctx, tx, id, now)
 		if err == nil && !ok {
 			err = ErrProjectNotFound
 		}
-		return err
+		return auth.Change{Projects: []uuid.UUID{id}}, err
 	})
 }
 
 // DeleteOrg soft-deletes an organization and its projects. Errors:
 // not_found.
 func (s *Service) DeleteOrg(ctx context.Context, id uuid.UUID) error {
-	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
 		ok, err := orgSoftDelete(ctx, tx, id, now)
 		if err == nil && !ok {
 			err = ErrOrgNotFound
 		}
-		return err
+		return auth.Change{Orgs: []uuid.UUID{id}}, err
 	})
 }
 
@@ -231,18 +242,18 @@ func (s *Service) AddMember(ctx context.Context, project, user uuid.UUID, role s
 	if err != nil {
 		return Member{}, err
 	}
-	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+	err = s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
 		ok, err := userLive(ctx, tx, user)
 		if err != nil {
-			return err
+			return auth.Change{}, err
 		}
 		if !ok {
-			return ErrUserNotFound
+			return auth.Change{}, ErrUserNotFound
 		}
 		if err := orgMemberUpsert(ctx, tx, pr.OrgID, user, auth.OrgMember, now, false); err != nil {
-			return err
+			return auth.Change{}, err
 		}
-		return projectMemberUpsert(ctx, tx, project, user, r, now)
+		return auth.ChangeUsers(user), projectMemberUpsert(ctx, tx, project, user, r, now)
 	})
 	if err != nil {
 		return Member{}, err
@@ -252,12 +263,12 @@ func (s *Service) AddMember(ctx context.Context, project, user uuid.UUID, role s
 
 // RemoveMember ends a membership. Errors: not_found.
 func (s *Service) RemoveMember(ctx context.Context, project, user uuid.UUID) error {
-	return s.changeIdentity(ctx, func(tx pgx.Tx, _ time.Time) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, _ time.Time) (auth.Change, error) {
 		ok, err := projectMemberDelete(ctx, tx, project, user)
 		if err == nil && !ok {
 			err = ErrMemberNotFound
 		}
-		return err
+		return auth.ChangeUsers(user), err
 	})
 }
 
@@ -361,12 +372,12 @@ func (s *Service) ListTokens(ctx context.Context, user, project *uuid.UUID, page
 // any). The token stops working at once in every process. Errors:
 // not_found.
 func (s *Service) RevokeToken(ctx context.Context, id uuid.UUID, user, project *uuid.UUID) error {
-	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
-		ok, err := tokenRevoke(ctx, tx, id, tokenFilter{UserID: user, ProjectID: project}, now)
+	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
+		owner, ok, err := tokenRevoke(ctx, tx, id, tokenFilter{UserID: user, ProjectID: project}, now)
 		if err == nil && !ok {
 			err = ErrTokenNotFound
 		}
-		return err
+		return auth.ChangeUsers(owner), err
 	})
 }
 
@@ -398,12 +409,12 @@ func (s *Service) ResolveUser(ctx context.Context, ref string) (uuid.UUID, error
 // DeleteUser soft-deletes a user; their tokens stop working at once.
 // Errors: not_found.
 func (s *Service) DeleteUser(ctx context.Context, id uuid.UUID) error {
-	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
 		ok, err := userSoftDelete(ctx, tx, id, now)
 		if err == nil && !ok {
 			err = ErrUserNotFound
 		}
-		return err
+		return auth.ChangeUsers(id), err
 	})
 }
 
@@ -423,35 +434,36 @@ func (s *Service) Bootstrap(ctx context.Context, fixed string) (string, error) {
 		secret = auth.NewToken()
 	}
 	var created bool
-	err := s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) error {
+	all := auth.Change{All: true} // the first start: everything is new
+	err := s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, bootstrapLock); err != nil {
-			return fmt.Errorf("bootstrap lock: %w", err)
+			return all, fmt.Errorf("bootstrap lock: %w", err)
 		}
 		exists, err := usersExist(ctx, tx)
 		if err != nil || exists {
-			return err
+			return all, err
 		}
 		org, project, user := newID(), newID(), newID()
 		if err := orgInsert(ctx, tx, org, DefaultOrgName, now); err != nil {
-			return err
+			return all, err
 		}
 		if err := projectInsert(ctx, tx, project, org, DefaultProjectName, now); err != nil {
-			return err
+			return all, err
 		}
 		if err := userInsert(ctx, tx, user, AdminDisplayName, AdminEmail, now); err != nil {
-			return err
+			return all, err
 		}
 		if err := superadminGrant(ctx, tx, user, now); err != nil {
-			return err
+			return all, err
 		}
 		if err := orgMemberUpsert(ctx, tx, org, user, auth.OrgOwner, now, true); err != nil {
-			return err
+			return all, err
 		}
 		if err := projectMemberUpsert(ctx, tx, project, user, auth.ProjectAdmin, now); err != nil {
-			return err
+			return all, err
 		}
 		created = true
-		return tokenInsert(ctx, tx, newID(), CreateTokenParams{
+		return all, tokenInsert(ctx, tx, newID(), CreateTokenParams{
 			UserID: user, Name: "bootstrap", Scopes: auth.AllScopes.Names(),
 		}, secret, now)
 	})

@@ -76,9 +76,10 @@ func (r memberRow) toMember() Member {
 	return Member{UserID: r.UserID, Role: r.Role, DisplayName: postgres.Value(r.DisplayName), PrimaryEmail: postgres.Value(r.PrimaryEmail), CreatedAt: r.CreatedAt.UTC()}
 }
 
-// notifyInvalidate announces, on commit, that identity data changed.
-func notifyInvalidate(ctx context.Context, db postgres.DBTX) error {
-	if _, err := db.Exec(ctx, `SELECT pg_notify($1, '')`, auth.InvalidateChannel); err != nil {
+// notifyInvalidate announces, on commit, that identity data changed, and
+// what the change concerns.
+func notifyInvalidate(ctx context.Context, db postgres.DBTX, c auth.Change) error {
+	if _, err := db.Exec(ctx, `SELECT pg_notify($1, $2)`, auth.InvalidateChannel, c.Payload()); err != nil {
 		return fmt.Errorf("notify invalidation: %w", err)
 	}
 	return nil
@@ -405,14 +406,20 @@ func tokenList(ctx context.Context, db postgres.DBTX, f tokenFilter, p Page) ([]
 	return out, total, nil
 }
 
-// tokenRevoke revokes token id if it matches the filter.
-func tokenRevoke(ctx context.Context, db postgres.DBTX, id uuid.UUID, f tokenFilter, now time.Time) (bool, error) {
-	tag, err := db.Exec(ctx, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
-		AND ($3::uuid IS NULL OR user_id = $3) AND ($4::uuid IS NULL OR project_id = $4)`, id, now, f.UserID, f.ProjectID)
-	if err != nil {
-		return false, fmt.Errorf("revoke token: %w", err)
+// tokenRevoke revokes token id if it matches the filter, and returns its
+// user.
+func tokenRevoke(ctx context.Context, db postgres.DBTX, id uuid.UUID, f tokenFilter, now time.Time) (uuid.UUID, bool, error) {
+	var user uuid.UUID
+	err := db.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
+		AND ($3::uuid IS NULL OR user_id = $3) AND ($4::uuid IS NULL OR project_id = $4)
+		RETURNING user_id`, id, now, f.UserID, f.ProjectID).Scan(&user)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, false, nil
 	}
-	return tag.RowsAffected() == 1, nil
+	if err != nil {
+		return uuid.Nil, false, fmt.Errorf("revoke token: %w", err)
+	}
+	return user, true, nil
 }
 
 func usersExist(ctx context.Context, db postgres.DBTX) (bool, error) {
