@@ -458,6 +458,10 @@ func (g *graphObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []
 }
 
 // ObjectIDsByType implements embedding.ObjectSource.
+func (g *graphObjects) LockObjects(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
+	return g.graph.LockObjects(ctx, tx, ids)
+}
+
 func (g *graphObjects) ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
 	return g.graph.ObjectIDsByType(ctx, db, project, types)
 }

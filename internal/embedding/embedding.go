@@ -11,6 +11,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
@@ -49,6 +50,10 @@ type ObjectSource interface {
 	// ObjectIDsByType returns the ids of project's live objects whose type
 	// is one of types.
 	ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error)
+	// LockObjects keeps the objects among ids from being deleted until tx
+	// ends; the worker takes it before locking its jobs, in the order a
+	// delete (which cascades to jobs and vectors) takes its locks.
+	LockObjects(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error
 }
 
 // Policy is what the worker needs of an active embedding policy.

@@ -155,6 +155,9 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The jobs still ours: a job cancelled or reaped since its claim
 		// writes nothing, and a cancel arriving now waits for this commit.
+		if err := s.objects.LockObjects(ctx, tx, objectIDs); err != nil {
+			return err
+		}
 		owned, err := jobsLockRunning(ctx, tx, jobs)
 		if err != nil {
 			return err

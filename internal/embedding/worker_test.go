@@ -492,6 +492,11 @@ func (tableObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uui
 }
 
 // ObjectIDsByType implements embedding.ObjectSource.
+func (tableObjects) LockObjects(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
+	_, err := tx.Exec(ctx, `SELECT id FROM graph_objects WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
+	return err
+}
+
 func (tableObjects) ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
 	rows, _ := db.Query(ctx, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = ANY($2) AND deleted_at IS NULL ORDER BY id`, project, types)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
@@ -696,5 +701,37 @@ func TestWorkerRenderBatchBudget(t *testing.T) {
 	}
 	require.Equal(t, 1, completed, "the first object of the batch renders")
 	require.Equal(t, 2, retried)
+	require.Len(t, b.vectors(b.project), 1)
+}
+
+// TestWorkerLocksObjectsBeforeJobs: while a delete holds an object (as a
+// review rejection does before its cascade reaches the embedding jobs),
+// the worker waits for it without holding the object's job, so the
+// delete's cascade can take the job: the two cannot deadlock.
+func TestWorkerLocksObjectsBeforeJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	ctx := context.Background()
+	obj := b.object(b.project, "Person", "Ada Lovelace", "", nil)
+	b.enqueue(b.project, obj)
+
+	deleter, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = deleter.Rollback(ctx) }()
+	_, err = deleter.Exec(ctx, `SELECT id FROM graph_objects WHERE id = $1 FOR UPDATE`, obj)
+	require.NoError(t, err)
+
+	b.start()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n))
+		return n == 1
+	}, waitFor, 5*time.Millisecond, "the worker's write waits for the deleting transaction")
+	_, err = deleter.Exec(ctx, `SELECT id FROM graph_embedding_jobs WHERE object_id = $1 FOR UPDATE NOWAIT`, obj)
+	require.NoError(t, err, "the waiting worker holds no lock on the object's job")
+	require.NoError(t, deleter.Rollback(ctx))
+
+	require.Eventually(t, func() bool { return b.job(obj).Status == "completed" }, waitFor, 10*time.Millisecond)
 	require.Len(t, b.vectors(b.project), 1)
 }

@@ -581,3 +581,62 @@ func TestApplyCallsOfAProjectTakeTurns(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM graph_objects WHERE project_id = $1`, b.project).Scan(&n))
 	require.Equal(t, 2, n)
 }
+
+// TestDeleteSuggestionsWaitsForEmbeddingWriters: an embedding writer locks
+// the objects (LockObjects), then their jobs, then writes vectors; a
+// rejection deleting the same objects (which cascades to the jobs and
+// vectors) waits for it and then deletes, instead of deadlocking as it did
+// when the delete locked the objects and the writer the jobs first.
+func TestDeleteSuggestionsWaitsForEmbeddingWriters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	res, err := b.apply(t, nil, []graph.ObjectInput{
+		{Type: "Organization", Name: "first", Status: graph.StatusSuggested},
+		{Type: "Organization", Name: "second", Status: graph.StatusSuggested},
+	}, nil)
+	require.NoError(t, err)
+	ids := []uuid.UUID{res.Objects[0].ID, res.Objects[1].ID}
+	job := uuid.Must(uuid.NewV7())
+	_, err = b.pool.Exec(ctx, `UPDATE graph_objects SET extraction_job_id = $1 WHERE id = ANY($2)`, job, ids)
+	require.NoError(t, err)
+	for _, id := range ids {
+		_, err = b.pool.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, status, run_at, attempt, created_at, updated_at, object_id)
+			VALUES ($1, $2, 'running', now(), 1, now(), now(), $3)`, uuid.Must(uuid.NewV7()), b.project, id)
+		require.NoError(t, err)
+	}
+
+	// The writer: objects, then jobs (the embedding worker's order).
+	writer, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = writer.Rollback(ctx) }()
+	require.NoError(t, b.svc.LockObjects(ctx, writer, ids))
+	_, err = writer.Exec(ctx, `SELECT id FROM graph_embedding_jobs WHERE object_id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	require.NoError(t, err)
+
+	deleted := make(chan error, 1)
+	go func() {
+		deleted <- postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+			return b.svc.DeleteSuggestions(ctx, tx, b.project, job, ids)
+		})
+	}()
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%doomed%'`) == 1
+	}, 10*time.Second, 5*time.Millisecond, "the delete waits for the writer")
+
+	for _, id := range ids {
+		_, err = writer.Exec(ctx, `INSERT INTO graph_object_embeddings (object_id, policy_id, project_id, provider, model, dimension, embedding, text_sha256, embedded_at)
+			VALUES ($1, $2, $3, 'local', 'm', 1, '{1}', '\x00', now())`, id, uuid.Nil, b.project)
+		require.NoError(t, err, "the writer is not blocked by the waiting delete")
+	}
+	require.NoError(t, writer.Commit(ctx))
+	select {
+	case err := <-deleted:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the delete did not finish")
+	}
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_objects WHERE id = ANY($1)`, ids))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_object_embeddings`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_embedding_jobs`))
+}

@@ -464,6 +464,19 @@ func (s *Service) DeleteSuggestions(ctx context.Context, tx pgx.Tx, project, job
 	return vectorindex.Removed(ctx, tx, project, vectorindex.KindObjects)
 }
 
+// LockObjects keeps the objects among ids from being deleted until tx
+// ends (a key-share lock, taken in id order; updates are not blocked). A
+// transaction that writes rows referencing objects whose own rows a delete
+// cascades to (embedding jobs and vectors) takes it before locking those
+// rows: deletes lock the objects first, in the same order, so the two
+// cannot deadlock.
+func (s *Service) LockObjects(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return objectsLock(ctx, tx, ids)
+}
+
 // ObjectsByID returns the live objects among ids, of any project, ordered
 // by id (for the graph embedding worker).
 func (s *Service) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]Object, error) {

@@ -275,8 +275,14 @@ func objectsSetStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, 
 // relationships, provenance, embeddings and embedding jobs go with them
 // (foreign keys).
 func objectsDeleteSuggestions(ctx context.Context, db postgres.DBTX, project, job uuid.UUID, ids []uuid.UUID) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM graph_objects
-		WHERE project_id = $1 AND id = ANY($2) AND status = 'suggested' AND extraction_job_id = $3`, project, ids, job)
+	// Locked in id order first, as writers of rows that reference objects
+	// lock them (LockObjects): deleting in scan order would take the row
+	// locks in another order and deadlock with them.
+	tag, err := db.Exec(ctx, `WITH doomed AS (
+			SELECT id FROM graph_objects
+			WHERE project_id = $1 AND id = ANY($2) AND status = 'suggested' AND extraction_job_id = $3
+			ORDER BY id FOR UPDATE)
+		DELETE FROM graph_objects WHERE id IN (SELECT id FROM doomed)`, project, ids, job)
 	if err != nil {
 		return 0, fmt.Errorf("delete suggestions: %w", err)
 	}
@@ -361,4 +367,12 @@ func relationshipDelete(ctx context.Context, db postgres.DBTX, project, id uuid.
 		return false, fmt.Errorf("delete relationship: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// objectsLock takes a key-share lock on the objects among ids, in id order.
+func objectsLock(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
+	if _, err := tx.Exec(ctx, `SELECT id FROM graph_objects WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids); err != nil {
+		return fmt.Errorf("lock objects: %w", err)
+	}
+	return nil
 }
