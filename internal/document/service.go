@@ -107,7 +107,10 @@ func (s *Service) Upload(ctx context.Context, u Upload) (Document, error) {
 	}
 	sum := content.SHA256()
 	id := uuid.Must(uuid.NewV7())
-	var duplicate bool
+	var (
+		duplicate bool
+		d         Document
+	)
 	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
 		// The same bytes already there cost no transfer; a concurrent
@@ -125,22 +128,29 @@ func (s *Service) Upload(ctx context.Context, u Upload) (Document, error) {
 		if !inserted {
 			duplicate = true
 			if !found {
-				existing, _, err = documentIDBySum(ctx, tx, u.ProjectID, sum[:])
+				if existing, _, err = documentIDBySum(ctx, tx, u.ProjectID, sum[:]); err != nil {
+					return err
+				}
 			}
 			id = existing
-			return err
+		} else {
+			if err := parseJobInsert(ctx, tx, u.ProjectID, id, now); err != nil {
+				return err
+			}
+			if err := jobqueue.Notify(ctx, tx, QueueParsing); err != nil {
+				return err
+			}
 		}
-		if err := parseJobInsert(ctx, tx, u.ProjectID, id, now); err != nil {
-			return err
-		}
-		return jobqueue.Notify(ctx, tx, QueueParsing)
+		// Read in the transaction: the answer is the document as this
+		// upload left it, not as a parse that finished meanwhile did.
+		d, err = documentGet(ctx, tx, u.ProjectID, id)
+		return err
 	})
 	if err != nil {
 		return Document{}, err
 	}
-	d, err := documentGet(ctx, s.pool, u.ProjectID, id)
 	d.Duplicate = duplicate
-	return d, err
+	return d, nil
 }
 
 // Get returns a document of project. Errors: not_found.
