@@ -232,7 +232,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 
-	ten := tenancy.NewService(pool, m.guard, m.guard, m.Now)
+	ten := tenancy.NewService(pool, m.guard, m.Now)
 	if err := ten.SetOIDCTokenMaxLifetime(m.Config.OIDCTokenMaxLifetime); err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := embeddings.AddQueue(policies, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	embeddingpolicy.Register(api, policies, m.guard)
+	embeddingpolicy.Register(api, policies)
 
 	if err := document.CheckSpoolDir(m.Config.UploadSpoolDir); err != nil {
 		return err
@@ -331,7 +331,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := extractions.AddQueue(extraction.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	extraction.Register(api, extractions, m.guard)
+	extraction.Register(api, extractions)
 
 	// Search: keyword through PostgreSQL, vectors through the in-process
 	// index.
@@ -358,8 +358,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 	regTools.reg = m.mcpReg
 	m.mcp.Mount(router)
-	mcpregistry.Register(api, m.mcpReg, m.guard)
-	jobqueue.Register(api, m.jobs, m.guard)
+	mcpregistry.Register(api, m.mcpReg)
+	jobqueue.Register(api, m.jobs)
 	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten)
 
 	host, _ := os.Hostname()

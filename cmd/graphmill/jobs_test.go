@@ -34,7 +34,7 @@ func TestJobMetrics(t *testing.T) {
 	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": "other", "orgId": org}).Decode(t, &other)
 	userID, user := s.newUser("u@example.com", []string{"admin:read"}, "")
 	s.addMember(other.ID, userID, "viewer")
-	_, noScope := s.newUser("n@example.com", []string{"documents:read"}, "")
+	_, noScope := s.newMember("n@example.com", []string{"documents:read"}, project, "viewer")
 
 	d := s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "a.md", "content": "# A\n\nSome text about things."},
 		header{"X-Project-ID", project}).JSON(t)
@@ -100,6 +100,7 @@ func TestJobMetrics(t *testing.T) {
 	s.must(200, "GET", "/api/metrics/jobs", s.admin, nil)
 	s.must(401, "GET", "/api/metrics/jobs", "", nil)
 	s.must(403, "GET", "/api/metrics/jobs?projectId="+project, noScope, nil)
+	s.must(404, "GET", "/api/metrics/jobs?projectId="+other.ID, noScope, nil) // invisible: 404 before 403, as on every route
 }
 
 func TestEmbeddingWorkerControl(t *testing.T) {

@@ -178,7 +178,7 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 				return err
 			}
 			return withDatabase(ctx, cfg, logger, func(db *database) error {
-				svc := tenancy.NewService(db.pool, nil, nil, time.Now)
+				svc := tenancy.NewService(db.pool, nil, time.Now)
 				uid, err := svc.ResolveUser(ctx, user)
 				if err != nil {
 					return fmt.Errorf("user %q: %w", user, err)
@@ -230,7 +230,7 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 				return err
 			}
 			return withDatabase(ctx, cfg, logger, func(db *database) error {
-				u, err := tenancy.NewService(db.pool, nil, nil, time.Now).CreateUser(ctx, email, display)
+				u, err := tenancy.NewService(db.pool, nil, time.Now).CreateUser(ctx, email, display)
 				if err != nil {
 					return err
 				}

@@ -92,7 +92,12 @@ func TestProjects(t *testing.T) {
 	// Creating needs the org to be visible (404), then an admin role (403).
 	s.must(401, "POST", "/api/projects", "", map[string]any{"name": "p", "orgId": org.ID})
 	s.must(404, "POST", "/api/projects", outsider, map[string]any{"name": "p", "orgId": org.ID})
-	s.must(403, "POST", "/api/projects", noScope, map[string]any{"name": "p", "orgId": defOrg})
+	var weak struct {
+		Token string `json:"token"`
+	}
+	s.must(201, "POST", "/api/tokens", owner, map[string]any{"name": "weak", "scopes": []string{"admin:read"}}).Decode(t, &weak)
+	s.must(403, "POST", "/api/projects", weak.Token, map[string]any{"name": "p", "orgId": org.ID})
+	s.must(404, "POST", "/api/projects", noScope, map[string]any{"name": "p", "orgId": defOrg}) // invisible: 404 before 403, as on every route
 	require.Contains(t, s.must(400, "POST", "/api/projects", owner, map[string]any{"name": "p", "orgId": "nope"}).Detail(t), "orgId")
 	s.must(400, "POST", "/api/projects", owner, map[string]any{"orgId": org.ID})
 

@@ -32,7 +32,7 @@ func bootstrapped(tb testing.TB) (*auth.Guard, *countingDirectory, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool := pgtest.New(tb)
-	token, err := tenancy.NewService(pool, nil, nil, time.Now).Bootstrap(ctx, "")
+	token, err := tenancy.NewService(pool, nil, time.Now).Bootstrap(ctx, "")
 	require.NoError(tb, err)
 	require.True(tb, auth.ValidTokenFormat(token))
 	dir := &countingDirectory{Directory: tenancy.NewDirectory(pool, time.Now)}

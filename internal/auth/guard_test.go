@@ -423,6 +423,8 @@ func TestCheck(t *testing.T) {
 	orgAdminRule := auth.Rule{Scope: auth.GraphRead, Resource: auth.Org, OrgRole: auth.OrgAdmin}
 	orgAdminScope := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Org, OrgRole: auth.OrgMember}
 	personal := auth.Rule{Scope: auth.GraphRead, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
+	bodyProject := auth.Rule{Scope: auth.GraphRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer, BodyField: "projectId"}
+	allProjects := auth.Rule{Scope: auth.GraphRead, Resource: auth.ProjectOrAll, ProjectRole: auth.ProjectViewer}
 
 	project := func(id uuid.UUID) auth.Request { return auth.Request{ProjectID: id.String()} }
 	org := func(id uuid.UUID) auth.Request { return auth.Request{OrgID: id.String()} }
@@ -496,8 +498,23 @@ func TestCheck(t *testing.T) {
 		{name: "AuthenticatedScope", p: bound, rule: auth.Rule{Scope: auth.SearchRead, Resource: auth.Authenticated}},
 		{name: "AuthenticatedMissingScope", p: viewer, rule: auth.Rule{Scope: auth.SearchRead, Resource: auth.Authenticated}, code: errs.PermissionDenied},
 		{name: "AuthenticatedNoScope", p: viewer, rule: auth.Rule{Resource: auth.Authenticated}},
-		{name: "BodyChecksScopeOnly", p: viewer, rule: auth.Rule{Scope: auth.GraphWrite, Resource: auth.Body, ProjectRole: auth.ProjectAdmin}},
-		{name: "BodyMissingScope", p: viewer, rule: auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Body}, code: errs.PermissionDenied},
+		// Body routes: the body names the project or organization.
+		{name: "BodyProject", p: viewer, rule: bodyProject, req: auth.Request{Body: pA1.String()}, want: inA(pA1)},
+		{name: "BodyMissing", p: viewer, rule: bodyProject, req: auth.Request{ProjectID: pA1.String()}, code: errs.Invalid, message: "projectId is required"},
+		{name: "BodyInvisibleEvenWithoutScope", p: viewer, rule: auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, BodyField: "projectId"}, req: auth.Request{Body: pB.String()}, code: errs.NotFound},
+		{name: "BodyMalformed", p: super, rule: bodyProject, req: auth.Request{Body: "nope"}, code: errs.NotFound},
+		{name: "BodyNamedElsewhere", p: super, rule: bodyProject, req: auth.Request{ProjectID: pA2.String(), Body: pA1.String()}, code: errs.NotFound},
+		{name: "BodyMissingScope", p: viewer, rule: auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Project, BodyField: "projectId"}, req: auth.Request{Body: pA1.String()}, code: errs.PermissionDenied},
+		{name: "BodyRoleTooLow", p: viewer, rule: auth.Rule{Scope: auth.GraphWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor, BodyField: "projectId"}, req: auth.Request{Body: pA1.String()}, code: errs.PermissionDenied, message: "editor"},
+		{name: "BodyOrg", p: orgAdmin, rule: auth.Rule{Scope: auth.AdminWrite, Resource: auth.Org, OrgRole: auth.OrgAdmin, BodyField: "orgId"}, req: auth.Request{Body: orgA.String()}, want: auth.Access{OrgID: orgA}},
+		{name: "BodyOrgRoleTooLow", p: viewer, rule: auth.Rule{Scope: auth.GraphRead, Resource: auth.Org, OrgRole: auth.OrgAdmin, BodyField: "orgId"}, req: auth.Request{Body: orgA.String()}, code: errs.PermissionDenied},
+		{name: "BodyOrgInvisible", p: viewer, rule: auth.Rule{Scope: auth.GraphRead, Resource: auth.Org, BodyField: "orgId"}, req: auth.Request{Body: orgB.String()}, code: errs.NotFound},
+		// ProjectOrAll routes: superadmins may name no project.
+		{name: "AllProjectsSuperadmin", p: super, rule: allProjects, req: auth.Request{}},
+		{name: "AllProjectsSuperadminMissingScope", p: &auth.Principal{UserID: uuid.New(), Superadmin: true}, rule: allProjects, req: auth.Request{}, code: errs.PermissionDenied},
+		{name: "AllProjectsOthersNameOne", p: orgOwner, rule: allProjects, req: auth.Request{}, code: errs.Invalid},
+		{name: "AllProjectsOneProject", p: viewer, rule: allProjects, req: project(pA1), want: inA(pA1)},
+		{name: "AllProjectsBoundToken", p: bound, rule: allProjects, req: auth.Request{}, want: inA(pA1)},
 		{name: "SelfAccountToken", p: viewer, rule: auth.Rule{Scope: auth.GraphRead, Resource: auth.Self}},
 		{name: "SelfMissingScope", p: viewer, rule: auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self}, code: errs.PermissionDenied},
 		{name: "SelfRefusesBoundToken", p: bound, rule: auth.Rule{Scope: auth.GraphRead, Resource: auth.Self}, code: errs.PermissionDenied, message: "project-scoped"},

@@ -110,10 +110,14 @@ func (p *Principal) OrgRole(org uuid.UUID) OrgRole {
 }
 
 // Access is what a request was authorised for: the project and organization
-// it was resolved to, when the rule scopes to one.
+// it was resolved to, when the rule scopes to one, and the resource its path
+// names. Handlers take them from here and never parse or check again.
 type Access struct {
 	ProjectID uuid.UUID
 	OrgID     uuid.UUID
+	// ResourceID is the id of the resource the path names (Rule.Owner),
+	// parsed and found in the tenant the request was authorised for.
+	ResourceID uuid.UUID
 }
 
 type principalKey struct{}

@@ -52,23 +52,18 @@ type (
 	}
 )
 
-// parseID reads a path id; a malformed one names no policy.
-func parseID(s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, ErrNotFound
-	}
-	return id, nil
-}
-
 // Register adds the five embedding policy routes. Reading needs graph:read
 // and any project role; writing needs graph:write and the project role
-// editor or admin. Creation names its project in the body (projectId) and
-// is authorised by guard before anything else.
-func Register(api huma.API, svc *Service, guard *auth.Guard) {
+// editor or admin. Creation names its project in the body (projectId);
+// the other routes name it with project_id (the spec's), and a policy
+// must belong to it.
+func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.GraphRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.GraphWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
-	create := auth.Rule{Scope: auth.GraphWrite, Resource: auth.Body, ProjectRole: auth.ProjectEditor}
+	create := write
+	create.BodyField = "projectId"
+	policy := &auth.Owner{Param: "id", Kind: "embedding-policy", Resolve: auth.InProject(svc.PolicyProject), NotFound: ErrNotFound, NamedProject: true}
+	readOne, writeOne := read.WithOwner(policy), write.WithOwner(policy)
 
 	huma.Register(api, httpapi.Op("list-embedding-policies", http.MethodGet, "/api/graph/embedding-policies",
 		"List a project's embedding policies", read),
@@ -81,13 +76,10 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("get-embedding-policy", http.MethodGet, "/api/graph/embedding-policies/{id}",
-		"Get an embedding policy", read),
-		func(ctx context.Context, in *policyIn) (*httpapi.Out[Policy], error) {
-			id, err := parseID(in.ID)
-			if err != nil {
-				return nil, err
-			}
-			p, err := svc.Get(ctx, auth.AccessFrom(ctx).ProjectID, id)
+		"Get an embedding policy", readOne),
+		func(ctx context.Context, _ *policyIn) (*httpapi.Out[Policy], error) {
+			a := auth.AccessFrom(ctx)
+			p, err := svc.Get(ctx, a.ProjectID, a.ResourceID)
 			if err != nil {
 				return nil, err
 			}
@@ -98,10 +90,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		"Create an embedding policy; its objects are queued for re-embedding", create),
 		func(ctx context.Context, in *createIn) (*httpapi.Created[Policy], error) {
 			b := in.Body
-			if _, err := guard.RequireProject(ctx, auth.PrincipalFrom(ctx), b.ProjectID, create, in.OrgID); err != nil {
-				return nil, err
-			}
-			p, err := svc.Create(ctx, b.ProjectID, CreateParams{
+			p, err := svc.Create(ctx, auth.AccessFrom(ctx).ProjectID, CreateParams{
 				Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
 				Template: b.Template, Model: b.Model, Active: b.Active, ChunkingConfig: b.ChunkingConfig,
 			})
@@ -112,12 +101,8 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("update-embedding-policy", http.MethodPut, "/api/graph/embedding-policies/{id}",
-		"Change the given fields of an embedding policy; the objects whose texts change are queued for re-embedding", write),
+		"Change the given fields of an embedding policy; the objects whose texts change are queued for re-embedding", writeOne),
 		func(ctx context.Context, in *updateIn) (*httpapi.Out[Policy], error) {
-			id, err := parseID(in.ID)
-			if err != nil {
-				return nil, err
-			}
 			b := in.Body
 			u := Update{
 				Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
@@ -126,21 +111,18 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 			if b.ChunkingConfig != nil {
 				u.ChunkingConfig = &b.ChunkingConfig
 			}
-			p, err := svc.Update(ctx, auth.AccessFrom(ctx).ProjectID, id, u)
+			a := auth.AccessFrom(ctx)
+			p, err := svc.Update(ctx, a.ProjectID, a.ResourceID, u)
 			if err != nil {
 				return nil, err
 			}
 			return &httpapi.Out[Policy]{Body: p}, nil
 		})
 
-	del := httpapi.Op("delete-embedding-policy", http.MethodDelete, "/api/graph/embedding-policies/{id}",
-		"Delete an embedding policy and its vectors; its objects are queued for re-embedding", write)
-	del.DefaultStatus = http.StatusNoContent
-	huma.Register(api, del, func(ctx context.Context, in *policyIn) (*struct{}, error) {
-		id, err := parseID(in.ID)
-		if err != nil {
-			return nil, err
-		}
-		return nil, svc.Delete(ctx, auth.AccessFrom(ctx).ProjectID, id)
-	})
+	huma.Register(api, httpapi.Op("delete-embedding-policy", http.MethodDelete, "/api/graph/embedding-policies/{id}",
+		"Delete an embedding policy and its vectors; its objects are queued for re-embedding", writeOne),
+		func(ctx context.Context, _ *policyIn) (*httpapi.NoContent, error) {
+			a := auth.AccessFrom(ctx)
+			return nil, svc.Delete(ctx, a.ProjectID, a.ResourceID)
+		})
 }

@@ -52,6 +52,12 @@ func (s *Service) List(ctx context.Context, project uuid.UUID) ([]Policy, error)
 	return policiesList(ctx, s.pool, project)
 }
 
+// PolicyProject returns the project of policy id, for the routes that name
+// a policy. Errors: not_found.
+func (s *Service) PolicyProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return policyProject(ctx, s.pool, id)
+}
+
 // Get returns a policy of project.
 //
 // Errors: errs.NotFound.

@@ -139,3 +139,8 @@ func policiesActive(ctx context.Context, db postgres.DBTX, projects []uuid.UUID)
 	}
 	return out, nil
 }
+
+// policyProject returns the project of policy id.
+func policyProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrNotFound, `SELECT project_id FROM embedding_policies WHERE id = $1`, id)
+}

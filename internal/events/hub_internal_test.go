@@ -20,7 +20,7 @@ func hubBundle(t *testing.T, buffer int) (*Hub, *auth.Principal, uuid.UUID, func
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
-	_, err := tenancy.NewService(pool, nil, nil, time.Now).Bootstrap(ctx, "")
+	_, err := tenancy.NewService(pool, nil, time.Now).Bootstrap(ctx, "")
 	require.NoError(t, err)
 	var project uuid.UUID
 	require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM projects`).Scan(&project))
@@ -133,7 +133,7 @@ func TestHubChecksEventsAgainstCurrentMemberships(t *testing.T) {
 	h, _, project, publish := hubBundle(t, 8)
 	ctx := context.Background()
 	guard := h.cfg.Guard
-	ten := tenancy.NewService(h.cfg.Pool, guard, guard, time.Now)
+	ten := tenancy.NewService(h.cfg.Pool, guard, time.Now)
 	u, err := ten.CreateUser(ctx, "leaver@example.com", "Leaver")
 	require.NoError(t, err)
 	_, err = ten.AddMember(ctx, project, u.ID, "viewer")
@@ -195,7 +195,7 @@ func TestHubLeavesReverificationToTheStream(t *testing.T) {
 	t.Parallel()
 	h, _, project, publish := hubBundle(t, 8)
 	ctx := context.Background()
-	ten := tenancy.NewService(h.cfg.Pool, h.cfg.Guard, h.cfg.Guard, time.Now)
+	ten := tenancy.NewService(h.cfg.Pool, h.cfg.Guard, time.Now)
 	dir := &blockingDirectory{Directory: tenancy.NewDirectory(h.cfg.Pool, time.Now)}
 	guard := auth.NewGuard(auth.GuardConfig{Directory: dir, TTL: time.Minute})
 	h.cfg.Guard = guard

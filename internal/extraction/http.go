@@ -121,178 +121,177 @@ type MonitorCallList struct {
 	Offset   int       `json:"offset"`
 }
 
-func parseJobID(s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, ErrNotFound
-	}
-	return id, nil
-}
-
-// op describes an operation whose scope the handler checks itself (after
-// finding the project), so that an invisible project answers 404 before
-// a missing scope answers 403; the OpenAPI document still names scope.
-func op(id, method, path, summary string, resource auth.Resource, scope auth.Scope) huma.Operation {
-	o := httpapi.Op(id, method, path, summary, auth.Rule{Resource: resource})
-	o.Security = []map[string][]string{{"bearer": {scope.String()}}}
-	return o
-}
-
 // Register adds the extraction job administration, monitoring and
-// settings routes.
-func Register(api huma.API, svc *Service, guard *auth.Guard) {
+// settings routes. Every rule is checked by the API's middleware: routes
+// by job id take the job's project (Owner), creation takes the body's
+// projectId.
+func Register(api huma.API, svc *Service) {
+	h := handlers{svc: svc}
 	read := auth.Rule{Scope: auth.ExtractionRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
 	admin := auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+	job := &auth.Owner{Param: "jobId", Kind: "extraction-job", Resolve: auth.InProject(svc.JobProject), NotFound: ErrNotFound}
+	readJob, writeJob := read.WithOwner(job), write.WithOwner(job)
+	create := write
+	create.BodyField = "projectId"
 	base := "/api/admin/extraction-jobs"
 
-	// jobAccess loads a job and authorises the caller on its project.
-	jobAccess := func(ctx context.Context, raw string, rule auth.Rule) (Job, error) {
-		id, err := parseJobID(raw)
-		if err != nil {
-			return Job{}, err
-		}
-		j, err := svc.Job(ctx, id)
-		if err != nil {
-			return Job{}, err
-		}
-		if _, err := guard.RequireProject(ctx, auth.PrincipalFrom(ctx), j.ProjectID, rule, ""); err != nil {
-			if errs.CodeOf(err) == errs.NotFound {
-				return Job{}, ErrNotFound
-			}
-			return Job{}, err
-		}
-		return j, nil
-	}
-	huma.Register(api, httpapi.Op("list-extraction-jobs", http.MethodGet, base+"/projects/{projectId}", "List a project's extraction jobs, newest first", read),
-		func(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Job]], error) {
-			f := JobFilter{Status: in.Status, JobType: in.JobType, Limit: in.Limit, Offset: in.Offset}
-			list, total, err := svc.ListJobs(ctx, auth.AccessFrom(ctx).ProjectID, f)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Job]]{Body: httpapi.NewList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset})}, nil
-		})
-
+	huma.Register(api, httpapi.Op("list-extraction-jobs", http.MethodGet, base+"/projects/{projectId}", "List a project's extraction jobs, newest first", read), h.listJobs)
 	huma.Register(api, httpapi.Op("extraction-job-statistics", http.MethodGet, base+"/projects/{projectId}/statistics",
-		"Counts of a project's extraction jobs by status and type, throughput and average duration", read),
-		func(ctx context.Context, _ *projectIn) (*httpapi.Out[Statistics], error) {
-			st, err := svc.Statistics(ctx, auth.AccessFrom(ctx).ProjectID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Statistics]{Body: st}, nil
-		})
-
-	huma.Register(api, op("get-extraction-job", http.MethodGet, base+"/{jobId}", "Get an extraction job", auth.Authenticated, auth.ExtractionRead),
-		func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
-			j, err := jobAccess(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionRead, ProjectRole: auth.ProjectViewer})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Job]{Body: j}, nil
-		})
-
-	create := op("create-extraction-job", http.MethodPost, base, "Queue an extraction job on a document (trigger manual)", auth.Body, auth.ExtractionWrite)
-	create.DefaultStatus = http.StatusCreated
-	huma.Register(api, create, func(ctx context.Context, in *createIn) (*httpapi.Out[Job], error) {
-		p := auth.PrincipalFrom(ctx)
-		if in.Body.ProjectID == "" {
-			return nil, errs.New(errs.Invalid, "projectId is required")
-		}
-		project, err := uuid.Parse(in.Body.ProjectID)
-		if err != nil {
-			return nil, auth.ErrNoProject
-		}
-		if _, err := guard.RequireProject(ctx, p, project, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor}, ""); err != nil {
-			return nil, err
-		}
-		params := CreateParams{ProjectID: project, JobType: in.Body.JobType, Priority: in.Body.Priority, CreatedBy: userOf(ctx), Superadmin: p.Superadmin}
-		if in.Body.DocumentID != "" {
-			doc, err := uuid.Parse(in.Body.DocumentID)
-			if err != nil {
-				return nil, ErrDocumentNotFound
-			}
-			params.DocumentID = &doc
-		}
-		j, err := svc.CreateJob(ctx, params)
-		if err != nil {
-			return nil, err
-		}
-		return &httpapi.Out[Job]{Body: j}, nil
-	})
-
-	huma.Register(api, op("cancel-extraction-job", http.MethodPost, base+"/{jobId}/cancel", "Cancel a queued or running extraction job", auth.Authenticated, auth.ExtractionWrite),
-		actOnJob(jobAccess, svc, svc.CancelJob))
-
-	huma.Register(api, op("retry-extraction-job", http.MethodPost, base+"/{jobId}/retry", "Retry a failed extraction job", auth.Authenticated, auth.ExtractionWrite),
-		actOnJob(jobAccess, svc, svc.RetryJob))
-
+		"Counts of a project's extraction jobs by status and type, throughput and average duration", read), h.statistics)
+	huma.Register(api, httpapi.Op("get-extraction-job", http.MethodGet, base+"/{jobId}", "Get an extraction job", readJob), h.getJob)
+	createOp := httpapi.Op("create-extraction-job", http.MethodPost, base, "Queue an extraction job on a document (trigger manual)", create)
+	createOp.DefaultStatus = http.StatusCreated
+	huma.Register(api, createOp, h.createJob)
+	huma.Register(api, httpapi.Op("cancel-extraction-job", http.MethodPost, base+"/{jobId}/cancel", "Cancel a queued or running extraction job", writeJob), h.cancelJob)
+	huma.Register(api, httpapi.Op("retry-extraction-job", http.MethodPost, base+"/{jobId}/retry", "Retry a failed extraction job", writeJob), h.retryJob)
 	huma.Register(api, httpapi.Op("bulk-cancel-extraction-jobs", http.MethodPost, base+"/projects/{projectId}/bulk-cancel",
-		"Cancel a project's queued and/or running extraction jobs", write),
-		bulkAct(svc.BulkCancel, func(n *int) BulkResult {
-			return BulkResult{Success: true, CancelledCount: n, Message: fmt.Sprintf("%d jobs cancelled", *n)}
-		}))
-
+		"Cancel a project's queued and/or running extraction jobs", write), h.bulkCancel)
 	huma.Register(api, httpapi.Op("bulk-retry-extraction-jobs", http.MethodPost, base+"/projects/{projectId}/bulk-retry",
-		"Retry a project's failed extraction jobs", write),
-		bulkAct(svc.BulkRetry, func(n *int) BulkResult {
-			return BulkResult{Success: true, RetriedCount: n, Message: fmt.Sprintf("%d jobs queued again", *n)}
-		}))
-
+		"Retry a project's failed extraction jobs", write), h.bulkRetry)
 	huma.Register(api, httpapi.Op("bulk-delete-extraction-jobs", http.MethodDelete, base+"/projects/{projectId}/bulk-delete",
-		"Delete a project's finished extraction jobs, with their logs", admin),
-		func(ctx context.Context, in *bulkDeleteIn) (*httpapi.Out[BulkResult], error) {
-			status, days := "", 0
-			if in.Body != nil {
-				status, days = in.Body.Status, in.Body.OlderThanDays
-			}
-			n, err := svc.BulkDelete(ctx, auth.AccessFrom(ctx).ProjectID, status, days)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, DeletedCount: &n, Message: fmt.Sprintf("%d jobs deleted", n)}}, nil
-		})
+		"Delete a project's finished extraction jobs, with their logs", admin), h.bulkDelete)
+	huma.Register(api, httpapi.Op("extraction-job-logs", http.MethodGet, base+"/{jobId}/logs", "An extraction job's log entries, in order", readJob), h.jobLogs)
 
-	huma.Register(api, op("extraction-job-logs", http.MethodGet, base+"/{jobId}/logs", "An extraction job's log entries, in order", auth.Authenticated, auth.ExtractionRead),
-		func(ctx context.Context, in *jobLogsIn) (*httpapi.Out[httpapi.List[LogEntry]], error) {
-			j, err := jobAccess(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionRead, ProjectRole: auth.ProjectViewer})
-			if err != nil {
-				return nil, err
-			}
-			list, total, err := logList(ctx, svc.pool, j.ID, "", in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[LogEntry]]{Body: httpapi.NewList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset})}, nil
-		})
+	path := "/api/projects/{projectId}/extraction-settings"
+	huma.Register(api, httpapi.Op("get-extraction-settings", http.MethodGet, path, "A project's extraction settings", read), h.settings)
+	huma.Register(api, httpapi.Op("put-extraction-settings", http.MethodPut, path,
+		"Change a project's extraction settings (project admins); absent fields are unchanged", admin), h.setSettings)
 
-	registerSettings(api, svc)
-	registerMonitoring(api, svc)
+	base = "/api/monitoring/extraction-jobs"
+	huma.Register(api, httpapi.Op("monitor-extraction-jobs", http.MethodGet, base, "Monitored extraction jobs of the project (X-Project-ID)", read), h.monitorJobs)
+	huma.Register(api, httpapi.Op("monitor-extraction-job", http.MethodGet, base+"/{jobId}", "A monitored extraction job with its logs, LLM calls and metrics", readJob), h.monitorJob)
+	huma.Register(api, httpapi.Op("monitor-extraction-job-logs", http.MethodGet, base+"/{jobId}/logs", "A monitored extraction job's process log", readJob), h.monitorLogs)
+	huma.Register(api, httpapi.Op("monitor-extraction-job-llm-calls", http.MethodGet, base+"/{jobId}/llm-calls", "A monitored extraction job's LLM calls", readJob), h.monitorCalls)
 }
 
-func registerSettings(api huma.API, svc *Service) {
-	read := auth.Rule{Scope: auth.ExtractionRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
-	admin := auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
-	path := "/api/projects/{projectId}/extraction-settings"
-	huma.Register(api, httpapi.Op("get-extraction-settings", http.MethodGet, path, "A project's extraction settings", read),
-		func(ctx context.Context, _ *projectIn) (*httpapi.Out[Settings], error) {
-			st, err := svc.Settings(ctx, auth.AccessFrom(ctx).ProjectID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Settings]{Body: st}, nil
-		})
-	huma.Register(api, httpapi.Op("put-extraction-settings", http.MethodPut, path, "Change a project's extraction settings (project admins); absent fields are unchanged", admin),
-		func(ctx context.Context, in *settingsIn) (*httpapi.Out[Settings], error) {
-			st, err := svc.SetSettings(ctx, auth.AccessFrom(ctx).ProjectID, SettingsUpdate{
-				ReviewThreshold: in.Body.ReviewThreshold, ReextractionIntervalHours: in.Body.ReextractionIntervalHours,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Settings]{Body: st}, nil
-		})
+// handlers are the extraction routes' handlers: each decodes, calls the
+// service with the project and job the middleware authorised
+// (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) listJobs(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Job]], error) {
+	f := JobFilter{Status: in.Status, JobType: in.JobType, Limit: in.Limit, Offset: in.Offset}
+	list, total, err := h.svc.ListJobs(ctx, auth.AccessFrom(ctx).ProjectID, f)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Job]]{Body: httpapi.NewList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset})}, nil
+}
+
+func (h handlers) statistics(ctx context.Context, _ *projectIn) (*httpapi.Out[Statistics], error) {
+	st, err := h.svc.Statistics(ctx, auth.AccessFrom(ctx).ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Statistics]{Body: st}, nil
+}
+
+func (h handlers) getJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
+	a := auth.AccessFrom(ctx)
+	j, err := h.svc.Job(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Job]{Body: j}, nil
+}
+
+func (h handlers) createJob(ctx context.Context, in *createIn) (*httpapi.Out[Job], error) {
+	params := CreateParams{
+		ProjectID: auth.AccessFrom(ctx).ProjectID, JobType: in.Body.JobType, Priority: in.Body.Priority,
+		CreatedBy: userOf(ctx), Superadmin: auth.PrincipalFrom(ctx).Superadmin,
+	}
+	if in.Body.DocumentID != "" {
+		doc, err := httpapi.ParseID(in.Body.DocumentID, ErrDocumentNotFound)
+		if err != nil {
+			return nil, err
+		}
+		params.DocumentID = &doc
+	}
+	j, err := h.svc.CreateJob(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Job]{Body: j}, nil
+}
+
+func (h handlers) cancelJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
+	return h.actOnJob(ctx, h.svc.CancelJob)
+}
+
+func (h handlers) retryJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
+	return h.actOnJob(ctx, h.svc.RetryJob)
+}
+
+// actOnJob runs a state change of the request's job (cancel, retry) and
+// answers the job as it is now.
+func (h handlers) actOnJob(ctx context.Context, act func(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) error) (*httpapi.Out[Job], error) {
+	a := auth.AccessFrom(ctx)
+	if err := act(ctx, a.ProjectID, a.ResourceID, userOf(ctx)); err != nil {
+		return nil, err
+	}
+	j, err := h.svc.Job(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Job]{Body: j}, nil
+}
+
+func (h handlers) bulkCancel(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
+	n, err := h.svc.BulkCancel(ctx, auth.AccessFrom(ctx).ProjectID, in.status(), userOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, CancelledCount: &n, Message: fmt.Sprintf("%d jobs cancelled", n)}}, nil
+}
+
+func (h handlers) bulkRetry(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
+	n, err := h.svc.BulkRetry(ctx, auth.AccessFrom(ctx).ProjectID, in.status(), userOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, RetriedCount: &n, Message: fmt.Sprintf("%d jobs queued again", n)}}, nil
+}
+
+func (h handlers) bulkDelete(ctx context.Context, in *bulkDeleteIn) (*httpapi.Out[BulkResult], error) {
+	status, days := "", 0
+	if in.Body != nil {
+		status, days = in.Body.Status, in.Body.OlderThanDays
+	}
+	n, err := h.svc.BulkDelete(ctx, auth.AccessFrom(ctx).ProjectID, status, days)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[BulkResult]{Body: BulkResult{Success: true, DeletedCount: &n, Message: fmt.Sprintf("%d jobs deleted", n)}}, nil
+}
+
+func (h handlers) jobLogs(ctx context.Context, in *jobLogsIn) (*httpapi.Out[httpapi.List[LogEntry]], error) {
+	a := auth.AccessFrom(ctx)
+	list, total, err := h.svc.JobLogs(ctx, a.ProjectID, a.ResourceID, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[LogEntry]]{Body: httpapi.NewList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset})}, nil
+}
+
+func (h handlers) settings(ctx context.Context, _ *projectIn) (*httpapi.Out[Settings], error) {
+	st, err := h.svc.Settings(ctx, auth.AccessFrom(ctx).ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Settings]{Body: st}, nil
+}
+
+func (h handlers) setSettings(ctx context.Context, in *settingsIn) (*httpapi.Out[Settings], error) {
+	st, err := h.svc.SetSettings(ctx, auth.AccessFrom(ctx).ProjectID, SettingsUpdate{
+		ReviewThreshold: in.Body.ReviewThreshold, ReextractionIntervalHours: in.Body.ReextractionIntervalHours,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Settings]{Body: st}, nil
 }
 
 // monitorProject is the project of a monitoring request: the one the
@@ -316,106 +315,67 @@ func parseTime(name, v string) (*time.Time, error) {
 	return &t, nil
 }
 
-func registerMonitoring(api huma.API, svc *Service) {
-	read := auth.Rule{Scope: auth.ExtractionRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
-	base := "/api/monitoring/extraction-jobs"
-	huma.Register(api, httpapi.Op("monitor-extraction-jobs", http.MethodGet, base, "Monitored extraction jobs of the project (X-Project-ID)", read),
-		func(ctx context.Context, in *monitorListIn) (*httpapi.Out[MonitorList], error) {
-			project, err := monitorProject(ctx, in.ProjectHeader)
-			if err != nil {
-				return nil, err
-			}
-			from, err := parseTime("date_from", in.DateFrom)
-			if err != nil {
-				return nil, err
-			}
-			to, err := parseTime("date_to", in.DateTo)
-			if err != nil {
-				return nil, err
-			}
-			f := MonitorFilter{
-				Status: in.Status, SourceType: in.SourceType, DateFrom: from, DateTo: to, SortBy: in.SortBy,
-				SortOrder: in.SortOrder, Limit: in.Limit, Offset: in.Offset,
-			}
-			items, total, err := svc.MonitorJobs(ctx, project, f)
-			if err != nil {
-				return nil, err
-			}
-			if items == nil {
-				items = []MonitorJob{}
-			}
-			return &httpapi.Out[MonitorList]{Body: MonitorList{Items: items, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
-		})
-	huma.Register(api, httpapi.Op("monitor-extraction-job", http.MethodGet, base+"/{jobId}", "A monitored extraction job with its logs, LLM calls and metrics", read),
-		func(ctx context.Context, in *monitorJobIn) (*httpapi.Out[MonitorDetail], error) {
-			project, err := monitorProject(ctx, in.ProjectHeader)
-			if err != nil {
-				return nil, err
-			}
-			id, err := parseJobID(in.JobID)
-			if err != nil {
-				return nil, err
-			}
-			d, err := svc.MonitorDetail(ctx, project, id)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[MonitorDetail]{Body: d}, nil
-		})
-	huma.Register(api, httpapi.Op("monitor-extraction-job-logs", http.MethodGet, base+"/{jobId}/logs", "A monitored extraction job's process log", read),
-		func(ctx context.Context, in *monitorLogsIn) (*httpapi.Out[MonitorLogList], error) {
-			project, err := monitorProject(ctx, in.ProjectHeader)
-			if err != nil {
-				return nil, err
-			}
-			id, err := parseJobID(in.JobID)
-			if err != nil {
-				return nil, err
-			}
-			logs, total, err := svc.MonitorLogs(ctx, project, id, in.Level, in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[MonitorLogList]{Body: MonitorLogList{Logs: logs, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
-		})
-	huma.Register(api, httpapi.Op("monitor-extraction-job-llm-calls", http.MethodGet, base+"/{jobId}/llm-calls", "A monitored extraction job's LLM calls", read),
-		func(ctx context.Context, in *monitorCallsIn) (*httpapi.Out[MonitorCallList], error) {
-			project, err := monitorProject(ctx, in.ProjectHeader)
-			if err != nil {
-				return nil, err
-			}
-			id, err := parseJobID(in.JobID)
-			if err != nil {
-				return nil, err
-			}
-			calls, total, err := svc.MonitorCalls(ctx, project, id, in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[MonitorCallList]{Body: MonitorCallList{LLMCalls: calls, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
-		})
+func (h handlers) monitorJobs(ctx context.Context, in *monitorListIn) (*httpapi.Out[MonitorList], error) {
+	project, err := monitorProject(ctx, in.ProjectHeader)
+	if err != nil {
+		return nil, err
+	}
+	from, err := parseTime("date_from", in.DateFrom)
+	if err != nil {
+		return nil, err
+	}
+	to, err := parseTime("date_to", in.DateTo)
+	if err != nil {
+		return nil, err
+	}
+	f := MonitorFilter{
+		Status: in.Status, SourceType: in.SourceType, DateFrom: from, DateTo: to, SortBy: in.SortBy,
+		SortOrder: in.SortOrder, Limit: in.Limit, Offset: in.Offset,
+	}
+	items, total, err := h.svc.MonitorJobs(ctx, project, f)
+	if err != nil {
+		return nil, err
+	}
+	if items == nil {
+		items = []MonitorJob{}
+	}
+	return &httpapi.Out[MonitorList]{Body: MonitorList{Items: items, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
 }
 
-// actOnJob is the handler of a state change of one job (cancel, retry):
-// the job is authorised for writing, act runs, and the job is answered as
-// it is now.
-func actOnJob(access func(context.Context, string, auth.Rule) (Job, error), svc *Service,
-	act func(ctx context.Context, id uuid.UUID, user *uuid.UUID) error,
-) func(context.Context, *jobIn) (*httpapi.Out[Job], error) {
-	return func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
-		j, err := access(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor})
-		if err != nil {
-			return nil, err
-		}
-		if err := act(ctx, j.ID, userOf(ctx)); err != nil {
-			return nil, err
-		}
-		j, err = svc.Job(ctx, j.ID)
-		if err != nil {
-			return nil, err
-		}
-		return &httpapi.Out[Job]{Body: j}, nil
+func (h handlers) monitorJob(ctx context.Context, in *monitorJobIn) (*httpapi.Out[MonitorDetail], error) {
+	project, err := monitorProject(ctx, in.ProjectHeader)
+	if err != nil {
+		return nil, err
 	}
+	d, err := h.svc.MonitorDetail(ctx, project, auth.AccessFrom(ctx).ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[MonitorDetail]{Body: d}, nil
+}
+
+func (h handlers) monitorLogs(ctx context.Context, in *monitorLogsIn) (*httpapi.Out[MonitorLogList], error) {
+	project, err := monitorProject(ctx, in.ProjectHeader)
+	if err != nil {
+		return nil, err
+	}
+	logs, total, err := h.svc.MonitorLogs(ctx, project, auth.AccessFrom(ctx).ResourceID, in.Level, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[MonitorLogList]{Body: MonitorLogList{Logs: logs, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
+}
+
+func (h handlers) monitorCalls(ctx context.Context, in *monitorCallsIn) (*httpapi.Out[MonitorCallList], error) {
+	project, err := monitorProject(ctx, in.ProjectHeader)
+	if err != nil {
+		return nil, err
+	}
+	calls, total, err := h.svc.MonitorCalls(ctx, project, auth.AccessFrom(ctx).ResourceID, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[MonitorCallList]{Body: MonitorCallList{LLMCalls: calls, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
 }
 
 // userOf is the calling user, for the jobs' audit fields.
@@ -427,20 +387,10 @@ func userOf(ctx context.Context) *uuid.UUID {
 	return nil
 }
 
-// bulkAct is the handler of a bulk state change of a project's jobs
-// (cancel, retry) by status filter; result words the count.
-func bulkAct(act func(ctx context.Context, project uuid.UUID, status string, user *uuid.UUID) (int, error),
-	result func(n *int) BulkResult,
-) func(context.Context, *bulkIn) (*httpapi.Out[BulkResult], error) {
-	return func(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
-		status := ""
-		if in.Body != nil {
-			status = in.Body.Status
-		}
-		n, err := act(ctx, auth.AccessFrom(ctx).ProjectID, status, userOf(ctx))
-		if err != nil {
-			return nil, err
-		}
-		return &httpapi.Out[BulkResult]{Body: result(&n)}, nil
+// status is the bulk body's status filter (empty: the default).
+func (in *bulkIn) status() string {
+	if in.Body == nil {
+		return ""
 	}
+	return in.Body.Status
 }

@@ -141,13 +141,18 @@ func (s *Service) CreateJob(ctx context.Context, p CreateParams) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	return jobGetByID(ctx, s.pool, j.ID)
+	return jobGetByID(ctx, s.pool, j.ProjectID, j.ID)
 }
 
-// Job returns a job of any project; callers check the caller's access to
-// its project. Errors: not_found.
-func (s *Service) Job(ctx context.Context, id uuid.UUID) (Job, error) {
-	return jobGetByID(ctx, s.pool, id)
+// JobProject returns the project of job id, for the routes that name a
+// job. Errors: not_found.
+func (s *Service) JobProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return jobProject(ctx, s.pool, id)
+}
+
+// Job returns job id of project. Errors: not_found.
+func (s *Service) Job(ctx context.Context, project, id uuid.UUID) (Job, error) {
+	return jobGetByID(ctx, s.pool, project, id)
 }
 
 // ListJobs pages a project's jobs, newest first. Errors: invalid_argument.
@@ -172,11 +177,11 @@ func (s *Service) Statistics(ctx context.Context, project uuid.UUID) (Statistics
 	return jobStats(ctx, s.pool, project, s.now().UTC())
 }
 
-// CancelJob cancels a queued or running job: its worker stops within a
-// second and writes nothing to the graph. Errors: not_found,
-// failed_precondition (the job already ended).
-func (s *Service) CancelJob(ctx context.Context, id uuid.UUID, user *uuid.UUID) error {
-	j, err := jobGetByID(ctx, s.pool, id)
+// CancelJob cancels job id of project, queued or running: its worker
+// stops within a second and writes nothing to the graph. Errors:
+// not_found, failed_precondition (the job already ended).
+func (s *Service) CancelJob(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) error {
+	j, err := jobGetByID(ctx, s.pool, project, id)
 	if err != nil {
 		return err
 	}
@@ -196,11 +201,11 @@ func (s *Service) cancelIn(ctx context.Context, tx pgx.Tx, j Job, user *uuid.UUI
 	return logInsert(ctx, tx, j.ID, j.ProjectID, s.now().UTC(), []logRow{{OpError, LevelWarn, "job cancelled", meta}})
 }
 
-// RetryJob puts a failed job back in the queue with its retry count reset,
-// logging "manual retry". Errors: not_found, failed_precondition (the job
-// is not failed).
-func (s *Service) RetryJob(ctx context.Context, id uuid.UUID, user *uuid.UUID) error {
-	j, err := jobGetByID(ctx, s.pool, id)
+// RetryJob puts failed job id of project back in the queue with its retry
+// count reset, logging "manual retry". Errors: not_found,
+// failed_precondition (the job is not failed).
+func (s *Service) RetryJob(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) error {
+	j, err := jobGetByID(ctx, s.pool, project, id)
 	if err != nil {
 		return err
 	}
@@ -252,7 +257,7 @@ func (s *Service) bulk(ctx context.Context, project uuid.UUID, statuses []string
 	}
 	n := 0
 	for _, id := range ids {
-		j, err := jobGetByID(ctx, s.pool, id)
+		j, err := jobGetByID(ctx, s.pool, project, id)
 		if errs.CodeOf(err) == errs.NotFound {
 			continue
 		}
@@ -292,10 +297,12 @@ func (s *Service) BulkDelete(ctx context.Context, project uuid.UUID, status stri
 // LogsMax bounds the entries of the admin log endpoint.
 const LogsMax = 10000
 
-// Logs returns a job's log in order (at most LogsMax entries).
-func (s *Service) Logs(ctx context.Context, id uuid.UUID) ([]LogEntry, error) {
-	list, _, err := logList(ctx, s.pool, id, "", LogsMax, 0)
-	return list, err
+// JobLogs pages the log of job id of project in order. Errors: not_found.
+func (s *Service) JobLogs(ctx context.Context, project, id uuid.UUID, limit, offset int) ([]LogEntry, int, error) {
+	if err := s.checkJob(ctx, project, id); err != nil {
+		return nil, 0, err
+	}
+	return logList(ctx, s.pool, id, "", limit, offset)
 }
 
 // Settings returns a project's extraction settings.

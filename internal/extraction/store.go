@@ -63,20 +63,18 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-// JobGetByID returns a job of any project (the caller checks access).
-func jobGetByID(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Job, error) {
-	rows, err := db.Query(ctx, `SELECT `+jobColumns+` FROM object_extraction_jobs WHERE id = $1`, id)
-	if err != nil {
-		return Job{}, fmt.Errorf("get extraction job: %w", err)
-	}
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[jobRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Job{}, ErrNotFound
-	}
+// jobGetByID returns job id of project.
+func jobGetByID(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Job, error) {
+	r, err := postgres.One[jobRow](ctx, db, ErrNotFound, `SELECT `+jobColumns+` FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project)
 	if err != nil {
 		return Job{}, fmt.Errorf("get extraction job: %w", err)
 	}
 	return jobFromRow(r), nil
+}
+
+// jobProject returns the project of job id.
+func jobProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrNotFound, `SELECT project_id FROM object_extraction_jobs WHERE id = $1`, id)
 }
 
 func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f JobFilter) ([]Job, int, error) {

@@ -57,7 +57,7 @@ func setup(tb testing.TB) *testBundle {
 	tb.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(tb)
-	ten := tenancy.NewService(pool, nil, nil, time.Now)
+	ten := tenancy.NewService(pool, nil, time.Now)
 	_, err := ten.Bootstrap(ctx, "")
 	require.NoError(tb, err)
 	packs, err := templatepack.NewService(pool, ten, time.Now)

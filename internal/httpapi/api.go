@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"net/http"
 	"reflect"
 	"strings"
 	"unicode"
@@ -11,13 +10,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/errs"
 )
 
 // MaxBodyBytes caps JSON request bodies.
 const MaxBodyBytes = 1 << 20
-
-const authzKey = "authz"
 
 // NewAPI returns the huma API on router: OpenAPI 3.1 at
 // /api/openapi.json, no docs page, no $schema members, problem bodies for
@@ -61,69 +57,3 @@ func schemaName(t reflect.Type, hint string) string {
 	return string(r) + name
 }
 
-// Op describes an operation that rule protects.
-func Op(id, method, path, summary string, rule auth.Rule) huma.Operation {
-	op := huma.Operation{
-		OperationID: id, Method: method, Path: path, Summary: summary,
-		Metadata:     map[string]any{authzKey: rule},
-		MaxBodyBytes: MaxBodyBytes,
-	}
-	if rule.Resource != auth.Public {
-		scopes := []string{}
-		if rule.Scope != auth.ScopeNone {
-			scopes = append(scopes, rule.Scope.String())
-		}
-		op.Security = []map[string][]string{{"bearer": scopes}}
-		op.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound}
-	}
-	return op
-}
-
-// authMiddleware authenticates the caller and applies the operation's Rule
-// through guard. Operations without a Rule are refused: every route must
-// declare one.
-func authMiddleware(api huma.API, guard *auth.Guard) func(huma.Context, func(huma.Context)) {
-	return func(ctx huma.Context, next func(huma.Context)) {
-		rule, ok := ctx.Operation().Metadata[authzKey].(auth.Rule)
-		if !ok {
-			_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "route has no authorization rule")
-			return
-		}
-		if rule.Resource == auth.Public {
-			next(ctx)
-			return
-		}
-		fail := func(err error) {
-			if errs.CodeOf(err) == errs.Unauthenticated {
-				ctx.SetHeader("WWW-Authenticate", `Bearer realm="graphmill"`)
-			}
-			_ = huma.WriteErr(api, ctx, StatusOf(errs.CodeOf(err)), errs.MessageOf(err), err)
-		}
-		p, err := guard.Authenticate(ctx.Context(), ctx.Header("Authorization"))
-		if err != nil {
-			fail(err)
-			return
-		}
-		req := auth.Request{
-			ProjectID:   first(ctx.Param("projectId"), ctx.Param("projectID"), ctx.Query("projectId"), ctx.Query("project_id"), ctx.Header("X-Project-ID")),
-			OrgID:       first(ctx.Param("orgId"), ctx.Param("orgID")),
-			HeaderOrgID: ctx.Header("X-Org-ID"),
-		}
-		access, err := guard.Check(ctx.Context(), p, rule, req)
-		if err != nil {
-			fail(err)
-			return
-		}
-		c := auth.WithAccess(auth.WithPrincipal(ctx.Context(), p), access)
-		next(huma.WithContext(ctx, c))
-	}
-}
-
-func first(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}

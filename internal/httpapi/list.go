@@ -39,3 +39,7 @@ type Created[T any] struct {
 	Status int
 	Body   T
 }
+
+// NoContent is the output of operations that answer 204 No Content (huma
+// answers 204 for an output without a body); handlers return nil.
+type NoContent struct{}

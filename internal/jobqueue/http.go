@@ -44,27 +44,13 @@ type metricsIn struct {
 // Register adds GET /api/metrics/jobs. Superadmins see every project's jobs
 // unless they name one; everyone else names a project they can see (a
 // project-scoped token's project is used when none is named).
-func Register(api huma.API, c *Client, guard *auth.Guard) {
-	rule := auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}
+func Register(api huma.API, c *Client) {
+	rule := auth.Rule{Scope: auth.AdminRead, Resource: auth.ProjectOrAll, ProjectRole: auth.ProjectViewer}
 	huma.Register(api, httpapi.Op("job-metrics", http.MethodGet, "/api/metrics/jobs", "Job counts per queue", rule),
-		func(ctx context.Context, in *metricsIn) (*httpapi.Out[AllMetrics], error) {
-			p := auth.PrincipalFrom(ctx)
+		func(ctx context.Context, _ *metricsIn) (*httpapi.Out[AllMetrics], error) {
 			var project *uuid.UUID
-			raw := in.ProjectID
-			if raw == "" && p.BoundProject != uuid.Nil {
-				raw = p.BoundProject.String()
-			}
-			if raw != "" {
-				id, err := uuid.Parse(raw)
-				if err != nil {
-					return nil, auth.ErrNoProject
-				}
-				if _, err := guard.RequireProject(ctx, p, id, auth.Rule{Scope: auth.AdminRead, ProjectRole: auth.ProjectViewer}, ""); err != nil {
-					return nil, err
-				}
-				project = &id
-			} else if !p.Superadmin {
-				return nil, errs.New(errs.Invalid, "projectId is required: only superadmins see every project's jobs")
+			if a := auth.AccessFrom(ctx); a.ProjectID != uuid.Nil {
+				project = &a.ProjectID
 			}
 			stats, err := c.Stats(ctx, project)
 			if err != nil {

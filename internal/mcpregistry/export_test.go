@@ -1,5 +1,11 @@
 package mcpregistry
 
+import (
+	"context"
+
+	"github.com/google/uuid"
+)
+
 // PackageRecord exposes the package mapping to the external tests.
 var PackageRecord = packageRecord
 
@@ -21,4 +27,10 @@ func PretendHost(c *Config, euid int, setID bool) {
 // after it found no row and before it writes one.
 func BeforeFirstSettingWrite(c *Config, f func(level string)) {
 	c.beforeFirstWrite = f
+}
+
+// CreateRecord stores a server as one made before the stdio policy
+// changed: without the policy's check.
+func (s *Service) CreateRecord(ctx context.Context, project uuid.UUID, in ServerInput) (Server, error) {
+	return s.createServer(ctx, project, in, nil)
 }

@@ -5,10 +5,8 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
@@ -110,9 +108,6 @@ type (
 		ProjectID string `path:"projectId"`
 		ToolName  string `path:"toolName"`
 	}
-	noContent struct {
-		Status int
-	}
 	liveTools struct {
 		Tools []LiveTool `json:"tools"`
 	}
@@ -132,61 +127,29 @@ func page[T any](items []T, p httpapi.PageParams) httpapi.List[T] {
 // role; stdio servers also pass CheckStdio. Organization defaults need
 // mcp:admin and the organization admin role; a project's tool settings
 // are changed through its built-in server's tools and removed by
-// DELETE /api/admin/projects/{projectId}/tool-settings/{toolName}.
-func rules() (read, write, registry, org auth.Rule) {
-	return auth.Rule{Scope: auth.MCPUse, Resource: auth.Project, ProjectRole: auth.ProjectViewer},
-		auth.Rule{Scope: auth.MCPAdmin, Resource: auth.Project, ProjectRole: auth.ProjectAdmin},
-		auth.Rule{Scope: auth.MCPAdmin, Resource: auth.Authenticated},
-		auth.Rule{Scope: auth.MCPAdmin, Resource: auth.Org, OrgRole: auth.OrgAdmin}
+// DELETE /api/admin/projects/{projectId}/tool-settings/{toolName}. Routes
+// by server id take the server's project.
+func rules(svc *Service) (read, write, readServer, writeServer, registry, org auth.Rule) {
+	read = auth.Rule{Scope: auth.MCPUse, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	write = auth.Rule{Scope: auth.MCPAdmin, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+	server := &auth.Owner{Param: "serverId", Kind: "mcp-server", Resolve: auth.InProject(svc.ServerProject), NotFound: ErrServerNotFound}
+	readServer, writeServer = read.WithOwner(server), write.WithOwner(server)
+	registry = auth.Rule{Scope: auth.MCPAdmin, Resource: auth.Authenticated}
+	org = auth.Rule{Scope: auth.MCPAdmin, Resource: auth.Org, OrgRole: auth.OrgAdmin}
+	return read, write, readServer, writeServer, registry, org
 }
 
-// orgAdmin reports whether p administers org.
-func orgAdmin(p *auth.Principal, org uuid.UUID) bool {
-	r := p.OrgRole(org)
-	return r == auth.OrgAdmin || r == auth.OrgOwner
+// callerOf is the request's caller as the stdio policy sees it.
+func callerOf(ctx context.Context) Caller {
+	p := auth.PrincipalFrom(ctx)
+	r := p.OrgRole(auth.AccessFrom(ctx).OrgID)
+	return Caller{Superadmin: p.Superadmin, OrgAdmin: r == auth.OrgAdmin || r == auth.OrgOwner}
 }
 
 // Register adds the MCP server registry, official registry and tool
 // settings routes.
-func Register(api huma.API, svc *Service, guard *auth.Guard) {
-	read, write, registry, org := rules()
-	// Routes by server id take their project from the server and check it
-	// like a project route.
-	byID := func(rule auth.Rule) auth.Rule {
-		return auth.Rule{Scope: rule.Scope, Resource: auth.Body, ProjectRole: rule.ProjectRole}
-	}
-	resolve := func(ctx context.Context, ref ServerRef, rule auth.Rule) (auth.Access, uuid.UUID, error) {
-		id, err := uuid.Parse(ref.ServerID)
-		if err != nil {
-			return auth.Access{}, uuid.Nil, ErrServerNotFound
-		}
-		project, err := svc.ServerProject(ctx, id)
-		if err != nil {
-			return auth.Access{}, uuid.Nil, err
-		}
-		acc, err := guard.RequireProject(ctx, auth.PrincipalFrom(ctx), project, rule, ref.OrgHeader)
-		if err != nil {
-			if errs.CodeOf(err) == errs.NotFound {
-				return auth.Access{}, uuid.Nil, ErrServerNotFound
-			}
-			return auth.Access{}, uuid.Nil, err
-		}
-		for _, named := range []string{ref.ProjectQuery, ref.ProjectHeader} {
-			if named == "" {
-				continue
-			}
-			if pid, err := uuid.Parse(named); err != nil || pid != project {
-				return auth.Access{}, uuid.Nil, ErrServerNotFound
-			}
-		}
-		return acc, id, nil
-	}
-	stdioCheck := func(ctx context.Context, org uuid.UUID) func() error {
-		return func() error {
-			p := auth.PrincipalFrom(ctx)
-			return svc.CheckStdio(p.Superadmin, orgAdmin(p, org))
-		}
-	}
+func Register(api huma.API, svc *Service) {
+	read, write, readServer, writeServer, registry, org := rules(svc)
 
 	huma.Register(api, httpapi.Op("mcp-servers-list", http.MethodGet, "/api/admin/mcp-servers",
 		"List the project's MCP servers (the built-in one is created on first list)", read),
@@ -201,13 +164,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	huma.Register(api, httpapi.Op("mcp-servers-create", http.MethodPost, "/api/admin/mcp-servers",
 		"Register an MCP server in the project (project admins; stdio per GRAPHMILL_MCP_STDIO)", write),
 		func(ctx context.Context, in *createIn) (*httpapi.Created[Server], error) {
-			b := in.Body
-			if b.Type == TypeStdio {
-				if err := stdioCheck(ctx, auth.AccessFrom(ctx).OrgID)(); err != nil {
-					return nil, err
-				}
-			}
-			srv, err := svc.CreateServer(ctx, auth.AccessFrom(ctx).ProjectID, ServerInput(b))
+			srv, err := svc.CreateServer(ctx, auth.AccessFrom(ctx).ProjectID, ServerInput(in.Body), callerOf(ctx))
 			if err != nil {
 				return nil, err
 			}
@@ -215,30 +172,11 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("mcp-servers-update", http.MethodPatch, "/api/admin/mcp-servers/{serverId}",
-		"Change an MCP server; absent fields are unchanged (project admins)", byID(write)),
+		"Change an MCP server; absent fields are unchanged (project admins)", writeServer),
 		func(ctx context.Context, in *patchIn) (*httpapi.Out[Server], error) {
-			acc, id, err := resolve(ctx, in.ServerRef, write)
-			if err != nil {
-				return nil, err
-			}
-			b := in.Body
-			cur, err := svc.Server(ctx, acc.ProjectID, id)
-			if err != nil {
-				return nil, err
-			}
-			if cur.Type == TypeBuiltin {
-				return nil, ErrBuiltinFixed
-			}
-			if b.Type != nil && *b.Type != cur.Type {
-				return nil, errs.New(errs.Invalid, "type cannot be changed: create a new server")
-			}
-			u := ServerUpdate{Name: b.Name, Enabled: b.Enabled, Command: b.Command, Args: b.Args, Env: b.Env, URL: b.URL, Headers: b.Headers}
-			if cur.Type == TypeStdio && u.TouchesCommand() {
-				if err := stdioCheck(ctx, acc.OrgID)(); err != nil {
-					return nil, err
-				}
-			}
-			srv, err := svc.UpdateServer(ctx, acc.ProjectID, id, u)
+			b, a := in.Body, auth.AccessFrom(ctx)
+			u := ServerUpdate{Type: b.Type, Name: b.Name, Enabled: b.Enabled, Command: b.Command, Args: b.Args, Env: b.Env, URL: b.URL, Headers: b.Headers}
+			srv, err := svc.UpdateServer(ctx, a.ProjectID, a.ResourceID, u, callerOf(ctx))
 			if err != nil {
 				return nil, err
 			}
@@ -246,26 +184,17 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("mcp-servers-delete", http.MethodDelete, "/api/admin/mcp-servers/{serverId}",
-		"Delete an MCP server with its tools, stopping its process (project admins)", byID(write)),
-		func(ctx context.Context, in *serverIn) (*noContent, error) {
-			acc, id, err := resolve(ctx, in.ServerRef, write)
-			if err != nil {
-				return nil, err
-			}
-			if err := svc.DeleteServer(ctx, acc.ProjectID, id); err != nil {
-				return nil, err
-			}
-			return &noContent{Status: http.StatusNoContent}, nil
+		"Delete an MCP server with its tools, stopping its process (project admins)", writeServer),
+		func(ctx context.Context, _ *serverIn) (*httpapi.NoContent, error) {
+			a := auth.AccessFrom(ctx)
+			return nil, svc.DeleteServer(ctx, a.ProjectID, a.ResourceID)
 		})
 
 	huma.Register(api, httpapi.Op("mcp-servers-inspect", http.MethodPost, "/api/admin/mcp-servers/{serverId}/inspect",
-		"List the live server's tools without recording them (project admins)", byID(write)),
-		func(ctx context.Context, in *serverIn) (*httpapi.Out[liveTools], error) {
-			acc, id, err := resolve(ctx, in.ServerRef, write)
-			if err != nil {
-				return nil, err
-			}
-			tools, err := svc.Inspect(ctx, acc.ProjectID, id)
+		"List the live server's tools without recording them (project admins)", writeServer),
+		func(ctx context.Context, _ *serverIn) (*httpapi.Out[liveTools], error) {
+			a := auth.AccessFrom(ctx)
+			tools, err := svc.Inspect(ctx, a.ProjectID, a.ResourceID)
 			if err != nil {
 				return nil, err
 			}
@@ -273,13 +202,10 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("mcp-servers-sync", http.MethodPost, "/api/admin/mcp-servers/{serverId}/sync",
-		"Mirror the live server's tools into the catalogue; idempotent (project admins)", byID(write)),
-		func(ctx context.Context, in *serverIn) (*httpapi.Out[SyncResult], error) {
-			acc, id, err := resolve(ctx, in.ServerRef, write)
-			if err != nil {
-				return nil, err
-			}
-			res, err := svc.Sync(ctx, acc.ProjectID, id)
+		"Mirror the live server's tools into the catalogue; idempotent (project admins)", writeServer),
+		func(ctx context.Context, _ *serverIn) (*httpapi.Out[SyncResult], error) {
+			a := auth.AccessFrom(ctx)
+			res, err := svc.Sync(ctx, a.ProjectID, a.ResourceID)
 			if err != nil {
 				return nil, err
 			}
@@ -287,13 +213,10 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("mcp-servers-tools", http.MethodGet, "/api/admin/mcp-servers/{serverId}/tools",
-		"List a server's tools (built-in server: with inheritedFrom)", byID(read)),
+		"List a server's tools (built-in server: with inheritedFrom)", readServer),
 		func(ctx context.Context, in *toolsIn) (*httpapi.Out[httpapi.List[Tool]], error) {
-			acc, id, err := resolve(ctx, in.ServerRef, read)
-			if err != nil {
-				return nil, err
-			}
-			tools, err := svc.Tools(ctx, acc.ProjectID, id)
+			a := auth.AccessFrom(ctx)
+			tools, err := svc.Tools(ctx, a.ProjectID, a.ResourceID)
 			if err != nil {
 				return nil, err
 			}
@@ -301,13 +224,10 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("mcp-servers-tool-update", http.MethodPatch, "/api/admin/mcp-servers/{serverId}/tools/{toolId}",
-		"Enable or disable a tool; for built-in tools set the project's setting (project admins)", byID(write)),
+		"Enable or disable a tool; for built-in tools set the project's setting (project admins)", writeServer.WithKeys("toolId")),
 		func(ctx context.Context, in *toolPatchIn) (*httpapi.Out[Tool], error) {
-			acc, id, err := resolve(ctx, in.ServerRef, write)
-			if err != nil {
-				return nil, err
-			}
-			t, err := svc.UpdateTool(ctx, acc.ProjectID, id, in.ToolID, ToolUpdate{Enabled: in.Body.Enabled, Config: in.Body.Config})
+			a := auth.AccessFrom(ctx)
+			t, err := svc.UpdateTool(ctx, a.ProjectID, a.ResourceID, in.ToolID, ToolUpdate{Enabled: in.Body.Enabled, Config: in.Body.Config})
 			if err != nil {
 				return nil, err
 			}
@@ -332,12 +252,12 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		return &httpapi.Out[RegistryServer]{Body: s}, nil
 	}
 	huma.Register(api, httpapi.Op("mcp-registry-server", http.MethodGet, "/api/admin/mcp-registry/servers/{name}",
-		"A registry server's latest version; the name percent-encoded", registry),
+		"A registry server's latest version; the name percent-encoded", registry.WithKeys("name")),
 		func(ctx context.Context, in *registryNameIn) (*httpapi.Out[RegistryServer], error) {
 			return details(ctx, in.Name)
 		})
 	huma.Register(api, httpapi.Op("mcp-registry-server-path", http.MethodGet, "/api/admin/mcp-registry/servers/{namespace}/{name}",
-		"A registry server's latest version; the name as the rest of the path", registry),
+		"A registry server's latest version; the name as the rest of the path", registry.WithKeys("namespace", "name")),
 		func(ctx context.Context, in *registryPathIn) (*httpapi.Out[RegistryServer], error) {
 			return details(ctx, in.Namespace+"/"+in.Name)
 		})
@@ -346,7 +266,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		"Install a registry server into the project and sync it (project admins; stdio per GRAPHMILL_MCP_STDIO)", write),
 		func(ctx context.Context, in *installIn) (*httpapi.Created[InstallResult], error) {
 			res, err := svc.Install(ctx, auth.AccessFrom(ctx).ProjectID, InstallInput{
-				ServerName: in.Body.ServerName, Env: in.Body.Config.Env, CheckStdio: stdioCheck(ctx, auth.AccessFrom(ctx).OrgID),
+				ServerName: in.Body.ServerName, Env: in.Body.Config.Env, Caller: callerOf(ctx),
 			})
 			if err != nil {
 				return nil, err
@@ -355,12 +275,10 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("project-tool-settings-delete", http.MethodDelete, "/api/admin/projects/{projectId}/tool-settings/{toolName}",
-		"Remove the project's setting of a built-in tool; the project falls back to its organization's default, else the global setting (project admins)", write),
-		func(ctx context.Context, in *projectToolIn) (*noContent, error) {
-			if err := svc.DeleteProjectToolSetting(ctx, auth.AccessFrom(ctx).ProjectID, in.ToolName); err != nil {
-				return nil, err
-			}
-			return &noContent{Status: http.StatusNoContent}, nil
+		"Remove the project's setting of a built-in tool; the project falls back to its organization's default, else the global setting (project admins)",
+		write.WithKeys("toolName")),
+		func(ctx context.Context, in *projectToolIn) (*httpapi.NoContent, error) {
+			return nil, svc.DeleteProjectToolSetting(ctx, auth.AccessFrom(ctx).ProjectID, in.ToolName)
 		})
 
 	huma.Register(api, httpapi.Op("org-tool-settings-list", http.MethodGet, "/api/admin/orgs/{orgId}/tool-settings",
@@ -374,7 +292,7 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("org-tool-settings-put", http.MethodPut, "/api/admin/orgs/{orgId}/tool-settings/{toolName}",
-		"Set the organization's default for a built-in tool (organization admins)", org),
+		"Set the organization's default for a built-in tool (organization admins)", org.WithKeys("toolName")),
 		func(ctx context.Context, in *orgToolPutIn) (*httpapi.Out[ToolSetting], error) {
 			st, err := svc.PutOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName, in.Body.Enabled, in.Body.Config)
 			if err != nil {
@@ -384,11 +302,8 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 		})
 
 	huma.Register(api, httpapi.Op("org-tool-settings-delete", http.MethodDelete, "/api/admin/orgs/{orgId}/tool-settings/{toolName}",
-		"Remove the organization's default; projects fall back to the global setting (organization admins)", org),
-		func(ctx context.Context, in *orgToolIn) (*noContent, error) {
-			if err := svc.DeleteOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName); err != nil {
-				return nil, err
-			}
-			return &noContent{Status: http.StatusNoContent}, nil
+		"Remove the organization's default; projects fall back to the global setting (organization admins)", org.WithKeys("toolName")),
+		func(ctx context.Context, in *orgToolIn) (*httpapi.NoContent, error) {
+			return nil, svc.DeleteOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName)
 		})
 }

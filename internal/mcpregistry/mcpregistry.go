@@ -150,6 +150,8 @@ type ServerInput struct {
 // ServerUpdate changes a server; nil fields are unchanged. In Env and
 // Headers, a value of *** keeps the stored value of that name.
 type ServerUpdate struct {
+	// Type cannot change; a different one is invalid_argument.
+	Type    *string
 	Name    *string
 	Enabled *bool
 	Command *string
@@ -157,6 +159,15 @@ type ServerUpdate struct {
 	Env     *map[string]string
 	URL     *string
 	Headers *map[string]string
+}
+
+// Caller is who asks for a change that GRAPHMILL_MCP_STDIO restricts
+// (creating stdio servers, changing what they run): the HTTP layer takes
+// it from the request's authorised access, the service decides.
+type Caller struct {
+	Superadmin bool
+	// OrgAdmin: an owner or admin of the project's organization.
+	OrgAdmin bool
 }
 
 // ToolUpdate changes a tool: Enabled for any tool; Config only for

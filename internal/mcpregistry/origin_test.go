@@ -21,14 +21,14 @@ func TestURLOriginChangeDropsHeaders(t *testing.T) {
 	a, seenA := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
 	other, seenB := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
 	secrets := map[string]string{"Authorization": "Bearer origin-secret-1", "X-Api-Key": "origin-secret-2"}
-	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "r", Type: mcpregistry.TypeHTTP, URL: a.URL + "/mcp", Headers: secrets})
+	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "r", Type: mcpregistry.TypeHTTP, URL: a.URL + "/mcp", Headers: secrets}, superadmin)
 	require.NoError(t, err)
 	_, err = b.svc.Sync(ctx, b.project, srv.ID)
 	require.NoError(t, err)
 	require.Contains(t, seenA.Values("X-Api-Key"), "origin-secret-2")
 
 	// Same origin, another path: the headers stay.
-	srv, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{URL: ptr(a.URL + "/other/../mcp")})
+	srv, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{URL: ptr(a.URL + "/other/../mcp")}, superadmin)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"Authorization": "***", "X-Api-Key": "***"}, srv.Headers)
 
@@ -36,12 +36,12 @@ func TestURLOriginChangeDropsHeaders(t *testing.T) {
 	// nothing changes.
 	_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{
 		URL: ptr(other.URL + "/mcp"), Headers: &map[string]string{"Authorization": "***"},
-	})
+	}, superadmin)
 	require.Equal(t, errs.Invalid, errs.CodeOf(err), "%v", err)
 	require.Contains(t, err.Error(), "origin")
 
 	// Another port: the stored headers are gone, and the new host gets none.
-	srv, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{URL: ptr(other.URL + "/mcp")})
+	srv, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{URL: ptr(other.URL + "/mcp")}, superadmin)
 	require.NoError(t, err)
 	require.Empty(t, srv.Headers)
 	var sealed *string
@@ -58,7 +58,7 @@ func TestURLOriginChangeDropsHeaders(t *testing.T) {
 	// New headers given with the new URL are kept.
 	srv, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{
 		URL: ptr(a.URL + "/mcp"), Headers: &map[string]string{"X-Api-Key": "origin-secret-3"},
-	})
+	}, superadmin)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"X-Api-Key": "***"}, srv.Headers)
 	_, err = b.svc.Inspect(ctx, b.project, srv.ID)
@@ -88,7 +88,7 @@ func TestHeadersNotSentAcrossRedirect(t *testing.T) {
 			srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{
 				Name: "r", Type: typ, URL: a.URL + "/mcp?key=query-secret-3",
 				Headers: map[string]string{"Authorization": "Bearer redirect-secret-1", "X-Api-Key": "redirect-secret-2"},
-			})
+			}, superadmin)
 			require.NoError(t, err)
 			live, err := b.svc.Inspect(ctx, b.project, srv.ID)
 			require.NoError(t, err)

@@ -132,9 +132,9 @@ func (s *Service) RegistryServer(ctx context.Context, name string) (RegistryServ
 type InstallInput struct {
 	ServerName string
 	Env        map[string]string
-	// CheckStdio says whether the caller may create stdio servers; a
-	// server with a usable remote is installed as that remote when not.
-	CheckStdio func() error
+	// Caller installs: a server with a usable remote is installed as that
+	// remote when the caller may not create stdio servers (CheckStdio).
+	Caller Caller
 }
 
 // InstallResult is the created record and the outcome of its first sync.
@@ -303,7 +303,7 @@ func (s *Service) Install(ctx context.Context, project uuid.UUID, in InstallInpu
 	var chosen *ServerInput
 	var chosenMissing map[string]bool
 	var chosenVars map[string]string
-	stdioErr := in.CheckStdio()
+	stdioErr := s.CheckStdio(in.Caller)
 	for _, p := range sj.Packages {
 		missing, vars := map[string]bool{}, map[string]string{}
 		if rec, ok := packageRecord(p, env, missing, vars); ok {

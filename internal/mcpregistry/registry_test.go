@@ -15,7 +15,9 @@ import (
 	"github.com/graphmill/graphmill/internal/mcpregistry/mcptest"
 )
 
-func allowStdio() error { return nil }
+// superadmin is a caller the default stdio policy lets create stdio
+// servers.
+var superadmin = mcpregistry.Caller{Superadmin: true} //nolint:gochecknoglobals // constant value
 
 func TestRegistry(t *testing.T) {
 	t.Parallel()
@@ -41,15 +43,15 @@ func TestRegistry(t *testing.T) {
 	require.Equal(t, errs.Invalid, errs.CodeOf(err))
 
 	// Missing required variables are named.
-	_, err = b.svc.Install(ctx, b.project, mcpregistry.InstallInput{ServerName: "io.github.acme/weather", CheckStdio: allowStdio})
+	_, err = b.svc.Install(ctx, b.project, mcpregistry.InstallInput{ServerName: "io.github.acme/weather", Caller: superadmin})
 	require.Equal(t, errs.Invalid, errs.CodeOf(err))
 	require.Contains(t, err.Error(), "WEATHER_API_KEY")
-	_, err = b.svc.Install(ctx, b.project, mcpregistry.InstallInput{ServerName: "com.acme/notes", CheckStdio: allowStdio})
+	_, err = b.svc.Install(ctx, b.project, mcpregistry.InstallInput{ServerName: "com.acme/notes", Caller: superadmin})
 	require.Contains(t, err.Error(), "notes_token")
 
 	// A remote: an http record with the header filled, synced at once.
 	res, err := b.svc.Install(ctx, b.project, mcpregistry.InstallInput{
-		ServerName: "com.acme/notes", Env: map[string]string{"notes_token": "notes-secret"}, CheckStdio: allowStdio,
+		ServerName: "com.acme/notes", Env: map[string]string{"notes_token": "notes-secret"}, Caller: superadmin,
 	})
 	require.NoError(t, err)
 	require.Empty(t, res.SyncError)
@@ -60,8 +62,7 @@ func TestRegistry(t *testing.T) {
 	require.Equal(t, 1, res.Sync.Added)
 
 	// The stdio policy refuses a package-only server.
-	denied := func() error { return mcpregistry.ErrStdioSuper }
-	_, err = b.svc.Install(ctx, b.project, mcpregistry.InstallInput{ServerName: "io.github.acme/pysearch", CheckStdio: denied})
+	_, err = b.svc.Install(ctx, b.project, mcpregistry.InstallInput{ServerName: "io.github.acme/pysearch", Caller: mcpregistry.Caller{}})
 	require.ErrorIs(t, err, mcpregistry.ErrStdioSuper)
 
 	// Registry down.
@@ -71,7 +72,7 @@ func TestRegistry(t *testing.T) {
 	_, err = b2.svc.SearchRegistry(ctx, "x", "")
 	require.Equal(t, errs.BadGateway, errs.CodeOf(err))
 	require.Contains(t, err.Error(), "unreachable")
-	_, err = b2.svc.Install(ctx, b2.project, mcpregistry.InstallInput{ServerName: "com.acme/notes", CheckStdio: allowStdio})
+	_, err = b2.svc.Install(ctx, b2.project, mcpregistry.InstallInput{ServerName: "com.acme/notes", Caller: superadmin})
 	require.Equal(t, errs.BadGateway, errs.CodeOf(err))
 }
 
@@ -143,7 +144,7 @@ func TestInstallKeepsValuesSealed(t *testing.T) {
 
 	// A remote: the URL keeps its placeholder; the request carries the value.
 	res, err := b.svc.Install(ctx, b.project, mcpregistry.InstallInput{
-		ServerName: "com.acme/urlkey", Env: map[string]string{"url_key": "url-secret-55"}, CheckStdio: allowStdio,
+		ServerName: "com.acme/urlkey", Env: map[string]string{"url_key": "url-secret-55"}, Caller: superadmin,
 	})
 	require.NoError(t, err)
 	require.Empty(t, res.SyncError)
@@ -182,7 +183,7 @@ func TestInstallKeepsValuesSealed(t *testing.T) {
 	// Another origin with the same placeholder: the sealed value is dropped
 	// with the origin it was given for.
 	other, seenOther := mcptest.StreamableSeen(t, mcptest.NewServer("echo"))
-	_, err = b.svc.UpdateServer(ctx, b.project, res.Server.ID, mcpregistry.ServerUpdate{URL: ptr(other.URL + "/mcp?key={url_key}")})
+	_, err = b.svc.UpdateServer(ctx, b.project, res.Server.ID, mcpregistry.ServerUpdate{URL: ptr(other.URL + "/mcp?key={url_key}")}, superadmin)
 	require.NoError(t, err)
 	var vars *string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT vars_sealed FROM mcp_servers WHERE id = $1`, res.Server.ID).Scan(&vars))
@@ -197,7 +198,7 @@ func TestInstallKeepsValuesSealed(t *testing.T) {
 	// A package: the arguments keep their placeholders (uvx is not
 	// installed here: the first sync fails, the record stays).
 	res, err = b.svc.Install(ctx, b.project, mcpregistry.InstallInput{
-		ServerName: "io.github.acme/argkeys", CheckStdio: allowStdio,
+		ServerName: "io.github.acme/argkeys", Caller: superadmin,
 		Env: map[string]string{"api_key": "arg-secret-66", "token": "arg-secret-77", "MCPTEST_TOOLS": "whoami"},
 	})
 	require.NoError(t, err)
@@ -211,7 +212,7 @@ func TestInstallKeepsValuesSealed(t *testing.T) {
 		require.NotContains(t, plain(res.Server.ID), secret)
 	}
 	// The process gets the values in its arguments.
-	_, err = b.svc.UpdateServer(ctx, b.project, res.Server.ID, mcpregistry.ServerUpdate{Command: ptr(stdioBin)})
+	_, err = b.svc.UpdateServer(ctx, b.project, res.Server.ID, mcpregistry.ServerUpdate{Command: ptr(stdioBin)}, superadmin)
 	require.NoError(t, err)
 	_, err = b.svc.Sync(ctx, b.project, res.Server.ID)
 	require.NoError(t, err)

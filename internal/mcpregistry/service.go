@@ -457,9 +457,14 @@ func expand(s string, vars map[string]string) string {
 	})
 }
 
-// CreateServer adds a server to a project. The caller has checked that it
-// may create stdio servers (CheckStdio). Errors: invalid_argument.
-func (s *Service) CreateServer(ctx context.Context, project uuid.UUID, in ServerInput) (Server, error) {
+// CreateServer adds a server to a project; a stdio server needs c to be
+// allowed them (CheckStdio). Errors: invalid_argument, permission_denied.
+func (s *Service) CreateServer(ctx context.Context, project uuid.UUID, in ServerInput, c Caller) (Server, error) {
+	if in.Type == TypeStdio {
+		if err := s.CheckStdio(c); err != nil {
+			return Server{}, err
+		}
+	}
 	return s.createServer(ctx, project, in, nil)
 }
 
@@ -513,15 +518,24 @@ func (u ServerUpdate) TouchesCommand() bool {
 }
 
 // UpdateServer changes a server; disabling it or changing what it runs
-// stops its process. Errors: not_found, conflict (built-in),
-// invalid_argument.
-func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u ServerUpdate) (Server, error) {
+// stops its process, and changing what a stdio server runs needs c to be
+// allowed stdio servers (CheckStdio). Errors: not_found, conflict
+// (built-in), invalid_argument, permission_denied.
+func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u ServerUpdate, c Caller) (Server, error) {
 	srv, err := s.server(ctx, project, id)
 	if err != nil {
 		return Server{}, err
 	}
 	if srv.Type == TypeBuiltin {
 		return Server{}, ErrBuiltinFixed
+	}
+	if u.Type != nil && *u.Type != srv.Type {
+		return Server{}, errs.New(errs.Invalid, "type cannot be changed: create a new server")
+	}
+	if srv.Type == TypeStdio && u.TouchesCommand() {
+		if err := s.CheckStdio(c); err != nil {
+			return Server{}, err
+		}
 	}
 	if u.Name != nil {
 		srv.Name = *u.Name
@@ -807,11 +821,10 @@ func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool 
 }
 
 // CheckStdio applies GRAPHMILL_MCP_STDIO to a caller who wants to create or
-// change a stdio server: superadmin is whether the caller is one,
-// orgAdmin whether they administer the project's organization. With
-// enabled, stdio servers are refused while they would run as this
-// process's own user. Errors: permission_denied.
-func (s *Service) CheckStdio(superadmin, orgAdmin bool) error {
+// change a stdio server. With enabled, stdio servers are refused while
+// they would run as this process's own user. Errors: permission_denied.
+func (s *Service) CheckStdio(c Caller) error {
+	superadmin, orgAdmin := c.Superadmin, c.OrgAdmin
 	switch s.cfg.StdioPolicy {
 	case StdioDisabled:
 		return ErrStdioOff

@@ -55,7 +55,7 @@ func TestStdioServer(t *testing.T) {
 	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{
 		Name: "local", Type: mcpregistry.TypeStdio, Command: stdioBin,
 		Env: map[string]string{"MCPTEST_TOOLS": "echo,add,slow,whoami", "SECRET_TOKEN": "tok-stdio-123"},
-	})
+	}, superadmin)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"MCPTEST_TOOLS": "***", "SECRET_TOKEN": "***"}, srv.Env)
 
@@ -112,7 +112,7 @@ func TestStdioServer(t *testing.T) {
 	// Vanished tools are removed; enabled choices kept.
 	_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{
 		Env: &map[string]string{"MCPTEST_TOOLS": "echo,slow,whoami", "SECRET_TOKEN": "***"},
-	})
+	}, superadmin)
 	require.NoError(t, err)
 	res, err = b.svc.Sync(ctx, b.project, srv.ID)
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestStdioServer(t *testing.T) {
 	require.NotEqual(t, pid, b.svc.ProcessID(srv.ID))
 
 	// Disable the server: calls refused, process stopped.
-	_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Enabled: ptr(false)})
+	_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Enabled: ptr(false)}, superadmin)
 	require.NoError(t, err)
 	require.Zero(t, b.svc.ProcessID(srv.ID))
 	_, err = b.svc.CallTool(ctx, b.project, "local", "echo", map[string]any{"text": "x"})
@@ -153,7 +153,7 @@ func TestStdioServer(t *testing.T) {
 	require.Empty(t, refs)
 
 	// Delete: server and tools gone.
-	_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Enabled: ptr(true)})
+	_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Enabled: ptr(true)}, superadmin)
 	require.NoError(t, err)
 	_, err = b.svc.CallTool(ctx, b.project, "local", "echo", map[string]any{"text": "x"})
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestStdioTimeoutAndIdle(t *testing.T) {
 	ctx := context.Background()
 	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{
 		Name: "slowpoke", Type: mcpregistry.TypeStdio, Command: stdioBin, Env: map[string]string{"MCPTEST_TOOLS": "slow"},
-	})
+	}, superadmin)
 	require.NoError(t, err)
 	_, err = b.svc.Sync(ctx, b.project, srv.ID)
 	require.NoError(t, err)
@@ -193,7 +193,7 @@ func TestStdioBadCommand(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "nope", Type: mcpregistry.TypeStdio, Command: "/nonexistent/mcp-server"})
+	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "nope", Type: mcpregistry.TypeStdio, Command: "/nonexistent/mcp-server"}, superadmin)
 	require.NoError(t, err)
 	_, err = b.svc.Inspect(ctx, b.project, srv.ID)
 	require.Equal(t, errs.BadGateway, errs.CodeOf(err), "%v", err)
@@ -203,11 +203,13 @@ func TestStdioPolicyDisabled(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *mcpregistry.Config) { c.StdioPolicy = mcpregistry.StdioDisabled })
 	ctx := context.Background()
-	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "x", Type: mcpregistry.TypeStdio, Command: stdioBin})
-	require.NoError(t, err)
+	_, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "x", Type: mcpregistry.TypeStdio, Command: stdioBin}, superadmin)
+	require.ErrorIs(t, err, mcpregistry.ErrStdioOff, "no one creates stdio servers")
+	srv, err := b.svc.CreateRecord(ctx, b.project, mcpregistry.ServerInput{Name: "x", Type: mcpregistry.TypeStdio, Command: stdioBin})
+	require.NoError(t, err, "a record made before the policy changed")
 	_, err = b.svc.Inspect(ctx, b.project, srv.ID)
 	require.ErrorIs(t, err, mcpregistry.ErrStdioOff)
-	require.ErrorIs(t, b.svc.CheckStdio(true, true), mcpregistry.ErrStdioOff)
+	require.ErrorIs(t, b.svc.CheckStdio(mcpregistry.Caller{Superadmin: true, OrgAdmin: true}), mcpregistry.ErrStdioOff)
 }
 
 func TestCheckStdio(t *testing.T) {
@@ -227,13 +229,40 @@ func TestCheckStdio(t *testing.T) {
 		mcpregistry.PretendHost(&c, 0, true) // children run as nobody
 		svc, err := mcpregistry.NewService(c)
 		require.NoError(t, err)
-		err = svc.CheckStdio(tt.superadmin, tt.orgAdmin)
+		err = svc.CheckStdio(mcpregistry.Caller{Superadmin: tt.superadmin, OrgAdmin: tt.orgAdmin})
 		if tt.want == nil {
 			require.NoError(t, err, tt.policy)
 		} else {
 			require.ErrorIs(t, err, tt.want, tt.policy)
 		}
 	}
+}
+
+// The service applies the stdio policy to the caller it is given, so no
+// route can forget it: creating a stdio server and changing what it runs
+// are refused, renaming it is not, and its type cannot change.
+func TestStdioCaller(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // GRAPHMILL_MCP_STDIO=superadmin
+	ctx := context.Background()
+	orgAdmin := mcpregistry.Caller{OrgAdmin: true}
+	in := mcpregistry.ServerInput{Name: "x", Type: mcpregistry.TypeStdio, Command: stdioBin}
+	_, err := b.svc.CreateServer(ctx, b.project, in, orgAdmin)
+	require.ErrorIs(t, err, mcpregistry.ErrStdioSuper)
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM mcp_servers WHERE type = 'stdio'`).Scan(&n))
+	require.Zero(t, n)
+
+	srv, err := b.svc.CreateServer(ctx, b.project, in, superadmin)
+	require.NoError(t, err)
+	_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Args: &[]string{"--other"}}, orgAdmin)
+	require.ErrorIs(t, err, mcpregistry.ErrStdioSuper)
+	renamed, err := b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Name: ptr("y")}, orgAdmin)
+	require.NoError(t, err, "renaming needs only the route's rule")
+	require.Equal(t, "y", renamed.Name)
+	require.Empty(t, renamed.Args, "the refused change changed nothing")
+	_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Type: ptr(mcpregistry.TypeHTTP)}, superadmin)
+	require.Equal(t, errs.Invalid, errs.CodeOf(err))
 }
 
 func TestRemoteServers(t *testing.T) {
@@ -251,7 +280,7 @@ func TestRemoteServers(t *testing.T) {
 			ts := serve(t, server, "Authorization", "Bearer remote-secret-77")
 			srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{
 				Name: "remote", Type: typ, URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer remote-secret-77"},
-			})
+			}, superadmin)
 			require.NoError(t, err)
 			require.Equal(t, map[string]string{"Authorization": "***"}, srv.Headers)
 			var raw string
@@ -276,7 +305,7 @@ func TestRemoteServers(t *testing.T) {
 			require.Len(t, res.Tools, 1)
 
 			// A wrong header: the server refuses, reported as a bad gateway.
-			_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Headers: &map[string]string{"Authorization": "Bearer wrong"}})
+			_, err = b.svc.UpdateServer(ctx, b.project, srv.ID, mcpregistry.ServerUpdate{Headers: &map[string]string{"Authorization": "Bearer wrong"}}, superadmin)
 			require.NoError(t, err)
 			_, err = b.svc.Inspect(ctx, b.project, srv.ID)
 			require.Equal(t, errs.BadGateway, errs.CodeOf(err), "%v", err)
@@ -291,7 +320,7 @@ func TestRemoteEgressRefused(t *testing.T) {
 	b := setup(t, func(c *mcpregistry.Config) { c.Egress = guard })
 	ctx := context.Background()
 	ts := mcptest.Streamable(t, mcptest.NewServer("echo"), "", "")
-	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "loop", Type: mcpregistry.TypeHTTP, URL: ts.URL})
+	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "loop", Type: mcpregistry.TypeHTTP, URL: ts.URL}, superadmin)
 	require.NoError(t, err)
 	_, err = b.svc.Inspect(ctx, b.project, srv.ID)
 	require.Error(t, err)
@@ -317,7 +346,7 @@ func TestServerValidation(t *testing.T) {
 		{"header crlf", mcpregistry.ServerInput{Name: "a", Type: "http", URL: "http://x", Headers: map[string]string{"X-A": "a\r\nb"}}, "line breaks"},
 		{"stdio url", mcpregistry.ServerInput{Name: "a", Type: "stdio", Command: "x", URL: "http://x"}, "not stdio"},
 	} {
-		_, err := b.svc.CreateServer(ctx, b.project, tt.in)
+		_, err := b.svc.CreateServer(ctx, b.project, tt.in, superadmin)
 		require.Equal(t, errs.Invalid, errs.CodeOf(err), tt.name)
 		require.Contains(t, err.Error(), tt.want, tt.name)
 	}
@@ -335,7 +364,7 @@ func TestBuiltinRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, total, "created once")
 	id := list[0].ID
-	_, err = b.svc.UpdateServer(ctx, b.project, id, mcpregistry.ServerUpdate{Enabled: ptr(false)})
+	_, err = b.svc.UpdateServer(ctx, b.project, id, mcpregistry.ServerUpdate{Enabled: ptr(false)}, superadmin)
 	require.ErrorIs(t, err, mcpregistry.ErrBuiltinFixed)
 	require.ErrorIs(t, b.svc.DeleteServer(ctx, b.project, id), mcpregistry.ErrBuiltinFixed)
 	_, err = b.svc.Sync(ctx, b.project, id)

@@ -40,7 +40,7 @@ func stdioServer(t *testing.T, b *bundle, name string) {
 	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{
 		Name: name, Type: mcpregistry.TypeStdio, Command: stdioBin,
 		Env: map[string]string{"MCPTEST_TOOLS": "whoami", "SERVER_TOKEN": "child-own-secret"},
-	})
+	}, superadmin)
 	require.NoError(t, err)
 	_, err = b.svc.Sync(ctx, b.project, srv.ID)
 	require.NoError(t, err)
@@ -141,15 +141,15 @@ func TestStdioWithoutSeparateUser(t *testing.T) {
 			}
 			require.True(t, said, "the start says %q: %v", tt.log, lines)
 			if tt.refused {
-				require.ErrorIs(t, b.svc.CheckStdio(true, true), mcpregistry.ErrStdioShared)
-				srv, err := b.svc.CreateServer(context.Background(), b.project, mcpregistry.ServerInput{Name: "x", Type: mcpregistry.TypeStdio, Command: stdioBin})
+				require.ErrorIs(t, b.svc.CheckStdio(mcpregistry.Caller{Superadmin: true, OrgAdmin: true}), mcpregistry.ErrStdioShared)
+				srv, err := b.svc.CreateRecord(context.Background(), b.project, mcpregistry.ServerInput{Name: "x", Type: mcpregistry.TypeStdio, Command: stdioBin})
 				require.NoError(t, err, "a record made before is kept")
 				_, err = b.svc.Inspect(context.Background(), b.project, srv.ID)
 				require.ErrorIs(t, err, mcpregistry.ErrStdioShared)
 				require.Equal(t, errs.PermissionDenied, errs.CodeOf(err))
 				return
 			}
-			require.NoError(t, b.svc.CheckStdio(true, false))
+			require.NoError(t, b.svc.CheckStdio(mcpregistry.Caller{Superadmin: true, OrgAdmin: false}))
 			stdioServer(t, b, "child")
 			w := callWhoami(t, b, "child")
 			want := tt.child

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"strings"
 	"time"
 
@@ -145,6 +146,29 @@ func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, err
 		total = r.PageTotal()
 	}
 	return out, total, nil
+}
+
+// One runs query and returns its only row: scanned by column name when T
+// is a struct (of db-tagged fields), else T is the one column's value. No
+// row is notFound; more than one is an error.
+func One[T any](ctx context.Context, db DBTX, notFound error, query string, args ...any) (T, error) {
+	var zero T
+	rows, err := db.Query(ctx, query, args...)
+	if err != nil {
+		return zero, err
+	}
+	scan := pgx.RowTo[T]
+	if reflect.TypeFor[T]().Kind() == reflect.Struct {
+		scan = pgx.RowToStructByName[T]
+	}
+	v, err := pgx.CollectExactlyOneRow(rows, scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return zero, notFound
+	}
+	if err != nil {
+		return zero, err
+	}
+	return v, nil
 }
 
 // Value is *p, or T's zero value when p is nil (a NULL column).

@@ -174,3 +174,36 @@ func TestIsUnavailable(t *testing.T) {
 		require.Equal(t, c.want, postgres.IsUnavailable(c.err), "%s: %v", c.name, c.err)
 	}
 }
+
+func TestOne(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	_, err := pool.Exec(ctx, `CREATE TABLE pets (name text PRIMARY KEY, legs int NOT NULL)`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO pets VALUES ('cat', 4), ('bird', 2), ('dog', 4)`)
+	require.NoError(t, err)
+	errNoPet := errors.New("no such pet")
+	type pet struct {
+		Name string `db:"name"`
+		Legs int    `db:"legs"`
+	}
+
+	p, err := postgres.One[pet](ctx, pool, errNoPet, `SELECT name, legs FROM pets WHERE name = $1`, "bird")
+	require.NoError(t, err)
+	require.Equal(t, pet{Name: "bird", Legs: 2}, p, "a struct is scanned by column name")
+
+	legs, err := postgres.One[int](ctx, pool, errNoPet, `SELECT legs FROM pets WHERE name = $1`, "cat")
+	require.NoError(t, err)
+	require.Equal(t, 4, legs, "anything else is the one column's value")
+
+	_, err = postgres.One[pet](ctx, pool, errNoPet, `SELECT name, legs FROM pets WHERE name = $1`, "fish")
+	require.ErrorIs(t, err, errNoPet)
+	_, err = postgres.One[int](ctx, pool, errNoPet, `SELECT legs FROM pets WHERE legs = 4`)
+	require.Error(t, err, "two rows")
+	require.NotErrorIs(t, err, errNoPet)
+	_, err = postgres.One[int](ctx, pool, errNoPet, `SELECT legs FROM nowhere`)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, errNoPet)
+}

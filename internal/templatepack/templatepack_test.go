@@ -29,7 +29,7 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
-	ten := tenancy.NewService(pool, nil, nil, time.Now)
+	ten := tenancy.NewService(pool, nil, time.Now)
 	_, err := ten.Bootstrap(ctx, "")
 	require.NoError(t, err)
 	svc, err := templatepack.NewService(pool, ten, time.Now)

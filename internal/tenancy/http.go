@@ -78,15 +78,6 @@ type (
 	}
 )
 
-// parseID reads a path id; a malformed one is simply not found.
-func parseID(s string, notFound error) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, notFound
-	}
-	return id, nil
-}
-
 // Register adds the organization, project, membership and token routes.
 func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Self}
@@ -129,9 +120,9 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("create-project", http.MethodPost, "/api/projects", "Create a project (organization admins)",
-		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Body}),
+		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Org, OrgRole: auth.OrgAdmin, BodyField: "orgId"}),
 		func(ctx context.Context, in *projectCreateIn) (*httpapi.Created[Project], error) {
-			pr, err := svc.CreateProject(ctx, auth.PrincipalFrom(ctx), in.Body.OrgID, in.Body.Name)
+			pr, err := svc.CreateProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).OrgID, in.Body.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -150,11 +141,10 @@ func Register(api huma.API, svc *Service) {
 			return &httpapi.Out[Project]{Body: pr}, nil
 		})
 
-	del := httpapi.Op("delete-project", http.MethodDelete, "/api/projects/{projectId}", "Delete a project (project admins)", projectAdmin)
-	del.DefaultStatus = http.StatusNoContent
-	huma.Register(api, del, func(ctx context.Context, _ *projectIn) (*struct{}, error) {
-		return nil, svc.DeleteProject(ctx, auth.AccessFrom(ctx).ProjectID)
-	})
+	huma.Register(api, httpapi.Op("delete-project", http.MethodDelete, "/api/projects/{projectId}", "Delete a project (project admins)", projectAdmin),
+		func(ctx context.Context, _ *projectIn) (*httpapi.NoContent, error) {
+			return nil, svc.DeleteProject(ctx, auth.AccessFrom(ctx).ProjectID)
+		})
 
 	huma.Register(api, httpapi.Op("list-project-members", http.MethodGet, "/api/projects/{projectId}/members", "List a project's members", projectRead),
 		func(ctx context.Context, in *memberListIn) (*httpapi.Out[httpapi.List[Member]], error) {
@@ -174,15 +164,15 @@ func Register(api huma.API, svc *Service) {
 			return &httpapi.Out[Member]{Body: m}, nil
 		})
 
-	delMember := httpapi.Op("remove-project-member", http.MethodDelete, "/api/projects/{projectId}/members/{userId}", "Remove a member", projectAdmin)
-	delMember.DefaultStatus = http.StatusNoContent
-	huma.Register(api, delMember, func(ctx context.Context, in *memberIn) (*struct{}, error) {
-		user, err := parseID(in.UserID, ErrMemberNotFound)
-		if err != nil {
-			return nil, err
-		}
-		return nil, svc.RemoveMember(ctx, auth.AccessFrom(ctx).ProjectID, user)
-	})
+	huma.Register(api, httpapi.Op("remove-project-member", http.MethodDelete, "/api/projects/{projectId}/members/{userId}", "Remove a member",
+		projectAdmin.WithKeys("userId")),
+		func(ctx context.Context, in *memberIn) (*httpapi.NoContent, error) {
+			user, err := httpapi.ParseID(in.UserID, ErrMemberNotFound)
+			if err != nil {
+				return nil, err
+			}
+			return nil, svc.RemoveMember(ctx, auth.AccessFrom(ctx).ProjectID, user)
+		})
 
 	registerTokens(api, svc)
 }
@@ -209,15 +199,12 @@ func registerTokens(api huma.API, svc *Service) {
 			return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
 		})
 
-	revoke := httpapi.Op("revoke-token", http.MethodDelete, "/api/tokens/{id}", "Revoke one of your tokens", auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self})
-	revoke.DefaultStatus = http.StatusNoContent
-	huma.Register(api, revoke, func(ctx context.Context, in *tokenIn) (*struct{}, error) {
-		id, err := parseID(in.ID, ErrTokenNotFound)
-		if err != nil {
-			return nil, err
-		}
+	huma.Register(api, httpapi.Op("revoke-token", http.MethodDelete, "/api/tokens/{id}", "Revoke one of your tokens", auth.Rule{
+		Scope: auth.AdminWrite, Resource: auth.Self,
+		Owner: &auth.Owner{Param: "id", Kind: "token", Resolve: auth.OfUser(svc.TokenUser), NotFound: ErrTokenNotFound},
+	}), func(ctx context.Context, _ *tokenIn) (*httpapi.NoContent, error) {
 		user := auth.PrincipalFrom(ctx).UserID
-		return nil, svc.RevokeToken(ctx, id, &user, nil)
+		return nil, svc.RevokeToken(ctx, auth.AccessFrom(ctx).ResourceID, &user, nil)
 	})
 
 	projectTokens := auth.Rule{Scope: auth.AdminRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
@@ -246,17 +233,17 @@ func registerTokens(api huma.API, svc *Service) {
 			return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
 		})
 
-	revokeProject := httpapi.Op("revoke-project-token", http.MethodDelete, "/api/projects/{projectId}/tokens/{id}",
-		"Revoke a token bound to a project (yours; any for project admins)", auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer})
-	revokeProject.DefaultStatus = http.StatusNoContent
-	huma.Register(api, revokeProject, func(ctx context.Context, in *projectTokenIn) (*struct{}, error) {
-		id, err := parseID(in.ID, ErrTokenNotFound)
-		if err != nil {
-			return nil, err
-		}
-		project, user := ownerFilter(ctx)
-		return nil, svc.RevokeToken(ctx, id, user, &project)
-	})
+	huma.Register(api, httpapi.Op("revoke-project-token", http.MethodDelete, "/api/projects/{projectId}/tokens/{id}",
+		"Revoke a token bound to a project (yours; any for project admins)",
+		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer, Keys: []string{"id"}}),
+		func(ctx context.Context, in *projectTokenIn) (*httpapi.NoContent, error) {
+			id, err := httpapi.ParseID(in.ID, ErrTokenNotFound)
+			if err != nil {
+				return nil, err
+			}
+			project, user := ownerFilter(ctx)
+			return nil, svc.RevokeToken(ctx, id, user, &project)
+		})
 }
 
 // ownerFilter limits project token operations to the caller's own tokens,

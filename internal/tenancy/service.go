@@ -26,15 +26,14 @@ type Service struct {
 	pool  *pgxpool.Pool
 	inv   Invalidator
 	now   func() time.Time
-	guard *auth.Guard
 	// oidcTokenMax bounds the life of tokens created with OIDC sessions.
 	oidcTokenMax time.Duration
 }
 
-// NewService returns a Service. guard authorises the ids that arrive in
-// bodies; inv is told of every identity change after it commits.
-func NewService(pool *pgxpool.Pool, guard *auth.Guard, inv Invalidator, now func() time.Time) *Service {
-	return &Service{pool: pool, guard: guard, inv: inv, now: now, oidcTokenMax: OIDCTokenMaxLifetimeDefault}
+// NewService returns a Service. inv is told of every identity change after
+// it commits.
+func NewService(pool *pgxpool.Pool, inv Invalidator, now func() time.Time) *Service {
+	return &Service{pool: pool, inv: inv, now: now, oidcTokenMax: OIDCTokenMaxLifetimeDefault}
 }
 
 // OIDCTokenMaxLifetimeDefault is the longest life of a token created with
@@ -114,12 +113,10 @@ func (s *Service) ListOrgs(ctx context.Context, p *auth.Principal, page Page) ([
 	return orgListForUser(ctx, s.pool, p.UserID, p.Superadmin, page)
 }
 
-// CreateProject creates a project in org; the caller must administer org.
-// Errors: invalid_argument, not_found, permission_denied, conflict.
+// CreateProject creates a project in org, which p administers (the
+// route's rule checks it), and makes p its admin. Errors:
+// invalid_argument, conflict.
 func (s *Service) CreateProject(ctx context.Context, p *auth.Principal, org uuid.UUID, name string) (Project, error) {
-	if _, err := s.guard.RequireOrg(ctx, p, org, auth.Rule{Scope: auth.AdminWrite, OrgRole: auth.OrgAdmin}); err != nil {
-		return Project{}, err
-	}
 	name, err := cleanName("project", name)
 	if err != nil {
 		return Project{}, err
@@ -379,6 +376,35 @@ func (s *Service) RevokeToken(ctx context.Context, id uuid.UUID, user, project *
 		}
 		return auth.ChangeUsers(owner), err
 	})
+}
+
+// TokenUser returns the user a token belongs to, revoked or not. Errors:
+// not_found.
+func (s *Service) TokenUser(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return tokenUser(ctx, s.pool, id)
+}
+
+// LiveUser, LiveOrg and LiveProject return id when it names a live user,
+// organization or project (the resources of superadmin routes). Errors:
+// not_found.
+func (s *Service) LiveUser(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	ok, err := userLive(ctx, s.pool, id)
+	if err == nil && !ok {
+		err = ErrUserNotFound
+	}
+	return id, err
+}
+
+// LiveOrg is LiveUser for organizations.
+func (s *Service) LiveOrg(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	o, err := orgGet(ctx, s.pool, id)
+	return o.ID, err
+}
+
+// LiveProject is LiveUser for projects.
+func (s *Service) LiveProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	pr, err := projectGet(ctx, s.pool, id)
+	return pr.ID, err
 }
 
 // CreateUser creates a local user (for deployments without OIDC). Errors:

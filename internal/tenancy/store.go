@@ -429,3 +429,8 @@ func usersExist(ctx context.Context, db postgres.DBTX) (bool, error) {
 	}
 	return ok, nil
 }
+
+// tokenUser returns the user of token id, revoked or not.
+func tokenUser(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrTokenNotFound, `SELECT user_id FROM api_tokens WHERE id = $1`, id)
+}
