@@ -96,7 +96,7 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("list-user-activity-of-type", http.MethodGet, "/api/user-activity/recent/{resourceType}",
-		"Your recently used resources of one type, most recent first", read),
+		"Your recently used resources of one type, most recent first", read.WithKeys("resourceType")),
 		func(ctx context.Context, in *recentTypeIn) (*httpapi.Out[List], error) {
 			list, err := svc.Recent(ctx, ownerOf(ctx), in.ResourceType, in.Limit)
 			if err != nil {
@@ -113,7 +113,7 @@ func Register(api huma.API, svc *Service) {
 	})
 
 	remove := httpapi.Op("remove-user-activity", http.MethodDelete, "/api/user-activity/recent/{resourceType}/{resourceID}",
-		"Remove one resource from your history", write)
+		"Remove one resource from your history", write.WithKeys("resourceType", "resourceID"))
 	remove.DefaultStatus = http.StatusNoContent
 	huma.Register(api, remove, func(ctx context.Context, in *removeIn) (*struct{}, error) {
 		return nil, svc.Remove(ctx, ownerOf(ctx), in.ResourceType, in.ResourceID)

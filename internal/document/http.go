@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -90,47 +89,17 @@ func (in *uploadIn) Resolve(ctx huma.Context) []error {
 	return nil
 }
 
-func docID(s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, ErrNotFound
-	}
-	return id, nil
-}
-
 // Register adds the document routes; uploads are bounded by lim.
 func Register(api huma.API, svc *Service, lim UploadLimits) {
 	read := auth.Rule{Scope: auth.DocumentsRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.DocumentsWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
+	doc := &auth.Owner{Param: "id", Kind: "document", Resolve: auth.InProject(svc.DocumentProject), NotFound: ErrNotFound, NamedProject: true}
+	h := handlers{svc: svc, lim: lim, slots: make(chan struct{}, max(lim.MaxConcurrent, 1))}
 
 	up := httpapi.Op("upload-document", http.MethodPost, "/api/documents",
 		"Upload a document (multipart field \"file\", or JSON {filename, content, mimeType}); project from X-Project-ID", write)
 	up.Errors = append(up.Errors, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests)
-	slots := make(chan struct{}, max(lim.MaxConcurrent, 1))
-	huma.Register(api, up, func(ctx context.Context, in *uploadIn) (*uploadOut, error) {
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-		default:
-			return nil, huma.ErrorWithHeaders(ErrBusy, http.Header{"Retry-After": {strconv.Itoa(int(UploadRetryAfter.Seconds()))}})
-		}
-		a, p := auth.AccessFrom(ctx), auth.PrincipalFrom(ctx)
-		u, closeUpload, err := decodeUpload(in, lim)
-		if err != nil {
-			return nil, err
-		}
-		defer closeUpload()
-		u.ProjectID, u.UserID = a.ProjectID, p.UserID
-		d, err := svc.Upload(ctx, u)
-		if err != nil {
-			return nil, err
-		}
-		status := http.StatusCreated
-		if d.Duplicate {
-			status = http.StatusOK
-		}
-		return &uploadOut{Status: status, Body: d}, nil
-	})
+	huma.Register(api, up, h.upload)
 	// The document shows both bodies; setting them on the operation before
 	// registration would make huma read and decode the body itself.
 	reg := api.OpenAPI().Components.Schemas
@@ -148,50 +117,75 @@ func Register(api huma.API, svc *Service, lim UploadLimits) {
 		},
 	}
 
-	huma.Register(api, httpapi.Op("list-documents", http.MethodGet, "/api/documents", "List the project's documents, newest first", read),
-		func(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Document]], error) {
-			list, total, err := svc.List(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Document]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
+	huma.Register(api, httpapi.Op("list-documents", http.MethodGet, "/api/documents", "List the project's documents, newest first", read), h.list)
+	huma.Register(api, httpapi.Op("get-document", http.MethodGet, "/api/documents/{id}", "Get a document and its pipeline status", read.WithOwner(doc)), h.get)
+	huma.Register(api, httpapi.Op("list-document-chunks", http.MethodGet, "/api/documents/{id}/chunks", "List a document's chunks in order", read.WithOwner(doc)), h.chunks)
+	huma.Register(api, httpapi.Op("delete-document", http.MethodDelete, "/api/documents/{id}", "Delete a document, its chunks and its jobs", write.WithOwner(doc)), h.delete)
+}
 
-	huma.Register(api, httpapi.Op("get-document", http.MethodGet, "/api/documents/{id}", "Get a document and its pipeline status", read),
-		func(ctx context.Context, in *idIn) (*httpapi.Out[Document], error) {
-			id, err := docID(in.ID)
-			if err != nil {
-				return nil, err
-			}
-			d, err := svc.Get(ctx, auth.AccessFrom(ctx).ProjectID, id)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Document]{Body: d}, nil
-		})
+// handlers are the document routes' handlers: each decodes, calls the
+// service with the project and document the middleware authorised
+// (auth.Access), and encodes. slots bounds concurrent uploads.
+type handlers struct {
+	svc   *Service
+	lim   UploadLimits
+	slots chan struct{}
+}
 
-	huma.Register(api, httpapi.Op("list-document-chunks", http.MethodGet, "/api/documents/{id}/chunks", "List a document's chunks in order", read),
-		func(ctx context.Context, in *chunksIn) (*httpapi.Out[httpapi.List[StoredChunk]], error) {
-			id, err := docID(in.ID)
-			if err != nil {
-				return nil, err
-			}
-			list, total, err := svc.Chunks(ctx, auth.AccessFrom(ctx).ProjectID, id, in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[StoredChunk]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
+func (h handlers) upload(ctx context.Context, in *uploadIn) (*uploadOut, error) {
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		return nil, huma.ErrorWithHeaders(ErrBusy, http.Header{"Retry-After": {strconv.Itoa(int(UploadRetryAfter.Seconds()))}})
+	}
+	a, p := auth.AccessFrom(ctx), auth.PrincipalFrom(ctx)
+	u, closeUpload, err := decodeUpload(in, h.lim)
+	if err != nil {
+		return nil, err
+	}
+	defer closeUpload()
+	u.ProjectID, u.UserID = a.ProjectID, p.UserID
+	d, err := h.svc.Upload(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	status := http.StatusCreated
+	if d.Duplicate {
+		status = http.StatusOK
+	}
+	return &uploadOut{Status: status, Body: d}, nil
+}
 
-	del := httpapi.Op("delete-document", http.MethodDelete, "/api/documents/{id}", "Delete a document, its chunks and its jobs", write)
-	del.DefaultStatus = http.StatusNoContent
-	huma.Register(api, del, func(ctx context.Context, in *idIn) (*struct{}, error) {
-		id, err := docID(in.ID)
-		if err != nil {
-			return nil, err
-		}
-		return nil, svc.Delete(ctx, auth.AccessFrom(ctx).ProjectID, id)
-	})
+func (h handlers) list(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Document]], error) {
+	list, total, err := h.svc.List(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Document]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) get(ctx context.Context, _ *idIn) (*httpapi.Out[Document], error) {
+	a := auth.AccessFrom(ctx)
+	d, err := h.svc.Get(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Document]{Body: d}, nil
+}
+
+func (h handlers) chunks(ctx context.Context, in *chunksIn) (*httpapi.Out[httpapi.List[StoredChunk]], error) {
+	a := auth.AccessFrom(ctx)
+	list, total, err := h.svc.Chunks(ctx, a.ProjectID, a.ResourceID, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[StoredChunk]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) delete(ctx context.Context, _ *idIn) (*httpapi.NoContent, error) {
+	a := auth.AccessFrom(ctx)
+	return nil, h.svc.Delete(ctx, a.ProjectID, a.ResourceID)
 }
 
 // decodeUpload reads an upload from the request body: a multipart file

@@ -153,6 +153,12 @@ func (s *Service) Upload(ctx context.Context, u Upload) (Document, error) {
 	return d, nil
 }
 
+// DocumentProject returns the project of document id, for the routes that
+// name a document. Errors: not_found.
+func (s *Service) DocumentProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return documentProject(ctx, s.pool, id)
+}
+
 // Get returns a document of project. Errors: not_found.
 func (s *Service) Get(ctx context.Context, project, id uuid.UUID) (Document, error) {
 	return documentGet(ctx, s.pool, project, id)

@@ -467,3 +467,7 @@ func jobsOfDocument(ctx context.Context, db postgres.DBTX, document uuid.UUID) (
 	}
 	return out, rows.Err()
 }
+
+func documentProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrNotFound, `SELECT project_id FROM documents WHERE id = $1`, id)
+}

@@ -69,18 +69,7 @@ type (
 	relIn struct {
 		ID string `path:"id"`
 	}
-	noContent struct {
-		Status int
-	}
 )
-
-func parseID(s string, notFound error) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, notFound
-	}
-	return id, nil
-}
 
 // queryID reads an optional id filter; a malformed one is a bad request.
 func queryID(name, s string) (*uuid.UUID, error) {
@@ -95,149 +84,136 @@ func queryID(name, s string) (*uuid.UUID, error) {
 }
 
 // Register adds the graph routes. The project comes from X-Project-ID or
-// a project-scoped token.
+// a project-scoped token; an object or relationship the path names must
+// be of it.
 func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.GraphRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.GraphWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
-	project := func(ctx context.Context) uuid.UUID { return auth.AccessFrom(ctx).ProjectID }
+	object := &auth.Owner{Param: "id", Kind: "graph-object", Resolve: auth.InProject(svc.ObjectProject), NotFound: ErrObjectNotFound, NamedProject: true}
+	rel := &auth.Owner{Param: "id", Kind: "relationship", Resolve: auth.InProject(svc.RelationshipProject), NotFound: ErrRelationshipNotFound, NamedProject: true}
+	h := handlers{svc: svc}
 
-	huma.Register(api, httpapi.Op("list-graph-objects", http.MethodGet, "/api/graph/objects", "List the project's graph objects, newest first", read),
-		func(ctx context.Context, in *objectListIn) (*httpapi.Out[httpapi.List[Object]], error) {
-			list, total, err := svc.ListObjects(ctx, project(ctx), ObjectFilter{
-				Type: in.Type, Status: in.Status, Label: in.Label, Query: in.Q, Limit: in.Limit, Offset: in.Offset,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Object]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
+	huma.Register(api, httpapi.Op("list-graph-objects", http.MethodGet, "/api/graph/objects", "List the project's graph objects, newest first", read), h.listObjects)
 	huma.Register(api, httpapi.Op("create-graph-object", http.MethodPost, "/api/graph/objects",
-		"Create a graph object (409 when a live object of its type has the same normalized key)", write),
-		func(ctx context.Context, in *objectCreateIn) (*httpapi.Created[Object], error) {
-			b := in.Body
-			user := auth.PrincipalFrom(ctx).UserID
-			o, err := svc.CreateObject(ctx, project(ctx), CreateObjectParams{
-				Type: b.Type, Key: b.Key, Name: b.Name, Description: b.Description, Properties: b.Properties,
-				Labels: b.Labels, Status: b.Status, Confidence: b.Confidence, CreatedBy: &user,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[Object]{Status: http.StatusCreated, Body: o}, nil
-		})
-
-	huma.Register(api, httpapi.Op("get-graph-object", http.MethodGet, "/api/graph/objects/{id}", "Get a graph object", read),
-		func(ctx context.Context, in *objectIn) (*httpapi.Out[Object], error) {
-			id, err := parseID(in.ID, ErrObjectNotFound)
-			if err != nil {
-				return nil, err
-			}
-			o, err := svc.GetObject(ctx, project(ctx), id)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Object]{Body: o}, nil
-		})
-
+		"Create a graph object (409 when a live object of its type has the same normalized key)", write), h.createObject)
+	huma.Register(api, httpapi.Op("get-graph-object", http.MethodGet, "/api/graph/objects/{id}", "Get a graph object", read.WithOwner(object)), h.getObject)
 	huma.Register(api, httpapi.Op("update-graph-object", http.MethodPatch, "/api/graph/objects/{id}",
-		"Change a graph object's name, description, properties (replaced), labels (replaced) or status", write),
-		func(ctx context.Context, in *objectPatchIn) (*httpapi.Out[Object], error) {
-			id, err := parseID(in.ID, ErrObjectNotFound)
-			if err != nil {
-				return nil, err
-			}
-			b := in.Body
-			o, err := svc.UpdateObject(ctx, project(ctx), id, ObjectUpdate{
-				Name: b.Name, Description: b.Description, Properties: b.Properties, Labels: b.Labels, Status: b.Status,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Object]{Body: o}, nil
-		})
-
+		"Change a graph object's name, description, properties (replaced), labels (replaced) or status", write.WithOwner(object)), h.updateObject)
 	huma.Register(api, httpapi.Op("delete-graph-object", http.MethodDelete, "/api/graph/objects/{id}",
-		"Delete a graph object (soft) and its relationships", write),
-		func(ctx context.Context, in *objectIn) (*noContent, error) {
-			id, err := parseID(in.ID, ErrObjectNotFound)
-			if err != nil {
-				return nil, err
-			}
-			if err := svc.DeleteObject(ctx, project(ctx), id); err != nil {
-				return nil, err
-			}
-			return &noContent{Status: http.StatusNoContent}, nil
-		})
-
+		"Delete a graph object (soft) and its relationships", write.WithOwner(object)), h.deleteObject)
 	huma.Register(api, httpapi.Op("list-graph-object-relationships", http.MethodGet, "/api/graph/objects/{id}/relationships",
-		"List the relationships of a graph object, in both directions unless direction says otherwise", read),
-		func(ctx context.Context, in *objectRelsIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
-			id, err := parseID(in.ID, ErrObjectNotFound)
-			if err != nil {
-				return nil, err
-			}
-			list, total, err := svc.ListObjectRelationships(ctx, project(ctx), id, Direction(in.Direction), in.Type, in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Relationship]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
-	huma.Register(api, httpapi.Op("list-graph-relationships", http.MethodGet, "/api/graph/relationships", "List the project's relationships, newest first", read),
-		func(ctx context.Context, in *relListIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
-			src, err := queryID("sourceId", in.SourceID)
-			if err != nil {
-				return nil, err
-			}
-			tgt, err := queryID("targetId", in.TargetID)
-			if err != nil {
-				return nil, err
-			}
-			list, total, err := svc.ListRelationships(ctx, project(ctx), RelationshipFilter{
-				Type: in.Type, SourceID: src, TargetID: tgt, Limit: in.Limit, Offset: in.Offset,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Relationship]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
+		"List the relationships of a graph object, in both directions unless direction says otherwise", read.WithOwner(object)), h.objectRelationships)
+	huma.Register(api, httpapi.Op("list-graph-relationships", http.MethodGet, "/api/graph/relationships", "List the project's relationships, newest first", read), h.listRelationships)
 	huma.Register(api, httpapi.Op("create-graph-relationship", http.MethodPost, "/api/graph/relationships",
-		"Create a relationship between two objects of the project (409 when it exists)", write),
-		func(ctx context.Context, in *relCreateIn) (*httpapi.Created[Relationship], error) {
-			b := in.Body
-			r, err := svc.CreateRelationship(ctx, project(ctx), CreateRelationshipParams{
-				Type: b.Type, SourceID: b.SourceID, TargetID: b.TargetID, Properties: b.Properties, Confidence: b.Confidence,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[Relationship]{Status: http.StatusCreated, Body: r}, nil
-		})
+		"Create a relationship between two objects of the project (409 when it exists)", write), h.createRelationship)
+	huma.Register(api, httpapi.Op("get-graph-relationship", http.MethodGet, "/api/graph/relationships/{id}", "Get a relationship", read.WithOwner(rel)), h.getRelationship)
+	huma.Register(api, httpapi.Op("delete-graph-relationship", http.MethodDelete, "/api/graph/relationships/{id}", "Delete a relationship",
+		write.WithOwner(rel)), h.deleteRelationship)
+}
 
-	huma.Register(api, httpapi.Op("get-graph-relationship", http.MethodGet, "/api/graph/relationships/{id}", "Get a relationship", read),
-		func(ctx context.Context, in *relIn) (*httpapi.Out[Relationship], error) {
-			id, err := parseID(in.ID, ErrRelationshipNotFound)
-			if err != nil {
-				return nil, err
-			}
-			r, err := svc.GetRelationship(ctx, project(ctx), id)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Relationship]{Body: r}, nil
-		})
+// handlers are the graph routes' handlers: each decodes, calls the
+// service with the project and resource the middleware authorised
+// (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
 
-	huma.Register(api, httpapi.Op("delete-graph-relationship", http.MethodDelete, "/api/graph/relationships/{id}", "Delete a relationship", write),
-		func(ctx context.Context, in *relIn) (*noContent, error) {
-			id, err := parseID(in.ID, ErrRelationshipNotFound)
-			if err != nil {
-				return nil, err
-			}
-			if err := svc.DeleteRelationship(ctx, project(ctx), id); err != nil {
-				return nil, err
-			}
-			return &noContent{Status: http.StatusNoContent}, nil
-		})
+func (h handlers) listObjects(ctx context.Context, in *objectListIn) (*httpapi.Out[httpapi.List[Object]], error) {
+	list, total, err := h.svc.ListObjects(ctx, auth.AccessFrom(ctx).ProjectID, ObjectFilter{
+		Type: in.Type, Status: in.Status, Label: in.Label, Query: in.Q, Limit: in.Limit, Offset: in.Offset,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Object]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) createObject(ctx context.Context, in *objectCreateIn) (*httpapi.Created[Object], error) {
+	b := in.Body
+	user := auth.PrincipalFrom(ctx).UserID
+	o, err := h.svc.CreateObject(ctx, auth.AccessFrom(ctx).ProjectID, CreateObjectParams{
+		Type: b.Type, Key: b.Key, Name: b.Name, Description: b.Description, Properties: b.Properties,
+		Labels: b.Labels, Status: b.Status, Confidence: b.Confidence, CreatedBy: &user,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[Object]{Status: http.StatusCreated, Body: o}, nil
+}
+
+func (h handlers) getObject(ctx context.Context, _ *objectIn) (*httpapi.Out[Object], error) {
+	a := auth.AccessFrom(ctx)
+	o, err := h.svc.GetObject(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Object]{Body: o}, nil
+}
+
+func (h handlers) updateObject(ctx context.Context, in *objectPatchIn) (*httpapi.Out[Object], error) {
+	a, b := auth.AccessFrom(ctx), in.Body
+	o, err := h.svc.UpdateObject(ctx, a.ProjectID, a.ResourceID, ObjectUpdate{
+		Name: b.Name, Description: b.Description, Properties: b.Properties, Labels: b.Labels, Status: b.Status,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Object]{Body: o}, nil
+}
+
+func (h handlers) deleteObject(ctx context.Context, _ *objectIn) (*httpapi.NoContent, error) {
+	a := auth.AccessFrom(ctx)
+	return nil, h.svc.DeleteObject(ctx, a.ProjectID, a.ResourceID)
+}
+
+func (h handlers) objectRelationships(ctx context.Context, in *objectRelsIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
+	a := auth.AccessFrom(ctx)
+	list, total, err := h.svc.ListObjectRelationships(ctx, a.ProjectID, a.ResourceID, Direction(in.Direction), in.Type, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Relationship]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) listRelationships(ctx context.Context, in *relListIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
+	src, err := queryID("sourceId", in.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	tgt, err := queryID("targetId", in.TargetID)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := h.svc.ListRelationships(ctx, auth.AccessFrom(ctx).ProjectID, RelationshipFilter{
+		Type: in.Type, SourceID: src, TargetID: tgt, Limit: in.Limit, Offset: in.Offset,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Relationship]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) createRelationship(ctx context.Context, in *relCreateIn) (*httpapi.Created[Relationship], error) {
+	b := in.Body
+	r, err := h.svc.CreateRelationship(ctx, auth.AccessFrom(ctx).ProjectID, CreateRelationshipParams{
+		Type: b.Type, SourceID: b.SourceID, TargetID: b.TargetID, Properties: b.Properties, Confidence: b.Confidence,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[Relationship]{Status: http.StatusCreated, Body: r}, nil
+}
+
+func (h handlers) getRelationship(ctx context.Context, _ *relIn) (*httpapi.Out[Relationship], error) {
+	a := auth.AccessFrom(ctx)
+	r, err := h.svc.GetRelationship(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Relationship]{Body: r}, nil
+}
+
+func (h handlers) deleteRelationship(ctx context.Context, _ *relIn) (*httpapi.NoContent, error) {
+	a := auth.AccessFrom(ctx)
+	return nil, h.svc.DeleteRelationship(ctx, a.ProjectID, a.ResourceID)
 }

@@ -499,3 +499,15 @@ func jsonEqual(a, b any) bool {
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
+
+// ObjectProject returns the project of object id, for the routes that
+// name an object. Errors: not_found.
+func (s *Service) ObjectProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return objectProject(ctx, s.pool, id)
+}
+
+// RelationshipProject returns the project of relationship id, for the
+// routes that name a relationship. Errors: not_found.
+func (s *Service) RelationshipProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return relationshipProject(ctx, s.pool, id)
+}

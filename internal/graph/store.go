@@ -376,3 +376,11 @@ func objectsLock(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
 	}
 	return nil
 }
+
+func objectProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrObjectNotFound, `SELECT project_id FROM graph_objects WHERE id = $1`, id)
+}
+
+func relationshipProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrRelationshipNotFound, `SELECT project_id FROM graph_relationships WHERE id = $1`, id)
+}

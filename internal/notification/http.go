@@ -57,20 +57,13 @@ func ownerOf(ctx context.Context) Owner {
 	return o
 }
 
-func parseID(s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, ErrNotFound
-	}
-	return id, nil
-}
-
 // Register adds the notification routes. Each acts on the caller's own
 // notifications; X-Project-ID (or a project-scoped token) narrows them to
 // one project.
 func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.NotificationsWrite, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
+	mine := write.WithOwner(&auth.Owner{Param: "id", Kind: "notification", Resolve: svc.Recipient, NotFound: ErrNotFound})
 
 	huma.Register(api, httpapi.Op("list-notifications", http.MethodGet, "/api/notifications",
 		"List your notifications in a tab, newest first; expired ones never show", read),
@@ -105,13 +98,9 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("mark-notification-read", http.MethodPatch, "/api/notifications/{id}/read",
-		"Mark one of your notifications read", write),
-		func(ctx context.Context, in *idIn) (*httpapi.Out[Notification], error) {
-			id, err := parseID(in.ID)
-			if err != nil {
-				return nil, err
-			}
-			n, err := svc.MarkRead(ctx, ownerOf(ctx), id)
+		"Mark one of your notifications read", mine),
+		func(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
+			n, err := svc.MarkRead(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID)
 			if err != nil {
 				return nil, err
 			}
@@ -129,13 +118,9 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("dismiss-notification", http.MethodDelete, "/api/notifications/{id}/dismiss",
-		"Dismiss one of your notifications: it moves to the cleared tab", write),
-		func(ctx context.Context, in *idIn) (*httpapi.Out[Notification], error) {
-			id, err := parseID(in.ID)
-			if err != nil {
-				return nil, err
-			}
-			n, err := svc.Dismiss(ctx, ownerOf(ctx), id)
+		"Dismiss one of your notifications: it moves to the cleared tab", mine),
+		func(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
+			n, err := svc.Dismiss(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID)
 			if err != nil {
 				return nil, err
 			}
@@ -143,13 +128,9 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("snooze-notification", http.MethodPost, "/api/notifications/{id}/snooze",
-		"Snooze one of your notifications until a future time (409 when dismissed)", write),
+		"Snooze one of your notifications until a future time (409 when dismissed)", mine),
 		func(ctx context.Context, in *snoozeIn) (*httpapi.Out[Notification], error) {
-			id, err := parseID(in.ID)
-			if err != nil {
-				return nil, err
-			}
-			n, err := svc.Snooze(ctx, ownerOf(ctx), id, in.Body.Until)
+			n, err := svc.Snooze(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID, in.Body.Until)
 			if err != nil {
 				return nil, err
 			}

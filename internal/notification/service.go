@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -216,4 +217,11 @@ func (s *Service) Snooze(ctx context.Context, o Owner, id uuid.UUID, until time.
 // that records the run).
 func (s *Service) DeleteExpired(ctx context.Context, db postgres.DBTX) (int64, error) {
 	return notificationDeleteExpired(ctx, db, s.now().UTC())
+}
+
+// Recipient returns whom notification id belongs to (its user, and its
+// project when it has one), for the routes that name a notification.
+// Errors: not_found.
+func (s *Service) Recipient(ctx context.Context, id uuid.UUID) (auth.Tenant, error) {
+	return recipient(ctx, s.pool, id)
 }

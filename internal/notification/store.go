@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -290,4 +291,13 @@ func notificationDeleteExpired(ctx context.Context, db postgres.DBTX, now time.T
 		return 0, fmt.Errorf("delete expired notifications: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+func recipient(ctx context.Context, db postgres.DBTX, id uuid.UUID) (auth.Tenant, error) {
+	type row struct {
+		UserID    uuid.UUID  `db:"user_id"`
+		ProjectID *uuid.UUID `db:"project_id"`
+	}
+	r, err := postgres.One[row](ctx, db, ErrNotFound, `SELECT user_id, project_id FROM notifications WHERE id = $1`, id)
+	return auth.Tenant{User: r.UserID, Project: postgres.Value(r.ProjectID)}, err
 }

@@ -160,7 +160,7 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("delete-credentials", http.MethodDelete, "/api/v1/organizations/{orgID}/providers/{provider}/credentials",
-		"Delete the organization's credentials for a provider (organization admins)", orgWrite),
+		"Delete the organization's credentials for a provider (organization admins)", orgWrite.WithKeys("provider")),
 		func(ctx context.Context, in *orgProviderIn) (*noContent, error) {
 			if err := svc.DeleteCredentials(ctx, auth.AccessFrom(ctx).OrgID, in.Provider); err != nil {
 				return nil, err
@@ -179,7 +179,7 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("set-org-models", http.MethodPut, "/api/v1/organizations/{orgID}/providers/{provider}/models",
-		"Set the organization's default models for a provider (organization admins)", orgWrite),
+		"Set the organization's default models for a provider (organization admins)", orgWrite.WithKeys("provider")),
 		func(ctx context.Context, in *orgModelsIn) (*httpapi.Out[OrgModels], error) {
 			m, err := svc.SetOrgModels(ctx, auth.AccessFrom(ctx).OrgID, in.Provider, in.Body.EmbeddingModel, in.Body.GenerativeModel)
 			if err != nil {
@@ -189,7 +189,7 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("list-models", http.MethodGet, "/api/v1/providers/{provider}/models",
-		"List a provider's supported models", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Authenticated}),
+		"List a provider's supported models", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Authenticated}.WithKeys("provider")),
 		func(ctx context.Context, in *modelsIn) (*httpapi.Out[[]Model], error) {
 			list, err := svc.Models(ctx, in.Provider, in.ModelType)
 			if err != nil {
@@ -199,7 +199,7 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("put-policy", http.MethodPut, "/api/v1/projects/{projectID}/providers/{provider}/policy",
-		"Set the project's policy for a provider (project admins)", projectWrite),
+		"Set the project's policy for a provider (project admins)", projectWrite.WithKeys("provider")),
 		func(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {
 			b := in.Body
 			p, err := svc.PutPolicy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider, PolicyInput{
@@ -213,7 +213,7 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("get-policy", http.MethodGet, "/api/v1/projects/{projectID}/providers/{provider}/policy",
-		"Get the project's policy for a provider", projectRead),
+		"Get the project's policy for a provider", projectRead.WithKeys("provider")),
 		func(ctx context.Context, in *projectProviderIn) (*httpapi.Out[Policy], error) {
 			p, err := svc.Policy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider)
 			if err != nil {

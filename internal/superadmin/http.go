@@ -79,18 +79,13 @@ func optionalID(name, s string) (*uuid.UUID, error) {
 	return &id, nil
 }
 
-func pathID(s string, notFound error) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, notFound
-	}
-	return id, nil
-}
-
 // Register adds the superadmin routes.
 func Register(api huma.API, svc *Service, ten *tenancy.Service) {
 	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Superadmin}
 	write := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Superadmin}
+	user := write.WithOwner(&auth.Owner{Param: "userID", Kind: "user", Resolve: auth.OfUser(ten.LiveUser), NotFound: tenancy.ErrUserNotFound})
+	org := write.WithOwner(&auth.Owner{Param: "orgID", Kind: "org", Resolve: auth.InOrg(ten.LiveOrg), NotFound: tenancy.ErrOrgNotFound})
+	project := write.WithOwner(&auth.Owner{Param: "projectID", Kind: "project", Resolve: auth.InProject(ten.LiveProject), NotFound: tenancy.ErrProjectNotFound})
 
 	huma.Register(api, httpapi.Op("superadmin-me", http.MethodGet, "/api/superadmin/me", "Tell whether the caller is a superadmin",
 		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}),
@@ -123,14 +118,10 @@ func Register(api huma.API, svc *Service, ten *tenancy.Service) {
 		})
 
 	huma.Register(api, httpapi.Op("superadmin-create-user-token", http.MethodPost, "/api/superadmin/users/{userID}/tokens",
-		"Mint a token for a user (shown once)", write),
+		"Mint a token for a user (shown once)", user),
 		func(ctx context.Context, in *userTokenIn) (*httpapi.Created[tenancy.Token], error) {
-			user, err := pathID(in.UserID, tenancy.ErrUserNotFound)
-			if err != nil {
-				return nil, err
-			}
 			t, err := ten.CreateToken(ctx, auth.PrincipalFrom(ctx), tenancy.CreateTokenParams{
-				UserID: user, ProjectID: in.Body.ProjectID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
+				UserID: auth.AccessFrom(ctx).ResourceID, ProjectID: in.Body.ProjectID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
 			})
 			if err != nil {
 				return nil, err
@@ -139,12 +130,9 @@ func Register(api huma.API, svc *Service, ten *tenancy.Service) {
 		})
 
 	huma.Register(api, httpapi.Op("superadmin-delete-user", http.MethodDelete, "/api/superadmin/users/{userID}",
-		"Soft-delete a user; their tokens stop working at once", write),
-		func(ctx context.Context, in *userIDIn) (*httpapi.Out[DeleteResult], error) {
-			id, err := pathID(in.UserID, tenancy.ErrUserNotFound)
-			if err != nil {
-				return nil, err
-			}
+		"Soft-delete a user; their tokens stop working at once", user),
+		func(ctx context.Context, _ *userIDIn) (*httpapi.Out[DeleteResult], error) {
+			id := auth.AccessFrom(ctx).ResourceID
 			if err := svc.DeleteUser(ctx, auth.PrincipalFrom(ctx).UserID, id); err != nil {
 				return nil, err
 			}
@@ -162,12 +150,9 @@ func Register(api huma.API, svc *Service, ten *tenancy.Service) {
 		})
 
 	huma.Register(api, httpapi.Op("superadmin-delete-organization", http.MethodDelete, "/api/superadmin/organizations/{orgID}",
-		"Soft-delete an organization and its projects", write),
-		func(ctx context.Context, in *orgIDIn) (*httpapi.Out[DeleteResult], error) {
-			id, err := pathID(in.OrgID, tenancy.ErrOrgNotFound)
-			if err != nil {
-				return nil, err
-			}
+		"Soft-delete an organization and its projects", org),
+		func(ctx context.Context, _ *orgIDIn) (*httpapi.Out[DeleteResult], error) {
+			id := auth.AccessFrom(ctx).ResourceID
 			if err := ten.DeleteOrg(ctx, id); err != nil {
 				return nil, err
 			}
@@ -189,12 +174,9 @@ func Register(api huma.API, svc *Service, ten *tenancy.Service) {
 		})
 
 	huma.Register(api, httpapi.Op("superadmin-delete-project", http.MethodDelete, "/api/superadmin/projects/{projectID}",
-		"Soft-delete a project", write),
-		func(ctx context.Context, in *projectIDIn) (*httpapi.Out[DeleteResult], error) {
-			id, err := pathID(in.ProjectID, tenancy.ErrProjectNotFound)
-			if err != nil {
-				return nil, err
-			}
+		"Soft-delete a project", project),
+		func(ctx context.Context, _ *projectIDIn) (*httpapi.Out[DeleteResult], error) {
+			id := auth.AccessFrom(ctx).ResourceID
 			if err := ten.DeleteProject(ctx, id); err != nil {
 				return nil, err
 			}

@@ -66,14 +66,6 @@ func (f ListParams) filter() Filter {
 	return Filter(f)
 }
 
-func parseID(s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, ErrNotFound
-	}
-	return id, nil
-}
-
 // orgHeader reads an optional X-Org-ID; a malformed one names no
 // organization the caller can see.
 func orgHeader(raw string) (*uuid.UUID, error) {
@@ -100,6 +92,7 @@ func newList(items []Task, total int) List {
 func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.TasksRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.TasksWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
+	task := &auth.Owner{Param: "taskID", Kind: "task", Resolve: auth.InProject(svc.TaskProject), NotFound: ErrNotFound, NamedProject: true}
 	readAll := auth.Rule{Scope: auth.TasksRead, Resource: auth.Authenticated}
 
 	huma.Register(api, httpapi.Op("list-tasks", http.MethodGet, "/api/tasks", "List a project's tasks, newest first", read),
@@ -148,13 +141,10 @@ func Register(api huma.API, svc *Service) {
 			return &httpapi.Out[Counts]{Body: c}, nil
 		})
 
-	huma.Register(api, httpapi.Op("get-task", http.MethodGet, "/api/tasks/{taskID}", "Get a task", read),
-		func(ctx context.Context, in *taskIn) (*httpapi.Out[Envelope], error) {
-			id, err := parseID(in.TaskID)
-			if err != nil {
-				return nil, err
-			}
-			t, err := svc.Get(ctx, auth.AccessFrom(ctx).ProjectID, id)
+	huma.Register(api, httpapi.Op("get-task", http.MethodGet, "/api/tasks/{taskID}", "Get a task", read.WithOwner(task)),
+		func(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {
+			a := auth.AccessFrom(ctx)
+			t, err := svc.Get(ctx, a.ProjectID, a.ResourceID)
 			if err != nil {
 				return nil, err
 			}
@@ -162,13 +152,10 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("resolve-task", http.MethodPost, "/api/tasks/{taskID}/resolve",
-		"Accept or reject a pending task (409 when it is not pending)", write),
+		"Accept or reject a pending task (409 when it is not pending)", write.WithOwner(task)),
 		func(ctx context.Context, in *resolveIn) (*httpapi.Out[Envelope], error) {
-			id, err := parseID(in.TaskID)
-			if err != nil {
-				return nil, err
-			}
-			t, err := svc.Resolve(ctx, auth.AccessFrom(ctx).ProjectID, id, auth.PrincipalFrom(ctx).UserID, in.Body.Resolution, in.Body.ResolutionNotes)
+			a := auth.AccessFrom(ctx)
+			t, err := svc.Resolve(ctx, a.ProjectID, a.ResourceID, auth.PrincipalFrom(ctx).UserID, in.Body.Resolution, in.Body.ResolutionNotes)
 			if err != nil {
 				return nil, err
 			}
@@ -176,13 +163,10 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("cancel-task", http.MethodPost, "/api/tasks/{taskID}/cancel",
-		"Cancel a pending task (409 when it is not pending)", write),
-		func(ctx context.Context, in *taskIn) (*httpapi.Out[Envelope], error) {
-			id, err := parseID(in.TaskID)
-			if err != nil {
-				return nil, err
-			}
-			t, err := svc.Cancel(ctx, auth.AccessFrom(ctx).ProjectID, id)
+		"Cancel a pending task (409 when it is not pending)", write.WithOwner(task)),
+		func(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {
+			a := auth.AccessFrom(ctx)
+			t, err := svc.Cancel(ctx, a.ProjectID, a.ResourceID)
 			if err != nil {
 				return nil, err
 			}

@@ -215,3 +215,9 @@ func notPending(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, verb stri
 	}
 	return errs.Errorf(errs.FailedPrecondition, "task %s is %s; only pending tasks can be %s", id, t.Status, verb)
 }
+
+// TaskProject returns the project of task id, for the routes that name a
+// task. Errors: not_found.
+func (s *Service) TaskProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return taskProject(ctx, s.pool, id)
+}

@@ -127,3 +127,7 @@ func taskFinish(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, st
 	}
 	return r.toTask(), true, nil
 }
+
+func taskProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrNotFound, `SELECT project_id FROM tasks WHERE id = $1`, id)
+}

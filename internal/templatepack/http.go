@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/httpapi"
@@ -26,22 +25,12 @@ type (
 		ProjectID string `path:"projectId"`
 		PackID    string `path:"packId"`
 	}
-	noContent struct {
-		Status int
-	}
 )
-
-func parseID(s string, notFound error) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return uuid.Nil, notFound
-	}
-	return id, nil
-}
 
 // Register adds the template pack routes.
 func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.SchemaRead, Resource: auth.Authenticated}
+	pack := &auth.Owner{Param: "id", Kind: "template-pack", Resolve: auth.InOrg(svc.PackOrg), NotFound: ErrNotFound}
 	projectRead := auth.Rule{Scope: auth.SchemaRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	projectWrite := auth.Rule{Scope: auth.SchemaWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
 
@@ -55,13 +44,9 @@ func Register(api huma.API, svc *Service) {
 			return &httpapi.Out[httpapi.List[Pack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
 		})
 
-	huma.Register(api, httpapi.Op("get-template-pack", http.MethodGet, "/api/template-packs/{id}", "Get a template pack", read),
-		func(ctx context.Context, in *packIn) (*httpapi.Out[Pack], error) {
-			id, err := parseID(in.ID, ErrNotFound)
-			if err != nil {
-				return nil, err
-			}
-			p, err := svc.GetPack(ctx, auth.PrincipalFrom(ctx), id)
+	huma.Register(api, httpapi.Op("get-template-pack", http.MethodGet, "/api/template-packs/{id}", "Get a template pack", read.WithOwner(pack)),
+		func(ctx context.Context, _ *packIn) (*httpapi.Out[Pack], error) {
+			p, err := svc.GetPack(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ResourceID)
 			if err != nil {
 				return nil, err
 			}
@@ -79,9 +64,9 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("install-template-pack", http.MethodPost, "/api/projects/{projectId}/template-packs/{packId}",
-		"Install a template pack in a project (201; 200 when it was installed already)", projectWrite),
+		"Install a template pack in a project (201; 200 when it was installed already)", projectWrite.WithKeys("packId")),
 		func(ctx context.Context, in *installIn) (*httpapi.Created[InstalledPack], error) {
-			id, err := parseID(in.PackID, ErrNotFound)
+			id, err := httpapi.ParseID(in.PackID, ErrNotFound)
 			if err != nil {
 				return nil, err
 			}
@@ -98,15 +83,12 @@ func Register(api huma.API, svc *Service) {
 		})
 
 	huma.Register(api, httpapi.Op("uninstall-template-pack", http.MethodDelete, "/api/projects/{projectId}/template-packs/{packId}",
-		"Uninstall a template pack from a project (existing objects keep their types)", projectWrite),
-		func(ctx context.Context, in *installIn) (*noContent, error) {
-			id, err := parseID(in.PackID, ErrNotInstalled)
+		"Uninstall a template pack from a project (existing objects keep their types)", projectWrite.WithKeys("packId")),
+		func(ctx context.Context, in *installIn) (*httpapi.NoContent, error) {
+			id, err := httpapi.ParseID(in.PackID, ErrNotInstalled)
 			if err != nil {
 				return nil, err
 			}
-			if err := svc.Uninstall(ctx, auth.AccessFrom(ctx).ProjectID, id); err != nil {
-				return nil, err
-			}
-			return &noContent{Status: http.StatusNoContent}, nil
+			return nil, svc.Uninstall(ctx, auth.AccessFrom(ctx).ProjectID, id)
 		})
 }

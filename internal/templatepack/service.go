@@ -197,6 +197,12 @@ func (s *Service) GetPack(ctx context.Context, p *auth.Principal, id uuid.UUID) 
 	return packGet(ctx, s.pool, id)
 }
 
+// PackOrg returns the organization whose projects share pack id (none for
+// a built-in pack), for the routes that name a pack. Errors: not_found.
+func (s *Service) PackOrg(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	return packOrg(ctx, s.pool, id)
+}
+
 // ListInstalled pages the packs installed in project, in install order.
 // Errors: invalid_argument.
 func (s *Service) ListInstalled(ctx context.Context, project uuid.UUID, limit, offset int) ([]InstalledPack, int, error) {

@@ -287,3 +287,9 @@ func projectOrgOf(ctx context.Context, db postgres.DBTX, project uuid.UUID) (uui
 	}
 	return org, nil
 }
+
+func packOrg(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	org, err := postgres.One[*uuid.UUID](ctx, db, ErrNotFound,
+		`SELECT o.org_id FROM template_packs p LEFT JOIN projects o ON o.id = p.project_id WHERE p.id = $1`, id)
+	return postgres.Value(org), err
+}
