@@ -37,8 +37,8 @@ func TestRouteTableAccess(t *testing.T) {
 
 	var doc struct {
 		Paths map[string]map[string]struct {
-			ID    string         `json:"operationId"`
-			Authz *httpapi.Authz `json:"x-graphmill-authz"`
+			ID     string         `json:"operationId"`
+			Authz  *httpapi.Authz `json:"x-graphmill-authz"`
 			Params []struct {
 				Name string `json:"name"`
 				In   string `json:"in"`

@@ -373,4 +373,3 @@ func (g *Guard) projectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, e
 	})
 	return org, nil
 }
-

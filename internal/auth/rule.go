@@ -423,20 +423,12 @@ func (g *Guard) visibleOrg(ctx context.Context, p *Principal, org uuid.UUID) err
 }
 
 // checkPersonal authorises a Personal route without a project: the
-// caller's own resource (when the path names one), the X-Org-ID header
-// when one is sent, and the scope.
+// X-Org-ID header when one is sent, the scope, then the caller's own
+// resource (when the path names one). The scope comes before the
+// resource: without it none of the caller's records is visible, and the
+// answer does not tell whose a record is.
 func (g *Guard) checkPersonal(ctx context.Context, p *Principal, rule Rule, r Request) (Access, error) {
 	var a Access
-	if o := rule.Owner; o != nil {
-		id, t, err := resolve(ctx, o, r.ResourceID)
-		if err != nil {
-			return Access{}, err
-		}
-		if t.User != p.UserID {
-			return Access{}, o.NotFound
-		}
-		a.ResourceID = id
-	}
 	if r.HeaderOrgID != "" {
 		id, err := uuid.Parse(r.HeaderOrgID)
 		if err != nil {
@@ -449,6 +441,16 @@ func (g *Guard) checkPersonal(ctx context.Context, p *Principal, rule Rule, r Re
 	}
 	if err := needScope(p, rule.Scope); err != nil {
 		return Access{}, err
+	}
+	if o := rule.Owner; o != nil {
+		id, t, err := resolve(ctx, o, r.ResourceID)
+		if err != nil {
+			return Access{}, err
+		}
+		if t.User != p.UserID {
+			return Access{}, o.NotFound
+		}
+		a.ResourceID = id
 	}
 	return a, nil
 }

@@ -128,7 +128,7 @@ func TestCheckOwner(t *testing.T) {
 		{name: "OwnNotificationOrgHeader", p: viewer, rule: notes, req: auth.Request{ResourceID: noteMine.String(), HeaderOrgID: orgA.String()}, want: auth.Access{OrgID: orgA, ResourceID: noteMine}},
 		{name: "OwnNotificationForeignOrgHeader", p: viewer, rule: notes, req: auth.Request{ResourceID: noteMine.String(), HeaderOrgID: orgB.String()}, code: errs.NotFound, message: "notification not found"},
 		{name: "OwnNotificationMissingScope", p: viewerNoScope, rule: notes, req: res(noteMine), code: errs.PermissionDenied, message: "graph:read"},
-		{name: "SomeoneElsesNotificationMissingScope", p: viewerNoScope, rule: notes, req: res(noteOther), code: errs.NotFound},
+		{name: "SomeoneElsesNotificationMissingScope", p: viewerNoScope, rule: notes, req: res(noteOther), code: errs.PermissionDenied, message: "graph:read"},
 		// Self routes: the caller's own.
 		{name: "OwnToken", p: viewer, rule: tokens, req: res(tokenMine), want: auth.Access{ResourceID: tokenMine}},
 		{name: "SomeoneElsesToken", p: viewer, rule: tokens, req: res(tokenOther), code: errs.NotFound, message: "token not found"},

@@ -56,4 +56,3 @@ func schemaName(t reflect.Type, hint string) string {
 	r[0] = unicode.ToUpper(r[0])
 	return string(r) + name
 }
-

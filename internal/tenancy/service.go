@@ -23,9 +23,9 @@ type Invalidator interface {
 
 // Service holds the rules of tenancy.
 type Service struct {
-	pool  *pgxpool.Pool
-	inv   Invalidator
-	now   func() time.Time
+	pool *pgxpool.Pool
+	inv  Invalidator
+	now  func() time.Time
 	// oidcTokenMax bounds the life of tokens created with OIDC sessions.
 	oidcTokenMax time.Duration
 }
