@@ -346,8 +346,8 @@ func (s *Service) SetSettings(ctx context.Context, project uuid.UUID, u Settings
 
 // QueueScheduledReextractions queues, in tx, the scheduled reextraction
 // jobs that are due (see the projects' reextractionIntervalHours, read
-// through Projects), in one statement, wakes the workers at commit and returns how many it queued.
-// The scheduler records its run in tx too.
+// through Projects), in one statement, wakes the workers at commit and
+// returns how many it queued. The scheduler records its run in tx too.
 func (s *Service) QueueScheduledReextractions(ctx context.Context, tx pgx.Tx) (int, error) {
 	intervals, err := s.cfg.Projects.ReextractionIntervals(ctx, tx)
 	if err != nil || len(intervals) == 0 {
