@@ -179,8 +179,10 @@ func describeJobTable(t *testing.T, tx pgx.Tx, table string) jobTable {
 		FROM pg_constraint con WHERE con.conrelid = $1::regclass ORDER BY 2`, table)
 	require.NoError(t, err)
 	common := map[string]bool{}
-	for _, c := range []string{"id", "project_id", "status", "priority", "run_at", "attempt", "retry_count", "max_retries",
-		"locked_by", "locked_until", "heartbeat_at", "error_msg", "started_at", "completed_at", "created_at", "updated_at"} {
+	for _, c := range []string{
+		"id", "project_id", "status", "priority", "run_at", "attempt", "retry_count", "max_retries",
+		"locked_by", "locked_until", "heartbeat_at", "error_msg", "started_at", "completed_at", "created_at", "updated_at",
+	} {
 		common[c] = true
 	}
 	for rows.Next() {
