@@ -22,34 +22,41 @@ type Metrics struct {
 // hosts, addresses and queries of the deployment.
 const FailedMessage = "task failed"
 
-// Register adds GET /api/metrics/scheduler. Superadmins see every task's
-// raw last error and the process that ran it (leader); everyone else
-// (project-scoped tokens of superadmins included) sees FailedMessage and no
-// leader.
+// Register adds GET /api/metrics/scheduler (Scheduler.Report).
 func Register(api huma.API, s *Scheduler) {
 	huma.Register(api, httpapi.Op("scheduler-metrics", http.MethodGet, "/api/metrics/scheduler", "Periodic tasks: last and next runs, durations, errors",
 		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}),
 		func(ctx context.Context, _ *struct{}) (*httpapi.Out[Metrics], error) {
-			states, err := States(ctx, s.cfg.Pool)
+			m, err := s.Report(ctx, auth.PrincipalFrom(ctx))
 			if err != nil {
 				return nil, err
 			}
-			failing := 0
-			for _, t := range states {
-				if t.LastError != "" {
-					failing++
-				}
-			}
-			// As on superadmin routes, a project-scoped token of a
-			// superadmin does not count.
-			if p := auth.PrincipalFrom(ctx); p == nil || !p.Superadmin || p.BoundProject != uuid.Nil {
-				for i := range states {
-					states[i] = sanitized(states[i])
-				}
-			}
-			msg := fmt.Sprintf("%d periodic tasks, %d failing on their last run", len(states), failing)
-			return &httpapi.Out[Metrics]{Body: Metrics{Message: msg, Tasks: states}}, nil
+			return &httpapi.Out[Metrics]{Body: m}, nil
 		})
+}
+
+// Report is the periodic tasks' state as p may see it. Superadmins see
+// every task's raw last error and the process that ran it (leader);
+// everyone else (project-scoped tokens of superadmins included, as on
+// superadmin routes) sees FailedMessage and no leader.
+func (s *Scheduler) Report(ctx context.Context, p *auth.Principal) (Metrics, error) {
+	states, err := States(ctx, s.cfg.Pool)
+	if err != nil {
+		return Metrics{}, err
+	}
+	failing := 0
+	for _, t := range states {
+		if t.LastError != "" {
+			failing++
+		}
+	}
+	if p == nil || !p.Superadmin || p.BoundProject != uuid.Nil {
+		for i := range states {
+			states[i] = sanitized(states[i])
+		}
+	}
+	msg := fmt.Sprintf("%d periodic tasks, %d failing on their last run", len(states), failing)
+	return Metrics{Message: msg, Tasks: states}, nil
 }
 
 // sanitized is what a tenant may see of t.

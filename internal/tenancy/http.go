@@ -211,8 +211,7 @@ func registerTokens(api huma.API, svc *Service) {
 	huma.Register(api, httpapi.Op("list-project-tokens", http.MethodGet, "/api/projects/{projectId}/tokens",
 		"List tokens bound to a project (yours; every one for project admins)", projectTokens),
 		func(ctx context.Context, in *projectTokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
-			project, user := ownerFilter(ctx)
-			list, total, err := svc.ListTokens(ctx, user, &project, Page{in.Limit, in.Offset})
+			list, total, err := svc.ListProjectTokens(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx), Page{in.Limit, in.Offset})
 			if err != nil {
 				return nil, err
 			}
@@ -241,17 +240,6 @@ func registerTokens(api huma.API, svc *Service) {
 			if err != nil {
 				return nil, err
 			}
-			project, user := ownerFilter(ctx)
-			return nil, svc.RevokeToken(ctx, id, user, &project)
+			return nil, svc.RevokeProjectToken(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx), id)
 		})
-}
-
-// ownerFilter limits project token operations to the caller's own tokens,
-// unless the caller administers the project.
-func ownerFilter(ctx context.Context) (uuid.UUID, *uuid.UUID) {
-	p, a := auth.PrincipalFrom(ctx), auth.AccessFrom(ctx)
-	if p.ProjectRole(a.ProjectID, a.OrgID) == auth.ProjectAdmin {
-		return a.ProjectID, nil
-	}
-	return a.ProjectID, &p.UserID
 }

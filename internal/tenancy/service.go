@@ -365,6 +365,28 @@ func (s *Service) ListTokens(ctx context.Context, user, project *uuid.UUID, page
 	return tokenList(ctx, s.pool, tokenFilter{UserID: user, ProjectID: project}, page)
 }
 
+// ListProjectTokens pages the tokens bound to the project a authorises p
+// for: p's own, or every one when p administers the project.
+func (s *Service) ListProjectTokens(ctx context.Context, p *auth.Principal, a auth.Access, page Page) ([]Token, int, error) {
+	return s.ListTokens(ctx, projectTokenOwner(p, a), &a.ProjectID, page)
+}
+
+// RevokeProjectToken revokes token id bound to the project a authorises
+// p for: p's own, or any when p administers the project. Errors:
+// not_found.
+func (s *Service) RevokeProjectToken(ctx context.Context, p *auth.Principal, a auth.Access, id uuid.UUID) error {
+	return s.RevokeToken(ctx, id, projectTokenOwner(p, a), &a.ProjectID)
+}
+
+// projectTokenOwner limits project token operations to p's own tokens,
+// unless p administers the project.
+func projectTokenOwner(p *auth.Principal, a auth.Access) *uuid.UUID {
+	if p.ProjectRole(a.ProjectID, a.OrgID) == auth.ProjectAdmin {
+		return nil
+	}
+	return &p.UserID
+}
+
 // RevokeToken revokes token id if it belongs to user and/or project (nil:
 // any). The token stops working at once in every process. Errors:
 // not_found.
