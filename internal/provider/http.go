@@ -79,9 +79,6 @@ type (
 		Since string `query:"since" doc:"RFC 3339; calls at or after this time."`
 		Until string `query:"until" doc:"RFC 3339; calls before this time."`
 	}
-	noContent struct {
-		Status int
-	}
 )
 
 // serviceAccount takes the service-account key file either as a JSON
@@ -138,34 +135,24 @@ func Register(api huma.API, svc *Service) {
 	orgWrite := auth.Rule{Scope: auth.ProvidersWrite, Resource: auth.Org, OrgRole: auth.OrgAdmin}
 	projectRead := auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Project}
 	projectWrite := auth.Rule{Scope: auth.ProvidersWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
-	empty := func() (*noContent, error) { return &noContent{Status: http.StatusNoContent}, nil }
 
 	huma.Register(api, httpapi.Op("save-key-ai-credentials", http.MethodPost, "/api/v1/organizations/{orgID}/providers/key-ai/credentials",
 		"Store the organization's key-ai API key (organization admins)", orgWrite),
-		func(ctx context.Context, in *keyAIIn) (*noContent, error) {
-			if err := svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, in.Body.APIKey, nil, "", ""); err != nil {
-				return nil, err
-			}
-			return empty()
+		func(ctx context.Context, in *keyAIIn) (*httpapi.NoContent, error) {
+			return nil, svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, in.Body.APIKey, nil, "", "")
 		})
 
 	huma.Register(api, httpapi.Op("save-account-ai-credentials", http.MethodPost, "/api/v1/organizations/{orgID}/providers/account-ai/credentials",
 		"Store the organization's account-ai service account (organization admins)", orgWrite),
-		func(ctx context.Context, in *accountAIIn) (*noContent, error) {
+		func(ctx context.Context, in *accountAIIn) (*httpapi.NoContent, error) {
 			b := in.Body
-			if err := svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, "", b.ServiceAccountJSON, b.GCPProject, b.Location); err != nil {
-				return nil, err
-			}
-			return empty()
+			return nil, svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, "", b.ServiceAccountJSON, b.GCPProject, b.Location)
 		})
 
 	huma.Register(api, httpapi.Op("delete-credentials", http.MethodDelete, "/api/v1/organizations/{orgID}/providers/{provider}/credentials",
 		"Delete the organization's credentials for a provider (organization admins)", orgWrite.WithKeys("provider")),
-		func(ctx context.Context, in *orgProviderIn) (*noContent, error) {
-			if err := svc.DeleteCredentials(ctx, auth.AccessFrom(ctx).OrgID, in.Provider); err != nil {
-				return nil, err
-			}
-			return empty()
+		func(ctx context.Context, in *orgProviderIn) (*httpapi.NoContent, error) {
+			return nil, svc.DeleteCredentials(ctx, auth.AccessFrom(ctx).OrgID, in.Provider)
 		})
 
 	huma.Register(api, httpapi.Op("list-credentials", http.MethodGet, "/api/v1/organizations/{orgID}/providers/credentials",

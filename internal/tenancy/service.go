@@ -406,9 +406,9 @@ func (s *Service) TokenUser(ctx context.Context, id uuid.UUID) (uuid.UUID, error
 	return tokenUser(ctx, s.pool, id)
 }
 
-// LiveUser, LiveOrg and LiveProject return id when it names a live user,
-// organization or project (the resources of superadmin routes). Errors:
-// not_found.
+// LiveUser returns id when it names a live user, for the superadmin
+// routes that name one (LiveOrg and LiveProject do the same for
+// organizations and projects). Errors: not_found.
 func (s *Service) LiveUser(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
 	ok, err := userLive(ctx, s.pool, id)
 	if err == nil && !ok {
