@@ -172,8 +172,16 @@ func authorize(guard *auth.Guard, rule auth.Rule, r *http.Request, uuidBody bool
 	if rule.Owner != nil {
 		req.ResourceID = pathParam(r, rule.Owner.Param)
 	}
-	if rule.BodyField != "" {
+	switch {
+	case rule.BodyField != "":
 		if req.Body, err = bodyMember(r, rule.BodyField, uuidBody); err != nil {
+			return nil, err
+		}
+	case rule.Owner != nil:
+		// A body the route would refuse whatever the resource (a NUL in
+		// a string) is refused before the resource is looked up, as on
+		// routes without an Owner.
+		if err := checkJSONBody(r); err != nil {
 			return nil, err
 		}
 	}
@@ -238,6 +246,27 @@ func bodyMember(r *http.Request, name string, uuidValue bool) (string, error) {
 		return "", errs.Errorf(errs.Invalid, "body.%s: must be a UUID", name)
 	}
 	return v, nil
+}
+
+// checkJSONBody applies CheckJSON to r's JSON body, if any, and puts the
+// body back for the handler. A body larger than MaxBodyBytes is left to
+// huma, which refuses it.
+func checkJSONBody(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody || !strings.Contains(r.Header.Get("Content-Type"), "json") {
+		return nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(raw), r.Body), r.Body}
+	if err != nil {
+		return errs.New(errs.Invalid, "cannot read the request body")
+	}
+	if len(raw) > MaxBodyBytes {
+		return nil
+	}
+	return CheckJSON(raw)
 }
 
 // bodyMemberIsUUID reports whether op's JSON body declares member name a
