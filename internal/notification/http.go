@@ -64,86 +64,94 @@ func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.NotificationsWrite, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
 	mine := write.WithOwner(&auth.Owner{Param: "id", Kind: "notification", Resolve: svc.Recipient, NotFound: ErrNotFound})
+	h := handlers{svc: svc}
 
 	huma.Register(api, httpapi.Op("list-notifications", http.MethodGet, "/api/notifications",
-		"List your notifications in a tab, newest first; expired ones never show", read),
-		func(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Notification]], error) {
-			list, total, err := svc.List(ctx, ownerOf(ctx), Filter{
-				Tab: in.Tab, Category: in.Category, Search: in.Search, UnreadOnly: in.Unread, Limit: in.Limit, Offset: in.Offset,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Notification]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
+		"List your notifications in a tab, newest first; expired ones never show", read), h.listNotifications)
 	huma.Register(api, httpapi.Op("notification-stats", http.MethodGet, "/api/notifications/stats",
-		"Your unread, dismissed and total notifications", read),
-		func(ctx context.Context, _ *contextIn) (*httpapi.Out[Stats], error) {
-			st, err := svc.Stats(ctx, ownerOf(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Stats]{Body: st}, nil
-		})
-
+		"Your unread, dismissed and total notifications", read), h.notificationStats)
 	huma.Register(api, httpapi.Op("notification-counts", http.MethodGet, "/api/notifications/counts",
-		"Your notifications per tab", read),
-		func(ctx context.Context, _ *contextIn) (*httpapi.Out[CountsEnvelope], error) {
-			c, err := svc.Counts(ctx, ownerOf(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[CountsEnvelope]{Body: CountsEnvelope{Data: c}}, nil
-		})
-
+		"Your notifications per tab", read), h.notificationCounts)
 	huma.Register(api, httpapi.Op("mark-notification-read", http.MethodPatch, "/api/notifications/{id}/read",
-		"Mark one of your notifications read", mine),
-		func(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
-			n, err := svc.MarkRead(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Notification]{Body: n}, nil
-		})
-
+		"Mark one of your notifications read", mine), h.markNotificationRead)
 	huma.Register(api, httpapi.Op("mark-all-notifications-read", http.MethodPost, "/api/notifications/mark-all-read",
-		"Mark read every unread notification of your all tab; count is how many changed", write),
-		func(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
-			n, err := svc.MarkAllRead(ctx, ownerOf(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[BulkResult]{Body: BulkResult{Status: bulkOK, Count: n}}, nil
-		})
-
+		"Mark read every unread notification of your all tab; count is how many changed", write), h.markAllNotificationsRead)
 	huma.Register(api, httpapi.Op("dismiss-notification", http.MethodDelete, "/api/notifications/{id}/dismiss",
-		"Dismiss one of your notifications: it moves to the cleared tab", mine),
-		func(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
-			n, err := svc.Dismiss(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Notification]{Body: n}, nil
-		})
-
+		"Dismiss one of your notifications: it moves to the cleared tab", mine), h.dismissNotification)
 	huma.Register(api, httpapi.Op("snooze-notification", http.MethodPost, "/api/notifications/{id}/snooze",
-		"Snooze one of your notifications until a future time (409 when dismissed)", mine),
-		func(ctx context.Context, in *snoozeIn) (*httpapi.Out[Notification], error) {
-			n, err := svc.Snooze(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID, in.Body.Until)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Notification]{Body: n}, nil
-		})
-
+		"Snooze one of your notifications until a future time (409 when dismissed)", mine), h.snoozeNotification)
 	huma.Register(api, httpapi.Op("clear-all-notifications", http.MethodPost, "/api/notifications/clear-all",
-		"Dismiss every notification of your all tab; count is how many moved to the cleared tab", write),
-		func(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
-			n, err := svc.ClearAll(ctx, ownerOf(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[BulkResult]{Body: BulkResult{Status: bulkOK, Count: n}}, nil
-		})
+		"Dismiss every notification of your all tab; count is how many moved to the cleared tab", write), h.clearAllNotifications)
+}
+
+// handlers are the notification routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) listNotifications(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Notification]], error) {
+	list, total, err := h.svc.List(ctx, ownerOf(ctx), Filter{
+		Tab: in.Tab, Category: in.Category, Search: in.Search, UnreadOnly: in.Unread, Limit: in.Limit, Offset: in.Offset,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Notification]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) notificationStats(ctx context.Context, _ *contextIn) (*httpapi.Out[Stats], error) {
+	st, err := h.svc.Stats(ctx, ownerOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Stats]{Body: st}, nil
+}
+
+func (h handlers) notificationCounts(ctx context.Context, _ *contextIn) (*httpapi.Out[CountsEnvelope], error) {
+	c, err := h.svc.Counts(ctx, ownerOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[CountsEnvelope]{Body: CountsEnvelope{Data: c}}, nil
+}
+
+func (h handlers) markNotificationRead(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
+	n, err := h.svc.MarkRead(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Notification]{Body: n}, nil
+}
+
+func (h handlers) markAllNotificationsRead(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
+	n, err := h.svc.MarkAllRead(ctx, ownerOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[BulkResult]{Body: BulkResult{Status: bulkOK, Count: n}}, nil
+}
+
+func (h handlers) dismissNotification(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
+	n, err := h.svc.Dismiss(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Notification]{Body: n}, nil
+}
+
+func (h handlers) snoozeNotification(ctx context.Context, in *snoozeIn) (*httpapi.Out[Notification], error) {
+	n, err := h.svc.Snooze(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID, in.Body.Until)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Notification]{Body: n}, nil
+}
+
+func (h handlers) clearAllNotifications(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
+	n, err := h.svc.ClearAll(ctx, ownerOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[BulkResult]{Body: BulkResult{Status: bulkOK, Count: n}}, nil
 }

@@ -94,82 +94,90 @@ func Register(api huma.API, svc *Service) {
 	write := auth.Rule{Scope: auth.TasksWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
 	task := &auth.Owner{Param: "taskID", Kind: "task", Resolve: auth.InProject(svc.TaskProject), NotFound: ErrNotFound, NamedProject: true}
 	readAll := auth.Rule{Scope: auth.TasksRead, Resource: auth.Authenticated}
+	h := handlers{svc: svc}
 
-	huma.Register(api, httpapi.Op("list-tasks", http.MethodGet, "/api/tasks", "List a project's tasks, newest first", read),
-		func(ctx context.Context, in *listIn) (*httpapi.Out[List], error) {
-			list, total, err := svc.List(ctx, auth.AccessFrom(ctx).ProjectID, in.filter())
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[List]{Body: newList(list, total)}, nil
-		})
-
-	huma.Register(api, httpapi.Op("count-tasks", http.MethodGet, "/api/tasks/counts", "Count a project's tasks per status", read),
-		func(ctx context.Context, _ *countsIn) (*httpapi.Out[Counts], error) {
-			c, err := svc.Counts(ctx, auth.AccessFrom(ctx).ProjectID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Counts]{Body: c}, nil
-		})
-
+	huma.Register(api, httpapi.Op("list-tasks", http.MethodGet, "/api/tasks", "List a project's tasks, newest first", read), h.listTasks)
+	huma.Register(api, httpapi.Op("count-tasks", http.MethodGet, "/api/tasks/counts", "Count a project's tasks per status", read), h.countTasks)
 	huma.Register(api, httpapi.Op("list-all-tasks", http.MethodGet, "/api/tasks/all",
-		"List the tasks of every project you can see (of one organization with X-Org-ID), newest first", readAll),
-		func(ctx context.Context, in *allIn) (*httpapi.Out[List], error) {
-			org, err := orgHeader(in.OrgID)
-			if err != nil {
-				return nil, err
-			}
-			list, total, err := svc.ListAll(ctx, auth.PrincipalFrom(ctx), org, in.filter())
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[List]{Body: newList(list, total)}, nil
-		})
-
+		"List the tasks of every project you can see (of one organization with X-Org-ID), newest first", readAll), h.listAllTasks)
 	huma.Register(api, httpapi.Op("count-all-tasks", http.MethodGet, "/api/tasks/all/counts",
-		"Count per status the tasks of every project you can see (of one organization with X-Org-ID)", readAll),
-		func(ctx context.Context, in *allCountsIn) (*httpapi.Out[Counts], error) {
-			org, err := orgHeader(in.OrgID)
-			if err != nil {
-				return nil, err
-			}
-			c, err := svc.CountsAll(ctx, auth.PrincipalFrom(ctx), org)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Counts]{Body: c}, nil
-		})
-
-	huma.Register(api, httpapi.Op("get-task", http.MethodGet, "/api/tasks/{taskID}", "Get a task", read.WithOwner(task)),
-		func(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {
-			a := auth.AccessFrom(ctx)
-			t, err := svc.Get(ctx, a.ProjectID, a.ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
-		})
-
+		"Count per status the tasks of every project you can see (of one organization with X-Org-ID)", readAll), h.countAllTasks)
+	huma.Register(api, httpapi.Op("get-task", http.MethodGet, "/api/tasks/{taskID}", "Get a task", read.WithOwner(task)), h.getTask)
 	huma.Register(api, httpapi.Op("resolve-task", http.MethodPost, "/api/tasks/{taskID}/resolve",
-		"Accept or reject a pending task (409 when it is not pending)", write.WithOwner(task)),
-		func(ctx context.Context, in *resolveIn) (*httpapi.Out[Envelope], error) {
-			a := auth.AccessFrom(ctx)
-			t, err := svc.Resolve(ctx, a.ProjectID, a.ResourceID, auth.PrincipalFrom(ctx).UserID, in.Body.Resolution, in.Body.ResolutionNotes)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
-		})
-
+		"Accept or reject a pending task (409 when it is not pending)", write.WithOwner(task)), h.resolveTask)
 	huma.Register(api, httpapi.Op("cancel-task", http.MethodPost, "/api/tasks/{taskID}/cancel",
-		"Cancel a pending task (409 when it is not pending)", write.WithOwner(task)),
-		func(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {
-			a := auth.AccessFrom(ctx)
-			t, err := svc.Cancel(ctx, a.ProjectID, a.ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
-		})
+		"Cancel a pending task (409 when it is not pending)", write.WithOwner(task)), h.cancelTask)
+}
+
+// handlers are the task routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) listTasks(ctx context.Context, in *listIn) (*httpapi.Out[List], error) {
+	list, total, err := h.svc.List(ctx, auth.AccessFrom(ctx).ProjectID, in.filter())
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[List]{Body: newList(list, total)}, nil
+}
+
+func (h handlers) countTasks(ctx context.Context, _ *countsIn) (*httpapi.Out[Counts], error) {
+	c, err := h.svc.Counts(ctx, auth.AccessFrom(ctx).ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Counts]{Body: c}, nil
+}
+
+func (h handlers) listAllTasks(ctx context.Context, in *allIn) (*httpapi.Out[List], error) {
+	org, err := orgHeader(in.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := h.svc.ListAll(ctx, auth.PrincipalFrom(ctx), org, in.filter())
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[List]{Body: newList(list, total)}, nil
+}
+
+func (h handlers) countAllTasks(ctx context.Context, in *allCountsIn) (*httpapi.Out[Counts], error) {
+	org, err := orgHeader(in.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.svc.CountsAll(ctx, auth.PrincipalFrom(ctx), org)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Counts]{Body: c}, nil
+}
+
+func (h handlers) getTask(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {
+	a := auth.AccessFrom(ctx)
+	t, err := h.svc.Get(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+}
+
+func (h handlers) resolveTask(ctx context.Context, in *resolveIn) (*httpapi.Out[Envelope], error) {
+	a := auth.AccessFrom(ctx)
+	t, err := h.svc.Resolve(ctx, a.ProjectID, a.ResourceID, auth.PrincipalFrom(ctx).UserID, in.Body.Resolution, in.Body.ResolutionNotes)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+}
+
+func (h handlers) cancelTask(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {
+	a := auth.AccessFrom(ctx)
+	t, err := h.svc.Cancel(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
 }

@@ -31,64 +31,72 @@ type (
 func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.SchemaRead, Resource: auth.Authenticated}
 	pack := &auth.Owner{Param: "id", Kind: "template-pack", Resolve: auth.InOrg(svc.PackOrg), NotFound: ErrNotFound}
+	h := handlers{svc: svc}
 	projectRead := auth.Rule{Scope: auth.SchemaRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	projectWrite := auth.Rule{Scope: auth.SchemaWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
 
 	huma.Register(api, httpapi.Op("list-template-packs", http.MethodGet, "/api/template-packs",
-		"List the template packs you can see: built-in ones and those of your projects' organizations", read),
-		func(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Pack]], error) {
-			list, total, err := svc.ListPacks(ctx, auth.PrincipalFrom(ctx), in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Pack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
-	huma.Register(api, httpapi.Op("get-template-pack", http.MethodGet, "/api/template-packs/{id}", "Get a template pack", read.WithOwner(pack)),
-		func(ctx context.Context, _ *packIn) (*httpapi.Out[Pack], error) {
-			p, err := svc.GetPack(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Pack]{Body: p}, nil
-		})
-
+		"List the template packs you can see: built-in ones and those of your projects' organizations", read), h.listTemplatePacks)
+	huma.Register(api, httpapi.Op("get-template-pack", http.MethodGet, "/api/template-packs/{id}", "Get a template pack", read.WithOwner(pack)), h.getTemplatePack)
 	huma.Register(api, httpapi.Op("list-installed-template-packs", http.MethodGet, "/api/projects/{projectId}/template-packs",
-		"List the packs installed in a project, in install order (none: the built-in default pack applies)", projectRead),
-		func(ctx context.Context, in *installedListIn) (*httpapi.Out[httpapi.List[InstalledPack]], error) {
-			list, total, err := svc.ListInstalled(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[InstalledPack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
+		"List the packs installed in a project, in install order (none: the built-in default pack applies)", projectRead), h.listInstalledTemplatePacks)
 	huma.Register(api, httpapi.Op("install-template-pack", http.MethodPost, "/api/projects/{projectId}/template-packs/{packId}",
-		"Install a template pack in a project (201; 200 when it was installed already)", projectWrite.WithKeys("packId")),
-		func(ctx context.Context, in *installIn) (*httpapi.Created[InstalledPack], error) {
-			id, err := httpapi.ParseID(in.PackID, ErrNotFound)
-			if err != nil {
-				return nil, err
-			}
-			user := auth.PrincipalFrom(ctx).UserID
-			p, created, err := svc.Install(ctx, auth.AccessFrom(ctx).ProjectID, id, &user)
-			if err != nil {
-				return nil, err
-			}
-			status := http.StatusOK
-			if created {
-				status = http.StatusCreated
-			}
-			return &httpapi.Created[InstalledPack]{Status: status, Body: p}, nil
-		})
-
+		"Install a template pack in a project (201; 200 when it was installed already)", projectWrite.WithKeys("packId")), h.installTemplatePack)
 	huma.Register(api, httpapi.Op("uninstall-template-pack", http.MethodDelete, "/api/projects/{projectId}/template-packs/{packId}",
-		"Uninstall a template pack from a project (existing objects keep their types)", projectWrite.WithKeys("packId")),
-		func(ctx context.Context, in *installIn) (*httpapi.NoContent, error) {
-			id, err := httpapi.ParseID(in.PackID, ErrNotInstalled)
-			if err != nil {
-				return nil, err
-			}
-			return nil, svc.Uninstall(ctx, auth.AccessFrom(ctx).ProjectID, id)
-		})
+		"Uninstall a template pack from a project (existing objects keep their types)", projectWrite.WithKeys("packId")), h.uninstallTemplatePack)
+}
+
+// handlers are the template pack routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) listTemplatePacks(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Pack]], error) {
+	list, total, err := h.svc.ListPacks(ctx, auth.PrincipalFrom(ctx), in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Pack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) getTemplatePack(ctx context.Context, _ *packIn) (*httpapi.Out[Pack], error) {
+	p, err := h.svc.GetPack(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Pack]{Body: p}, nil
+}
+
+func (h handlers) listInstalledTemplatePacks(ctx context.Context, in *installedListIn) (*httpapi.Out[httpapi.List[InstalledPack]], error) {
+	list, total, err := h.svc.ListInstalled(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[InstalledPack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) installTemplatePack(ctx context.Context, in *installIn) (*httpapi.Created[InstalledPack], error) {
+	id, err := httpapi.ParseID(in.PackID, ErrNotFound)
+	if err != nil {
+		return nil, err
+	}
+	user := auth.PrincipalFrom(ctx).UserID
+	p, created, err := h.svc.Install(ctx, auth.AccessFrom(ctx).ProjectID, id, &user)
+	if err != nil {
+		return nil, err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return &httpapi.Created[InstalledPack]{Status: status, Body: p}, nil
+}
+
+func (h handlers) uninstallTemplatePack(ctx context.Context, in *installIn) (*httpapi.NoContent, error) {
+	id, err := httpapi.ParseID(in.PackID, ErrNotInstalled)
+	if err != nil {
+		return nil, err
+	}
+	return nil, h.svc.Uninstall(ctx, auth.AccessFrom(ctx).ProjectID, id)
 }
