@@ -86,104 +86,113 @@ func Register(api huma.API, svc *Service, ten *tenancy.Service) {
 	user := write.WithOwner(&auth.Owner{Param: "userID", Kind: "user", Resolve: auth.OfUser(ten.LiveUser), NotFound: tenancy.ErrUserNotFound})
 	org := write.WithOwner(&auth.Owner{Param: "orgID", Kind: "org", Resolve: auth.InOrg(ten.LiveOrg), NotFound: tenancy.ErrOrgNotFound})
 	project := write.WithOwner(&auth.Owner{Param: "projectID", Kind: "project", Resolve: auth.InProject(ten.LiveProject), NotFound: tenancy.ErrProjectNotFound})
+	h := handlers{svc: svc, ten: ten}
 
 	huma.Register(api, httpapi.Op("superadmin-me", http.MethodGet, "/api/superadmin/me", "Tell whether the caller is a superadmin",
-		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}),
-		func(ctx context.Context, _ *struct{}) (*httpapi.Out[meOut], error) {
-			p := auth.PrincipalFrom(ctx)
-			return &httpapi.Out[meOut]{Body: meOut{IsSuperadmin: p.Superadmin && p.BoundProject == uuid.Nil, UserID: p.UserID}}, nil
-		})
-
-	huma.Register(api, httpapi.Op("superadmin-list-users", http.MethodGet, "/api/superadmin/users", "List users", read),
-		func(ctx context.Context, in *usersIn) (*httpapi.Out[Paged[User]], error) {
-			org, err := optionalID("orgId", in.OrgID)
-			if err != nil {
-				return nil, err
-			}
-			f := Filter{Search: in.Search, OrgID: org, Page: in.Page, Limit: in.Limit}
-			list, total, err := svc.ListUsers(ctx, f)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Paged[User]]{Body: Paged[User]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
-		})
-
-	huma.Register(api, httpapi.Op("superadmin-create-user", http.MethodPost, "/api/superadmin/users", "Create a local user", write),
-		func(ctx context.Context, in *userCreateIn) (*httpapi.Created[tenancy.User], error) {
-			u, err := ten.CreateUser(ctx, in.Body.PrimaryEmail, in.Body.DisplayName)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[tenancy.User]{Status: http.StatusCreated, Body: u}, nil
-		})
-
+		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}), h.me)
+	huma.Register(api, httpapi.Op("superadmin-list-users", http.MethodGet, "/api/superadmin/users", "List users", read), h.listUsers)
+	huma.Register(api, httpapi.Op("superadmin-create-user", http.MethodPost, "/api/superadmin/users", "Create a local user", write), h.createUser)
 	huma.Register(api, httpapi.Op("superadmin-create-user-token", http.MethodPost, "/api/superadmin/users/{userID}/tokens",
-		"Mint a token for a user (shown once)", user),
-		func(ctx context.Context, in *userTokenIn) (*httpapi.Created[tenancy.Token], error) {
-			t, err := ten.CreateToken(ctx, auth.PrincipalFrom(ctx), tenancy.CreateTokenParams{
-				UserID: auth.AccessFrom(ctx).ResourceID, ProjectID: in.Body.ProjectID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[tenancy.Token]{Status: http.StatusCreated, Body: t}, nil
-		})
-
+		"Mint a token for a user (shown once)", user), h.createUserToken)
 	huma.Register(api, httpapi.Op("superadmin-delete-user", http.MethodDelete, "/api/superadmin/users/{userID}",
-		"Soft-delete a user; their tokens stop working at once", user),
-		func(ctx context.Context, _ *userIDIn) (*httpapi.Out[DeleteResult], error) {
-			id := auth.AccessFrom(ctx).ResourceID
-			if err := svc.DeleteUser(ctx, auth.PrincipalFrom(ctx).UserID, id); err != nil {
-				return nil, err
-			}
-			return deleted("user", id), nil
-		})
-
-	huma.Register(api, httpapi.Op("superadmin-list-organizations", http.MethodGet, "/api/superadmin/organizations", "List organizations", read),
-		func(ctx context.Context, in *orgsIn) (*httpapi.Out[Paged[Organization]], error) {
-			f := Filter{Search: in.Search, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
-			list, total, err := svc.ListOrganizations(ctx, f)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Paged[Organization]]{Body: Paged[Organization]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
-		})
-
+		"Soft-delete a user; their tokens stop working at once", user), h.deleteUser)
+	huma.Register(api, httpapi.Op("superadmin-list-organizations", http.MethodGet, "/api/superadmin/organizations", "List organizations", read), h.listOrganizations)
 	huma.Register(api, httpapi.Op("superadmin-delete-organization", http.MethodDelete, "/api/superadmin/organizations/{orgID}",
-		"Soft-delete an organization and its projects", org),
-		func(ctx context.Context, _ *orgIDIn) (*httpapi.Out[DeleteResult], error) {
-			id := auth.AccessFrom(ctx).ResourceID
-			if err := ten.DeleteOrg(ctx, id); err != nil {
-				return nil, err
-			}
-			return deleted("organization", id), nil
-		})
-
-	huma.Register(api, httpapi.Op("superadmin-list-projects", http.MethodGet, "/api/superadmin/projects", "List projects", read),
-		func(ctx context.Context, in *projectsIn) (*httpapi.Out[Paged[Project]], error) {
-			org, err := optionalID("orgId", in.OrgID)
-			if err != nil {
-				return nil, err
-			}
-			f := Filter{Search: in.Search, OrgID: org, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
-			list, total, err := svc.ListProjects(ctx, f)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Paged[Project]]{Body: Paged[Project]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
-		})
-
+		"Soft-delete an organization and its projects", org), h.deleteOrganization)
+	huma.Register(api, httpapi.Op("superadmin-list-projects", http.MethodGet, "/api/superadmin/projects", "List projects", read), h.listProjects)
 	huma.Register(api, httpapi.Op("superadmin-delete-project", http.MethodDelete, "/api/superadmin/projects/{projectID}",
-		"Soft-delete a project", project),
-		func(ctx context.Context, _ *projectIDIn) (*httpapi.Out[DeleteResult], error) {
-			id := auth.AccessFrom(ctx).ResourceID
-			if err := ten.DeleteProject(ctx, id); err != nil {
-				return nil, err
-			}
-			return deleted("project", id), nil
-		})
+		"Soft-delete a project", project), h.deleteProject)
 }
 
 func deleted(what string, id uuid.UUID) *httpapi.Out[DeleteResult] {
 	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: 1, Message: fmt.Sprintf("%s %s deleted", what, id)}}
+}
+
+// handlers are the superadmin routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+	ten *tenancy.Service
+}
+
+func (h handlers) me(ctx context.Context, _ *struct{}) (*httpapi.Out[meOut], error) {
+	p := auth.PrincipalFrom(ctx)
+	return &httpapi.Out[meOut]{Body: meOut{IsSuperadmin: p.Superadmin && p.BoundProject == uuid.Nil, UserID: p.UserID}}, nil
+}
+
+func (h handlers) listUsers(ctx context.Context, in *usersIn) (*httpapi.Out[Paged[User]], error) {
+	org, err := optionalID("orgId", in.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	f := Filter{Search: in.Search, OrgID: org, Page: in.Page, Limit: in.Limit}
+	list, total, err := h.svc.ListUsers(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Paged[User]]{Body: Paged[User]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+}
+
+func (h handlers) createUser(ctx context.Context, in *userCreateIn) (*httpapi.Created[tenancy.User], error) {
+	u, err := h.ten.CreateUser(ctx, in.Body.PrimaryEmail, in.Body.DisplayName)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[tenancy.User]{Status: http.StatusCreated, Body: u}, nil
+}
+
+func (h handlers) createUserToken(ctx context.Context, in *userTokenIn) (*httpapi.Created[tenancy.Token], error) {
+	t, err := h.ten.CreateToken(ctx, auth.PrincipalFrom(ctx), tenancy.CreateTokenParams{
+		UserID: auth.AccessFrom(ctx).ResourceID, ProjectID: in.Body.ProjectID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[tenancy.Token]{Status: http.StatusCreated, Body: t}, nil
+}
+
+func (h handlers) deleteUser(ctx context.Context, _ *userIDIn) (*httpapi.Out[DeleteResult], error) {
+	id := auth.AccessFrom(ctx).ResourceID
+	if err := h.svc.DeleteUser(ctx, auth.PrincipalFrom(ctx).UserID, id); err != nil {
+		return nil, err
+	}
+	return deleted("user", id), nil
+}
+
+func (h handlers) listOrganizations(ctx context.Context, in *orgsIn) (*httpapi.Out[Paged[Organization]], error) {
+	f := Filter{Search: in.Search, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
+	list, total, err := h.svc.ListOrganizations(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Paged[Organization]]{Body: Paged[Organization]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+}
+
+func (h handlers) deleteOrganization(ctx context.Context, _ *orgIDIn) (*httpapi.Out[DeleteResult], error) {
+	id := auth.AccessFrom(ctx).ResourceID
+	if err := h.ten.DeleteOrg(ctx, id); err != nil {
+		return nil, err
+	}
+	return deleted("organization", id), nil
+}
+
+func (h handlers) listProjects(ctx context.Context, in *projectsIn) (*httpapi.Out[Paged[Project]], error) {
+	org, err := optionalID("orgId", in.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	f := Filter{Search: in.Search, OrgID: org, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
+	list, total, err := h.svc.ListProjects(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Paged[Project]]{Body: Paged[Project]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+}
+
+func (h handlers) deleteProject(ctx context.Context, _ *projectIDIn) (*httpapi.Out[DeleteResult], error) {
+	id := auth.AccessFrom(ctx).ResourceID
+	if err := h.ten.DeleteProject(ctx, id); err != nil {
+		return nil, err
+	}
+	return deleted("project", id), nil
 }
