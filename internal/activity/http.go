@@ -64,58 +64,65 @@ func newList(items []Item) List {
 func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.UserActivityRead, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
 	write := auth.Rule{Scope: auth.UserActivityWrite, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
+	h := handlers{svc: svc}
 
 	huma.Register(api, httpapi.Op("record-user-activity", http.MethodPost, "/api/user-activity/record",
-		"Record that you used a resource of the project given by the projectId query parameter", write),
-		func(ctx context.Context, in *recordIn) (*httpapi.Out[Item], error) {
-			// The guard checked the project the request names; the spec
-			// wants it in the query, not only in a header.
-			project := auth.AccessFrom(ctx).ProjectID
-			if in.ProjectID == "" || project == uuid.Nil {
-				return nil, ErrProjectRequired
-			}
-			b := in.Body
-			it, err := svc.Record(ctx, Record{
-				UserID: auth.PrincipalFrom(ctx).UserID, ProjectID: project, ResourceType: b.ResourceType, ResourceID: b.ResourceID,
-				ResourceName: b.ResourceName, ResourceSubtype: b.ResourceSubtype, ActionType: b.ActionType,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Item]{Body: it}, nil
-		})
-
+		"Record that you used a resource of the project given by the projectId query parameter", write), h.recordUserActivity)
 	huma.Register(api, httpapi.Op("list-user-activity", http.MethodGet, "/api/user-activity/recent",
-		"Your recently used resources, most recent first", read),
-		func(ctx context.Context, in *recentIn) (*httpapi.Out[List], error) {
-			list, err := svc.Recent(ctx, ownerOf(ctx), "", in.Limit)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[List]{Body: newList(list)}, nil
-		})
-
+		"Your recently used resources, most recent first", read), h.listUserActivity)
 	huma.Register(api, httpapi.Op("list-user-activity-of-type", http.MethodGet, "/api/user-activity/recent/{resourceType}",
-		"Your recently used resources of one type, most recent first", read.WithKeys("resourceType")),
-		func(ctx context.Context, in *recentTypeIn) (*httpapi.Out[List], error) {
-			list, err := svc.Recent(ctx, ownerOf(ctx), in.ResourceType, in.Limit)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[List]{Body: newList(list)}, nil
-		})
+		"Your recently used resources of one type, most recent first", read.WithKeys("resourceType")), h.listUserActivityOfType)
 
-	clearOp := httpapi.Op("clear-user-activity", http.MethodDelete, "/api/user-activity/recent", "Clear your history", write)
-	clearOp.DefaultStatus = http.StatusNoContent
-	huma.Register(api, clearOp, func(ctx context.Context, _ *clearIn) (*struct{}, error) {
-		_, err := svc.Clear(ctx, ownerOf(ctx))
+	huma.Register(api, httpapi.Op("clear-user-activity", http.MethodDelete, "/api/user-activity/recent", "Clear your history", write), h.clearUserActivity)
+	huma.Register(api, httpapi.Op("remove-user-activity", http.MethodDelete, "/api/user-activity/recent/{resourceType}/{resourceID}",
+		"Remove one resource from your history", write.WithKeys("resourceType", "resourceID")), h.removeUserActivity)
+}
+
+// handlers are the user activity routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) recordUserActivity(ctx context.Context, in *recordIn) (*httpapi.Out[Item], error) {
+	// The guard checked the project the request names; the spec
+	// wants it in the query, not only in a header.
+	project := auth.AccessFrom(ctx).ProjectID
+	if in.ProjectID == "" || project == uuid.Nil {
+		return nil, ErrProjectRequired
+	}
+	b := in.Body
+	it, err := h.svc.Record(ctx, Record{
+		UserID: auth.PrincipalFrom(ctx).UserID, ProjectID: project, ResourceType: b.ResourceType, ResourceID: b.ResourceID,
+		ResourceName: b.ResourceName, ResourceSubtype: b.ResourceSubtype, ActionType: b.ActionType,
+	})
+	if err != nil {
 		return nil, err
-	})
+	}
+	return &httpapi.Out[Item]{Body: it}, nil
+}
 
-	remove := httpapi.Op("remove-user-activity", http.MethodDelete, "/api/user-activity/recent/{resourceType}/{resourceID}",
-		"Remove one resource from your history", write.WithKeys("resourceType", "resourceID"))
-	remove.DefaultStatus = http.StatusNoContent
-	huma.Register(api, remove, func(ctx context.Context, in *removeIn) (*struct{}, error) {
-		return nil, svc.Remove(ctx, ownerOf(ctx), in.ResourceType, in.ResourceID)
-	})
+func (h handlers) listUserActivity(ctx context.Context, in *recentIn) (*httpapi.Out[List], error) {
+	list, err := h.svc.Recent(ctx, ownerOf(ctx), "", in.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[List]{Body: newList(list)}, nil
+}
+
+func (h handlers) listUserActivityOfType(ctx context.Context, in *recentTypeIn) (*httpapi.Out[List], error) {
+	list, err := h.svc.Recent(ctx, ownerOf(ctx), in.ResourceType, in.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[List]{Body: newList(list)}, nil
+}
+
+func (h handlers) clearUserActivity(ctx context.Context, _ *clearIn) (*httpapi.NoContent, error) {
+	_, err := h.svc.Clear(ctx, ownerOf(ctx))
+	return nil, err
+}
+
+func (h handlers) removeUserActivity(ctx context.Context, in *removeIn) (*httpapi.NoContent, error) {
+	return nil, h.svc.Remove(ctx, ownerOf(ctx), in.ResourceType, in.ResourceID)
 }

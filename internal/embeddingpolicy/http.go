@@ -64,65 +64,73 @@ func Register(api huma.API, svc *Service) {
 	create.BodyField = "projectId"
 	policy := &auth.Owner{Param: "id", Kind: "embedding-policy", Resolve: auth.InProject(svc.PolicyProject), NotFound: ErrNotFound, NamedProject: true}
 	readOne, writeOne := read.WithOwner(policy), write.WithOwner(policy)
+	h := handlers{svc: svc}
 
 	huma.Register(api, httpapi.Op("list-embedding-policies", http.MethodGet, "/api/graph/embedding-policies",
-		"List a project's embedding policies", read),
-		func(ctx context.Context, _ *projectIn) (*httpapi.Out[[]Policy], error) {
-			list, err := svc.List(ctx, auth.AccessFrom(ctx).ProjectID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[[]Policy]{Body: list}, nil
-		})
-
+		"List a project's embedding policies", read), h.listEmbeddingPolicies)
 	huma.Register(api, httpapi.Op("get-embedding-policy", http.MethodGet, "/api/graph/embedding-policies/{id}",
-		"Get an embedding policy", readOne),
-		func(ctx context.Context, _ *policyIn) (*httpapi.Out[Policy], error) {
-			a := auth.AccessFrom(ctx)
-			p, err := svc.Get(ctx, a.ProjectID, a.ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Policy]{Body: p}, nil
-		})
-
+		"Get an embedding policy", readOne), h.getEmbeddingPolicy)
 	huma.Register(api, httpapi.Op("create-embedding-policy", http.MethodPost, "/api/graph/embedding-policies",
-		"Create an embedding policy; its objects are queued for re-embedding", create),
-		func(ctx context.Context, in *createIn) (*httpapi.Created[Policy], error) {
-			b := in.Body
-			p, err := svc.Create(ctx, auth.AccessFrom(ctx).ProjectID, CreateParams{
-				Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
-				Template: b.Template, Model: b.Model, Active: b.Active, ChunkingConfig: b.ChunkingConfig,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[Policy]{Status: http.StatusCreated, Body: p}, nil
-		})
-
+		"Create an embedding policy; its objects are queued for re-embedding", create), h.createEmbeddingPolicy)
 	huma.Register(api, httpapi.Op("update-embedding-policy", http.MethodPut, "/api/graph/embedding-policies/{id}",
-		"Change the given fields of an embedding policy; the objects whose texts change are queued for re-embedding", writeOne),
-		func(ctx context.Context, in *updateIn) (*httpapi.Out[Policy], error) {
-			b := in.Body
-			u := Update{
-				Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
-				Template: b.Template, Model: b.Model, Active: b.Active,
-			}
-			if b.ChunkingConfig != nil {
-				u.ChunkingConfig = &b.ChunkingConfig
-			}
-			a := auth.AccessFrom(ctx)
-			p, err := svc.Update(ctx, a.ProjectID, a.ResourceID, u)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Policy]{Body: p}, nil
-		})
-
+		"Change the given fields of an embedding policy; the objects whose texts change are queued for re-embedding", writeOne), h.updateEmbeddingPolicy)
 	huma.Register(api, httpapi.Op("delete-embedding-policy", http.MethodDelete, "/api/graph/embedding-policies/{id}",
-		"Delete an embedding policy and its vectors; its objects are queued for re-embedding", writeOne),
-		func(ctx context.Context, _ *policyIn) (*httpapi.NoContent, error) {
-			a := auth.AccessFrom(ctx)
-			return nil, svc.Delete(ctx, a.ProjectID, a.ResourceID)
-		})
+		"Delete an embedding policy and its vectors; its objects are queued for re-embedding", writeOne), h.deleteEmbeddingPolicy)
+}
+
+// handlers are the embedding policy routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) listEmbeddingPolicies(ctx context.Context, _ *projectIn) (*httpapi.Out[[]Policy], error) {
+	list, err := h.svc.List(ctx, auth.AccessFrom(ctx).ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[[]Policy]{Body: list}, nil
+}
+
+func (h handlers) getEmbeddingPolicy(ctx context.Context, _ *policyIn) (*httpapi.Out[Policy], error) {
+	a := auth.AccessFrom(ctx)
+	p, err := h.svc.Get(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Policy]{Body: p}, nil
+}
+
+func (h handlers) createEmbeddingPolicy(ctx context.Context, in *createIn) (*httpapi.Created[Policy], error) {
+	b := in.Body
+	p, err := h.svc.Create(ctx, auth.AccessFrom(ctx).ProjectID, CreateParams{
+		Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
+		Template: b.Template, Model: b.Model, Active: b.Active, ChunkingConfig: b.ChunkingConfig,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[Policy]{Status: http.StatusCreated, Body: p}, nil
+}
+
+func (h handlers) updateEmbeddingPolicy(ctx context.Context, in *updateIn) (*httpapi.Out[Policy], error) {
+	b := in.Body
+	u := Update{
+		Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
+		Template: b.Template, Model: b.Model, Active: b.Active,
+	}
+	if b.ChunkingConfig != nil {
+		u.ChunkingConfig = &b.ChunkingConfig
+	}
+	a := auth.AccessFrom(ctx)
+	p, err := h.svc.Update(ctx, a.ProjectID, a.ResourceID, u)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Policy]{Body: p}, nil
+}
+
+func (h handlers) deleteEmbeddingPolicy(ctx context.Context, _ *policyIn) (*httpapi.NoContent, error) {
+	a := auth.AccessFrom(ctx)
+	return nil, h.svc.Delete(ctx, a.ProjectID, a.ResourceID)
 }

@@ -135,117 +135,125 @@ func Register(api huma.API, svc *Service) {
 	orgWrite := auth.Rule{Scope: auth.ProvidersWrite, Resource: auth.Org, OrgRole: auth.OrgAdmin}
 	projectRead := auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Project}
 	projectWrite := auth.Rule{Scope: auth.ProvidersWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+	h := handlers{svc: svc}
 
 	huma.Register(api, httpapi.Op("save-key-ai-credentials", http.MethodPost, "/api/v1/organizations/{orgID}/providers/key-ai/credentials",
-		"Store the organization's key-ai API key (organization admins)", orgWrite),
-		func(ctx context.Context, in *keyAIIn) (*httpapi.NoContent, error) {
-			return nil, svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, in.Body.APIKey, nil, "", "")
-		})
-
+		"Store the organization's key-ai API key (organization admins)", orgWrite), h.saveKeyAiCredentials)
 	huma.Register(api, httpapi.Op("save-account-ai-credentials", http.MethodPost, "/api/v1/organizations/{orgID}/providers/account-ai/credentials",
-		"Store the organization's account-ai service account (organization admins)", orgWrite),
-		func(ctx context.Context, in *accountAIIn) (*httpapi.NoContent, error) {
-			b := in.Body
-			return nil, svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, "", b.ServiceAccountJSON, b.GCPProject, b.Location)
-		})
-
+		"Store the organization's account-ai service account (organization admins)", orgWrite), h.saveAccountAiCredentials)
 	huma.Register(api, httpapi.Op("delete-credentials", http.MethodDelete, "/api/v1/organizations/{orgID}/providers/{provider}/credentials",
-		"Delete the organization's credentials for a provider (organization admins)", orgWrite.WithKeys("provider")),
-		func(ctx context.Context, in *orgProviderIn) (*httpapi.NoContent, error) {
-			return nil, svc.DeleteCredentials(ctx, auth.AccessFrom(ctx).OrgID, in.Provider)
-		})
-
+		"Delete the organization's credentials for a provider (organization admins)", orgWrite.WithKeys("provider")), h.deleteCredentials)
 	huma.Register(api, httpapi.Op("list-credentials", http.MethodGet, "/api/v1/organizations/{orgID}/providers/credentials",
-		"List the organization's credential metadata (never the secrets)", orgRead),
-		func(ctx context.Context, _ *orgIn) (*httpapi.Out[[]Credential], error) {
-			list, err := svc.Credentials(ctx, auth.AccessFrom(ctx).OrgID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[[]Credential]{Body: list}, nil
-		})
-
+		"List the organization's credential metadata (never the secrets)", orgRead), h.listCredentials)
 	huma.Register(api, httpapi.Op("set-org-models", http.MethodPut, "/api/v1/organizations/{orgID}/providers/{provider}/models",
-		"Set the organization's default models for a provider (organization admins)", orgWrite.WithKeys("provider")),
-		func(ctx context.Context, in *orgModelsIn) (*httpapi.Out[OrgModels], error) {
-			m, err := svc.SetOrgModels(ctx, auth.AccessFrom(ctx).OrgID, in.Provider, in.Body.EmbeddingModel, in.Body.GenerativeModel)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[OrgModels]{Body: m}, nil
-		})
-
+		"Set the organization's default models for a provider (organization admins)", orgWrite.WithKeys("provider")), h.setOrgModels)
 	huma.Register(api, httpapi.Op("list-models", http.MethodGet, "/api/v1/providers/{provider}/models",
-		"List a provider's supported models", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Authenticated}.WithKeys("provider")),
-		func(ctx context.Context, in *modelsIn) (*httpapi.Out[[]Model], error) {
-			list, err := svc.Models(ctx, in.Provider, in.ModelType)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[[]Model]{Body: list}, nil
-		})
-
+		"List a provider's supported models", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Authenticated}.WithKeys("provider")), h.listModels)
 	huma.Register(api, httpapi.Op("put-policy", http.MethodPut, "/api/v1/projects/{projectID}/providers/{provider}/policy",
-		"Set the project's policy for a provider (project admins)", projectWrite.WithKeys("provider")),
-		func(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {
-			b := in.Body
-			p, err := svc.PutPolicy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider, PolicyInput{
-				Policy: b.Policy, APIKey: b.APIKey, ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject,
-				Location: b.Location, EmbeddingModel: b.EmbeddingModel, GenerativeModel: b.GenerativeModel,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Policy]{Body: p}, nil
-		})
-
+		"Set the project's policy for a provider (project admins)", projectWrite.WithKeys("provider")), h.putPolicy)
 	huma.Register(api, httpapi.Op("get-policy", http.MethodGet, "/api/v1/projects/{projectID}/providers/{provider}/policy",
-		"Get the project's policy for a provider", projectRead.WithKeys("provider")),
-		func(ctx context.Context, in *projectProviderIn) (*httpapi.Out[Policy], error) {
-			p, err := svc.Policy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Policy]{Body: p}, nil
-		})
-
+		"Get the project's policy for a provider", projectRead.WithKeys("provider")), h.getPolicy)
 	huma.Register(api, httpapi.Op("list-policies", http.MethodGet, "/api/v1/projects/{projectID}/providers/policies",
-		"List the project's provider policies", projectRead),
-		func(ctx context.Context, _ *projectIn) (*httpapi.Out[[]Policy], error) {
-			list, err := svc.Policies(ctx, auth.AccessFrom(ctx).ProjectID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[[]Policy]{Body: list}, nil
-		})
-
+		"List the project's provider policies", projectRead), h.listPolicies)
 	huma.Register(api, httpapi.Op("project-usage", http.MethodGet, "/api/v1/projects/{projectID}/usage",
-		"Token usage and estimated cost of the project's provider calls", projectRead),
-		func(ctx context.Context, in *projectUsageIn) (*httpapi.Out[UsageSummary], error) {
-			since, until, err := usageBounds(in.Since, in.Until)
-			if err != nil {
-				return nil, err
-			}
-			project := auth.AccessFrom(ctx).ProjectID
-			u, err := svc.Usage(ctx, uuid.Nil, &project, since, until)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[UsageSummary]{Body: u}, nil
-		})
-
+		"Token usage and estimated cost of the project's provider calls", projectRead), h.projectUsage)
 	huma.Register(api, httpapi.Op("org-usage", http.MethodGet, "/api/v1/organizations/{orgID}/usage",
 		"Token usage and estimated cost across the organization's projects (organization admins)",
-		auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Org, OrgRole: auth.OrgAdmin}),
-		func(ctx context.Context, in *orgUsageIn) (*httpapi.Out[UsageSummary], error) {
-			since, until, err := usageBounds(in.Since, in.Until)
-			if err != nil {
-				return nil, err
-			}
-			u, err := svc.Usage(ctx, auth.AccessFrom(ctx).OrgID, nil, since, until)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[UsageSummary]{Body: u}, nil
-		})
+		auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Org, OrgRole: auth.OrgAdmin}), h.orgUsage)
+}
+
+// handlers are the provider routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) saveKeyAiCredentials(ctx context.Context, in *keyAIIn) (*httpapi.NoContent, error) {
+	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, in.Body.APIKey, nil, "", "")
+}
+
+func (h handlers) saveAccountAiCredentials(ctx context.Context, in *accountAIIn) (*httpapi.NoContent, error) {
+	b := in.Body
+	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, "", b.ServiceAccountJSON, b.GCPProject, b.Location)
+}
+
+func (h handlers) deleteCredentials(ctx context.Context, in *orgProviderIn) (*httpapi.NoContent, error) {
+	return nil, h.svc.DeleteCredentials(ctx, auth.AccessFrom(ctx).OrgID, in.Provider)
+}
+
+func (h handlers) listCredentials(ctx context.Context, _ *orgIn) (*httpapi.Out[[]Credential], error) {
+	list, err := h.svc.Credentials(ctx, auth.AccessFrom(ctx).OrgID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[[]Credential]{Body: list}, nil
+}
+
+func (h handlers) setOrgModels(ctx context.Context, in *orgModelsIn) (*httpapi.Out[OrgModels], error) {
+	m, err := h.svc.SetOrgModels(ctx, auth.AccessFrom(ctx).OrgID, in.Provider, in.Body.EmbeddingModel, in.Body.GenerativeModel)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[OrgModels]{Body: m}, nil
+}
+
+func (h handlers) listModels(ctx context.Context, in *modelsIn) (*httpapi.Out[[]Model], error) {
+	list, err := h.svc.Models(ctx, in.Provider, in.ModelType)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[[]Model]{Body: list}, nil
+}
+
+func (h handlers) putPolicy(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {
+	b := in.Body
+	p, err := h.svc.PutPolicy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider, PolicyInput{
+		Policy: b.Policy, APIKey: b.APIKey, ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject,
+		Location: b.Location, EmbeddingModel: b.EmbeddingModel, GenerativeModel: b.GenerativeModel,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Policy]{Body: p}, nil
+}
+
+func (h handlers) getPolicy(ctx context.Context, in *projectProviderIn) (*httpapi.Out[Policy], error) {
+	p, err := h.svc.Policy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Policy]{Body: p}, nil
+}
+
+func (h handlers) listPolicies(ctx context.Context, _ *projectIn) (*httpapi.Out[[]Policy], error) {
+	list, err := h.svc.Policies(ctx, auth.AccessFrom(ctx).ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[[]Policy]{Body: list}, nil
+}
+
+func (h handlers) projectUsage(ctx context.Context, in *projectUsageIn) (*httpapi.Out[UsageSummary], error) {
+	since, until, err := usageBounds(in.Since, in.Until)
+	if err != nil {
+		return nil, err
+	}
+	project := auth.AccessFrom(ctx).ProjectID
+	u, err := h.svc.Usage(ctx, uuid.Nil, &project, since, until)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[UsageSummary]{Body: u}, nil
+}
+
+func (h handlers) orgUsage(ctx context.Context, in *orgUsageIn) (*httpapi.Out[UsageSummary], error) {
+	since, until, err := usageBounds(in.Since, in.Until)
+	if err != nil {
+		return nil, err
+	}
+	u, err := h.svc.Usage(ctx, auth.AccessFrom(ctx).OrgID, nil, since, until)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[UsageSummary]{Body: u}, nil
 }

@@ -82,164 +82,177 @@ type (
 func Register(api huma.API, svc *Service) {
 	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Self}
 	write := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self}
+	h := handlers{svc: svc}
 
-	huma.Register(api, httpapi.Op("list-orgs", http.MethodGet, "/api/orgs", "List your organizations", read),
-		func(ctx context.Context, in *orgListIn) (*httpapi.Out[httpapi.List[Org]], error) {
-			list, total, err := svc.ListOrgs(ctx, auth.PrincipalFrom(ctx), Page{in.Limit, in.Offset})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Org]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
-	huma.Register(api, httpapi.Op("create-org", http.MethodPost, "/api/orgs", "Create an organization you own", write),
-		func(ctx context.Context, in *orgCreateIn) (*httpapi.Created[Org], error) {
-			o, err := svc.CreateOrg(ctx, auth.PrincipalFrom(ctx), in.Body.Name)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[Org]{Status: http.StatusCreated, Body: o}, nil
-		})
-
+	huma.Register(api, httpapi.Op("list-orgs", http.MethodGet, "/api/orgs", "List your organizations", read), h.listOrgs)
+	huma.Register(api, httpapi.Op("create-org", http.MethodPost, "/api/orgs", "Create an organization you own", write), h.createOrg)
 	huma.Register(api, httpapi.Op("list-projects", http.MethodGet, "/api/projects", "List the projects you can see",
-		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}),
-		func(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Project]], error) {
-			var org *uuid.UUID
-			if in.OrgID != "" {
-				id, err := uuid.Parse(in.OrgID)
-				if err != nil {
-					return nil, errs.New(errs.Invalid, "orgId must be a UUID")
-				}
-				org = &id
-			}
-			list, total, err := svc.ListProjects(ctx, auth.PrincipalFrom(ctx), org, Page{in.Limit, in.Offset})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Project]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
+		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}), h.listProjects)
 	huma.Register(api, httpapi.Op("create-project", http.MethodPost, "/api/projects", "Create a project (organization admins)",
-		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Org, OrgRole: auth.OrgAdmin, BodyField: "orgId"}),
-		func(ctx context.Context, in *projectCreateIn) (*httpapi.Created[Project], error) {
-			pr, err := svc.CreateProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).OrgID, in.Body.Name)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[Project]{Status: http.StatusCreated, Body: pr}, nil
-		})
+		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Org, OrgRole: auth.OrgAdmin, BodyField: "orgId"}), h.createProject)
 
 	projectRead := auth.Rule{Scope: auth.AdminRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	projectAdmin := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
 
-	huma.Register(api, httpapi.Op("get-project", http.MethodGet, "/api/projects/{projectId}", "Get a project", projectRead),
-		func(ctx context.Context, _ *projectIn) (*httpapi.Out[Project], error) {
-			pr, err := svc.GetProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ProjectID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Project]{Body: pr}, nil
-		})
-
-	huma.Register(api, httpapi.Op("delete-project", http.MethodDelete, "/api/projects/{projectId}", "Delete a project (project admins)", projectAdmin),
-		func(ctx context.Context, _ *projectIn) (*httpapi.NoContent, error) {
-			return nil, svc.DeleteProject(ctx, auth.AccessFrom(ctx).ProjectID)
-		})
-
-	huma.Register(api, httpapi.Op("list-project-members", http.MethodGet, "/api/projects/{projectId}/members", "List a project's members", projectRead),
-		func(ctx context.Context, in *memberListIn) (*httpapi.Out[httpapi.List[Member]], error) {
-			list, total, err := svc.ListMembers(ctx, auth.AccessFrom(ctx).ProjectID, Page{in.Limit, in.Offset})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Member]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
-	huma.Register(api, httpapi.Op("add-project-member", http.MethodPost, "/api/projects/{projectId}/members", "Add a member or change a member's role", projectAdmin),
-		func(ctx context.Context, in *memberAddIn) (*httpapi.Out[Member], error) {
-			m, err := svc.AddMember(ctx, auth.AccessFrom(ctx).ProjectID, in.Body.UserID, in.Body.Role)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Member]{Body: m}, nil
-		})
-
+	huma.Register(api, httpapi.Op("get-project", http.MethodGet, "/api/projects/{projectId}", "Get a project", projectRead), h.getProject)
+	huma.Register(api, httpapi.Op("delete-project", http.MethodDelete, "/api/projects/{projectId}", "Delete a project (project admins)", projectAdmin), h.deleteProject)
+	huma.Register(api, httpapi.Op("list-project-members", http.MethodGet, "/api/projects/{projectId}/members", "List a project's members", projectRead), h.listProjectMembers)
+	huma.Register(api, httpapi.Op("add-project-member", http.MethodPost, "/api/projects/{projectId}/members", "Add a member or change a member's role", projectAdmin), h.addProjectMember)
 	huma.Register(api, httpapi.Op("remove-project-member", http.MethodDelete, "/api/projects/{projectId}/members/{userId}", "Remove a member",
-		projectAdmin.WithKeys("userId")),
-		func(ctx context.Context, in *memberIn) (*httpapi.NoContent, error) {
-			user, err := httpapi.ParseID(in.UserID, ErrMemberNotFound)
-			if err != nil {
-				return nil, err
-			}
-			return nil, svc.RemoveMember(ctx, auth.AccessFrom(ctx).ProjectID, user)
-		})
+		projectAdmin.WithKeys("userId")), h.removeProjectMember)
 
-	registerTokens(api, svc)
+	registerTokens(api, svc, h)
 }
 
-func registerTokens(api huma.API, svc *Service) {
-	huma.Register(api, httpapi.Op("list-tokens", http.MethodGet, "/api/tokens", "List your API tokens", auth.Rule{Scope: auth.AdminRead, Resource: auth.Self}),
-		func(ctx context.Context, in *tokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
-			user := auth.PrincipalFrom(ctx).UserID
-			list, total, err := svc.ListTokens(ctx, &user, nil, Page{in.Limit, in.Offset})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Token]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
+// registerTokens adds the token routes.
+func registerTokens(api huma.API, svc *Service, h handlers) {
+	huma.Register(api, httpapi.Op("list-tokens", http.MethodGet, "/api/tokens", "List your API tokens", auth.Rule{Scope: auth.AdminRead, Resource: auth.Self}), h.listTokens)
 	huma.Register(api, httpapi.Op("create-token", http.MethodPost, "/api/tokens", "Create an account-level API token (shown once)",
-		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self}),
-		func(ctx context.Context, in *tokenCreateIn) (*httpapi.Created[Token], error) {
-			p := auth.PrincipalFrom(ctx)
-			t, err := svc.CreateToken(ctx, p, CreateTokenParams{UserID: p.UserID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
-		})
-
+		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self}), h.createToken)
 	huma.Register(api, httpapi.Op("revoke-token", http.MethodDelete, "/api/tokens/{id}", "Revoke one of your tokens", auth.Rule{
 		Scope: auth.AdminWrite, Resource: auth.Self,
 		Owner: &auth.Owner{Param: "id", Kind: "token", Resolve: auth.OfUser(svc.TokenUser), NotFound: ErrTokenNotFound},
-	}), func(ctx context.Context, _ *tokenIn) (*httpapi.NoContent, error) {
-		user := auth.PrincipalFrom(ctx).UserID
-		return nil, svc.RevokeToken(ctx, auth.AccessFrom(ctx).ResourceID, &user, nil)
-	})
+	}), h.revokeToken)
 
 	projectTokens := auth.Rule{Scope: auth.AdminRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	huma.Register(api, httpapi.Op("list-project-tokens", http.MethodGet, "/api/projects/{projectId}/tokens",
-		"List tokens bound to a project (yours; every one for project admins)", projectTokens),
-		func(ctx context.Context, in *projectTokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
-			list, total, err := svc.ListProjectTokens(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx), Page{in.Limit, in.Offset})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Token]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
+		"List tokens bound to a project (yours; every one for project admins)", projectTokens), h.listProjectTokens)
 	huma.Register(api, httpapi.Op("create-project-token", http.MethodPost, "/api/projects/{projectId}/tokens",
-		"Create a token bound to a project (shown once)", auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer}),
-		func(ctx context.Context, in *projectTokenCreateIn) (*httpapi.Created[Token], error) {
-			p := auth.PrincipalFrom(ctx)
-			project := auth.AccessFrom(ctx).ProjectID
-			t, err := svc.CreateToken(ctx, p, CreateTokenParams{
-				UserID: p.UserID, ProjectID: &project, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
-		})
-
+		"Create a token bound to a project (shown once)", auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer}), h.createProjectToken)
 	huma.Register(api, httpapi.Op("revoke-project-token", http.MethodDelete, "/api/projects/{projectId}/tokens/{id}",
 		"Revoke a token bound to a project (yours; any for project admins)",
-		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer, Keys: []string{"id"}}),
-		func(ctx context.Context, in *projectTokenIn) (*httpapi.NoContent, error) {
-			id, err := httpapi.ParseID(in.ID, ErrTokenNotFound)
-			if err != nil {
-				return nil, err
-			}
-			return nil, svc.RevokeProjectToken(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx), id)
-		})
+		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer, Keys: []string{"id"}}), h.revokeProjectToken)
+}
+
+// handlers are the tenancy routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) listOrgs(ctx context.Context, in *orgListIn) (*httpapi.Out[httpapi.List[Org]], error) {
+	list, total, err := h.svc.ListOrgs(ctx, auth.PrincipalFrom(ctx), Page{in.Limit, in.Offset})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Org]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) createOrg(ctx context.Context, in *orgCreateIn) (*httpapi.Created[Org], error) {
+	o, err := h.svc.CreateOrg(ctx, auth.PrincipalFrom(ctx), in.Body.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[Org]{Status: http.StatusCreated, Body: o}, nil
+}
+
+func (h handlers) listProjects(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Project]], error) {
+	var org *uuid.UUID
+	if in.OrgID != "" {
+		id, err := uuid.Parse(in.OrgID)
+		if err != nil {
+			return nil, errs.New(errs.Invalid, "orgId must be a UUID")
+		}
+		org = &id
+	}
+	list, total, err := h.svc.ListProjects(ctx, auth.PrincipalFrom(ctx), org, Page{in.Limit, in.Offset})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Project]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) createProject(ctx context.Context, in *projectCreateIn) (*httpapi.Created[Project], error) {
+	pr, err := h.svc.CreateProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).OrgID, in.Body.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[Project]{Status: http.StatusCreated, Body: pr}, nil
+}
+
+func (h handlers) getProject(ctx context.Context, _ *projectIn) (*httpapi.Out[Project], error) {
+	pr, err := h.svc.GetProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Project]{Body: pr}, nil
+}
+
+func (h handlers) deleteProject(ctx context.Context, _ *projectIn) (*httpapi.NoContent, error) {
+	return nil, h.svc.DeleteProject(ctx, auth.AccessFrom(ctx).ProjectID)
+}
+
+func (h handlers) listProjectMembers(ctx context.Context, in *memberListIn) (*httpapi.Out[httpapi.List[Member]], error) {
+	list, total, err := h.svc.ListMembers(ctx, auth.AccessFrom(ctx).ProjectID, Page{in.Limit, in.Offset})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Member]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) addProjectMember(ctx context.Context, in *memberAddIn) (*httpapi.Out[Member], error) {
+	m, err := h.svc.AddMember(ctx, auth.AccessFrom(ctx).ProjectID, in.Body.UserID, in.Body.Role)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Member]{Body: m}, nil
+}
+
+func (h handlers) removeProjectMember(ctx context.Context, in *memberIn) (*httpapi.NoContent, error) {
+	user, err := httpapi.ParseID(in.UserID, ErrMemberNotFound)
+	if err != nil {
+		return nil, err
+	}
+	return nil, h.svc.RemoveMember(ctx, auth.AccessFrom(ctx).ProjectID, user)
+}
+
+func (h handlers) listTokens(ctx context.Context, in *tokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
+	user := auth.PrincipalFrom(ctx).UserID
+	list, total, err := h.svc.ListTokens(ctx, &user, nil, Page{in.Limit, in.Offset})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Token]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) createToken(ctx context.Context, in *tokenCreateIn) (*httpapi.Created[Token], error) {
+	p := auth.PrincipalFrom(ctx)
+	t, err := h.svc.CreateToken(ctx, p, CreateTokenParams{UserID: p.UserID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
+}
+
+func (h handlers) listProjectTokens(ctx context.Context, in *projectTokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
+	list, total, err := h.svc.ListProjectTokens(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx), Page{in.Limit, in.Offset})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Token]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) createProjectToken(ctx context.Context, in *projectTokenCreateIn) (*httpapi.Created[Token], error) {
+	p := auth.PrincipalFrom(ctx)
+	project := auth.AccessFrom(ctx).ProjectID
+	t, err := h.svc.CreateToken(ctx, p, CreateTokenParams{
+		UserID: p.UserID, ProjectID: &project, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
+}
+
+func (h handlers) revokeProjectToken(ctx context.Context, in *projectTokenIn) (*httpapi.NoContent, error) {
+	id, err := httpapi.ParseID(in.ID, ErrTokenNotFound)
+	if err != nil {
+		return nil, err
+	}
+	return nil, h.svc.RevokeProjectToken(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx), id)
+}
+
+func (h handlers) revokeToken(ctx context.Context, _ *tokenIn) (*httpapi.NoContent, error) {
+	user := auth.PrincipalFrom(ctx).UserID
+	return nil, h.svc.RevokeToken(ctx, auth.AccessFrom(ctx).ResourceID, &user, nil)
 }
