@@ -150,160 +150,172 @@ func callerOf(ctx context.Context) Caller {
 // settings routes.
 func Register(api huma.API, svc *Service) {
 	read, write, readServer, writeServer, registry, org := rules(svc)
+	h := handlers{svc: svc}
 
 	huma.Register(api, httpapi.Op("mcp-servers-list", http.MethodGet, "/api/admin/mcp-servers",
-		"List the project's MCP servers (the built-in one is created on first list)", read),
-		func(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Server]], error) {
-			list, total, err := svc.ListServers(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Server]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
-		})
-
+		"List the project's MCP servers (the built-in one is created on first list)", read), h.listServers)
 	huma.Register(api, httpapi.Op("mcp-servers-create", http.MethodPost, "/api/admin/mcp-servers",
-		"Register an MCP server in the project (project admins; stdio per GRAPHMILL_MCP_STDIO)", write),
-		func(ctx context.Context, in *createIn) (*httpapi.Created[Server], error) {
-			srv, err := svc.CreateServer(ctx, auth.AccessFrom(ctx).ProjectID, ServerInput(in.Body), callerOf(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[Server]{Status: http.StatusCreated, Body: srv}, nil
-		})
-
+		"Register an MCP server in the project (project admins; stdio per GRAPHMILL_MCP_STDIO)", write), h.createServer)
 	huma.Register(api, httpapi.Op("mcp-servers-update", http.MethodPatch, "/api/admin/mcp-servers/{serverId}",
-		"Change an MCP server; absent fields are unchanged (project admins)", writeServer),
-		func(ctx context.Context, in *patchIn) (*httpapi.Out[Server], error) {
-			b, a := in.Body, auth.AccessFrom(ctx)
-			u := ServerUpdate{Type: b.Type, Name: b.Name, Enabled: b.Enabled, Command: b.Command, Args: b.Args, Env: b.Env, URL: b.URL, Headers: b.Headers}
-			srv, err := svc.UpdateServer(ctx, a.ProjectID, a.ResourceID, u, callerOf(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Server]{Body: srv}, nil
-		})
-
+		"Change an MCP server; absent fields are unchanged (project admins)", writeServer), h.updateServer)
 	huma.Register(api, httpapi.Op("mcp-servers-delete", http.MethodDelete, "/api/admin/mcp-servers/{serverId}",
-		"Delete an MCP server with its tools, stopping its process (project admins)", writeServer),
-		func(ctx context.Context, _ *serverIn) (*httpapi.NoContent, error) {
-			a := auth.AccessFrom(ctx)
-			return nil, svc.DeleteServer(ctx, a.ProjectID, a.ResourceID)
-		})
-
+		"Delete an MCP server with its tools, stopping its process (project admins)", writeServer), h.deleteServer)
 	huma.Register(api, httpapi.Op("mcp-servers-inspect", http.MethodPost, "/api/admin/mcp-servers/{serverId}/inspect",
-		"List the live server's tools without recording them (project admins)", writeServer),
-		func(ctx context.Context, _ *serverIn) (*httpapi.Out[liveTools], error) {
-			a := auth.AccessFrom(ctx)
-			tools, err := svc.Inspect(ctx, a.ProjectID, a.ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[liveTools]{Body: liveTools{Tools: tools}}, nil
-		})
-
+		"List the live server's tools without recording them (project admins)", writeServer), h.inspectServer)
 	huma.Register(api, httpapi.Op("mcp-servers-sync", http.MethodPost, "/api/admin/mcp-servers/{serverId}/sync",
-		"Mirror the live server's tools into the catalogue; idempotent (project admins)", writeServer),
-		func(ctx context.Context, _ *serverIn) (*httpapi.Out[SyncResult], error) {
-			a := auth.AccessFrom(ctx)
-			res, err := svc.Sync(ctx, a.ProjectID, a.ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[SyncResult]{Body: res}, nil
-		})
-
+		"Mirror the live server's tools into the catalogue; idempotent (project admins)", writeServer), h.syncServer)
 	huma.Register(api, httpapi.Op("mcp-servers-tools", http.MethodGet, "/api/admin/mcp-servers/{serverId}/tools",
-		"List a server's tools (built-in server: with inheritedFrom)", readServer),
-		func(ctx context.Context, in *toolsIn) (*httpapi.Out[httpapi.List[Tool]], error) {
-			a := auth.AccessFrom(ctx)
-			tools, err := svc.Tools(ctx, a.ProjectID, a.ResourceID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[Tool]]{Body: page(tools, in.PageParams)}, nil
-		})
-
+		"List a server's tools (built-in server: with inheritedFrom)", readServer), h.serverTools)
 	huma.Register(api, httpapi.Op("mcp-servers-tool-update", http.MethodPatch, "/api/admin/mcp-servers/{serverId}/tools/{toolId}",
-		"Enable or disable a tool; for built-in tools set the project's setting (project admins)", writeServer.WithKeys("toolId")),
-		func(ctx context.Context, in *toolPatchIn) (*httpapi.Out[Tool], error) {
-			a := auth.AccessFrom(ctx)
-			t, err := svc.UpdateTool(ctx, a.ProjectID, a.ResourceID, in.ToolID, ToolUpdate{Enabled: in.Body.Enabled, Config: in.Body.Config})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Tool]{Body: t}, nil
-		})
-
+		"Enable or disable a tool; for built-in tools set the project's setting (project admins)", writeServer.WithKeys("toolId")), h.updateTool)
 	huma.Register(api, httpapi.Op("mcp-registry-search", http.MethodGet, "/api/admin/mcp-registry/search",
-		"Search the official MCP registry (latest versions)", registry),
-		func(ctx context.Context, in *searchIn) (*httpapi.Out[RegistryServers], error) {
-			list, err := svc.SearchRegistry(ctx, in.Q, in.Cursor)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[RegistryServers]{Body: list}, nil
-		})
+		"Search the official MCP registry (latest versions)", registry), h.searchRegistry)
 
-	details := func(ctx context.Context, name string) (*httpapi.Out[RegistryServer], error) {
-		s, err := svc.RegistryServer(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		return &httpapi.Out[RegistryServer]{Body: s}, nil
-	}
 	huma.Register(api, httpapi.Op("mcp-registry-server", http.MethodGet, "/api/admin/mcp-registry/servers/{name}",
-		"A registry server's latest version; the name percent-encoded", registry.WithKeys("name")),
-		func(ctx context.Context, in *registryNameIn) (*httpapi.Out[RegistryServer], error) {
-			return details(ctx, in.Name)
-		})
+		"A registry server's latest version; the name percent-encoded", registry.WithKeys("name")), h.registryServerByName)
 	huma.Register(api, httpapi.Op("mcp-registry-server-path", http.MethodGet, "/api/admin/mcp-registry/servers/{namespace}/{name}",
-		"A registry server's latest version; the name as the rest of the path", registry.WithKeys("namespace", "name")),
-		func(ctx context.Context, in *registryPathIn) (*httpapi.Out[RegistryServer], error) {
-			return details(ctx, in.Namespace+"/"+in.Name)
-		})
-
+		"A registry server's latest version; the name as the rest of the path", registry.WithKeys("namespace", "name")), h.registryServerByPath)
 	huma.Register(api, httpapi.Op("mcp-registry-install", http.MethodPost, "/api/admin/mcp-registry/install",
-		"Install a registry server into the project and sync it (project admins; stdio per GRAPHMILL_MCP_STDIO)", write),
-		func(ctx context.Context, in *installIn) (*httpapi.Created[InstallResult], error) {
-			res, err := svc.Install(ctx, auth.AccessFrom(ctx).ProjectID, InstallInput{
-				ServerName: in.Body.ServerName, Env: in.Body.Config.Env, Caller: callerOf(ctx),
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Created[InstallResult]{Status: http.StatusCreated, Body: res}, nil
-		})
-
+		"Install a registry server into the project and sync it (project admins; stdio per GRAPHMILL_MCP_STDIO)", write), h.installFromRegistry)
 	huma.Register(api, httpapi.Op("project-tool-settings-delete", http.MethodDelete, "/api/admin/projects/{projectId}/tool-settings/{toolName}",
 		"Remove the project's setting of a built-in tool; the project falls back to its organization's default, else the global setting (project admins)",
-		write.WithKeys("toolName")),
-		func(ctx context.Context, in *projectToolIn) (*httpapi.NoContent, error) {
-			return nil, svc.DeleteProjectToolSetting(ctx, auth.AccessFrom(ctx).ProjectID, in.ToolName)
-		})
-
+		write.WithKeys("toolName")), h.deleteProjectToolSetting)
 	huma.Register(api, httpapi.Op("org-tool-settings-list", http.MethodGet, "/api/admin/orgs/{orgId}/tool-settings",
-		"The organization's default built-in tool settings (organization admins)", org),
-		func(ctx context.Context, in *orgIn) (*httpapi.Out[httpapi.List[ToolSetting]], error) {
-			list, err := svc.OrgToolSettings(ctx, auth.AccessFrom(ctx).OrgID)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[httpapi.List[ToolSetting]]{Body: page(list, in.PageParams)}, nil
-		})
-
+		"The organization's default built-in tool settings (organization admins)", org), h.listOrgToolSettings)
 	huma.Register(api, httpapi.Op("org-tool-settings-put", http.MethodPut, "/api/admin/orgs/{orgId}/tool-settings/{toolName}",
-		"Set the organization's default for a built-in tool (organization admins)", org.WithKeys("toolName")),
-		func(ctx context.Context, in *orgToolPutIn) (*httpapi.Out[ToolSetting], error) {
-			st, err := svc.PutOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName, in.Body.Enabled, in.Body.Config)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[ToolSetting]{Body: st}, nil
-		})
-
+		"Set the organization's default for a built-in tool (organization admins)", org.WithKeys("toolName")), h.putOrgToolSetting)
 	huma.Register(api, httpapi.Op("org-tool-settings-delete", http.MethodDelete, "/api/admin/orgs/{orgId}/tool-settings/{toolName}",
-		"Remove the organization's default; projects fall back to the global setting (organization admins)", org.WithKeys("toolName")),
-		func(ctx context.Context, in *orgToolIn) (*httpapi.NoContent, error) {
-			return nil, svc.DeleteOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName)
-		})
+		"Remove the organization's default; projects fall back to the global setting (organization admins)", org.WithKeys("toolName")), h.deleteOrgToolSetting)
+}
+
+// handlers are the MCP registry routes' handlers: each decodes, calls the
+// service with what the middleware authorised (auth.Access), and encodes.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) listServers(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Server]], error) {
+	list, total, err := h.svc.ListServers(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Server]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+}
+
+func (h handlers) createServer(ctx context.Context, in *createIn) (*httpapi.Created[Server], error) {
+	srv, err := h.svc.CreateServer(ctx, auth.AccessFrom(ctx).ProjectID, ServerInput(in.Body), callerOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[Server]{Status: http.StatusCreated, Body: srv}, nil
+}
+
+func (h handlers) updateServer(ctx context.Context, in *patchIn) (*httpapi.Out[Server], error) {
+	b, a := in.Body, auth.AccessFrom(ctx)
+	u := ServerUpdate{Type: b.Type, Name: b.Name, Enabled: b.Enabled, Command: b.Command, Args: b.Args, Env: b.Env, URL: b.URL, Headers: b.Headers}
+	srv, err := h.svc.UpdateServer(ctx, a.ProjectID, a.ResourceID, u, callerOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Server]{Body: srv}, nil
+}
+
+func (h handlers) deleteServer(ctx context.Context, _ *serverIn) (*httpapi.NoContent, error) {
+	a := auth.AccessFrom(ctx)
+	return nil, h.svc.DeleteServer(ctx, a.ProjectID, a.ResourceID)
+}
+
+func (h handlers) inspectServer(ctx context.Context, _ *serverIn) (*httpapi.Out[liveTools], error) {
+	a := auth.AccessFrom(ctx)
+	tools, err := h.svc.Inspect(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[liveTools]{Body: liveTools{Tools: tools}}, nil
+}
+
+func (h handlers) syncServer(ctx context.Context, _ *serverIn) (*httpapi.Out[SyncResult], error) {
+	a := auth.AccessFrom(ctx)
+	res, err := h.svc.Sync(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[SyncResult]{Body: res}, nil
+}
+
+func (h handlers) serverTools(ctx context.Context, in *toolsIn) (*httpapi.Out[httpapi.List[Tool]], error) {
+	a := auth.AccessFrom(ctx)
+	tools, err := h.svc.Tools(ctx, a.ProjectID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[Tool]]{Body: page(tools, in.PageParams)}, nil
+}
+
+func (h handlers) updateTool(ctx context.Context, in *toolPatchIn) (*httpapi.Out[Tool], error) {
+	a := auth.AccessFrom(ctx)
+	t, err := h.svc.UpdateTool(ctx, a.ProjectID, a.ResourceID, in.ToolID, ToolUpdate{Enabled: in.Body.Enabled, Config: in.Body.Config})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Tool]{Body: t}, nil
+}
+
+func (h handlers) searchRegistry(ctx context.Context, in *searchIn) (*httpapi.Out[RegistryServers], error) {
+	list, err := h.svc.SearchRegistry(ctx, in.Q, in.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[RegistryServers]{Body: list}, nil
+}
+
+func (h handlers) registryServerByName(ctx context.Context, in *registryNameIn) (*httpapi.Out[RegistryServer], error) {
+	return h.registryServer(ctx, in.Name)
+}
+
+func (h handlers) registryServerByPath(ctx context.Context, in *registryPathIn) (*httpapi.Out[RegistryServer], error) {
+	return h.registryServer(ctx, in.Namespace+"/"+in.Name)
+}
+
+func (h handlers) installFromRegistry(ctx context.Context, in *installIn) (*httpapi.Created[InstallResult], error) {
+	res, err := h.svc.Install(ctx, auth.AccessFrom(ctx).ProjectID, InstallInput{
+		ServerName: in.Body.ServerName, Env: in.Body.Config.Env, Caller: callerOf(ctx),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Created[InstallResult]{Status: http.StatusCreated, Body: res}, nil
+}
+
+func (h handlers) deleteProjectToolSetting(ctx context.Context, in *projectToolIn) (*httpapi.NoContent, error) {
+	return nil, h.svc.DeleteProjectToolSetting(ctx, auth.AccessFrom(ctx).ProjectID, in.ToolName)
+}
+
+func (h handlers) listOrgToolSettings(ctx context.Context, in *orgIn) (*httpapi.Out[httpapi.List[ToolSetting]], error) {
+	list, err := h.svc.OrgToolSettings(ctx, auth.AccessFrom(ctx).OrgID)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[httpapi.List[ToolSetting]]{Body: page(list, in.PageParams)}, nil
+}
+
+func (h handlers) putOrgToolSetting(ctx context.Context, in *orgToolPutIn) (*httpapi.Out[ToolSetting], error) {
+	st, err := h.svc.PutOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName, in.Body.Enabled, in.Body.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[ToolSetting]{Body: st}, nil
+}
+
+func (h handlers) deleteOrgToolSetting(ctx context.Context, in *orgToolIn) (*httpapi.NoContent, error) {
+	return nil, h.svc.DeleteOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName)
+}
+
+// registryServer answers a registry server's latest version.
+func (h handlers) registryServer(ctx context.Context, name string) (*httpapi.Out[RegistryServer], error) {
+	s, err := h.svc.RegistryServer(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[RegistryServer]{Body: s}, nil
 }
