@@ -21,6 +21,7 @@ import (
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 func TestCreateTableSQL(t *testing.T) {
@@ -191,7 +192,7 @@ func TestKilledWorkerJobIsRetriedElsewhere(t *testing.T) {
 	id := b.insert(t, jobSpec{})[0]
 	<-startedA
 	require.Equal(t, a.client.WorkerID(), *b.job(t, id).LockedBy)
-	a.notifier.Stop()
+	require.NoError(t, a.notifier.Stop(context.Background()))
 	poolA.Close()
 
 	// Process B reaps the expired lease and runs the job.
@@ -939,9 +940,49 @@ func TestNoGoroutineLeaks(t *testing.T) { //nolint:paralleltest // see above
 	defer cancel()
 	require.ErrorIs(t, c.Stop(ctx), context.DeadlineExceeded)
 	close(block)
-	n.Stop()
+	require.NoError(t, n.Stop(context.Background()))
 	b.pool.Close()
 	goleak.VerifyNone(t, before)
+}
+
+// The client has the start/stop shape of every long-running part: Stop
+// before Start does nothing, a second Start is refused, and a second Stop
+// waits for the first (until its own context ends).
+func TestClientStartStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{Metrics: prometheus.NewRegistry(), PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	running := make(chan struct{}, 1)
+	cancelled := make(chan struct{}, 1)
+	release := make(chan struct{})
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{
+		Name: queueName, Table: "jobs",
+		Handler: jobqueue.HandlerFunc(func(ctx context.Context, _ []jobqueue.Job) []error {
+			running <- struct{}{}
+			<-ctx.Done()
+			cancelled <- struct{}{}
+			<-release // a handler slow to return once cancelled
+			return []error{ctx.Err()}
+		}),
+	}))
+	require.NoError(t, c.Stop(ctx), "Stop before Start")
+	require.NoError(t, c.Start(ctx))
+	require.ErrorIs(t, c.Start(ctx), startstop.ErrStarted)
+	b.insertN(t, 1, jobSpec{})
+	<-running
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	first := make(chan error, 1)
+	go func() { first <- c.Stop(ended) }()
+	<-cancelled // the first Stop cancelled the batch and waits for it
+	require.ErrorIs(t, c.Stop(ended), context.Canceled, "a second Stop waits for the first")
+	close(release)
+	require.ErrorIs(t, <-first, context.Canceled)
+	require.NoError(t, c.Stop(ctx), "a Stop after the first has finished")
+	require.Equal(t, 1, b.countStatus(t, jobqueue.StatusQueued), "the job went back to the queue")
 }
 
 func TestCancelWithoutNotifierIsCaughtByHeartbeat(t *testing.T) {
