@@ -301,8 +301,12 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := document.CheckSpoolDir(m.Config.UploadSpoolDir); err != nil {
 		return err
 	}
+	// Documents and extraction need each other: a parse queues the
+	// document's extraction, and extraction reads the chunks and records
+	// them extracted through documents.
+	toExtraction := &documentExtraction{}
 	docs, err := document.NewService(document.Config{
-		Pool: pool, Jobs: m.jobs, Embedders: providers, Notifier: m.notifs, Logger: log, Now: m.Now,
+		Pool: pool, Jobs: m.jobs, Embedders: providers, Extraction: toExtraction, Notifier: m.notifs, Logger: log, Now: m.Now,
 	})
 	if err != nil {
 		return err
@@ -320,7 +324,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// generative model per job, writes through the graph, and registers a
 	// resolver for its review tasks.
 	extractions, err := extraction.NewService(extraction.Config{
-		Pool: pool, Jobs: m.jobs, Types: packs, Graph: graphs, Tasks: m.tasks, Notifier: m.notifs, Logger: log, Now: m.Now,
+		Pool: pool, Jobs: m.jobs, Documents: docs, Projects: ten, Types: packs, Graph: graphs, Tasks: m.tasks, Notifier: m.notifs,
+		Logger: log, Now: m.Now,
 		Generators: func(ctx context.Context, project uuid.UUID) (extraction.Generator, error) {
 			return providers.Resolve(ctx, project, provider.Generative)
 		},
@@ -328,6 +333,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	toExtraction.svc = extractions
 	if err := extractions.AddQueue(extraction.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
@@ -464,6 +470,20 @@ func (g *graphObjects) LockObjects(ctx context.Context, tx pgx.Tx, ids []uuid.UU
 
 func (g *graphObjects) ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
 	return g.graph.ObjectIDsByType(ctx, db, project, types)
+}
+
+// documentExtraction gives the document pipeline the extraction service
+// (document.Extraction), which is built after it.
+type documentExtraction struct{ svc *extraction.Service }
+
+// EnqueueDocument implements document.Extraction.
+func (d *documentExtraction) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, doc uuid.UUID, trigger string, newChunks bool) error {
+	return d.svc.EnqueueDocument(ctx, tx, project, doc, trigger, newChunks)
+}
+
+// CancelDocumentJobs implements document.Extraction.
+func (d *documentExtraction) CancelDocumentJobs(ctx context.Context, tx pgx.Tx, project, doc uuid.UUID) error {
+	return d.svc.CancelDocumentJobs(ctx, tx, project, doc)
 }
 
 // queryEmbedders embeds search queries with the model of the stored

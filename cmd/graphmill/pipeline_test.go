@@ -208,6 +208,60 @@ func TestCrashedJobsRunAgainIdempotently(t *testing.T) {
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE status IN ('queued', 'running')`))
 }
 
+// reparseChanged makes a parsed document's chunk at index look as an
+// older parser stored it (another text), runs the document's parsing job
+// again and waits for its attempt; it returns the id of the stale chunk,
+// which the re-parse replaces.
+func (s *testServer) reparseChanged(doc string, index, attempt int) string {
+	s.t.Helper()
+	ctx := context.Background()
+	pool := s.m.db.pool
+	var stale string
+	require.NoError(s.t, pool.QueryRow(ctx, `UPDATE document_chunks SET text = 'An older parser wrote this.', content_sha256 = sha256('An older parser wrote this.')
+		WHERE document_id = $1 AND chunk_index = $2 RETURNING id::text`, doc, index).Scan(&stale))
+	var parseJob string
+	require.NoError(s.t, pool.QueryRow(ctx, `UPDATE document_parsing_jobs SET status = 'queued', run_at = now(), completed_at = NULL
+		WHERE document_id = $1 RETURNING id::text`, doc).Scan(&parseJob))
+	_, err := pool.Exec(ctx, `SELECT pg_notify('jobqueue_document_parsing', '')`)
+	require.NoError(s.t, err)
+	s.waitAttempt("document_parsing_jobs", parseJob, attempt)
+	return stale
+}
+
+// TestReparseWhileExtractionQueuedAddsNoIncremental: a re-parse that adds
+// chunks while an extraction of the document is still queued queues
+// nothing more (the queued job reads them when it runs): not behind the
+// queued full extraction, nor a second incremental behind a queued one.
+func TestReparseWhileExtractionQueuedAddsNoIncremental(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	ctx := context.Background()
+	project, _ := s.defaultProject()
+	s.extractionSetThreshold(project, 0)
+	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
+	doc := s.extractionUpload(project, "queued.md", pipelineDocument(t, 10))
+	require.Equal(t, "parsed", s.waitDocument(project, doc).Status)
+	jobs := func() []string {
+		return s.extractionIDs(`SELECT job_type || ' ' || status FROM object_extraction_jobs WHERE document_id = $1 ORDER BY created_at, id`, doc)
+	}
+	require.Equal(t, []string{"full_extraction queued"}, jobs())
+
+	s.reparseChanged(doc, 1, 2)
+	require.Equal(t, []string{"full_extraction queued"}, jobs(), "the queued full extraction reads the new chunk")
+	require.NoError(t, s.m.jobs.Resume(ctx, "object_extraction"))
+	s.extractionWaitJob(s.extractionJobOf(doc), "completed")
+
+	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
+	s.reparseChanged(doc, 2, 3)
+	require.Equal(t, []string{"full_extraction completed", "incremental queued"}, jobs())
+	s.reparseChanged(doc, 3, 4)
+	require.Equal(t, []string{"full_extraction completed", "incremental queued"}, jobs(), "no second incremental behind the queued one")
+	require.NoError(t, s.m.jobs.Resume(ctx, "object_extraction"))
+	s.extractionWaitJob(s.extractionJobOf(doc), "completed")
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM document_chunks WHERE document_id = $1 AND extracted_at IS NULL`, doc),
+		"the jobs read every chunk")
+}
+
 // TestReparseOfChangedChunksQueuesIncremental: a re-parse that finds some
 // chunk texts changed (here, a chunk stored by an older parser) replaces
 // only those chunks, keeps the others with their ids and embeddings, and
@@ -226,15 +280,7 @@ func TestReparseOfChangedChunksQueuesIncremental(t *testing.T) {
 	before := s.pipelineState(doc)
 
 	// An older parser stored another text for chunk 1.
-	var stale string
-	require.NoError(t, pool.QueryRow(ctx, `UPDATE document_chunks SET text = 'An older parser wrote this.', content_sha256 = sha256('An older parser wrote this.')
-		WHERE document_id = $1 AND chunk_index = 1 RETURNING id::text`, doc).Scan(&stale))
-	var parseJob string
-	require.NoError(t, pool.QueryRow(ctx, `UPDATE document_parsing_jobs SET status = 'queued', run_at = now(), completed_at = NULL
-		WHERE document_id = $1 RETURNING id::text`, doc).Scan(&parseJob))
-	_, err := pool.Exec(ctx, `SELECT pg_notify('jobqueue_document_parsing', '')`)
-	require.NoError(t, err)
-	s.waitAttempt("document_parsing_jobs", parseJob, 2)
+	stale := s.reparseChanged(doc, 1, 2)
 
 	var incremental string
 	require.Eventually(t, func() bool {

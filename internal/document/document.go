@@ -9,11 +9,11 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
-// Queue names of the pipeline.
+// Queue names of the pipeline (extraction, the next step, owns its
+// queue).
 const (
 	QueueParsing        = "document_parsing"
 	QueueChunkEmbedding = "chunk_embedding"
-	QueueExtraction     = "object_extraction"
 )
 
 // Document statuses: where the document is in its pipeline.
@@ -56,6 +56,15 @@ type StoredChunk struct {
 	EmbeddingModel string     `json:"embeddingModel,omitempty"`
 	EmbeddingDim   int        `json:"embeddingDim,omitempty"`
 	EmbeddedAt     *time.Time `json:"embeddedAt,omitempty"`
+}
+
+// ChunkText is a chunk's text and place in its document, as extraction
+// reads it.
+type ChunkText struct {
+	ID     uuid.UUID
+	Index  int
+	Text   string
+	Tokens int
 }
 
 // Upload is a new document: its bytes in Data, or in Content when set (an

@@ -2,6 +2,7 @@ package document
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -34,6 +35,7 @@ type Service struct {
 	jobs      *jobqueue.Client
 	chunker   *Chunker
 	embedders Embedders
+	extractor Extraction
 	notifier  FailureNotifier
 	logger    *slog.Logger
 	now       func() time.Time
@@ -47,12 +49,30 @@ type FailureNotifier interface {
 	DocumentParseFailed(ctx context.Context, tx pgx.Tx, project, document, uploader uuid.UUID, filename, reason string) error
 }
 
+// Extraction queues and cancels the extraction of documents
+// (extraction.Service), in the caller's transaction.
+type Extraction interface {
+	// EnqueueDocument queues the extraction a parse calls for, with trigger
+	// as its trigger type; newChunks says that the parse added chunks. The
+	// caller holds the document's lock.
+	EnqueueDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, trigger string, newChunks bool) error
+	// CancelDocumentJobs cancels the document's queued and running
+	// extraction jobs.
+	CancelDocumentJobs(ctx context.Context, tx pgx.Tx, project, document uuid.UUID) error
+}
+
+// extractionTrigger is the trigger type of the extraction a parse queues:
+// the upload was the user's request.
+const extractionTrigger = "manual"
+
 // Config configures a Service.
 type Config struct {
 	Pool *pgxpool.Pool
 	Jobs *jobqueue.Client
 	// Embedders gives each project's embedder (the provider resolver).
 	Embedders Embedders
+	// Extraction queues the extraction of parsed documents.
+	Extraction Extraction
 	// Notifier, when set, tells uploaders about documents that could not
 	// be parsed.
 	Notifier FailureNotifier
@@ -63,12 +83,15 @@ type Config struct {
 
 // NewService returns a Service; AddQueues registers its workers.
 func NewService(c Config) (*Service, error) {
+	if c.Extraction == nil {
+		return nil, errors.New("document: no extraction to queue parsed documents to")
+	}
 	ch, err := NewChunker()
 	if err != nil {
 		return nil, err
 	}
 	return &Service{
-		pool: c.Pool, jobs: c.Jobs, chunker: ch, embedders: c.Embedders, notifier: c.Notifier, logger: c.Logger, now: c.Now, opts: c.Chunking,
+		pool: c.Pool, jobs: c.Jobs, chunker: ch, embedders: c.Embedders, extractor: c.Extraction, notifier: c.Notifier, logger: c.Logger, now: c.Now, opts: c.Chunking,
 	}, nil
 }
 
@@ -187,12 +210,15 @@ func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 		if err != nil {
 			return err
 		}
-		for _, q := range []string{QueueParsing, QueueChunkEmbedding, QueueExtraction} {
+		for _, q := range []string{QueueParsing, QueueChunkEmbedding} {
 			for _, j := range jobs[q] {
 				if err := s.jobs.Cancel(ctx, tx, q, j); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
 					return err
 				}
 			}
+		}
+		if err := s.extractor.CancelDocumentJobs(ctx, tx, project, id); err != nil {
+			return err
 		}
 		ok, err := documentDelete(ctx, tx, project, id)
 		if err == nil && !ok {
@@ -206,4 +232,16 @@ func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 // lists).
 func (s *Service) DocumentCounts(ctx context.Context, projects []uuid.UUID) (map[uuid.UUID]int, error) {
 	return documentCounts(ctx, s.pool, projects)
+}
+
+// ChunksToExtract returns a document's chunks in order: all of them, or,
+// with onlyNew, those not extracted yet.
+func (s *Service) ChunksToExtract(ctx context.Context, project, document uuid.UUID, onlyNew bool) ([]ChunkText, error) {
+	return chunksToExtract(ctx, s.pool, project, document, onlyNew)
+}
+
+// MarkExtracted records, in the extraction's transaction, that a
+// project's chunks were extracted at now.
+func (s *Service) MarkExtracted(ctx context.Context, tx pgx.Tx, project uuid.UUID, chunks []uuid.UUID, now time.Time) error {
+	return chunksMarkExtracted(ctx, tx, project, chunks, now)
 }

@@ -401,6 +401,28 @@ func chunksEmbeddedWith(ctx context.Context, db postgres.DBTX, ids []uuid.UUID, 
 	return out, nil
 }
 
+// chunksToExtract loads a document's chunks in order: all of them, or only
+// those not extracted yet.
+func chunksToExtract(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, onlyNew bool) ([]ChunkText, error) {
+	rows, _ := db.Query(ctx, `SELECT id, chunk_index, text, token_count FROM document_chunks
+		WHERE project_id = $1 AND document_id = $2 AND (NOT $3 OR extracted_at IS NULL) ORDER BY chunk_index`, project, document, onlyNew)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ChunkText])
+	if err != nil {
+		return nil, fmt.Errorf("load chunks to extract: %w", err)
+	}
+	return out, nil
+}
+
+func chunksMarkExtracted(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := db.Exec(ctx, `UPDATE document_chunks SET extracted_at = $3 WHERE project_id = $1 AND id = ANY($2)`, project, ids, now); err != nil {
+		return fmt.Errorf("mark chunks extracted: %w", err)
+	}
+	return nil
+}
+
 // documentLockForParse locks a document for the transaction that stores
 // its parse (one parse of a document at a time) and returns its status.
 func documentLockForParse(ctx context.Context, tx pgx.Tx, id uuid.UUID) (string, error) {
@@ -424,32 +446,11 @@ func parseJobInsert(ctx context.Context, db postgres.DBTX, project, document uui
 	return nil
 }
 
-// extractionJobQueue queues the extraction a parse calls for and reports
-// whether it queued one: the document's one full extraction when it has
-// none in any state (a re-parse never adds a second), else, when the parse
-// added chunks, an incremental extraction of the chunks not extracted yet,
-// unless an extraction of the document is still queued (it will read them).
-// The caller holds the document's lock.
-func extractionJobQueue(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, added bool, now time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type)
-		SELECT $1, $2, $3, $3, $3, $4, kind, 'manual' FROM (
-			SELECT CASE
-				WHEN NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND job_type = 'full_extraction') THEN 'full_extraction'
-				WHEN $5 AND NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND status = 'queued') THEN 'incremental'
-			END AS kind) AS k
-		WHERE kind IS NOT NULL`,
-		uuid.Must(uuid.NewV7()), project, now, document, added)
-	if err != nil {
-		return false, fmt.Errorf("queue extraction: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// jobsOfDocument lists the unfinished jobs that work on a document.
+// jobsOfDocument lists the unfinished jobs of the pipeline's queues that
+// work on a document.
 func jobsOfDocument(ctx context.Context, db postgres.DBTX, document uuid.UUID) (map[string][]uuid.UUID, error) {
 	rows, err := db.Query(ctx, `
 		SELECT 'document_parsing', id FROM document_parsing_jobs WHERE document_id = $1 AND status IN ('queued', 'running')
-		UNION ALL SELECT 'object_extraction', id FROM object_extraction_jobs WHERE document_id = $1 AND status IN ('queued', 'running')
 		UNION ALL SELECT 'chunk_embedding', j.id FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id
 		  WHERE c.document_id = $1 AND j.status = 'running'`, document)
 	if err != nil {

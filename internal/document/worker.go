@@ -86,8 +86,7 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 		if err != nil {
 			return err
 		}
-		extract, err := extractionJobQueue(ctx, tx, project, docID, synced.inserted > 0, now)
-		if err != nil {
+		if err := s.extractor.EnqueueDocument(ctx, tx, project, docID, extractionTrigger, synced.inserted > 0); err != nil {
 			return err
 		}
 		if prev != StatusParsed || synced.changed() {
@@ -102,11 +101,6 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 		}
 		if synced.inserted > 0 {
 			if err := jobqueue.Notify(ctx, tx, QueueChunkEmbedding); err != nil {
-				return err
-			}
-		}
-		if extract {
-			if err := jobqueue.Notify(ctx, tx, QueueExtraction); err != nil {
 				return err
 			}
 		}

@@ -13,12 +13,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
-// Queue is the job queue of extraction jobs.
-const Queue = document.QueueExtraction
+// Queue is the job queue of extraction jobs (table
+// object_extraction_jobs); only this package enqueues, cancels or retries
+// them.
+const Queue = "object_extraction"
 
 // Job types (the spec's jobType).
 const (

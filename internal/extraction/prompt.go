@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/templatepack"
 )
@@ -164,6 +165,9 @@ func describeProperties(schema map[string]any) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// chunk is a document chunk to extract from.
+type chunk = document.ChunkText
 
 // window is a run of consecutive chunks extracted with one call.
 type window struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -18,6 +19,7 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/task"
 	"github.com/graphmill/graphmill/internal/templatepack"
+	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
 // TypeSource gives a project's object and relationship types
@@ -58,10 +60,27 @@ type Notifier interface {
 	NotifyProjectAdmins(ctx context.Context, tx pgx.Tx, project uuid.UUID, p notification.Params) ([]notification.Notification, error)
 }
 
+// Documents gives extraction the chunks of documents and records which
+// were extracted (document.Service).
+type Documents interface {
+	Get(ctx context.Context, project, id uuid.UUID) (document.Document, error)
+	ChunksToExtract(ctx context.Context, project, document uuid.UUID, onlyNew bool) ([]document.ChunkText, error)
+	MarkExtracted(ctx context.Context, tx pgx.Tx, project uuid.UUID, chunks []uuid.UUID, now time.Time) error
+}
+
+// Projects keeps the extraction settings on the project (tenancy.Service).
+type Projects interface {
+	ExtractionSettings(ctx context.Context, project uuid.UUID) (tenancy.ExtractionSettings, error)
+	SetExtractionSettings(ctx context.Context, project uuid.UUID, reviewThreshold *float64, reextractionIntervalHours *int) (tenancy.ExtractionSettings, error)
+	ReextractionIntervals(ctx context.Context, db postgres.DBTX) ([]tenancy.ReextractionInterval, error)
+}
+
 // Config wires a Service.
 type Config struct {
 	Pool       *pgxpool.Pool
 	Jobs       *jobqueue.Client
+	Documents  Documents
+	Projects   Projects
 	Types      TypeSource
 	Graph      GraphWriter
 	Generators GeneratorFunc
@@ -84,7 +103,7 @@ type Service struct {
 
 // NewService returns the service and registers its task resolver.
 func NewService(c Config) (*Service, error) {
-	if c.Pool == nil || c.Jobs == nil || c.Types == nil || c.Graph == nil || c.Generators == nil || c.Tasks == nil || c.Notifier == nil {
+	if c.Pool == nil || c.Jobs == nil || c.Documents == nil || c.Projects == nil || c.Types == nil || c.Graph == nil || c.Generators == nil || c.Tasks == nil || c.Notifier == nil {
 		return nil, errors.New("extraction: incomplete configuration")
 	}
 	if c.Logger == nil {
@@ -122,17 +141,17 @@ func (s *Service) CreateJob(ctx context.Context, p CreateParams) (Job, error) {
 		ID: uuid.Must(uuid.NewV7()), ProjectID: p.ProjectID, DocumentID: p.DocumentID, JobType: p.JobType,
 		TriggerType: TriggerManual, Status: "queued", Priority: p.Priority, CreatedBy: p.CreatedBy, CreatedAt: now,
 	}
-	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		status, found, err := documentStatus(ctx, tx, p.ProjectID, *p.DocumentID)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return ErrDocumentNotFound
-		}
-		if status != "parsed" {
-			return ErrNotParsed
-		}
+	doc, err := s.cfg.Documents.Get(ctx, p.ProjectID, *p.DocumentID)
+	if errs.CodeOf(err) == errs.NotFound {
+		return Job{}, ErrDocumentNotFound
+	}
+	if err != nil {
+		return Job{}, err
+	}
+	if doc.Status != document.StatusParsed {
+		return Job{}, ErrNotParsed
+	}
+	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := jobInsert(ctx, tx, j); err != nil {
 			return err
 		}
@@ -246,7 +265,7 @@ func (s *Service) BulkRetry(ctx context.Context, project uuid.UUID, status strin
 // bulk applies fn to each job of project in statuses, one transaction per
 // job; jobs that changed state meanwhile (failed_precondition) are skipped.
 func (s *Service) bulk(ctx context.Context, project uuid.UUID, statuses []string, fn func(pgx.Tx, Job) error) (int, error) {
-	ids, err := jobIDsByStatus(ctx, s.pool, project, statuses)
+	ids, err := jobIDsByStatus(ctx, s.pool, project, nil, statuses)
 	if err != nil {
 		return 0, err
 	}
@@ -298,18 +317,19 @@ func (s *Service) Logs(ctx context.Context, id uuid.UUID) ([]LogEntry, error) {
 	return list, err
 }
 
-// Settings returns a project's extraction settings.
+// Settings returns a project's extraction settings. Errors: not_found.
 func (s *Service) Settings(ctx context.Context, project uuid.UUID) (Settings, error) {
-	threshold, interval, err := settingsGet(ctx, s.pool, project)
-	if err != nil {
-		return Settings{}, err
-	}
-	return Settings{ProjectID: project, ReviewThreshold: round4(threshold), ReextractionIntervalHours: interval}, nil
+	st, err := s.cfg.Projects.ExtractionSettings(ctx, project)
+	return settingsOf(project, st), err
+}
+
+func settingsOf(project uuid.UUID, st tenancy.ExtractionSettings) Settings {
+	return Settings{ProjectID: project, ReviewThreshold: round4(st.ReviewThreshold), ReextractionIntervalHours: st.ReextractionIntervalHours}
 }
 
 // SetSettings changes the settings u gives, leaving the others as they
 // are. Errors: invalid_argument (a value out of bounds, or nothing to
-// change).
+// change), not_found.
 func (s *Service) SetSettings(ctx context.Context, project uuid.UUID, u SettingsUpdate) (Settings, error) {
 	if u.ReviewThreshold == nil && u.ReextractionIntervalHours == nil {
 		return Settings{}, ErrNoSettings
@@ -320,18 +340,20 @@ func (s *Service) SetSettings(ctx context.Context, project uuid.UUID, u Settings
 	if h := u.ReextractionIntervalHours; h != nil && (*h < 0 || *h > ReextractionIntervalMax) {
 		return Settings{}, ErrBadInterval
 	}
-	if err := settingsSet(ctx, s.pool, project, u); err != nil {
-		return Settings{}, err
-	}
-	return s.Settings(ctx, project)
+	st, err := s.cfg.Projects.SetExtractionSettings(ctx, project, u.ReviewThreshold, u.ReextractionIntervalHours)
+	return settingsOf(project, st), err
 }
 
 // QueueScheduledReextractions queues, in tx, the scheduled reextraction
-// jobs that are due (see the projects' reextractionIntervalHours), in one
-// statement, wakes the workers at commit and returns how many it queued.
-// The scheduler records its run in tx too.
+// jobs that are due (see the projects' reextractionIntervalHours, read
+// through Projects), in one statement, wakes the workers at commit and
+// returns how many it queued. The scheduler records its run in tx too.
 func (s *Service) QueueScheduledReextractions(ctx context.Context, tx pgx.Tx) (int, error) {
-	n, err := jobsInsertScheduled(ctx, tx, s.now().UTC())
+	intervals, err := s.cfg.Projects.ReextractionIntervals(ctx, tx)
+	if err != nil || len(intervals) == 0 {
+		return 0, err
+	}
+	n, err := jobsInsertScheduled(ctx, tx, intervals, s.now().UTC())
 	if err != nil || n == 0 {
 		return n, err
 	}
@@ -351,4 +373,34 @@ func (s *Service) RunScheduledReextraction(ctx context.Context, tx pgx.Tx) error
 // round4 undoes the float4 column's noise (0.7 is stored as 0.69999...).
 func round4(v float64) float64 {
 	return float64(int64(v*10000+0.5)) / 10000
+}
+
+// EnqueueDocument queues, in tx, the extraction a parse of document calls
+// for, with trigger as its trigger type, and wakes the workers at commit:
+// the document's one full_extraction when it has none in any state (a
+// re-parse never adds a second), else, when newChunks (the parse added
+// chunks), an incremental extraction of the chunks not extracted yet,
+// unless an extraction of the document is still queued (it will read
+// them). The caller holds the document's lock.
+func (s *Service) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, trigger string, newChunks bool) error {
+	queued, err := jobInsertForDocument(ctx, tx, project, document, trigger, newChunks, s.now().UTC())
+	if err != nil || !queued {
+		return err
+	}
+	return jobqueue.Notify(ctx, tx, Queue)
+}
+
+// CancelDocumentJobs cancels, in tx, the queued and running extraction
+// jobs of a document (a running one's worker stops within a second).
+func (s *Service) CancelDocumentJobs(ctx context.Context, tx pgx.Tx, project, document uuid.UUID) error {
+	ids, err := jobIDsByStatus(ctx, tx, project, &document, []string{"queued", "running"})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := s.jobs.Cancel(ctx, tx, Queue, id); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
+			return err
+		}
+	}
+	return nil
 }

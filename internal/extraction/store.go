@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
 const jobColumns = `id, project_id, document_id, datasource_id, job_type, trigger_type, status, priority, error_msg,
@@ -112,6 +113,23 @@ func jobInsert(ctx context.Context, db postgres.DBTX, j Job) error {
 	return nil
 }
 
+// jobInsertForDocument queues the extraction a parse of document calls
+// for (see Service.EnqueueDocument) and reports whether it queued one.
+func jobInsertForDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, trigger string, newChunks bool, now time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type)
+		SELECT $1, $2, $3, $3, $3, $4, kind, $6 FROM (
+			SELECT CASE
+				WHEN NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND job_type = $7) THEN $7
+				WHEN $5 AND NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND status = 'queued') THEN $8
+			END AS kind) AS k
+		WHERE kind IS NOT NULL`,
+		uuid.Must(uuid.NewV7()), project, now, document, newChunks, trigger, JobTypeFull, JobTypeIncremental)
+	if err != nil {
+		return false, fmt.Errorf("queue extraction: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 func jobStats(ctx context.Context, db postgres.DBTX, project uuid.UUID, now time.Time) (Statistics, error) {
 	st := Statistics{
 		ByStatus:  map[string]int64{"queued": 0, "running": 0, "completed": 0, "failed": 0, "cancelled": 0, "requires_review": 0},
@@ -150,10 +168,11 @@ func jobStats(ctx context.Context, db postgres.DBTX, project uuid.UUID, now time
 	return st, nil
 }
 
-// jobIDsByStatus lists the ids of a project's jobs in one of statuses,
-// oldest first.
-func jobIDsByStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, statuses []string) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, `SELECT id FROM object_extraction_jobs WHERE project_id = $1 AND status = ANY($2) ORDER BY created_at, id`, project, statuses)
+// jobIDsByStatus lists the ids of a project's jobs (of one document when
+// document is set) in one of statuses, oldest first.
+func jobIDsByStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, document *uuid.UUID, statuses []string) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `SELECT id FROM object_extraction_jobs WHERE project_id = $1 AND status = ANY($2)
+		AND ($3::uuid IS NULL OR document_id = $3) ORDER BY created_at, id`, project, statuses, document)
 	if err != nil {
 		return nil, fmt.Errorf("select extraction jobs: %w", err)
 	}
@@ -315,61 +334,23 @@ func callMetrics(ctx context.Context, db postgres.DBTX, job uuid.UUID) (Metrics,
 	return m, nil
 }
 
-// documentStatus returns the status of a project's document; found is
-// false when the project has no such document.
-func documentStatus(ctx context.Context, db postgres.DBTX, project, doc uuid.UUID) (status string, found bool, err error) {
-	err = db.QueryRow(ctx, `SELECT status FROM documents WHERE id = $1 AND project_id = $2`, doc, project).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("look up document: %w", err)
-	}
-	return status, true, nil
-}
-
-func reviewThresholdGet(ctx context.Context, db postgres.DBTX, project uuid.UUID) (float64, error) {
-	var v float64
-	err := db.QueryRow(ctx, `SELECT review_threshold::float8 FROM projects WHERE id = $1`, project).Scan(&v)
-	if err != nil {
-		return 0, fmt.Errorf("load review threshold: %w", err)
-	}
-	return v, nil
-}
-
-func settingsGet(ctx context.Context, db postgres.DBTX, project uuid.UUID) (threshold float64, interval int, err error) {
-	err = db.QueryRow(ctx, `SELECT review_threshold::float8, reextraction_interval_hours FROM projects WHERE id = $1`, project).
-		Scan(&threshold, &interval)
-	if err != nil {
-		return 0, 0, fmt.Errorf("load extraction settings: %w", err)
-	}
-	return threshold, interval, nil
-}
-
-// settingsSet changes the settings that are not nil.
-func settingsSet(ctx context.Context, db postgres.DBTX, project uuid.UUID, u SettingsUpdate) error {
-	_, err := db.Exec(ctx, `UPDATE projects SET review_threshold = coalesce($2::real, review_threshold),
-		reextraction_interval_hours = coalesce($3::int, reextraction_interval_hours) WHERE id = $1`,
-		project, u.ReviewThreshold, u.ReextractionIntervalHours)
-	if err != nil {
-		return fmt.Errorf("save extraction settings: %w", err)
-	}
-	return nil
-}
-
 // reextractionLock serialises the scheduled re-extraction runs (a run
 // started by a former leader may overlap the new leader's).
 const reextractionLock = 0x67727278 // "grrx"
 
 // jobsInsertScheduled queues, in one statement, a scheduled reextraction
-// job for every parsed document of a live project with an interval whose
+// job for every parsed document of the projects of intervals whose
 // newest completed (or requires_review) job finished more than the
 // interval before now, unless the document has a queued or running job,
 // or a scheduled job created within the interval (a scheduled job that
 // failed or was cancelled waits for the next interval instead of being
 // queued again at every run). The ids are UUIDv7 at now. It returns how
 // many jobs it queued.
-func jobsInsertScheduled(ctx context.Context, tx pgx.Tx, now time.Time) (int, error) {
+func jobsInsertScheduled(ctx context.Context, tx pgx.Tx, intervals []tenancy.ReextractionInterval, now time.Time) (int, error) {
+	projects, hours := make([]uuid.UUID, len(intervals)), make([]int32, len(intervals))
+	for i, v := range intervals {
+		projects[i], hours[i] = v.ProjectID, int32(v.Hours) //nolint:gosec // at most ReextractionIntervalMax
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, reextractionLock); err != nil {
 		return 0, fmt.Errorf("lock scheduled reextraction: %w", err)
 	}
@@ -378,58 +359,20 @@ func jobsInsertScheduled(ctx context.Context, tx pgx.Tx, now time.Time) (int, er
 		SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
 				PLACING substring(int8send(floor(extract(epoch FROM $1::timestamptz) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
 			d.project_id, 'queued', 0, $1, $1, $1, d.id, $2, $3
-		FROM projects p
+		FROM unnest($4::uuid[], $5::int[]) AS p(id, hours)
 		JOIN documents d ON d.project_id = p.id AND d.status = 'parsed'
 		CROSS JOIN LATERAL (
 			SELECT max(j.completed_at) FILTER (WHERE j.status IN ('completed', 'requires_review')) AS last_done,
 				coalesce(bool_or(j.status IN ('queued', 'running')
-					OR (j.trigger_type = $3 AND j.created_at > $1::timestamptz - make_interval(hours => p.reextraction_interval_hours))), false) AS busy
+					OR (j.trigger_type = $3 AND j.created_at > $1::timestamptz - make_interval(hours => p.hours))), false) AS busy
 			FROM object_extraction_jobs j WHERE j.document_id = d.id
 		) j
-		WHERE p.deleted_at IS NULL AND p.reextraction_interval_hours > 0
-			AND j.last_done < $1::timestamptz - make_interval(hours => p.reextraction_interval_hours) AND NOT j.busy`,
-		now, JobTypeReextraction, TriggerScheduled)
+		WHERE j.last_done < $1::timestamptz - make_interval(hours => p.hours) AND NOT j.busy`,
+		now, JobTypeReextraction, TriggerScheduled, projects, hours)
 	if err != nil {
 		return 0, fmt.Errorf("queue scheduled reextraction: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-// chunk is a document chunk to extract from.
-type chunk struct {
-	ID     uuid.UUID
-	Index  int
-	Text   string
-	Tokens int
-}
-
-// chunksForJob loads a document's chunks in order: all of them, or only
-// those not extracted yet.
-func chunksForJob(ctx context.Context, db postgres.DBTX, doc uuid.UUID, onlyNew bool) ([]chunk, error) {
-	rows, err := db.Query(ctx, `SELECT id, chunk_index, text, token_count FROM document_chunks
-		WHERE document_id = $1 AND (NOT $2 OR extracted_at IS NULL) ORDER BY chunk_index`, doc, onlyNew)
-	if err != nil {
-		return nil, fmt.Errorf("load chunks: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (chunk, error) {
-		var c chunk
-		err := row.Scan(&c.ID, &c.Index, &c.Text, &c.Tokens)
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load chunks: %w", err)
-	}
-	return out, nil
-}
-
-func chunksMarkExtracted(ctx context.Context, db postgres.DBTX, ids []uuid.UUID, now time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := db.Exec(ctx, `UPDATE document_chunks SET extracted_at = $2 WHERE id = ANY($1)`, ids, now); err != nil {
-		return fmt.Errorf("mark chunks extracted: %w", err)
-	}
-	return nil
 }
 
 // jobLockRunning locks the job's row if it is still running the given
@@ -456,7 +399,8 @@ func jobSetCounters(ctx context.Context, db postgres.DBTX, id uuid.UUID, objects
 	return nil
 }
 
-// jobSource is what the worker needs of its job row.
+// jobSource is what the worker needs of its job row, and its document's
+// filename.
 type jobSource struct {
 	DocumentID *uuid.UUID
 	JobType    string
@@ -465,16 +409,13 @@ type jobSource struct {
 
 func jobSourceGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (jobSource, error) {
 	var s jobSource
-	var filename *string
-	err := db.QueryRow(ctx, `SELECT j.document_id, j.job_type, d.filename FROM object_extraction_jobs j
-		LEFT JOIN documents d ON d.id = j.document_id WHERE j.id = $1`, id).Scan(&s.DocumentID, &s.JobType, &filename)
+	err := db.QueryRow(ctx, `SELECT document_id, job_type FROM object_extraction_jobs WHERE id = $1`, id).Scan(&s.DocumentID, &s.JobType)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobSource{}, ErrNotFound
 	}
 	if err != nil {
 		return jobSource{}, fmt.Errorf("load extraction job: %w", err)
 	}
-	s.Filename = postgres.Value(filename)
 	return s, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -124,7 +125,12 @@ func (s *Service) Run(ctx context.Context, j jobqueue.Job) error {
 	if src.DocumentID == nil {
 		return jobqueue.Permanent(errors.New("the job names no document: extraction from datasources is not available"))
 	}
-	chunks, err := chunksForJob(ctx, s.pool, *src.DocumentID, src.JobType == JobTypeIncremental)
+	doc, err := s.cfg.Documents.Get(ctx, project, *src.DocumentID)
+	if err != nil && errs.CodeOf(err) != errs.NotFound {
+		return err
+	}
+	src.Filename = doc.Filename // "" when deleted meanwhile: its chunks went with it
+	chunks, err := s.cfg.Documents.ChunksToExtract(ctx, project, *src.DocumentID, src.JobType == JobTypeIncremental)
 	if err != nil {
 		return err
 	}
@@ -132,11 +138,11 @@ func (s *Service) Run(ctx context.Context, j jobqueue.Job) error {
 	if err != nil {
 		return fmt.Errorf("load the project's types: %w", err)
 	}
-	threshold, err := reviewThresholdGet(ctx, s.pool, project)
+	settings, err := s.Settings(ctx, project)
 	if err != nil {
 		return err
 	}
-	threshold = round4(threshold)
+	threshold := settings.ReviewThreshold
 	res := newResult()
 	if len(chunks) == 0 {
 		l.now(ctx, OpChunkProcessing, LevelInfo, "no chunks to extract", map[string]any{"jobType": src.JobType, "documentId": src.DocumentID})
@@ -507,7 +513,7 @@ func (s *Service) write(ctx context.Context, l *jobLog, src jobSource, types *te
 			return err
 		}
 		now := s.now().UTC()
-		if err := chunksMarkExtracted(ctx, tx, res.chunkIDs, now); err != nil {
+		if err := s.cfg.Documents.MarkExtracted(ctx, tx, l.project, res.chunkIDs, now); err != nil {
 			return err
 		}
 		l.later(OpChunkProcessing, LevelInfo, fmt.Sprintf("extraction finished: %d objects (%d new), %d relationships (%d new), %d suggestions",

@@ -477,3 +477,23 @@ func (s *Service) Bootstrap(ctx context.Context, fixed string) (string, error) {
 func (s *Service) TokenKnown(ctx context.Context, secret string) (bool, error) {
 	return tokenExists(ctx, s.pool, secret)
 }
+
+// ExtractionSettings returns a project's extraction settings. Errors:
+// not_found.
+func (s *Service) ExtractionSettings(ctx context.Context, project uuid.UUID) (ExtractionSettings, error) {
+	return projectExtractionSettings(ctx, s.pool, project)
+}
+
+// SetExtractionSettings changes the extraction settings that are not nil
+// (extraction checks their bounds) and returns them all. Errors:
+// not_found.
+func (s *Service) SetExtractionSettings(ctx context.Context, project uuid.UUID, reviewThreshold *float64, reextractionIntervalHours *int) (ExtractionSettings, error) {
+	return projectSetExtractionSettings(ctx, s.pool, project, reviewThreshold, reextractionIntervalHours)
+}
+
+// ReextractionIntervals returns the live projects whose documents are
+// re-extracted on a schedule, with their intervals. db is the pool
+// or the caller's transaction.
+func (s *Service) ReextractionIntervals(ctx context.Context, db postgres.DBTX) ([]ReextractionInterval, error) {
+	return projectReextractionIntervals(ctx, db)
+}

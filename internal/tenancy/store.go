@@ -429,3 +429,45 @@ func usersExist(ctx context.Context, db postgres.DBTX) (bool, error) {
 	}
 	return ok, nil
 }
+
+// extractionSettingsColumns reads ExtractionSettings.
+const extractionSettingsColumns = `review_threshold::float8, reextraction_interval_hours`
+
+func projectExtractionSettings(ctx context.Context, db postgres.DBTX, project uuid.UUID) (ExtractionSettings, error) {
+	var st ExtractionSettings
+	err := db.QueryRow(ctx, `SELECT `+extractionSettingsColumns+` FROM projects WHERE id = $1`, project).
+		Scan(&st.ReviewThreshold, &st.ReextractionIntervalHours)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ExtractionSettings{}, ErrProjectNotFound
+	}
+	if err != nil {
+		return ExtractionSettings{}, fmt.Errorf("load extraction settings: %w", err)
+	}
+	return st, nil
+}
+
+// projectSetExtractionSettings changes the settings that are not nil.
+func projectSetExtractionSettings(ctx context.Context, db postgres.DBTX, project uuid.UUID, threshold *float64, interval *int) (ExtractionSettings, error) {
+	var st ExtractionSettings
+	err := db.QueryRow(ctx, `UPDATE projects SET review_threshold = coalesce($2::real, review_threshold),
+		reextraction_interval_hours = coalesce($3::int, reextraction_interval_hours) WHERE id = $1
+		RETURNING `+extractionSettingsColumns, project, threshold, interval).Scan(&st.ReviewThreshold, &st.ReextractionIntervalHours)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ExtractionSettings{}, ErrProjectNotFound
+	}
+	if err != nil {
+		return ExtractionSettings{}, fmt.Errorf("save extraction settings: %w", err)
+	}
+	return st, nil
+}
+
+// projectReextractionIntervals lists the live projects with a
+// re-extraction interval.
+func projectReextractionIntervals(ctx context.Context, db postgres.DBTX) ([]ReextractionInterval, error) {
+	rows, _ := db.Query(ctx, `SELECT id, reextraction_interval_hours FROM projects WHERE deleted_at IS NULL AND reextraction_interval_hours > 0`)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ReextractionInterval])
+	if err != nil {
+		return nil, fmt.Errorf("list re-extraction intervals: %w", err)
+	}
+	return out, nil
+}

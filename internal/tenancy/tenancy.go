@@ -96,3 +96,17 @@ const (
 	AdminDisplayName   = "admin"
 	AdminEmail         = "admin@localhost"
 )
+
+// ExtractionSettings are the extraction settings kept on a project; the
+// extraction package gives them their meaning and bounds.
+type ExtractionSettings struct {
+	ReviewThreshold           float64
+	ReextractionIntervalHours int
+}
+
+// ReextractionInterval is the age, in hours, at which the extraction of a
+// project's documents is redone.
+type ReextractionInterval struct {
+	ProjectID uuid.UUID
+	Hours     int
+}
