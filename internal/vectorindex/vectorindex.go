@@ -52,9 +52,9 @@ const (
 
 // Errors of Search, Spaces, Changed and Removed.
 var (
-	ErrKind      = errs.New(errs.Invalid, "unknown vector kind")
-	ErrDimension = errs.New(errs.Invalid, "the query vector's dimension does not match the vector space")
-	ErrZeroQuery = errs.New(errs.Invalid, "the query vector has no direction (zero or not finite)")
+	ErrKind       = errs.New(errs.Invalid, "unknown vector kind")
+	ErrDimension  = errs.New(errs.Invalid, "the query vector's dimension does not match the vector space")
+	ErrZeroQuery  = errs.New(errs.Invalid, "the query vector has no direction (zero or not finite)")
 	ErrNotRunning = errs.New(errs.Unavailable, "the vector index is not running")
 )
 
