@@ -292,7 +292,7 @@ func TestCancelRunningJob(t *testing.T) {
 	require.NoError(t, api.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs", Handler: jobqueue.HandlerFunc(nil)}))
 	id := b.insert(t, jobSpec{})[0]
 	<-started
-	require.NoError(t, api.Cancel(context.Background(), b.pool, queueName, id))
+	require.NoError(t, errOf(api.Cancel(context.Background(), b.pool, queueName, id)))
 	cancelledAt := time.Now()
 	select {
 	case cause := <-observed:
@@ -325,25 +325,25 @@ func TestCancelAndRetryRules(t *testing.T) {
 	queued := b.insert(t, jobSpec{})[0]
 
 	// Queued: cancelled at once, never runs.
-	require.NoError(t, c.Cancel(ctx, b.pool, queueName, queued))
+	require.NoError(t, errOf(c.Cancel(ctx, b.pool, queueName, queued)))
 	require.Equal(t, "cancelled", b.job(t, queued).Status)
-	err := c.Cancel(ctx, b.pool, queueName, queued)
+	_, err := c.Cancel(ctx, b.pool, queueName, queued)
 	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err))
 	require.Contains(t, err.Error(), "is cancelled")
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Retry(ctx, b.pool, queueName, queued)), "only failed jobs retry")
-	require.Equal(t, errs.NotFound, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, uuid.New())))
-	require.Equal(t, errs.NotFound, errs.CodeOf(c.Retry(ctx, b.pool, queueName, uuid.New())))
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, queued))), "only failed jobs retry")
+	require.Equal(t, errs.NotFound, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, uuid.New()))))
+	require.Equal(t, errs.NotFound, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, uuid.New()))))
 
 	// Failed: retry puts it back with a clean slate; it then runs.
 	failed := b.insert(t, jobSpec{})[0]
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Retry(ctx, b.pool, queueName, failed)), "queued is not failed")
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, failed))), "queued is not failed")
 	require.NoError(t, c.Resume(ctx, queueName))
 	r := b.requireStatus(t, failed, jobqueue.StatusFailed)
 	require.Equal(t, "bad input", *r.ErrorMsg)
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, failed)), "final jobs cannot be cancelled")
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, failed))), "final jobs cannot be cancelled")
 	fail.Store(false)
 	require.NoError(t, c.Pause(ctx, queueName))
-	require.NoError(t, c.Retry(ctx, b.pool, queueName, failed))
+	require.NoError(t, errOf(c.Retry(ctx, b.pool, queueName, failed)))
 	r = b.job(t, failed)
 	require.Equal(t, "queued", r.Status)
 	require.Nil(t, r.ErrorMsg)
@@ -351,12 +351,12 @@ func TestCancelAndRetryRules(t *testing.T) {
 	require.NoError(t, c.Resume(ctx, queueName))
 	r = b.requireStatus(t, failed, jobqueue.StatusCompleted)
 	require.Equal(t, 2, r.Attempt)
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, failed)))
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, failed))))
 
 	// Both work inside the caller's transaction.
 	inTx := b.insert(t, jobSpec{status: jobqueue.StatusFailed})[0]
 	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
-		return c.Retry(ctx, tx, queueName, inTx)
+		return errOf(c.Retry(ctx, tx, queueName, inTx))
 	}))
 	b.requireStatus(t, inTx, jobqueue.StatusCompleted)
 }
@@ -698,7 +698,7 @@ func TestFinishInTx(t *testing.T) {
 				wctx := context.WithoutCancel(ctx) // the refusal comes from FinishInTx, not the context
 				select {
 				case <-cancelFirst: // the job is cancelled while it works
-					require.NoError(t, p.client.Cancel(wctx, b.pool, queueName, j.ID))
+					require.NoError(t, errOf(p.client.Cancel(wctx, b.pool, queueName, j.ID)))
 				default:
 				}
 				out[i] = postgres.WithTx(wctx, b.pool, func(tx pgx.Tx) error {
@@ -718,7 +718,7 @@ func TestFinishInTx(t *testing.T) {
 
 	id := b.insert(t, jobSpec{})[0]
 	b.requireStatus(t, id, jobqueue.StatusCompleted)
-	err := p.client.Cancel(ctx, b.pool, queueName, id)
+	_, err := p.client.Cancel(ctx, b.pool, queueName, id)
 	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err), "a finished job cannot be cancelled")
 	var results int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM job_logs WHERE job_id = $1`, id).Scan(&results))
@@ -907,7 +907,7 @@ func TestAddQueueValidates(t *testing.T) {
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h, BatchSize: -1}))
 	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}))
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}), "duplicate")
-	require.Error(t, c.Cancel(context.Background(), b.pool, "nope", uuid.New()), "unknown queue")
+	require.Error(t, errOf(c.Cancel(context.Background(), b.pool, "nope", uuid.New())), "unknown queue")
 }
 
 // TestNoGoroutineLeaks is deliberately not parallel: it compares the
@@ -993,7 +993,7 @@ func TestDeclaredQueueIsNotWorked(t *testing.T) {
 	stats, err := c.Stats(ctx, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, stats[0].Pending)
-	require.NoError(t, c.Cancel(ctx, b.pool, queueName, ids[0]))
+	require.NoError(t, errOf(c.Cancel(ctx, b.pool, queueName, ids[0])))
 	b.requireStatus(t, ids[0], jobqueue.StatusCancelled)
 
 	// A worker elsewhere picks up the rest.
