@@ -50,7 +50,7 @@ type Previous struct {
 // Errors: errs.NotFound for an unknown id; errs.FailedPrecondition when the
 // job already ended.
 func (c *Client) Cancel(ctx context.Context, db postgres.DBTX, queue string, id uuid.UUID) (Changed, error) {
-	return c.transitionOne(ctx, db, queue, cancelling, id)
+	return c.transitionOne(ctx, db, queue, cancelling(), id)
 }
 
 // Retry puts a failed job of queue back in the queue with its retry count
@@ -62,7 +62,7 @@ func (c *Client) Cancel(ctx context.Context, db postgres.DBTX, queue string, id 
 // Errors: errs.NotFound for an unknown id; errs.FailedPrecondition when the
 // job is not failed.
 func (c *Client) Retry(ctx context.Context, db postgres.DBTX, queue string, id uuid.UUID) (Changed, error) {
-	return c.transitionOne(ctx, db, queue, retrying, id)
+	return c.transitionOne(ctx, db, queue, retrying(), id)
 }
 
 // Where selects the jobs of a queue for CancelWhere and RetryWhere.
@@ -83,7 +83,7 @@ type Where struct {
 // pool or the caller's transaction. Errors: errs.Invalid for a status that
 // cannot be cancelled.
 func (c *Client) CancelWhere(ctx context.Context, db postgres.DBTX, queue string, w Where) ([]Changed, error) {
-	return c.transitionWhere(ctx, db, queue, cancelling, w)
+	return c.transitionWhere(ctx, db, queue, cancelling(), w)
 }
 
 // RetryWhere retries, in one statement, the failed jobs of queue that w
@@ -91,7 +91,7 @@ func (c *Client) CancelWhere(ctx context.Context, db postgres.DBTX, queue string
 // caller's transaction. Errors: errs.Invalid for a status other than
 // failed.
 func (c *Client) RetryWhere(ctx context.Context, db postgres.DBTX, queue string, w Where) ([]Changed, error) {
-	return c.transitionWhere(ctx, db, queue, retrying, w)
+	return c.transitionWhere(ctx, db, queue, retrying(), w)
 }
 
 // transitionOne runs t on job id; it alone decides "not found" and "in the

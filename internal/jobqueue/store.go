@@ -251,8 +251,9 @@ type transition struct {
 	wake    bool     // notify the queue's channel (else channelCancel)
 }
 
-var (
-	cancelling = transition{
+// cancelling is the transition of Cancel and CancelWhere.
+func cancelling() transition {
+	return transition{
 		verb: "cancel",
 		from: []Status{StatusQueued, StatusRunning},
 		set:  `status = 'cancelled', completed_at = $1, updated_at = $1, locked_by = NULL, locked_until = NULL`,
@@ -260,7 +261,11 @@ var (
 		notify:  `SELECT pg_notify($2, upd.id::text) FROM upd JOIN cur USING (id) WHERE cur.status = 'running'`,
 		refusal: "only queued or running jobs can be cancelled",
 	}
-	retrying = transition{
+}
+
+// retrying is the transition of Retry and RetryWhere.
+func retrying() transition {
+	return transition{
 		verb: "retry",
 		from: []Status{StatusFailed},
 		set: `status = 'queued', retry_count = 0, error_msg = NULL, run_at = $1, started_at = NULL,
@@ -269,11 +274,13 @@ var (
 		refusal: "only failed jobs can be retried",
 		wake:    true,
 	}
-)
+}
 
 // transitionCols are the columns a transition returns of each job: the
 // Job's, then status and updated_at.
-var transitionCols = []string{"id", "project_id", "priority", "run_at", "attempt", "retry_count", "max_retries", "started_at", "created_at", "status", "updated_at"}
+func transitionCols() []string {
+	return []string{"id", "project_id", "priority", "run_at", "attempt", "retry_count", "max_retries", "started_at", "created_at", "status", "updated_at"}
+}
 
 func prefixed(prefix string, cols []string) string {
 	out := make([]string, len(cols))
@@ -294,18 +301,18 @@ func transitionSQL(table string, t transition, where string) string {
 	tb := pgx.Identifier{table}.Sanitize()
 	prev := `cur.status, cur.error_msg, cur.retry_count, (SELECT count(*) FROM note)`
 	return `WITH cur AS (
-    SELECT ` + strings.Join(transitionCols, ", ") + `, error_msg FROM ` + tb + `
+    SELECT ` + strings.Join(transitionCols(), ", ") + `, error_msg FROM ` + tb + `
     WHERE ` + where + ` ORDER BY id FOR UPDATE
 ), upd AS (
     UPDATE ` + tb + ` AS j SET ` + t.set + `
     FROM cur WHERE j.id = cur.id AND cur.status = ANY($3)
-    RETURNING ` + prefixed("j.", transitionCols) + `
+    RETURNING ` + prefixed("j.", transitionCols()) + `
 ), note AS (
     ` + t.notify + `
 )
-SELECT ` + prefixed("upd.", transitionCols) + `, true, ` + prev + ` FROM upd JOIN cur USING (id)
+SELECT ` + prefixed("upd.", transitionCols()) + `, true, ` + prev + ` FROM upd JOIN cur USING (id)
 UNION ALL
-SELECT ` + prefixed("cur.", transitionCols) + `, false, ` + prev + ` FROM cur WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = cur.id)
+SELECT ` + prefixed("cur.", transitionCols()) + `, false, ` + prev + ` FROM cur WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = cur.id)
 ORDER BY 9, 1`
 }
 
