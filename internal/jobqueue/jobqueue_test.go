@@ -20,35 +20,45 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
+// TestCreateTableSQL: a table made by CreateTableSQL takes the defaults of
+// CommonColumns, refuses unknown states and has both partial indexes. It
+// needs no commit: it runs in a transaction rolled back at the end.
 func TestCreateTableSQL(t *testing.T) {
 	t.Parallel()
-	b := setup(t) // creates "jobs" from CreateTableSQL
+	tx := pgtest.Tx(t)
 	ctx := context.Background()
+	_, err := tx.Exec(ctx, jobqueue.CreateTableSQL("create_table_sql_jobs", "payload int NOT NULL DEFAULT 0"))
+	require.NoError(t, err)
 	now := time.Now()
 	id := uuid.Must(uuid.NewV7())
-	_, err := b.pool.Exec(ctx, `INSERT INTO jobs (id, run_at, created_at, updated_at) VALUES ($1, $2, $2, $2)`, id, now)
+	_, err = tx.Exec(ctx, `INSERT INTO create_table_sql_jobs (id, run_at, created_at, updated_at) VALUES ($1, $2, $2, $2)`, id, now)
 	require.NoError(t, err)
-	r := b.job(t, id)
-	require.Equal(t, "queued", r.Status)
-	require.Equal(t, 0, r.Attempt)
-	var maxRetries, priority int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT max_retries, priority FROM jobs WHERE id = $1`, id).Scan(&maxRetries, &priority))
+	var status string
+	var attempt, maxRetries, priority int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT status, attempt, max_retries, priority FROM create_table_sql_jobs WHERE id = $1`, id).
+		Scan(&status, &attempt, &maxRetries, &priority))
+	require.Equal(t, "queued", status)
+	require.Equal(t, 0, attempt)
 	require.Equal(t, 3, maxRetries)
 	require.Equal(t, 0, priority)
 
-	_, err = b.pool.Exec(ctx, `UPDATE jobs SET status = 'done' WHERE id = $1`, id)
+	sp, err := tx.Begin(ctx)
+	require.NoError(t, err)
+	_, err = sp.Exec(ctx, `UPDATE create_table_sql_jobs SET status = 'done' WHERE id = $1`, id)
 	require.Error(t, err, "the status check constraint rejects unknown states")
+	require.NoError(t, sp.Rollback(ctx))
 
 	var defs []string
-	rows, err := b.pool.Query(ctx, `SELECT indexdef FROM pg_indexes WHERE tablename = 'jobs' ORDER BY indexname`)
+	rows, err := tx.Query(ctx, `SELECT indexdef FROM pg_indexes WHERE tablename = 'create_table_sql_jobs' ORDER BY indexname`)
 	require.NoError(t, err)
 	defs, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	require.Contains(t, defs, `CREATE INDEX jobs_queued_idx ON public.jobs USING btree (priority DESC, run_at, id) WHERE (status = 'queued'::text)`)
-	require.Contains(t, defs, `CREATE INDEX jobs_running_idx ON public.jobs USING btree (locked_until) WHERE (status = 'running'::text)`)
+	require.Contains(t, defs, `CREATE INDEX create_table_sql_jobs_queued_idx ON public.create_table_sql_jobs USING btree (priority DESC, run_at, id) WHERE (status = 'queued'::text)`)
+	require.Contains(t, defs, `CREATE INDEX create_table_sql_jobs_running_idx ON public.create_table_sql_jobs USING btree (locked_until) WHERE (status = 'running'::text)`)
 }
 
 func TestManyWorkersRunEachJobOnce(t *testing.T) {
