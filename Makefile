@@ -22,14 +22,16 @@ run: postgres ## Run the server on the embedded PostgreSQL (data in ./.graphmill
 build: ## Build ./bin/graphmill
 	$(GO) build -o bin/graphmill ./cmd/graphmill
 
-# make test runs the packages, then the drills (which start processes of
-# their own and want the machine to themselves), as one gotestsum run so that
-# the output ends with one summary of every test.
-test: postgres ## Run every test against throwaway PostgreSQL clusters, then the drills
-	$(GO) tool gotestsum --format pkgname-and-test-fails --raw-command -- sh -c '\
-		$(GO) test -json $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/drills); pkgs=$$?; \
-		$(GO) test -json $(TEST_FLAGS) -tags drills ./test/drills/; drills=$$?; \
-		[ $$pkgs -eq 0 ] && [ $$drills -eq 0 ]'
+# make test runs the packages and the drills as one go test run (one
+# gotestsum summary of every test at the end), the drills first: they take
+# the longest, and wait more than they compute. The packages share one
+# PostgreSQL cluster: withpg starts it, hands it to them in
+# GRAPHMILL_TEST_DATABASE_URL and stops it when the run ends, however it ends.
+TEST_PARALLEL ?= -p 4 -parallel 4
+test: postgres ## Run every test and the drills against one throwaway PostgreSQL cluster
+	@$(GO) build -o bin/withpg ./internal/pgtest/withpg
+	bin/withpg $(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) $(TEST_PARALLEL) -tags drills \
+		./test/drills/ $$($(GO) list ./... | grep -v /test/drills)
 
 test/drills: postgres ## Run the drills on the real binary: kill -9, replicas under load, PostgreSQL restart (a few minutes)
 	$(GO) tool gotestsum --format standard-verbose -- $(TEST_FLAGS) -tags drills ./test/drills/

@@ -167,7 +167,7 @@ func TestBootstrapToken(t *testing.T) {
 // the data and the token.
 func TestEmbeddedDatabase(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "graphmill-embedded-")
+	dir, err := os.MkdirTemp(pgtest.TempRoot(), "graphmill-embedded-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o711))
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })

@@ -66,26 +66,36 @@ func TestHubDropsSlowClient(t *testing.T) {
 	require.Len(t, fast.ch, 1)
 }
 
+// TestPublishValidationAndExpiry: an event names a project or a user;
+// DeleteExpired deletes the events older than Retention and only those. A
+// store test: it runs in a transaction rolled back at the end.
 func TestPublishValidationAndExpiry(t *testing.T) {
 	t.Parallel()
-	h, _, _, publish := hubBundle(t, 1)
+	tx := pgtest.Tx(t)
 	ctx := context.Background()
-	pool := h.cfg.Pool
-	err := postgres.WithTx(ctx, pool, func(tx pgx.Tx) error {
-		_, err := Publish(ctx, tx, "x", nil, nil, nil, time.Now())
-		return err
-	})
+	org, project := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	_, err := tx.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'o', now(), now())`, org)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, 'p', now(), now())`, project, org)
+	require.NoError(t, err)
+	_, err = Publish(ctx, tx, "x", nil, nil, nil, time.Now())
 	require.ErrorContains(t, err, "needs a project or a user")
 
-	old := publish(time.Now().Add(-25 * time.Hour))
+	publish := func(at time.Time) int64 {
+		t.Helper()
+		id, err := Publish(ctx, tx, TypeJobCompleted, &project, nil, map[string]any{}, at)
+		require.NoError(t, err)
+		return id
+	}
+	old := publish(time.Now().Add(-Retention - time.Hour))
 	recent := publish(time.Now())
 	require.Greater(t, recent, old)
-	n, err := DeleteExpired(ctx, pool, time.Now())
+	n, err := DeleteExpired(ctx, tx, time.Now())
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
-	var ids []int64
-	rows, _ := pool.Query(ctx, `SELECT id FROM events ORDER BY id`)
-	ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	rows, err := tx.Query(ctx, `SELECT id FROM events ORDER BY id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	require.NoError(t, err)
 	require.Equal(t, []int64{recent}, ids)
 }

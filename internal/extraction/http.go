@@ -223,10 +223,10 @@ func Register(api huma.API, svc *Service, guard *auth.Guard) {
 	})
 
 	huma.Register(api, op("cancel-extraction-job", http.MethodPost, base+"/{jobId}/cancel", "Cancel a queued or running extraction job", auth.Authenticated, auth.ExtractionWrite),
-		actOnJob(jobAccess, svc, svc.CancelJob))
+		actOnJob(jobAccess, svc.CancelJob))
 
 	huma.Register(api, op("retry-extraction-job", http.MethodPost, base+"/{jobId}/retry", "Retry a failed extraction job", auth.Authenticated, auth.ExtractionWrite),
-		actOnJob(jobAccess, svc, svc.RetryJob))
+		actOnJob(jobAccess, svc.RetryJob))
 
 	huma.Register(api, httpapi.Op("bulk-cancel-extraction-jobs", http.MethodPost, base+"/projects/{projectId}/bulk-cancel",
 		"Cancel a project's queued and/or running extraction jobs", write),
@@ -397,20 +397,17 @@ func registerMonitoring(api huma.API, svc *Service) {
 }
 
 // actOnJob is the handler of a state change of one job (cancel, retry):
-// the job is authorised for writing, act runs, and the job is answered as
-// it is now.
-func actOnJob(access func(context.Context, string, auth.Rule) (Job, error), svc *Service,
-	act func(ctx context.Context, id uuid.UUID, user *uuid.UUID) error,
+// the job is authorised for writing, act runs, and the job it returns is
+// answered.
+func actOnJob(access func(context.Context, string, auth.Rule) (Job, error),
+	act func(ctx context.Context, id uuid.UUID, user *uuid.UUID) (Job, error),
 ) func(context.Context, *jobIn) (*httpapi.Out[Job], error) {
 	return func(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
 		j, err := access(ctx, in.JobID, auth.Rule{Scope: auth.ExtractionWrite, ProjectRole: auth.ProjectEditor})
 		if err != nil {
 			return nil, err
 		}
-		if err := act(ctx, j.ID, userOf(ctx)); err != nil {
-			return nil, err
-		}
-		j, err = svc.Job(ctx, j.ID)
+		j, err = act(ctx, j.ID, userOf(ctx))
 		if err != nil {
 			return nil, err
 		}

@@ -248,3 +248,6 @@ func requireNever(t *testing.T, cond func() bool, d, tick time.Duration, msg ...
 		time.Sleep(tick)
 	}
 }
+
+// errOf is the error of a transition, for tests that need only that.
+func errOf(_ jobqueue.Changed, err error) error { return err }

@@ -20,36 +20,46 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/startstop"
 )
 
+// TestCreateTableSQL: a table made by CreateTableSQL takes the defaults of
+// CommonColumns, refuses unknown states and has both partial indexes. It
+// needs no commit: it runs in a transaction rolled back at the end.
 func TestCreateTableSQL(t *testing.T) {
 	t.Parallel()
-	b := setup(t) // creates "jobs" from CreateTableSQL
+	tx := pgtest.Tx(t)
 	ctx := context.Background()
+	_, err := tx.Exec(ctx, jobqueue.CreateTableSQL("create_table_sql_jobs", "payload int NOT NULL DEFAULT 0"))
+	require.NoError(t, err)
 	now := time.Now()
 	id := uuid.Must(uuid.NewV7())
-	_, err := b.pool.Exec(ctx, `INSERT INTO jobs (id, run_at, created_at, updated_at) VALUES ($1, $2, $2, $2)`, id, now)
+	_, err = tx.Exec(ctx, `INSERT INTO create_table_sql_jobs (id, run_at, created_at, updated_at) VALUES ($1, $2, $2, $2)`, id, now)
 	require.NoError(t, err)
-	r := b.job(t, id)
-	require.Equal(t, "queued", r.Status)
-	require.Equal(t, 0, r.Attempt)
-	var maxRetries, priority int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT max_retries, priority FROM jobs WHERE id = $1`, id).Scan(&maxRetries, &priority))
+	var status string
+	var attempt, maxRetries, priority int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT status, attempt, max_retries, priority FROM create_table_sql_jobs WHERE id = $1`, id).
+		Scan(&status, &attempt, &maxRetries, &priority))
+	require.Equal(t, "queued", status)
+	require.Equal(t, 0, attempt)
 	require.Equal(t, 3, maxRetries)
 	require.Equal(t, 0, priority)
 
-	_, err = b.pool.Exec(ctx, `UPDATE jobs SET status = 'done' WHERE id = $1`, id)
+	sp, err := tx.Begin(ctx)
+	require.NoError(t, err)
+	_, err = sp.Exec(ctx, `UPDATE create_table_sql_jobs SET status = 'done' WHERE id = $1`, id)
 	require.Error(t, err, "the status check constraint rejects unknown states")
+	require.NoError(t, sp.Rollback(ctx))
 
 	var defs []string
-	rows, err := b.pool.Query(ctx, `SELECT indexdef FROM pg_indexes WHERE tablename = 'jobs' ORDER BY indexname`)
+	rows, err := tx.Query(ctx, `SELECT indexdef FROM pg_indexes WHERE tablename = 'create_table_sql_jobs' ORDER BY indexname`)
 	require.NoError(t, err)
 	defs, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	require.Contains(t, defs, `CREATE INDEX jobs_queued_idx ON public.jobs USING btree (priority DESC, run_at, id) WHERE (status = 'queued'::text)`)
-	require.Contains(t, defs, `CREATE INDEX jobs_running_idx ON public.jobs USING btree (locked_until) WHERE (status = 'running'::text)`)
+	require.Contains(t, defs, `CREATE INDEX create_table_sql_jobs_queued_idx ON public.create_table_sql_jobs USING btree (priority DESC, run_at, id) WHERE (status = 'queued'::text)`)
+	require.Contains(t, defs, `CREATE INDEX create_table_sql_jobs_running_idx ON public.create_table_sql_jobs USING btree (locked_until) WHERE (status = 'running'::text)`)
 }
 
 func TestManyWorkersRunEachJobOnce(t *testing.T) {
@@ -293,7 +303,7 @@ func TestCancelRunningJob(t *testing.T) {
 	require.NoError(t, api.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs", Handler: jobqueue.HandlerFunc(nil)}))
 	id := b.insert(t, jobSpec{})[0]
 	<-started
-	require.NoError(t, api.Cancel(context.Background(), b.pool, queueName, id))
+	require.NoError(t, errOf(api.Cancel(context.Background(), b.pool, queueName, id)))
 	cancelledAt := time.Now()
 	select {
 	case cause := <-observed:
@@ -326,25 +336,25 @@ func TestCancelAndRetryRules(t *testing.T) {
 	queued := b.insert(t, jobSpec{})[0]
 
 	// Queued: cancelled at once, never runs.
-	require.NoError(t, c.Cancel(ctx, b.pool, queueName, queued))
+	require.NoError(t, errOf(c.Cancel(ctx, b.pool, queueName, queued)))
 	require.Equal(t, "cancelled", b.job(t, queued).Status)
-	err := c.Cancel(ctx, b.pool, queueName, queued)
+	_, err := c.Cancel(ctx, b.pool, queueName, queued)
 	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err))
 	require.Contains(t, err.Error(), "is cancelled")
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Retry(ctx, b.pool, queueName, queued)), "only failed jobs retry")
-	require.Equal(t, errs.NotFound, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, uuid.New())))
-	require.Equal(t, errs.NotFound, errs.CodeOf(c.Retry(ctx, b.pool, queueName, uuid.New())))
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, queued))), "only failed jobs retry")
+	require.Equal(t, errs.NotFound, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, uuid.New()))))
+	require.Equal(t, errs.NotFound, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, uuid.New()))))
 
 	// Failed: retry puts it back with a clean slate; it then runs.
 	failed := b.insert(t, jobSpec{})[0]
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Retry(ctx, b.pool, queueName, failed)), "queued is not failed")
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, failed))), "queued is not failed")
 	require.NoError(t, c.Resume(ctx, queueName))
 	r := b.requireStatus(t, failed, jobqueue.StatusFailed)
 	require.Equal(t, "bad input", *r.ErrorMsg)
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, failed)), "final jobs cannot be cancelled")
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, failed))), "final jobs cannot be cancelled")
 	fail.Store(false)
 	require.NoError(t, c.Pause(ctx, queueName))
-	require.NoError(t, c.Retry(ctx, b.pool, queueName, failed))
+	require.NoError(t, errOf(c.Retry(ctx, b.pool, queueName, failed)))
 	r = b.job(t, failed)
 	require.Equal(t, "queued", r.Status)
 	require.Nil(t, r.ErrorMsg)
@@ -352,12 +362,12 @@ func TestCancelAndRetryRules(t *testing.T) {
 	require.NoError(t, c.Resume(ctx, queueName))
 	r = b.requireStatus(t, failed, jobqueue.StatusCompleted)
 	require.Equal(t, 2, r.Attempt)
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, failed)))
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, failed))))
 
 	// Both work inside the caller's transaction.
 	inTx := b.insert(t, jobSpec{status: jobqueue.StatusFailed})[0]
 	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
-		return c.Retry(ctx, tx, queueName, inTx)
+		return errOf(c.Retry(ctx, tx, queueName, inTx))
 	}))
 	b.requireStatus(t, inTx, jobqueue.StatusCompleted)
 }
@@ -699,7 +709,7 @@ func TestFinishInTx(t *testing.T) {
 				wctx := context.WithoutCancel(ctx) // the refusal comes from FinishInTx, not the context
 				select {
 				case <-cancelFirst: // the job is cancelled while it works
-					require.NoError(t, p.client.Cancel(wctx, b.pool, queueName, j.ID))
+					require.NoError(t, errOf(p.client.Cancel(wctx, b.pool, queueName, j.ID)))
 				default:
 				}
 				out[i] = postgres.WithTx(wctx, b.pool, func(tx pgx.Tx) error {
@@ -719,7 +729,7 @@ func TestFinishInTx(t *testing.T) {
 
 	id := b.insert(t, jobSpec{})[0]
 	b.requireStatus(t, id, jobqueue.StatusCompleted)
-	err := p.client.Cancel(ctx, b.pool, queueName, id)
+	_, err := p.client.Cancel(ctx, b.pool, queueName, id)
 	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err), "a finished job cannot be cancelled")
 	var results int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM job_logs WHERE job_id = $1`, id).Scan(&results))
@@ -908,7 +918,7 @@ func TestAddQueueValidates(t *testing.T) {
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h, BatchSize: -1}))
 	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}))
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}), "duplicate")
-	require.Error(t, c.Cancel(context.Background(), b.pool, "nope", uuid.New()), "unknown queue")
+	require.Error(t, errOf(c.Cancel(context.Background(), b.pool, "nope", uuid.New())), "unknown queue")
 }
 
 // TestNoGoroutineLeaks is deliberately not parallel: it compares the
@@ -1034,7 +1044,7 @@ func TestDeclaredQueueIsNotWorked(t *testing.T) {
 	stats, err := c.Stats(ctx, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, stats[0].Pending)
-	require.NoError(t, c.Cancel(ctx, b.pool, queueName, ids[0]))
+	require.NoError(t, errOf(c.Cancel(ctx, b.pool, queueName, ids[0])))
 	b.requireStatus(t, ids[0], jobqueue.StatusCancelled)
 
 	// A worker elsewhere picks up the rest.

@@ -1,7 +1,11 @@
-// Package pgtest gives tests a real PostgreSQL: Main (called from a test
-// package's TestMain) starts one throwaway cluster for the package, or uses
-// GRAPHMILL_TEST_DATABASE_URL, and migrates a template database once; New
-// clones that template for one test and drops the clone afterwards.
+// Package pgtest gives tests a real PostgreSQL. Main (called from a test
+// package's TestMain) uses the server GRAPHMILL_TEST_DATABASE_URL names
+// (make test starts one cluster for the whole run with the withpg command)
+// or, when it is unset, starts one throwaway cluster for the package; either
+// way it migrates a template database of the package's own once. New clones
+// that template for one test and drops the clone afterwards; Tx gives a
+// test a transaction on one database shared by the package's tests, rolled
+// back when the test ends.
 package pgtest
 
 import (
@@ -13,9 +17,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,10 +35,14 @@ import (
 const EnvURL = "GRAPHMILL_TEST_DATABASE_URL"
 
 type harness struct {
-	baseURL  string
-	template string
-	admin    *pgxpool.Pool
-	cluster  *postgres.Cluster
+	baseURL string
+	prefix  string // of every database this binary creates: the package and a random part
+	admin   *pgxpool.Pool
+	server  *Server // nil when an external server is used
+
+	sharedOnce sync.Once
+	shared     *pgxpool.Pool // the database of Tx, created on first use
+	sharedErr  error
 }
 
 // current is the harness of this test binary. TestMain cannot hand state
@@ -63,39 +71,15 @@ func run(m *testing.M) int {
 	return code
 }
 
-// Cluster returns the throwaway cluster of this test binary (nil when an
-// external server is used), for tests that stop and restart it.
-func Cluster() *postgres.Cluster { return current.cluster }
-
 func start(ctx context.Context) (*harness, error) {
-	h := &harness{template: fmt.Sprintf("template_graphmill_%d_%s", os.Getpid(), randomHex(4))}
-	h.baseURL = os.Getenv(EnvURL)
+	h := &harness{prefix: databasePrefix(os.Args[0]), baseURL: os.Getenv(EnvURL)}
 	if h.baseURL == "" {
-		reapOrphans(ctx)
-		dir, err := os.MkdirTemp("", dirPrefix)
+		s, err := StartServer(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("temp dir: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-			return nil, fmt.Errorf("write owner: %w", err)
-		}
-		// The postgres user (when running as root) must pass through.
-		if err := os.Chmod(dir, 0o711); err != nil { //nolint:gosec // traversal only, for the postgres user
-			return nil, fmt.Errorf("chmod temp dir: %w", err)
-		}
-		c, err := postgres.NewCluster(filepath.Join(dir, "pg"), postgres.ClusterOptions{Settings: map[string]string{
-			"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "300",
-		}})
-		if err != nil {
-			_ = os.RemoveAll(dir)
 			return nil, err
 		}
-		if err := c.Start(ctx); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, err
-		}
-		h.cluster = c
-		h.baseURL = c.URL("postgres")
+		h.server = s
+		h.baseURL = s.URL()
 	}
 	admin, err := postgres.Open(ctx, h.baseURL, 4)
 	if err != nil {
@@ -103,11 +87,11 @@ func start(ctx context.Context) (*harness, error) {
 		return nil, err
 	}
 	h.admin = admin
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{h.template}.Sanitize()); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{h.template()}.Sanitize()); err != nil {
 		h.stop(ctx)
 		return nil, fmt.Errorf("create template: %w", err)
 	}
-	tpl, err := postgres.Open(ctx, h.urlFor(h.template), 2)
+	tpl, err := postgres.Open(ctx, h.urlFor(h.template()), 2)
 	if err != nil {
 		h.stop(ctx)
 		return nil, err
@@ -121,44 +105,41 @@ func start(ctx context.Context) (*harness, error) {
 	return h, nil
 }
 
-const (
-	dirPrefix = "graphmill-pgtest-"
-	ownerFile = "owner.pid"
-)
+// nonIdent is what a database name built from a binary's name leaves out.
+var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
 
-// reapOrphans stops and removes the clusters of test binaries that died
-// without cleaning up (killed by a timeout or a signal): nothing else would
-// ever stop them.
-func reapOrphans(ctx context.Context) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
-	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
-			continue
-		}
-		if c, err := postgres.NewCluster(filepath.Join(dir, "pg"), postgres.ClusterOptions{}); err == nil {
-			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			_ = c.Stop(sctx)
-			cancel()
-		}
-		_ = os.RemoveAll(dir)
+// databasePrefix names the databases of one test binary after its package
+// (the binary is <package>.test), with a random part so that two binaries
+// of the same package name on one server do not collide:
+// "gm_jobqueue_1a2b3c4d".
+func databasePrefix(binary string) string {
+	name := strings.TrimSuffix(filepath.Base(binary), ".test")
+	name = nonIdent.ReplaceAllString(strings.ToLower(name), "_")
+	if len(name) > 24 {
+		name = name[:24]
 	}
+	return "gm_" + name + "_" + randomHex(4)
 }
 
+func (h *harness) template() string { return h.prefix + "_template" }
+
 func (h *harness) stop(ctx context.Context) {
+	if h.shared != nil {
+		h.shared.Close()
+	}
 	if h.admin != nil {
-		_, _ = h.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{h.template}.Sanitize()+" WITH (FORCE)")
+		// A server shared with other packages keeps nothing of this one.
+		rows, err := h.admin.Query(ctx, `SELECT datname FROM pg_database WHERE starts_with(datname, $1)`, h.prefix+"_")
+		if err == nil {
+			names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+			for _, name := range names {
+				_, _ = h.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+			}
+		}
 		h.admin.Close()
 	}
-	if h.cluster != nil {
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		_ = h.cluster.Stop(sctx)
-		cancel()
-		_ = os.RemoveAll(filepath.Dir(h.cluster.Dir))
+	if h.server != nil {
+		h.server.Stop(ctx)
 	}
 }
 
@@ -192,24 +173,36 @@ func NewEmptyURL(t testing.TB) string {
 	return newDatabase(t, false)
 }
 
-func newDatabase(t testing.TB, migrated bool) string {
+func harnessOf(t testing.TB) *harness {
 	t.Helper()
 	if current == nil {
 		t.Fatal("pgtest: call pgtest.Main(m) from TestMain")
 	}
-	ctx := context.Background()
-	name := "test_" + randomHex(8)
-	stmt := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
-	if migrated {
-		stmt += " TEMPLATE " + pgx.Identifier{current.template}.Sanitize()
-	}
-	if _, err := current.admin.Exec(ctx, stmt); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+	return current
+}
+
+func newDatabase(t testing.TB, migrated bool) string {
+	t.Helper()
+	h := harnessOf(t)
+	name := h.prefix + "_" + randomHex(8)
+	if err := h.createDatabase(context.Background(), name, migrated); err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
-		_, _ = current.admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		_, _ = h.admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	})
-	return current.urlFor(name)
+	return h.urlFor(name)
+}
+
+func (h *harness) createDatabase(ctx context.Context, name string, migrated bool) error {
+	stmt := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if migrated {
+		stmt += " TEMPLATE " + pgx.Identifier{h.template()}.Sanitize()
+	}
+	if _, err := h.admin.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	return nil
 }
 
 // New returns a pool on a fresh migrated database for one test.
@@ -223,4 +216,46 @@ func New(t testing.TB) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// sharedMaxConns bounds the connections of the database Tx hands out: a
+// test holds one for its whole life, so it is the number of Tx tests that
+// run at once.
+const sharedMaxConns = 16
+
+// Tx returns a transaction on a migrated database that every test of the
+// package shares, rolled back when the test ends: nothing a test writes is
+// ever seen by another. It is for store tests that never need a commit:
+// a test that needs its writes committed (seen by another connection, by
+// LISTEN/NOTIFY, by a concurrent transaction, or by code that opens its
+// own transactions on a pool) takes New instead. Tests writing unique
+// values must make them unique per test (random), or they wait for each
+// other on the shared database's unique indexes.
+func Tx(t testing.TB) pgx.Tx {
+	t.Helper()
+	h := harnessOf(t)
+	h.sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name := h.prefix + "_shared"
+		if h.sharedErr = h.createDatabase(ctx, name, true); h.sharedErr != nil {
+			return
+		}
+		h.shared, h.sharedErr = postgres.Open(ctx, h.urlFor(name), sharedMaxConns)
+	})
+	if h.sharedErr != nil {
+		t.Fatalf("pgtest: shared database: %v", h.sharedErr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tx, err := h.shared.Begin(ctx)
+	if err != nil {
+		t.Fatalf("pgtest: begin: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := tx.Rollback(context.Background()); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+			t.Errorf("pgtest: roll back: %v", err)
+		}
+	})
+	return tx
 }

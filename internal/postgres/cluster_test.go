@@ -14,16 +14,17 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // clusterDir returns a fresh directory for a cluster, inside a temporary
 // parent that the postgres user can pass through (t.TempDir's parents are
 // 0700, which PostgreSQL, run as postgres when the tests run as root, cannot
-// enter).
+// enter), in memory when there is room (pgtest.TempRoot).
 func clusterDir(t *testing.T) string {
 	t.Helper()
-	parent, err := os.MkdirTemp("", "graphmill-cluster-test-")
+	parent, err := os.MkdirTemp(pgtest.TempRoot(), "graphmill-cluster-test-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(parent, 0o711))
 	t.Cleanup(func() { _ = os.RemoveAll(parent) })

@@ -98,27 +98,36 @@ func TestIsUniqueViolation(t *testing.T) {
 }
 
 // TestIsUniqueViolationFromServer checks the helpers against errors that a
-// real server returns, not only hand-built ones.
+// real server returns, not only hand-built ones. Each failing statement
+// runs in a savepoint of the test's transaction, which stays usable.
 func TestIsUniqueViolationFromServer(t *testing.T) {
 	t.Parallel()
 
 	ctx := context.Background()
-	pool := pgtest.New(t)
-	_, err := pool.Exec(ctx, `
+	tx := pgtest.Tx(t)
+	_, err := tx.Exec(ctx, `
 		CREATE TABLE owners (id int PRIMARY KEY);
 		CREATE TABLE things (name text CONSTRAINT things_name_key UNIQUE, owner int REFERENCES owners (id))`)
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO things (name) VALUES ('a')`)
+	_, err = tx.Exec(ctx, `INSERT INTO things (name) VALUES ('a')`)
 	require.NoError(t, err)
+	failing := func(sql string) error {
+		t.Helper()
+		sp, err := tx.Begin(ctx)
+		require.NoError(t, err)
+		_, err = sp.Exec(ctx, sql)
+		require.NoError(t, sp.Rollback(ctx))
+		return err
+	}
 
-	_, err = pool.Exec(ctx, `INSERT INTO things (name) VALUES ('a')`)
+	err = failing(`INSERT INTO things (name) VALUES ('a')`)
 	require.Error(t, err)
 	require.True(t, postgres.IsUniqueViolation(err, "things_name_key"))
 	require.True(t, postgres.IsUniqueViolation(err, ""))
 	require.False(t, postgres.IsUniqueViolation(err, "owners_pkey"))
 	require.False(t, postgres.IsForeignKeyViolation(err))
 
-	_, err = pool.Exec(ctx, `INSERT INTO things (name, owner) VALUES ('b', 42)`)
+	err = failing(`INSERT INTO things (name, owner) VALUES ('b', 42)`)
 	require.Error(t, err)
 	require.True(t, postgres.IsForeignKeyViolation(err))
 	require.False(t, postgres.IsUniqueViolation(err, ""))

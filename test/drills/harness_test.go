@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -63,10 +64,12 @@ func newToken() string {
 // (the embedded cluster runs as that user when the drills run as root). It
 // is named like internal/pgtest's cluster directories and holds the owner's
 // pid the same way, so that a later test run stops its cluster should this
-// one die without cleaning up. Cleanup stops the cluster and removes it.
+// one die without cleaning up. It is in memory when there is room, as
+// pgtest's are (a kill -9 of the server leaves the page cache as it is
+// either way). Cleanup stops the cluster and removes it.
 func dataDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "graphmill-pgtest-drill-")
+	dir, err := os.MkdirTemp(pgtest.TempRoot(), "graphmill-pgtest-drill-")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o600))
 	require.NoError(t, os.Chmod(dir, 0o711)) //nolint:gosec // traversal only, for the postgres user
