@@ -211,7 +211,7 @@ func engineRun(ctx context.Context, pool *pgxpool.Pool, o options) error {
 	if err != nil {
 		return err
 	}
-	defer n.Stop()
+	defer func() { _ = n.Stop(context.WithoutCancel(ctx)) }()
 	select {
 	case <-finished:
 	case <-ctx.Done():
@@ -244,7 +244,7 @@ func startClient(ctx context.Context, pool *pgxpool.Pool, qc jobqueue.QueueConfi
 		err = c.Start(ctx)
 	}
 	if err != nil {
-		n.Stop()
+		_ = n.Stop(context.WithoutCancel(ctx))
 		return nil, nil, err
 	}
 	return c, n, nil
@@ -270,7 +270,7 @@ func latency(ctx context.Context, pool *pgxpool.Pool, o options) ([]time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	defer n.Stop()
+	defer func() { _ = n.Stop(context.WithoutCancel(ctx)) }()
 	defer func() { _ = c.Stop(context.WithoutCancel(ctx)) }()
 	lat := make([]time.Duration, 0, o.samples)
 	for range o.samples {

@@ -85,7 +85,18 @@ type Main struct {
 	mcp      *mcpserver.Server // built-in MCP server (issue 7)
 	api      *httpapi.Server
 	ops      *httpapi.Server
+	// parts are the long-running parts in start order; Stop stops them in
+	// reverse order.
+	parts    []part
 	stopOnce sync.Once
+}
+
+// part is one long-running part of the server, in the startstop shape:
+// Start returns once it runs, Stop waits for its goroutines until its
+// context ends and does nothing before Start.
+type part interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
 }
 
 // database is an open pool and, for the embedded default, the cluster
@@ -220,17 +231,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		m.guard.InvalidateChange(auth.ParseChange(n.Payload))
 	})
 	m.watcher = auth.NewWatcher(auth.WatcherConfig{Guard: m.guard, Logger: log})
-	if err := m.watcher.Start(ctx); err != nil {
-		return err
-	}
 	m.hub = events.NewHub(events.HubConfig{Pool: pool, Guard: m.guard, Watcher: m.watcher, Logger: log, Heartbeat: m.Config.EventHeartbeat})
 	m.notifier.Listen(events.Channel, m.hub.HandleNotification)
-	if err := m.hub.Start(ctx); err != nil {
-		return err
-	}
-	if err := m.notifier.Start(ctx); err != nil {
-		return err
-	}
 
 	ten := tenancy.NewService(pool, m.guard, m.Now)
 	if err := ten.SetOIDCTokenMaxLifetime(m.Config.OIDCTokenMaxLifetime); err != nil {
@@ -269,13 +271,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	task.Register(api, m.tasks)
 	activity.Register(api, activity.NewService(pool, m.Now))
 
-	// Template packs give every domain a project's types; Start writes the
-	// built-in default pack.
+	// Template packs give every domain a project's types; the built-in
+	// default pack is written at start, like the migrations.
 	packs, err := templatepack.NewService(pool, ten, m.Now)
 	if err != nil {
 		return err
 	}
-	if err := packs.Start(ctx); err != nil {
+	if err := packs.SeedBuiltin(ctx); err != nil {
 		return err
 	}
 	templatepack.Register(api, packs)
@@ -397,29 +399,24 @@ func (m *Main) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if m.ops, err = httpapi.Listen(ctx, "ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, embedding.Queue), log), log); err != nil {
-		return err
+	m.ops = httpapi.NewServer("ops", m.Config.OpsAddr, opsHandler(reg, jobqueue.WorkerControl(m.jobs, document.QueueChunkEmbedding, embedding.Queue), log), log)
+	m.parts = []part{m.watcher, m.hub, m.notifier, m.vectors, m.mcp, m.ops, m.jobs}
+	if !m.WorkersOnly {
+		// The API server stops the streams first: they never end by
+		// themselves, and its drain would wait for them.
+		m.api = httpapi.NewServer("api", m.Config.HTTPAddr, router, log, m.hub, m.mcp)
+		m.parts = append(m.parts, m.sched, m.mcpReg, m.api)
 	}
-	if err := m.jobs.Start(ctx); err != nil {
-		return err
+	for _, p := range m.parts {
+		if err := p.Start(ctx); err != nil {
+			return err
+		}
 	}
-	m.ops.Start()
+	m.health.SetReady(true, "")
 	if m.WorkersOnly {
-		m.health.SetReady(true, "")
 		log.Info("graphmill workers ready", "ops", "http://"+m.ops.Addr())
 		return nil
 	}
-	if m.api, err = httpapi.Listen(ctx, "api", m.Config.HTTPAddr, router, log); err != nil {
-		return err
-	}
-	if err := m.sched.Start(ctx); err != nil {
-		return err
-	}
-	if err := m.mcpReg.Start(ctx); err != nil {
-		return err
-	}
-	m.api.Start()
-	m.health.SetReady(true, "")
 	log.Info("graphmill ready", "api", "http://"+m.api.Addr(), "ops", "http://"+m.ops.Addr())
 	return nil
 }
@@ -684,40 +681,10 @@ func (m *Main) stop(ctx context.Context) {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Config.ShutdownTimeout)
 	defer cancel()
-	if m.hub != nil {
-		// Streams never end by themselves; close them so the drain can.
-		m.hub.Stop()
-	}
-	if m.mcp != nil {
-		// The built-in MCP server's SSE streams and sessions too.
-		m.mcp.Close()
-	}
-	for _, s := range []*httpapi.Server{m.api, m.ops} {
-		if s != nil {
-			if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				m.Logger.Error("shutdown http", "err", err)
-			}
+	for i := len(m.parts) - 1; i >= 0; i-- {
+		if err := m.parts[i].Stop(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			m.Logger.Error("stop", "part", fmt.Sprintf("%T", m.parts[i]), "err", err)
 		}
-	}
-	if m.jobs != nil {
-		if err := m.jobs.Stop(sctx); err != nil {
-			m.Logger.Error("stop job engine", "err", err)
-		}
-	}
-	if m.sched != nil {
-		m.sched.Stop()
-	}
-	if m.mcpReg != nil {
-		m.mcpReg.Stop()
-	}
-	if m.vectors != nil {
-		m.vectors.Close()
-	}
-	if m.notifier != nil {
-		m.notifier.Stop()
-	}
-	if m.watcher != nil {
-		m.watcher.Stop()
 	}
 	if m.db != nil {
 		m.db.close(ctx, m.Logger)

@@ -817,6 +817,10 @@ func TestExtractionAdminAPI(t *testing.T) {
 	require.EqualValues(t, 3, br["cancelledCount"])
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE project_id = $1 AND status = 'queued'`, project))
 	require.Equal(t, "queued", s.extractionGetJob(otherJob).Status, "other projects untouched")
+	logs = s.extractionLogs(big.ID)
+	require.Equal(t, "job cancelled", logs[len(logs)-1].Message, "each job cancelled in bulk is logged")
+	require.Equal(t, map[string]any{"action": "cancel", "previousStatus": "queued", "userId": logs[len(logs)-1].Metadata["userId"]}, logs[len(logs)-1].Metadata)
+	require.NotEmpty(t, logs[len(logs)-1].Metadata["userId"])
 
 	// Bulk retry: the failed ones.
 	_, err = s.m.db.pool.Exec(ctx, `UPDATE object_extraction_jobs SET status = 'failed', error_msg = 'boom' WHERE id = ANY($1::uuid[])`, []string{auto, big.ID})
@@ -825,6 +829,13 @@ func TestExtractionAdminAPI(t *testing.T) {
 	s.must(200, "POST", pp+"/bulk-retry", editor, map[string]any{"status": "failed"}).Decode(t, &br)
 	require.EqualValues(t, 2, br["retriedCount"])
 	require.Equal(t, "queued", s.extractionGetJob(auto).Status)
+	for _, id := range []string{auto, big.ID} {
+		logs = s.extractionLogs(id)
+		require.Equal(t, "manual retry", logs[len(logs)-1].Message, "each job retried in bulk is logged")
+		require.Equal(t, "manual_retry", logs[len(logs)-1].Metadata["action"])
+		require.Equal(t, "boom", logs[len(logs)-1].Metadata["previousError"])
+		require.EqualValues(t, 0, logs[len(logs)-1].Metadata["previousRetryCount"])
+	}
 	s.must(200, "POST", pp+"/bulk-retry", editor, nil).Decode(t, &br)
 	require.EqualValues(t, 0, br["retriedCount"])
 

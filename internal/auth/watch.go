@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // RecheckInterval is how often a Watcher re-verifies every watched
@@ -47,9 +49,8 @@ type Watcher struct {
 	mu      sync.Mutex
 	watches map[*Watch]struct{}
 
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	wake chan struct{}
+	life startstop.Base
 }
 
 // NewWatcher returns a watcher; Start runs its re-checks.
@@ -71,34 +72,31 @@ func (w *Watcher) poke() {
 
 // Start runs the re-checks until Stop.
 func (w *Watcher) Start(ctx context.Context) error {
-	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	w.done = make(chan struct{})
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(w.cfg.Interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-w.wake:
-				w.sweep(ctx, true)
-			case <-tick.C:
-				w.sweep(ctx, false)
-			}
-		}
-	}()
+	if err := w.life.Begin(ctx); err != nil {
+		return fmt.Errorf("auth watcher: %w", err)
+	}
+	w.life.Go(w.loop)
 	return nil
 }
 
-// Stop ends the re-checks; open connections stay as they are.
-func (w *Watcher) Stop() {
-	if w.cancel == nil {
-		return
+func (w *Watcher) loop(ctx context.Context) {
+	tick := time.NewTicker(w.cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+			w.sweep(ctx, true)
+		case <-tick.C:
+			w.sweep(ctx, false)
+		}
 	}
-	w.cancel()
-	<-w.done
 }
+
+// Stop ends the re-checks and waits for them until ctx ends; open
+// connections stay as they are.
+func (w *Watcher) Stop(ctx context.Context) error { return w.life.Stop(ctx) }
 
 // Watched is the number of watched connections.
 func (w *Watcher) Watched() int {

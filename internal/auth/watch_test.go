@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 type watchBundle struct {
@@ -206,7 +208,7 @@ func TestWatcherEndsConnectionsByItself(t *testing.T) {
 	t.Parallel()
 	b := setupWatcher(t, 20*time.Millisecond)
 	require.NoError(t, b.watcher.Start(context.Background()))
-	t.Cleanup(b.watcher.Stop)
+	t.Cleanup(func() { require.NoError(t, b.watcher.Stop(context.Background())) })
 
 	revoked := b.dir.addToken(b.member(auth.ProjectViewer))
 	expiring := b.member(auth.ProjectViewer)
@@ -231,5 +233,38 @@ func TestWatcherEndsConnectionsByItself(t *testing.T) {
 		}
 	}
 	require.Zero(t, keptEnds.Load())
+	require.Equal(t, 1, b.watcher.Watched())
+}
+
+// The watcher has the start/stop shape of every long-running part: Stop
+// before Start does nothing, a second Start is refused, and Stop waits for
+// a re-check in progress (until its context ends), however often it is
+// called.
+func TestWatcherStartStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupWatcher(t, time.Hour)
+	require.NoError(t, b.watcher.Stop(ctx), "Stop before Start")
+	_, ends := b.watch(t, b.dir.addToken(b.member(auth.ProjectViewer)), b.project)
+
+	inLookup := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	b.dir.duringTokenLookup = func(int64) {
+		once.Do(func() { close(inLookup) })
+		<-release // a look-up that ignores its context
+	}
+	require.NoError(t, b.watcher.Start(ctx))
+	require.ErrorIs(t, b.watcher.Start(ctx), startstop.ErrStarted)
+	b.guard.Invalidate() // the re-check looks the token up again
+	<-inLookup
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, b.watcher.Stop(ended), context.Canceled, "the re-check is still running")
+	close(release)
+	require.NoError(t, b.watcher.Stop(ctx))
+	require.NoError(t, b.watcher.Stop(ended), "a second Stop after the re-checks ended")
+	require.Zero(t, ends.Load(), "Stop leaves open connections as they are")
 	require.Equal(t, 1, b.watcher.Watched())
 }

@@ -218,7 +218,7 @@ func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 		}
 		for _, q := range []string{QueueParsing, QueueChunkEmbedding} {
 			for _, j := range jobs[q] {
-				if err := s.jobs.Cancel(ctx, tx, q, j); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
+				if _, err := s.jobs.Cancel(ctx, tx, q, j); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
 					return err
 				}
 			}

@@ -568,7 +568,8 @@ func TestWorkerCommitsStatusWithVectors(t *testing.T) {
 	require.Len(t, jobs, 2)
 	// The cancel lands while the batch embeds (its worker never hears of
 	// it: the engine is not running).
-	require.NoError(t, b.jobs.Cancel(ctx, b.pool, embedding.Queue, b.jobOf(cancelled)))
+	_, err := b.jobs.Cancel(ctx, b.pool, embedding.Queue, b.jobOf(cancelled))
+	require.NoError(t, err)
 
 	results := embedding.Work(b.emb, jobqueue.ContextWithJobs(ctx, jobs), jobs)
 	// The process dies here: the engine records nothing.
@@ -586,7 +587,7 @@ func TestWorkerCommitsStatusWithVectors(t *testing.T) {
 
 	// Restart after the crash: leases of jobs still running have expired;
 	// a new engine finds nothing to run again.
-	_, err := b.pool.Exec(ctx, `UPDATE graph_embedding_jobs SET locked_until = now() - interval '1 hour' WHERE status = 'running'`)
+	_, err = b.pool.Exec(ctx, `UPDATE graph_embedding_jobs SET locked_until = now() - interval '1 hour' WHERE status = 'running'`)
 	require.NoError(t, err)
 	b.start()
 	b.enqueue(b.project) // nothing

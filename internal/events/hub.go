@@ -16,6 +16,7 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // Defaults of the stream.
@@ -96,8 +97,7 @@ type Hub struct {
 
 	ids    chan int64
 	resync chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	life   startstop.Base
 }
 
 // NewHub returns a hub; subscribe HandleNotification to Channel and Start it.
@@ -138,37 +138,37 @@ func (h *Hub) signalResync() {
 
 // Start runs the delivery loop until Stop.
 func (h *Hub) Start(ctx context.Context) error {
-	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	h.done = make(chan struct{})
-	go func() {
-		defer close(h.done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-h.resync:
-				// Events may have been missed: clients reconnect and
-				// replay from their Last-Event-ID.
-				h.dropAll()
-			case id := <-h.ids:
-				h.deliver(ctx, id)
-			}
-		}
-	}()
+	if err := h.life.Begin(ctx); err != nil {
+		return fmt.Errorf("event hub: %w", err)
+	}
+	h.life.Go(h.loop)
 	return nil
 }
 
-// Stop ends the loop and disconnects every client.
-func (h *Hub) Stop() {
-	if h.cancel == nil {
-		return
+func (h *Hub) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.resync:
+			// Events may have been missed: clients reconnect and replay
+			// from their Last-Event-ID.
+			h.dropAll()
+		case id := <-h.ids:
+			h.deliver(ctx, id)
+		}
 	}
-	h.cancel()
-	<-h.done
+}
+
+// Stop ends every stream, refuses new ones (they end at once), ends the
+// delivery loop and waits for it until ctx ends. Streams never end by
+// themselves, so the API server stops the hub before it drains.
+func (h *Hub) Stop(ctx context.Context) error {
 	h.mu.Lock()
 	h.stopped = true
 	h.mu.Unlock()
 	h.dropAll()
+	return h.life.Stop(ctx)
 }
 
 func (h *Hub) dropAll() {

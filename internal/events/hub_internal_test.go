@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/startstop"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
@@ -271,4 +275,65 @@ func TestHubLeavesReverificationToTheStream(t *testing.T) {
 	third := publish(time.Now())
 	h.deliver(ctx, third)
 	require.Equal(t, third, (<-clients["steady"].ch).e.ID)
+}
+
+// stuckDirectory's project look-ups wait for release, whatever their
+// context says (a slow database).
+type stuckDirectory struct {
+	auth.Directory
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (d *stuckDirectory) ProjectOrg(context.Context, uuid.UUID) (uuid.UUID, error) {
+	d.once.Do(func() { close(d.entered) })
+	<-d.release
+	return uuid.Nil, errs.New(errs.NotFound, "project not found")
+}
+
+// The hub has the start/stop shape of every long-running part: a second
+// Start is refused; Stop ends every stream at once and refuses new ones,
+// and waits for a delivery in progress until its context ends, however
+// often it is called.
+func TestHubStartStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h0, p, _, publish := hubBundle(t, 8)
+	dir := &stuckDirectory{entered: make(chan struct{}), release: make(chan struct{})}
+	h := NewHub(HubConfig{Pool: h0.cfg.Pool, Guard: auth.NewGuard(auth.GuardConfig{Directory: dir}), Logger: slog.New(slog.DiscardHandler)})
+	c := h.subscribe(p)
+	require.NoError(t, h.Start(ctx))
+	require.ErrorIs(t, h.Start(ctx), startstop.ErrStarted)
+	h.HandleNotification(Notification{Channel: Channel, Payload: strconv.FormatInt(publish(time.Now()), 10)})
+	<-dir.entered // the delivery looks the event's project up
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, h.Stop(ended), context.Canceled, "the delivery is still running")
+	requireGone(t, c)
+	requireGone(t, h.subscribe(p)) // refused after Stop
+	close(dir.release)
+	require.NoError(t, h.Stop(ctx))
+	require.NoError(t, h.Stop(ended), "a second Stop after the loop ended")
+	require.Empty(t, c.ch, "nothing delivered")
+}
+
+// Stop before Start returns at once and ends the streams already open.
+func TestHubStopBeforeStart(t *testing.T) {
+	t.Parallel()
+	h, p, _, _ := hubBundle(t, 1)
+	c := h.subscribe(p)
+	require.NoError(t, h.Stop(context.Background()))
+	requireGone(t, c)
+	require.NoError(t, h.Stop(context.Background()))
+}
+
+func requireGone(t *testing.T, c *client) {
+	t.Helper()
+	select {
+	case <-c.gone:
+	default:
+		require.FailNow(t, "the stream was not ended")
+	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // Notification is one message delivered to a subscriber. Resync is set
@@ -43,8 +45,7 @@ type Notifier struct {
 	listening map[string]bool
 	wake      chan struct{}
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	life startstop.Base
 }
 
 // NewNotifier returns a notifier using connections configured like pool's.
@@ -82,26 +83,19 @@ func (n *Notifier) poke() {
 	}
 }
 
-// Start runs the listening loop until Stop.
+// Start runs the listening loop until Stop. It returns at once: the
+// subscribers of each channel get a Resync when the connection listens.
 func (n *Notifier) Start(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n.cancel = cancel
-	n.done = make(chan struct{})
-	go func() {
-		defer close(n.done)
-		n.loop(ctx)
-	}()
+	if err := n.life.Begin(ctx); err != nil {
+		return fmt.Errorf("notifier: %w", err)
+	}
+	n.life.Go(n.loop)
 	return nil
 }
 
-// Stop ends the loop and closes the connection.
-func (n *Notifier) Stop() {
-	if n.cancel == nil {
-		return
-	}
-	n.cancel()
-	<-n.done
-}
+// Stop ends the loop, closing the connection, and waits for it until ctx
+// ends.
+func (n *Notifier) Stop(ctx context.Context) error { return n.life.Stop(ctx) }
 
 func (n *Notifier) loop(ctx context.Context) {
 	backoff := 100 * time.Millisecond

@@ -14,6 +14,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/pgtest"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -90,7 +91,7 @@ func setup(t *testing.T) *testBundle {
 	t.Cleanup(pool.Close)
 
 	n := events.NewNotifier(npool, slog.New(slog.DiscardHandler))
-	t.Cleanup(n.Stop)
+	t.Cleanup(func() { require.NoError(t, n.Stop(context.Background())) })
 	return &testBundle{pool: pool, notifier: n, appName: appName}
 }
 
@@ -235,10 +236,23 @@ func TestNotifierUnlistenStopsDelivery(t *testing.T) {
 	require.Empty(t, gone.ch)
 }
 
+// The notifier has the start/stop shape of every long-running part: Stop
+// before Start does nothing (the notifier can start afterwards), a second
+// Start is refused, and Stop may be called again.
 func TestNotifierStopBeforeStart(t *testing.T) {
 	t.Parallel()
-	n := events.NewNotifier(pgtest.New(t), slog.New(slog.DiscardHandler))
-	n.Stop()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, b.notifier.Stop(ctx))
+	require.NoError(t, b.notifier.Stop(ctx))
+	rec := newRecorder()
+	b.notifier.Listen("chan", rec.fn)
+	b.start(t)
+	require.ErrorIs(t, b.notifier.Start(ctx), startstop.ErrStarted)
+	rec.requireResync(t, "chan")
+	b.notify(t, "chan", "x")
+	rec.requirePayload(t, "chan", "x")
+	require.Len(t, b.listenerPIDs(t), 1, "one listening connection, not one per Start")
 }
 
 // notifierGoroutines returns the stacks of goroutines running code of the
@@ -282,21 +296,14 @@ func TestNotifierStopLeavesNoGoroutines(t *testing.T) {
 	require.NotEmpty(t, notifierGoroutines())
 	require.Len(t, b.listenerPIDs(t), 1)
 
-	stopped := make(chan struct{})
-	go func() {
-		b.notifier.Stop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(waitFor):
-		require.FailNow(t, "Stop did not return")
-	}
-	// The loop goroutine may still be returning from its deferred close.
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	require.NoError(t, b.notifier.Stop(ctx))
+	// The loop goroutine may still be returning from its deferred exit.
 	var left []string
 	eventually(t, func() bool { left = notifierGoroutines(); return len(left) == 0 })
 	require.Empty(t, left, "goroutines left after Stop")
-	b.notifier.Stop() // a second call is harmless
+	require.NoError(t, b.notifier.Stop(ctx), "a second call is harmless")
 
 	// Stop closed the connection (the backend exits after the client
 	// says goodbye, so this may take a moment).

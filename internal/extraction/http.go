@@ -226,13 +226,10 @@ func (h handlers) retryJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], er
 }
 
 // actOnJob runs a state change of the request's job (cancel, retry) and
-// answers the job as it is now.
-func (h handlers) actOnJob(ctx context.Context, act func(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) error) (*httpapi.Out[Job], error) {
+// answers the job it returns.
+func (h handlers) actOnJob(ctx context.Context, act func(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) (Job, error)) (*httpapi.Out[Job], error) {
 	a := auth.AccessFrom(ctx)
-	if err := act(ctx, a.ProjectID, a.ResourceID, userOf(ctx)); err != nil {
-		return nil, err
-	}
-	j, err := h.svc.Job(ctx, a.ProjectID, a.ResourceID)
+	j, err := act(ctx, a.ProjectID, a.ResourceID, userOf(ctx))
 	if err != nil {
 		return nil, err
 	}

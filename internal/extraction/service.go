@@ -197,100 +197,111 @@ func (s *Service) Statistics(ctx context.Context, project uuid.UUID) (Statistics
 }
 
 // CancelJob cancels job id of project, queued or running: its worker
-// stops within a second and writes nothing to the graph. Errors:
-// not_found, failed_precondition (the job already ended).
-func (s *Service) CancelJob(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) error {
-	j, err := jobGetByID(ctx, s.pool, project, id)
-	if err != nil {
-		return err
-	}
-	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		return s.cancelIn(ctx, tx, j, user)
-	})
-}
-
-func (s *Service) cancelIn(ctx context.Context, tx pgx.Tx, j Job, user *uuid.UUID) error {
-	if err := s.jobs.Cancel(ctx, tx, Queue, j.ID); err != nil {
-		return err
-	}
-	meta := map[string]any{"action": "cancel", "previousStatus": j.Status}
-	if user != nil {
-		meta["userId"] = *user
-	}
-	return logInsert(ctx, tx, j.ID, j.ProjectID, s.now().UTC(), []logRow{{OpError, LevelWarn, "job cancelled", meta}})
+// stops within a second and writes nothing to the graph. It returns the
+// job as it is now. Errors: not_found, failed_precondition (the job
+// already ended).
+func (s *Service) CancelJob(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) (Job, error) {
+	return s.actOn(ctx, project, id, user, s.jobs.Cancel, cancelLog)
 }
 
 // RetryJob puts failed job id of project back in the queue with its retry
-// count reset, logging "manual retry". Errors: not_found,
-// failed_precondition (the job is not failed).
-func (s *Service) RetryJob(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) error {
-	j, err := jobGetByID(ctx, s.pool, project, id)
-	if err != nil {
-		return err
-	}
-	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		return s.retryIn(ctx, tx, j, user)
-	})
+// count reset, logging "manual retry", and returns the job as it is now.
+// Errors: not_found, failed_precondition (the job is not failed).
+func (s *Service) RetryJob(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) (Job, error) {
+	return s.actOn(ctx, project, id, user, s.jobs.Retry, retryLog)
 }
 
-func (s *Service) retryIn(ctx context.Context, tx pgx.Tx, j Job, user *uuid.UUID) error {
-	if err := s.jobs.Retry(ctx, tx, Queue, j.ID); err != nil {
-		return err
+// transitionLog is the log entry of a job a user changed.
+type transitionLog func(ch jobqueue.Changed, user *uuid.UUID) jobLogRow
+
+func cancelLog(ch jobqueue.Changed, user *uuid.UUID) jobLogRow {
+	return changeLog(ch, user, logRow{OpError, LevelWarn, "job cancelled", map[string]any{"action": "cancel", "previousStatus": ch.Previous.Status}})
+}
+
+func retryLog(ch jobqueue.Changed, user *uuid.UUID) jobLogRow {
+	prevErr := ""
+	if ch.Previous.ErrorMsg != nil {
+		prevErr = *ch.Previous.ErrorMsg
 	}
-	meta := map[string]any{"action": "manual_retry", "previousError": j.ErrorMsg, "previousRetryCount": j.RetryCount}
+	meta := map[string]any{"action": "manual_retry", "previousError": prevErr, "previousRetryCount": ch.Previous.RetryCount}
+	return changeLog(ch, user, logRow{OpError, LevelInfo, "manual retry", meta})
+}
+
+func changeLog(ch jobqueue.Changed, user *uuid.UUID, row logRow) jobLogRow {
 	if user != nil {
-		meta["userId"] = *user
+		row.metadata["userId"] = *user
 	}
-	return logInsert(ctx, tx, j.ID, j.ProjectID, s.now().UTC(), []logRow{{OpError, LevelInfo, "manual retry", meta}})
+	return jobLogRow{job: ch.ID, project: *ch.ProjectID, logRow: row}
+}
+
+// actOn changes job id of project with transition, logs it and reads it
+// back, in one transaction at the transition's clock reading; the
+// transition decides "not found" and "in the wrong state", and a job of
+// another project is not found (the transaction rolls back).
+func (s *Service) actOn(ctx context.Context, project, id uuid.UUID, user *uuid.UUID,
+	transition func(context.Context, postgres.DBTX, string, uuid.UUID) (jobqueue.Changed, error), entry transitionLog,
+) (Job, error) {
+	var j Job
+	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		ch, err := transition(ctx, tx, Queue, id)
+		if err != nil {
+			return err
+		}
+		if ch.ProjectID == nil || *ch.ProjectID != project {
+			return ErrNotFound
+		}
+		if err := logsInsert(ctx, tx, ch.UpdatedAt, []jobLogRow{entry(ch, user)}); err != nil {
+			return err
+		}
+		j, err = jobGetByID(ctx, tx, project, id)
+		return err
+	})
+	return j, err
 }
 
 // BulkCancel cancels a project's jobs in status (queued or running; both
 // when empty) and returns how many it cancelled. Errors: invalid_argument.
 func (s *Service) BulkCancel(ctx context.Context, project uuid.UUID, status string, user *uuid.UUID) (int, error) {
-	statuses := []string{"queued", "running"}
-	switch status {
+	var statuses []jobqueue.Status // queued and running
+	switch jobqueue.Status(status) {
 	case "":
-	case "queued", "running":
-		statuses = []string{status}
+	case jobqueue.StatusQueued, jobqueue.StatusRunning:
+		statuses = []jobqueue.Status{jobqueue.Status(status)}
 	default:
 		return 0, errs.New(errs.Invalid, "status must be queued or running: only those jobs can be cancelled")
 	}
-	return s.bulk(ctx, project, statuses, func(tx pgx.Tx, j Job) error { return s.cancelIn(ctx, tx, j, user) })
+	return s.bulk(ctx, jobqueue.Where{ProjectID: &project, Statuses: statuses}, user, s.jobs.CancelWhere, cancelLog)
 }
 
 // BulkRetry retries a project's failed jobs and returns how many. Errors:
 // invalid_argument (a status other than failed).
 func (s *Service) BulkRetry(ctx context.Context, project uuid.UUID, status string, user *uuid.UUID) (int, error) {
-	if status != "" && status != "failed" {
+	if status != "" && jobqueue.Status(status) != jobqueue.StatusFailed {
 		return 0, errs.New(errs.Invalid, "status must be failed: only failed jobs can be retried")
 	}
-	return s.bulk(ctx, project, []string{"failed"}, func(tx pgx.Tx, j Job) error { return s.retryIn(ctx, tx, j, user) })
+	return s.bulk(ctx, jobqueue.Where{ProjectID: &project}, user, s.jobs.RetryWhere, retryLog)
 }
 
-// bulk applies fn to each job of project in statuses, one transaction per
-// job; jobs that changed state meanwhile (failed_precondition) are skipped.
-func (s *Service) bulk(ctx context.Context, project uuid.UUID, statuses []string, fn func(pgx.Tx, Job) error) (int, error) {
-	ids, err := jobIDsByStatus(ctx, s.pool, project, nil, statuses)
+// bulk changes the jobs w selects with transition, in one statement, and
+// logs each, in one transaction.
+func (s *Service) bulk(ctx context.Context, w jobqueue.Where, user *uuid.UUID,
+	transition func(context.Context, postgres.DBTX, string, jobqueue.Where) ([]jobqueue.Changed, error), entry transitionLog,
+) (int, error) {
+	n := 0
+	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		chs, err := transition(ctx, tx, Queue, w)
+		if err != nil || len(chs) == 0 {
+			return err
+		}
+		n = len(chs)
+		logs := make([]jobLogRow, n)
+		for i, ch := range chs {
+			logs[i] = entry(ch, user)
+		}
+		return logsInsert(ctx, tx, chs[0].UpdatedAt, logs)
+	})
 	if err != nil {
 		return 0, err
-	}
-	n := 0
-	for _, id := range ids {
-		j, err := jobGetByID(ctx, s.pool, project, id)
-		if errs.CodeOf(err) == errs.NotFound {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return fn(tx, j) })
-		switch {
-		case err == nil:
-			n++
-		case errs.CodeOf(err) == errs.FailedPrecondition || errs.CodeOf(err) == errs.NotFound:
-		default:
-			return n, err
-		}
 	}
 	return n, nil
 }
@@ -397,17 +408,10 @@ func (s *Service) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, docum
 	return jobqueue.Notify(ctx, tx, Queue)
 }
 
-// CancelDocumentJobs cancels, in tx, the queued and running extraction
-// jobs of a document (a running one's worker stops within a second).
+// CancelDocumentJobs cancels, in tx and one statement, the queued and
+// running extraction jobs of a document (a running one's worker stops
+// within a second).
 func (s *Service) CancelDocumentJobs(ctx context.Context, tx pgx.Tx, project, document uuid.UUID) error {
-	ids, err := jobIDsByStatus(ctx, tx, project, &document, []string{"queued", "running"})
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if err := s.jobs.Cancel(ctx, tx, Queue, id); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
-			return err
-		}
-	}
-	return nil
+	_, err := s.jobs.CancelWhere(ctx, tx, Queue, jobqueue.Where{ProjectID: &project, Column: "document_id", Equals: document})
+	return err
 }

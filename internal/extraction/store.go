@@ -166,21 +166,6 @@ func jobStats(ctx context.Context, db postgres.DBTX, project uuid.UUID, now time
 	return st, nil
 }
 
-// jobIDsByStatus lists the ids of a project's jobs (of one document when
-// document is set) in one of statuses, oldest first.
-func jobIDsByStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, document *uuid.UUID, statuses []string) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, `SELECT id FROM object_extraction_jobs WHERE project_id = $1 AND status = ANY($2)
-		AND ($3::uuid IS NULL OR document_id = $3) ORDER BY created_at, id`, project, statuses, document)
-	if err != nil {
-		return nil, fmt.Errorf("select extraction jobs: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return nil, fmt.Errorf("select extraction jobs: %w", err)
-	}
-	return ids, nil
-}
-
 // jobDeleteFinal deletes a project's jobs in one of statuses (final ones)
 // that ended before cutoff.
 func jobDeleteFinal(ctx context.Context, db postgres.DBTX, project uuid.UUID, statuses []string, cutoff time.Time) (int, error) {
@@ -198,14 +183,31 @@ type logRow struct {
 	metadata                  map[string]any
 }
 
+// jobLogRow is a log entry of a job to write.
+type jobLogRow struct {
+	job, project uuid.UUID
+	logRow
+}
+
 // logInsert writes entries of job in one statement, in order (created_at
 // increases by a microsecond per entry so that the order is kept).
 func logInsert(ctx context.Context, db postgres.DBTX, job, project uuid.UUID, now time.Time, entries []logRow) error {
+	rows := make([]jobLogRow, len(entries))
+	for i, e := range entries {
+		rows[i] = jobLogRow{job: job, project: project, logRow: e}
+	}
+	return logsInsert(ctx, db, now, rows)
+}
+
+// logsInsert writes entries, of any jobs, in one statement, as logInsert
+// does.
+func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []jobLogRow) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	n := len(entries)
-	ids, ops, levels, msgs, metas, ats := make([]uuid.UUID, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	ids, jobs, projects := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n)
+	ops, levels, msgs, metas, ats := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
 	for i, e := range entries {
 		meta := e.metadata
 		if meta == nil {
@@ -215,13 +217,14 @@ func logInsert(ctx context.Context, db postgres.DBTX, job, project uuid.UUID, no
 		if err != nil {
 			return fmt.Errorf("encode log metadata: %w", err)
 		}
-		ids[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.operation, e.level, clip(e.message, 4000), string(raw)
+		ids[i], jobs[i], projects[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.job, e.project, e.operation, e.level, clip(e.message, 4000), string(raw)
 		ats[i] = now.Add(time.Duration(i) * time.Microsecond)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO extraction_job_logs (id, job_id, project_id, operation, level, message, metadata, created_at)
-		SELECT u.id, $1, $2, u.op, u.level, u.msg, u.meta::jsonb, u.at
-		FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[]) AS u(id, op, level, msg, meta, at)`,
-		job, project, ids, ops, levels, msgs, metas, ats)
+		SELECT u.id, u.job, u.project, u.op, u.level, u.msg, u.meta::jsonb, u.at
+		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
+		AS u(id, job, project, op, level, msg, meta, at)`,
+		ids, jobs, projects, ops, levels, msgs, metas, ats)
 	if err != nil {
 		return fmt.Errorf("write extraction logs: %w", err)
 	}

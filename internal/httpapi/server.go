@@ -7,67 +7,105 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
-// Server is an HTTP server bound to its address at construction, so that
-// ":0" addresses are known before serving starts.
-type Server struct {
-	name   string
-	srv    *http.Server
-	ln     net.Listener
-	logger *slog.Logger
-	done   chan error
+// Streams is what owns a server's long-lived responses (the event hub's
+// streams, the MCP server's sessions): its Stop ends them.
+type Streams interface {
+	Stop(ctx context.Context) error
 }
 
-// Listen binds addr for h. There is no server-wide write timeout: it would
-// cut the event and MCP streams; other routes get RouteTimeout from the
-// router.
-func Listen(ctx context.Context, name, addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s for %s: %w", addr, name, err)
-	}
+// Server is an HTTP server, one of the long-running parts: Start binds its
+// address and serves, Stop drains.
+type Server struct {
+	name    string
+	addr    string
+	srv     *http.Server
+	logger  *slog.Logger
+	streams []Streams
+	life    startstop.Base
+
+	mu       sync.Mutex
+	ln       net.Listener
+	serveErr error
+}
+
+// NewServer returns a server of h on addr. There is no server-wide write
+// timeout: it would cut the event and MCP streams; other routes get
+// RouteTimeout from the router. streams are stopped first when the server
+// stops: long-lived responses never end by themselves, and a drain would
+// wait for them until its deadline.
+func NewServer(name, addr string, h http.Handler, logger *slog.Logger, streams ...Streams) *Server {
 	return &Server{
-		name: name, ln: ln, logger: logger,
+		name: name, addr: addr, logger: logger, streams: streams,
 		srv: &http.Server{
 			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},
-	}, nil
+	}
 }
 
-// Addr is the bound address.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+// Addr is the bound address ("" before Start), so that ":0" addresses are
+// known once the server runs.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
 
-// Start serves in the background until Shutdown.
-func (s *Server) Start() {
-	s.done = make(chan error, 1)
+// Start binds the address (ctx bounds that) and serves in the background
+// until Stop.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.life.Begin(ctx); err != nil {
+		return fmt.Errorf("%s server: %w", s.name, err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s for %s: %w", s.addr, s.name, err)
+	}
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
 	s.logger.Info("listening", "server", s.name, "addr", s.Addr())
-	go func() {
-		err := s.srv.Serve(s.ln)
+	s.life.Go(func(context.Context) {
+		err := s.srv.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
+			return
 		}
-		s.done <- err
-	}()
+		s.mu.Lock()
+		s.serveErr = err
+		s.mu.Unlock()
+	})
+	return nil
 }
 
-// Shutdown stops accepting requests and waits for in-flight ones until ctx
-// ends, then closes what is left.
-func (s *Server) Shutdown(ctx context.Context) error {
+// Stop stops the streams, then stops accepting requests and waits for
+// those in flight until ctx ends, then closes what is left.
+func (s *Server) Stop(ctx context.Context) error {
+	var errList []error
+	for _, st := range s.streams {
+		errList = append(errList, st.Stop(ctx))
+	}
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		_ = s.srv.Close()
+		errList = append(errList, fmt.Errorf("shutdown %s server: %w", s.name, err))
 	}
-	if s.done != nil {
-		if serr := <-s.done; serr != nil && err == nil {
-			err = serr
-		}
-		s.done = nil
-	}
-	return err
+	// Serve returns as soon as its listener is closed, which Shutdown and
+	// Close did: this wait is short whatever ctx says.
+	_ = s.life.Stop(context.WithoutCancel(ctx))
+	s.mu.Lock()
+	errList = append(errList, s.serveErr)
+	s.mu.Unlock()
+	return errors.Join(errList...)
 }

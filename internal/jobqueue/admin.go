@@ -3,6 +3,7 @@ package jobqueue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,56 +23,145 @@ func Notify(ctx context.Context, db postgres.DBTX, queue string) error {
 	return nil
 }
 
-// Cancel cancels a job of queue: a queued job at once; a running job in the
-// database at once and in its worker (any process) within a second, its
-// handler's context being cancelled with cause ErrCancelled. db is a pool or
-// the caller's transaction (the worker hears of it at commit).
+// Changed is a job as a transition (Cancel, Retry, CancelWhere,
+// RetryWhere) left it, with what the transition replaced, so that the
+// caller needs no second read (river's JobCancel and JobRetry return the
+// row too).
+type Changed struct {
+	Job
+	Status    Status
+	UpdatedAt time.Time // the transition's clock reading
+	Previous  Previous
+}
+
+// Previous is what a transition replaced.
+type Previous struct {
+	Status     Status
+	ErrorMsg   *string
+	RetryCount int
+}
+
+// Cancel cancels a job of queue and returns it: a queued job at once; a
+// running job in the database at once and in its worker (any process)
+// within a second, its handler's context being cancelled with cause
+// ErrCancelled. db is a pool or the caller's transaction (the worker hears
+// of it at commit). It is one statement.
 //
 // Errors: errs.NotFound for an unknown id; errs.FailedPrecondition when the
 // job already ended.
-func (c *Client) Cancel(ctx context.Context, db postgres.DBTX, queue string, id uuid.UUID) error {
-	q, err := c.queue(queue)
-	if err != nil {
-		return err
-	}
-	prev, changed, found, err := jobTransition(ctx, db, q.sql.cancel, c.now(), id, channelCancel)
-	if err != nil {
-		return fmt.Errorf("cancel %s job %s: %w", queue, id, err)
-	}
-	if !found {
-		return errs.Errorf(errs.NotFound, "job %s not found", id)
-	}
-	if !changed {
-		return errs.Errorf(errs.FailedPrecondition, "job %s is %s; only queued or running jobs can be cancelled", id, prev)
-	}
-	if prev == StatusRunning {
-		c.cancelJobs(id) // ours: no need to wait for the notification
-	}
-	return nil
+func (c *Client) Cancel(ctx context.Context, db postgres.DBTX, queue string, id uuid.UUID) (Changed, error) {
+	return c.transitionOne(ctx, db, queue, cancelling(), id)
 }
 
 // Retry puts a failed job of queue back in the queue with its retry count
-// reset and its error cleared, and wakes the workers. db is a pool or the
-// caller's transaction (so a domain can log "manual retry" with it).
+// reset and its error cleared, wakes the workers and returns the job (its
+// Previous holds the error and retry count it had). db is a pool or the
+// caller's transaction (so a domain can log "manual retry" with it). It
+// is one statement.
 //
 // Errors: errs.NotFound for an unknown id; errs.FailedPrecondition when the
 // job is not failed.
-func (c *Client) Retry(ctx context.Context, db postgres.DBTX, queue string, id uuid.UUID) error {
+func (c *Client) Retry(ctx context.Context, db postgres.DBTX, queue string, id uuid.UUID) (Changed, error) {
+	return c.transitionOne(ctx, db, queue, retrying(), id)
+}
+
+// Where selects the jobs of a queue for CancelWhere and RetryWhere.
+type Where struct {
+	// ProjectID limits the jobs to one project; nil: every project.
+	ProjectID *uuid.UUID
+	// Statuses limits the jobs to these states, among those the
+	// transition applies to; empty: all of those.
+	Statuses []Status
+	// Column, when set, limits the jobs to those whose domain column of
+	// that name equals Equals (document_id = a document).
+	Column string
+	Equals any
+}
+
+// CancelWhere cancels, in one statement, the jobs of queue that w selects
+// (queued or running) and returns them, as Cancel does one job. db is a
+// pool or the caller's transaction. Errors: errs.Invalid for a status that
+// cannot be cancelled.
+func (c *Client) CancelWhere(ctx context.Context, db postgres.DBTX, queue string, w Where) ([]Changed, error) {
+	return c.transitionWhere(ctx, db, queue, cancelling(), w)
+}
+
+// RetryWhere retries, in one statement, the failed jobs of queue that w
+// selects and returns them, as Retry does one job. db is a pool or the
+// caller's transaction. Errors: errs.Invalid for a status other than
+// failed.
+func (c *Client) RetryWhere(ctx context.Context, db postgres.DBTX, queue string, w Where) ([]Changed, error) {
+	return c.transitionWhere(ctx, db, queue, retrying(), w)
+}
+
+// transitionOne runs t on job id; it alone decides "not found" and "in the
+// wrong state".
+func (c *Client) transitionOne(ctx context.Context, db postgres.DBTX, queue string, t transition, id uuid.UUID) (Changed, error) {
 	q, err := c.queue(queue)
 	if err != nil {
-		return err
+		return Changed{}, err
 	}
-	prev, changed, found, err := jobTransition(ctx, db, q.sql.retry, c.now(), id, ChannelPrefix+queue)
+	rows, err := q.jobTransition(ctx, db, t, c.now(), `id = $4`, id)
 	if err != nil {
-		return fmt.Errorf("retry %s job %s: %w", queue, id, err)
+		return Changed{}, err
 	}
-	if !found {
-		return errs.Errorf(errs.NotFound, "job %s not found", id)
+	if len(rows) == 0 {
+		return Changed{}, errs.Errorf(errs.NotFound, "job %s not found", id)
 	}
-	if !changed {
-		return errs.Errorf(errs.FailedPrecondition, "job %s is %s; only failed jobs can be retried", id, prev)
+	if !rows[0].changed {
+		return Changed{}, errs.Errorf(errs.FailedPrecondition, "job %s is %s; %s", id, rows[0].Status, t.refusal)
 	}
-	return nil
+	return c.changed(rows)[0], nil
+}
+
+func (c *Client) transitionWhere(ctx context.Context, db postgres.DBTX, queue string, t transition, w Where) ([]Changed, error) {
+	q, err := c.queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	statuses := t.from
+	if len(w.Statuses) > 0 {
+		statuses = w.Statuses
+		for _, s := range statuses {
+			if !slices.Contains(t.from, s) {
+				return nil, errs.Errorf(errs.Invalid, "%s jobs cannot be selected to %s: %s", s, t.verb, t.refusal)
+			}
+		}
+	}
+	names := make([]string, len(statuses))
+	for i, s := range statuses {
+		names[i] = string(s)
+	}
+	where := `status = ANY($4) AND ($5::uuid IS NULL OR project_id = $5)`
+	args := []any{names, w.ProjectID}
+	if w.Column != "" {
+		where += ` AND ` + pgx.Identifier{w.Column}.Sanitize() + ` = $6`
+		args = append(args, w.Equals)
+	}
+	rows, err := q.jobTransition(ctx, db, t, c.now(), where, args...)
+	if err != nil {
+		return nil, err
+	}
+	return c.changed(rows), nil
+}
+
+// changed returns the jobs of rows the transition changed and cancels, in
+// this process at once, the handlers of those that were running (other
+// processes hear of it at commit).
+func (c *Client) changed(rows []transitionRow) []Changed {
+	out := make([]Changed, 0, len(rows))
+	var running []uuid.UUID
+	for _, r := range rows {
+		if !r.changed {
+			continue
+		}
+		out = append(out, r.Changed)
+		if r.Previous.Status == StatusRunning {
+			running = append(running, r.ID)
+		}
+	}
+	c.cancelJobs(running...)
+	return out
 }
 
 // Settings is a queue's effective runtime configuration in this process.

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // Config configures a Client.
@@ -97,6 +98,7 @@ type Client struct {
 	mu       sync.Mutex
 	started  bool
 	stopped  bool
+	stopDone chan struct{}       // closed once the first Stop has ended every goroutine
 	inflight map[uuid.UUID]entry // running jobs of this client
 
 	stopClaim  chan struct{}   // closed by Stop: producers stop claiming
@@ -226,7 +228,7 @@ func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.started {
 		c.mu.Unlock()
-		return errors.New("jobqueue: client already started")
+		return fmt.Errorf("jobqueue: %w", startstop.ErrStarted)
 	}
 	c.started = true
 	c.mu.Unlock()
@@ -307,14 +309,28 @@ const listenWait = 5 * time.Second
 // Stop stops claiming, lets the batches in flight finish until ctx ends,
 // then cancels them (context cause ErrShutdown) and puts their jobs back in
 // the queue without counting a failure. It returns once every goroutine of
-// the client has ended; handlers must honour their context.
+// the client has ended; handlers must honour their context. It does
+// nothing before Start; a later call waits, until its ctx ends, for the
+// first one to finish.
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	if !c.started || c.stopped {
+	if !c.started {
 		c.mu.Unlock()
 		return nil
 	}
+	if c.stopped {
+		done := c.stopDone
+		c.mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("stop jobqueue: %w", ctx.Err())
+		}
+	}
 	c.stopped = true
+	c.stopDone = make(chan struct{})
+	defer close(c.stopDone)
 	c.mu.Unlock()
 	for _, un := range c.unlisten {
 		un()

@@ -199,7 +199,7 @@ func (b *testBundle) newProcess(t *testing.T, o opts) *process {
 	require.NoError(t, c.AddQueue(qc))
 	p := &process{notifier: n, client: c}
 	require.NoError(t, c.Start(context.Background()))
-	t.Cleanup(n.Stop)
+	t.Cleanup(func() { require.NoError(t, n.Stop(context.Background())) })
 	if !o.noStop {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
@@ -248,3 +248,6 @@ func requireNever(t *testing.T, cond func() bool, d, tick time.Duration, msg ...
 		time.Sleep(tick)
 	}
 }
+
+// errOf is the error of a transition, for tests that need only that.
+func errOf(_ jobqueue.Changed, err error) error { return err }

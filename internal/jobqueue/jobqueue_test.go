@@ -22,6 +22,7 @@ import (
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // TestCreateTableSQL: a table made by CreateTableSQL takes the defaults of
@@ -201,7 +202,7 @@ func TestKilledWorkerJobIsRetriedElsewhere(t *testing.T) {
 	id := b.insert(t, jobSpec{})[0]
 	<-startedA
 	require.Equal(t, a.client.WorkerID(), *b.job(t, id).LockedBy)
-	a.notifier.Stop()
+	require.NoError(t, a.notifier.Stop(context.Background()))
 	poolA.Close()
 
 	// Process B reaps the expired lease and runs the job.
@@ -302,7 +303,7 @@ func TestCancelRunningJob(t *testing.T) {
 	require.NoError(t, api.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs", Handler: jobqueue.HandlerFunc(nil)}))
 	id := b.insert(t, jobSpec{})[0]
 	<-started
-	require.NoError(t, api.Cancel(context.Background(), b.pool, queueName, id))
+	require.NoError(t, errOf(api.Cancel(context.Background(), b.pool, queueName, id)))
 	cancelledAt := time.Now()
 	select {
 	case cause := <-observed:
@@ -335,25 +336,25 @@ func TestCancelAndRetryRules(t *testing.T) {
 	queued := b.insert(t, jobSpec{})[0]
 
 	// Queued: cancelled at once, never runs.
-	require.NoError(t, c.Cancel(ctx, b.pool, queueName, queued))
+	require.NoError(t, errOf(c.Cancel(ctx, b.pool, queueName, queued)))
 	require.Equal(t, "cancelled", b.job(t, queued).Status)
-	err := c.Cancel(ctx, b.pool, queueName, queued)
+	_, err := c.Cancel(ctx, b.pool, queueName, queued)
 	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err))
 	require.Contains(t, err.Error(), "is cancelled")
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Retry(ctx, b.pool, queueName, queued)), "only failed jobs retry")
-	require.Equal(t, errs.NotFound, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, uuid.New())))
-	require.Equal(t, errs.NotFound, errs.CodeOf(c.Retry(ctx, b.pool, queueName, uuid.New())))
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, queued))), "only failed jobs retry")
+	require.Equal(t, errs.NotFound, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, uuid.New()))))
+	require.Equal(t, errs.NotFound, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, uuid.New()))))
 
 	// Failed: retry puts it back with a clean slate; it then runs.
 	failed := b.insert(t, jobSpec{})[0]
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Retry(ctx, b.pool, queueName, failed)), "queued is not failed")
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Retry(ctx, b.pool, queueName, failed))), "queued is not failed")
 	require.NoError(t, c.Resume(ctx, queueName))
 	r := b.requireStatus(t, failed, jobqueue.StatusFailed)
 	require.Equal(t, "bad input", *r.ErrorMsg)
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, failed)), "final jobs cannot be cancelled")
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, failed))), "final jobs cannot be cancelled")
 	fail.Store(false)
 	require.NoError(t, c.Pause(ctx, queueName))
-	require.NoError(t, c.Retry(ctx, b.pool, queueName, failed))
+	require.NoError(t, errOf(c.Retry(ctx, b.pool, queueName, failed)))
 	r = b.job(t, failed)
 	require.Equal(t, "queued", r.Status)
 	require.Nil(t, r.ErrorMsg)
@@ -361,12 +362,12 @@ func TestCancelAndRetryRules(t *testing.T) {
 	require.NoError(t, c.Resume(ctx, queueName))
 	r = b.requireStatus(t, failed, jobqueue.StatusCompleted)
 	require.Equal(t, 2, r.Attempt)
-	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(c.Cancel(ctx, b.pool, queueName, failed)))
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(errOf(c.Cancel(ctx, b.pool, queueName, failed))))
 
 	// Both work inside the caller's transaction.
 	inTx := b.insert(t, jobSpec{status: jobqueue.StatusFailed})[0]
 	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
-		return c.Retry(ctx, tx, queueName, inTx)
+		return errOf(c.Retry(ctx, tx, queueName, inTx))
 	}))
 	b.requireStatus(t, inTx, jobqueue.StatusCompleted)
 }
@@ -708,7 +709,7 @@ func TestFinishInTx(t *testing.T) {
 				wctx := context.WithoutCancel(ctx) // the refusal comes from FinishInTx, not the context
 				select {
 				case <-cancelFirst: // the job is cancelled while it works
-					require.NoError(t, p.client.Cancel(wctx, b.pool, queueName, j.ID))
+					require.NoError(t, errOf(p.client.Cancel(wctx, b.pool, queueName, j.ID)))
 				default:
 				}
 				out[i] = postgres.WithTx(wctx, b.pool, func(tx pgx.Tx) error {
@@ -728,7 +729,7 @@ func TestFinishInTx(t *testing.T) {
 
 	id := b.insert(t, jobSpec{})[0]
 	b.requireStatus(t, id, jobqueue.StatusCompleted)
-	err := p.client.Cancel(ctx, b.pool, queueName, id)
+	_, err := p.client.Cancel(ctx, b.pool, queueName, id)
 	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err), "a finished job cannot be cancelled")
 	var results int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM job_logs WHERE job_id = $1`, id).Scan(&results))
@@ -917,7 +918,7 @@ func TestAddQueueValidates(t *testing.T) {
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h, BatchSize: -1}))
 	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}))
 	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "q", Table: "jobs", Handler: h}), "duplicate")
-	require.Error(t, c.Cancel(context.Background(), b.pool, "nope", uuid.New()), "unknown queue")
+	require.Error(t, errOf(c.Cancel(context.Background(), b.pool, "nope", uuid.New())), "unknown queue")
 }
 
 // TestNoGoroutineLeaks is deliberately not parallel: it compares the
@@ -949,9 +950,49 @@ func TestNoGoroutineLeaks(t *testing.T) { //nolint:paralleltest // see above
 	defer cancel()
 	require.ErrorIs(t, c.Stop(ctx), context.DeadlineExceeded)
 	close(block)
-	n.Stop()
+	require.NoError(t, n.Stop(context.Background()))
 	b.pool.Close()
 	goleak.VerifyNone(t, before)
+}
+
+// The client has the start/stop shape of every long-running part: Stop
+// before Start does nothing, a second Start is refused, and a second Stop
+// waits for the first (until its own context ends).
+func TestClientStartStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{Metrics: prometheus.NewRegistry(), PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	running := make(chan struct{}, 1)
+	cancelled := make(chan struct{}, 1)
+	release := make(chan struct{})
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{
+		Name: queueName, Table: "jobs",
+		Handler: jobqueue.HandlerFunc(func(ctx context.Context, _ []jobqueue.Job) []error {
+			running <- struct{}{}
+			<-ctx.Done()
+			cancelled <- struct{}{}
+			<-release // a handler slow to return once cancelled
+			return []error{ctx.Err()}
+		}),
+	}))
+	require.NoError(t, c.Stop(ctx), "Stop before Start")
+	require.NoError(t, c.Start(ctx))
+	require.ErrorIs(t, c.Start(ctx), startstop.ErrStarted)
+	b.insertN(t, 1, jobSpec{})
+	<-running
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	first := make(chan error, 1)
+	go func() { first <- c.Stop(ended) }()
+	<-cancelled // the first Stop cancelled the batch and waits for it
+	require.ErrorIs(t, c.Stop(ended), context.Canceled, "a second Stop waits for the first")
+	close(release)
+	require.ErrorIs(t, <-first, context.Canceled)
+	require.NoError(t, c.Stop(ctx), "a Stop after the first has finished")
+	require.Equal(t, 1, b.countStatus(t, jobqueue.StatusQueued), "the job went back to the queue")
 }
 
 func TestCancelWithoutNotifierIsCaughtByHeartbeat(t *testing.T) {
@@ -1003,7 +1044,7 @@ func TestDeclaredQueueIsNotWorked(t *testing.T) {
 	stats, err := c.Stats(ctx, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, stats[0].Pending)
-	require.NoError(t, c.Cancel(ctx, b.pool, queueName, ids[0]))
+	require.NoError(t, errOf(c.Cancel(ctx, b.pool, queueName, ids[0])))
 	b.requireStatus(t, ids[0], jobqueue.StatusCancelled)
 
 	// A worker elsewhere picks up the rest.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,7 +25,7 @@ const (
 
 // queries holds the SQL of one queue's table, built once.
 type queries struct {
-	claim, claimCapped, finish, heartbeat, expired, cancel, retry, depth, stats string
+	claim, claimCapped, finish, heartbeat, expired, depth, stats string
 }
 
 const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.retry_count, j.max_retries, j.started_at, j.created_at`
@@ -91,32 +92,6 @@ RETURNING j.id`
 WHERE j.status = 'running' AND j.locked_until < $1
 ORDER BY j.locked_until
 LIMIT $2 FOR UPDATE SKIP LOCKED`
-	// Cancel and retry are single statements so that they run on a pool or
-	// inside the caller's transaction alike. The FOR UPDATE in cur makes
-	// status the latest committed one. $1 now, $2 id, $3 channel.
-	q.cancel = `WITH cur AS (
-    SELECT id, status FROM ` + t + ` WHERE id = $2 FOR UPDATE
-), upd AS (
-    UPDATE ` + t + ` AS j
-    SET status = 'cancelled', completed_at = $1, updated_at = $1, locked_by = NULL, locked_until = NULL
-    FROM cur WHERE j.id = cur.id AND cur.status IN ('queued', 'running')
-    RETURNING j.id
-), note AS (
-    SELECT pg_notify($3, $2::text) FROM cur WHERE cur.status = 'running'
-)
-SELECT cur.status, (SELECT count(*) FROM upd), (SELECT count(*) FROM note) FROM cur`
-	q.retry = `WITH cur AS (
-    SELECT id, status FROM ` + t + ` WHERE id = $2 FOR UPDATE
-), upd AS (
-    UPDATE ` + t + ` AS j
-    SET status = 'queued', retry_count = 0, error_msg = NULL, run_at = $1, started_at = NULL,
-        completed_at = NULL, locked_by = NULL, locked_until = NULL, updated_at = $1
-    FROM cur WHERE j.id = cur.id AND cur.status = 'failed'
-    RETURNING j.id
-), note AS (
-    SELECT pg_notify($3, '') FROM cur WHERE cur.status = 'failed'
-)
-SELECT cur.status, (SELECT count(*) FROM upd), (SELECT count(*) FROM note) FROM cur`
 	q.depth = `SELECT count(*) FROM ` + t + ` WHERE status = 'queued'`
 	q.stats = `SELECT
     count(*) FILTER (WHERE status = 'queued'),
@@ -265,18 +240,115 @@ func (q *queue) jobExpiredLock(ctx context.Context, tx pgx.Tx, now time.Time, li
 	return out, nil
 }
 
-// jobTransition runs the cancel or retry statement and reports the status
-// the job had and whether it changed. found is false for an unknown id.
-func jobTransition(ctx context.Context, db postgres.DBTX, query string, now time.Time, id uuid.UUID, channel string) (prev Status, changed, found bool, err error) {
-	var updated, notified int64
-	err = db.QueryRow(ctx, query, now, id, channel).Scan(&prev, &updated, &notified)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, false, nil
+// transition is a change of state asked for from outside the engine
+// (Cancel, Retry and their bulk forms).
+type transition struct {
+	verb    string   // for errors: "cancel"
+	from    []Status // the states it applies to
+	set     string   // the SET list; $1 is now
+	notify  string   // selects the notifications from upd and cur; $2 is the channel
+	refusal string   // why a job in another state is refused
+	wake    bool     // notify the queue's channel (else channelCancel)
+}
+
+// cancelling is the transition of Cancel and CancelWhere.
+func cancelling() transition {
+	return transition{
+		verb: "cancel",
+		from: []Status{StatusQueued, StatusRunning},
+		set:  `status = 'cancelled', completed_at = $1, updated_at = $1, locked_by = NULL, locked_until = NULL`,
+		// A running job's worker (any process) hears of it at commit.
+		notify:  `SELECT pg_notify($2, upd.id::text) FROM upd JOIN cur USING (id) WHERE cur.status = 'running'`,
+		refusal: "only queued or running jobs can be cancelled",
 	}
+}
+
+// retrying is the transition of Retry and RetryWhere.
+func retrying() transition {
+	return transition{
+		verb: "retry",
+		from: []Status{StatusFailed},
+		set: `status = 'queued', retry_count = 0, error_msg = NULL, run_at = $1, started_at = NULL,
+        completed_at = NULL, locked_by = NULL, locked_until = NULL, updated_at = $1`,
+		notify:  `SELECT pg_notify($2, '') WHERE EXISTS (SELECT 1 FROM upd)`,
+		refusal: "only failed jobs can be retried",
+		wake:    true,
+	}
+}
+
+// transitionCols are the columns a transition returns of each job: the
+// Job's, then status and updated_at.
+func transitionCols() []string {
+	return []string{"id", "project_id", "priority", "run_at", "attempt", "retry_count", "max_retries", "started_at", "created_at", "status", "updated_at"}
+}
+
+func prefixed(prefix string, cols []string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = prefix + c
+	}
+	return strings.Join(out, ", ")
+}
+
+// transitionSQL is the one statement of transition t on table for the
+// jobs where selects (with $1 now, $2 the channel, $3 t's from states, and
+// where's own parameters from $4): it locks them (FOR UPDATE makes their
+// status the latest committed one), changes those in a from state,
+// notifies, and returns every locked job, changed (as it is now) or not
+// (as it is), with its previous status, error and retry count. A single
+// statement, it runs on a pool or inside the caller's transaction alike.
+func transitionSQL(table string, t transition, where string) string {
+	tb := pgx.Identifier{table}.Sanitize()
+	prev := `cur.status, cur.error_msg, cur.retry_count, (SELECT count(*) FROM note)`
+	return `WITH cur AS (
+    SELECT ` + strings.Join(transitionCols(), ", ") + `, error_msg FROM ` + tb + `
+    WHERE ` + where + ` ORDER BY id FOR UPDATE
+), upd AS (
+    UPDATE ` + tb + ` AS j SET ` + t.set + `
+    FROM cur WHERE j.id = cur.id AND cur.status = ANY($3)
+    RETURNING ` + prefixed("j.", transitionCols()) + `
+), note AS (
+    ` + t.notify + `
+)
+SELECT ` + prefixed("upd.", transitionCols()) + `, true, ` + prev + ` FROM upd JOIN cur USING (id)
+UNION ALL
+SELECT ` + prefixed("cur.", transitionCols()) + `, false, ` + prev + ` FROM cur WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = cur.id)
+ORDER BY 9, 1`
+}
+
+// transitionRow is a job a transition statement locked.
+type transitionRow struct {
+	Changed
+	changed bool
+}
+
+// jobTransition runs transition t on the jobs where selects (its SQL
+// condition and parameters) and returns every job it locked.
+func (q *queue) jobTransition(ctx context.Context, db postgres.DBTX, t transition, now time.Time, where string, args ...any) ([]transitionRow, error) {
+	channel := channelCancel
+	if t.wake {
+		channel = ChannelPrefix + q.cfg.Name
+	}
+	from := make([]string, len(t.from))
+	for i, s := range t.from {
+		from[i] = string(s)
+	}
+	rows, err := db.Query(ctx, transitionSQL(q.cfg.Table, t, where), append([]any{now, channel, from}, args...)...)
 	if err != nil {
-		return "", false, false, err
+		return nil, fmt.Errorf("%s %s jobs: %w", t.verb, q.cfg.Name, err)
 	}
-	return prev, updated > 0, true, nil
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (transitionRow, error) {
+		var r transitionRow
+		var notified int64
+		j, err := scanJob(row, q.cfg.Name, &r.Status, &r.UpdatedAt, &r.changed,
+			&r.Previous.Status, &r.Previous.ErrorMsg, &r.Previous.RetryCount, &notified)
+		r.Job = j
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s jobs: %w", t.verb, q.cfg.Name, err)
+	}
+	return out, nil
 }
 
 // settingsRow is a queue's row of jobqueue_settings.

@@ -60,7 +60,17 @@ type bundle struct {
 
 type option func(*mcpregistry.Config)
 
+// setup is setupUnstarted, started.
 func setup(t *testing.T, opts ...option) *bundle {
+	t.Helper()
+	b := setupUnstarted(t, opts...)
+	require.NoError(t, b.svc.Start(context.Background()))
+	return b
+}
+
+// setupUnstarted builds a service (stopped at clean-up) over a fresh
+// database with one organization and project.
+func setupUnstarted(t *testing.T, opts ...option) *bundle {
 	t.Helper()
 	pool := pgtest.New(t)
 	ctx := context.Background()
@@ -82,7 +92,6 @@ func setup(t *testing.T, opts ...option) *bundle {
 	}
 	b.svc, err = mcpregistry.NewService(cfg)
 	require.NoError(t, err)
-	require.NoError(t, b.svc.Start(ctx))
-	t.Cleanup(b.svc.Stop)
+	t.Cleanup(func() { require.NoError(t, b.svc.Stop(context.Background())) })
 	return b
 }

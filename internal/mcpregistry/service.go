@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,6 +21,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/secrets"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // Defaults.
@@ -101,9 +101,7 @@ type Service struct {
 	http    *http.Client
 	builtin map[string]BuiltinTool
 
-	stopOnce sync.Once
-	cancel   context.CancelFunc
-	done     chan struct{}
+	life startstop.Base
 }
 
 // NewService builds the service. Start runs its idle reaper; Stop ends
@@ -193,6 +191,9 @@ func (s *Service) stdioShared() bool { return s.conn.credential == nil }
 // Start runs the reaper of idle stdio processes until Stop, after saying
 // whom stdio servers run as.
 func (s *Service) Start(ctx context.Context) error {
+	if err := s.life.Begin(ctx); err != nil {
+		return fmt.Errorf("mcp registry: %w", err)
+	}
 	switch {
 	case s.cfg.StdioPolicy == StdioDisabled:
 	case !s.stdioShared():
@@ -208,34 +209,31 @@ func (s *Service) Start(ctx context.Context) error {
 		s.cfg.Logger.Info("stdio MCP servers are refused: GRAPHMILL_MCP_STDIO=enabled lets organization admins create them, and they would run as this server's own user, able to read its secrets; " +
 			"set GRAPHMILL_MCP_STDIO=superadmin, or run as root, or set GRAPHMILL_MCP_STDIO_USER with CAP_SETUID and CAP_SETGID")
 	}
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.done = make(chan struct{})
-	every := max(s.cfg.IdleTimeout/4, 100*time.Millisecond)
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.conn.reap()
-			}
-		}
-	}()
+	s.life.Go(s.reap)
 	return nil
 }
 
-// Stop ends the reaper and every stdio process.
-func (s *Service) Stop() {
-	s.stopOnce.Do(func() {
-		if s.cancel != nil {
-			s.cancel()
-			<-s.done
+// reap ends idle stdio processes until ctx ends.
+func (s *Service) reap(ctx context.Context) {
+	t := time.NewTicker(max(s.cfg.IdleTimeout/4, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.conn.reap()
 		}
-		s.conn.stopAll()
-	})
+	}
+}
+
+// Stop ends the reaper, waiting for it until ctx ends, then every stdio
+// process (killed at once, so that is not bounded by ctx). It also ends
+// the processes started without Start.
+func (s *Service) Stop(ctx context.Context) error {
+	err := s.life.Stop(ctx)
+	s.conn.stopAll()
+	return err
 }
 
 // StdioPolicy is the configured GRAPHMILL_MCP_STDIO.

@@ -17,6 +17,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/mcpregistry/mcptest"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 func resultText(t *testing.T, r *mcp.CallToolResult) string {
@@ -383,4 +384,35 @@ func TestStderrLogBounded(t *testing.T) {
 	}
 	require.Equal(t, "ghijklmnop", l.String(), "only the last bytes are kept")
 	require.Equal(t, 64<<10, mcpregistry.StderrLogBytes)
+}
+
+// The registry has the start/stop shape of every long-running part: a
+// second Start is refused; Stop, before Start too, kills every stdio
+// process and waits for its supervisor; a second Stop is harmless.
+func TestRegistryStartStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, started := range []bool{false, true} {
+		b := setupUnstarted(t)
+		if started {
+			require.NoError(t, b.svc.Start(ctx))
+			require.ErrorIs(t, b.svc.Start(ctx), startstop.ErrStarted)
+		}
+		srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{
+			Name: "local", Type: mcpregistry.TypeStdio, Command: stdioBin, Env: map[string]string{"MCPTEST_TOOLS": "echo"},
+		}, superadmin)
+		require.NoError(t, err)
+		_, err = b.svc.Sync(ctx, b.project, srv.ID)
+		require.NoError(t, err)
+		r, err := b.svc.CallTool(ctx, b.project, srv.ID.String(), "echo", map[string]any{"text": "hi"})
+		require.NoError(t, err)
+		require.Equal(t, "echo: hi", resultText(t, r))
+		pid := b.svc.ProcessID(srv.ID)
+		require.NotZero(t, pid)
+
+		require.NoError(t, b.svc.Stop(ctx))
+		require.Zero(t, b.svc.ProcessID(srv.ID))
+		require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the process is gone and reaped (started %v)", started)
+		require.NoError(t, b.svc.Stop(ctx))
+	}
 }

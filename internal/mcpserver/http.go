@@ -114,10 +114,7 @@ func (s *Server) watchSession(r *http.Request, id string) {
 		_ = ss.Close()
 		return
 	}
-	go func() {
-		_ = ss.Wait()
-		watch.Close()
-	}()
+	s.own(ss, watch.Close)
 }
 
 // session finds an open session by id.
@@ -255,6 +252,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
 	defer stop()
+	s.own(ss, func() {})
 	_ = ss.Wait()
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/search"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // Graph is what the graph tools call (graph.Service).
@@ -146,6 +147,10 @@ type Server struct {
 
 	mu  sync.Mutex
 	sse map[string]*sseSession
+
+	// life owns the goroutine that ties each streamable session to its
+	// token (watchSession).
+	life startstop.Base
 }
 
 // New builds the server and registers every tool whose dependency is
@@ -183,11 +188,40 @@ func New(c Config) (*Server, error) {
 	return s, nil
 }
 
-// Close ends every open session (SSE streams and streamable sessions), so
-// that a graceful HTTP shutdown does not wait for their clients.
-func (s *Server) Close() {
+// Start opens the server to sessions: one opened before Start or after
+// Stop is closed at once.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.life.Begin(ctx); err != nil {
+		return fmt.Errorf("mcp server: %w", err)
+	}
+	return nil
+}
+
+// Stop ends every open session (SSE streams and streamable sessions), so
+// that a graceful HTTP shutdown does not wait for their clients, and
+// waits until ctx ends for the goroutines that watched them.
+func (s *Server) Stop(ctx context.Context) error {
 	for ss := range s.mcp.Sessions() {
 		_ = ss.Close()
+	}
+	// A session opened meanwhile is closed when its watcher's context
+	// ends, or at once once stopping (own).
+	return s.life.Stop(ctx)
+}
+
+// own ties an open session to the server's life: Stop closes it, and once
+// it has ended, ended runs. A session opened before Start or after Stop is
+// closed at once.
+func (s *Server) own(ss *mcp.ServerSession, ended func()) {
+	watched := s.life.Go(func(ctx context.Context) {
+		stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
+		defer stop()
+		_ = ss.Wait()
+		ended()
+	})
+	if !watched {
+		_ = ss.Close()
+		ended()
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // The domain services are not called by these tests: the interfaces are
@@ -357,4 +358,77 @@ func TestNULArgumentsRefused(t *testing.T) {
 	res = call(t, cs, ToolRegistryCall, json.RawMessage(`{"server":"weather","tool":"forecast","arguments":{"city":"Paris"}}`))
 	require.False(t, res.IsError, text(res))
 	require.Equal(t, []string{"weather/forecast"}, b.reg.calls)
+}
+
+// open opens an in-memory session of a project viewer and returns the
+// server's side and the client's.
+func (b *testBundle) open(t *testing.T) (*mcp.ServerSession, *mcp.ClientSession) {
+	t.Helper()
+	project := uuid.New()
+	c := &caller{
+		principal: &auth.Principal{UserID: uuid.New(), Kind: auth.KindAPIToken, Scopes: auth.AllScopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: auth.ProjectViewer}},
+		project:   project,
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := b.srv.mcp.Connect(withCaller(t.Context(), c), st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return ss, cs
+}
+
+func requireClosed(t *testing.T, ch chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	default:
+		require.FailNow(t, msg)
+	}
+}
+
+// The server has the start/stop shape of every long-running part: a
+// session opened before Start or after Stop is closed at once; a second
+// Start is refused; Stop closes every session and waits for the goroutines
+// watching them until its context ends; a second Stop is harmless.
+func TestServerStartStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, false)
+	require.NoError(t, b.srv.Stop(ctx), "Stop before Start")
+	early, _ := b.open(t)
+	earlyEnded := make(chan struct{})
+	b.srv.own(early, func() { close(earlyEnded) })
+	requireClosed(t, earlyEnded, "a session opened before Start goes on")
+	require.NoError(t, early.Wait())
+
+	require.NoError(t, b.srv.Start(ctx))
+	require.ErrorIs(t, b.srv.Start(ctx), startstop.ErrStarted)
+	watched, watchedClient := b.open(t)
+	release := make(chan struct{})
+	watchedEnded := make(chan struct{})
+	b.srv.own(watched, func() {
+		<-release // a watcher slow to let go
+		close(watchedEnded)
+	})
+	_, unwatchedClient := b.open(t)
+	require.NotEmpty(t, toolNames(t, watchedClient))
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, b.srv.Stop(ended), context.Canceled, "the watcher is still running")
+	_, err := watchedClient.ListTools(ctx, nil)
+	require.Error(t, err, "the watched session is closed")
+	_, err = unwatchedClient.ListTools(ctx, nil)
+	require.Error(t, err, "the unwatched session is closed")
+	close(release)
+	require.NoError(t, b.srv.Stop(ctx))
+	requireClosed(t, watchedEnded, "Stop returned before the watcher ended")
+
+	late, _ := b.open(t)
+	lateEnded := make(chan struct{})
+	b.srv.own(late, func() { close(lateEnded) })
+	requireClosed(t, lateEnded, "a session opened after Stop goes on")
+	require.NoError(t, b.srv.Stop(ended), "a second Stop after the watchers ended")
 }

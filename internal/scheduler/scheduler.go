@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // leaderLock is the advisory lock key of the scheduler leader.
@@ -62,8 +63,7 @@ type Scheduler struct {
 	mu     sync.Mutex
 	leader bool
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	life startstop.Base
 }
 
 // New returns a scheduler for tasks.
@@ -97,28 +97,23 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		if t.Interval <= 0 || t.Name == "" || (t.Run == nil) == (t.RunInTx == nil) {
 			return fmt.Errorf("scheduler task %q: name, interval and one of run and runInTx are required", t.Name)
 		}
+	}
+	if err := s.life.Begin(ctx); err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	for _, t := range s.tasks {
 		if err := taskRegister(ctx, s.cfg.Pool, t, now); err != nil {
 			return err
 		}
 	}
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		s.loop(ctx)
-	}()
+	s.life.Go(s.loop)
 	return nil
 }
 
-// Stop ends the loop; a leader releases the lock, so another process takes
-// over within its poll interval.
-func (s *Scheduler) Stop() {
-	if s.cancel == nil {
-		return
-	}
-	s.cancel()
-	<-s.done
-}
+// Stop ends the loop and waits for it (and a task it runs) until ctx
+// ends; a leader releases the lock, so another process takes over within
+// its poll interval.
+func (s *Scheduler) Stop(ctx context.Context) error { return s.life.Stop(ctx) }
 
 func (s *Scheduler) loop(ctx context.Context) {
 	for ctx.Err() == nil {

@@ -13,9 +13,15 @@ import (
 
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/scheduler"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func stopOnCleanup(t *testing.T, s *scheduler.Scheduler) {
+	t.Helper()
+	t.Cleanup(func() { require.NoError(t, s.Stop(context.Background())) })
+}
 
 func TestOneLeaderRunsTasksAndHandsOver(t *testing.T) {
 	t.Parallel()
@@ -33,12 +39,12 @@ func TestOneLeaderRunsTasksAndHandsOver(t *testing.T) {
 	require.NoError(t, a.Start(ctx))
 	require.Eventually(t, a.Leader, 5*time.Second, 5*time.Millisecond)
 	require.NoError(t, b.Start(ctx))
-	t.Cleanup(b.Stop)
+	stopOnCleanup(t, b)
 	require.Eventually(t, func() bool { return runsA.Load() >= 3 }, 5*time.Second, 5*time.Millisecond)
 	require.False(t, b.Leader())
 	require.Zero(t, runsB.Load(), "only the leader runs tasks")
 
-	a.Stop()
+	require.NoError(t, a.Stop(ctx))
 	require.False(t, a.Leader())
 	require.Eventually(t, b.Leader, 5*time.Second, 5*time.Millisecond)
 	require.Eventually(t, func() bool { return runsB.Load() >= 2 }, 5*time.Second, 5*time.Millisecond)
@@ -64,7 +70,7 @@ func TestTaskFailureIsRecorded(t *testing.T) {
 			return errors.New("disk on fire")
 		}})
 	require.NoError(t, s.Start(ctx))
-	t.Cleanup(s.Stop)
+	stopOnCleanup(t, s)
 	require.Eventually(t, func() bool {
 		st, err := scheduler.States(ctx, pool)
 		return err == nil && len(st) == 1 && st[0].Failures == 1
@@ -108,7 +114,7 @@ func TestDatabaseTaskCommitsWithItsRun(t *testing.T) {
 			return err
 		}})
 	require.NoError(t, s.Start(ctx))
-	t.Cleanup(s.Stop)
+	stopOnCleanup(t, s)
 	require.Eventually(t, func() bool {
 		st, err := scheduler.States(ctx, pool)
 		return err == nil && len(st) == 1 && st[0].Runs == 1
@@ -148,7 +154,7 @@ func TestNetworkTaskHoldsNoTransaction(t *testing.T) {
 			return err
 		}})
 	require.NoError(t, s.Start(ctx))
-	t.Cleanup(s.Stop)
+	stopOnCleanup(t, s)
 	select {
 	case v := <-got:
 		require.Zero(t, v.open, "no transaction open across the call")
@@ -160,4 +166,36 @@ func TestNetworkTaskHoldsNoTransaction(t *testing.T) {
 		st, err := scheduler.States(ctx, pool)
 		return err == nil && len(st) == 1 && st[0].Runs == 1 && st[0].LastError == ""
 	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// The scheduler has the start/stop shape of every long-running part: Stop
+// before Start does nothing, a second Start is refused, and Stop waits for
+// a task in progress until its context ends, however often it is called.
+func TestSchedulerStartStop(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	running := make(chan struct{})
+	release := make(chan struct{})
+	var finished atomic.Bool
+	s := scheduler.New(scheduler.Config{Pool: pool, Logger: slog.New(slog.DiscardHandler), WorkerID: "w", Poll: 10 * time.Millisecond},
+		scheduler.Task{Name: "slow", Interval: time.Hour, Run: func(context.Context) error {
+			close(running)
+			<-release // a task that ignores its context
+			finished.Store(true)
+			return nil
+		}})
+	require.NoError(t, s.Stop(ctx), "Stop before Start")
+	require.NoError(t, s.Start(ctx))
+	require.ErrorIs(t, s.Start(ctx), startstop.ErrStarted)
+	<-running
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, s.Stop(ended), context.Canceled, "the task is still running")
+	close(release)
+	require.NoError(t, s.Stop(ctx))
+	require.True(t, finished.Load(), "Stop returned before the task ended")
+	require.False(t, s.Leader(), "the leader let go")
+	require.NoError(t, s.Stop(ended), "a second Stop after the loop ended")
 }

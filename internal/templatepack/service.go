@@ -64,10 +64,12 @@ func NewService(pool *pgxpool.Pool, projects Projects, now func() time.Time) (*S
 	}, nil
 }
 
-// Start writes the built-in packs to the database: inserted when missing,
-// updated with a bumped version when their definition changed, untouched
-// otherwise. Safe to run from several processes at once.
-func (s *Service) Start(ctx context.Context) error {
+// SeedBuiltin writes the built-in packs to the database: inserted when
+// missing, updated with a bumped version when their definition changed,
+// untouched otherwise. Idempotent, and safe to run from several processes
+// at once; the server runs it at start, like the migrations. It is not a
+// long-running part (no Start/Stop): it runs nothing in the background.
+func (s *Service) SeedBuiltin(ctx context.Context) error {
 	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(builtinLockKey)); err != nil {
 			return fmt.Errorf("lock built-in packs: %w", err)

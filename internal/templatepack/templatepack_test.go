@@ -61,12 +61,12 @@ func (b *testBundle) update(t *testing.T, id uuid.UUID, in templatepack.PackInpu
 	return out, err
 }
 
-func TestStartUpsertsTheBuiltinPack(t *testing.T) {
+func TestSeedBuiltinUpsertsTheBuiltinPack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	require.NoError(t, b.svc.Start(ctx))
-	require.NoError(t, b.svc.Start(ctx), "idempotent")
+	require.NoError(t, b.svc.SeedBuiltin(ctx))
+	require.NoError(t, b.svc.SeedBuiltin(ctx), "idempotent")
 	var n int
 	var id uuid.UUID
 	var version, source string
@@ -82,8 +82,8 @@ func TestStartUpsertsTheBuiltinPack(t *testing.T) {
 	// replaced and the version bumped, once.
 	_, err := b.pool.Exec(ctx, `UPDATE template_packs SET object_types = '[]' WHERE id = $1`, id)
 	require.NoError(t, err)
-	require.NoError(t, b.svc.Start(ctx))
-	require.NoError(t, b.svc.Start(ctx))
+	require.NoError(t, b.svc.SeedBuiltin(ctx))
+	require.NoError(t, b.svc.SeedBuiltin(ctx))
 	var id2 uuid.UUID
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id, version, jsonb_array_length(object_types) FROM template_packs WHERE project_id IS NULL`).
 		Scan(&id2, &version, &objects))
@@ -171,7 +171,7 @@ func TestCreateAndUpdatePack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	require.NoError(t, b.svc.Start(ctx))
+	require.NoError(t, b.svc.SeedBuiltin(ctx))
 
 	p, err := b.create(t, widgetPack("Widgets"))
 	require.NoError(t, err)

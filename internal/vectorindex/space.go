@@ -310,34 +310,20 @@ func (ix *Index) maybeBuild(e *entry) {
 	snap := d.arena // the first snap.n slots never change
 	e.mu.Unlock()
 
-	ix.mu.Lock()
-	if ix.closed {
-		ix.mu.Unlock()
+	if !ix.life.Go(func(ctx context.Context) { ix.build(ctx, e, d, snap) }) {
 		e.mu.Lock()
-		d.building = false
+		d.building = false // stopped (or not started)
 		e.mu.Unlock()
-		return
 	}
-	ix.builds.Add(1)
-	ix.mu.Unlock()
-	go func() {
-		defer ix.builds.Done()
-		ix.build(e, d, snap)
-	}()
 }
 
 // build makes d's graph cover all its slots: a new graph is built from the
 // snapshot without a lock and attached; then the slots added meanwhile go
 // in, graphBatch at a time under the entry's write lock.
-func (ix *Index) build(e *entry, d *vectors, snap arena) {
+func (ix *Index) build(ctx context.Context, e *entry, d *vectors, snap arena) {
 	start := time.Now()
 	stopped := func() bool {
-		select {
-		case <-ix.stop:
-			return true
-		default:
-			return d.abandoned.Load() || e.evicted.Load()
-		}
+		return ctx.Err() != nil || d.abandoned.Load() || e.evicted.Load()
 	}
 	done := func() {
 		e.mu.Lock()

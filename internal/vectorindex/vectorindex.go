@@ -27,6 +27,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/startstop"
 )
 
 // The kinds of vectors a space holds.
@@ -51,10 +52,10 @@ const (
 
 // Errors of Search, Spaces, Changed and Removed.
 var (
-	ErrKind      = errs.New(errs.Invalid, "unknown vector kind")
-	ErrDimension = errs.New(errs.Invalid, "the query vector's dimension does not match the vector space")
-	ErrZeroQuery = errs.New(errs.Invalid, "the query vector has no direction (zero or not finite)")
-	ErrClosed    = errs.New(errs.Unavailable, "the vector index is closed")
+	ErrKind       = errs.New(errs.Invalid, "unknown vector kind")
+	ErrDimension  = errs.New(errs.Invalid, "the query vector's dimension does not match the vector space")
+	ErrZeroQuery  = errs.New(errs.Invalid, "the query vector has no direction (zero or not finite)")
+	ErrNotRunning = errs.New(errs.Unavailable, "the vector index is not running")
 )
 
 // Space identifies vectors that can be compared: same kind, same model,
@@ -145,16 +146,17 @@ type version struct {
 
 // Index is the in-process vector index. It is safe for concurrent use.
 type Index struct {
-	db     postgres.DBTX
-	logger *slog.Logger
-	cfg    Config
+	db       postgres.DBTX
+	listener Listener
+	logger   *slog.Logger
+	cfg      Config
 
-	unlisten func()
-	builds   sync.WaitGroup
-	stop     chan struct{}
+	// life owns the graph builds.
+	life startstop.Base
 
 	mu       sync.Mutex
-	closed   bool
+	running  bool // between Start and Stop
+	unlisten func()
 	entries  map[entryKey]*list.Element // of *entry
 	lru      *list.List                 // front: most recently used
 	used     int64
@@ -169,39 +171,48 @@ type spacesCache struct {
 	spaces []Space
 }
 
-// New returns an index reading from db and kept fresh by the notifications
-// listener delivers on Channel. Close releases it.
+// New returns an index reading from db, kept fresh (once started) by the
+// notifications listener delivers on Channel.
 func New(db postgres.DBTX, listener Listener, logger *slog.Logger, cfg Config) *Index {
-	ix := &Index{
+	return &Index{
 		db:       db,
+		listener: listener,
 		logger:   logger,
 		cfg:      cfg.withDefaults(),
-		stop:     make(chan struct{}),
 		entries:  map[entryKey]*list.Element{},
 		lru:      list.New(),
 		versions: map[stateKey]version{},
 		spaces:   map[stateKey]spacesCache{},
 	}
-	ix.unlisten = listener.Listen(Channel, ix.notified)
-	return ix
 }
 
-// Close stops listening, waits for graph builds to stop and drops every
-// entry.
-func (ix *Index) Close() {
-	ix.mu.Lock()
-	if ix.closed {
-		ix.mu.Unlock()
-		return
+// Start subscribes to the change notifications and opens the index to
+// searches (which return ErrNotRunning before Start and after Stop).
+func (ix *Index) Start(ctx context.Context) error {
+	if err := ix.life.Begin(ctx); err != nil {
+		return fmt.Errorf("vector index: %w", err)
 	}
-	ix.closed = true
-	close(ix.stop)
+	unlisten := ix.listener.Listen(Channel, ix.notified)
+	ix.mu.Lock()
+	ix.running, ix.unlisten = true, unlisten
+	ix.mu.Unlock()
+	return nil
+}
+
+// Stop closes the index to searches, stops listening, drops every entry
+// and stops the graph builds, waiting for them until ctx ends.
+func (ix *Index) Stop(ctx context.Context) error {
+	ix.mu.Lock()
+	unlisten := ix.unlisten
+	ix.running, ix.unlisten = false, nil
 	ix.entries = map[entryKey]*list.Element{}
 	ix.lru.Init()
 	ix.used = 0
 	ix.mu.Unlock()
-	ix.unlisten()
-	ix.builds.Wait()
+	if unlisten != nil {
+		unlisten()
+	}
+	return ix.life.Stop(ctx)
 }
 
 // Changed tells every process that vectors of kind were added to project
@@ -293,9 +304,9 @@ func (ix *Index) Spaces(ctx context.Context, project uuid.UUID) ([]Space, error)
 func (ix *Index) kindSpaces(ctx context.Context, project uuid.UUID, kind string) ([]Space, error) {
 	k := stateKey{project, kind}
 	ix.mu.Lock()
-	if ix.closed {
+	if !ix.running {
 		ix.mu.Unlock()
-		return nil, ErrClosed
+		return nil, ErrNotRunning
 	}
 	st := ix.stampOf(project, kind)
 	if c, ok := ix.spaces[k]; ok && c.at == st.v && c.resync == st.resync {
@@ -318,7 +329,7 @@ func (ix *Index) kindSpaces(ctx context.Context, project uuid.UUID, kind string)
 // nil, says which IDs may be returned; it runs under the space's read lock,
 // so it must be quick and must not call the index. A space the project has no vectors
 // in gives no hits. Errors: invalid_argument (ErrKind, ErrDimension,
-// ErrZeroQuery), unavailable (ErrClosed), and database errors while
+// ErrZeroQuery), unavailable (ErrNotRunning), and database errors while
 // loading.
 func (ix *Index) Search(ctx context.Context, project uuid.UUID, space Space, query []float32, k int, filter func(id uuid.UUID) bool) ([]Hit, error) {
 	if space.Kind != KindChunks && space.Kind != KindObjects {
@@ -344,9 +355,9 @@ func (ix *Index) Search(ctx context.Context, project uuid.UUID, space Space, que
 // acquire returns the entry of key, loaded and fresh.
 func (ix *Index) acquire(ctx context.Context, key entryKey) (*entry, error) {
 	ix.mu.Lock()
-	if ix.closed {
+	if !ix.running {
 		ix.mu.Unlock()
-		return nil, ErrClosed
+		return nil, ErrNotRunning
 	}
 	var e *entry
 	if el, ok := ix.entries[key]; ok {
@@ -377,7 +388,7 @@ func (ix *Index) charge(e *entry, total int64) {
 	defer ix.mu.Unlock()
 	el, ok := ix.entries[e.key]
 	if !ok || el.Value.(*entry) != e {
-		return // evicted or closed meanwhile
+		return // evicted or stopped meanwhile
 	}
 	ix.used += total - e.charged
 	e.charged = total

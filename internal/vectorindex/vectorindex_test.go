@@ -18,6 +18,7 @@ import (
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/startstop"
 	"github.com/graphmill/graphmill/internal/vectorindex"
 )
 
@@ -72,8 +73,9 @@ func setup(t *testing.T, cfg vectorindex.Config) *testBundle {
 	tp := &tap{n: n, resync: make(chan struct{}, 1)}
 	ix := vectorindex.New(pool, tp, logger, cfg)
 	require.NoError(t, n.Start(ctx))
-	t.Cleanup(n.Stop)
-	t.Cleanup(ix.Close)
+	t.Cleanup(func() { require.NoError(t, n.Stop(ctx)) })
+	require.NoError(t, ix.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, ix.Stop(ctx)) })
 	select {
 	case <-tp.resync:
 	case <-time.After(waitFor):
@@ -683,7 +685,8 @@ func TestConcurrentSearchesAndWrites(t *testing.T) {
 }
 
 // TestCloseStopsGraphBuilds is deliberately not parallel: it compares the
-// goroutines before and after, which parallel tests would disturb.
+// goroutines before and after, which parallel tests would disturb. Stop
+// ends a graph build in progress and waits for it.
 func TestCloseStopsGraphBuilds(t *testing.T) { //nolint:paralleltest // see above
 	before := goleak.IgnoreCurrent()
 	ctx := context.Background()
@@ -694,6 +697,7 @@ func TestCloseStopsGraphBuilds(t *testing.T) { //nolint:paralleltest // see abov
 	n := events.NewNotifier(pool, logger)
 	require.NoError(t, n.Start(ctx))
 	ix := vectorindex.New(pool, n, logger, vectorindex.Config{HNSWThreshold: 100, HNSWEfConstruction: 400})
+	require.NoError(t, ix.Start(ctx))
 	b := &testBundle{writer: pool}
 	b.project, b.doc = b.newProject(t)
 	r := rand.New(rand.NewPCG(13, 14))
@@ -702,11 +706,42 @@ func TestCloseStopsGraphBuilds(t *testing.T) { //nolint:paralleltest // see abov
 	require.NoError(t, err)
 
 	start := time.Now()
-	ix.Close()
+	require.NoError(t, ix.Stop(ctx))
 	require.Less(t, time.Since(start), 5*time.Second)
 	_, err = ix.Search(ctx, b.project, space("m", 64), randomVector(r, 64), 5, nil)
-	require.ErrorIs(t, err, vectorindex.ErrClosed)
-	n.Stop()
+	require.ErrorIs(t, err, vectorindex.ErrNotRunning)
+	require.NoError(t, ix.Stop(ctx), "a second Stop")
+	require.NoError(t, n.Stop(ctx))
 	pool.Close()
 	goleak.VerifyNone(t, before)
+}
+
+// The index has the start/stop shape of every long-running part: it
+// answers searches only between Start and Stop, Stop before Start does
+// nothing, and a second Start is refused.
+func TestIndexStartStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, vectorindex.Config{})
+	ix := vectorindex.New(b.pool, b.tap, slog.New(slog.DiscardHandler), vectorindex.Config{})
+	r := rand.New(rand.NewPCG(15, 16))
+	b.insertChunks(t, b.writer, b.project, b.doc, randomChunks(r, 3, 8, "m"))
+	_, err := ix.Search(ctx, b.project, space("m", 8), randomVector(r, 8), 5, nil)
+	require.ErrorIs(t, err, vectorindex.ErrNotRunning, "before Start")
+	_, err = ix.Spaces(ctx, b.project)
+	require.ErrorIs(t, err, vectorindex.ErrNotRunning, "before Start")
+	require.NoError(t, ix.Stop(ctx), "Stop before Start")
+
+	require.NoError(t, ix.Start(ctx))
+	require.ErrorIs(t, ix.Start(ctx), startstop.ErrStarted)
+	hits, err := ix.Search(ctx, b.project, space("m", 8), randomVector(r, 8), 5, nil)
+	require.NoError(t, err)
+	require.Len(t, hits, 3)
+	require.Equal(t, 1, ix.Stats().Entries)
+
+	require.NoError(t, ix.Stop(ctx))
+	require.Zero(t, ix.Stats().Entries, "Stop drops the entries")
+	_, err = ix.Search(ctx, b.project, space("m", 8), randomVector(r, 8), 5, nil)
+	require.ErrorIs(t, err, vectorindex.ErrNotRunning, "after Stop")
+	require.NoError(t, ix.Stop(ctx), "a second Stop")
 }
