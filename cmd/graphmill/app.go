@@ -78,6 +78,7 @@ type Main struct {
 	guard    *auth.Guard
 	watcher  *auth.Watcher // ends streams whose token or membership is gone
 	tasks    *task.Service
+	extract  *extraction.Service
 	mcpReg   *mcpregistry.Service // external MCP servers, tool settings
 	vectors  *vectorindex.Index
 	notifs   *notification.Service
@@ -336,6 +337,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	toExtraction.svc = extractions
+	m.extract = extractions
 	if err := extractions.AddQueue(extraction.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
 		return err
 	}

@@ -1131,3 +1131,37 @@ func extractionBlockedCall(t *testing.T, free int) (s *testServer, project, doc,
 		"the held call is in flight")
 	return s, project, doc, job
 }
+
+// TestExtractionJobActionsTakeTheProject: the service's cancel and retry
+// act on a job of the project they are given only; for any other project
+// the job is not found and stays as it was, with no log entry.
+func TestExtractionJobActionsTakeTheProject(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	ctx := context.Background()
+	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
+	project, org := s.defaultProject()
+	other := uuid.MustParse(s.newProject(org, "other"))
+	job := s.extractionJobOf(s.extractionUpload(project, "p.md", "# P\n\nAda."))
+	id := uuid.MustParse(job)
+	logs := func() int {
+		return s.extractionCount(`SELECT count(*) FROM extraction_job_logs WHERE job_id = $1`, job)
+	}
+	before := logs()
+
+	_, err := s.m.extract.CancelJob(ctx, other, id, nil)
+	require.ErrorIs(t, err, extraction.ErrNotFound)
+	require.Equal(t, "queued", s.extractionGetJob(job).Status)
+	require.Equal(t, before, logs())
+
+	s.extractionCount(`UPDATE object_extraction_jobs SET status = 'failed', error_msg = 'boom' WHERE id = $1 RETURNING 1`, job)
+	_, err = s.m.extract.RetryJob(ctx, other, id, nil)
+	require.ErrorIs(t, err, extraction.ErrNotFound)
+	require.Equal(t, "failed", s.extractionGetJob(job).Status)
+	require.Equal(t, before, logs())
+
+	j, err := s.m.extract.RetryJob(ctx, uuid.MustParse(project), id, nil)
+	require.NoError(t, err)
+	require.Equal(t, "queued", j.Status)
+	require.Equal(t, before+1, logs())
+}

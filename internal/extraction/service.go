@@ -236,8 +236,9 @@ func changeLog(ch jobqueue.Changed, user *uuid.UUID, row logRow) jobLogRow {
 
 // actOn changes job id of project with transition, logs it and reads it
 // back, in one transaction at the transition's clock reading; the
-// transition decides "not found" and "in the wrong state", and a job of
-// another project is not found (the transaction rolls back).
+// transition decides "not found" and "in the wrong state"; the read back
+// filters by project, so a job of another project is not found and the
+// transaction rolls back.
 func (s *Service) actOn(ctx context.Context, project, id uuid.UUID, user *uuid.UUID,
 	transition func(context.Context, postgres.DBTX, string, uuid.UUID) (jobqueue.Changed, error), entry transitionLog,
 ) (Job, error) {
@@ -246,9 +247,6 @@ func (s *Service) actOn(ctx context.Context, project, id uuid.UUID, user *uuid.U
 		ch, err := transition(ctx, tx, Queue, id)
 		if err != nil {
 			return err
-		}
-		if ch.ProjectID == nil || *ch.ProjectID != project {
-			return ErrNotFound
 		}
 		if err := logsInsert(ctx, tx, ch.UpdatedAt, []jobLogRow{entry(ch, user)}); err != nil {
 			return err
