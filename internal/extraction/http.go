@@ -14,12 +14,6 @@ import (
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
-// LogListDefault and LogListMax bound the admin log list.
-const (
-	LogListDefault = 1000
-	LogListMax     = LogsMax
-)
-
 type (
 	projectListIn struct {
 		ProjectID string `path:"projectId"`

@@ -11,9 +11,6 @@ import (
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
-// ListLimitDefault is the page size of task lists when none is given.
-const ListLimitDefault = 50
-
 // List is the spec's task list: {data, total}.
 type List struct {
 	Data  []Task `json:"data"`
