@@ -34,11 +34,7 @@ type handlers struct {
 }
 
 func (h handlers) metrics(ctx context.Context, _ *struct{}) (*httpapi.Out[Metrics], error) {
-	m, err := h.s.Report(ctx, auth.PrincipalFrom(ctx))
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Metrics]{Body: m}, nil
+	return httpapi.Reply(h.s.Report(ctx, auth.PrincipalFrom(ctx)))
 }
 
 // Report is the periodic tasks' state as p may see it. Superadmins see

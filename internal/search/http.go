@@ -27,9 +27,5 @@ type handlers struct {
 }
 
 func (h handlers) search(ctx context.Context, in *searchIn) (*httpapi.Out[Response], error) {
-	res, err := h.svc.Search(ctx, auth.AccessFrom(ctx).ProjectID, in.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Response]{Body: res}, nil
+	return httpapi.Reply(h.svc.Search(ctx, auth.AccessFrom(ctx).ProjectID, in.Body))
 }
