@@ -222,4 +222,3 @@ var (
 func validJobType(t string) bool {
 	return t == JobTypeFull || t == JobTypeReextraction || t == JobTypeIncremental
 }
-
