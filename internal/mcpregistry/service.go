@@ -236,9 +236,6 @@ func (s *Service) Stop(ctx context.Context) error {
 	return err
 }
 
-// StdioPolicy is the configured GRAPHMILL_MCP_STDIO.
-func (s *Service) StdioPolicy() string { return s.cfg.StdioPolicy }
-
 // Stderr returns the last stderr output (at most StderrLogBytes) of a
 // server's running stdio process. It may hold what the server printed, so
 // it is for operators, never for API responses.
@@ -304,11 +301,17 @@ func (s *Service) toServer(r serverRow) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
+	return serverOf(r, env, headers, vars), nil
+}
+
+// serverOf is the server of a row whose secrets are open: masked in the
+// exported fields, kept in the unexported ones.
+func serverOf(r serverRow, env, headers, vars map[string]string) Server {
 	return Server{
 		ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, Enabled: r.Enabled, Type: r.Type,
 		Command: postgres.Value(r.Command), Args: r.Args, Env: maskMap(env), URL: postgres.Value(r.URL),
 		Headers: maskMap(headers), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), env: env, headers: headers, vars: vars,
-	}, nil
+	}
 }
 
 // ListServers lists a project's servers, creating its built-in record on
@@ -335,21 +338,19 @@ func (s *Service) ServerProject(ctx context.Context, id uuid.UUID) (uuid.UUID, e
 	return serverProject(ctx, s.cfg.Pool, id)
 }
 
-// server loads a project's server. Errors: not_found.
-func (s *Service) server(ctx context.Context, project, id uuid.UUID) (Server, error) {
-	r, err := serverGet(ctx, s.cfg.Pool, id)
+// server loads a project's server from db, its row locked for the rest
+// of db's transaction when lock is set. Errors: not_found.
+func (s *Service) server(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, lock bool) (Server, error) {
+	r, err := serverGet(ctx, db, project, id, lock)
 	if err != nil {
 		return Server{}, err
-	}
-	if r.ProjectID != project {
-		return Server{}, ErrServerNotFound
 	}
 	return s.toServer(r)
 }
 
 // Server returns a project's server, secrets masked. Errors: not_found.
 func (s *Service) Server(ctx context.Context, project, id uuid.UUID) (Server, error) {
-	return s.server(ctx, project, id)
+	return s.server(ctx, s.cfg.Pool, project, id, false)
 }
 
 var (
@@ -477,10 +478,11 @@ func (s *Service) createServer(ctx context.Context, project uuid.UUID, in Server
 	if err := validate(&srv); err != nil {
 		return Server{}, err
 	}
-	if err := serverInsert(ctx, s.cfg.Pool, s.toRow(srv)); err != nil {
+	r, err := serverInsert(ctx, s.cfg.Pool, s.toRow(srv))
+	if err != nil {
 		return Server{}, err
 	}
-	return s.server(ctx, project, srv.ID)
+	return serverOf(r, srv.env, srv.headers, srv.vars), nil
 }
 
 func (s *Service) toRow(srv Server) serverRow {
@@ -517,22 +519,48 @@ func (u ServerUpdate) TouchesCommand() bool {
 
 // UpdateServer changes a server; disabling it or changing what it runs
 // stops its process, and changing what a stdio server runs needs c to be
-// allowed stdio servers (CheckStdio). Errors: not_found, conflict
-// (built-in), invalid_argument, permission_denied.
+// allowed stdio servers (CheckStdio). One transaction locks and reads the
+// server, applies u and returns the row it wrote. Errors: not_found,
+// conflict (built-in), invalid_argument, permission_denied.
 func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u ServerUpdate, c Caller) (Server, error) {
-	srv, err := s.server(ctx, project, id)
+	var out Server
+	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		srv, err := s.server(ctx, tx, project, id, true)
+		if err != nil {
+			return err
+		}
+		if err := s.apply(&srv, u, c); err != nil {
+			return err
+		}
+		srv.UpdatedAt = s.cfg.Now()
+		r, err := serverUpdate(ctx, tx, s.toRow(srv))
+		if err != nil {
+			return err
+		}
+		out = serverOf(r, srv.env, srv.headers, srv.vars)
+		return nil
+	})
 	if err != nil {
 		return Server{}, err
 	}
+	if !out.Enabled || u.TouchesCommand() {
+		s.conn.stop(id)
+	}
+	return out, nil
+}
+
+// apply changes srv as u asks and validates the result; changing what a
+// stdio server runs needs c to be allowed stdio servers.
+func (s *Service) apply(srv *Server, u ServerUpdate, c Caller) error {
 	if srv.Type == TypeBuiltin {
-		return Server{}, ErrBuiltinFixed
+		return ErrBuiltinFixed
 	}
 	if u.Type != nil && *u.Type != srv.Type {
-		return Server{}, errs.New(errs.Invalid, "type cannot be changed: create a new server")
+		return errs.New(errs.Invalid, "type cannot be changed: create a new server")
 	}
 	if srv.Type == TypeStdio && u.TouchesCommand() {
 		if err := s.CheckStdio(c); err != nil {
-			return Server{}, err
+			return err
 		}
 	}
 	if u.Name != nil {
@@ -556,40 +584,31 @@ func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u Ser
 			if u.Headers != nil {
 				for k, v := range *u.Headers {
 					if v == Masked {
-						return Server{}, errs.Errorf(errs.Invalid, "header %s cannot be kept (***): the url's origin (scheme, host and port) changes, which drops the stored headers; give their values again", k)
+						return errs.Errorf(errs.Invalid, "header %s cannot be kept (***): the url's origin (scheme, host and port) changes, which drops the stored headers; give their values again", k)
 					}
 				}
 			}
 			srv.headers, srv.vars = nil, nil
 		}
 	}
+	var err error
 	if u.Env != nil {
 		if srv.env, err = mergeSecrets(srv.env, *u.Env); err != nil {
-			return Server{}, err
+			return err
 		}
 	}
 	if u.Headers != nil {
 		if srv.headers, err = mergeSecrets(srv.headers, *u.Headers); err != nil {
-			return Server{}, err
+			return err
 		}
 	}
-	if err := validate(&srv); err != nil {
-		return Server{}, err
-	}
-	srv.UpdatedAt = s.cfg.Now()
-	if err := serverUpdate(ctx, s.cfg.Pool, s.toRow(srv)); err != nil {
-		return Server{}, err
-	}
-	if !srv.Enabled || u.TouchesCommand() {
-		s.conn.stop(id)
-	}
-	return s.server(ctx, project, id)
+	return validate(srv)
 }
 
 // DeleteServer removes a server with its tools and stops its process.
 // Errors: not_found, conflict (built-in).
 func (s *Service) DeleteServer(ctx context.Context, project, id uuid.UUID) error {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return err
 	}
@@ -670,7 +689,7 @@ func (s *Service) liveTools(ctx context.Context, srv Server) ([]LiveTool, error)
 // recording it. Errors: not_found, invalid_argument (built-in),
 // failed_precondition (disabled), bad_gateway (the server failed).
 func (s *Service) Inspect(ctx context.Context, project, id uuid.UUID) ([]LiveTool, error) {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -681,7 +700,7 @@ func (s *Service) Inspect(ctx context.Context, project, id uuid.UUID) ([]LiveToo
 // added enabled, known ones refreshed with their enabled choice kept,
 // vanished ones removed. Errors as Inspect.
 func (s *Service) Sync(ctx context.Context, project, id uuid.UUID) (SyncResult, error) {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return SyncResult{}, err
 	}
@@ -707,7 +726,7 @@ func (s *Service) Sync(ctx context.Context, project, id uuid.UUID) (SyncResult, 
 // Tools lists a server's catalogue; the built-in server's tools carry
 // their effective setting. Errors: not_found.
 func (s *Service) Tools(ctx context.Context, project, id uuid.UUID) ([]Tool, error) {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -730,7 +749,7 @@ func (s *Service) Tools(ctx context.Context, project, id uuid.UUID) ([]Tool, err
 // configurable tools). toolID is the tool's id, or for built-in tools also
 // its name. Errors: not_found, invalid_argument.
 func (s *Service) UpdateTool(ctx context.Context, project, id uuid.UUID, toolID string, u ToolUpdate) (Tool, error) {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return Tool{}, err
 	}
@@ -747,13 +766,7 @@ func (s *Service) UpdateTool(ctx context.Context, project, id uuid.UUID, toolID 
 	if err != nil {
 		return Tool{}, ErrToolNotFound
 	}
-	if _, err := toolGet(ctx, s.cfg.Pool, id, tid); err != nil {
-		return Tool{}, err
-	}
-	if err := toolSetEnabled(ctx, s.cfg.Pool, tid, *u.Enabled); err != nil {
-		return Tool{}, err
-	}
-	r, err := toolGet(ctx, s.cfg.Pool, id, tid)
+	r, err := toolSetEnabled(ctx, s.cfg.Pool, id, tid, *u.Enabled)
 	if err != nil {
 		return Tool{}, err
 	}
@@ -776,10 +789,7 @@ func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool 
 	var r serverRow
 	var err error
 	if id, perr := uuid.Parse(server); perr == nil {
-		r, err = serverGet(ctx, s.cfg.Pool, id)
-		if err == nil && r.ProjectID != project {
-			err = ErrServerNotFound
-		}
+		r, err = serverGet(ctx, s.cfg.Pool, project, id, false)
 	} else {
 		r, err = serverGetByName(ctx, s.cfg.Pool, project, server)
 	}
@@ -796,7 +806,7 @@ func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool 
 	if !srv.Enabled {
 		return nil, errs.Errorf(errs.FailedPrecondition, "the MCP server %q is disabled", srv.Name)
 	}
-	t, err := toolGetByName(ctx, s.cfg.Pool, srv.ID, tool)
+	t, err := toolGet(ctx, s.cfg.Pool, srv.ID, true, tool)
 	if err != nil {
 		return nil, errs.Errorf(errs.NotFound, "the MCP server %q has no tool %q in its catalogue (sync it to refresh)", srv.Name, tool)
 	}

@@ -321,9 +321,9 @@ func (s *Service) updateBuiltinTool(ctx context.Context, srv Server, toolID stri
 	var r toolRow
 	var err error
 	if tid, perr := uuid.Parse(toolID); perr == nil {
-		r, err = toolGet(ctx, s.cfg.Pool, srv.ID, tid)
+		r, err = toolGet(ctx, s.cfg.Pool, srv.ID, false, tid)
 	} else {
-		r, err = toolGetByName(ctx, s.cfg.Pool, srv.ID, toolID)
+		r, err = toolGet(ctx, s.cfg.Pool, srv.ID, true, toolID)
 	}
 	if err != nil {
 		return Tool{}, err
