@@ -357,7 +357,47 @@ var (
 	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)      //nolint:gochecknoglobals // compiled pattern, constant
 	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$") //nolint:gochecknoglobals // compiled pattern, constant
 	varName    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)             //nolint:gochecknoglobals // compiled pattern, constant
+
+	envEntries = entryRule{ //nolint:gochecknoglobals // constant rule
+		name: envName, forbid: "\x00", count: "at most %d env variables",
+		badName:  "env names must be letters, digits and underscores, not starting with a digit",
+		badValue: "env value of %s must be at most %d bytes without NUL characters",
+	}
+	headerEntries = entryRule{ //nolint:gochecknoglobals // constant rule
+		name: headerName, forbid: "\r\n\x00", count: "at most %d headers",
+		badName: "header names must be HTTP tokens", badValue: "header %s must be at most %d bytes without line breaks",
+	}
+	varEntries = entryRule{ //nolint:gochecknoglobals // constant rule
+		name: varName, forbid: "\r\n\x00", count: "at most %d variables",
+		badName:  "variable names must be letters, digits, dots, dashes and underscores",
+		badValue: "variable %s must be at most %d bytes without line breaks",
+	}
 )
+
+// entryRule bounds one of a server record's maps (env, headers,
+// variables): at most MaxEntries, names matching name, values of at most
+// MaxValueBytes without the bytes of forbid. Its messages never echo
+// values.
+type entryRule struct {
+	name                     *regexp.Regexp
+	forbid                   string
+	count, badName, badValue string
+}
+
+func (r entryRule) check(m map[string]string) error {
+	if len(m) > MaxEntries {
+		return errs.Errorf(errs.Invalid, r.count, MaxEntries)
+	}
+	for k, v := range m {
+		if !r.name.MatchString(k) {
+			return errs.New(errs.Invalid, r.badName)
+		}
+		if len(v) > MaxValueBytes || strings.ContainsAny(v, r.forbid) {
+			return errs.Errorf(errs.Invalid, r.badValue, k, MaxValueBytes)
+		}
+	}
+	return nil
+}
 
 // Limits of a server record.
 const (
@@ -393,16 +433,8 @@ func validate(srv *Server) error {
 				return errs.Errorf(errs.Invalid, "args[%d] must be at most %d bytes without NUL characters", i, MaxArgBytes)
 			}
 		}
-		if len(srv.env) > MaxEntries {
-			return errs.Errorf(errs.Invalid, "at most %d env variables", MaxEntries)
-		}
-		for k, v := range srv.env {
-			if !envName.MatchString(k) {
-				return errs.New(errs.Invalid, "env names must be letters, digits and underscores, not starting with a digit")
-			}
-			if len(v) > MaxValueBytes || strings.ContainsRune(v, 0) {
-				return errs.Errorf(errs.Invalid, "env value of %s must be at most %d bytes without NUL characters", k, MaxValueBytes)
-			}
+		if err := envEntries.check(srv.env); err != nil {
+			return err
 		}
 	case TypeSSE, TypeHTTP:
 		u, err := url.Parse(srv.url())
@@ -412,34 +444,15 @@ func validate(srv *Server) error {
 		if srv.Command != "" || len(srv.Args) > 0 || len(srv.env) > 0 {
 			return errs.Errorf(errs.Invalid, "command, args and env apply to stdio servers, not %s", srv.Type)
 		}
-		if len(srv.headers) > MaxEntries {
-			return errs.Errorf(errs.Invalid, "at most %d headers", MaxEntries)
-		}
-		for k, v := range srv.headers {
-			if !headerName.MatchString(k) {
-				return errs.New(errs.Invalid, "header names must be HTTP tokens")
-			}
-			if len(v) > MaxValueBytes || strings.ContainsAny(v, "\r\n\x00") {
-				return errs.Errorf(errs.Invalid, "header %s must be at most %d bytes without line breaks", k, MaxValueBytes)
-			}
+		if err := headerEntries.check(srv.headers); err != nil {
+			return err
 		}
 	case TypeBuiltin:
 		return ErrBuiltinCreate
 	default:
 		return errs.New(errs.Invalid, "type must be stdio, sse or http")
 	}
-	if len(srv.vars) > MaxEntries {
-		return errs.Errorf(errs.Invalid, "at most %d variables", MaxEntries)
-	}
-	for k, v := range srv.vars {
-		if !varName.MatchString(k) {
-			return errs.New(errs.Invalid, "variable names must be letters, digits, dots, dashes and underscores")
-		}
-		if len(v) > MaxValueBytes || strings.ContainsAny(v, "\r\n\x00") {
-			return errs.Errorf(errs.Invalid, "variable %s must be at most %d bytes without line breaks", k, MaxValueBytes)
-		}
-	}
-	return nil
+	return varEntries.check(srv.vars)
 }
 
 // expand fills the {name} placeholders of s whose name vars holds; others
