@@ -123,11 +123,15 @@ type (
 		Limit  int    `json:"limit,omitempty" jsonschema:"page size"`
 		Offset int    `json:"offset,omitempty" jsonschema:"objects to skip"`
 	}
+	// pageInfo is the paging of a list tool's result.
+	pageInfo struct {
+		Total  int `json:"total"`
+		Limit  int `json:"limit"`
+		Offset int `json:"offset"`
+	}
 	objectPage struct {
 		Objects []graph.Object `json:"objects"`
-		Total   int            `json:"total"`
-		Limit   int            `json:"limit"`
-		Offset  int            `json:"offset"`
+		pageInfo
 	}
 	getObjectIn struct {
 		ID                string `json:"id" jsonschema:"the object's id"`
@@ -172,9 +176,7 @@ type (
 	}
 	relationshipPage struct {
 		Relationships []graph.Relationship `json:"relationships"`
-		Total         int                  `json:"total"`
-		Limit         int                  `json:"limit"`
-		Offset        int                  `json:"offset"`
+		pageInfo
 	}
 	neighborsIn struct {
 		ID               string `json:"id" jsonschema:"the object whose neighbours to list"`
@@ -191,9 +193,7 @@ type (
 	neighborPage struct {
 		Object    graph.Object `json:"object"`
 		Neighbors []neighbor   `json:"neighbors"`
-		Total     int          `json:"total"`
-		Limit     int          `json:"limit"`
-		Offset    int          `json:"offset"`
+		pageInfo
 	}
 )
 
@@ -278,7 +278,7 @@ func (s *Server) searchObjects(ctx context.Context, c *caller, in searchObjectsI
 	if err != nil {
 		return nil, err
 	}
-	return objectPage{Objects: nonNil(list), Total: total, Limit: limit, Offset: in.Offset}, nil
+	return objectPage{Objects: nonNil(list), pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}, nil
 }
 
 // getObject is graph_get_object.
@@ -351,7 +351,7 @@ func (s *Server) listRelationships(ctx context.Context, c *caller, in listRelati
 	if err != nil {
 		return nil, err
 	}
-	return relationshipPage{Relationships: nonNil(list), Total: total, Limit: limit, Offset: in.Offset}, nil
+	return relationshipPage{Relationships: nonNil(list), pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}, nil
 }
 
 // neighbors is graph_neighbors.
@@ -370,7 +370,7 @@ func (s *Server) neighbors(ctx context.Context, c *caller, in neighborsIn) (any,
 	if err != nil {
 		return nil, objectNotFound(err, id)
 	}
-	out := neighborPage{Object: o, Neighbors: []neighbor{}, Total: total, Limit: limit, Offset: in.Offset}
+	out := neighborPage{Object: o, Neighbors: []neighbor{}, pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}
 	for _, r := range rels {
 		n := neighbor{Direction: string(graph.Outgoing), Relationship: r}
 		other := r.TargetID

@@ -26,9 +26,7 @@ type (
 	}
 	documentPage struct {
 		Documents []document.Document `json:"documents"`
-		Total     int                 `json:"total"`
-		Limit     int                 `json:"limit"`
-		Offset    int                 `json:"offset"`
+		pageInfo
 	}
 	getDocumentIn struct {
 		ID          string `json:"id" jsonschema:"the document's id"`
@@ -130,7 +128,7 @@ func (s *Server) listDocuments(ctx context.Context, c *caller, in listDocumentsI
 	if err != nil {
 		return nil, err
 	}
-	return documentPage{Documents: nonNil(list), Total: total, Limit: limit, Offset: in.Offset}, nil
+	return documentPage{Documents: nonNil(list), pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}, nil
 }
 
 // getDocument is documents_get.
