@@ -746,15 +746,7 @@ func (s *Service) Tools(ctx context.Context, project, id uuid.UUID) ([]Tool, err
 	if srv.Type == TypeBuiltin {
 		return s.builtinTools(ctx, srv)
 	}
-	rows, err := toolsList(ctx, s.cfg.Pool, id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Tool, len(rows))
-	for i, r := range rows {
-		out[i] = r.toTool()
-	}
-	return out, nil
+	return toolsList(ctx, s.cfg.Pool, id)
 }
 
 // UpdateTool changes a tool: for external servers its enabled flag; for
@@ -779,11 +771,7 @@ func (s *Service) UpdateTool(ctx context.Context, project, id uuid.UUID, toolID 
 	if err != nil {
 		return Tool{}, ErrToolNotFound
 	}
-	r, err := toolSetEnabled(ctx, s.cfg.Pool, id, tid, *u.Enabled)
-	if err != nil {
-		return Tool{}, err
-	}
-	return r.toTool(), nil
+	return toolSetEnabled(ctx, s.cfg.Pool, id, tid, *u.Enabled)
 }
 
 // ListTools lists the enabled tools of a project's enabled external

@@ -201,30 +201,25 @@ func (s *Service) builtinTools(ctx context.Context, srv Server) ([]Tool, error) 
 		if err != nil {
 			return err
 		}
-		rows, err := toolsList(ctx, tx, srv.ID)
-		if err != nil {
+		if out, err = toolsList(ctx, tx, srv.ID); err != nil {
 			return err
 		}
-		out = make([]Tool, 0, len(rows))
-		for _, r := range rows {
-			bt := s.builtin[r.ToolName]
-			t, err := s.builtinTool(r, ls, bt)
-			if err != nil {
+		for i := range out {
+			if out[i], err = s.builtinTool(out[i], ls, s.builtin[out[i].ToolName]); err != nil {
 				return err
 			}
-			out = append(out, t)
 		}
 		return nil
 	})
 	return out, err
 }
 
-func (s *Service) builtinTool(r toolRow, ls levelSettings, bt BuiltinTool) (Tool, error) {
+// builtinTool is a built-in tool with its effective setting.
+func (s *Service) builtinTool(t Tool, ls levelSettings, bt BuiltinTool) (Tool, error) {
 	e, err := s.effective(ls, bt)
 	if err != nil {
 		return Tool{}, err
 	}
-	t := r.toTool()
 	t.Enabled, t.InheritedFrom = e.Enabled, e.InheritedFrom
 	configurable := bt.Configurable
 	t.Configurable = &configurable
@@ -318,7 +313,7 @@ func (s *Service) updateBuiltinTool(ctx context.Context, srv Server, toolID stri
 	if _, err := s.builtinTools(ctx, srv); err != nil {
 		return Tool{}, err
 	}
-	var r toolRow
+	var r Tool
 	var err error
 	if tid, perr := uuid.Parse(toolID); perr == nil {
 		r, err = toolGet(ctx, s.cfg.Pool, srv.ID, false, tid)

@@ -143,9 +143,12 @@ func (r toolRow) toTool() Tool {
 
 const toolColumns = `id, server_id, tool_name, description, input_schema, enabled, created_at`
 
-func toolsList(ctx context.Context, db postgres.DBTX, server uuid.UUID) ([]toolRow, error) {
+func toolsList(ctx context.Context, db postgres.DBTX, server uuid.UUID) ([]Tool, error) {
 	rows, _ := db.Query(ctx, `SELECT `+toolColumns+` FROM mcp_server_tools WHERE server_id = $1 ORDER BY tool_name`, server)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[toolRow])
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Tool, error) {
+		r, err := pgx.RowToStructByName[toolRow](row)
+		return r.toTool(), err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list mcp tools: %w", err)
 	}
@@ -154,27 +157,27 @@ func toolsList(ctx context.Context, db postgres.DBTX, server uuid.UUID) ([]toolR
 
 // toolGet returns a server's tool by id or (byName) by name. Errors:
 // not_found.
-func toolGet(ctx context.Context, db postgres.DBTX, server uuid.UUID, byName bool, key any) (toolRow, error) {
+func toolGet(ctx context.Context, db postgres.DBTX, server uuid.UUID, byName bool, key any) (Tool, error) {
 	col := "id"
 	if byName {
 		col = "tool_name"
 	}
 	r, err := postgres.One[toolRow](ctx, db, ErrToolNotFound, `SELECT `+toolColumns+` FROM mcp_server_tools WHERE server_id = $1 AND `+col+` = $2`, server, key)
 	if err != nil {
-		return toolRow{}, fmt.Errorf("get mcp tool: %w", err)
+		return Tool{}, fmt.Errorf("get mcp tool: %w", err)
 	}
-	return r, nil
+	return r.toTool(), nil
 }
 
 // toolSetEnabled sets a server's tool's enabled flag and returns the tool.
 // Errors: not_found.
-func toolSetEnabled(ctx context.Context, db postgres.DBTX, server, id uuid.UUID, enabled bool) (toolRow, error) {
+func toolSetEnabled(ctx context.Context, db postgres.DBTX, server, id uuid.UUID, enabled bool) (Tool, error) {
 	r, err := postgres.One[toolRow](ctx, db, ErrToolNotFound, `UPDATE mcp_server_tools SET enabled = $3 WHERE server_id = $1 AND id = $2
 		RETURNING `+toolColumns, server, id, enabled)
 	if err != nil {
-		return toolRow{}, fmt.Errorf("update mcp tool: %w", err)
+		return Tool{}, fmt.Errorf("update mcp tool: %w", err)
 	}
-	return r, nil
+	return r.toTool(), nil
 }
 
 // toolsUpsert mirrors a server's catalogue: listed tools are added (enabled)
