@@ -113,24 +113,12 @@ func NewService(c Config) (*Service, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.CallTimeout <= 0 {
-		c.CallTimeout = CallTimeoutDefault
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = IdleTimeoutDefault
-	}
-	if c.StartTimeout <= 0 {
-		c.StartTimeout = StartTimeoutDefault
-	}
-	if c.MaxResponseBytes <= 0 {
-		c.MaxResponseBytes = MaxResponseBytesDefault
-	}
-	if c.MaxConcurrentCalls <= 0 {
-		c.MaxConcurrentCalls = MaxConcurrentCallsDefault
-	}
-	if c.MaxConcurrentCallsTotal <= 0 {
-		c.MaxConcurrentCallsTotal = MaxConcurrentCallsTotalDefault
-	}
+	c.CallTimeout = positiveOr(c.CallTimeout, CallTimeoutDefault)
+	c.IdleTimeout = positiveOr(c.IdleTimeout, IdleTimeoutDefault)
+	c.StartTimeout = positiveOr(c.StartTimeout, StartTimeoutDefault)
+	c.MaxResponseBytes = positiveOr(c.MaxResponseBytes, MaxResponseBytesDefault)
+	c.MaxConcurrentCalls = positiveOr(c.MaxConcurrentCalls, MaxConcurrentCallsDefault)
+	c.MaxConcurrentCallsTotal = positiveOr(c.MaxConcurrentCallsTotal, MaxConcurrentCallsTotalDefault)
 	if c.RegistryURL == "" {
 		c.RegistryURL = RegistryURLDefault
 	}
@@ -180,6 +168,14 @@ func NewService(c Config) (*Service, error) {
 			remoteCalls: make(chan struct{}, c.MaxConcurrentCallsTotal),
 		},
 	}, nil
+}
+
+// positiveOr is v, or def when v is not positive (not set).
+func positiveOr[T ~int | ~int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // stdioShared reports whether stdio children would run as this process's
