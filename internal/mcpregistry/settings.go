@@ -371,32 +371,28 @@ func (s *Service) PutOrgToolSetting(ctx context.Context, org uuid.UUID, tool str
 // DeleteOrgToolSetting removes an organization's default; its projects
 // fall back to the global setting. Errors: not_found.
 func (s *Service) DeleteOrgToolSetting(ctx context.Context, org uuid.UUID, tool string) error {
-	if _, ok := s.builtin[tool]; !ok {
-		return ErrUnknownBuiltin
-	}
-	ok, err := settingDelete(ctx, s.cfg.Pool, LevelOrg, org, tool)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return errs.Errorf(errs.NotFound, "the organization has no setting for %s", tool)
-	}
-	return nil
+	return s.deleteSetting(ctx, LevelOrg, org, tool, "organization")
 }
 
 // DeleteProjectToolSetting removes a project's setting of a built-in
 // tool; the project falls back to its organization's default, else the
 // global setting. Errors: not_found.
 func (s *Service) DeleteProjectToolSetting(ctx context.Context, project uuid.UUID, tool string) error {
+	return s.deleteSetting(ctx, LevelProject, project, tool, "project")
+}
+
+// deleteSetting removes the setting of a built-in tool at a level; noun
+// names the owner in the not-found message.
+func (s *Service) deleteSetting(ctx context.Context, level string, owner uuid.UUID, tool, noun string) error {
 	if _, ok := s.builtin[tool]; !ok {
 		return ErrUnknownBuiltin
 	}
-	ok, err := settingDelete(ctx, s.cfg.Pool, LevelProject, project, tool)
+	ok, err := settingDelete(ctx, s.cfg.Pool, level, owner, tool)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return errs.Errorf(errs.NotFound, "the project has no setting for %s", tool)
+		return errs.Errorf(errs.NotFound, "the %s has no setting for %s", noun, tool)
 	}
 	return nil
 }
