@@ -58,12 +58,12 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 	if err := s.pool.QueryRow(ctx, `SELECT document_id FROM document_parsing_jobs WHERE id = $1`, j.ID).Scan(&docID); err != nil {
 		return fmt.Errorf("load parsing job: %w", err)
 	}
-	filename, mimeType, data, err := documentContent(ctx, s.pool, docID)
+	src, err := documentContent(ctx, s.pool, docID)
 	if err != nil {
 		return jobqueue.Permanent(err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, ParseTimeout)
-	parsed, err := Parse(pctx, filename, mimeType, data)
+	parsed, err := Parse(pctx, src.Filename, src.MimeType, src.Content)
 	cancel()
 	if err != nil {
 		if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrCorrupt) || errors.Is(err, context.DeadlineExceeded) {

@@ -3,7 +3,6 @@ package embeddingpolicy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -65,11 +64,11 @@ func args(p Policy) []any {
 	return []any{p.ID, p.ProjectID, p.Name, desc, p.ObjectTypes, p.Fields, p.Template, p.Model, p.Active, cc, p.UpdatedAt, p.CreatedAt}
 }
 
-func collectOne(rows pgx.Rows, what string) (Policy, error) {
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[policyRow])
+// policyOne runs query, which returns one policy row (what names the
+// statement in errors).
+func policyOne(ctx context.Context, db postgres.DBTX, what, query string, args ...any) (Policy, error) {
+	r, err := postgres.One[policyRow](ctx, db, ErrNotFound, query, args...)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return Policy{}, ErrNotFound
 	case postgres.IsUniqueViolation(err, "embedding_policies_name"):
 		return Policy{}, ErrNameTaken
 	case err != nil:
@@ -80,9 +79,8 @@ func collectOne(rows pgx.Rows, what string) (Policy, error) {
 
 // policyInsert inserts p.
 func policyInsert(ctx context.Context, db postgres.DBTX, p Policy) (Policy, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO embedding_policies (`+policyColumns+`)
+	return policyOne(ctx, db, "insert", `INSERT INTO embedding_policies (`+policyColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $11) RETURNING `+policyColumns, args(p)...)
-	return collectOne(rows, "insert")
 }
 
 // policyGet reads a policy of project, locking it when lock is set.
@@ -91,8 +89,7 @@ func policyGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, loc
 	if lock {
 		q += ` FOR UPDATE`
 	}
-	rows, _ := db.Query(ctx, q, project, id)
-	return collectOne(rows, "get")
+	return policyOne(ctx, db, "get", q, project, id)
 }
 
 // policiesList lists project's policies, oldest first.
@@ -112,16 +109,14 @@ func policiesList(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]P
 // policyUpdate writes every column of p but the id, project and creation
 // time.
 func policyUpdate(ctx context.Context, db postgres.DBTX, p Policy) (Policy, error) {
-	rows, _ := db.Query(ctx, `UPDATE embedding_policies SET name = $3, description = $4, object_types = $5, fields = $6,
+	return policyOne(ctx, db, "update", `UPDATE embedding_policies SET name = $3, description = $4, object_types = $5, fields = $6,
 			template = $7, model = $8, active = $9, chunking_config = $10, updated_at = $11
 		WHERE id = $1 AND project_id = $2 RETURNING `+policyColumns, args(p)[:11]...)
-	return collectOne(rows, "update")
 }
 
 // policyDelete deletes a policy of project and returns it.
 func policyDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Policy, error) {
-	rows, _ := db.Query(ctx, `DELETE FROM embedding_policies WHERE project_id = $1 AND id = $2 RETURNING `+policyColumns, project, id)
-	return collectOne(rows, "delete")
+	return policyOne(ctx, db, "delete", `DELETE FROM embedding_policies WHERE project_id = $1 AND id = $2 RETURNING `+policyColumns, project, id)
 }
 
 // policiesActive returns the active policies of projects.

@@ -3,12 +3,10 @@ package extraction
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -304,11 +302,7 @@ func (s *Service) MonitorDetail(ctx context.Context, project, id uuid.UUID) (Mon
 
 // checkJob makes sure id is a job of project. Errors: not_found.
 func (s *Service) checkJob(ctx context.Context, project, id uuid.UUID) error {
-	var one int
-	err := s.pool.QueryRow(ctx, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
-	}
+	_, err := postgres.One[int](ctx, s.pool, ErrNotFound, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project)
 	if err != nil {
 		return fmt.Errorf("get monitored job: %w", err)
 	}

@@ -403,17 +403,13 @@ func jobSetCounters(ctx context.Context, db postgres.DBTX, id uuid.UUID, objects
 // jobSource is what the worker needs of its job row, and its document's
 // filename.
 type jobSource struct {
-	DocumentID *uuid.UUID
-	JobType    string
-	Filename   string
+	DocumentID *uuid.UUID `db:"document_id"`
+	JobType    string     `db:"job_type"`
+	Filename   string     `db:"-"`
 }
 
 func jobSourceGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (jobSource, error) {
-	var s jobSource
-	err := db.QueryRow(ctx, `SELECT document_id, job_type FROM object_extraction_jobs WHERE id = $1`, id).Scan(&s.DocumentID, &s.JobType)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return jobSource{}, ErrNotFound
-	}
+	s, err := postgres.One[jobSource](ctx, db, ErrNotFound, `SELECT document_id, job_type FROM object_extraction_jobs WHERE id = $1`, id)
 	if err != nil {
 		return jobSource{}, fmt.Errorf("load extraction job: %w", err)
 	}

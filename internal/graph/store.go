@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -151,12 +150,8 @@ func objectInsert(ctx context.Context, db postgres.DBTX, o Object, nkey string) 
 // objectIDByKey returns the id of the live object of project with type and
 // normalized key.
 func objectIDByKey(ctx context.Context, db postgres.DBTX, project uuid.UUID, typ, nkey string) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := db.QueryRow(ctx, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = $2 AND normalized_key = $3 AND deleted_at IS NULL`,
-		project, typ, nkey).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, ErrObjectNotFound
-	}
+	id, err := postgres.One[uuid.UUID](ctx, db, ErrObjectNotFound,
+		`SELECT id FROM graph_objects WHERE project_id = $1 AND type = $2 AND normalized_key = $3 AND deleted_at IS NULL`, project, typ, nkey)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("find object by key: %w", err)
 	}
@@ -169,11 +164,7 @@ func objectGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, loc
 	if lock {
 		q += ` FOR UPDATE`
 	}
-	rows, _ := db.Query(ctx, q, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[objectRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Object{}, ErrObjectNotFound
-	}
+	r, err := postgres.One[objectRow](ctx, db, ErrObjectNotFound, q, project, id)
 	if err != nil {
 		return Object{}, fmt.Errorf("get object: %w", err)
 	}
@@ -308,12 +299,8 @@ func relationshipInsert(ctx context.Context, db postgres.DBTX, r Relationship) (
 // relationshipIDByEnds returns the id of project's relationship of type
 // from source to target.
 func relationshipIDByEnds(ctx context.Context, db postgres.DBTX, project uuid.UUID, typ string, source, target uuid.UUID) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := db.QueryRow(ctx, `SELECT id FROM graph_relationships WHERE project_id = $1 AND type = $2 AND source_id = $3 AND target_id = $4`,
-		project, typ, source, target).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, ErrRelationshipNotFound
-	}
+	id, err := postgres.One[uuid.UUID](ctx, db, ErrRelationshipNotFound,
+		`SELECT id FROM graph_relationships WHERE project_id = $1 AND type = $2 AND source_id = $3 AND target_id = $4`, project, typ, source, target)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("find relationship: %w", err)
 	}
@@ -322,11 +309,8 @@ func relationshipIDByEnds(ctx context.Context, db postgres.DBTX, project uuid.UU
 
 // relationshipGet returns a relationship of project.
 func relationshipGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Relationship, error) {
-	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, 0 AS total FROM graph_relationships WHERE project_id = $1 AND id = $2`, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[relationshipRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Relationship{}, ErrRelationshipNotFound
-	}
+	r, err := postgres.One[relationshipRow](ctx, db, ErrRelationshipNotFound,
+		`SELECT `+relationshipColumns+`, 0 AS total FROM graph_relationships WHERE project_id = $1 AND id = $2`, project, id)
 	if err != nil {
 		return Relationship{}, fmt.Errorf("get relationship: %w", err)
 	}

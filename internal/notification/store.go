@@ -3,7 +3,6 @@ package notification
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -158,11 +157,9 @@ func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (
 	return r.toNotification(), nil
 }
 
-func one(rows pgx.Rows) (Notification, error) {
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[notificationRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Notification{}, ErrNotFound
-	}
+// notificationOne runs query, which returns one notification row.
+func notificationOne(ctx context.Context, db postgres.DBTX, query string, args ...any) (Notification, error) {
+	r, err := postgres.One[notificationRow](ctx, db, ErrNotFound, query, args...)
 	if err != nil {
 		return Notification{}, fmt.Errorf("notification: %w", err)
 	}
@@ -222,13 +219,18 @@ func notificationStats(ctx context.Context, db postgres.DBTX, o Owner, now time.
 	return s, nil
 }
 
-// notificationMarkRead marks one notification read (keeping the first
-// readAt of an already read one).
-func notificationMarkRead(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, now time.Time) (Notification, error) {
-	rows, _ := db.Query(ctx, `UPDATE notifications SET read_at = COALESCE(read_at, $3),
-		updated_at = CASE WHEN read_at IS NULL THEN $3 ELSE updated_at END
+// The timestamp columns notificationStamp sets.
+const (
+	stampRead      = "read_at"      // read
+	stampDismissed = "dismissed_at" // moved to the cleared tab
+)
+
+// notificationStamp sets column (stampRead or stampDismissed) of one
+// notification of o to now, keeping the first time of one already stamped.
+func notificationStamp(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, column string, now time.Time) (Notification, error) {
+	return notificationOne(ctx, db, `UPDATE notifications SET `+column+` = COALESCE(`+column+`, $3),
+		updated_at = CASE WHEN `+column+` IS NULL THEN $3 ELSE updated_at END
 		WHERE `+owned+` AND id = $4 RETURNING `+columns+`, 0 AS total`, o.UserID, o.ProjectID, now, id)
-	return one(rows)
 }
 
 // notificationMarkAllRead marks read every unread notification of the
@@ -240,15 +242,6 @@ func notificationMarkAllRead(ctx context.Context, db postgres.DBTX, o Owner, now
 		return 0, fmt.Errorf("mark notifications read: %w", err)
 	}
 	return tag.RowsAffected(), nil
-}
-
-// notificationDismiss moves one notification to the cleared tab (keeping
-// the first dismissedAt of an already dismissed one).
-func notificationDismiss(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, now time.Time) (Notification, error) {
-	rows, _ := db.Query(ctx, `UPDATE notifications SET dismissed_at = COALESCE(dismissed_at, $3),
-		updated_at = CASE WHEN dismissed_at IS NULL THEN $3 ELSE updated_at END
-		WHERE `+owned+` AND id = $4 RETURNING `+columns+`, 0 AS total`, o.UserID, o.ProjectID, now, id)
-	return one(rows)
 }
 
 // notificationClearAll moves every notification of the all tab to the
@@ -265,23 +258,16 @@ func notificationClearAll(ctx context.Context, db postgres.DBTX, o Owner, now ti
 // notificationSnooze snoozes a notification that is not dismissed until
 // until. It reports ErrSnoozeGone for a dismissed one.
 func notificationSnooze(ctx context.Context, tx pgx.Tx, o Owner, id uuid.UUID, until, now time.Time) (Notification, error) {
-	cur, err := one(lockRows(ctx, tx, o, id, now))
+	cur, err := notificationOne(ctx, tx, `SELECT `+columns+`, 0 AS total FROM notifications WHERE `+owned+` AND id = $4 FOR UPDATE`,
+		o.UserID, o.ProjectID, now, id)
 	if err != nil {
 		return Notification{}, err
 	}
 	if cur.Dismissed {
 		return Notification{}, ErrSnoozeGone
 	}
-	rows, _ := tx.Query(ctx, `UPDATE notifications SET snoozed_until = $2, updated_at = $3 WHERE id = $1
+	return notificationOne(ctx, tx, `UPDATE notifications SET snoozed_until = $2, updated_at = $3 WHERE id = $1
 		RETURNING `+columns+`, 0 AS total`, id, until, now)
-	return one(rows)
-}
-
-// lockRows selects one notification of o for update.
-func lockRows(ctx context.Context, tx pgx.Tx, o Owner, id uuid.UUID, now time.Time) pgx.Rows {
-	rows, _ := tx.Query(ctx, `SELECT `+columns+`, 0 AS total FROM notifications WHERE `+owned+` AND id = $4 FOR UPDATE`,
-		o.UserID, o.ProjectID, now, id)
-	return rows
 }
 
 // notificationDeleteExpired deletes notifications whose expiry passed.

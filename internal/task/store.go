@@ -68,11 +68,7 @@ func taskInsert(ctx context.Context, db postgres.DBTX, t Task) (Task, error) {
 
 // taskGet returns a task of project.
 func taskGet(ctx context.Context, db postgres.DBTX, project uuid.UUID, id uuid.UUID) (Task, error) {
-	rows, _ := db.Query(ctx, `SELECT `+taskColumns+`, 0 AS total FROM tasks WHERE project_id = $1 AND id = $2`, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Task{}, ErrNotFound
-	}
+	r, err := postgres.One[taskRow](ctx, db, ErrNotFound, `SELECT `+taskColumns+`, 0 AS total FROM tasks WHERE project_id = $1 AND id = $2`, project, id)
 	if err != nil {
 		return Task{}, fmt.Errorf("get task: %w", err)
 	}

@@ -3,7 +3,6 @@ package templatepack
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -99,11 +98,7 @@ func collectPacks[R any](rows pgx.Rows, conv func(R) (Pack, error)) ([]Pack, err
 
 // packGet returns a pack by id.
 func packGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Pack, error) {
-	rows, _ := db.Query(ctx, `SELECT `+packColumns+` FROM template_packs p WHERE p.id = $1`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[packRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Pack{}, ErrNotFound
-	}
+	r, err := postgres.One[packRow](ctx, db, ErrNotFound, `SELECT `+packColumns+` FROM template_packs p WHERE p.id = $1`, id)
 	if err != nil {
 		return Pack{}, fmt.Errorf("get template pack: %w", err)
 	}
@@ -112,11 +107,7 @@ func packGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Pack, error) 
 
 // packGetBuiltinForUpdate returns the built-in pack called name, locked.
 func packGetBuiltinForUpdate(ctx context.Context, db postgres.DBTX, name string) (Pack, error) {
-	rows, _ := db.Query(ctx, `SELECT `+packColumns+` FROM template_packs p WHERE p.project_id IS NULL AND lower(p.name) = lower($1) FOR UPDATE`, name)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[packRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Pack{}, ErrNotFound
-	}
+	r, err := postgres.One[packRow](ctx, db, ErrNotFound, `SELECT `+packColumns+` FROM template_packs p WHERE p.project_id IS NULL AND lower(p.name) = lower($1) FOR UPDATE`, name)
 	if err != nil {
 		return Pack{}, fmt.Errorf("get built-in template pack: %w", err)
 	}
@@ -229,13 +220,9 @@ func installedList(ctx context.Context, db postgres.DBTX, project uuid.UUID, lim
 
 // installedGet returns pack id as installed in project.
 func installedGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (InstalledPack, error) {
-	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, i.installed_at, i.installed_by, 0 AS total
+	r, err := postgres.One[installedRow](ctx, db, ErrNotInstalled, `SELECT `+packColumns+`, i.installed_at, i.installed_by, 0 AS total
 		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
 		WHERE i.project_id = $1 AND i.pack_id = $2`, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[installedRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return InstalledPack{}, ErrNotInstalled
-	}
 	if err != nil {
 		return InstalledPack{}, fmt.Errorf("get installed template pack: %w", err)
 	}
@@ -277,11 +264,7 @@ func uninstall(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (bo
 
 // projectOrgOf returns the organization of a live project.
 func projectOrgOf(ctx context.Context, db postgres.DBTX, project uuid.UUID) (uuid.UUID, error) {
-	var org uuid.UUID
-	err := db.QueryRow(ctx, `SELECT org_id FROM projects WHERE id = $1 AND deleted_at IS NULL`, project).Scan(&org)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, ErrProjectRequired
-	}
+	org, err := postgres.One[uuid.UUID](ctx, db, ErrProjectRequired, `SELECT org_id FROM projects WHERE id = $1 AND deleted_at IS NULL`, project)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("get project: %w", err)
 	}

@@ -97,12 +97,8 @@ func orgInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, name string,
 }
 
 func orgGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Org, error) {
-	rows, _ := db.Query(ctx, `SELECT id, name, NULL::text AS role, created_at, updated_at, 0 AS total
+	r, err := postgres.One[orgRow](ctx, db, ErrOrgNotFound, `SELECT id, name, NULL::text AS role, created_at, updated_at, 0 AS total
 		FROM orgs WHERE id = $1 AND deleted_at IS NULL`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[orgRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Org{}, ErrOrgNotFound
-	}
 	if err != nil {
 		return Org{}, fmt.Errorf("get org: %w", err)
 	}
@@ -148,13 +144,9 @@ func projectInsert(ctx context.Context, db postgres.DBTX, id, org uuid.UUID, nam
 }
 
 func projectGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Project, error) {
-	rows, _ := db.Query(ctx, `SELECT p.id, p.org_id, p.name, p.created_at, p.updated_at, 0 AS total
+	r, err := postgres.One[projectRow](ctx, db, ErrProjectNotFound, `SELECT p.id, p.org_id, p.name, p.created_at, p.updated_at, 0 AS total
 		FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
 		WHERE p.id = $1 AND p.deleted_at IS NULL`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[projectRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Project{}, ErrProjectNotFound
-	}
 	if err != nil {
 		return Project{}, fmt.Errorf("get project: %w", err)
 	}
@@ -267,14 +259,10 @@ func projectMemberList(ctx context.Context, db postgres.DBTX, project uuid.UUID,
 }
 
 func projectMemberGet(ctx context.Context, db postgres.DBTX, project, user uuid.UUID) (Member, error) {
-	rows, _ := db.Query(ctx, `
+	r, err := postgres.One[memberRow](ctx, db, ErrMemberNotFound, `
 		SELECT m.user_id, m.role, u.display_name, u.primary_email, m.created_at, 0 AS total
 		FROM project_members m JOIN users u ON u.id = m.user_id
 		WHERE m.project_id = $1 AND m.user_id = $2`, project, user)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[memberRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Member{}, ErrMemberNotFound
-	}
 	if err != nil {
 		return Member{}, fmt.Errorf("get member: %w", err)
 	}
@@ -374,12 +362,8 @@ func tokenExists(ctx context.Context, db postgres.DBTX, secret string) (bool, er
 }
 
 func tokenGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Token, error) {
-	rows, _ := db.Query(ctx, `SELECT id, name, prefix, scopes, project_id, expires_at, created_at, 0 AS total
+	r, err := postgres.One[tokenRow](ctx, db, ErrTokenNotFound, `SELECT id, name, prefix, scopes, project_id, expires_at, created_at, 0 AS total
 		FROM api_tokens WHERE id = $1`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[tokenRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Token{}, ErrTokenNotFound
-	}
 	if err != nil {
 		return Token{}, fmt.Errorf("get token: %w", err)
 	}
@@ -439,12 +423,7 @@ func tokenUser(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, 
 const extractionSettingsColumns = `review_threshold::float8, reextraction_interval_hours`
 
 func projectExtractionSettings(ctx context.Context, db postgres.DBTX, project uuid.UUID) (ExtractionSettings, error) {
-	var st ExtractionSettings
-	err := db.QueryRow(ctx, `SELECT `+extractionSettingsColumns+` FROM projects WHERE id = $1`, project).
-		Scan(&st.ReviewThreshold, &st.ReextractionIntervalHours)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ExtractionSettings{}, ErrProjectNotFound
-	}
+	st, err := postgres.One[ExtractionSettings](ctx, db, ErrProjectNotFound, `SELECT `+extractionSettingsColumns+` FROM projects WHERE id = $1`, project)
 	if err != nil {
 		return ExtractionSettings{}, fmt.Errorf("load extraction settings: %w", err)
 	}
@@ -453,13 +432,9 @@ func projectExtractionSettings(ctx context.Context, db postgres.DBTX, project uu
 
 // projectSetExtractionSettings changes the settings that are not nil.
 func projectSetExtractionSettings(ctx context.Context, db postgres.DBTX, project uuid.UUID, threshold *float64, interval *int) (ExtractionSettings, error) {
-	var st ExtractionSettings
-	err := db.QueryRow(ctx, `UPDATE projects SET review_threshold = coalesce($2::real, review_threshold),
+	st, err := postgres.One[ExtractionSettings](ctx, db, ErrProjectNotFound, `UPDATE projects SET review_threshold = coalesce($2::real, review_threshold),
 		reextraction_interval_hours = coalesce($3::int, reextraction_interval_hours) WHERE id = $1
-		RETURNING `+extractionSettingsColumns, project, threshold, interval).Scan(&st.ReviewThreshold, &st.ReextractionIntervalHours)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ExtractionSettings{}, ErrProjectNotFound
-	}
+		RETURNING `+extractionSettingsColumns, project, threshold, interval)
 	if err != nil {
 		return ExtractionSettings{}, fmt.Errorf("save extraction settings: %w", err)
 	}

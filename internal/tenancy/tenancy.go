@@ -100,8 +100,8 @@ const (
 // ExtractionSettings are the extraction settings kept on a project; the
 // extraction package gives them their meaning and bounds.
 type ExtractionSettings struct {
-	ReviewThreshold           float64
-	ReextractionIntervalHours int
+	ReviewThreshold           float64 `db:"review_threshold"`
+	ReextractionIntervalHours int     `db:"reextraction_interval_hours"`
 }
 
 // ReextractionInterval is the age, in hours, at which the extraction of a
