@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -36,6 +37,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = maxConns
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	cfg.AfterConnect = scanInUTC
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)
@@ -54,6 +56,15 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// scanInUTC makes a connection return timestamptz values in UTC (pgx
+// returns time.Local), so that no store converts them one by one.
+func scanInUTC(_ context.Context, c *pgx.Conn) error {
+	tz := &pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID, Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}}
+	c.TypeMap().RegisterType(tz)
+	c.TypeMap().RegisterType(&pgtype.Type{Name: "_timestamptz", OID: pgtype.TimestamptzArrayOID, Codec: &pgtype.ArrayCodec{ElementType: tz}})
+	return nil
 }
 
 // WithTx runs fn in a transaction, committing when it returns nil and rolling

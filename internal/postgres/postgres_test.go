@@ -216,3 +216,16 @@ func TestOne(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, errNoPet)
 }
+
+func TestOpenScansTimestamptzInUTC(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	var at time.Time
+	var ats []time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT '2026-01-02 03:04:05.678+02'::timestamptz, ARRAY['2026-01-02 03:04:05+02'::timestamptz]`).Scan(&at, &ats))
+	require.Same(t, time.UTC, at.Location())
+	require.Equal(t, time.Date(2026, 1, 2, 1, 4, 5, 678000000, time.UTC), at)
+	require.Same(t, time.UTC, ats[0].Location())
+}
