@@ -159,6 +159,41 @@ func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, err
 	return out, total, nil
 }
 
+// CollectPageOf collects the rows of a paged query scanned by column name
+// into T (a struct of db-tagged fields), and returns them with the total
+// the window function counted: the query's last column, named total (0
+// for an empty page).
+func CollectPageOf[T any](rows pgx.Rows) ([]T, int, error) {
+	total := 0
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+		return pgx.RowToStructByName[T](totalRow{row, &total})
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return list, total, nil
+}
+
+// totalRow is a row without its last column, which Scan puts in total.
+type totalRow struct {
+	pgx.CollectableRow
+	total *int
+}
+
+// FieldDescriptions implements pgx.CollectableRow.
+func (r totalRow) FieldDescriptions() []pgconn.FieldDescription {
+	fd := r.CollectableRow.FieldDescriptions()
+	if len(fd) == 0 || fd[len(fd)-1].Name != "total" {
+		return fd // the struct scan then reports the missing column
+	}
+	return fd[:len(fd)-1]
+}
+
+// Scan implements pgx.CollectableRow.
+func (r totalRow) Scan(dest ...any) error {
+	return r.CollectableRow.Scan(append(dest, r.total)...)
+}
+
 // One runs query and returns its only row: scanned by column name when T
 // is a struct (of db-tagged fields), else T is the one column's value. No
 // row is notFound; more than one is an error.

@@ -15,12 +15,6 @@ func likePattern(s string) string {
 	return "%" + r.Replace(s) + "%"
 }
 
-// userPage is a row of userList.
-type userPage struct {
-	User
-	postgres.Total
-}
-
 func userList(ctx context.Context, db postgres.DBTX, f Filter) ([]User, int, error) {
 	rows, _ := db.Query(ctx, `
 		SELECT u.id, COALESCE(u.oidc_subject, '') AS oidc_subject, COALESCE(u.first_name, '') AS first_name,
@@ -32,16 +26,14 @@ func userList(ctx context.Context, db postgres.DBTX, f Filter) ([]User, int, err
 		  AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM org_members m WHERE m.user_id = u.id AND m.org_id = $3))
 		ORDER BY u.created_at, u.id LIMIT $4 OFFSET $5`,
 		f.Search, likePattern(f.Search), f.OrgID, f.Limit, f.offset())
-	out, total, err := postgres.CollectPage(rows, func(r userPage) User {
-		r.Organizations = []Membership{}
-		return r.User
-	})
+	out, total, err := postgres.CollectPageOf[User](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list users: %w", err)
 	}
 	ids := make([]uuid.UUID, len(out))
-	for i, u := range out {
-		ids[i] = u.ID
+	for i := range out {
+		ids[i] = out[i].ID
+		out[i].Organizations = []Membership{}
 	}
 	if len(ids) == 0 {
 		return out, total, nil
@@ -72,12 +64,6 @@ func userList(ctx context.Context, db postgres.DBTX, f Filter) ([]User, int, err
 	return out, total, nil
 }
 
-// orgPage is a row of orgList.
-type orgPage struct {
-	Organization
-	postgres.Total
-}
-
 func orgList(ctx context.Context, db postgres.DBTX, f Filter) ([]Organization, int, error) {
 	rows, _ := db.Query(ctx, `
 		SELECT o.id, o.name,
@@ -88,17 +74,11 @@ func orgList(ctx context.Context, db postgres.DBTX, f Filter) ([]Organization, i
 		WHERE ($1 OR o.deleted_at IS NULL) AND ($2 = '' OR o.name ILIKE $3)
 		ORDER BY o.created_at, o.id LIMIT $4 OFFSET $5`,
 		f.IncludeDeleted, f.Search, likePattern(f.Search), f.Limit, f.offset())
-	out, total, err := postgres.CollectPage(rows, func(r orgPage) Organization { return r.Organization })
+	out, total, err := postgres.CollectPageOf[Organization](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list orgs: %w", err)
 	}
 	return out, total, nil
-}
-
-// projectPage is a row of projectList.
-type projectPage struct {
-	Project
-	postgres.Total
 }
 
 func projectList(ctx context.Context, db postgres.DBTX, f Filter) ([]Project, int, error) {
@@ -108,7 +88,7 @@ func projectList(ctx context.Context, db postgres.DBTX, f Filter) ([]Project, in
 		WHERE ($1 OR p.deleted_at IS NULL) AND ($2::uuid IS NULL OR p.org_id = $2) AND ($3 = '' OR p.name ILIKE $4)
 		ORDER BY p.created_at, p.id LIMIT $5 OFFSET $6`,
 		f.IncludeDeleted, f.OrgID, f.Search, likePattern(f.Search), f.Limit, f.offset())
-	out, total, err := postgres.CollectPage(rows, func(r projectPage) Project { return r.Project })
+	out, total, err := postgres.CollectPageOf[Project](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list projects: %w", err)
 	}
