@@ -184,7 +184,7 @@ const monitorSelect = `SELECT j.id, j.document_id, j.datasource_id, j.status, j.
 
 func monitorFromRow(r monitorRow) MonitorJob {
 	b := MonitorJobBase{
-		ID: r.ID, Status: monitorStatus(r.Status), StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
+		ID: r.ID, Status: monitorStatus(r.Status), StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
 		DurationMs: r.DurationMs, ObjectsCreated: r.ObjectsCreated, RelationshipsCreated: r.RelationshipsCreated,
 		SuggestionsCreated: r.SuggestionsCreated, ErrorMessage: postgres.Value(r.ErrorMsg),
 	}

@@ -14,63 +14,18 @@ import (
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
-const jobColumns = `id, project_id, document_id, datasource_id, job_type, trigger_type, status, priority, error_msg,
-	retry_count, max_retries, objects_created, relationships_created, suggestions_created, created_by,
-	started_at, completed_at, created_at, updated_at`
-
-type jobRow struct {
-	ID                   uuid.UUID  `db:"id"`
-	ProjectID            uuid.UUID  `db:"project_id"`
-	DocumentID           *uuid.UUID `db:"document_id"`
-	DatasourceID         *uuid.UUID `db:"datasource_id"`
-	JobType              string     `db:"job_type"`
-	TriggerType          string     `db:"trigger_type"`
-	Status               string     `db:"status"`
-	Priority             int        `db:"priority"`
-	ErrorMsg             *string    `db:"error_msg"`
-	RetryCount           int        `db:"retry_count"`
-	MaxRetries           int        `db:"max_retries"`
-	ObjectsCreated       int        `db:"objects_created"`
-	RelationshipsCreated int        `db:"relationships_created"`
-	SuggestionsCreated   int        `db:"suggestions_created"`
-	CreatedBy            *uuid.UUID `db:"created_by"`
-	StartedAt            *time.Time `db:"started_at"`
-	CompletedAt          *time.Time `db:"completed_at"`
-	CreatedAt            time.Time  `db:"created_at"`
-	UpdatedAt            time.Time  `db:"updated_at"`
-}
-
-type jobPageRow struct {
-	jobRow
-	postgres.Total
-}
-
-func jobFromRow(r jobRow) Job {
-	return Job{
-		ID: r.ID, ProjectID: r.ProjectID, DocumentID: r.DocumentID, DatasourceID: r.DatasourceID,
-		JobType: r.JobType, TriggerType: r.TriggerType, Status: r.Status, Priority: r.Priority,
-		ErrorMsg: postgres.Value(r.ErrorMsg), RetryCount: r.RetryCount, MaxRetries: r.MaxRetries,
-		ObjectsCreated: r.ObjectsCreated, RelationshipsCreated: r.RelationshipsCreated, SuggestionsCreated: r.SuggestionsCreated,
-		CreatedBy: r.CreatedBy, StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
+// jobColumns are Job's (a NULL error is empty).
+const jobColumns = `id, project_id, document_id, datasource_id, job_type, trigger_type, status, priority,
+	COALESCE(error_msg, '') AS error_msg, retry_count, max_retries, objects_created, relationships_created,
+	suggestions_created, created_by, started_at, completed_at, created_at, updated_at`
 
 // jobGetByID returns job id of project.
 func jobGetByID(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Job, error) {
-	r, err := postgres.One[jobRow](ctx, db, ErrNotFound, `SELECT `+jobColumns+` FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project)
+	j, err := postgres.One[Job](ctx, db, ErrNotFound, `SELECT `+jobColumns+` FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project)
 	if err != nil {
 		return Job{}, fmt.Errorf("get extraction job: %w", err)
 	}
-	return jobFromRow(r), nil
+	return j, nil
 }
 
 // jobProject returns the project of job id.
@@ -85,7 +40,7 @@ func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f JobFilt
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
 	}
-	list, total, err := postgres.CollectPage(rows, func(r jobPageRow) Job { return jobFromRow(r.jobRow) })
+	list, total, err := postgres.CollectPageOf[Job](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
 	}
@@ -251,7 +206,7 @@ func logList(ctx context.Context, db postgres.DBTX, job uuid.UUID, level string,
 		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
 	}
 	list, total, err := postgres.CollectPage(rows, func(r logDBRow) LogEntry {
-		return LogEntry{ID: r.ID, JobID: r.JobID, Operation: r.Operation, Level: r.Level, Message: r.Message, Metadata: r.Metadata, CreatedAt: r.CreatedAt.UTC()}
+		return LogEntry{ID: r.ID, JobID: r.JobID, Operation: r.Operation, Level: r.Level, Message: r.Message, Metadata: r.Metadata, CreatedAt: r.CreatedAt}
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
@@ -309,7 +264,7 @@ func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offse
 		return LLMCall{
 			ID: r.ID, JobID: r.JobID, Provider: r.Provider, ModelName: r.ModelName, Status: r.Status,
 			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TotalTokens: r.TotalTokens, CostUSD: r.CostUSD,
-			DurationMs: r.DurationMs, StartedAt: r.StartedAt.UTC(), CompletedAt: utc(r.CompletedAt),
+			DurationMs: r.DurationMs, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
 			RequestPayload: r.RequestPayload, ResponsePayload: r.ResponsePayload, ErrorMessage: postgres.Value(r.ErrorMessage),
 		}
 	})

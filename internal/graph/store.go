@@ -34,7 +34,7 @@ type objectRow struct {
 
 func (r objectRow) toObject() Object {
 	o := Object{
-		ID: r.ID, ProjectID: r.ProjectID, Type: r.Type, Key: r.Key, Name: r.Name, Description: deref(r.Description),
+		ID: r.ID, ProjectID: r.ProjectID, Type: r.Type, Key: r.Key, Name: r.Name, Description: postgres.Value(r.Description),
 		Properties: r.Properties, Labels: r.Labels, Status: r.Status, Confidence: fromReal(r.Confidence),
 		ExtractionJobID: r.ExtractionJobID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
@@ -98,20 +98,6 @@ func toReal(f *float64) *float32 {
 	return &v
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 const objectColumns = `id, project_id, type, key, normalized_key, name, description, properties, labels, status, confidence,
 	extraction_job_id, created_by, created_at, updated_at`
 
@@ -139,7 +125,7 @@ func objectInsert(ctx context.Context, db postgres.DBTX, o Object, nkey string) 
 			status, confidence, created_by, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
 		ON CONFLICT (project_id, type, normalized_key) WHERE deleted_at IS NULL DO NOTHING`,
-		o.ID, o.ProjectID, o.Type, o.Key, nkey, o.Name, nullable(o.Description), props, o.Labels, o.Status, toReal(o.Confidence),
+		o.ID, o.ProjectID, o.Type, o.Key, nkey, o.Name, postgres.NullIfEmpty(o.Description), props, o.Labels, o.Status, toReal(o.Confidence),
 		o.CreatedBy, o.CreatedAt)
 	if err != nil {
 		return false, fmt.Errorf("insert object: %w", err)
@@ -202,7 +188,7 @@ func objectUpdate(ctx context.Context, db postgres.DBTX, o Object) error {
 		return err
 	}
 	_, err = db.Exec(ctx, `UPDATE graph_objects SET name = $3, description = $4, properties = $5, labels = $6, status = $7, updated_at = $8
-		WHERE project_id = $1 AND id = $2`, o.ProjectID, o.ID, o.Name, nullable(o.Description), props, o.Labels, o.Status, o.UpdatedAt)
+		WHERE project_id = $1 AND id = $2`, o.ProjectID, o.ID, o.Name, postgres.NullIfEmpty(o.Description), props, o.Labels, o.Status, o.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("update object: %w", err)
 	}

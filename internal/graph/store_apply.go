@@ -107,7 +107,7 @@ func objectArraysOf(list []*pendingObject) (objectArrays, error) {
 			return objectArrays{}, err
 		}
 		a.ids[i], a.types[i], a.keys[i], a.nkeys[i], a.names[i] = p.id, p.key.typ, p.keyText, p.key.nkey, p.name
-		a.descriptions[i], a.props[i], a.labels[i], a.statuses[i], a.confidences[i] = nullable(p.description), props, lj, p.status, toReal(p.confidence)
+		a.descriptions[i], a.props[i], a.labels[i], a.statuses[i], a.confidences[i] = postgres.NullIfEmpty(p.description), props, lj, p.status, toReal(p.confidence)
 	}
 	return a, nil
 }

@@ -75,13 +75,6 @@ type listRow struct {
 
 const packColumns = `p.id, p.project_id, p.name, p.version, p.description, p.source, p.object_types, p.relationship_types, p.created_at, p.updated_at`
 
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func collectPacks[R any](rows pgx.Rows, conv func(R) (Pack, error)) ([]Pack, error) {
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[R])
 	if err != nil {
@@ -163,7 +156,7 @@ func packInsert(ctx context.Context, db postgres.DBTX, p Pack) error {
 	}
 	_, err = db.Exec(ctx, `INSERT INTO template_packs (id, project_id, name, version, description, source, object_types, relationship_types, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
-		p.ID, p.ProjectID, p.Name, p.Version, nullable(p.Description), p.Source, ot, rt, p.CreatedAt)
+		p.ID, p.ProjectID, p.Name, p.Version, postgres.NullIfEmpty(p.Description), p.Source, ot, rt, p.CreatedAt)
 	if postgres.IsUniqueViolation(err, "template_packs_project_name") {
 		return ErrNameTaken
 	}
@@ -188,7 +181,7 @@ func packUpdate(ctx context.Context, db postgres.DBTX, p Pack) (bool, error) {
 		object_types = $6, relationship_types = $7, updated_at = $8
 		WHERE id = $1 AND (name <> $2 OR description IS DISTINCT FROM $4 OR source <> $5
 		                   OR object_types <> $6::jsonb OR relationship_types <> $7::jsonb)`,
-		p.ID, p.Name, p.Version, nullable(p.Description), p.Source, ot, rt, p.UpdatedAt)
+		p.ID, p.Name, p.Version, postgres.NullIfEmpty(p.Description), p.Source, ot, rt, p.UpdatedAt)
 	if postgres.IsUniqueViolation(err, "template_packs_project_name") {
 		return false, ErrNameTaken
 	}
