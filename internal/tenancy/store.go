@@ -18,7 +18,7 @@ const memberColumns = `m.user_id, m.role, COALESCE(u.display_name, '') AS displa
 	COALESCE(u.primary_email, '') AS primary_email, m.created_at`
 
 // tokenColumns are Token's (the secret aside).
-const tokenColumns = `id, name, prefix, scopes, project_id, expires_at, created_at`
+const tokenColumns = `id, name, prefix, scopes, project_id, expires_at, created_at` //nolint:gosec // column names, not a credential
 
 // notifyInvalidate announces, on commit, that identity data changed, and
 // what the change concerns.
