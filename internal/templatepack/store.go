@@ -39,17 +39,7 @@ func (r packRow) toPack() (Pack, error) {
 	if err := json.Unmarshal(r.RelationshipTypes, &p.RelationshipTypes); err != nil {
 		return Pack{}, fmt.Errorf("decode relationship types of pack %s: %w", r.ID, err)
 	}
-	if p.ObjectTypes == nil {
-		p.ObjectTypes = []ObjectType{}
-	}
-	if p.RelationshipTypes == nil {
-		p.RelationshipTypes = []RelationshipType{}
-	}
-	for i := range p.ObjectTypes {
-		if p.ObjectTypes[i].Examples == nil {
-			p.ObjectTypes[i].Examples = []map[string]any{}
-		}
-	}
+	p.fillLists()
 	return p, nil
 }
 
@@ -268,4 +258,19 @@ func packOrg(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, er
 	org, err := postgres.One[*uuid.UUID](ctx, db, ErrNotFound,
 		`SELECT o.org_id FROM template_packs p LEFT JOIN projects o ON o.id = p.project_id WHERE p.id = $1`, id)
 	return postgres.Value(org), err
+}
+
+// fillLists makes p's nil lists empty, so that they are [] in JSON.
+func (p *Pack) fillLists() {
+	if p.ObjectTypes == nil {
+		p.ObjectTypes = []ObjectType{}
+	}
+	if p.RelationshipTypes == nil {
+		p.RelationshipTypes = []RelationshipType{}
+	}
+	for i := range p.ObjectTypes {
+		if p.ObjectTypes[i].Examples == nil {
+			p.ObjectTypes[i].Examples = []map[string]any{}
+		}
+	}
 }
