@@ -103,32 +103,32 @@ type Job struct {
 
 // LogEntry is an extraction job log entry.
 type LogEntry struct {
-	ID        uuid.UUID       `json:"id"`
-	JobID     uuid.UUID       `json:"jobId"`
-	Operation string          `json:"operation" enum:"llm_call,chunk_processing,object_creation,relationship_creation,suggestion_creation,validation,error"`
-	Level     string          `json:"level" enum:"debug,info,warn,error"`
-	Message   string          `json:"message"`
-	Metadata  json.RawMessage `json:"metadata"`
-	CreatedAt time.Time       `json:"createdAt"`
+	ID        uuid.UUID       `json:"id" db:"id"`
+	JobID     uuid.UUID       `json:"jobId" db:"job_id"`
+	Operation string          `json:"operation" db:"operation" enum:"llm_call,chunk_processing,object_creation,relationship_creation,suggestion_creation,validation,error"`
+	Level     string          `json:"level" db:"level" enum:"debug,info,warn,error"`
+	Message   string          `json:"message" db:"message"`
+	Metadata  json.RawMessage `json:"metadata" db:"metadata"`
+	CreatedAt time.Time       `json:"createdAt" db:"created_at"`
 }
 
 // LLMCall is one LLM call of an extraction job, as the call log keeps it.
 type LLMCall struct {
-	ID              uuid.UUID
-	JobID           uuid.UUID
-	Provider        string
-	ModelName       string
-	Status          string // success or error
-	InputTokens     int
-	OutputTokens    int
-	TotalTokens     int
-	CostUSD         float64
-	DurationMs      int
-	StartedAt       time.Time
-	CompletedAt     *time.Time
-	RequestPayload  json.RawMessage
-	ResponsePayload json.RawMessage
-	ErrorMessage    string
+	ID              uuid.UUID       `db:"id"`
+	JobID           uuid.UUID       `db:"job_id"`
+	Provider        string          `db:"provider"`
+	ModelName       string          `db:"model_name"`
+	Status          string          `db:"status"` // success or error
+	InputTokens     int             `db:"input_tokens"`
+	OutputTokens    int             `db:"output_tokens"`
+	TotalTokens     int             `db:"total_tokens"`
+	CostUSD         float64         `db:"cost_usd"`
+	DurationMs      int             `db:"duration_ms"`
+	StartedAt       time.Time       `db:"started_at"`
+	CompletedAt     *time.Time      `db:"completed_at"`
+	RequestPayload  json.RawMessage `db:"request_payload"`
+	ResponsePayload json.RawMessage `db:"response_payload"`
+	ErrorMessage    string          `db:"error_message"`
 }
 
 // LLM call statuses.

@@ -186,17 +186,6 @@ func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []
 	return nil
 }
 
-type logDBRow struct {
-	ID        uuid.UUID       `db:"id"`
-	JobID     uuid.UUID       `db:"job_id"`
-	Operation string          `db:"operation"`
-	Level     string          `db:"level"`
-	Message   string          `db:"message"`
-	Metadata  json.RawMessage `db:"metadata"`
-	CreatedAt time.Time       `db:"created_at"`
-	postgres.Total
-}
-
 // logList pages a job's log in order, of one level when level is set.
 func logList(ctx context.Context, db postgres.DBTX, job uuid.UUID, level string, limit, offset int) ([]LogEntry, int, error) {
 	rows, err := db.Query(ctx, `SELECT id, job_id, operation, level, message, metadata, created_at, count(*) OVER () AS total
@@ -205,9 +194,7 @@ func logList(ctx context.Context, db postgres.DBTX, job uuid.UUID, level string,
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
 	}
-	list, total, err := postgres.CollectPage(rows, func(r logDBRow) LogEntry {
-		return LogEntry{ID: r.ID, JobID: r.JobID, Operation: r.Operation, Level: r.Level, Message: r.Message, Metadata: r.Metadata, CreatedAt: r.CreatedAt}
-	})
+	list, total, err := postgres.CollectPageOf[LogEntry](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
 	}
@@ -233,41 +220,15 @@ func nullJSON(raw json.RawMessage) any {
 	return string(raw)
 }
 
-type callDBRow struct {
-	ID              uuid.UUID  `db:"id"`
-	JobID           uuid.UUID  `db:"job_id"`
-	Provider        string     `db:"provider"`
-	ModelName       string     `db:"model_name"`
-	Status          string     `db:"status"`
-	InputTokens     int        `db:"input_tokens"`
-	OutputTokens    int        `db:"output_tokens"`
-	TotalTokens     int        `db:"total_tokens"`
-	CostUSD         float64    `db:"cost_usd"`
-	DurationMs      int        `db:"duration_ms"`
-	StartedAt       time.Time  `db:"started_at"`
-	CompletedAt     *time.Time `db:"completed_at"`
-	RequestPayload  []byte     `db:"request_payload"`
-	ResponsePayload []byte     `db:"response_payload"`
-	ErrorMessage    *string    `db:"error_message"`
-	postgres.Total
-}
-
 func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]LLMCall, int, error) {
 	rows, err := db.Query(ctx, `SELECT id, job_id, provider, model_name, status, input_tokens, output_tokens, total_tokens,
-		cost_usd::float8 AS cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload, error_message,
-		count(*) OVER () AS total
+		cost_usd::float8 AS cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload,
+		COALESCE(error_message, '') AS error_message, count(*) OVER () AS total
 		FROM extraction_llm_calls WHERE job_id = $1 ORDER BY started_at, id LIMIT $2 OFFSET $3`, job, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list llm calls: %w", err)
 	}
-	list, total, err := postgres.CollectPage(rows, func(r callDBRow) LLMCall {
-		return LLMCall{
-			ID: r.ID, JobID: r.JobID, Provider: r.Provider, ModelName: r.ModelName, Status: r.Status,
-			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TotalTokens: r.TotalTokens, CostUSD: r.CostUSD,
-			DurationMs: r.DurationMs, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
-			RequestPayload: r.RequestPayload, ResponsePayload: r.ResponsePayload, ErrorMessage: postgres.Value(r.ErrorMessage),
-		}
-	})
+	list, total, err := postgres.CollectPageOf[LLMCall](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list llm calls: %w", err)
 	}
