@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -156,15 +155,11 @@ func (r *copyRow) end() { *r = binary.BigEndian.AppendUint16(*r, 0xFFFF) }
 
 // documentIDBySum finds the project's document of these bytes.
 func documentIDBySum(ctx context.Context, db postgres.DBTX, project uuid.UUID, sum []byte) (uuid.UUID, bool, error) {
-	var id uuid.UUID
-	err := db.QueryRow(ctx, `SELECT id FROM documents WHERE project_id = $1 AND sha256 = $2`, project, sum).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, false, nil
-	}
+	id, err := postgres.One[uuid.UUID](ctx, db, nil, `SELECT id FROM documents WHERE project_id = $1 AND sha256 = $2`, project, sum)
 	if err != nil {
 		return uuid.Nil, false, fmt.Errorf("find document by checksum: %w", err)
 	}
-	return id, true, nil
+	return id, id != uuid.Nil, nil
 }
 
 // documentSource is what the parser needs of a document.

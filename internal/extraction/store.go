@@ -3,7 +3,6 @@ package extraction
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -296,15 +295,11 @@ func jobsInsertScheduled(ctx context.Context, tx pgx.Tx, intervals []tenancy.Ree
 // attempt: a cancelled or reaped job must not write its results. Holding
 // the lock makes a concurrent cancel wait for the commit.
 func jobLockRunning(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt int) (bool, error) {
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 AND status = 'running' AND attempt = $2 FOR UPDATE`, id, attempt).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
+	running, err := postgres.One[bool](ctx, tx, nil, `SELECT true FROM object_extraction_jobs WHERE id = $1 AND status = 'running' AND attempt = $2 FOR UPDATE`, id, attempt)
 	if err != nil {
 		return false, fmt.Errorf("lock extraction job: %w", err)
 	}
-	return true, nil
+	return running, nil
 }
 
 func jobSetCounters(ctx context.Context, db postgres.DBTX, id uuid.UUID, objects, relationships, suggestions int) error {

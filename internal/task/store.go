@@ -2,7 +2,6 @@ package task
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -78,17 +77,13 @@ func taskFinish(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, st
 	if status != StatusCancelled {
 		resolvedAt = &now
 	}
-	rows, _ := db.Query(ctx, `UPDATE tasks SET status = $3, resolved_at = $4, resolved_by = $5, resolution_notes = $6, updated_at = $7
+	t, err := postgres.One[Task](ctx, db, nil, `UPDATE tasks SET status = $3, resolved_at = $4, resolved_by = $5, resolution_notes = $6, updated_at = $7
 		WHERE project_id = $1 AND id = $2 AND status = 'pending'
 		RETURNING `+taskColumns, project, id, status, resolvedAt, by, postgres.NullIfEmpty(notes), now)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Task])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Task{}, false, nil
-	}
 	if err != nil {
 		return Task{}, false, fmt.Errorf("update task: %w", err)
 	}
-	return r, true, nil
+	return t, t.ID != uuid.Nil, nil
 }
 
 func taskProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {

@@ -2,7 +2,6 @@ package tenancy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -335,17 +334,13 @@ func tokenList(ctx context.Context, db postgres.DBTX, f tokenFilter, p Page) ([]
 // tokenRevoke revokes token id if it matches the filter, and returns its
 // user.
 func tokenRevoke(ctx context.Context, db postgres.DBTX, id uuid.UUID, f tokenFilter, now time.Time) (uuid.UUID, bool, error) {
-	var user uuid.UUID
-	err := db.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
+	user, err := postgres.One[uuid.UUID](ctx, db, nil, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
 		AND ($3::uuid IS NULL OR user_id = $3) AND ($4::uuid IS NULL OR project_id = $4)
-		RETURNING user_id`, id, now, f.UserID, f.ProjectID).Scan(&user)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, false, nil
-	}
+		RETURNING user_id`, id, now, f.UserID, f.ProjectID)
 	if err != nil {
 		return uuid.Nil, false, fmt.Errorf("revoke token: %w", err)
 	}
-	return user, true, nil
+	return user, user != uuid.Nil, nil
 }
 
 func usersExist(ctx context.Context, db postgres.DBTX) (bool, error) {
