@@ -114,21 +114,21 @@ type LogEntry struct {
 
 // LLMCall is one LLM call of an extraction job, as the call log keeps it.
 type LLMCall struct {
-	ID              uuid.UUID       `db:"id"`
-	JobID           uuid.UUID       `db:"job_id"`
-	Provider        string          `db:"provider"`
-	ModelName       string          `db:"model_name"`
-	Status          string          `db:"status"` // success or error
-	InputTokens     int             `db:"input_tokens"`
-	OutputTokens    int             `db:"output_tokens"`
-	TotalTokens     int             `db:"total_tokens"`
-	CostUSD         float64         `db:"cost_usd"`
-	DurationMs      int             `db:"duration_ms"`
-	StartedAt       time.Time       `db:"started_at"`
-	CompletedAt     *time.Time      `db:"completed_at"`
-	RequestPayload  json.RawMessage `db:"request_payload"`
-	ResponsePayload json.RawMessage `db:"response_payload"`
-	ErrorMessage    string          `db:"error_message"`
+	ID              uuid.UUID
+	JobID           uuid.UUID
+	Provider        string
+	ModelName       string
+	Status          string // success or error
+	InputTokens     int
+	OutputTokens    int
+	TotalTokens     int
+	CostUSD         float64
+	DurationMs      int
+	StartedAt       time.Time
+	CompletedAt     *time.Time
+	RequestPayload  json.RawMessage
+	ResponsePayload json.RawMessage
+	ErrorMessage    string
 }
 
 // LLM call statuses.

@@ -106,19 +106,19 @@ type ProcessLog struct {
 
 // CallLog is the spec's LLM call log entry.
 type CallLog struct {
-	ID              uuid.UUID       `json:"id"`
-	ModelName       string          `json:"model_name"`
-	Status          string          `json:"status" enum:"success,error"`
-	InputTokens     int             `json:"input_tokens"`
-	OutputTokens    int             `json:"output_tokens"`
-	TotalTokens     int             `json:"total_tokens"`
-	CostUSD         float64         `json:"cost_usd"`
-	DurationMs      int             `json:"duration_ms"`
-	StartedAt       time.Time       `json:"started_at"`
-	CompletedAt     *time.Time      `json:"completed_at,omitempty"`
-	RequestPayload  json.RawMessage `json:"request_payload,omitempty"`
-	ResponsePayload json.RawMessage `json:"response_payload,omitempty"`
-	ErrorMessage    string          `json:"error_message,omitempty"`
+	ID              uuid.UUID       `json:"id" db:"id"`
+	ModelName       string          `json:"model_name" db:"model_name"`
+	Status          string          `json:"status" db:"status" enum:"success,error"`
+	InputTokens     int             `json:"input_tokens" db:"input_tokens"`
+	OutputTokens    int             `json:"output_tokens" db:"output_tokens"`
+	TotalTokens     int             `json:"total_tokens" db:"total_tokens"`
+	CostUSD         float64         `json:"cost_usd" db:"cost_usd"`
+	DurationMs      int             `json:"duration_ms" db:"duration_ms"`
+	StartedAt       time.Time       `json:"started_at" db:"started_at"`
+	CompletedAt     *time.Time      `json:"completed_at,omitempty" db:"completed_at"`
+	RequestPayload  json.RawMessage `json:"request_payload,omitempty" db:"request_payload"`
+	ResponsePayload json.RawMessage `json:"response_payload,omitempty" db:"response_payload"`
+	ErrorMessage    string          `json:"error_message,omitempty" db:"error_message"`
 }
 
 // MonitorDetail is the spec's job detail.
@@ -349,17 +349,5 @@ func (s *Service) MonitorCalls(ctx context.Context, project, id uuid.UUID, limit
 	if err := s.checkJob(ctx, project, id); err != nil {
 		return nil, 0, err
 	}
-	calls, total, err := callList(ctx, s.pool, id, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]CallLog, len(calls))
-	for i, c := range calls {
-		out[i] = CallLog{
-			ID: c.ID, ModelName: c.ModelName, Status: c.Status, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
-			TotalTokens: c.TotalTokens, CostUSD: c.CostUSD, DurationMs: c.DurationMs, StartedAt: c.StartedAt,
-			CompletedAt: c.CompletedAt, RequestPayload: c.RequestPayload, ResponsePayload: c.ResponsePayload, ErrorMessage: c.ErrorMessage,
-		}
-	}
-	return out, total, nil
+	return callList(ctx, s.pool, id, limit, offset)
 }

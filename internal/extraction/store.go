@@ -219,15 +219,15 @@ func nullJSON(raw json.RawMessage) any {
 	return string(raw)
 }
 
-func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]LLMCall, int, error) {
-	rows, err := db.Query(ctx, `SELECT id, job_id, provider, model_name, status, input_tokens, output_tokens, total_tokens,
+func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]CallLog, int, error) {
+	rows, err := db.Query(ctx, `SELECT id, model_name, status, input_tokens, output_tokens, total_tokens,
 		cost_usd::float8 AS cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload,
 		COALESCE(error_message, '') AS error_message, count(*) OVER () AS total
 		FROM extraction_llm_calls WHERE job_id = $1 ORDER BY started_at, id LIMIT $2 OFFSET $3`, job, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list llm calls: %w", err)
 	}
-	list, total, err := postgres.CollectPageOf[LLMCall](rows)
+	list, total, err := postgres.CollectPageOf[CallLog](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list llm calls: %w", err)
 	}
