@@ -40,6 +40,7 @@ type lexicon struct {
 	dateWords, startWords, connectors, personVerbs, workWords   map[string]bool
 	orgVerbs, locPreps, eventPreps, orgAbbrevs, abbrevs         map[string]bool
 	common, pronouns, orgSubjectVerbs, personPassives           map[string]bool
+	occupations                                                 map[string]bool
 }
 
 // wordSet is the set of the space-separated words of words.
@@ -64,6 +65,8 @@ func newLexicon() *lexicon {
 		honorifics: wordSet("mr mrs ms miss mx dr prof professor sir dame lord lady rev president senator judge captain"),
 		common:     wordSet(lexCommonWords),
 		pronouns:   wordSet("he she his her him"),
+		// "Walter Greaves, a fisherman", "the engineer, Rosalind Achebe".
+		occupations: wordSet(lexOccupations),
 		// An all-caps word is an organization only as the subject of one
 		// of these ("IBM acquired ...") or after orgVerbs ("joined IBM").
 		orgSubjectVerbs: wordSet("acquired acquires bought buys announced announces hired hires employs launched launches released releases sued sues reported reports"),
@@ -91,6 +94,8 @@ func newLexicon() *lexicon {
 }
 
 const lexFirstNames = `aaron adam adrian ahmed aisha alan albert alex alexander alexandra alice alicia amanda amelia amy ana andrea andrew angela anna anne anthony antonio arthur barbara ben benjamin bill bob brian carl carlos carol caroline catherine charles charlotte chris christian christina christopher claire daniel david deborah diana diego dmitri donald dorothy edward elena elizabeth ella emily emma eric erik eva fatima fernando frank george grace hannah hans harry helen henry hiroshi igor isaac isabella jack jacob james jane janet jason jean jennifer jessica jim joan joe johann john jonathan jose joseph juan julia julie karen kate katherine kevin laura leo linda lisa lucas lucy luis maria marie mark martin mary matthew michael michelle mohammed muhammad nancy natalie nicholas nina noah olga oliver olivia omar patricia paul peter philip priya rachel raj ravi rebecca richard robert roberto ruth ryan sam samuel sandra sara sarah sean sergey sophia sophie stephen steve steven susan thomas tim timothy tom victoria wei william yuki`
+
+const lexOccupations = `accountant actor actress architect artist author baker banker biologist captain carpenter chef chemist clerk coach composer cook correspondent curator dancer dentist designer detective developer diplomat doctor driver economist editor electrician engineer explorer farmer fisherman geologist historian inventor journalist judge lawyer lecturer librarian mathematician mechanic merchant midwife miner musician novelist nurse officer painter pharmacist philosopher photographer physician physicist pilot playwright poet politician priest producer programmer psychologist publisher reporter sailor scholar sculptor singer soldier spokesman spokeswoman spokesperson surgeon tailor teacher translator veterinarian weaver widow writer`
 
 const lexPlaces = `afghanistan, africa, alaska, amsterdam, argentina, asia, athens, atlanta, australia, austria, bangalore, bangkok, barcelona, beijing, belgium, berlin, boston, brazil, brussels, budapest, buenos aires, cairo, california, canada, chicago, chile, china, colombia, copenhagen, cuba, delhi, denmark, dubai, dublin, egypt, england, europe, finland, florence, france, frankfurt, geneva, germany, greece, hamburg, helsinki, hong kong, india, indonesia, iran, iraq, ireland, israel, istanbul, italy, jakarta, japan, kenya, korea, lagos, lisbon, london, los angeles, madrid, malaysia, manchester, mexico, miami, milan, montreal, moscow, mumbai, munich, nairobi, netherlands, new york, new zealand, nigeria, norway, oslo, pakistan, paris, peru, philippines, poland, portugal, prague, rome, russia, san francisco, santiago, sao paulo, scotland, seattle, seoul, shanghai, singapore, south africa, spain, stockholm, sweden, switzerland, sydney, taiwan, texas, thailand, tokyo, toronto, turkey, ukraine, united kingdom, united states, usa, uk, us, u.s, u.k, uae, vancouver, vienna, vietnam, wales, warsaw, washington, zurich`
 
@@ -858,7 +863,7 @@ strip:
 			if (role == "the" || role == "a" || role == "an") && j+1 < len(toks) {
 				role = toks[j+1].lower
 			}
-			appositive = lex.roles[role]
+			appositive = lex.roles[role] || lex.occupations[role]
 		}
 	}
 	orgContext := lex.orgVerbs[prev] || ((prev == "for" || prev == "at" || prev == "by" || prev == "of") && lex.workWords[prev2])
@@ -901,7 +906,7 @@ strip:
 			add(classPerson, 0.75)
 		}
 	}
-	if lex.roles[prev] || appositive {
+	if lex.roles[prev] || appositive || (lex.occupations[prev] && k > 0 && toks[k].gap == ",") {
 		add(classPerson, 0.8)
 	}
 	personVerb := lex.personVerbs[next] || ((next == "was" || next == "is") && lex.personPassives[next2])
