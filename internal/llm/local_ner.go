@@ -99,7 +99,7 @@ const lexOccupations = `accountant actor actress architect artist author baker b
 
 const lexPlaces = `afghanistan, africa, alaska, amsterdam, argentina, asia, athens, atlanta, australia, austria, bangalore, bangkok, barcelona, beijing, belgium, berlin, boston, brazil, brussels, budapest, buenos aires, cairo, california, canada, chicago, chile, china, colombia, copenhagen, cuba, delhi, denmark, dubai, dublin, egypt, england, europe, finland, florence, france, frankfurt, geneva, germany, greece, hamburg, helsinki, hong kong, india, indonesia, iran, iraq, ireland, israel, istanbul, italy, jakarta, japan, kenya, korea, lagos, lisbon, london, los angeles, madrid, malaysia, manchester, mexico, miami, milan, montreal, moscow, mumbai, munich, nairobi, netherlands, new york, new zealand, nigeria, norway, oslo, pakistan, paris, peru, philippines, poland, portugal, prague, rome, russia, san francisco, santiago, sao paulo, scotland, seattle, seoul, shanghai, singapore, south africa, spain, stockholm, sweden, switzerland, sydney, taiwan, texas, thailand, tokyo, toronto, turkey, ukraine, united kingdom, united states, usa, uk, us, u.s, u.k, uae, vancouver, vienna, vietnam, wales, warsaw, washington, zurich`
 
-const lexOrgSuffixes = `inc incorporated corp corporation co company ltd limited llc llp plc gmbh ag sa nv bv oy ab kk spa srl pty university institute foundation association agency bank group labs laboratories laboratory college school ministry department council society committee commission authority organization organisation federation union alliance consortium partners holdings ventures capital technologies industries enterprises airlines motors pharmaceuticals therapeutics studios press trust fund hospital clinic museum library academy bureau board party club analytics systems software solutions networks media works optics logistics robotics maritime shipping railways energy telecom insurance herald times gazette tribune chronicle journal`
+const lexOrgSuffixes = `inc incorporated corp corporation co company ltd limited llc llp plc gmbh ag sa nv bv oy ab kk spa srl pty university institute foundation association agency bank group labs laboratories laboratory college school ministry department council society committee commission authority organization organisation federation union alliance consortium partners holdings ventures capital technologies industries enterprises airlines motors pharmaceuticals therapeutics studios press trust fund hospital clinic museum library academy bureau board party club center centre analytics systems software solutions networks media works optics logistics robotics maritime shipping railways energy telecom insurance herald times gazette tribune chronicle journal`
 
 const lexStartWords = `the a an this that these those there here it its he she they we you his her their our my your in on at by for from to of with as after before during when while since until although though because if however meanwhile moreover furthermore additionally also then later today yesterday tomorrow now first second third finally next last each every both many most some several all any no not but and or so yet according under over into through like unlike about above below between among within without across along around despite instead thus hence therefore still even just only such what which who whom whose where why how`
 
@@ -703,7 +703,10 @@ func findMentions(toks []token, si int, heading bool, lex *lexicon) []*mention {
 				j++
 				break
 			}
-			if lex.connectors[u.lower] {
+			// "for" joins an institution's name ("Institute for Advanced
+			// Study"), not two names ("from Lisbon for Northwind Labs").
+			forName := u.lower != "for" || lex.orgSuffixes[toks[j-1].lower] || lex.orgHeads[toks[j-1].lower]
+			if lex.connectors[u.lower] && forName {
 				k := j + 1
 				if k < len(toks) && toks[k].lower == "the" && toks[k].gap == "" {
 					k++

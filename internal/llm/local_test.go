@@ -208,6 +208,9 @@ func TestLocalExtractionHeuristics(t *testing.T) {
 		// and the relationship between them.
 		{"Professor Kenji Abernathy of Northgate University taught chemistry.", map[string]string{"Kenji Abernathy": "Person", "Northgate University": "Organization"}, [3]string{"WORKS_FOR", "Kenji Abernathy", "Northgate University"}},
 		{"It was reviewed by Helga Marsh of Corvane Security Group.", map[string]string{"Helga Marsh": "Person", "Corvane Security Group": "Organization"}, [3]string{"WORKS_FOR", "Helga Marsh", "Corvane Security Group"}},
+		// "for" joins an institution's name, not two names.
+		{"Alice Novak led the leg from Lisbon for Northwind Labs.", map[string]string{"Alice Novak": "Person", "Lisbon": "Location", "Northwind Labs": "Organization"}, [3]string{}},
+		{"She joined the Institute for Advanced Study.", map[string]string{"Institute for Advanced Study": "Organization"}, [3]string{}},
 		// People without a known first name are people by what is said of them.
 		{"Elias Thornbury was born in 1931. His father repaired clocks.", map[string]string{"Elias Thornbury": "Person"}, [3]string{}},
 		{"Imogen Calloway met a client. Later Calloway wrote the patent.", map[string]string{"Imogen Calloway": "Person"}, [3]string{}},
