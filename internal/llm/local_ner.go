@@ -874,7 +874,7 @@ strip:
 		// Keywords and constants (TRUE, NULL, ZEROIZE, SEQUENCE OF): an
 		// all-caps word is an organization only as one's subject or
 		// object ("IBM acquired", "joined IBM").
-		if multi || lex.techAcronyms[key] || !(lex.orgSubjectVerbs[next] || orgContext) {
+		if multi || lex.techAcronyms[key] || (!lex.orgSubjectVerbs[next] && !orgContext) {
 			return nil
 		}
 		add(classOrganization, 0.7)
