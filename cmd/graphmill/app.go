@@ -660,17 +660,6 @@ func opsHandler(reg *prometheus.Registry, embeddings http.Handler, log *slog.Log
 	return r
 }
 
-// APIAddr is the bound address of the public API.
-func (m *Main) APIAddr() string {
-	if m.api == nil {
-		return ""
-	}
-	return m.api.Addr()
-}
-
-// OpsAddr is the bound address of the ops endpoint.
-func (m *Main) OpsAddr() string { return m.ops.Addr() }
-
 // Stop drains HTTP, stops background work and closes the database,
 // stopping the embedded cluster. Only the first call does anything.
 func (m *Main) Stop(ctx context.Context) {
