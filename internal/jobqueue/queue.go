@@ -277,22 +277,14 @@ func (q *queue) work(ctx context.Context, jobs []Job) (results []error) {
 	defer func() {
 		if r := recover(); r != nil {
 			q.c.logger.Error("job handler panicked", "queue", q.cfg.Name, "panic", r)
-			results = fill(len(jobs), fmt.Errorf("handler panic: %v", r))
+			results = FailAll(len(jobs), fmt.Errorf("handler panic: %v", r))
 		}
 	}()
 	results = q.cfg.Handler.Work(ContextWithJobs(ctx, jobs), jobs)
 	if len(results) != len(jobs) {
-		return fill(len(jobs), fmt.Errorf("handler returned %d results for %d jobs", len(results), len(jobs)))
+		return FailAll(len(jobs), fmt.Errorf("handler returned %d results for %d jobs", len(results), len(jobs)))
 	}
 	return results
-}
-
-func fill(n int, err error) []error {
-	out := make([]error, n)
-	for i := range out {
-		out[i] = err
-	}
-	return out
 }
 
 // record writes the updates of still-owned jobs (owned by worker; any
