@@ -59,23 +59,20 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return cfg, newLogger(cfg, stderr), nil
 	}
 
-	root.AddCommand(&cobra.Command{
-		Use:   "serve",
-		Short: "Run the API server (on the embedded PostgreSQL when GRAPHMILL_DATABASE_URL is unset)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveUntilDone(ctx, load, stdout, false)
-		},
-	})
-
-	root.AddCommand(&cobra.Command{
-		Use:   "worker",
-		Short: "Run the job workers only (no API, no scheduler) against GRAPHMILL_DATABASE_URL, next to graphmill serve",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveUntilDone(ctx, load, stdout, true)
-		},
-	})
+	serve := func(use, short string, workersOnly bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				return serveUntilDone(ctx, load, stdout, workersOnly)
+			},
+		}
+	}
+	root.AddCommand(
+		serve("serve", "Run the API server (on the embedded PostgreSQL when GRAPHMILL_DATABASE_URL is unset)", false),
+		serve("worker", "Run the job workers only (no API, no scheduler) against GRAPHMILL_DATABASE_URL, next to graphmill serve", true),
+	)
 
 	root.AddCommand(&cobra.Command{
 		Use:   "migrate",

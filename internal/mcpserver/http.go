@@ -149,7 +149,7 @@ func (s *Server) guard(h http.Handler) http.Handler {
 			return
 		}
 		s.cors(w, r)
-		if raw, ok := bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(raw, auth.TokenPrefix) {
+		if raw, ok := auth.Bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(raw, auth.TokenPrefix) {
 			// Checked before the token is verified: an OIDC token is
 			// refused without a round trip to the issuer.
 			httpapi.WriteProblem(w, r, ErrNotAPIToken)
@@ -157,15 +157,6 @@ func (s *Server) guard(h http.Handler) http.Handler {
 		}
 		protected.ServeHTTP(w, r)
 	}))
-}
-
-func bearer(h string) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return "", false
-	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
 }
 
 // cors answers browsers of allowed origins.
