@@ -270,17 +270,7 @@ func (s *Service) packFrom(in PackInput) (Pack, error) {
 	case p.Source != SourceDiscovery && p.Source != SourceManual:
 		return Pack{}, ErrBadSource
 	}
-	if p.ObjectTypes == nil {
-		p.ObjectTypes = []ObjectType{}
-	}
-	if p.RelationshipTypes == nil {
-		p.RelationshipTypes = []RelationshipType{}
-	}
-	for i := range p.ObjectTypes {
-		if p.ObjectTypes[i].Examples == nil {
-			p.ObjectTypes[i].Examples = []map[string]any{}
-		}
-	}
+	p.fillEmptyLists()
 	if _, err := compilePack(p.ObjectTypes, p.RelationshipTypes); err != nil {
 		return Pack{}, err
 	}

@@ -40,17 +40,7 @@ func (r packRow) toPack() (Pack, error) {
 	if err := json.Unmarshal(r.RelationshipTypes, &p.RelationshipTypes); err != nil {
 		return Pack{}, fmt.Errorf("decode relationship types of pack %s: %w", r.ID, err)
 	}
-	if p.ObjectTypes == nil {
-		p.ObjectTypes = []ObjectType{}
-	}
-	if p.RelationshipTypes == nil {
-		p.RelationshipTypes = []RelationshipType{}
-	}
-	for i := range p.ObjectTypes {
-		if p.ObjectTypes[i].Examples == nil {
-			p.ObjectTypes[i].Examples = []map[string]any{}
-		}
-	}
+	p.fillEmptyLists()
 	return p, nil
 }
 
