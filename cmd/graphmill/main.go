@@ -78,12 +78,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		Use:   "migrate",
 		Short: "Apply pending database migrations and exit",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, logger, err := load()
-			if err != nil {
-				return err
-			}
-			return withDatabase(ctx, cfg, logger, func(db *database) error {
+		RunE: func(*cobra.Command, []string) error {
+			return withDatabase(ctx, load, func(db *database) error {
 				n, err := postgres.Migrate(ctx, db.pool, migrations.FS)
 				if err == nil {
 					fmt.Fprintf(stdout, "applied %d migration(s)\n", n)
@@ -144,10 +140,14 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd())) //nolint:gosec // a file descriptor fits in an int
 }
 
-// withDatabase opens the database for a one-shot command, migrated, and
-// closes it afterwards (stopping the embedded cluster only if it started
-// it).
-func withDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, fn func(*database) error) error {
+// withDatabase loads the configuration, opens the database for a one-shot
+// command, migrated, and closes it afterwards (stopping the embedded
+// cluster only if it started it).
+func withDatabase(ctx context.Context, load func() (config.Config, *slog.Logger, error), fn func(*database) error) error {
+	cfg, logger, err := load()
+	if err != nil {
+		return err
+	}
 	db, err := openDatabase(ctx, cfg, logger, false)
 	if err != nil {
 		return err
@@ -169,12 +169,8 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 		Use:   "create",
 		Short: "Mint an API token for a user and print it (shown once)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, logger, err := load()
-			if err != nil {
-				return err
-			}
-			return withDatabase(ctx, cfg, logger, func(db *database) error {
+		RunE: func(*cobra.Command, []string) error {
+			return withDatabase(ctx, load, func(db *database) error {
 				svc := tenancy.NewService(db.pool, nil, time.Now)
 				uid, err := svc.ResolveUser(ctx, user)
 				if err != nil {
@@ -221,12 +217,8 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 		Use:   "create",
 		Short: "Create a local user and print its id",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, logger, err := load()
-			if err != nil {
-				return err
-			}
-			return withDatabase(ctx, cfg, logger, func(db *database) error {
+		RunE: func(*cobra.Command, []string) error {
+			return withDatabase(ctx, load, func(db *database) error {
 				u, err := tenancy.NewService(db.pool, nil, time.Now).CreateUser(ctx, email, display)
 				if err != nil {
 					return err

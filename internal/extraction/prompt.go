@@ -242,23 +242,23 @@ func parseOutput(raw []byte) (objs []rawObject, rels []rawRelationship, bad int,
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, nil, 0, fmt.Errorf("the response is not an object with objects and relationships lists: %w", err)
 	}
-	for _, m := range out.Objects {
-		var o rawObject
-		if json.Unmarshal(m, &o) != nil {
+	objs, badObjs := decodeEach[rawObject](out.Objects)
+	rels, badRels := decodeEach[rawRelationship](out.Relationships)
+	return objs, rels, badObjs + badRels, nil
+}
+
+// decodeEach decodes each message into a T and counts those that do not
+// decode (they are left out).
+func decodeEach[T any](msgs []json.RawMessage) (list []T, bad int) {
+	for _, m := range msgs {
+		var v T
+		if json.Unmarshal(m, &v) != nil {
 			bad++
 			continue
 		}
-		objs = append(objs, o)
+		list = append(list, v)
 	}
-	for _, m := range out.Relationships {
-		var r rawRelationship
-		if json.Unmarshal(m, &r) != nil {
-			bad++
-			continue
-		}
-		rels = append(rels, r)
-	}
-	return objs, rels, bad, nil
+	return list, bad
 }
 
 // clipRunes cuts s to at most n runes.
