@@ -33,4 +33,3 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (applied int, 
 	}
 	return len(res), nil
 }
-

@@ -84,4 +84,3 @@ func TestMigrateConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, again)
 }
-
