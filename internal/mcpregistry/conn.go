@@ -540,17 +540,22 @@ func (c *connector) pid(id uuid.UUID) int {
 	return s.proc.cmd.Process.Pid
 }
 
-// reap stops processes idle for longer than the idle timeout, and forgets
-// crashed ones.
-func (c *connector) reap() {
+// servers lists the servers that have a slot.
+func (c *connector) servers() []uuid.UUID {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	ids := make([]uuid.UUID, 0, len(c.slots))
 	for id := range c.slots {
 		ids = append(ids, id)
 	}
-	c.mu.Unlock()
+	return ids
+}
+
+// reap stops processes idle for longer than the idle timeout, and forgets
+// crashed ones.
+func (c *connector) reap() {
 	now := c.now()
-	for _, id := range ids {
+	for _, id := range c.servers() {
 		s := c.slot(id)
 		if !s.mu.TryLock() {
 			continue // starting or in use
@@ -566,13 +571,7 @@ func (c *connector) reap() {
 
 // stopAll ends every process and waits for their watchers.
 func (c *connector) stopAll() {
-	c.mu.Lock()
-	ids := make([]uuid.UUID, 0, len(c.slots))
-	for id := range c.slots {
-		ids = append(ids, id)
-	}
-	c.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range c.servers() {
 		c.stop(id)
 	}
 	c.wg.Wait()

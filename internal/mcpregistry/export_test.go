@@ -34,3 +34,7 @@ func BeforeFirstSettingWrite(c *Config, f func(level string)) {
 func (s *Service) CreateRecord(ctx context.Context, project uuid.UUID, in ServerInput) (Server, error) {
 	return s.createServer(ctx, project, in, nil)
 }
+
+// HeadersOf returns a server's stored header values (the exported field
+// shows them masked).
+func HeadersOf(s Server) map[string]string { return s.headers }

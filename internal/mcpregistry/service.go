@@ -113,24 +113,12 @@ func NewService(c Config) (*Service, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.CallTimeout <= 0 {
-		c.CallTimeout = CallTimeoutDefault
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = IdleTimeoutDefault
-	}
-	if c.StartTimeout <= 0 {
-		c.StartTimeout = StartTimeoutDefault
-	}
-	if c.MaxResponseBytes <= 0 {
-		c.MaxResponseBytes = MaxResponseBytesDefault
-	}
-	if c.MaxConcurrentCalls <= 0 {
-		c.MaxConcurrentCalls = MaxConcurrentCallsDefault
-	}
-	if c.MaxConcurrentCallsTotal <= 0 {
-		c.MaxConcurrentCallsTotal = MaxConcurrentCallsTotalDefault
-	}
+	c.CallTimeout = positiveOr(c.CallTimeout, CallTimeoutDefault)
+	c.IdleTimeout = positiveOr(c.IdleTimeout, IdleTimeoutDefault)
+	c.StartTimeout = positiveOr(c.StartTimeout, StartTimeoutDefault)
+	c.MaxResponseBytes = positiveOr(c.MaxResponseBytes, MaxResponseBytesDefault)
+	c.MaxConcurrentCalls = positiveOr(c.MaxConcurrentCalls, MaxConcurrentCallsDefault)
+	c.MaxConcurrentCallsTotal = positiveOr(c.MaxConcurrentCallsTotal, MaxConcurrentCallsTotalDefault)
 	if c.RegistryURL == "" {
 		c.RegistryURL = RegistryURLDefault
 	}
@@ -180,6 +168,14 @@ func NewService(c Config) (*Service, error) {
 			remoteCalls: make(chan struct{}, c.MaxConcurrentCallsTotal),
 		},
 	}, nil
+}
+
+// positiveOr is v, or def when v is not positive (not set).
+func positiveOr[T ~int | ~int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // stdioShared reports whether stdio children would run as this process's
@@ -235,9 +231,6 @@ func (s *Service) Stop(ctx context.Context) error {
 	s.conn.stopAll()
 	return err
 }
-
-// StdioPolicy is the configured GRAPHMILL_MCP_STDIO.
-func (s *Service) StdioPolicy() string { return s.cfg.StdioPolicy }
 
 // Stderr returns the last stderr output (at most StderrLogBytes) of a
 // server's running stdio process. It may hold what the server printed, so
@@ -304,11 +297,17 @@ func (s *Service) toServer(r serverRow) (Server, error) {
 	if err != nil {
 		return Server{}, err
 	}
+	return serverOf(r, env, headers, vars), nil
+}
+
+// serverOf is the server of a row whose secrets are open: masked in the
+// exported fields, kept in the unexported ones.
+func serverOf(r serverRow, env, headers, vars map[string]string) Server {
 	return Server{
 		ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, Enabled: r.Enabled, Type: r.Type,
 		Command: postgres.Value(r.Command), Args: r.Args, Env: maskMap(env), URL: postgres.Value(r.URL),
 		Headers: maskMap(headers), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), env: env, headers: headers, vars: vars,
-	}, nil
+	}
 }
 
 // ListServers lists a project's servers, creating its built-in record on
@@ -335,28 +334,66 @@ func (s *Service) ServerProject(ctx context.Context, id uuid.UUID) (uuid.UUID, e
 	return serverProject(ctx, s.cfg.Pool, id)
 }
 
-// server loads a project's server. Errors: not_found.
-func (s *Service) server(ctx context.Context, project, id uuid.UUID) (Server, error) {
-	r, err := serverGet(ctx, s.cfg.Pool, id)
+// server loads a project's server from db, its row locked for the rest
+// of db's transaction when lock is set. Errors: not_found.
+func (s *Service) server(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, lock bool) (Server, error) {
+	r, err := serverGet(ctx, db, project, id, lock)
 	if err != nil {
 		return Server{}, err
-	}
-	if r.ProjectID != project {
-		return Server{}, ErrServerNotFound
 	}
 	return s.toServer(r)
 }
 
 // Server returns a project's server, secrets masked. Errors: not_found.
 func (s *Service) Server(ctx context.Context, project, id uuid.UUID) (Server, error) {
-	return s.server(ctx, project, id)
+	return s.server(ctx, s.cfg.Pool, project, id, false)
 }
 
 var (
 	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)      //nolint:gochecknoglobals // compiled pattern, constant
 	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$") //nolint:gochecknoglobals // compiled pattern, constant
 	varName    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)             //nolint:gochecknoglobals // compiled pattern, constant
+
+	envEntries = entryRule{ //nolint:gochecknoglobals // constant rule
+		name: envName, forbid: "\x00", count: "at most %d env variables",
+		badName:  "env names must be letters, digits and underscores, not starting with a digit",
+		badValue: "env value of %s must be at most %d bytes without NUL characters",
+	}
+	headerEntries = entryRule{ //nolint:gochecknoglobals // constant rule
+		name: headerName, forbid: "\r\n\x00", count: "at most %d headers",
+		badName: "header names must be HTTP tokens", badValue: "header %s must be at most %d bytes without line breaks",
+	}
+	varEntries = entryRule{ //nolint:gochecknoglobals // constant rule
+		name: varName, forbid: "\r\n\x00", count: "at most %d variables",
+		badName:  "variable names must be letters, digits, dots, dashes and underscores",
+		badValue: "variable %s must be at most %d bytes without line breaks",
+	}
 )
+
+// entryRule bounds one of a server record's maps (env, headers,
+// variables): at most MaxEntries, names matching name, values of at most
+// MaxValueBytes without the bytes of forbid. Its messages never echo
+// values.
+type entryRule struct {
+	name                     *regexp.Regexp
+	forbid                   string
+	count, badName, badValue string
+}
+
+func (r entryRule) check(m map[string]string) error {
+	if len(m) > MaxEntries {
+		return errs.Errorf(errs.Invalid, r.count, MaxEntries)
+	}
+	for k, v := range m {
+		if !r.name.MatchString(k) {
+			return errs.New(errs.Invalid, r.badName)
+		}
+		if len(v) > MaxValueBytes || strings.ContainsAny(v, r.forbid) {
+			return errs.Errorf(errs.Invalid, r.badValue, k, MaxValueBytes)
+		}
+	}
+	return nil
+}
 
 // Limits of a server record.
 const (
@@ -392,16 +429,8 @@ func validate(srv *Server) error {
 				return errs.Errorf(errs.Invalid, "args[%d] must be at most %d bytes without NUL characters", i, MaxArgBytes)
 			}
 		}
-		if len(srv.env) > MaxEntries {
-			return errs.Errorf(errs.Invalid, "at most %d env variables", MaxEntries)
-		}
-		for k, v := range srv.env {
-			if !envName.MatchString(k) {
-				return errs.New(errs.Invalid, "env names must be letters, digits and underscores, not starting with a digit")
-			}
-			if len(v) > MaxValueBytes || strings.ContainsRune(v, 0) {
-				return errs.Errorf(errs.Invalid, "env value of %s must be at most %d bytes without NUL characters", k, MaxValueBytes)
-			}
+		if err := envEntries.check(srv.env); err != nil {
+			return err
 		}
 	case TypeSSE, TypeHTTP:
 		u, err := url.Parse(srv.url())
@@ -411,34 +440,15 @@ func validate(srv *Server) error {
 		if srv.Command != "" || len(srv.Args) > 0 || len(srv.env) > 0 {
 			return errs.Errorf(errs.Invalid, "command, args and env apply to stdio servers, not %s", srv.Type)
 		}
-		if len(srv.headers) > MaxEntries {
-			return errs.Errorf(errs.Invalid, "at most %d headers", MaxEntries)
-		}
-		for k, v := range srv.headers {
-			if !headerName.MatchString(k) {
-				return errs.New(errs.Invalid, "header names must be HTTP tokens")
-			}
-			if len(v) > MaxValueBytes || strings.ContainsAny(v, "\r\n\x00") {
-				return errs.Errorf(errs.Invalid, "header %s must be at most %d bytes without line breaks", k, MaxValueBytes)
-			}
+		if err := headerEntries.check(srv.headers); err != nil {
+			return err
 		}
 	case TypeBuiltin:
 		return ErrBuiltinCreate
 	default:
 		return errs.New(errs.Invalid, "type must be stdio, sse or http")
 	}
-	if len(srv.vars) > MaxEntries {
-		return errs.Errorf(errs.Invalid, "at most %d variables", MaxEntries)
-	}
-	for k, v := range srv.vars {
-		if !varName.MatchString(k) {
-			return errs.New(errs.Invalid, "variable names must be letters, digits, dots, dashes and underscores")
-		}
-		if len(v) > MaxValueBytes || strings.ContainsAny(v, "\r\n\x00") {
-			return errs.Errorf(errs.Invalid, "variable %s must be at most %d bytes without line breaks", k, MaxValueBytes)
-		}
-	}
-	return nil
+	return varEntries.check(srv.vars)
 }
 
 // expand fills the {name} placeholders of s whose name vars holds; others
@@ -477,10 +487,11 @@ func (s *Service) createServer(ctx context.Context, project uuid.UUID, in Server
 	if err := validate(&srv); err != nil {
 		return Server{}, err
 	}
-	if err := serverInsert(ctx, s.cfg.Pool, s.toRow(srv)); err != nil {
+	r, err := serverInsert(ctx, s.cfg.Pool, s.toRow(srv))
+	if err != nil {
 		return Server{}, err
 	}
-	return s.server(ctx, project, srv.ID)
+	return serverOf(r, srv.env, srv.headers, srv.vars), nil
 }
 
 func (s *Service) toRow(srv Server) serverRow {
@@ -517,22 +528,48 @@ func (u ServerUpdate) TouchesCommand() bool {
 
 // UpdateServer changes a server; disabling it or changing what it runs
 // stops its process, and changing what a stdio server runs needs c to be
-// allowed stdio servers (CheckStdio). Errors: not_found, conflict
-// (built-in), invalid_argument, permission_denied.
+// allowed stdio servers (CheckStdio). One transaction locks and reads the
+// server, applies u and returns the row it wrote. Errors: not_found,
+// conflict (built-in), invalid_argument, permission_denied.
 func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u ServerUpdate, c Caller) (Server, error) {
-	srv, err := s.server(ctx, project, id)
+	var out Server
+	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		srv, err := s.server(ctx, tx, project, id, true)
+		if err != nil {
+			return err
+		}
+		if err := s.apply(&srv, u, c); err != nil {
+			return err
+		}
+		srv.UpdatedAt = s.cfg.Now()
+		r, err := serverUpdate(ctx, tx, s.toRow(srv))
+		if err != nil {
+			return err
+		}
+		out = serverOf(r, srv.env, srv.headers, srv.vars)
+		return nil
+	})
 	if err != nil {
 		return Server{}, err
 	}
+	if !out.Enabled || u.TouchesCommand() {
+		s.conn.stop(id)
+	}
+	return out, nil
+}
+
+// apply changes srv as u asks and validates the result; changing what a
+// stdio server runs needs c to be allowed stdio servers.
+func (s *Service) apply(srv *Server, u ServerUpdate, c Caller) error {
 	if srv.Type == TypeBuiltin {
-		return Server{}, ErrBuiltinFixed
+		return ErrBuiltinFixed
 	}
 	if u.Type != nil && *u.Type != srv.Type {
-		return Server{}, errs.New(errs.Invalid, "type cannot be changed: create a new server")
+		return errs.New(errs.Invalid, "type cannot be changed: create a new server")
 	}
 	if srv.Type == TypeStdio && u.TouchesCommand() {
 		if err := s.CheckStdio(c); err != nil {
-			return Server{}, err
+			return err
 		}
 	}
 	if u.Name != nil {
@@ -556,40 +593,31 @@ func (s *Service) UpdateServer(ctx context.Context, project, id uuid.UUID, u Ser
 			if u.Headers != nil {
 				for k, v := range *u.Headers {
 					if v == Masked {
-						return Server{}, errs.Errorf(errs.Invalid, "header %s cannot be kept (***): the url's origin (scheme, host and port) changes, which drops the stored headers; give their values again", k)
+						return errs.Errorf(errs.Invalid, "header %s cannot be kept (***): the url's origin (scheme, host and port) changes, which drops the stored headers; give their values again", k)
 					}
 				}
 			}
 			srv.headers, srv.vars = nil, nil
 		}
 	}
+	var err error
 	if u.Env != nil {
 		if srv.env, err = mergeSecrets(srv.env, *u.Env); err != nil {
-			return Server{}, err
+			return err
 		}
 	}
 	if u.Headers != nil {
 		if srv.headers, err = mergeSecrets(srv.headers, *u.Headers); err != nil {
-			return Server{}, err
+			return err
 		}
 	}
-	if err := validate(&srv); err != nil {
-		return Server{}, err
-	}
-	srv.UpdatedAt = s.cfg.Now()
-	if err := serverUpdate(ctx, s.cfg.Pool, s.toRow(srv)); err != nil {
-		return Server{}, err
-	}
-	if !srv.Enabled || u.TouchesCommand() {
-		s.conn.stop(id)
-	}
-	return s.server(ctx, project, id)
+	return validate(srv)
 }
 
 // DeleteServer removes a server with its tools and stops its process.
 // Errors: not_found, conflict (built-in).
 func (s *Service) DeleteServer(ctx context.Context, project, id uuid.UUID) error {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return err
 	}
@@ -670,7 +698,7 @@ func (s *Service) liveTools(ctx context.Context, srv Server) ([]LiveTool, error)
 // recording it. Errors: not_found, invalid_argument (built-in),
 // failed_precondition (disabled), bad_gateway (the server failed).
 func (s *Service) Inspect(ctx context.Context, project, id uuid.UUID) ([]LiveTool, error) {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -681,7 +709,7 @@ func (s *Service) Inspect(ctx context.Context, project, id uuid.UUID) ([]LiveToo
 // added enabled, known ones refreshed with their enabled choice kept,
 // vanished ones removed. Errors as Inspect.
 func (s *Service) Sync(ctx context.Context, project, id uuid.UUID) (SyncResult, error) {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return SyncResult{}, err
 	}
@@ -707,22 +735,14 @@ func (s *Service) Sync(ctx context.Context, project, id uuid.UUID) (SyncResult, 
 // Tools lists a server's catalogue; the built-in server's tools carry
 // their effective setting. Errors: not_found.
 func (s *Service) Tools(ctx context.Context, project, id uuid.UUID) ([]Tool, error) {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return nil, err
 	}
 	if srv.Type == TypeBuiltin {
 		return s.builtinTools(ctx, srv)
 	}
-	rows, err := toolsList(ctx, s.cfg.Pool, id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Tool, len(rows))
-	for i, r := range rows {
-		out[i] = r.toTool()
-	}
-	return out, nil
+	return toolsList(ctx, s.cfg.Pool, id)
 }
 
 // UpdateTool changes a tool: for external servers its enabled flag; for
@@ -730,7 +750,7 @@ func (s *Service) Tools(ctx context.Context, project, id uuid.UUID) ([]Tool, err
 // configurable tools). toolID is the tool's id, or for built-in tools also
 // its name. Errors: not_found, invalid_argument.
 func (s *Service) UpdateTool(ctx context.Context, project, id uuid.UUID, toolID string, u ToolUpdate) (Tool, error) {
-	srv, err := s.server(ctx, project, id)
+	srv, err := s.server(ctx, s.cfg.Pool, project, id, false)
 	if err != nil {
 		return Tool{}, err
 	}
@@ -747,17 +767,7 @@ func (s *Service) UpdateTool(ctx context.Context, project, id uuid.UUID, toolID 
 	if err != nil {
 		return Tool{}, ErrToolNotFound
 	}
-	if _, err := toolGet(ctx, s.cfg.Pool, id, tid); err != nil {
-		return Tool{}, err
-	}
-	if err := toolSetEnabled(ctx, s.cfg.Pool, tid, *u.Enabled); err != nil {
-		return Tool{}, err
-	}
-	r, err := toolGet(ctx, s.cfg.Pool, id, tid)
-	if err != nil {
-		return Tool{}, err
-	}
-	return r.toTool(), nil
+	return toolSetEnabled(ctx, s.cfg.Pool, id, tid, *u.Enabled)
 }
 
 // ListTools lists the enabled tools of a project's enabled external
@@ -776,10 +786,7 @@ func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool 
 	var r serverRow
 	var err error
 	if id, perr := uuid.Parse(server); perr == nil {
-		r, err = serverGet(ctx, s.cfg.Pool, id)
-		if err == nil && r.ProjectID != project {
-			err = ErrServerNotFound
-		}
+		r, err = serverGet(ctx, s.cfg.Pool, project, id, false)
 	} else {
 		r, err = serverGetByName(ctx, s.cfg.Pool, project, server)
 	}
@@ -796,7 +803,7 @@ func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool 
 	if !srv.Enabled {
 		return nil, errs.Errorf(errs.FailedPrecondition, "the MCP server %q is disabled", srv.Name)
 	}
-	t, err := toolGetByName(ctx, s.cfg.Pool, srv.ID, tool)
+	t, err := toolGet(ctx, s.cfg.Pool, srv.ID, true, tool)
 	if err != nil {
 		return nil, errs.Errorf(errs.NotFound, "the MCP server %q has no tool %q in its catalogue (sync it to refresh)", srv.Name, tool)
 	}

@@ -201,30 +201,25 @@ func (s *Service) builtinTools(ctx context.Context, srv Server) ([]Tool, error) 
 		if err != nil {
 			return err
 		}
-		rows, err := toolsList(ctx, tx, srv.ID)
-		if err != nil {
+		if out, err = toolsList(ctx, tx, srv.ID); err != nil {
 			return err
 		}
-		out = make([]Tool, 0, len(rows))
-		for _, r := range rows {
-			bt := s.builtin[r.ToolName]
-			t, err := s.builtinTool(r, ls, bt)
-			if err != nil {
+		for i := range out {
+			if out[i], err = s.builtinTool(out[i], ls, s.builtin[out[i].ToolName]); err != nil {
 				return err
 			}
-			out = append(out, t)
 		}
 		return nil
 	})
 	return out, err
 }
 
-func (s *Service) builtinTool(r toolRow, ls levelSettings, bt BuiltinTool) (Tool, error) {
+// builtinTool is a built-in tool with its effective setting.
+func (s *Service) builtinTool(t Tool, ls levelSettings, bt BuiltinTool) (Tool, error) {
 	e, err := s.effective(ls, bt)
 	if err != nil {
 		return Tool{}, err
 	}
-	t := r.toTool()
 	t.Enabled, t.InheritedFrom = e.Enabled, e.InheritedFrom
 	configurable := bt.Configurable
 	t.Configurable = &configurable
@@ -318,12 +313,12 @@ func (s *Service) updateBuiltinTool(ctx context.Context, srv Server, toolID stri
 	if _, err := s.builtinTools(ctx, srv); err != nil {
 		return Tool{}, err
 	}
-	var r toolRow
+	var r Tool
 	var err error
 	if tid, perr := uuid.Parse(toolID); perr == nil {
-		r, err = toolGet(ctx, s.cfg.Pool, srv.ID, tid)
+		r, err = toolGet(ctx, s.cfg.Pool, srv.ID, false, tid)
 	} else {
-		r, err = toolGetByName(ctx, s.cfg.Pool, srv.ID, toolID)
+		r, err = toolGet(ctx, s.cfg.Pool, srv.ID, true, toolID)
 	}
 	if err != nil {
 		return Tool{}, err
@@ -376,32 +371,28 @@ func (s *Service) PutOrgToolSetting(ctx context.Context, org uuid.UUID, tool str
 // DeleteOrgToolSetting removes an organization's default; its projects
 // fall back to the global setting. Errors: not_found.
 func (s *Service) DeleteOrgToolSetting(ctx context.Context, org uuid.UUID, tool string) error {
-	if _, ok := s.builtin[tool]; !ok {
-		return ErrUnknownBuiltin
-	}
-	ok, err := settingDelete(ctx, s.cfg.Pool, LevelOrg, org, tool)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return errs.Errorf(errs.NotFound, "the organization has no setting for %s", tool)
-	}
-	return nil
+	return s.deleteSetting(ctx, LevelOrg, org, tool, "organization")
 }
 
 // DeleteProjectToolSetting removes a project's setting of a built-in
 // tool; the project falls back to its organization's default, else the
 // global setting. Errors: not_found.
 func (s *Service) DeleteProjectToolSetting(ctx context.Context, project uuid.UUID, tool string) error {
+	return s.deleteSetting(ctx, LevelProject, project, tool, "project")
+}
+
+// deleteSetting removes the setting of a built-in tool at a level; noun
+// names the owner in the not-found message.
+func (s *Service) deleteSetting(ctx context.Context, level string, owner uuid.UUID, tool, noun string) error {
 	if _, ok := s.builtin[tool]; !ok {
 		return ErrUnknownBuiltin
 	}
-	ok, err := settingDelete(ctx, s.cfg.Pool, LevelProject, project, tool)
+	ok, err := settingDelete(ctx, s.cfg.Pool, level, owner, tool)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return errs.Errorf(errs.NotFound, "the project has no setting for %s", tool)
+		return errs.Errorf(errs.NotFound, "the %s has no setting for %s", noun, tool)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package mcpregistry
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -45,12 +44,14 @@ func serversList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit
 	return list, total, nil
 }
 
-func serverGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (serverRow, error) {
-	rows, _ := db.Query(ctx, `SELECT `+serverColumns+` FROM mcp_servers WHERE id = $1`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[serverRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return serverRow{}, ErrServerNotFound
+// serverGet returns a project's server; lock takes its row lock for the
+// rest of db's transaction. Errors: not_found.
+func serverGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, lock bool) (serverRow, error) {
+	q := `SELECT ` + serverColumns + ` FROM mcp_servers WHERE id = $1 AND project_id = $2`
+	if lock {
+		q += ` FOR UPDATE`
 	}
+	r, err := postgres.One[serverRow](ctx, db, ErrServerNotFound, q, id, project)
 	if err != nil {
 		return serverRow{}, fmt.Errorf("get mcp server: %w", err)
 	}
@@ -60,12 +61,8 @@ func serverGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (serverRow, 
 // serverGetByName finds a project's server by name (the oldest of that
 // name).
 func serverGetByName(ctx context.Context, db postgres.DBTX, project uuid.UUID, name string) (serverRow, error) {
-	rows, _ := db.Query(ctx, `SELECT `+serverColumns+` FROM mcp_servers WHERE project_id = $1 AND name = $2
-		ORDER BY created_at, id LIMIT 1`, project, name)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[serverRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return serverRow{}, ErrServerNotFound
-	}
+	r, err := postgres.One[serverRow](ctx, db, ErrServerNotFound, `SELECT `+serverColumns+` FROM mcp_servers
+		WHERE project_id = $1 AND name = $2 ORDER BY created_at, id LIMIT 1`, project, name)
 	if err != nil {
 		return serverRow{}, fmt.Errorf("get mcp server: %w", err)
 	}
@@ -74,27 +71,21 @@ func serverGetByName(ctx context.Context, db postgres.DBTX, project uuid.UUID, n
 
 // serverProject returns the project of a server.
 func serverProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
-	var p uuid.UUID
-	err := db.QueryRow(ctx, `SELECT project_id FROM mcp_servers WHERE id = $1`, id).Scan(&p)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, ErrServerNotFound
-	}
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("get mcp server project: %w", err)
-	}
-	return p, nil
+	return postgres.One[uuid.UUID](ctx, db, ErrServerNotFound, `SELECT project_id FROM mcp_servers WHERE id = $1`, id)
 }
 
-func serverInsert(ctx context.Context, db postgres.DBTX, r serverRow) error {
+// serverInsert adds a server and returns the row written.
+func serverInsert(ctx context.Context, db postgres.DBTX, r serverRow) (serverRow, error) {
 	if r.Args == nil {
 		r.Args = []string{}
 	}
-	_, err := db.Exec(ctx, `INSERT INTO mcp_servers (`+serverColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+	out, err := postgres.One[serverRow](ctx, db, nil, `INSERT INTO mcp_servers (`+serverColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+serverColumns,
 		r.ID, r.ProjectID, r.Name, r.Enabled, r.Type, r.Command, r.Args, r.EnvSealed, r.URL, r.HeadersSealed, r.VarsSealed, r.CreatedAt, r.UpdatedAt)
 	if err != nil {
-		return fmt.Errorf("insert mcp server: %w", err)
+		return serverRow{}, fmt.Errorf("insert mcp server: %w", err)
 	}
-	return nil
+	return out, nil
 }
 
 // builtinEnsure creates the project's built-in record unless it exists.
@@ -108,17 +99,20 @@ func builtinEnsure(ctx context.Context, db postgres.DBTX, project uuid.UUID, now
 	return nil
 }
 
-func serverUpdate(ctx context.Context, db postgres.DBTX, r serverRow) error {
+// serverUpdate writes a server's changeable columns and returns the row
+// written.
+func serverUpdate(ctx context.Context, db postgres.DBTX, r serverRow) (serverRow, error) {
 	if r.Args == nil {
 		r.Args = []string{}
 	}
-	_, err := db.Exec(ctx, `UPDATE mcp_servers SET name = $2, enabled = $3, command = $4, args = $5, env_sealed = $6,
-		url = $7, headers_sealed = $8, vars_sealed = $9, updated_at = $10 WHERE id = $1`,
+	out, err := postgres.One[serverRow](ctx, db, ErrServerNotFound, `UPDATE mcp_servers SET name = $2, enabled = $3, command = $4,
+		args = $5, env_sealed = $6, url = $7, headers_sealed = $8, vars_sealed = $9, updated_at = $10 WHERE id = $1
+		RETURNING `+serverColumns,
 		r.ID, r.Name, r.Enabled, r.Command, r.Args, r.EnvSealed, r.URL, r.HeadersSealed, r.VarsSealed, r.UpdatedAt)
 	if err != nil {
-		return fmt.Errorf("update mcp server: %w", err)
+		return serverRow{}, fmt.Errorf("update mcp server: %w", err)
 	}
-	return nil
+	return out, nil
 }
 
 func serverDelete(ctx context.Context, db postgres.DBTX, id uuid.UUID) error {
@@ -149,44 +143,41 @@ func (r toolRow) toTool() Tool {
 
 const toolColumns = `id, server_id, tool_name, description, input_schema, enabled, created_at`
 
-func toolsList(ctx context.Context, db postgres.DBTX, server uuid.UUID) ([]toolRow, error) {
+func toolsList(ctx context.Context, db postgres.DBTX, server uuid.UUID) ([]Tool, error) {
 	rows, _ := db.Query(ctx, `SELECT `+toolColumns+` FROM mcp_server_tools WHERE server_id = $1 ORDER BY tool_name`, server)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[toolRow])
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Tool, error) {
+		r, err := pgx.RowToStructByName[toolRow](row)
+		return r.toTool(), err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list mcp tools: %w", err)
 	}
 	return list, nil
 }
 
-func toolGet(ctx context.Context, db postgres.DBTX, server, id uuid.UUID) (toolRow, error) {
-	rows, _ := db.Query(ctx, `SELECT `+toolColumns+` FROM mcp_server_tools WHERE server_id = $1 AND id = $2`, server, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[toolRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return toolRow{}, ErrToolNotFound
+// toolGet returns a server's tool by id or (byName) by name. Errors:
+// not_found.
+func toolGet(ctx context.Context, db postgres.DBTX, server uuid.UUID, byName bool, key any) (Tool, error) {
+	col := "id"
+	if byName {
+		col = "tool_name"
 	}
+	r, err := postgres.One[toolRow](ctx, db, ErrToolNotFound, `SELECT `+toolColumns+` FROM mcp_server_tools WHERE server_id = $1 AND `+col+` = $2`, server, key)
 	if err != nil {
-		return toolRow{}, fmt.Errorf("get mcp tool: %w", err)
+		return Tool{}, fmt.Errorf("get mcp tool: %w", err)
 	}
-	return r, nil
+	return r.toTool(), nil
 }
 
-func toolGetByName(ctx context.Context, db postgres.DBTX, server uuid.UUID, name string) (toolRow, error) {
-	rows, _ := db.Query(ctx, `SELECT `+toolColumns+` FROM mcp_server_tools WHERE server_id = $1 AND tool_name = $2`, server, name)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[toolRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return toolRow{}, ErrToolNotFound
-	}
+// toolSetEnabled sets a server's tool's enabled flag and returns the tool.
+// Errors: not_found.
+func toolSetEnabled(ctx context.Context, db postgres.DBTX, server, id uuid.UUID, enabled bool) (Tool, error) {
+	r, err := postgres.One[toolRow](ctx, db, ErrToolNotFound, `UPDATE mcp_server_tools SET enabled = $3 WHERE server_id = $1 AND id = $2
+		RETURNING `+toolColumns, server, id, enabled)
 	if err != nil {
-		return toolRow{}, fmt.Errorf("get mcp tool: %w", err)
+		return Tool{}, fmt.Errorf("update mcp tool: %w", err)
 	}
-	return r, nil
-}
-
-func toolSetEnabled(ctx context.Context, db postgres.DBTX, id uuid.UUID, enabled bool) error {
-	if _, err := db.Exec(ctx, `UPDATE mcp_server_tools SET enabled = $2 WHERE id = $1`, id, enabled); err != nil {
-		return fmt.Errorf("update mcp tool: %w", err)
-	}
-	return nil
+	return r.toTool(), nil
 }
 
 // toolsUpsert mirrors a server's catalogue: listed tools are added (enabled)
@@ -285,16 +276,12 @@ func settingsList(ctx context.Context, db postgres.DBTX, level string, owner uui
 // settingGet returns the setting of tool, found false when there is none.
 func settingGet(ctx context.Context, db postgres.DBTX, level string, owner uuid.UUID, tool string) (settingRow, bool, error) {
 	table, col := settingTable(level)
-	rows, _ := db.Query(ctx, `SELECT id, tool_name, enabled, config_sealed, created_at, updated_at FROM `+table+
+	r, err := postgres.One[settingRow](ctx, db, nil, `SELECT id, tool_name, enabled, config_sealed, created_at, updated_at FROM `+table+
 		` WHERE `+col+` = $1 AND tool_name = $2`, owner, tool)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[settingRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return settingRow{}, false, nil
-	}
 	if err != nil {
 		return settingRow{}, false, fmt.Errorf("get tool setting: %w", err)
 	}
-	return r, true, nil
+	return r, r.ID != uuid.Nil, nil
 }
 
 func settingPut(ctx context.Context, db postgres.DBTX, level string, owner uuid.UUID, r settingRow) error {

@@ -77,23 +77,36 @@ func (s *Server) streamableHandler() http.Handler {
 		// would refuse every reverse proxy on loopback.
 		DisableLocalhostProtection: true,
 	})
-	withInfo := mcpauth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*mcpauth.TokenInfo, error) {
-		c := callerFromContext(ctx)
-		if c == nil {
-			return nil, mcpauth.ErrInvalidToken
-		}
-		return &mcpauth.TokenInfo{
-			UserID: c.sessionOwner(), Scopes: c.principal.Scopes.Names(), Expiration: c.principal.ExpiresAt,
-			Extra: map[string]any{callerExtra: c},
-		}, nil
-	}, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	return withInfo(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
-		h.ServeHTTP(w, r)
-		if id := w.Header().Get("Mcp-Session-Id"); opening && id != "" {
-			s.watchSession(r, id)
-		}
-	}))
+	withInfo := mcpauth.RequireBearerToken(tokenInfo, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	return withInfo(streamable{s: s, sdk: h})
+}
+
+// tokenInfo is the SDK's view of the request's caller, which guard has
+// authorised.
+func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*mcpauth.TokenInfo, error) {
+	c := callerFromContext(ctx)
+	if c == nil {
+		return nil, mcpauth.ErrInvalidToken
+	}
+	return &mcpauth.TokenInfo{
+		UserID: c.sessionOwner(), Scopes: c.principal.Scopes.Names(), Expiration: c.principal.ExpiresAt,
+		Extra: map[string]any{callerExtra: c},
+	}, nil
+}
+
+// streamable serves the SDK's streamable transport and watches each
+// session it opens.
+type streamable struct {
+	s   *Server
+	sdk http.Handler
+}
+
+func (h streamable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+	h.sdk.ServeHTTP(w, r)
+	if id := w.Header().Get("Mcp-Session-Id"); opening && id != "" {
+		h.s.watchSession(r, id)
+	}
 }
 
 // watchSession ties the streamable session id, just opened by r, to the
@@ -134,29 +147,45 @@ func (s *Server) session(id string) *mcp.ServerSession {
 // other error of the API.
 func (s *Server) guard(h http.Handler) http.Handler {
 	rule := auth.Rule{Resource: auth.Project, ProjectRole: auth.ProjectViewer}
-	protected := httpapi.Protect(s.cfg.Guard, rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, a := auth.PrincipalFrom(r.Context()), auth.AccessFrom(r.Context())
-		if p == nil || p.Kind != auth.KindAPIToken {
-			httpapi.WriteProblem(w, r, ErrNotAPIToken)
-			return
-		}
-		c := &caller{principal: p, project: a.ProjectID, org: a.OrgID}
-		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
-	}))
-	return httpapi.PlainErrorsAsProblems(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.admit(r); err != nil {
-			httpapi.WriteProblem(w, r, err)
-			return
-		}
-		s.cors(w, r)
-		if raw, ok := auth.Bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(raw, auth.TokenPrefix) {
-			// Checked before the token is verified: an OIDC token is
-			// refused without a round trip to the issuer.
-			httpapi.WriteProblem(w, r, ErrNotAPIToken)
-			return
-		}
-		protected.ServeHTTP(w, r)
-	}))
+	return httpapi.PlainErrorsAsProblems(guarded{s: s, next: httpapi.Protect(s.cfg.Guard, rule, apiTokenCaller{next: h})})
+}
+
+// guarded answers requests whose Host, Origin or bearer token the MCP
+// server refuses, and passes the others to next.
+type guarded struct {
+	s    *Server
+	next http.Handler
+}
+
+func (g guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := g.s.admit(r); err != nil {
+		httpapi.WriteProblem(w, r, err)
+		return
+	}
+	g.s.cors(w, r)
+	if raw, ok := auth.Bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(raw, auth.TokenPrefix) {
+		// Checked before the token is verified: an OIDC token is
+		// refused without a round trip to the issuer.
+		httpapi.WriteProblem(w, r, ErrNotAPIToken)
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// apiTokenCaller refuses principals other than API tokens and hands next
+// the authorised caller.
+type apiTokenCaller struct {
+	next http.Handler
+}
+
+func (a apiTokenCaller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, acc := auth.PrincipalFrom(r.Context()), auth.AccessFrom(r.Context())
+	if p == nil || p.Kind != auth.KindAPIToken {
+		httpapi.WriteProblem(w, r, ErrNotAPIToken)
+		return
+	}
+	c := &caller{principal: p, project: acc.ProjectID, org: acc.OrgID}
+	a.next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
 }
 
 // cors answers browsers of allowed origins.

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -44,11 +45,12 @@ const (
 	ToolWebSearch               = "web_search"
 )
 
-// addTool registers a tool with its rule. The input schema is derived from
-// In and refined by props; the handler's result becomes the structured
-// content (and its JSON the text content); its error a tool error.
+// addTool registers a tool with its rule and its handler, a method of
+// Server. The input schema is derived from In and refined by props; the
+// handler's result becomes the structured content (and its JSON the text
+// content); its error a tool error.
 func addTool[In any](s *Server, t *mcp.Tool, rule toolRule, props map[string][]prop,
-	h func(ctx context.Context, c *caller, in In) (any, error),
+	h func(s *Server, ctx context.Context, c *caller, in In) (any, error),
 ) error {
 	schema, err := inputSchema[In](props)
 	if err != nil {
@@ -63,7 +65,7 @@ func addTool[In any](s *Server, t *mcp.Tool, rule toolRule, props map[string][]p
 		if c == nil {
 			return errorResult(name + ": internal error"), nil, nil
 		}
-		out, err := h(ctx, c, in)
+		out, err := h(s, ctx, c, in)
 		if err != nil {
 			return s.toolError(ctx, name, err), nil, nil
 		}
@@ -121,11 +123,15 @@ type (
 		Limit  int    `json:"limit,omitempty" jsonschema:"page size"`
 		Offset int    `json:"offset,omitempty" jsonschema:"objects to skip"`
 	}
+	// pageInfo is the paging of a list tool's result.
+	pageInfo struct {
+		Total  int `json:"total"`
+		Limit  int `json:"limit"`
+		Offset int `json:"offset"`
+	}
 	objectPage struct {
 		Objects []graph.Object `json:"objects"`
-		Total   int            `json:"total"`
-		Limit   int            `json:"limit"`
-		Offset  int            `json:"offset"`
+		pageInfo
 	}
 	getObjectIn struct {
 		ID                string `json:"id" jsonschema:"the object's id"`
@@ -170,9 +176,7 @@ type (
 	}
 	relationshipPage struct {
 		Relationships []graph.Relationship `json:"relationships"`
-		Total         int                  `json:"total"`
-		Limit         int                  `json:"limit"`
-		Offset        int                  `json:"offset"`
+		pageInfo
 	}
 	neighborsIn struct {
 		ID               string `json:"id" jsonschema:"the object whose neighbours to list"`
@@ -189,9 +193,7 @@ type (
 	neighborPage struct {
 		Object    graph.Object `json:"object"`
 		Neighbors []neighbor   `json:"neighbors"`
-		Total     int          `json:"total"`
-		Limit     int          `json:"limit"`
-		Offset    int          `json:"offset"`
+		pageInfo
 	}
 )
 
@@ -203,184 +205,188 @@ var (
 func (s *Server) addGraphTools() error {
 	read := toolRule{scope: auth.GraphRead, role: auth.ProjectViewer}
 	write := toolRule{scope: auth.GraphWrite, role: auth.ProjectEditor}
-	g := s.cfg.Graph
 	page := func(def int) []prop { return []prop{intRange(1, graph.ListLimitMax, def)} }
 	idProp := []prop{uuidFormat}
+	return errors.Join(
+		addTool(s, &mcp.Tool{
+			Name: ToolGraphSearchObjects, Title: "Search graph objects",
+			Description: "List the project's graph objects, newest first, filtered by type, status, label and a text " +
+				"matched in name, key and description. For ranked full-text and semantic search use the search tool.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		}, read, map[string][]prop{
+			"type": {strLen(0, graph.TypeMax)}, "status": {statusEnum}, "label": {strLen(0, graph.LabelMax)},
+			"text": {strLen(0, graph.QueryMax)}, "limit": page(ListLimitDefault), "offset": {minimum(0)},
+		}, (*Server).searchObjects),
+		addTool(s, &mcp.Tool{
+			Name: ToolGraphGetObject, Title: "Get a graph object",
+			Description: "Get one graph object by id, with its relationships in both directions (newest first).",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		}, read, map[string][]prop{
+			"id": idProp, "relationshipLimit": page(NeighborsLimitDefault),
+		}, (*Server).getObject),
+		addTool(s, &mcp.Tool{
+			Name: ToolGraphCreateObject, Title: "Create a graph object",
+			Description: "Create a graph object. Its properties are validated against its type's schema; a live object " +
+				"of the same type and normalised key is a conflict (the error names it).",
+		}, write, map[string][]prop{
+			"type": {strLen(1, graph.TypeMax)}, "name": {strLen(1, graph.NameMax)}, "key": {strLen(0, graph.KeyMax)},
+			"description": {strLen(0, graph.DescriptionMax)}, "labels": {items(graph.LabelsMax, false, strLen(1, graph.LabelMax))},
+			"status": {statusEnum}, "confidence": {numRange(0, 1)},
+		}, (*Server).createObject),
+		addTool(s, &mcp.Tool{
+			Name: ToolGraphUpdateObject, Title: "Update a graph object",
+			Description: "Change a graph object's name, description, properties (replaced whole), labels (replaced " +
+				"whole) or status. Members left out stay as they are.",
+			Annotations: &mcp.ToolAnnotations{IdempotentHint: true},
+		}, write, map[string][]prop{
+			"id": idProp, "name": {strLen(1, graph.NameMax)}, "description": {strLen(0, graph.DescriptionMax)},
+			"labels": {items(graph.LabelsMax, false, strLen(1, graph.LabelMax))}, "status": {statusEnum},
+		}, (*Server).updateObject),
+		addTool(s, &mcp.Tool{
+			Name: ToolGraphCreateRelationship, Title: "Create a relationship",
+			Description: "Create a typed, directed relationship between two objects of the project. The type must be " +
+				"one of the project's relationship types and allow the two objects' types.",
+		}, write, map[string][]prop{
+			"type": {strLen(1, graph.TypeMax)}, "sourceId": idProp, "targetId": idProp, "confidence": {numRange(0, 1)},
+		}, (*Server).createRelationship),
+		addTool(s, &mcp.Tool{
+			Name: ToolGraphListRelationships, Title: "List relationships",
+			Description: "List the project's relationships, newest first, by type, source object and target object.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		}, read, map[string][]prop{
+			"type": {strLen(0, graph.TypeMax)}, "sourceId": idProp, "targetId": idProp,
+			"limit": page(ListLimitDefault), "offset": {minimum(0)},
+		}, (*Server).listRelationships),
+		addTool(s, &mcp.Tool{
+			Name: ToolGraphNeighbors, Title: "Neighbours of an object",
+			Description: "List the objects one hop away from an object, each with the relationship that links them, " +
+				"optionally over one relationship type and in one direction.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		}, read, map[string][]prop{
+			"id": idProp, "relationshipType": {strLen(0, graph.TypeMax)}, "direction": {directionEnum, defaultString(string(graph.Both))},
+			"limit": page(NeighborsLimitDefault), "offset": {minimum(0)},
+		}, (*Server).neighbors),
+	)
+}
 
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolGraphSearchObjects, Title: "Search graph objects",
-		Description: "List the project's graph objects, newest first, filtered by type, status, label and a text " +
-			"matched in name, key and description. For ranked full-text and semantic search use the search tool.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, read, map[string][]prop{
-		"type": {strLen(0, graph.TypeMax)}, "status": {statusEnum}, "label": {strLen(0, graph.LabelMax)},
-		"text": {strLen(0, graph.QueryMax)}, "limit": page(ListLimitDefault), "offset": {minimum(0)},
-	}, func(ctx context.Context, c *caller, in searchObjectsIn) (any, error) {
-		limit := orDefault(in.Limit, ListLimitDefault)
-		list, total, err := g.ListObjects(ctx, c.project, graph.ObjectFilter{
-			Type: in.Type, Status: in.Status, Label: in.Label, Query: in.Text, Limit: limit, Offset: in.Offset,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return objectPage{Objects: nonNil(list), Total: total, Limit: limit, Offset: in.Offset}, nil
-	}); err != nil {
-		return err
-	}
-
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolGraphGetObject, Title: "Get a graph object",
-		Description: "Get one graph object by id, with its relationships in both directions (newest first).",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, read, map[string][]prop{
-		"id": idProp, "relationshipLimit": page(NeighborsLimitDefault),
-	}, func(ctx context.Context, c *caller, in getObjectIn) (any, error) {
-		id, err := parseID("id", in.ID)
-		if err != nil {
-			return nil, err
-		}
-		o, err := g.GetObject(ctx, c.project, id)
-		if err != nil {
-			return nil, objectNotFound(err, id)
-		}
-		rels, total, err := g.ListObjectRelationships(ctx, c.project, id, graph.Both, "", orDefault(in.RelationshipLimit, NeighborsLimitDefault), 0)
-		if err != nil {
-			return nil, objectNotFound(err, id)
-		}
-		return objectWithRelationships{Object: o, Relationships: nonNil(rels), RelationshipsTotal: total}, nil
-	}); err != nil {
-		return err
-	}
-
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolGraphCreateObject, Title: "Create a graph object",
-		Description: "Create a graph object. Its properties are validated against its type's schema; a live object " +
-			"of the same type and normalised key is a conflict (the error names it).",
-	}, write, map[string][]prop{
-		"type": {strLen(1, graph.TypeMax)}, "name": {strLen(1, graph.NameMax)}, "key": {strLen(0, graph.KeyMax)},
-		"description": {strLen(0, graph.DescriptionMax)}, "labels": {items(graph.LabelsMax, false, strLen(1, graph.LabelMax))},
-		"status": {statusEnum}, "confidence": {numRange(0, 1)},
-	}, func(ctx context.Context, c *caller, in createObjectIn) (any, error) {
-		user := c.principal.UserID
-		return g.CreateObject(ctx, c.project, graph.CreateObjectParams{
-			Type: in.Type, Key: in.Key, Name: in.Name, Description: in.Description, Properties: in.Properties,
-			Labels: in.Labels, Status: in.Status, Confidence: in.Confidence, CreatedBy: &user,
-		})
-	}); err != nil {
-		return err
-	}
-
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolGraphUpdateObject, Title: "Update a graph object",
-		Description: "Change a graph object's name, description, properties (replaced whole), labels (replaced " +
-			"whole) or status. Members left out stay as they are.",
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true},
-	}, write, map[string][]prop{
-		"id": idProp, "name": {strLen(1, graph.NameMax)}, "description": {strLen(0, graph.DescriptionMax)},
-		"labels": {items(graph.LabelsMax, false, strLen(1, graph.LabelMax))}, "status": {statusEnum},
-	}, func(ctx context.Context, c *caller, in updateObjectIn) (any, error) {
-		id, err := parseID("id", in.ID)
-		if err != nil {
-			return nil, err
-		}
-		o, err := g.UpdateObject(ctx, c.project, id, graph.ObjectUpdate{
-			Name: in.Name, Description: in.Description, Properties: in.Properties, Labels: in.Labels, Status: in.Status,
-		})
-		return o, objectNotFound(err, id)
-	}); err != nil {
-		return err
-	}
-
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolGraphCreateRelationship, Title: "Create a relationship",
-		Description: "Create a typed, directed relationship between two objects of the project. The type must be " +
-			"one of the project's relationship types and allow the two objects' types.",
-	}, write, map[string][]prop{
-		"type": {strLen(1, graph.TypeMax)}, "sourceId": idProp, "targetId": idProp, "confidence": {numRange(0, 1)},
-	}, func(ctx context.Context, c *caller, in createRelationshipIn) (any, error) {
-		src, err := parseID("sourceId", in.SourceID)
-		if err != nil {
-			return nil, err
-		}
-		tgt, err := parseID("targetId", in.TargetID)
-		if err != nil {
-			return nil, err
-		}
-		return g.CreateRelationship(ctx, c.project, graph.CreateRelationshipParams{
-			Type: in.Type, SourceID: src, TargetID: tgt, Properties: in.Properties, Confidence: in.Confidence,
-		})
-	}); err != nil {
-		return err
-	}
-
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolGraphListRelationships, Title: "List relationships",
-		Description: "List the project's relationships, newest first, by type, source object and target object.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, read, map[string][]prop{
-		"type": {strLen(0, graph.TypeMax)}, "sourceId": idProp, "targetId": idProp,
-		"limit": page(ListLimitDefault), "offset": {minimum(0)},
-	}, func(ctx context.Context, c *caller, in listRelationshipsIn) (any, error) {
-		src, err := parseOptionalID("sourceId", in.SourceID)
-		if err != nil {
-			return nil, err
-		}
-		tgt, err := parseOptionalID("targetId", in.TargetID)
-		if err != nil {
-			return nil, err
-		}
-		limit := orDefault(in.Limit, ListLimitDefault)
-		list, total, err := g.ListRelationships(ctx, c.project, graph.RelationshipFilter{
-			Type: in.Type, SourceID: src, TargetID: tgt, Limit: limit, Offset: in.Offset,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return relationshipPage{Relationships: nonNil(list), Total: total, Limit: limit, Offset: in.Offset}, nil
-	}); err != nil {
-		return err
-	}
-
-	return addTool(s, &mcp.Tool{
-		Name: ToolGraphNeighbors, Title: "Neighbours of an object",
-		Description: "List the objects one hop away from an object, each with the relationship that links them, " +
-			"optionally over one relationship type and in one direction.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, read, map[string][]prop{
-		"id": idProp, "relationshipType": {strLen(0, graph.TypeMax)}, "direction": {directionEnum, defaultString(string(graph.Both))},
-		"limit": page(NeighborsLimitDefault), "offset": {minimum(0)},
-	}, func(ctx context.Context, c *caller, in neighborsIn) (any, error) {
-		id, err := parseID("id", in.ID)
-		if err != nil {
-			return nil, err
-		}
-		o, err := g.GetObject(ctx, c.project, id)
-		if err != nil {
-			return nil, objectNotFound(err, id)
-		}
-		limit := orDefault(in.Limit, NeighborsLimitDefault)
-		rels, total, err := g.ListObjectRelationships(ctx, c.project, id, graph.Direction(in.Direction), in.RelationshipType, limit, in.Offset)
-		if err != nil {
-			return nil, objectNotFound(err, id)
-		}
-		out := neighborPage{Object: o, Neighbors: []neighbor{}, Total: total, Limit: limit, Offset: in.Offset}
-		for _, r := range rels {
-			n := neighbor{Direction: string(graph.Outgoing), Relationship: r}
-			other := r.TargetID
-			if r.TargetID == id && r.SourceID != id {
-				n.Direction, other = string(graph.Incoming), r.SourceID
-			}
-			n.Object, err = g.GetObject(ctx, c.project, other)
-			if errs.CodeOf(err) == errs.NotFound {
-				continue // deleted since the list was read
-			}
-			if err != nil {
-				return nil, err
-			}
-			out.Neighbors = append(out.Neighbors, n)
-		}
-		return out, nil
+// searchObjects is graph_search_objects.
+func (s *Server) searchObjects(ctx context.Context, c *caller, in searchObjectsIn) (any, error) {
+	limit := orDefault(in.Limit, ListLimitDefault)
+	list, total, err := s.cfg.Graph.ListObjects(ctx, c.project, graph.ObjectFilter{
+		Type: in.Type, Status: in.Status, Label: in.Label, Query: in.Text, Limit: limit, Offset: in.Offset,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return objectPage{Objects: nonNil(list), pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}, nil
+}
+
+// getObject is graph_get_object.
+func (s *Server) getObject(ctx context.Context, c *caller, in getObjectIn) (any, error) {
+	id, err := parseID("id", in.ID)
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.cfg.Graph.GetObject(ctx, c.project, id)
+	if err != nil {
+		return nil, objectNotFound(err, id)
+	}
+	rels, total, err := s.cfg.Graph.ListObjectRelationships(ctx, c.project, id, graph.Both, "", orDefault(in.RelationshipLimit, NeighborsLimitDefault), 0)
+	if err != nil {
+		return nil, objectNotFound(err, id)
+	}
+	return objectWithRelationships{Object: o, Relationships: nonNil(rels), RelationshipsTotal: total}, nil
+}
+
+// createObject is graph_create_object.
+func (s *Server) createObject(ctx context.Context, c *caller, in createObjectIn) (any, error) {
+	user := c.principal.UserID
+	return s.cfg.Graph.CreateObject(ctx, c.project, graph.CreateObjectParams{
+		Type: in.Type, Key: in.Key, Name: in.Name, Description: in.Description, Properties: in.Properties,
+		Labels: in.Labels, Status: in.Status, Confidence: in.Confidence, CreatedBy: &user,
+	})
+}
+
+// updateObject is graph_update_object.
+func (s *Server) updateObject(ctx context.Context, c *caller, in updateObjectIn) (any, error) {
+	id, err := parseID("id", in.ID)
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.cfg.Graph.UpdateObject(ctx, c.project, id, graph.ObjectUpdate{
+		Name: in.Name, Description: in.Description, Properties: in.Properties, Labels: in.Labels, Status: in.Status,
+	})
+	return o, objectNotFound(err, id)
+}
+
+// createRelationship is graph_create_relationship.
+func (s *Server) createRelationship(ctx context.Context, c *caller, in createRelationshipIn) (any, error) {
+	src, err := parseID("sourceId", in.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	tgt, err := parseID("targetId", in.TargetID)
+	if err != nil {
+		return nil, err
+	}
+	return s.cfg.Graph.CreateRelationship(ctx, c.project, graph.CreateRelationshipParams{
+		Type: in.Type, SourceID: src, TargetID: tgt, Properties: in.Properties, Confidence: in.Confidence,
+	})
+}
+
+// listRelationships is graph_list_relationships.
+func (s *Server) listRelationships(ctx context.Context, c *caller, in listRelationshipsIn) (any, error) {
+	src, err := parseOptionalID("sourceId", in.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	tgt, err := parseOptionalID("targetId", in.TargetID)
+	if err != nil {
+		return nil, err
+	}
+	limit := orDefault(in.Limit, ListLimitDefault)
+	list, total, err := s.cfg.Graph.ListRelationships(ctx, c.project, graph.RelationshipFilter{
+		Type: in.Type, SourceID: src, TargetID: tgt, Limit: limit, Offset: in.Offset,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return relationshipPage{Relationships: nonNil(list), pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}, nil
+}
+
+// neighbors is graph_neighbors.
+func (s *Server) neighbors(ctx context.Context, c *caller, in neighborsIn) (any, error) {
+	g := s.cfg.Graph
+	id, err := parseID("id", in.ID)
+	if err != nil {
+		return nil, err
+	}
+	o, err := g.GetObject(ctx, c.project, id)
+	if err != nil {
+		return nil, objectNotFound(err, id)
+	}
+	limit := orDefault(in.Limit, NeighborsLimitDefault)
+	rels, total, err := g.ListObjectRelationships(ctx, c.project, id, graph.Direction(in.Direction), in.RelationshipType, limit, in.Offset)
+	if err != nil {
+		return nil, objectNotFound(err, id)
+	}
+	out := neighborPage{Object: o, Neighbors: []neighbor{}, pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}
+	for _, r := range rels {
+		n := neighbor{Direction: string(graph.Outgoing), Relationship: r}
+		other := r.TargetID
+		if r.TargetID == id && r.SourceID != id {
+			n.Direction, other = string(graph.Incoming), r.SourceID
+		}
+		n.Object, err = g.GetObject(ctx, c.project, other)
+		if errs.CodeOf(err) == errs.NotFound {
+			continue // deleted since the list was read
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Neighbors = append(out.Neighbors, n)
+	}
+	return out, nil
 }
 
 func orDefault(v, def int) int {

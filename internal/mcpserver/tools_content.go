@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"path"
 	"strings"
 
@@ -25,9 +26,7 @@ type (
 	}
 	documentPage struct {
 		Documents []document.Document `json:"documents"`
-		Total     int                 `json:"total"`
-		Limit     int                 `json:"limit"`
-		Offset    int                 `json:"offset"`
+		pageInfo
 	}
 	getDocumentIn struct {
 		ID          string `json:"id" jsonschema:"the document's id"`
@@ -84,75 +83,78 @@ const (
 func (s *Server) addDocumentTools() error {
 	read := toolRule{scope: auth.DocumentsRead, role: auth.ProjectViewer}
 	write := toolRule{scope: auth.DocumentsWrite, role: auth.ProjectEditor}
-	d := s.cfg.Documents
+	return errors.Join(
+		addTool(s, &mcp.Tool{
+			Name: ToolDocumentsUploadText, Title: "Upload a text document",
+			Description: "Add a text document (plain text, Markdown or HTML) to the project. It is parsed into chunks, " +
+				"embedded and extracted into the graph in the background; documents_get shows its status. The same " +
+				"content uploaded again returns the existing document with duplicate set.",
+		}, write, map[string][]prop{
+			"filename": {strLen(1, filenameMax)}, "content": {strLen(1, UploadTextMax)},
+			"mimeType": {enum("text/plain", "text/markdown", "text/html")},
+		}, (*Server).uploadText),
+		addTool(s, &mcp.Tool{
+			Name: ToolDocumentsList, Title: "List documents",
+			Description: "List the project's documents, newest first, with their pipeline status.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		}, read, map[string][]prop{
+			"limit": {intRange(1, documentListMax, ListLimitDefault)}, "offset": {minimum(0)},
+		}, (*Server).listDocuments),
+		addTool(s, &mcp.Tool{
+			Name: ToolDocumentsGet, Title: "Get a document",
+			Description: "Get a document with its pipeline status and a page of its chunks, in order.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		}, read, map[string][]prop{
+			"id": {uuidFormat}, "chunkLimit": {intRange(0, documentListMax, ListLimitDefault)}, "chunkOffset": {minimum(0)},
+		}, (*Server).getDocument),
+	)
+}
 
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolDocumentsUploadText, Title: "Upload a text document",
-		Description: "Add a text document (plain text, Markdown or HTML) to the project. It is parsed into chunks, " +
-			"embedded and extracted into the graph in the background; documents_get shows its status. The same " +
-			"content uploaded again returns the existing document with duplicate set.",
-	}, write, map[string][]prop{
-		"filename": {strLen(1, filenameMax)}, "content": {strLen(1, UploadTextMax)},
-		"mimeType": {enum("text/plain", "text/markdown", "text/html")},
-	}, func(ctx context.Context, c *caller, in uploadTextIn) (any, error) {
-		mt := in.MimeType
-		if mt == "" {
-			mt = textMimeType(in.Filename)
-		}
-		return d.Upload(ctx, document.Upload{
-			ProjectID: c.project, UserID: c.principal.UserID, Filename: in.Filename, MimeType: mt, Data: []byte(in.Content),
-		})
-	}); err != nil {
-		return err
+// uploadText is documents_upload_text.
+func (s *Server) uploadText(ctx context.Context, c *caller, in uploadTextIn) (any, error) {
+	mt := in.MimeType
+	if mt == "" {
+		mt = textMimeType(in.Filename)
 	}
-
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolDocumentsList, Title: "List documents",
-		Description: "List the project's documents, newest first, with their pipeline status.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, read, map[string][]prop{
-		"limit": {intRange(1, documentListMax, ListLimitDefault)}, "offset": {minimum(0)},
-	}, func(ctx context.Context, c *caller, in listDocumentsIn) (any, error) {
-		limit := orDefault(in.Limit, ListLimitDefault)
-		list, total, err := d.List(ctx, c.project, limit, in.Offset)
-		if err != nil {
-			return nil, err
-		}
-		return documentPage{Documents: nonNil(list), Total: total, Limit: limit, Offset: in.Offset}, nil
-	}); err != nil {
-		return err
-	}
-
-	return addTool(s, &mcp.Tool{
-		Name: ToolDocumentsGet, Title: "Get a document",
-		Description: "Get a document with its pipeline status and a page of its chunks, in order.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, read, map[string][]prop{
-		"id": {uuidFormat}, "chunkLimit": {intRange(0, documentListMax, ListLimitDefault)}, "chunkOffset": {minimum(0)},
-	}, func(ctx context.Context, c *caller, in getDocumentIn) (any, error) {
-		id, err := parseID("id", in.ID)
-		if err != nil {
-			return nil, err
-		}
-		doc, err := d.Get(ctx, c.project, id)
-		if errs.CodeOf(err) == errs.NotFound {
-			return nil, errs.Errorf(errs.NotFound, "no document with id %s in this project", id)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out := documentWithChunks{Document: doc, Chunks: []document.StoredChunk{}, ChunkLimit: in.ChunkLimit, ChunkOffset: in.ChunkOffset}
-		chunks, total, err := d.Chunks(ctx, c.project, id, in.ChunkLimit, in.ChunkOffset)
-		if err != nil {
-			return nil, err
-		}
-		out.Chunks, out.ChunksTotal = nonNil(chunks), total
-		return out, nil
+	return s.cfg.Documents.Upload(ctx, document.Upload{
+		ProjectID: c.project, UserID: c.principal.UserID, Filename: in.Filename, MimeType: mt, Data: []byte(in.Content),
 	})
 }
 
+// listDocuments is documents_list.
+func (s *Server) listDocuments(ctx context.Context, c *caller, in listDocumentsIn) (any, error) {
+	limit := orDefault(in.Limit, ListLimitDefault)
+	list, total, err := s.cfg.Documents.List(ctx, c.project, limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return documentPage{Documents: nonNil(list), pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}, nil
+}
+
+// getDocument is documents_get.
+func (s *Server) getDocument(ctx context.Context, c *caller, in getDocumentIn) (any, error) {
+	id, err := parseID("id", in.ID)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := s.cfg.Documents.Get(ctx, c.project, id)
+	if errs.CodeOf(err) == errs.NotFound {
+		return nil, errs.Errorf(errs.NotFound, "no document with id %s in this project", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := documentWithChunks{Document: doc, Chunks: []document.StoredChunk{}, ChunkLimit: in.ChunkLimit, ChunkOffset: in.ChunkOffset}
+	chunks, total, err := s.cfg.Documents.Chunks(ctx, c.project, id, in.ChunkLimit, in.ChunkOffset)
+	if err != nil {
+		return nil, err
+	}
+	out.Chunks, out.ChunksTotal = nonNil(chunks), total
+	return out, nil
+}
+
 func (s *Server) addSearchTools() error {
-	if err := addTool(s, &mcp.Tool{
+	err := addTool(s, &mcp.Tool{
 		Name: ToolSearch, Title: "Search the project",
 		Description: "Unified search over the project's document chunks and graph objects: keyword (PostgreSQL " +
 			"full-text, ranked, with highlighted snippets), vector (semantic) or hybrid (both, fused by reciprocal rank).",
@@ -164,97 +166,100 @@ func (s *Server) addSearchTools() error {
 		"objectTypes": {items(searchFilterMax, true, strLen(1, nameMax))},
 		"documentIds": {items(searchFilterMax, true, uuidFormat)},
 		"limit":       {intRange(1, search.LimitMax, search.LimitDefault)},
-	}, func(ctx context.Context, c *caller, in searchIn) (any, error) {
-		req := search.Request{
-			Query: strings.TrimSpace(in.Query), Mode: in.Mode, Targets: in.Targets, ObjectTypes: in.ObjectTypes, Limit: in.Limit,
-		}
-		for _, raw := range in.DocumentIDs {
-			id, err := parseID("documentIds", raw)
-			if err != nil {
-				return nil, err
-			}
-			req.DocumentIDs = append(req.DocumentIDs, id)
-		}
-		if err := req.Normalize(); err != nil {
-			return nil, err
-		}
-		res, err := s.cfg.Search.Search(ctx, c.project, req)
-		if err != nil {
-			return nil, err
-		}
-		res.Data = nonNil(res.Data)
-		return res, nil
-	}); err != nil {
-		return err
+	}, (*Server).searchProject)
+	if err == nil && s.cfg.Registry != nil {
+		err = s.addRegistryTools()
 	}
-
-	if s.cfg.Registry != nil {
-		if err := s.addRegistryTools(); err != nil {
-			return err
-		}
-	}
-	if s.cfg.Web != nil {
-		web := s.cfg.Web
-		return addTool(s, &mcp.Tool{
+	if err == nil && s.cfg.Web != nil {
+		err = addTool(s, &mcp.Tool{
 			Name: ToolWebSearch, Title: "Search the web",
 			Description: "Search the web; returns titles, URLs and descriptions.",
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)},
-		}, toolRule{scope: auth.SearchRead, role: auth.ProjectViewer, enabled: web.WebSearchEnabled}, map[string][]prop{
+		}, toolRule{scope: auth.SearchRead, role: auth.ProjectViewer, enabled: s.cfg.Web.WebSearchEnabled}, map[string][]prop{
 			"query": {strLen(1, webQueryMax)}, "count": {intRange(1, WebSearchCountMax, webCountDefault)},
-		}, func(ctx context.Context, c *caller, in webSearchIn) (any, error) {
-			list, err := web.WebSearch(ctx, c.project, in.Query, orDefault(in.Count, webCountDefault))
-			if err != nil {
-				return nil, err
-			}
-			return webResults{Results: nonNil(list)}, nil
-		})
+		}, (*Server).webSearch)
 	}
-	return nil
+	return err
+}
+
+// searchProject is the search tool.
+func (s *Server) searchProject(ctx context.Context, c *caller, in searchIn) (any, error) {
+	req := search.Request{
+		Query: strings.TrimSpace(in.Query), Mode: in.Mode, Targets: in.Targets, ObjectTypes: in.ObjectTypes, Limit: in.Limit,
+	}
+	for _, raw := range in.DocumentIDs {
+		id, err := parseID("documentIds", raw)
+		if err != nil {
+			return nil, err
+		}
+		req.DocumentIDs = append(req.DocumentIDs, id)
+	}
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Search.Search(ctx, c.project, req)
+	if err != nil {
+		return nil, err
+	}
+	res.Data = nonNil(res.Data)
+	return res, nil
+}
+
+// webSearch is web_search.
+func (s *Server) webSearch(ctx context.Context, c *caller, in webSearchIn) (any, error) {
+	list, err := s.cfg.Web.WebSearch(ctx, c.project, in.Query, orDefault(in.Count, webCountDefault))
+	if err != nil {
+		return nil, err
+	}
+	return webResults{Results: nonNil(list)}, nil
 }
 
 func (s *Server) addRegistryTools() error {
-	reg := s.cfg.Registry
 	rule := toolRule{scope: auth.MCPUse, role: auth.ProjectViewer}
-	if err := addTool(s, &mcp.Tool{
-		Name: ToolRegistryList, Title: "List external MCP tools",
-		Description: "List the enabled tools of the project's enabled external MCP servers, with their input schemas; " +
-			"call one with mcp-servers/call.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, rule, map[string][]prop{"server": {strLen(0, nameMax)}},
-		func(ctx context.Context, c *caller, in registryListIn) (any, error) {
-			list, err := reg.ListTools(ctx, c.project)
-			if err != nil {
-				return nil, err
-			}
-			out := registryToolList{Tools: []RegistryTool{}}
-			for _, t := range list {
-				if in.Server == "" || t.Server == in.Server {
-					out.Tools = append(out.Tools, t)
-				}
-			}
-			return out, nil
-		}); err != nil {
-		return err
+	return errors.Join(
+		addTool(s, &mcp.Tool{
+			Name: ToolRegistryList, Title: "List external MCP tools",
+			Description: "List the enabled tools of the project's enabled external MCP servers, with their input schemas; " +
+				"call one with mcp-servers/call.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		}, rule, map[string][]prop{"server": {strLen(0, nameMax)}}, (*Server).registryList),
+		addTool(s, &mcp.Tool{
+			Name: ToolRegistryCall, Title: "Call an external MCP tool",
+			Description: "Call a tool of one of the project's external MCP servers (see mcp-servers/list) and return its result.",
+			Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
+		}, rule, map[string][]prop{"server": {strLen(1, nameMax)}, "tool": {strLen(1, nameMax)}}, (*Server).registryCall),
+	)
+}
+
+// registryList is mcp-servers/list.
+func (s *Server) registryList(ctx context.Context, c *caller, in registryListIn) (any, error) {
+	list, err := s.cfg.Registry.ListTools(ctx, c.project)
+	if err != nil {
+		return nil, err
 	}
-	return addTool(s, &mcp.Tool{
-		Name: ToolRegistryCall, Title: "Call an external MCP tool",
-		Description: "Call a tool of one of the project's external MCP servers (see mcp-servers/list) and return its result.",
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
-	}, rule, map[string][]prop{"server": {strLen(1, nameMax)}, "tool": {strLen(1, nameMax)}},
-		func(ctx context.Context, c *caller, in registryCallIn) (any, error) {
-			args := in.Arguments
-			if args == nil {
-				args = map[string]any{}
-			}
-			res, err := reg.CallTool(ctx, c.project, in.Server, in.Tool, args)
-			if err != nil {
-				return nil, err
-			}
-			if res == nil {
-				return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
-			}
-			return res, nil
-		})
+	out := registryToolList{Tools: []RegistryTool{}}
+	for _, t := range list {
+		if in.Server == "" || t.Server == in.Server {
+			out.Tools = append(out.Tools, t)
+		}
+	}
+	return out, nil
+}
+
+// registryCall is mcp-servers/call.
+func (s *Server) registryCall(ctx context.Context, c *caller, in registryCallIn) (any, error) {
+	args := in.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := s.cfg.Registry.CallTool(ctx, c.project, in.Server, in.Tool, args)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+	}
+	return res, nil
 }
 
 // textMimeType picks the media type of a text upload from its file name.

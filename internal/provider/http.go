@@ -69,15 +69,19 @@ type (
 	projectIn struct {
 		ProjectID string `path:"projectID"`
 	}
+	// UsagePeriod bounds a usage summary. It is exported because huma
+	// reads only exported embedded structs.
+	UsagePeriod struct {
+		Since string `query:"since" doc:"RFC 3339; calls at or after this time."`
+		Until string `query:"until" doc:"RFC 3339; calls before this time."`
+	}
 	projectUsageIn struct {
 		ProjectID string `path:"projectID"`
-		Since     string `query:"since" doc:"RFC 3339; calls at or after this time."`
-		Until     string `query:"until" doc:"RFC 3339; calls before this time."`
+		UsagePeriod
 	}
 	orgUsageIn struct {
 		OrgID string `path:"orgID"`
-		Since string `query:"since" doc:"RFC 3339; calls at or after this time."`
-		Until string `query:"until" doc:"RFC 3339; calls before this time."`
+		UsagePeriod
 	}
 )
 
@@ -234,24 +238,22 @@ func (h handlers) listPolicies(ctx context.Context, _ *projectIn) (*httpapi.Out[
 }
 
 func (h handlers) projectUsage(ctx context.Context, in *projectUsageIn) (*httpapi.Out[UsageSummary], error) {
-	since, until, err := usageBounds(in.Since, in.Until)
-	if err != nil {
-		return nil, err
-	}
 	project := auth.AccessFrom(ctx).ProjectID
-	u, err := h.svc.Usage(ctx, uuid.Nil, &project, since, until)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[UsageSummary]{Body: u}, nil
+	return h.usage(ctx, uuid.Nil, &project, in.UsagePeriod)
 }
 
 func (h handlers) orgUsage(ctx context.Context, in *orgUsageIn) (*httpapi.Out[UsageSummary], error) {
-	since, until, err := usageBounds(in.Since, in.Until)
+	return h.usage(ctx, auth.AccessFrom(ctx).OrgID, nil, in.UsagePeriod)
+}
+
+// usage answers the usage summary of a project or (project nil) an
+// organization.
+func (h handlers) usage(ctx context.Context, org uuid.UUID, project *uuid.UUID, p UsagePeriod) (*httpapi.Out[UsageSummary], error) {
+	since, until, err := usageBounds(p.Since, p.Until)
 	if err != nil {
 		return nil, err
 	}
-	u, err := h.svc.Usage(ctx, auth.AccessFrom(ctx).OrgID, nil, since, until)
+	u, err := h.svc.Usage(ctx, org, project, since, until)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -66,27 +65,22 @@ func modelsList(ctx context.Context, db postgres.DBTX, provider, modelType strin
 
 // modelGet finds a model; found is false when the catalog lacks it.
 func modelGet(ctx context.Context, db postgres.DBTX, provider, name string) (Model, bool, error) {
-	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM provider_models WHERE provider = $1 AND model_name = $2`, provider, name)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[modelRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Model{}, false, nil
-	}
+	return modelWhere(ctx, db, `model_name = $2`, provider, name)
+}
+
+// modelDefault finds a provider's default model of a type; found is false
+// when it has none.
+func modelDefault(ctx context.Context, db postgres.DBTX, provider, modelType string) (Model, bool, error) {
+	return modelWhere(ctx, db, `model_type = $2 AND is_default`, provider, modelType)
+}
+
+// modelWhere finds the one model of provider ($1) that cond matches.
+func modelWhere(ctx context.Context, db postgres.DBTX, cond string, args ...any) (Model, bool, error) {
+	r, err := postgres.One[modelRow](ctx, db, nil, `SELECT `+modelColumns+` FROM provider_models WHERE provider = $1 AND `+cond, args...)
 	if err != nil {
 		return Model{}, false, fmt.Errorf("get model: %w", err)
 	}
-	return r.toModel(), true, nil
-}
-
-func modelDefault(ctx context.Context, db postgres.DBTX, provider, modelType string) (Model, bool, error) {
-	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM provider_models WHERE provider = $1 AND model_type = $2 AND is_default`, provider, modelType)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[modelRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Model{}, false, nil
-	}
-	if err != nil {
-		return Model{}, false, fmt.Errorf("get default model: %w", err)
-	}
-	return r.toModel(), true, nil
+	return r.toModel(), r.ID != uuid.Nil, nil
 }
 
 // syncedModel is one entry of a provider's model list.
@@ -143,13 +137,12 @@ const credentialColumns = `id, org_id, provider, secret, gcp_project, location, 
 // one when there is none: the id is sealed into the secret's additional
 // data, so it must be known before the secret is sealed.
 func credentialID(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider string) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := db.QueryRow(ctx, `SELECT id FROM org_provider_credentials WHERE org_id = $1 AND provider = $2`, org, provider).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Must(uuid.NewV7()), nil
-	}
+	id, err := postgres.One[uuid.UUID](ctx, db, nil, `SELECT id FROM org_provider_credentials WHERE org_id = $1 AND provider = $2`, org, provider)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("look up credential: %w", err)
+	}
+	if id == uuid.Nil {
+		return uuid.Must(uuid.NewV7()), nil
 	}
 	return id, nil
 }
@@ -203,16 +196,16 @@ func orgModelsPut(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider
 }
 
 func orgModelsGet(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider string) (embedding, generative string, err error) {
-	var emb, gen *string
-	err = db.QueryRow(ctx, `SELECT embedding_model, generative_model FROM org_provider_models WHERE org_id = $1 AND provider = $2`,
-		org, provider).Scan(&emb, &gen)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", "", nil
+	type row struct {
+		Embedding  *string `db:"embedding_model"`
+		Generative *string `db:"generative_model"`
 	}
+	r, err := postgres.One[row](ctx, db, nil, `SELECT embedding_model, generative_model FROM org_provider_models WHERE org_id = $1 AND provider = $2`,
+		org, provider)
 	if err != nil {
 		return "", "", fmt.Errorf("get default models: %w", err)
 	}
-	return postgres.Value(emb), postgres.Value(gen), nil
+	return postgres.Value(r.Embedding), postgres.Value(r.Generative), nil
 }
 
 type policyRow struct {
@@ -252,20 +245,16 @@ func policiesList(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]p
 // policyForUpdate locks project's policy row for provider; found is false
 // when there is none.
 func policyForUpdate(ctx context.Context, db postgres.DBTX, project uuid.UUID, provider string) (policyRow, bool, error) {
-	rows, _ := db.Query(ctx, `SELECT `+policyColumns+` FROM project_provider_policies WHERE project_id = $1 AND provider = $2 FOR UPDATE`,
-		project, provider)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[policyRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return policyRow{}, false, nil
-	}
+	r, err := postgres.One[policyRow](ctx, db, nil, `SELECT `+policyColumns+` FROM project_provider_policies
+		WHERE project_id = $1 AND provider = $2 FOR UPDATE`, project, provider)
 	if err != nil {
 		return policyRow{}, false, fmt.Errorf("look up policy: %w", err)
 	}
-	return r, true, nil
+	return r, r.ID != uuid.Nil, nil
 }
 
 func policyPut(ctx context.Context, db postgres.DBTX, r policyRow) (Policy, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO project_provider_policies (`+policyColumns+`)
+	out, err := postgres.One[policyRow](ctx, db, nil, `INSERT INTO project_provider_policies (`+policyColumns+`)
 		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''), $10, $10)
 		ON CONFLICT (project_id, provider) DO UPDATE SET policy = EXCLUDED.policy, secret = EXCLUDED.secret,
 			gcp_project = EXCLUDED.gcp_project, location = EXCLUDED.location, embedding_model = EXCLUDED.embedding_model,
@@ -273,7 +262,6 @@ func policyPut(ctx context.Context, db postgres.DBTX, r policyRow) (Policy, erro
 		RETURNING `+policyColumns,
 		r.ID, r.ProjectID, r.Provider, r.Policy, r.Secret, postgres.Value(r.GCPProject), postgres.Value(r.Location),
 		postgres.Value(r.EmbeddingModel), postgres.Value(r.GenerativeModel), r.CreatedAt)
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[policyRow])
 	if err != nil {
 		return Policy{}, fmt.Errorf("store policy: %w", err)
 	}
