@@ -18,9 +18,6 @@ const (
 	// RetentionMax is how many items a user keeps; older ones are trimmed
 	// when new ones are recorded.
 	RetentionMax = 500
-	// LimitDefault and LimitMax bound the recent lists.
-	LimitDefault = 20
-	LimitMax     = 100
 	// ResourceIDMax, NameMax and SubtypeMax bound the free-text fields.
 	ResourceIDMax = 500
 	NameMax       = 500
@@ -70,5 +67,4 @@ var (
 	ErrResourceID      = errs.Errorf(errs.Invalid, "resourceId must not be empty and at most %d characters", ResourceIDMax)
 	ErrResourceName    = errs.Errorf(errs.Invalid, "resourceName must be at most %d characters", NameMax)
 	ErrResourceSubtype = errs.Errorf(errs.Invalid, "resourceSubtype must be at most %d characters", SubtypeMax)
-	ErrLimit           = errs.Errorf(errs.Invalid, "limit must be between 1 and %d", LimitMax)
 )

@@ -92,14 +92,10 @@ func (h handlers) recordUserActivity(ctx context.Context, in *recordIn) (*httpap
 		return nil, ErrProjectRequired
 	}
 	b := in.Body
-	it, err := h.svc.Record(ctx, Record{
+	return httpapi.Reply(h.svc.Record(ctx, Record{
 		UserID: auth.PrincipalFrom(ctx).UserID, ProjectID: project, ResourceType: b.ResourceType, ResourceID: b.ResourceID,
 		ResourceName: b.ResourceName, ResourceSubtype: b.ResourceSubtype, ActionType: b.ActionType,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Item]{Body: it}, nil
+	}))
 }
 
 func (h handlers) listUserActivity(ctx context.Context, in *recentIn) (*httpapi.Out[List], error) {

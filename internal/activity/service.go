@@ -72,9 +72,6 @@ func (s *Service) Record(ctx context.Context, r Record) (Item, error) {
 // Recent lists o's most recent items, of one resource type when typ is not
 // empty. Errors: invalid_argument.
 func (s *Service) Recent(ctx context.Context, o Owner, typ string, limit int) ([]Item, error) {
-	if limit < 1 || limit > LimitMax {
-		return nil, ErrLimit
-	}
 	if typ != "" && !namePattern.MatchString(typ) {
 		return nil, ErrResourceType
 	}

@@ -159,28 +159,18 @@ func (h handlers) upload(ctx context.Context, in *uploadIn) (*uploadOut, error) 
 
 func (h handlers) list(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Document]], error) {
 	list, total, err := h.svc.List(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Document]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) get(ctx context.Context, _ *idIn) (*httpapi.Out[Document], error) {
 	a := auth.AccessFrom(ctx)
-	d, err := h.svc.Get(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Document]{Body: d}, nil
+	return httpapi.Reply(h.svc.Get(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) chunks(ctx context.Context, in *chunksIn) (*httpapi.Out[httpapi.List[StoredChunk]], error) {
 	a := auth.AccessFrom(ctx)
 	list, total, err := h.svc.Chunks(ctx, a.ProjectID, a.ResourceID, in.Limit, in.Offset)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[StoredChunk]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) delete(ctx context.Context, _ *idIn) (*httpapi.NoContent, error) {

@@ -85,32 +85,20 @@ type handlers struct {
 }
 
 func (h handlers) listEmbeddingPolicies(ctx context.Context, _ *projectIn) (*httpapi.Out[[]Policy], error) {
-	list, err := h.svc.List(ctx, auth.AccessFrom(ctx).ProjectID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[[]Policy]{Body: list}, nil
+	return httpapi.Reply(h.svc.List(ctx, auth.AccessFrom(ctx).ProjectID))
 }
 
 func (h handlers) getEmbeddingPolicy(ctx context.Context, _ *policyIn) (*httpapi.Out[Policy], error) {
 	a := auth.AccessFrom(ctx)
-	p, err := h.svc.Get(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Policy]{Body: p}, nil
+	return httpapi.Reply(h.svc.Get(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) createEmbeddingPolicy(ctx context.Context, in *createIn) (*httpapi.Created[Policy], error) {
 	b := in.Body
-	p, err := h.svc.Create(ctx, auth.AccessFrom(ctx).ProjectID, CreateParams{
+	return httpapi.ReplyCreated(h.svc.Create(ctx, auth.AccessFrom(ctx).ProjectID, CreateParams{
 		Name: b.Name, Description: b.Description, ObjectTypes: b.ObjectTypes, Fields: b.Fields,
 		Template: b.Template, Model: b.Model, Active: b.Active, ChunkingConfig: b.ChunkingConfig,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[Policy]{Status: http.StatusCreated, Body: p}, nil
+	}))
 }
 
 func (h handlers) updateEmbeddingPolicy(ctx context.Context, in *updateIn) (*httpapi.Out[Policy], error) {
@@ -123,11 +111,7 @@ func (h handlers) updateEmbeddingPolicy(ctx context.Context, in *updateIn) (*htt
 		u.ChunkingConfig = &b.ChunkingConfig
 	}
 	a := auth.AccessFrom(ctx)
-	p, err := h.svc.Update(ctx, a.ProjectID, a.ResourceID, u)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Policy]{Body: p}, nil
+	return httpapi.Reply(h.svc.Update(ctx, a.ProjectID, a.ResourceID, u))
 }
 
 func (h handlers) deleteEmbeddingPolicy(ctx context.Context, _ *policyIn) (*httpapi.NoContent, error) {

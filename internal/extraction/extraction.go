@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/jobqueue"
 )
 
 // Queue is the job queue of extraction jobs (table
@@ -70,9 +72,6 @@ const (
 	// WindowTokensMax caps the tokens of one window (chunks plus prompt), so
 	// that every call stays fast whatever the model's budget.
 	WindowTokensMax = 8000
-	// ListLimitDefault and ListLimitMax bound the admin job list.
-	ListLimitDefault = 20
-	ListLimitMax     = 100
 	// PriorityMax bounds priority for callers other than superadmins.
 	PriorityMax = 100
 )
@@ -86,7 +85,7 @@ type Job struct {
 	DatasourceID         *uuid.UUID `json:"datasourceId,omitempty"`
 	JobType              string     `json:"jobType" enum:"full_extraction,reextraction,incremental"`
 	TriggerType          string     `json:"triggerType" enum:"manual,scheduled,webhook"`
-	Status               string     `json:"status" enum:"queued,running,completed,failed,cancelled,requires_review"`
+	Status               string     `json:"status"` // a jobqueue.Status; see TransformSchema
 	Priority             int        `json:"priority" doc:"Higher values are processed first."`
 	ErrorMsg             string     `json:"errorMsg,omitempty" doc:"Last error message."`
 	RetryCount           int        `json:"retryCount"`
@@ -99,6 +98,13 @@ type Job struct {
 	CompletedAt          *time.Time `json:"completedAt,omitempty"`
 	CreatedAt            time.Time  `json:"createdAt"`
 	UpdatedAt            time.Time  `json:"updatedAt"`
+}
+
+// TransformSchema implements huma.SchemaTransformer: status is one of
+// jobqueue's statuses.
+func (Job) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.Properties["status"].Enum = jobqueue.Enum(jobqueue.Statuses())
+	return s
 }
 
 // LogEntry is an extraction job log entry.
@@ -204,7 +210,8 @@ var (
 	ErrDocumentNotFound = errs.New(errs.NotFound, "document not found in this project")
 	ErrDocumentRequired = errs.New(errs.Invalid, "documentId is required: extraction jobs run on a document")
 	ErrBadJobType       = errs.New(errs.Invalid, "jobType must be full_extraction, reextraction or incremental")
-	ErrBadStatus        = errs.New(errs.Invalid, "status must be queued, running, completed, failed, cancelled or requires_review")
+	ErrBadStatus        = errs.Errorf(errs.Invalid, "status must be %s", jobqueue.Describe(jobqueue.Statuses()))
+	ErrNotFinal         = errs.Errorf(errs.Invalid, "status must be %s: only finished jobs can be deleted", jobqueue.Describe(jobqueue.FinalStatuses()))
 	ErrBadPriority      = errs.Errorf(errs.Invalid, "priority must be between 0 and %d", PriorityMax)
 	ErrBadThreshold     = errs.New(errs.Invalid, "reviewThreshold must be between 0 and 1")
 	ErrBadInterval      = errs.Errorf(errs.Invalid, "reextractionIntervalHours must be between 0 (off) and %d hours", ReextractionIntervalMax)
@@ -214,16 +221,4 @@ var (
 
 func validJobType(t string) bool {
 	return t == JobTypeFull || t == JobTypeReextraction || t == JobTypeIncremental
-}
-
-func validStatus(s string) bool {
-	switch s {
-	case "queued", "running", "completed", "failed", "cancelled", "requires_review":
-		return true
-	}
-	return false
-}
-
-func finalStatus(s string) bool {
-	return s == "completed" || s == "failed" || s == "cancelled" || s == "requires_review"
 }

@@ -14,12 +14,6 @@ import (
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
-// LogListDefault and LogListMax bound the admin log list.
-const (
-	LogListDefault = 1000
-	LogListMax     = LogsMax
-)
-
 type (
 	projectListIn struct {
 		ProjectID string `path:"projectId"`
@@ -175,27 +169,16 @@ type handlers struct {
 func (h handlers) listJobs(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Job]], error) {
 	f := JobFilter{Status: in.Status, JobType: in.JobType, Limit: in.Limit, Offset: in.Offset}
 	list, total, err := h.svc.ListJobs(ctx, auth.AccessFrom(ctx).ProjectID, f)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Job]]{Body: httpapi.NewList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset})}, nil
+	return httpapi.ReplyList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset}, err)
 }
 
 func (h handlers) statistics(ctx context.Context, _ *projectIn) (*httpapi.Out[Statistics], error) {
-	st, err := h.svc.Statistics(ctx, auth.AccessFrom(ctx).ProjectID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Statistics]{Body: st}, nil
+	return httpapi.Reply(h.svc.Statistics(ctx, auth.AccessFrom(ctx).ProjectID))
 }
 
 func (h handlers) getJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
 	a := auth.AccessFrom(ctx)
-	j, err := h.svc.Job(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Job]{Body: j}, nil
+	return httpapi.Reply(h.svc.Job(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) createJob(ctx context.Context, in *createIn) (*httpapi.Out[Job], error) {
@@ -210,11 +193,7 @@ func (h handlers) createJob(ctx context.Context, in *createIn) (*httpapi.Out[Job
 		}
 		params.DocumentID = &doc
 	}
-	j, err := h.svc.CreateJob(ctx, params)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Job]{Body: j}, nil
+	return httpapi.Reply(h.svc.CreateJob(ctx, params))
 }
 
 func (h handlers) cancelJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
@@ -229,11 +208,7 @@ func (h handlers) retryJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], er
 // answers the job it returns.
 func (h handlers) actOnJob(ctx context.Context, act func(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) (Job, error)) (*httpapi.Out[Job], error) {
 	a := auth.AccessFrom(ctx)
-	j, err := act(ctx, a.ProjectID, a.ResourceID, userOf(ctx))
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Job]{Body: j}, nil
+	return httpapi.Reply(act(ctx, a.ProjectID, a.ResourceID, userOf(ctx)))
 }
 
 func (h handlers) bulkCancel(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
@@ -267,28 +242,17 @@ func (h handlers) bulkDelete(ctx context.Context, in *bulkDeleteIn) (*httpapi.Ou
 func (h handlers) jobLogs(ctx context.Context, in *jobLogsIn) (*httpapi.Out[httpapi.List[LogEntry]], error) {
 	a := auth.AccessFrom(ctx)
 	list, total, err := h.svc.JobLogs(ctx, a.ProjectID, a.ResourceID, in.Limit, in.Offset)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[LogEntry]]{Body: httpapi.NewList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset})}, nil
+	return httpapi.ReplyList(list, total, httpapi.PageParams{Limit: in.Limit, Offset: in.Offset}, err)
 }
 
 func (h handlers) settings(ctx context.Context, _ *projectIn) (*httpapi.Out[Settings], error) {
-	st, err := h.svc.Settings(ctx, auth.AccessFrom(ctx).ProjectID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Settings]{Body: st}, nil
+	return httpapi.Reply(h.svc.Settings(ctx, auth.AccessFrom(ctx).ProjectID))
 }
 
 func (h handlers) setSettings(ctx context.Context, in *settingsIn) (*httpapi.Out[Settings], error) {
-	st, err := h.svc.SetSettings(ctx, auth.AccessFrom(ctx).ProjectID, SettingsUpdate{
+	return httpapi.Reply(h.svc.SetSettings(ctx, auth.AccessFrom(ctx).ProjectID, SettingsUpdate{
 		ReviewThreshold: in.Body.ReviewThreshold, ReextractionIntervalHours: in.Body.ReextractionIntervalHours,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Settings]{Body: st}, nil
+	}))
 }
 
 // monitorProject is the project of a monitoring request: the one the
@@ -344,11 +308,7 @@ func (h handlers) monitorJob(ctx context.Context, in *monitorJobIn) (*httpapi.Ou
 	if err != nil {
 		return nil, err
 	}
-	d, err := h.svc.MonitorDetail(ctx, project, auth.AccessFrom(ctx).ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[MonitorDetail]{Body: d}, nil
+	return httpapi.Reply(h.svc.MonitorDetail(ctx, project, auth.AccessFrom(ctx).ResourceID))
 }
 
 func (h handlers) monitorLogs(ctx context.Context, in *monitorLogsIn) (*httpapi.Out[MonitorLogList], error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -24,24 +25,18 @@ const (
 	SourceDocument   = "document"
 	SourceDatasource = "datasource"
 
-	MonitorListDefault  = 50
-	MonitorListMax      = 100
-	MonitorLogsDefault  = 100
-	MonitorLogsMax      = 500
-	MonitorCallsDefault = 50
-	MonitorCallsMax     = 500
 	// detailItemsMax bounds the logs and calls embedded in a job detail.
 	detailItemsMax = 500
 )
 
 // monitorStatus maps an admin status to the monitoring vocabulary.
 func monitorStatus(s string) string {
-	switch s {
-	case "queued":
+	switch jobqueue.Status(s) {
+	case jobqueue.StatusQueued:
 		return MonitorPending
-	case "running":
+	case jobqueue.StatusRunning:
 		return MonitorRunning
-	case "completed", "requires_review":
+	case jobqueue.StatusCompleted, jobqueue.StatusRequiresReview:
 		return MonitorCompleted
 	default:
 		return MonitorFailed
@@ -52,16 +47,17 @@ func monitorStatus(s string) string {
 // covers.
 func adminStatuses(s string) ([]string, bool) {
 	switch s {
-	case MonitorPending:
-		return []string{"queued"}, true
-	case MonitorRunning:
-		return []string{"running"}, true
-	case MonitorCompleted:
-		return []string{"completed", "requires_review"}, true
-	case MonitorFailed:
-		return []string{"failed", "cancelled"}, true
+	case MonitorPending, MonitorRunning, MonitorCompleted, MonitorFailed:
+	default:
+		return nil, false
 	}
-	return nil, false
+	var out []string
+	for _, st := range jobqueue.Statuses() {
+		if monitorStatus(string(st)) == s {
+			out = append(out, string(st))
+		}
+	}
+	return out, true
 }
 
 // MonitorJobBase holds the fields of a monitoring job summary shared with
@@ -196,7 +192,7 @@ func monitorFromRow(r monitorRow) MonitorJob {
 	case r.DatasourceID != nil:
 		b.SourceType, b.SourceID = SourceDatasource, r.DatasourceID.String()
 	}
-	if r.Status == "cancelled" {
+	if r.Status == string(jobqueue.StatusCancelled) {
 		b.ErrorMessage = "cancelled"
 	}
 	return MonitorJob{MonitorJobBase: b, TotalLLMCalls: r.TotalLLMCalls, TotalCostUSD: r.TotalCostUSD}
@@ -226,12 +222,6 @@ func (s *Service) MonitorJobs(ctx context.Context, project uuid.UUID, f MonitorF
 		dir = "ASC"
 	default:
 		return nil, 0, errs.New(errs.Invalid, "sort_order must be asc or desc")
-	}
-	if f.Limit < 1 || f.Limit > MonitorListMax {
-		return nil, 0, errs.Errorf(errs.Invalid, "limit must be between 1 and %d", MonitorListMax)
-	}
-	if f.Offset < 0 {
-		return nil, 0, errs.New(errs.Invalid, "offset must not be negative")
 	}
 	if f.DateFrom != nil && f.DateTo != nil && f.DateTo.Before(*f.DateFrom) {
 		return nil, 0, errs.New(errs.Invalid, "date_to must not be before date_from")
@@ -323,12 +313,6 @@ func (s *Service) MonitorLogs(ctx context.Context, project, id uuid.UUID, level 
 	default:
 		return nil, 0, errs.New(errs.Invalid, "level must be debug, info, warn or error")
 	}
-	if limit < 1 || limit > MonitorLogsMax {
-		return nil, 0, errs.Errorf(errs.Invalid, "limit must be between 1 and %d", MonitorLogsMax)
-	}
-	if offset < 0 {
-		return nil, 0, errs.New(errs.Invalid, "offset must not be negative")
-	}
 	if err := s.checkJob(ctx, project, id); err != nil {
 		return nil, 0, err
 	}
@@ -343,15 +327,8 @@ func (s *Service) MonitorLogs(ctx context.Context, project, id uuid.UUID, level 
 	return out, total, nil
 }
 
-// MonitorCalls pages a job's LLM call log in order. Errors: not_found,
-// invalid_argument.
+// MonitorCalls pages a job's LLM call log in order. Errors: not_found.
 func (s *Service) MonitorCalls(ctx context.Context, project, id uuid.UUID, limit, offset int) ([]CallLog, int, error) {
-	if limit < 1 || limit > MonitorCallsMax {
-		return nil, 0, errs.Errorf(errs.Invalid, "limit must be between 1 and %d", MonitorCallsMax)
-	}
-	if offset < 0 {
-		return nil, 0, errs.New(errs.Invalid, "offset must not be negative")
-	}
 	if err := s.checkJob(ctx, project, id); err != nil {
 		return nil, 0, err
 	}

@@ -139,7 +139,7 @@ func (s *Service) CreateJob(ctx context.Context, p CreateParams) (Job, error) {
 	now := s.now().UTC()
 	j := Job{
 		ID: uuid.Must(uuid.NewV7()), ProjectID: p.ProjectID, DocumentID: p.DocumentID, JobType: p.JobType,
-		TriggerType: TriggerManual, Status: "queued", Priority: p.Priority, CreatedBy: p.CreatedBy, CreatedAt: now,
+		TriggerType: TriggerManual, Status: string(jobqueue.StatusQueued), Priority: p.Priority, CreatedBy: p.CreatedBy, CreatedAt: now,
 	}
 	doc, err := s.cfg.Documents.Get(ctx, p.ProjectID, *p.DocumentID)
 	if errs.CodeOf(err) == errs.NotFound {
@@ -176,17 +176,11 @@ func (s *Service) Job(ctx context.Context, project, id uuid.UUID) (Job, error) {
 
 // ListJobs pages a project's jobs, newest first. Errors: invalid_argument.
 func (s *Service) ListJobs(ctx context.Context, project uuid.UUID, f JobFilter) ([]Job, int, error) {
-	if f.Status != "" && !validStatus(f.Status) {
+	if f.Status != "" && !jobqueue.Status(f.Status).Valid() {
 		return nil, 0, ErrBadStatus
 	}
 	if f.JobType != "" && !validJobType(f.JobType) {
 		return nil, 0, ErrBadJobType
-	}
-	if f.Limit < 1 || f.Limit > ListLimitMax {
-		return nil, 0, errs.Errorf(errs.Invalid, "limit must be between 1 and %d", ListLimitMax)
-	}
-	if f.Offset < 0 {
-		return nil, 0, errs.New(errs.Invalid, "offset must not be negative")
 	}
 	return jobList(ctx, s.pool, project, f)
 }
@@ -308,12 +302,14 @@ func (s *Service) bulk(ctx context.Context, w jobqueue.Where, user *uuid.UUID,
 // status is set) that ended at least olderThanDays days ago, with their
 // logs and call records. Errors: invalid_argument.
 func (s *Service) BulkDelete(ctx context.Context, project uuid.UUID, status string, olderThanDays int) (int, error) {
-	statuses := []string{"completed", "failed", "cancelled", "requires_review"}
-	if status != "" {
-		if !finalStatus(status) {
-			return 0, errs.New(errs.Invalid, "status must be completed, failed, cancelled or requires_review: only finished jobs can be deleted")
+	if status != "" && !jobqueue.Status(status).Final() {
+		return 0, ErrNotFinal
+	}
+	var statuses []string
+	for _, st := range jobqueue.FinalStatuses() {
+		if status == "" || st == jobqueue.Status(status) {
+			statuses = append(statuses, string(st))
 		}
-		statuses = []string{status}
 	}
 	if olderThanDays < 0 {
 		return 0, errs.New(errs.Invalid, "olderThanDays must not be negative")
@@ -321,9 +317,6 @@ func (s *Service) BulkDelete(ctx context.Context, project uuid.UUID, status stri
 	cutoff := s.now().UTC().Add(-time.Duration(olderThanDays) * 24 * time.Hour)
 	return jobDeleteFinal(ctx, s.pool, project, statuses, cutoff)
 }
-
-// LogsMax bounds the entries of the admin log endpoint.
-const LogsMax = 10000
 
 // JobLogs pages the log of job id of project in order. Errors: not_found.
 func (s *Service) JobLogs(ctx context.Context, project, id uuid.UUID, limit, offset int) ([]LogEntry, int, error) {

@@ -122,43 +122,28 @@ func (h handlers) listObjects(ctx context.Context, in *objectListIn) (*httpapi.O
 	list, total, err := h.svc.ListObjects(ctx, auth.AccessFrom(ctx).ProjectID, ObjectFilter{
 		Type: in.Type, Status: in.Status, Label: in.Label, Query: in.Q, Limit: in.Limit, Offset: in.Offset,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Object]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) createObject(ctx context.Context, in *objectCreateIn) (*httpapi.Created[Object], error) {
 	b := in.Body
 	user := auth.PrincipalFrom(ctx).UserID
-	o, err := h.svc.CreateObject(ctx, auth.AccessFrom(ctx).ProjectID, CreateObjectParams{
+	return httpapi.ReplyCreated(h.svc.CreateObject(ctx, auth.AccessFrom(ctx).ProjectID, CreateObjectParams{
 		Type: b.Type, Key: b.Key, Name: b.Name, Description: b.Description, Properties: b.Properties,
 		Labels: b.Labels, Status: b.Status, Confidence: b.Confidence, CreatedBy: &user,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[Object]{Status: http.StatusCreated, Body: o}, nil
+	}))
 }
 
 func (h handlers) getObject(ctx context.Context, _ *objectIn) (*httpapi.Out[Object], error) {
 	a := auth.AccessFrom(ctx)
-	o, err := h.svc.GetObject(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Object]{Body: o}, nil
+	return httpapi.Reply(h.svc.GetObject(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) updateObject(ctx context.Context, in *objectPatchIn) (*httpapi.Out[Object], error) {
 	a, b := auth.AccessFrom(ctx), in.Body
-	o, err := h.svc.UpdateObject(ctx, a.ProjectID, a.ResourceID, ObjectUpdate{
+	return httpapi.Reply(h.svc.UpdateObject(ctx, a.ProjectID, a.ResourceID, ObjectUpdate{
 		Name: b.Name, Description: b.Description, Properties: b.Properties, Labels: b.Labels, Status: b.Status,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Object]{Body: o}, nil
+	}))
 }
 
 func (h handlers) deleteObject(ctx context.Context, _ *objectIn) (*httpapi.NoContent, error) {
@@ -169,10 +154,7 @@ func (h handlers) deleteObject(ctx context.Context, _ *objectIn) (*httpapi.NoCon
 func (h handlers) objectRelationships(ctx context.Context, in *objectRelsIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
 	a := auth.AccessFrom(ctx)
 	list, total, err := h.svc.ListObjectRelationships(ctx, a.ProjectID, a.ResourceID, Direction(in.Direction), in.Type, in.Limit, in.Offset)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Relationship]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) listRelationships(ctx context.Context, in *relListIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
@@ -187,30 +169,19 @@ func (h handlers) listRelationships(ctx context.Context, in *relListIn) (*httpap
 	list, total, err := h.svc.ListRelationships(ctx, auth.AccessFrom(ctx).ProjectID, RelationshipFilter{
 		Type: in.Type, SourceID: src, TargetID: tgt, Limit: in.Limit, Offset: in.Offset,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Relationship]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) createRelationship(ctx context.Context, in *relCreateIn) (*httpapi.Created[Relationship], error) {
 	b := in.Body
-	r, err := h.svc.CreateRelationship(ctx, auth.AccessFrom(ctx).ProjectID, CreateRelationshipParams{
+	return httpapi.ReplyCreated(h.svc.CreateRelationship(ctx, auth.AccessFrom(ctx).ProjectID, CreateRelationshipParams{
 		Type: b.Type, SourceID: b.SourceID, TargetID: b.TargetID, Properties: b.Properties, Confidence: b.Confidence,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[Relationship]{Status: http.StatusCreated, Body: r}, nil
+	}))
 }
 
 func (h handlers) getRelationship(ctx context.Context, _ *relIn) (*httpapi.Out[Relationship], error) {
 	a := auth.AccessFrom(ctx)
-	r, err := h.svc.GetRelationship(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Relationship]{Body: r}, nil
+	return httpapi.Reply(h.svc.GetRelationship(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) deleteRelationship(ctx context.Context, _ *relIn) (*httpapi.NoContent, error) {

@@ -1,5 +1,7 @@
 package httpapi
 
+import "net/http"
+
 // Default and maximum page sizes of list endpoints without a spec'd limit.
 const (
 	LimitDefault = 50
@@ -43,3 +45,30 @@ type Created[T any] struct {
 // NoContent is the output of operations that answer 204 No Content (huma
 // answers 204 for an output without a body); handlers return nil.
 type NoContent struct{}
+
+// Reply answers v, or err when the call that gave it failed; a handler
+// ends with `return httpapi.Reply(h.svc.Get(ctx, project, id))`.
+func Reply[T any](v T, err error) (*Out[T], error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Out[T]{Body: v}, nil
+}
+
+// ReplyList answers a page of items in the List envelope, or err when the
+// call that gave them failed.
+func ReplyList[T any](items []T, total int, p PageParams, err error) (*Out[List[T]], error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Out[List[T]]{Body: NewList(items, total, p)}, nil
+}
+
+// ReplyCreated answers v with 201 Created, or err when the call that
+// created it failed.
+func ReplyCreated[T any](v T, err error) (*Created[T], error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Created[T]{Status: http.StatusCreated, Body: v}, nil
+}

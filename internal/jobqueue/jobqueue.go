@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -96,9 +98,40 @@ const (
 	StatusRequiresReview Status = "requires_review"
 )
 
+// Statuses are the job states, in lifecycle order: the one list every
+// validation, message and schema of a job's status derives from.
+func Statuses() []Status {
+	return []Status{StatusQueued, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusRequiresReview}
+}
+
+// FinalStatuses are the states Final reports, in lifecycle order.
+func FinalStatuses() []Status {
+	return slices.DeleteFunc(Statuses(), func(s Status) bool { return !s.Final() })
+}
+
+// Valid reports whether s is a job state.
+func (s Status) Valid() bool {
+	return slices.Contains(Statuses(), s)
+}
+
 // Final reports whether s is a state a job does not leave by itself.
 func (s Status) Final() bool {
 	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled || s == StatusRequiresReview
+}
+
+// Describe lists ss for a message: "queued, running or failed".
+func Describe(ss []Status) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = string(s)
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // Job is the common part of a claimed job row. Handlers load their domain

@@ -94,18 +94,11 @@ func (h handlers) listNotifications(ctx context.Context, in *listIn) (*httpapi.O
 	list, total, err := h.svc.List(ctx, ownerOf(ctx), Filter{
 		Tab: in.Tab, Category: in.Category, Search: in.Search, UnreadOnly: in.Unread, Limit: in.Limit, Offset: in.Offset,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Notification]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) notificationStats(ctx context.Context, _ *contextIn) (*httpapi.Out[Stats], error) {
-	st, err := h.svc.Stats(ctx, ownerOf(ctx))
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Stats]{Body: st}, nil
+	return httpapi.Reply(h.svc.Stats(ctx, ownerOf(ctx)))
 }
 
 func (h handlers) notificationCounts(ctx context.Context, _ *contextIn) (*httpapi.Out[CountsEnvelope], error) {
@@ -117,11 +110,7 @@ func (h handlers) notificationCounts(ctx context.Context, _ *contextIn) (*httpap
 }
 
 func (h handlers) markNotificationRead(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
-	n, err := h.svc.MarkRead(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Notification]{Body: n}, nil
+	return httpapi.Reply(h.svc.MarkRead(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID))
 }
 
 func (h handlers) markAllNotificationsRead(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
@@ -133,19 +122,11 @@ func (h handlers) markAllNotificationsRead(ctx context.Context, _ *contextIn) (*
 }
 
 func (h handlers) dismissNotification(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
-	n, err := h.svc.Dismiss(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Notification]{Body: n}, nil
+	return httpapi.Reply(h.svc.Dismiss(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID))
 }
 
 func (h handlers) snoozeNotification(ctx context.Context, in *snoozeIn) (*httpapi.Out[Notification], error) {
-	n, err := h.svc.Snooze(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID, in.Body.Until)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Notification]{Body: n}, nil
+	return httpapi.Reply(h.svc.Snooze(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID, in.Body.Until))
 }
 
 func (h handlers) clearAllNotifications(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {

@@ -25,14 +25,16 @@ const FailedMessage = "task failed"
 // Register adds GET /api/metrics/scheduler (Scheduler.Report).
 func Register(api huma.API, s *Scheduler) {
 	huma.Register(api, httpapi.Op("scheduler-metrics", http.MethodGet, "/api/metrics/scheduler", "Periodic tasks: last and next runs, durations, errors",
-		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}),
-		func(ctx context.Context, _ *struct{}) (*httpapi.Out[Metrics], error) {
-			m, err := s.Report(ctx, auth.PrincipalFrom(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Metrics]{Body: m}, nil
-		})
+		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}), handlers{s: s}.metrics)
+}
+
+// handlers are the scheduler's API handlers.
+type handlers struct {
+	s *Scheduler
+}
+
+func (h handlers) metrics(ctx context.Context, _ *struct{}) (*httpapi.Out[Metrics], error) {
+	return httpapi.Reply(h.s.Report(ctx, auth.PrincipalFrom(ctx)))
 }
 
 // Report is the periodic tasks' state as p may see it. Superadmins see

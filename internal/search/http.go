@@ -18,12 +18,14 @@ type searchIn struct {
 func Register(api huma.API, svc *Service) {
 	huma.Register(api, httpapi.Op("search", http.MethodPost, "/api/search",
 		"Search the project's chunks and graph objects (keyword, vector or hybrid)",
-		auth.Rule{Scope: auth.SearchRead, Resource: auth.Project}),
-		func(ctx context.Context, in *searchIn) (*httpapi.Out[Response], error) {
-			res, err := svc.Search(ctx, auth.AccessFrom(ctx).ProjectID, in.Body)
-			if err != nil {
-				return nil, err
-			}
-			return &httpapi.Out[Response]{Body: res}, nil
-		})
+		auth.Rule{Scope: auth.SearchRead, Resource: auth.Project}), handlers{svc: svc}.search)
+}
+
+// handlers are search's API handlers.
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) search(ctx context.Context, in *searchIn) (*httpapi.Out[Response], error) {
+	return httpapi.Reply(h.svc.Search(ctx, auth.AccessFrom(ctx).ProjectID, in.Body))
 }

@@ -21,6 +21,15 @@ type PageParams struct {
 	Limit int `query:"limit" default:"20" minimum:"1" maximum:"100" doc:"Page size."`
 }
 
+// replyPaged answers a page of a superadmin list, or err when the call
+// that gave it failed.
+func replyPaged[T any](list []T, total int, p PageParams, err error) (*httpapi.Out[Paged[T]], error) {
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Paged[T]]{Body: Paged[T]{Data: list, Meta: NewMeta(p.Page, p.Limit, total)}}, nil
+}
+
 type (
 	meOut struct {
 		IsSuperadmin bool      `json:"isSuperadmin"`
@@ -127,28 +136,17 @@ func (h handlers) listUsers(ctx context.Context, in *usersIn) (*httpapi.Out[Page
 	}
 	f := Filter{Search: in.Search, OrgID: org, Page: in.Page, Limit: in.Limit}
 	list, total, err := h.svc.ListUsers(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Paged[User]]{Body: Paged[User]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+	return replyPaged(list, total, in.PageParams, err)
 }
 
 func (h handlers) createUser(ctx context.Context, in *userCreateIn) (*httpapi.Created[tenancy.User], error) {
-	u, err := h.ten.CreateUser(ctx, in.Body.PrimaryEmail, in.Body.DisplayName)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[tenancy.User]{Status: http.StatusCreated, Body: u}, nil
+	return httpapi.ReplyCreated(h.ten.CreateUser(ctx, in.Body.PrimaryEmail, in.Body.DisplayName))
 }
 
 func (h handlers) createUserToken(ctx context.Context, in *userTokenIn) (*httpapi.Created[tenancy.Token], error) {
-	t, err := h.ten.CreateToken(ctx, auth.PrincipalFrom(ctx), tenancy.CreateTokenParams{
+	return httpapi.ReplyCreated(h.ten.CreateToken(ctx, auth.PrincipalFrom(ctx), tenancy.CreateTokenParams{
 		UserID: auth.AccessFrom(ctx).ResourceID, ProjectID: in.Body.ProjectID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[tenancy.Token]{Status: http.StatusCreated, Body: t}, nil
+	}))
 }
 
 func (h handlers) deleteUser(ctx context.Context, _ *userIDIn) (*httpapi.Out[DeleteResult], error) {
@@ -162,10 +160,7 @@ func (h handlers) deleteUser(ctx context.Context, _ *userIDIn) (*httpapi.Out[Del
 func (h handlers) listOrganizations(ctx context.Context, in *orgsIn) (*httpapi.Out[Paged[Organization]], error) {
 	f := Filter{Search: in.Search, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
 	list, total, err := h.svc.ListOrganizations(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Paged[Organization]]{Body: Paged[Organization]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+	return replyPaged(list, total, in.PageParams, err)
 }
 
 func (h handlers) deleteOrganization(ctx context.Context, _ *orgIDIn) (*httpapi.Out[DeleteResult], error) {
@@ -183,10 +178,7 @@ func (h handlers) listProjects(ctx context.Context, in *projectsIn) (*httpapi.Ou
 	}
 	f := Filter{Search: in.Search, OrgID: org, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
 	list, total, err := h.svc.ListProjects(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Paged[Project]]{Body: Paged[Project]{Data: list, Meta: NewMeta(in.Page, in.Limit, total)}}, nil
+	return replyPaged(list, total, in.PageParams, err)
 }
 
 func (h handlers) deleteProject(ctx context.Context, _ *projectIDIn) (*httpapi.Out[DeleteResult], error) {

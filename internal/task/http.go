@@ -11,9 +11,6 @@ import (
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
-// ListLimitDefault is the page size of task lists when none is given.
-const ListLimitDefault = 50
-
 // List is the spec's task list: {data, total}.
 type List struct {
 	Data  []Task `json:"data"`
@@ -124,11 +121,7 @@ func (h handlers) listTasks(ctx context.Context, in *listIn) (*httpapi.Out[List]
 }
 
 func (h handlers) countTasks(ctx context.Context, _ *countsIn) (*httpapi.Out[Counts], error) {
-	c, err := h.svc.Counts(ctx, auth.AccessFrom(ctx).ProjectID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Counts]{Body: c}, nil
+	return httpapi.Reply(h.svc.Counts(ctx, auth.AccessFrom(ctx).ProjectID))
 }
 
 func (h handlers) listAllTasks(ctx context.Context, in *allIn) (*httpapi.Out[List], error) {
@@ -148,11 +141,7 @@ func (h handlers) countAllTasks(ctx context.Context, in *allCountsIn) (*httpapi.
 	if err != nil {
 		return nil, err
 	}
-	c, err := h.svc.CountsAll(ctx, auth.PrincipalFrom(ctx), org)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Counts]{Body: c}, nil
+	return httpapi.Reply(h.svc.CountsAll(ctx, auth.PrincipalFrom(ctx), org))
 }
 
 func (h handlers) getTask(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {

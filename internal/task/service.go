@@ -108,12 +108,6 @@ func checkFilter(f Filter) error {
 	if f.Status != "" && !validStatus(f.Status) {
 		return ErrBadStatus
 	}
-	if f.Limit < 1 || f.Limit > ListLimitMax {
-		return errs.Errorf(errs.Invalid, "limit must be between 1 and %d", ListLimitMax)
-	}
-	if f.Offset < 0 {
-		return errs.New(errs.Invalid, "offset must not be negative")
-	}
 	return nil
 }
 

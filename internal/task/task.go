@@ -32,7 +32,6 @@ const (
 	DescriptionMax = 10000
 	NotesMax       = 10000
 	SourceMax      = 200
-	ListLimitMax   = 100
 )
 
 // Task is a human-review item.

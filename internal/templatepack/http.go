@@ -54,26 +54,16 @@ type handlers struct {
 
 func (h handlers) listTemplatePacks(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Pack]], error) {
 	list, total, err := h.svc.ListPacks(ctx, auth.PrincipalFrom(ctx), in.Limit, in.Offset)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Pack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) getTemplatePack(ctx context.Context, _ *packIn) (*httpapi.Out[Pack], error) {
-	p, err := h.svc.GetPack(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Pack]{Body: p}, nil
+	return httpapi.Reply(h.svc.GetPack(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ResourceID))
 }
 
 func (h handlers) listInstalledTemplatePacks(ctx context.Context, in *installedListIn) (*httpapi.Out[httpapi.List[InstalledPack]], error) {
 	list, total, err := h.svc.ListInstalled(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[InstalledPack]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) installTemplatePack(ctx context.Context, in *installIn) (*httpapi.Created[InstalledPack], error) {

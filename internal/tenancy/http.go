@@ -132,18 +132,11 @@ type handlers struct {
 
 func (h handlers) listOrgs(ctx context.Context, in *orgListIn) (*httpapi.Out[httpapi.List[Org]], error) {
 	list, total, err := h.svc.ListOrgs(ctx, auth.PrincipalFrom(ctx), Page{in.Limit, in.Offset})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Org]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) createOrg(ctx context.Context, in *orgCreateIn) (*httpapi.Created[Org], error) {
-	o, err := h.svc.CreateOrg(ctx, auth.PrincipalFrom(ctx), in.Body.Name)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[Org]{Status: http.StatusCreated, Body: o}, nil
+	return httpapi.ReplyCreated(h.svc.CreateOrg(ctx, auth.PrincipalFrom(ctx), in.Body.Name))
 }
 
 func (h handlers) listProjects(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Project]], error) {
@@ -156,26 +149,15 @@ func (h handlers) listProjects(ctx context.Context, in *projectListIn) (*httpapi
 		org = &id
 	}
 	list, total, err := h.svc.ListProjects(ctx, auth.PrincipalFrom(ctx), org, Page{in.Limit, in.Offset})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Project]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) createProject(ctx context.Context, in *projectCreateIn) (*httpapi.Created[Project], error) {
-	pr, err := h.svc.CreateProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).OrgID, in.Body.Name)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[Project]{Status: http.StatusCreated, Body: pr}, nil
+	return httpapi.ReplyCreated(h.svc.CreateProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).OrgID, in.Body.Name))
 }
 
 func (h handlers) getProject(ctx context.Context, _ *projectIn) (*httpapi.Out[Project], error) {
-	pr, err := h.svc.GetProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ProjectID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Project]{Body: pr}, nil
+	return httpapi.Reply(h.svc.GetProject(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ProjectID))
 }
 
 func (h handlers) deleteProject(ctx context.Context, _ *projectIn) (*httpapi.NoContent, error) {
@@ -184,18 +166,11 @@ func (h handlers) deleteProject(ctx context.Context, _ *projectIn) (*httpapi.NoC
 
 func (h handlers) listProjectMembers(ctx context.Context, in *memberListIn) (*httpapi.Out[httpapi.List[Member]], error) {
 	list, total, err := h.svc.ListMembers(ctx, auth.AccessFrom(ctx).ProjectID, Page{in.Limit, in.Offset})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Member]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) addProjectMember(ctx context.Context, in *memberAddIn) (*httpapi.Out[Member], error) {
-	m, err := h.svc.AddMember(ctx, auth.AccessFrom(ctx).ProjectID, in.Body.UserID, in.Body.Role)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Member]{Body: m}, nil
+	return httpapi.Reply(h.svc.AddMember(ctx, auth.AccessFrom(ctx).ProjectID, in.Body.UserID, in.Body.Role))
 }
 
 func (h handlers) removeProjectMember(ctx context.Context, in *memberIn) (*httpapi.NoContent, error) {
@@ -209,39 +184,25 @@ func (h handlers) removeProjectMember(ctx context.Context, in *memberIn) (*httpa
 func (h handlers) listTokens(ctx context.Context, in *tokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
 	user := auth.PrincipalFrom(ctx).UserID
 	list, total, err := h.svc.ListTokens(ctx, &user, nil, Page{in.Limit, in.Offset})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Token]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) createToken(ctx context.Context, in *tokenCreateIn) (*httpapi.Created[Token], error) {
 	p := auth.PrincipalFrom(ctx)
-	t, err := h.svc.CreateToken(ctx, p, CreateTokenParams{UserID: p.UserID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
+	return httpapi.ReplyCreated(h.svc.CreateToken(ctx, p, CreateTokenParams{UserID: p.UserID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt}))
 }
 
 func (h handlers) listProjectTokens(ctx context.Context, in *projectTokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
 	list, total, err := h.svc.ListProjectTokens(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx), Page{in.Limit, in.Offset})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Token]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) createProjectToken(ctx context.Context, in *projectTokenCreateIn) (*httpapi.Created[Token], error) {
 	p := auth.PrincipalFrom(ctx)
 	project := auth.AccessFrom(ctx).ProjectID
-	t, err := h.svc.CreateToken(ctx, p, CreateTokenParams{
+	return httpapi.ReplyCreated(h.svc.CreateToken(ctx, p, CreateTokenParams{
 		UserID: p.UserID, ProjectID: &project, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[Token]{Status: http.StatusCreated, Body: t}, nil
+	}))
 }
 
 func (h handlers) revokeProjectToken(ctx context.Context, in *projectTokenIn) (*httpapi.NoContent, error) {
