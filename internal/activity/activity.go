@@ -26,14 +26,14 @@ const (
 
 // Item is one recently used resource.
 type Item struct {
-	ID              uuid.UUID `json:"id"`
-	ResourceType    string    `json:"resourceType" doc:"For example document, graph-object, agent."`
-	ResourceID      string    `json:"resourceId"`
-	ResourceName    string    `json:"resourceName,omitempty"`
-	ResourceSubtype string    `json:"resourceSubtype,omitempty" doc:"For example an object type."`
-	ActionType      string    `json:"actionType" doc:"For example view, edit."`
-	AccessedAt      time.Time `json:"accessedAt"`
-	ProjectID       uuid.UUID `json:"projectId"`
+	ID              uuid.UUID `json:"id" db:"id"`
+	ResourceType    string    `json:"resourceType" db:"resource_type" doc:"For example document, graph-object, agent."`
+	ResourceID      string    `json:"resourceId" db:"resource_id"`
+	ResourceName    string    `json:"resourceName,omitempty" db:"resource_name"`
+	ResourceSubtype string    `json:"resourceSubtype,omitempty" db:"resource_subtype" doc:"For example an object type."`
+	ActionType      string    `json:"actionType" db:"action_type" doc:"For example view, edit."`
+	AccessedAt      time.Time `json:"accessedAt" db:"accessed_at"`
+	ProjectID       uuid.UUID `json:"projectId" db:"project_id"`
 }
 
 // Record is a use of a resource by a user in a project.

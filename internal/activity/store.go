@@ -11,26 +11,9 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-type itemRow struct {
-	ID              uuid.UUID `db:"id"`
-	ProjectID       uuid.UUID `db:"project_id"`
-	ResourceType    string    `db:"resource_type"`
-	ResourceID      string    `db:"resource_id"`
-	ResourceName    *string   `db:"resource_name"`
-	ResourceSubtype *string   `db:"resource_subtype"`
-	ActionType      string    `db:"action_type"`
-	AccessedAt      time.Time `db:"accessed_at"`
-}
-
-func (r itemRow) toItem() Item {
-	return Item{
-		ID: r.ID, ProjectID: r.ProjectID, ResourceType: r.ResourceType, ResourceID: r.ResourceID,
-		ResourceName: postgres.Value(r.ResourceName), ResourceSubtype: postgres.Value(r.ResourceSubtype), ActionType: r.ActionType,
-		AccessedAt: r.AccessedAt.UTC(),
-	}
-}
-
-const itemColumns = `id, project_id, resource_type, resource_id, resource_name, resource_subtype, action_type, accessed_at`
+// itemColumns are Item's columns (a NULL name or subtype is empty).
+const itemColumns = `id, project_id, resource_type, resource_id, COALESCE(resource_name, '') AS resource_name,
+	COALESCE(resource_subtype, '') AS resource_subtype, action_type, accessed_at`
 
 // owned selects an Owner's items: $1 user, $2 project (NULL: any).
 const owned = `user_id = $1 AND ($2::uuid IS NULL OR project_id = $2)`
@@ -47,11 +30,11 @@ func activityUpsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, r Recor
 		  resource_subtype = COALESCE(EXCLUDED.resource_subtype, user_activity.resource_subtype)
 		RETURNING `+itemColumns,
 		id, r.UserID, r.ProjectID, r.ResourceType, r.ResourceID, postgres.NullIfEmpty(r.ResourceName), postgres.NullIfEmpty(r.ResourceSubtype), r.ActionType, now)
-	it, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[itemRow])
+	it, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Item])
 	if err != nil {
 		return Item{}, fmt.Errorf("record activity: %w", err)
 	}
-	return it.toItem(), nil
+	return it, nil
 }
 
 // activityTrim keeps a user's keep most recent items and deletes the rest.
@@ -70,15 +53,11 @@ func activityList(ctx context.Context, db postgres.DBTX, o Owner, typ string, li
 	rows, _ := db.Query(ctx, `SELECT `+itemColumns+` FROM user_activity
 		WHERE `+owned+` AND ($3 = '' OR resource_type = $3)
 		ORDER BY accessed_at DESC, id DESC LIMIT $4`, o.UserID, o.ProjectID, typ, limit)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[itemRow])
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Item])
 	if err != nil {
 		return nil, fmt.Errorf("list activity: %w", err)
 	}
-	out := make([]Item, len(list))
-	for i, r := range list {
-		out[i] = r.toItem()
-	}
-	return out, nil
+	return list, nil
 }
 
 // activityDelete deletes an Owner's items of one resource (one per

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -55,11 +54,7 @@ const documentColumns = `d.id, d.project_id, d.filename, d.mime_type, d.size_byt
 	d.created_at, d.updated_at`
 
 func documentGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Document, error) {
-	rows, _ := db.Query(ctx, `SELECT `+documentColumns+`, 0 AS total FROM documents d WHERE d.project_id = $1 AND d.id = $2`, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[documentRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Document{}, ErrNotFound
-	}
+	r, err := postgres.One[documentRow](ctx, db, ErrNotFound, `SELECT `+documentColumns+`, 0 AS total FROM documents d WHERE d.project_id = $1 AND d.id = $2`, project, id)
 	if err != nil {
 		return Document{}, fmt.Errorf("get document: %w", err)
 	}
@@ -160,27 +155,27 @@ func (r *copyRow) end() { *r = binary.BigEndian.AppendUint16(*r, 0xFFFF) }
 
 // documentIDBySum finds the project's document of these bytes.
 func documentIDBySum(ctx context.Context, db postgres.DBTX, project uuid.UUID, sum []byte) (uuid.UUID, bool, error) {
-	var id uuid.UUID
-	err := db.QueryRow(ctx, `SELECT id FROM documents WHERE project_id = $1 AND sha256 = $2`, project, sum).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, false, nil
-	}
+	id, err := postgres.One[uuid.UUID](ctx, db, nil, `SELECT id FROM documents WHERE project_id = $1 AND sha256 = $2`, project, sum)
 	if err != nil {
 		return uuid.Nil, false, fmt.Errorf("find document by checksum: %w", err)
 	}
-	return id, true, nil
+	return id, id != uuid.Nil, nil
+}
+
+// documentSource is what the parser needs of a document.
+type documentSource struct {
+	Filename string `db:"filename"`
+	MimeType string `db:"mime_type"`
+	Content  []byte `db:"content"`
 }
 
 // documentContent loads what the parser needs.
-func documentContent(ctx context.Context, db postgres.DBTX, id uuid.UUID) (filename, mimeType string, data []byte, err error) {
-	err = db.QueryRow(ctx, `SELECT filename, mime_type, content FROM documents WHERE id = $1`, id).Scan(&filename, &mimeType, &data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", "", nil, ErrNotFound
-	}
+func documentContent(ctx context.Context, db postgres.DBTX, id uuid.UUID) (documentSource, error) {
+	src, err := postgres.One[documentSource](ctx, db, ErrNotFound, `SELECT filename, mime_type, content FROM documents WHERE id = $1`, id)
 	if err != nil {
-		return "", "", nil, fmt.Errorf("load document: %w", err)
+		return documentSource{}, fmt.Errorf("load document: %w", err)
 	}
-	return filename, mimeType, data, nil
+	return src, nil
 }
 
 func documentSetStatus(ctx context.Context, db postgres.DBTX, id uuid.UUID, status, format, reason string, chunks int, now time.Time) error {
@@ -426,11 +421,7 @@ func chunksMarkExtracted(ctx context.Context, db postgres.DBTX, project uuid.UUI
 // documentLockForParse locks a document for the transaction that stores
 // its parse (one parse of a document at a time) and returns its status.
 func documentLockForParse(ctx context.Context, tx pgx.Tx, id uuid.UUID) (string, error) {
-	var status string
-	err := tx.QueryRow(ctx, `SELECT status FROM documents WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
-	}
+	status, err := postgres.One[string](ctx, tx, ErrNotFound, `SELECT status FROM documents WHERE id = $1 FOR NO KEY UPDATE`, id)
 	if err != nil {
 		return "", fmt.Errorf("lock document: %w", err)
 	}

@@ -50,12 +50,12 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 	if err := s.pool.QueryRow(ctx, `SELECT document_id FROM document_parsing_jobs WHERE id = $1`, j.ID).Scan(&docID); err != nil {
 		return fmt.Errorf("load parsing job: %w", err)
 	}
-	filename, mimeType, data, err := documentContent(ctx, s.pool, docID)
+	src, err := documentContent(ctx, s.pool, docID)
 	if err != nil {
 		return jobqueue.Permanent(err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, ParseTimeout)
-	parsed, err := Parse(pctx, filename, mimeType, data)
+	parsed, err := Parse(pctx, src.Filename, src.MimeType, src.Content)
 	cancel()
 	if err != nil {
 		if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrCorrupt) || errors.Is(err, context.DeadlineExceeded) {
@@ -100,6 +100,15 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 	})
 }
 
+// failedDocument is what parseOutcomes needs of a document whose parsing
+// gave up.
+type failedDocument struct {
+	ID        uuid.UUID  `db:"id"`
+	ProjectID uuid.UUID  `db:"project_id"`
+	CreatedBy *uuid.UUID `db:"created_by"`
+	Filename  string     `db:"filename"`
+}
+
 // parseOutcomes marks documents whose parsing gave up as failed, with the
 // reason, tells their uploaders, and announces finished jobs.
 func (s *Service) parseOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
@@ -107,29 +116,23 @@ func (s *Service) parseOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqu
 		if !o.FinalFailure() {
 			continue
 		}
-		var (
-			docID, project uuid.UUID
-			uploader       *uuid.UUID
-			filename       string
-		)
-		err := tx.QueryRow(ctx, `SELECT d.id, d.project_id, d.created_by, d.filename
-			FROM document_parsing_jobs j JOIN documents d ON d.id = j.document_id WHERE j.id = $1`, o.Job.ID).
-			Scan(&docID, &project, &uploader, &filename)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // the document was deleted
-		}
+		d, err := postgres.One[failedDocument](ctx, tx, nil, `SELECT d.id, d.project_id, d.created_by, d.filename
+			FROM document_parsing_jobs j JOIN documents d ON d.id = j.document_id WHERE j.id = $1`, o.Job.ID)
 		if err != nil {
 			return fmt.Errorf("load parsing job: %w", err)
+		}
+		if d.ID == uuid.Nil {
+			continue // the document was deleted
 		}
 		reason := "parsing failed"
 		if o.Err != nil {
 			reason = o.Err.Error()
 		}
-		if err := documentSetStatus(ctx, tx, docID, StatusFailed, "", reason, 0, s.now().UTC()); err != nil {
+		if err := documentSetStatus(ctx, tx, d.ID, StatusFailed, "", reason, 0, s.now().UTC()); err != nil {
 			return err
 		}
-		if s.notifier != nil && uploader != nil {
-			s.notifyFailed(ctx, tx, project, docID, *uploader, filename, reason)
+		if s.notifier != nil && d.CreatedBy != nil {
+			s.notifyFailed(ctx, tx, d.ProjectID, d.ID, *d.CreatedBy, d.Filename, reason)
 		}
 	}
 	return jobOutcomes(QueueParsing)(ctx, tx, outcomes)

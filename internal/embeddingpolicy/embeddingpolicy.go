@@ -17,19 +17,19 @@ import (
 
 // Policy is the spec's embedding policy (snake_case on the wire).
 type Policy struct {
-	ID          uuid.UUID `json:"id"`
-	ProjectID   uuid.UUID `json:"project_id"`
-	Name        string    `json:"name"`
-	Description string    `json:"description,omitempty"`
-	ObjectTypes []string  `json:"object_types" doc:"Object type names the policy applies to (exact names)."`
-	Fields      []string  `json:"fields" doc:"Object property names the template may use besides the standard fields."`
-	Template    string    `json:"template" doc:"Go text/template of the embedding text; {{.name}} etc."`
-	Model       string    `json:"model" doc:"Embedding model; used when the project's provider offers it."`
-	Active      bool      `json:"active"`
+	ID          uuid.UUID `json:"id" db:"id"`
+	ProjectID   uuid.UUID `json:"project_id" db:"project_id"`
+	Name        string    `json:"name" db:"name"`
+	Description string    `json:"description,omitempty" db:"description"`
+	ObjectTypes []string  `json:"object_types" db:"object_types" doc:"Object type names the policy applies to (exact names)."`
+	Fields      []string  `json:"fields" db:"fields" doc:"Object property names the template may use besides the standard fields."`
+	Template    string    `json:"template" db:"template" doc:"Go text/template of the embedding text; {{.name}} etc."`
+	Model       string    `json:"model" db:"model" doc:"Embedding model; used when the project's provider offers it."`
+	Active      bool      `json:"active" db:"active"`
 	// ChunkingConfig is kept for clients; object texts are embedded whole.
-	ChunkingConfig json.RawMessage `json:"chunking_config,omitempty" doc:"Provider-specific JSON object, stored as given."`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+	ChunkingConfig json.RawMessage `json:"chunking_config,omitempty" db:"chunking_config" doc:"Provider-specific JSON object, stored as given."`
+	CreatedAt      time.Time       `json:"created_at" db:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at" db:"updated_at"`
 }
 
 // CreateParams are a new policy's fields; Active defaults to true.

@@ -2,10 +2,7 @@ package embeddingpolicy
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -14,42 +11,10 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-type policyRow struct {
-	ID             uuid.UUID `db:"id"`
-	ProjectID      uuid.UUID `db:"project_id"`
-	Name           string    `db:"name"`
-	Description    *string   `db:"description"`
-	ObjectTypes    []string  `db:"object_types"`
-	Fields         []string  `db:"fields"`
-	Template       string    `db:"template"`
-	Model          string    `db:"model"`
-	Active         bool      `db:"active"`
-	ChunkingConfig []byte    `db:"chunking_config"`
-	CreatedAt      time.Time `db:"created_at"`
-	UpdatedAt      time.Time `db:"updated_at"`
-}
-
-func (r policyRow) toPolicy() Policy {
-	p := Policy{
-		ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, ObjectTypes: r.ObjectTypes, Fields: r.Fields, Template: r.Template,
-		Model: r.Model, Active: r.Active, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}
-	if r.Description != nil {
-		p.Description = *r.Description
-	}
-	if len(r.ChunkingConfig) > 0 {
-		p.ChunkingConfig = json.RawMessage(r.ChunkingConfig)
-	}
-	if p.ObjectTypes == nil {
-		p.ObjectTypes = []string{}
-	}
-	if p.Fields == nil {
-		p.Fields = []string{}
-	}
-	return p
-}
-
-const policyColumns = `id, project_id, name, description, object_types, fields, template, model, active, chunking_config, created_at, updated_at`
+// policyColumns are Policy's (a NULL description is empty, NULL lists
+// empty).
+const policyColumns = `id, project_id, name, COALESCE(description, '') AS description, COALESCE(object_types, '{}') AS object_types,
+	COALESCE(fields, '{}') AS fields, template, model, active, chunking_config, created_at, updated_at`
 
 // args are p's column values in policyColumns order, except that
 // updated_at comes before created_at (so an update uses the first 11).
@@ -65,24 +30,24 @@ func args(p Policy) []any {
 	return []any{p.ID, p.ProjectID, p.Name, desc, p.ObjectTypes, p.Fields, p.Template, p.Model, p.Active, cc, p.UpdatedAt, p.CreatedAt}
 }
 
-func collectOne(rows pgx.Rows, what string) (Policy, error) {
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[policyRow])
+// policyOne runs query, which returns one policy row (what names the
+// statement in errors).
+func policyOne(ctx context.Context, db postgres.DBTX, what, query string, args ...any) (Policy, error) {
+	p, err := postgres.One[Policy](ctx, db, ErrNotFound, query, args...)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return Policy{}, ErrNotFound
 	case postgres.IsUniqueViolation(err, "embedding_policies_name"):
 		return Policy{}, ErrNameTaken
 	case err != nil:
 		return Policy{}, fmt.Errorf("%s embedding policy: %w", what, err)
 	}
-	return r.toPolicy(), nil
+	return p, nil
 }
 
 // policyInsert inserts p.
 func policyInsert(ctx context.Context, db postgres.DBTX, p Policy) (Policy, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO embedding_policies (`+policyColumns+`)
+	return policyOne(ctx, db, "insert", `INSERT INTO embedding_policies (id, project_id, name, description, object_types, fields, template, model, active,
+			chunking_config, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $11) RETURNING `+policyColumns, args(p)...)
-	return collectOne(rows, "insert")
 }
 
 // policyGet reads a policy of project, locking it when lock is set.
@@ -91,43 +56,36 @@ func policyGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, loc
 	if lock {
 		q += ` FOR UPDATE`
 	}
-	rows, _ := db.Query(ctx, q, project, id)
-	return collectOne(rows, "get")
+	return policyOne(ctx, db, "get", q, project, id)
 }
 
 // policiesList lists project's policies, oldest first.
 func policiesList(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]Policy, error) {
 	rows, _ := db.Query(ctx, `SELECT `+policyColumns+` FROM embedding_policies WHERE project_id = $1 ORDER BY created_at, id`, project)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[policyRow])
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Policy])
 	if err != nil {
 		return nil, fmt.Errorf("list embedding policies: %w", err)
 	}
-	out := make([]Policy, len(list))
-	for i, r := range list {
-		out[i] = r.toPolicy()
-	}
-	return out, nil
+	return list, nil
 }
 
 // policyUpdate writes every column of p but the id, project and creation
 // time.
 func policyUpdate(ctx context.Context, db postgres.DBTX, p Policy) (Policy, error) {
-	rows, _ := db.Query(ctx, `UPDATE embedding_policies SET name = $3, description = $4, object_types = $5, fields = $6,
+	return policyOne(ctx, db, "update", `UPDATE embedding_policies SET name = $3, description = $4, object_types = $5, fields = $6,
 			template = $7, model = $8, active = $9, chunking_config = $10, updated_at = $11
 		WHERE id = $1 AND project_id = $2 RETURNING `+policyColumns, args(p)[:11]...)
-	return collectOne(rows, "update")
 }
 
 // policyDelete deletes a policy of project and returns it.
 func policyDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Policy, error) {
-	rows, _ := db.Query(ctx, `DELETE FROM embedding_policies WHERE project_id = $1 AND id = $2 RETURNING `+policyColumns, project, id)
-	return collectOne(rows, "delete")
+	return policyOne(ctx, db, "delete", `DELETE FROM embedding_policies WHERE project_id = $1 AND id = $2 RETURNING `+policyColumns, project, id)
 }
 
 // policiesActive returns the active policies of projects.
 func policiesActive(ctx context.Context, db postgres.DBTX, projects []uuid.UUID) ([]embedding.Policy, error) {
 	rows, _ := db.Query(ctx, `SELECT `+policyColumns+` FROM embedding_policies WHERE project_id = ANY($1) AND active ORDER BY created_at, id`, projects)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[policyRow])
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Policy])
 	if err != nil {
 		return nil, fmt.Errorf("list active embedding policies: %w", err)
 	}

@@ -79,25 +79,25 @@ const (
 // Job is an extraction job (the spec's ObjectExtractionJob) with the
 // worker's counters.
 type Job struct {
-	ID                   uuid.UUID  `json:"id"`
-	ProjectID            uuid.UUID  `json:"projectId"`
-	DocumentID           *uuid.UUID `json:"documentId,omitempty"`
-	DatasourceID         *uuid.UUID `json:"datasourceId,omitempty"`
-	JobType              string     `json:"jobType" enum:"full_extraction,reextraction,incremental"`
-	TriggerType          string     `json:"triggerType" enum:"manual,scheduled,webhook"`
-	Status               string     `json:"status"` // a jobqueue.Status; see TransformSchema
-	Priority             int        `json:"priority" doc:"Higher values are processed first."`
-	ErrorMsg             string     `json:"errorMsg,omitempty" doc:"Last error message."`
-	RetryCount           int        `json:"retryCount"`
-	MaxRetries           int        `json:"maxRetries"`
-	ObjectsCreated       int        `json:"objectsCreated" doc:"Objects the job stored, new or already in the graph (a re-run reports the same figure)."`
-	RelationshipsCreated int        `json:"relationshipsCreated" doc:"Relationships the job stored, new or already in the graph."`
-	SuggestionsCreated   int        `json:"suggestionsCreated" doc:"Objects stored as suggestions for review."`
-	CreatedBy            *uuid.UUID `json:"createdBy,omitempty"`
-	StartedAt            *time.Time `json:"startedAt,omitempty"`
-	CompletedAt          *time.Time `json:"completedAt,omitempty"`
-	CreatedAt            time.Time  `json:"createdAt"`
-	UpdatedAt            time.Time  `json:"updatedAt"`
+	ID                   uuid.UUID  `json:"id" db:"id"`
+	ProjectID            uuid.UUID  `json:"projectId" db:"project_id"`
+	DocumentID           *uuid.UUID `json:"documentId,omitempty" db:"document_id"`
+	DatasourceID         *uuid.UUID `json:"datasourceId,omitempty" db:"datasource_id"`
+	JobType              string     `json:"jobType" db:"job_type" enum:"full_extraction,reextraction,incremental"`
+	TriggerType          string     `json:"triggerType" db:"trigger_type" enum:"manual,scheduled,webhook"`
+	Status               string     `json:"status" db:"status"` // a jobqueue.Status; see TransformSchema
+	Priority             int        `json:"priority" db:"priority" doc:"Higher values are processed first."`
+	ErrorMsg             string     `json:"errorMsg,omitempty" db:"error_msg" doc:"Last error message."`
+	RetryCount           int        `json:"retryCount" db:"retry_count"`
+	MaxRetries           int        `json:"maxRetries" db:"max_retries"`
+	ObjectsCreated       int        `json:"objectsCreated" db:"objects_created" doc:"Objects the job stored, new or already in the graph (a re-run reports the same figure)."`
+	RelationshipsCreated int        `json:"relationshipsCreated" db:"relationships_created" doc:"Relationships the job stored, new or already in the graph."`
+	SuggestionsCreated   int        `json:"suggestionsCreated" db:"suggestions_created" doc:"Objects stored as suggestions for review."`
+	CreatedBy            *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
+	StartedAt            *time.Time `json:"startedAt,omitempty" db:"started_at"`
+	CompletedAt          *time.Time `json:"completedAt,omitempty" db:"completed_at"`
+	CreatedAt            time.Time  `json:"createdAt" db:"created_at"`
+	UpdatedAt            time.Time  `json:"updatedAt" db:"updated_at"`
 }
 
 // TransformSchema implements huma.SchemaTransformer: status is one of
@@ -109,13 +109,13 @@ func (Job) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 
 // LogEntry is an extraction job log entry.
 type LogEntry struct {
-	ID        uuid.UUID       `json:"id"`
-	JobID     uuid.UUID       `json:"jobId"`
-	Operation string          `json:"operation" enum:"llm_call,chunk_processing,object_creation,relationship_creation,suggestion_creation,validation,error"`
-	Level     string          `json:"level" enum:"debug,info,warn,error"`
-	Message   string          `json:"message"`
-	Metadata  json.RawMessage `json:"metadata"`
-	CreatedAt time.Time       `json:"createdAt"`
+	ID        uuid.UUID       `json:"id" db:"id"`
+	JobID     uuid.UUID       `json:"jobId" db:"job_id"`
+	Operation string          `json:"operation" db:"operation" enum:"llm_call,chunk_processing,object_creation,relationship_creation,suggestion_creation,validation,error"`
+	Level     string          `json:"level" db:"level" enum:"debug,info,warn,error"`
+	Message   string          `json:"message" db:"message"`
+	Metadata  json.RawMessage `json:"metadata" db:"metadata"`
+	CreatedAt time.Time       `json:"createdAt" db:"created_at"`
 }
 
 // LLMCall is one LLM call of an extraction job, as the call log keeps it.

@@ -3,12 +3,10 @@ package extraction
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -104,19 +102,19 @@ type ProcessLog struct {
 
 // CallLog is the spec's LLM call log entry.
 type CallLog struct {
-	ID              uuid.UUID       `json:"id"`
-	ModelName       string          `json:"model_name"`
-	Status          string          `json:"status" enum:"success,error"`
-	InputTokens     int             `json:"input_tokens"`
-	OutputTokens    int             `json:"output_tokens"`
-	TotalTokens     int             `json:"total_tokens"`
-	CostUSD         float64         `json:"cost_usd"`
-	DurationMs      int             `json:"duration_ms"`
-	StartedAt       time.Time       `json:"started_at"`
-	CompletedAt     *time.Time      `json:"completed_at,omitempty"`
-	RequestPayload  json.RawMessage `json:"request_payload,omitempty"`
-	ResponsePayload json.RawMessage `json:"response_payload,omitempty"`
-	ErrorMessage    string          `json:"error_message,omitempty"`
+	ID              uuid.UUID       `json:"id" db:"id"`
+	ModelName       string          `json:"model_name" db:"model_name"`
+	Status          string          `json:"status" db:"status" enum:"success,error"`
+	InputTokens     int             `json:"input_tokens" db:"input_tokens"`
+	OutputTokens    int             `json:"output_tokens" db:"output_tokens"`
+	TotalTokens     int             `json:"total_tokens" db:"total_tokens"`
+	CostUSD         float64         `json:"cost_usd" db:"cost_usd"`
+	DurationMs      int             `json:"duration_ms" db:"duration_ms"`
+	StartedAt       time.Time       `json:"started_at" db:"started_at"`
+	CompletedAt     *time.Time      `json:"completed_at,omitempty" db:"completed_at"`
+	RequestPayload  json.RawMessage `json:"request_payload,omitempty" db:"request_payload"`
+	ResponsePayload json.RawMessage `json:"response_payload,omitempty" db:"response_payload"`
+	ErrorMessage    string          `json:"error_message,omitempty" db:"error_message"`
 }
 
 // MonitorDetail is the spec's job detail.
@@ -182,7 +180,7 @@ const monitorSelect = `SELECT j.id, j.document_id, j.datasource_id, j.status, j.
 
 func monitorFromRow(r monitorRow) MonitorJob {
 	b := MonitorJobBase{
-		ID: r.ID, Status: monitorStatus(r.Status), StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
+		ID: r.ID, Status: monitorStatus(r.Status), StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
 		DurationMs: r.DurationMs, ObjectsCreated: r.ObjectsCreated, RelationshipsCreated: r.RelationshipsCreated,
 		SuggestionsCreated: r.SuggestionsCreated, ErrorMessage: postgres.Value(r.ErrorMsg),
 	}
@@ -294,11 +292,7 @@ func (s *Service) MonitorDetail(ctx context.Context, project, id uuid.UUID) (Mon
 
 // checkJob makes sure id is a job of project. Errors: not_found.
 func (s *Service) checkJob(ctx context.Context, project, id uuid.UUID) error {
-	var one int
-	err := s.pool.QueryRow(ctx, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
-	}
+	_, err := postgres.One[int](ctx, s.pool, ErrNotFound, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project)
 	if err != nil {
 		return fmt.Errorf("get monitored job: %w", err)
 	}
@@ -332,17 +326,5 @@ func (s *Service) MonitorCalls(ctx context.Context, project, id uuid.UUID, limit
 	if err := s.checkJob(ctx, project, id); err != nil {
 		return nil, 0, err
 	}
-	calls, total, err := callList(ctx, s.pool, id, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]CallLog, len(calls))
-	for i, c := range calls {
-		out[i] = CallLog{
-			ID: c.ID, ModelName: c.ModelName, Status: c.Status, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
-			TotalTokens: c.TotalTokens, CostUSD: c.CostUSD, DurationMs: c.DurationMs, StartedAt: c.StartedAt,
-			CompletedAt: c.CompletedAt, RequestPayload: c.RequestPayload, ResponsePayload: c.ResponsePayload, ErrorMessage: c.ErrorMessage,
-		}
-	}
-	return out, total, nil
+	return callList(ctx, s.pool, id, limit, offset)
 }

@@ -3,7 +3,6 @@ package extraction
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,63 +13,18 @@ import (
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
-const jobColumns = `id, project_id, document_id, datasource_id, job_type, trigger_type, status, priority, error_msg,
-	retry_count, max_retries, objects_created, relationships_created, suggestions_created, created_by,
-	started_at, completed_at, created_at, updated_at`
-
-type jobRow struct {
-	ID                   uuid.UUID  `db:"id"`
-	ProjectID            uuid.UUID  `db:"project_id"`
-	DocumentID           *uuid.UUID `db:"document_id"`
-	DatasourceID         *uuid.UUID `db:"datasource_id"`
-	JobType              string     `db:"job_type"`
-	TriggerType          string     `db:"trigger_type"`
-	Status               string     `db:"status"`
-	Priority             int        `db:"priority"`
-	ErrorMsg             *string    `db:"error_msg"`
-	RetryCount           int        `db:"retry_count"`
-	MaxRetries           int        `db:"max_retries"`
-	ObjectsCreated       int        `db:"objects_created"`
-	RelationshipsCreated int        `db:"relationships_created"`
-	SuggestionsCreated   int        `db:"suggestions_created"`
-	CreatedBy            *uuid.UUID `db:"created_by"`
-	StartedAt            *time.Time `db:"started_at"`
-	CompletedAt          *time.Time `db:"completed_at"`
-	CreatedAt            time.Time  `db:"created_at"`
-	UpdatedAt            time.Time  `db:"updated_at"`
-}
-
-type jobPageRow struct {
-	jobRow
-	postgres.Total
-}
-
-func jobFromRow(r jobRow) Job {
-	return Job{
-		ID: r.ID, ProjectID: r.ProjectID, DocumentID: r.DocumentID, DatasourceID: r.DatasourceID,
-		JobType: r.JobType, TriggerType: r.TriggerType, Status: r.Status, Priority: r.Priority,
-		ErrorMsg: postgres.Value(r.ErrorMsg), RetryCount: r.RetryCount, MaxRetries: r.MaxRetries,
-		ObjectsCreated: r.ObjectsCreated, RelationshipsCreated: r.RelationshipsCreated, SuggestionsCreated: r.SuggestionsCreated,
-		CreatedBy: r.CreatedBy, StartedAt: utc(r.StartedAt), CompletedAt: utc(r.CompletedAt),
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
+// jobColumns are Job's (a NULL error is empty).
+const jobColumns = `id, project_id, document_id, datasource_id, job_type, trigger_type, status, priority,
+	COALESCE(error_msg, '') AS error_msg, retry_count, max_retries, objects_created, relationships_created,
+	suggestions_created, created_by, started_at, completed_at, created_at, updated_at`
 
 // jobGetByID returns job id of project.
 func jobGetByID(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Job, error) {
-	r, err := postgres.One[jobRow](ctx, db, ErrNotFound, `SELECT `+jobColumns+` FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project)
+	j, err := postgres.One[Job](ctx, db, ErrNotFound, `SELECT `+jobColumns+` FROM object_extraction_jobs WHERE id = $1 AND project_id = $2`, id, project)
 	if err != nil {
 		return Job{}, fmt.Errorf("get extraction job: %w", err)
 	}
-	return jobFromRow(r), nil
+	return j, nil
 }
 
 // jobProject returns the project of job id.
@@ -85,7 +39,7 @@ func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f JobFilt
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
 	}
-	list, total, err := postgres.CollectPage(rows, func(r jobPageRow) Job { return jobFromRow(r.jobRow) })
+	list, total, err := postgres.CollectPageOf[Job](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
 	}
@@ -231,17 +185,6 @@ func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []
 	return nil
 }
 
-type logDBRow struct {
-	ID        uuid.UUID       `db:"id"`
-	JobID     uuid.UUID       `db:"job_id"`
-	Operation string          `db:"operation"`
-	Level     string          `db:"level"`
-	Message   string          `db:"message"`
-	Metadata  json.RawMessage `db:"metadata"`
-	CreatedAt time.Time       `db:"created_at"`
-	postgres.Total
-}
-
 // logList pages a job's log in order, of one level when level is set.
 func logList(ctx context.Context, db postgres.DBTX, job uuid.UUID, level string, limit, offset int) ([]LogEntry, int, error) {
 	rows, err := db.Query(ctx, `SELECT id, job_id, operation, level, message, metadata, created_at, count(*) OVER () AS total
@@ -250,9 +193,7 @@ func logList(ctx context.Context, db postgres.DBTX, job uuid.UUID, level string,
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
 	}
-	list, total, err := postgres.CollectPage(rows, func(r logDBRow) LogEntry {
-		return LogEntry{ID: r.ID, JobID: r.JobID, Operation: r.Operation, Level: r.Level, Message: r.Message, Metadata: r.Metadata, CreatedAt: r.CreatedAt.UTC()}
-	})
+	list, total, err := postgres.CollectPageOf[LogEntry](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
 	}
@@ -278,41 +219,15 @@ func nullJSON(raw json.RawMessage) any {
 	return string(raw)
 }
 
-type callDBRow struct {
-	ID              uuid.UUID  `db:"id"`
-	JobID           uuid.UUID  `db:"job_id"`
-	Provider        string     `db:"provider"`
-	ModelName       string     `db:"model_name"`
-	Status          string     `db:"status"`
-	InputTokens     int        `db:"input_tokens"`
-	OutputTokens    int        `db:"output_tokens"`
-	TotalTokens     int        `db:"total_tokens"`
-	CostUSD         float64    `db:"cost_usd"`
-	DurationMs      int        `db:"duration_ms"`
-	StartedAt       time.Time  `db:"started_at"`
-	CompletedAt     *time.Time `db:"completed_at"`
-	RequestPayload  []byte     `db:"request_payload"`
-	ResponsePayload []byte     `db:"response_payload"`
-	ErrorMessage    *string    `db:"error_message"`
-	postgres.Total
-}
-
-func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]LLMCall, int, error) {
-	rows, err := db.Query(ctx, `SELECT id, job_id, provider, model_name, status, input_tokens, output_tokens, total_tokens,
-		cost_usd::float8 AS cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload, error_message,
-		count(*) OVER () AS total
+func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]CallLog, int, error) {
+	rows, err := db.Query(ctx, `SELECT id, model_name, status, input_tokens, output_tokens, total_tokens,
+		cost_usd::float8 AS cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload,
+		COALESCE(error_message, '') AS error_message, count(*) OVER () AS total
 		FROM extraction_llm_calls WHERE job_id = $1 ORDER BY started_at, id LIMIT $2 OFFSET $3`, job, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list llm calls: %w", err)
 	}
-	list, total, err := postgres.CollectPage(rows, func(r callDBRow) LLMCall {
-		return LLMCall{
-			ID: r.ID, JobID: r.JobID, Provider: r.Provider, ModelName: r.ModelName, Status: r.Status,
-			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TotalTokens: r.TotalTokens, CostUSD: r.CostUSD,
-			DurationMs: r.DurationMs, StartedAt: r.StartedAt.UTC(), CompletedAt: utc(r.CompletedAt),
-			RequestPayload: r.RequestPayload, ResponsePayload: r.ResponsePayload, ErrorMessage: postgres.Value(r.ErrorMessage),
-		}
-	})
+	list, total, err := postgres.CollectPageOf[CallLog](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list llm calls: %w", err)
 	}
@@ -380,15 +295,11 @@ func jobsInsertScheduled(ctx context.Context, tx pgx.Tx, intervals []tenancy.Ree
 // attempt: a cancelled or reaped job must not write its results. Holding
 // the lock makes a concurrent cancel wait for the commit.
 func jobLockRunning(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt int) (bool, error) {
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM object_extraction_jobs WHERE id = $1 AND status = 'running' AND attempt = $2 FOR UPDATE`, id, attempt).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
+	running, err := postgres.One[bool](ctx, tx, nil, `SELECT true FROM object_extraction_jobs WHERE id = $1 AND status = 'running' AND attempt = $2 FOR UPDATE`, id, attempt)
 	if err != nil {
 		return false, fmt.Errorf("lock extraction job: %w", err)
 	}
-	return true, nil
+	return running, nil
 }
 
 func jobSetCounters(ctx context.Context, db postgres.DBTX, id uuid.UUID, objects, relationships, suggestions int) error {
@@ -403,17 +314,13 @@ func jobSetCounters(ctx context.Context, db postgres.DBTX, id uuid.UUID, objects
 // jobSource is what the worker needs of its job row, and its document's
 // filename.
 type jobSource struct {
-	DocumentID *uuid.UUID
-	JobType    string
-	Filename   string
+	DocumentID *uuid.UUID `db:"document_id"`
+	JobType    string     `db:"job_type"`
+	Filename   string     `db:"-"`
 }
 
 func jobSourceGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (jobSource, error) {
-	var s jobSource
-	err := db.QueryRow(ctx, `SELECT document_id, job_type FROM object_extraction_jobs WHERE id = $1`, id).Scan(&s.DocumentID, &s.JobType)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return jobSource{}, ErrNotFound
-	}
+	s, err := postgres.One[jobSource](ctx, db, ErrNotFound, `SELECT document_id, job_type FROM object_extraction_jobs WHERE id = $1`, id)
 	if err != nil {
 		return jobSource{}, fmt.Errorf("load extraction job: %w", err)
 	}

@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,7 +34,7 @@ type objectRow struct {
 
 func (r objectRow) toObject() Object {
 	o := Object{
-		ID: r.ID, ProjectID: r.ProjectID, Type: r.Type, Key: r.Key, Name: r.Name, Description: deref(r.Description),
+		ID: r.ID, ProjectID: r.ProjectID, Type: r.Type, Key: r.Key, Name: r.Name, Description: postgres.Value(r.Description),
 		Properties: r.Properties, Labels: r.Labels, Status: r.Status, Confidence: fromReal(r.Confidence),
 		ExtractionJobID: r.ExtractionJobID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
@@ -99,20 +98,6 @@ func toReal(f *float64) *float32 {
 	return &v
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 const objectColumns = `id, project_id, type, key, normalized_key, name, description, properties, labels, status, confidence,
 	extraction_job_id, created_by, created_at, updated_at`
 
@@ -140,7 +125,7 @@ func objectInsert(ctx context.Context, db postgres.DBTX, o Object, nkey string) 
 			status, confidence, created_by, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
 		ON CONFLICT (project_id, type, normalized_key) WHERE deleted_at IS NULL DO NOTHING`,
-		o.ID, o.ProjectID, o.Type, o.Key, nkey, o.Name, nullable(o.Description), props, o.Labels, o.Status, toReal(o.Confidence),
+		o.ID, o.ProjectID, o.Type, o.Key, nkey, o.Name, postgres.NullIfEmpty(o.Description), props, o.Labels, o.Status, toReal(o.Confidence),
 		o.CreatedBy, o.CreatedAt)
 	if err != nil {
 		return false, fmt.Errorf("insert object: %w", err)
@@ -151,12 +136,8 @@ func objectInsert(ctx context.Context, db postgres.DBTX, o Object, nkey string) 
 // objectIDByKey returns the id of the live object of project with type and
 // normalized key.
 func objectIDByKey(ctx context.Context, db postgres.DBTX, project uuid.UUID, typ, nkey string) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := db.QueryRow(ctx, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = $2 AND normalized_key = $3 AND deleted_at IS NULL`,
-		project, typ, nkey).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, ErrObjectNotFound
-	}
+	id, err := postgres.One[uuid.UUID](ctx, db, ErrObjectNotFound,
+		`SELECT id FROM graph_objects WHERE project_id = $1 AND type = $2 AND normalized_key = $3 AND deleted_at IS NULL`, project, typ, nkey)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("find object by key: %w", err)
 	}
@@ -169,11 +150,7 @@ func objectGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, loc
 	if lock {
 		q += ` FOR UPDATE`
 	}
-	rows, _ := db.Query(ctx, q, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[objectRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Object{}, ErrObjectNotFound
-	}
+	r, err := postgres.One[objectRow](ctx, db, ErrObjectNotFound, q, project, id)
 	if err != nil {
 		return Object{}, fmt.Errorf("get object: %w", err)
 	}
@@ -211,7 +188,7 @@ func objectUpdate(ctx context.Context, db postgres.DBTX, o Object) error {
 		return err
 	}
 	_, err = db.Exec(ctx, `UPDATE graph_objects SET name = $3, description = $4, properties = $5, labels = $6, status = $7, updated_at = $8
-		WHERE project_id = $1 AND id = $2`, o.ProjectID, o.ID, o.Name, nullable(o.Description), props, o.Labels, o.Status, o.UpdatedAt)
+		WHERE project_id = $1 AND id = $2`, o.ProjectID, o.ID, o.Name, postgres.NullIfEmpty(o.Description), props, o.Labels, o.Status, o.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("update object: %w", err)
 	}
@@ -308,12 +285,8 @@ func relationshipInsert(ctx context.Context, db postgres.DBTX, r Relationship) (
 // relationshipIDByEnds returns the id of project's relationship of type
 // from source to target.
 func relationshipIDByEnds(ctx context.Context, db postgres.DBTX, project uuid.UUID, typ string, source, target uuid.UUID) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := db.QueryRow(ctx, `SELECT id FROM graph_relationships WHERE project_id = $1 AND type = $2 AND source_id = $3 AND target_id = $4`,
-		project, typ, source, target).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, ErrRelationshipNotFound
-	}
+	id, err := postgres.One[uuid.UUID](ctx, db, ErrRelationshipNotFound,
+		`SELECT id FROM graph_relationships WHERE project_id = $1 AND type = $2 AND source_id = $3 AND target_id = $4`, project, typ, source, target)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("find relationship: %w", err)
 	}
@@ -322,11 +295,8 @@ func relationshipIDByEnds(ctx context.Context, db postgres.DBTX, project uuid.UU
 
 // relationshipGet returns a relationship of project.
 func relationshipGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Relationship, error) {
-	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, 0 AS total FROM graph_relationships WHERE project_id = $1 AND id = $2`, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[relationshipRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Relationship{}, ErrRelationshipNotFound
-	}
+	r, err := postgres.One[relationshipRow](ctx, db, ErrRelationshipNotFound,
+		`SELECT `+relationshipColumns+`, 0 AS total FROM graph_relationships WHERE project_id = $1 AND id = $2`, project, id)
 	if err != nil {
 		return Relationship{}, fmt.Errorf("get relationship: %w", err)
 	}

@@ -107,7 +107,7 @@ func objectArraysOf(list []*pendingObject) (objectArrays, error) {
 			return objectArrays{}, err
 		}
 		a.ids[i], a.types[i], a.keys[i], a.nkeys[i], a.names[i] = p.id, p.key.typ, p.keyText, p.key.nkey, p.name
-		a.descriptions[i], a.props[i], a.labels[i], a.statuses[i], a.confidences[i] = nullable(p.description), props, lj, p.status, toReal(p.confidence)
+		a.descriptions[i], a.props[i], a.labels[i], a.statuses[i], a.confidences[i] = postgres.NullIfEmpty(p.description), props, lj, p.status, toReal(p.confidence)
 	}
 	return a, nil
 }
@@ -132,15 +132,7 @@ func objectsInsertBatch(ctx context.Context, db postgres.DBTX, project uuid.UUID
 		ON CONFLICT (project_id, type, normalized_key) WHERE deleted_at IS NULL DO NOTHING
 		RETURNING id`,
 		project, jobID, now, a.ids, a.types, a.keys, a.nkeys, a.names, a.descriptions, a.props, a.labels, a.statuses, a.confidences)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return nil, fmt.Errorf("insert objects: %w", err)
-	}
-	out := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
+	return insertedIDs(rows, "objects")
 }
 
 // objectsUpdateBatch writes merged objects.
@@ -256,15 +248,7 @@ func relationshipsInsertBatch(ctx context.Context, db postgres.DBTX, project uui
 		FROM unnest($4::uuid[], $5::text[], $6::uuid[], $7::uuid[], $8::jsonb[], $9::real[]) AS u(id, type, source_id, target_id, properties, confidence)
 		ON CONFLICT (project_id, type, source_id, target_id) DO NOTHING
 		RETURNING id`, project, jobID, now, a.ids, a.types, a.sources, a.targets, a.props, a.confidences)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return nil, fmt.Errorf("insert relationships: %w", err)
-	}
-	out := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
+	return insertedIDs(rows, "relationships")
 }
 
 // relationshipsUpdateBatch writes merged relationships.
@@ -295,4 +279,18 @@ func relationshipProvenanceInsert(ctx context.Context, db postgres.DBTX, project
 		}
 	}
 	return provenanceInsert(ctx, db, "graph_relationship_provenance", "relationship_id", project, jobID, ids, chunks, now)
+}
+
+// insertedIDs collects the ids an INSERT ... RETURNING id returned, as a
+// set (what names the rows in errors).
+func insertedIDs(rows pgx.Rows, what string) (map[uuid.UUID]bool, error) {
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("insert %s: %w", what, err)
+	}
+	out := make(map[uuid.UUID]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
 }

@@ -82,12 +82,12 @@ func (q *queue) reloadSettings(ctx context.Context) error {
 		return err
 	}
 	q.mu.Lock()
-	q.concurrency, q.batchSize, q.paused = q.cfg.Concurrency, q.cfg.BatchSize, s.paused
-	if s.concurrency != nil {
-		q.concurrency = *s.concurrency
+	q.concurrency, q.batchSize, q.paused = q.cfg.Concurrency, q.cfg.BatchSize, s.Paused
+	if s.Concurrency != nil {
+		q.concurrency = *s.Concurrency
 	}
-	if s.batchSize != nil {
-		q.batchSize = *s.batchSize
+	if s.BatchSize != nil {
+		q.batchSize = *s.BatchSize
 	}
 	q.settingsAt = time.Now()
 	q.mu.Unlock()

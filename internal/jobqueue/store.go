@@ -2,7 +2,6 @@ package jobqueue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -352,19 +351,15 @@ func (q *queue) jobTransition(ctx context.Context, db postgres.DBTX, t transitio
 }
 
 // settingsRow is a queue's row of jobqueue_settings.
+// A queue without one reads as the zero value.
 type settingsRow struct {
-	concurrency *int
-	batchSize   *int
-	paused      bool
+	Concurrency *int `db:"concurrency"`
+	BatchSize   *int `db:"batch_size"`
+	Paused      bool `db:"paused"`
 }
 
 func settingsGet(ctx context.Context, db postgres.DBTX, queue string) (settingsRow, error) {
-	var s settingsRow
-	err := db.QueryRow(ctx, `SELECT concurrency, batch_size, paused FROM jobqueue_settings WHERE queue = $1`, queue).
-		Scan(&s.concurrency, &s.batchSize, &s.paused)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return settingsRow{}, nil
-	}
+	s, err := postgres.One[settingsRow](ctx, db, nil, `SELECT concurrency, batch_size, paused FROM jobqueue_settings WHERE queue = $1`, queue)
 	if err != nil {
 		return settingsRow{}, fmt.Errorf("load settings of %s: %w", queue, err)
 	}

@@ -55,34 +55,34 @@ const (
 
 // Notification is one notification of its owner.
 type Notification struct {
-	ID                  uuid.UUID       `json:"id"`
-	ProjectID           *uuid.UUID      `json:"projectId,omitempty"`
-	UserID              uuid.UUID       `json:"userId" doc:"The owner."`
-	Title               string          `json:"title"`
-	Message             string          `json:"message"`
-	Type                string          `json:"type,omitempty"`
-	Severity            string          `json:"severity" enum:"info,warning,error,critical,success"`
-	Importance          string          `json:"importance" enum:"important,other" doc:"Selects the tab."`
-	Category            string          `json:"category,omitempty" doc:"Grouping label."`
-	RelatedResourceType string          `json:"relatedResourceType,omitempty"`
-	RelatedResourceID   string          `json:"relatedResourceId,omitempty"`
-	Read                bool            `json:"read"`
-	Dismissed           bool            `json:"dismissed"`
-	DismissedAt         *time.Time      `json:"dismissedAt,omitempty"`
-	ReadAt              *time.Time      `json:"readAt,omitempty"`
-	ClearedAt           *time.Time      `json:"clearedAt,omitempty" doc:"Set when clear-all moved it to the cleared tab."`
-	SnoozedUntil        *time.Time      `json:"snoozedUntil,omitempty"`
-	ExpiresAt           *time.Time      `json:"expiresAt,omitempty" doc:"After this time the notification is hidden everywhere."`
-	Actions             json.RawMessage `json:"actions" doc:"Action buttons (a JSON array)."`
-	SourceType          string          `json:"sourceType,omitempty"`
-	SourceID            string          `json:"sourceId,omitempty"`
-	ActionURL           string          `json:"actionUrl,omitempty" doc:"Deep link to a UI page."`
-	ActionLabel         string          `json:"actionLabel,omitempty"`
-	GroupKey            string          `json:"groupKey,omitempty" doc:"Later notifications with this key update this one while it is unread."`
-	Details             json.RawMessage `json:"details,omitempty" doc:"Grouped notifications carry {\"count\": N} here."`
-	TaskID              *uuid.UUID      `json:"taskId,omitempty" doc:"The associated review task."`
-	CreatedAt           time.Time       `json:"createdAt" doc:"When it was created; for a grouped notification, its latest occurrence."`
-	UpdatedAt           time.Time       `json:"updatedAt"`
+	ID                  uuid.UUID       `json:"id" db:"id"`
+	ProjectID           *uuid.UUID      `json:"projectId,omitempty" db:"project_id"`
+	UserID              uuid.UUID       `json:"userId" db:"user_id" doc:"The owner."`
+	Title               string          `json:"title" db:"title"`
+	Message             string          `json:"message" db:"message"`
+	Type                string          `json:"type,omitempty" db:"type"`
+	Severity            string          `json:"severity" db:"severity" enum:"info,warning,error,critical,success"`
+	Importance          string          `json:"importance" db:"importance" enum:"important,other" doc:"Selects the tab."`
+	Category            string          `json:"category,omitempty" db:"category" doc:"Grouping label."`
+	RelatedResourceType string          `json:"relatedResourceType,omitempty" db:"related_resource_type"`
+	RelatedResourceID   string          `json:"relatedResourceId,omitempty" db:"related_resource_id"`
+	Read                bool            `json:"read" db:"read"`
+	Dismissed           bool            `json:"dismissed" db:"dismissed"`
+	DismissedAt         *time.Time      `json:"dismissedAt,omitempty" db:"dismissed_at"`
+	ReadAt              *time.Time      `json:"readAt,omitempty" db:"read_at"`
+	ClearedAt           *time.Time      `json:"clearedAt,omitempty" db:"cleared_at" doc:"Set when clear-all moved it to the cleared tab."`
+	SnoozedUntil        *time.Time      `json:"snoozedUntil,omitempty" db:"snoozed_until"`
+	ExpiresAt           *time.Time      `json:"expiresAt,omitempty" db:"expires_at" doc:"After this time the notification is hidden everywhere."`
+	Actions             json.RawMessage `json:"actions" db:"actions" doc:"Action buttons (a JSON array)."`
+	SourceType          string          `json:"sourceType,omitempty" db:"source_type"`
+	SourceID            string          `json:"sourceId,omitempty" db:"source_id"`
+	ActionURL           string          `json:"actionUrl,omitempty" db:"action_url" doc:"Deep link to a UI page."`
+	ActionLabel         string          `json:"actionLabel,omitempty" db:"action_label"`
+	GroupKey            string          `json:"groupKey,omitempty" db:"group_key" doc:"Later notifications with this key update this one while it is unread."`
+	Details             json.RawMessage `json:"details,omitempty" db:"details" doc:"Grouped notifications carry {\"count\": N} here."`
+	TaskID              *uuid.UUID      `json:"taskId,omitempty" db:"task_id" doc:"The associated review task."`
+	CreatedAt           time.Time       `json:"createdAt" db:"created_at" doc:"When it was created; for a grouped notification, its latest occurrence."`
+	UpdatedAt           time.Time       `json:"updatedAt" db:"updated_at"`
 }
 
 // Stats are the badge numbers: unread (not dismissed), dismissed, and

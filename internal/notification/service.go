@@ -175,7 +175,7 @@ func (s *Service) Stats(ctx context.Context, o Owner) (Stats, error) {
 
 // MarkRead marks one of o's notifications read. Errors: not_found.
 func (s *Service) MarkRead(ctx context.Context, o Owner, id uuid.UUID) (Notification, error) {
-	return notificationMarkRead(ctx, s.pool, o, id, s.now().UTC())
+	return notificationStamp(ctx, s.pool, o, id, stampRead, s.now().UTC())
 }
 
 // MarkAllRead marks read every unread notification of o's all tab and
@@ -187,7 +187,7 @@ func (s *Service) MarkAllRead(ctx context.Context, o Owner) (int64, error) {
 // Dismiss moves one of o's notifications to the cleared tab. Errors:
 // not_found.
 func (s *Service) Dismiss(ctx context.Context, o Owner, id uuid.UUID) (Notification, error) {
-	return notificationDismiss(ctx, s.pool, o, id, s.now().UTC())
+	return notificationStamp(ctx, s.pool, o, id, stampDismissed, s.now().UTC())
 }
 
 // ClearAll moves every notification of o's all tab to the cleared tab and

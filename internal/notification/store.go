@@ -2,8 +2,6 @@ package notification
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,68 +13,14 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-type notificationRow struct {
-	ID                  uuid.UUID  `db:"id"`
-	UserID              uuid.UUID  `db:"user_id"`
-	ProjectID           *uuid.UUID `db:"project_id"`
-	Title               string     `db:"title"`
-	Message             string     `db:"message"`
-	Type                *string    `db:"type"`
-	Severity            string     `db:"severity"`
-	Importance          string     `db:"importance"`
-	Category            *string    `db:"category"`
-	RelatedResourceType *string    `db:"related_resource_type"`
-	RelatedResourceID   *string    `db:"related_resource_id"`
-	ReadAt              *time.Time `db:"read_at"`
-	DismissedAt         *time.Time `db:"dismissed_at"`
-	ClearedAt           *time.Time `db:"cleared_at"`
-	SnoozedUntil        *time.Time `db:"snoozed_until"`
-	ExpiresAt           *time.Time `db:"expires_at"`
-	Actions             []byte     `db:"actions"`
-	SourceType          *string    `db:"source_type"`
-	SourceID            *string    `db:"source_id"`
-	ActionURL           *string    `db:"action_url"`
-	ActionLabel         *string    `db:"action_label"`
-	GroupKey            *string    `db:"group_key"`
-	Details             []byte     `db:"details"`
-	TaskID              *uuid.UUID `db:"task_id"`
-	CreatedAt           time.Time  `db:"created_at"`
-	UpdatedAt           time.Time  `db:"updated_at"`
-	postgres.Total
-}
-
-func (r notificationRow) toNotification() Notification {
-	n := Notification{
-		ID: r.ID, UserID: r.UserID, ProjectID: r.ProjectID, Title: r.Title, Message: r.Message, Type: postgres.Value(r.Type),
-		Severity: r.Severity, Importance: r.Importance, Category: postgres.Value(r.Category),
-		RelatedResourceType: postgres.Value(r.RelatedResourceType), RelatedResourceID: postgres.Value(r.RelatedResourceID),
-		Read: r.ReadAt != nil, Dismissed: r.DismissedAt != nil,
-		ReadAt: utc(r.ReadAt), DismissedAt: utc(r.DismissedAt), ClearedAt: utc(r.ClearedAt),
-		SnoozedUntil: utc(r.SnoozedUntil), ExpiresAt: utc(r.ExpiresAt),
-		Actions:    json.RawMessage(r.Actions),
-		SourceType: postgres.Value(r.SourceType), SourceID: postgres.Value(r.SourceID), ActionURL: postgres.Value(r.ActionURL), ActionLabel: postgres.Value(r.ActionLabel),
-		GroupKey: postgres.Value(r.GroupKey), TaskID: r.TaskID, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}
-	if len(n.Actions) == 0 {
-		n.Actions = json.RawMessage("[]")
-	}
-	if len(r.Details) > 0 {
-		n.Details = json.RawMessage(r.Details)
-	}
-	return n
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-const columns = `id, user_id, project_id, title, message, type, severity, importance, category, related_resource_type,
-	related_resource_id, read_at, dismissed_at, cleared_at, snoozed_until, expires_at, actions, source_type, source_id,
-	action_url, action_label, group_key, details, task_id, created_at, updated_at`
+// columns are Notification's (a NULL text is empty, NULL actions an empty
+// array).
+const columns = `id, user_id, project_id, title, message, COALESCE(type, '') AS type, severity, importance,
+	COALESCE(category, '') AS category, COALESCE(related_resource_type, '') AS related_resource_type,
+	COALESCE(related_resource_id, '') AS related_resource_id, read_at IS NOT NULL AS read, dismissed_at IS NOT NULL AS dismissed,
+	read_at, dismissed_at, cleared_at, snoozed_until, expires_at, COALESCE(actions, '[]') AS actions,
+	COALESCE(source_type, '') AS source_type, COALESCE(source_id, '') AS source_id, COALESCE(action_url, '') AS action_url,
+	COALESCE(action_label, '') AS action_label, COALESCE(group_key, '') AS group_key, details, task_id, created_at, updated_at`
 
 // owned is the predicate of the notifications an Owner sees: theirs, of
 // the project when one is set, not expired. $1 user, $2 project, $3 now.
@@ -141,7 +85,7 @@ func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (
 		                  THEN (notifications.details ->> 'count')::numeric::bigint ELSE 1 END + $22,
 		    'firstAt', COALESCE(notifications.details -> 'firstAt', to_jsonb(notifications.created_at)))`
 	}
-	q += ` RETURNING ` + columns + `, 0 AS total`
+	q += ` RETURNING ` + columns
 	args := []any{
 		v.ID, v.UserID, p.ProjectID, p.Title, p.Message, postgres.NullIfEmpty(p.Type), p.Severity, p.Importance, postgres.NullIfEmpty(p.Category),
 		postgres.NullIfEmpty(p.RelatedResourceType), postgres.NullIfEmpty(p.RelatedResourceID), p.ExpiresAt, v.Actions, postgres.NullIfEmpty(p.SourceType),
@@ -151,22 +95,20 @@ func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (
 		args = append(args, v.Occurrences)
 	}
 	rows, _ := db.Query(ctx, q, args...)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[notificationRow])
+	n, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Notification])
 	if err != nil {
 		return Notification{}, fmt.Errorf("insert notification: %w", err)
 	}
-	return r.toNotification(), nil
+	return n, nil
 }
 
-func one(rows pgx.Rows) (Notification, error) {
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[notificationRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Notification{}, ErrNotFound
-	}
+// notificationOne runs query, which returns one notification row.
+func notificationOne(ctx context.Context, db postgres.DBTX, query string, args ...any) (Notification, error) {
+	n, err := postgres.One[Notification](ctx, db, ErrNotFound, query, args...)
 	if err != nil {
 		return Notification{}, fmt.Errorf("notification: %w", err)
 	}
-	return r.toNotification(), nil
+	return n, nil
 }
 
 // likePattern matches s anywhere, literally.
@@ -187,7 +129,7 @@ func notificationList(ctx context.Context, db postgres.DBTX, o Owner, f Filter, 
 		  AND (NOT $6 OR read_at IS NULL)
 		ORDER BY created_at DESC, id DESC LIMIT $7 OFFSET $8`,
 		o.UserID, o.ProjectID, now, f.Category, search, f.UnreadOnly, f.Limit, f.Offset)
-	out, total, err := postgres.CollectPage(rows, notificationRow.toNotification)
+	out, total, err := postgres.CollectPageOf[Notification](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list notifications: %w", err)
 	}
@@ -222,13 +164,18 @@ func notificationStats(ctx context.Context, db postgres.DBTX, o Owner, now time.
 	return s, nil
 }
 
-// notificationMarkRead marks one notification read (keeping the first
-// readAt of an already read one).
-func notificationMarkRead(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, now time.Time) (Notification, error) {
-	rows, _ := db.Query(ctx, `UPDATE notifications SET read_at = COALESCE(read_at, $3),
-		updated_at = CASE WHEN read_at IS NULL THEN $3 ELSE updated_at END
-		WHERE `+owned+` AND id = $4 RETURNING `+columns+`, 0 AS total`, o.UserID, o.ProjectID, now, id)
-	return one(rows)
+// The timestamp columns notificationStamp sets.
+const (
+	stampRead      = "read_at"      // read
+	stampDismissed = "dismissed_at" // moved to the cleared tab
+)
+
+// notificationStamp sets column (stampRead or stampDismissed) of one
+// notification of o to now, keeping the first time of one already stamped.
+func notificationStamp(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, column string, now time.Time) (Notification, error) {
+	return notificationOne(ctx, db, `UPDATE notifications SET `+column+` = COALESCE(`+column+`, $3),
+		updated_at = CASE WHEN `+column+` IS NULL THEN $3 ELSE updated_at END
+		WHERE `+owned+` AND id = $4 RETURNING `+columns, o.UserID, o.ProjectID, now, id)
 }
 
 // notificationMarkAllRead marks read every unread notification of the
@@ -240,15 +187,6 @@ func notificationMarkAllRead(ctx context.Context, db postgres.DBTX, o Owner, now
 		return 0, fmt.Errorf("mark notifications read: %w", err)
 	}
 	return tag.RowsAffected(), nil
-}
-
-// notificationDismiss moves one notification to the cleared tab (keeping
-// the first dismissedAt of an already dismissed one).
-func notificationDismiss(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, now time.Time) (Notification, error) {
-	rows, _ := db.Query(ctx, `UPDATE notifications SET dismissed_at = COALESCE(dismissed_at, $3),
-		updated_at = CASE WHEN dismissed_at IS NULL THEN $3 ELSE updated_at END
-		WHERE `+owned+` AND id = $4 RETURNING `+columns+`, 0 AS total`, o.UserID, o.ProjectID, now, id)
-	return one(rows)
 }
 
 // notificationClearAll moves every notification of the all tab to the
@@ -265,23 +203,16 @@ func notificationClearAll(ctx context.Context, db postgres.DBTX, o Owner, now ti
 // notificationSnooze snoozes a notification that is not dismissed until
 // until. It reports ErrSnoozeGone for a dismissed one.
 func notificationSnooze(ctx context.Context, tx pgx.Tx, o Owner, id uuid.UUID, until, now time.Time) (Notification, error) {
-	cur, err := one(lockRows(ctx, tx, o, id, now))
+	cur, err := notificationOne(ctx, tx, `SELECT `+columns+` FROM notifications WHERE `+owned+` AND id = $4 FOR UPDATE`,
+		o.UserID, o.ProjectID, now, id)
 	if err != nil {
 		return Notification{}, err
 	}
 	if cur.Dismissed {
 		return Notification{}, ErrSnoozeGone
 	}
-	rows, _ := tx.Query(ctx, `UPDATE notifications SET snoozed_until = $2, updated_at = $3 WHERE id = $1
-		RETURNING `+columns+`, 0 AS total`, id, until, now)
-	return one(rows)
-}
-
-// lockRows selects one notification of o for update.
-func lockRows(ctx context.Context, tx pgx.Tx, o Owner, id uuid.UUID, now time.Time) pgx.Rows {
-	rows, _ := tx.Query(ctx, `SELECT `+columns+`, 0 AS total FROM notifications WHERE `+owned+` AND id = $4 FOR UPDATE`,
-		o.UserID, o.ProjectID, now, id)
-	return rows
+	return notificationOne(ctx, tx, `UPDATE notifications SET snoozed_until = $2, updated_at = $3 WHERE id = $1
+		RETURNING `+columns, id, until, now)
 }
 
 // notificationDeleteExpired deletes notifications whose expiry passed.

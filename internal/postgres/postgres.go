@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -36,6 +37,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = maxConns
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	cfg.AfterConnect = scanInUTC
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)
@@ -54,6 +56,15 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// scanInUTC makes a connection return timestamptz values in UTC (pgx
+// returns time.Local), so that no store converts them one by one.
+func scanInUTC(_ context.Context, c *pgx.Conn) error {
+	tz := &pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID, Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}}
+	c.TypeMap().RegisterType(tz)
+	c.TypeMap().RegisterType(&pgtype.Type{Name: "_timestamptz", OID: pgtype.TimestamptzArrayOID, Codec: &pgtype.ArrayCodec{ElementType: tz}})
+	return nil
 }
 
 // WithTx runs fn in a transaction, committing when it returns nil and rolling
@@ -140,6 +151,41 @@ func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, err
 		total = r.PageTotal()
 	}
 	return out, total, nil
+}
+
+// CollectPageOf collects the rows of a paged query scanned by column name
+// into T (a struct of db-tagged fields), and returns them with the total
+// the window function counted: the query's last column, named total (0
+// for an empty page).
+func CollectPageOf[T any](rows pgx.Rows) ([]T, int, error) {
+	total := 0
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+		return pgx.RowToStructByName[T](totalRow{row, &total})
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return list, total, nil
+}
+
+// totalRow is a row without its last column, which Scan puts in total.
+type totalRow struct {
+	pgx.CollectableRow
+	total *int
+}
+
+// FieldDescriptions implements pgx.CollectableRow.
+func (r totalRow) FieldDescriptions() []pgconn.FieldDescription {
+	fd := r.CollectableRow.FieldDescriptions()
+	if len(fd) == 0 || fd[len(fd)-1].Name != "total" {
+		return fd // the struct scan then reports the missing column
+	}
+	return fd[:len(fd)-1]
+}
+
+// Scan implements pgx.CollectableRow.
+func (r totalRow) Scan(dest ...any) error {
+	return r.CollectableRow.Scan(append(dest, r.total)...)
 }
 
 // One runs query and returns its only row: scanned by column name when T

@@ -212,3 +212,47 @@ func TestOne(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, errNoPet)
 }
+
+func TestOpenScansTimestamptzInUTC(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	var at time.Time
+	var ats []time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT '2026-01-02 03:04:05.678+02'::timestamptz, ARRAY['2026-01-02 03:04:05+02'::timestamptz]`).Scan(&at, &ats))
+	require.Same(t, time.UTC, at.Location())
+	require.Equal(t, time.Date(2026, 1, 2, 1, 4, 5, 678000000, time.UTC), at)
+	require.Same(t, time.UTC, ats[0].Location())
+}
+
+func TestCollectPageOf(t *testing.T) {
+	t.Parallel()
+
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	type pet struct {
+		Name string `db:"name"`
+		Legs int    `db:"legs"`
+	}
+	page := func(limit int) string {
+		return fmt.Sprintf(`SELECT name, legs, count(*) OVER () AS total
+			FROM (VALUES ('cat', 4), ('bird', 2), ('dog', 4)) AS p(name, legs) ORDER BY name LIMIT %d`, limit)
+	}
+
+	rows, _ := pool.Query(ctx, page(2))
+	list, total, err := postgres.CollectPageOf[pet](rows)
+	require.NoError(t, err)
+	require.Equal(t, []pet{{"bird", 2}, {"cat", 4}}, list, "the rows scanned by name, total aside")
+	require.Equal(t, 3, total)
+
+	rows, _ = pool.Query(ctx, page(0))
+	list, total, err = postgres.CollectPageOf[pet](rows)
+	require.NoError(t, err)
+	require.Empty(t, list)
+	require.Zero(t, total)
+
+	rows, _ = pool.Query(ctx, `SELECT 'cat' AS name, 4 AS legs`)
+	_, _, err = postgres.CollectPageOf[pet](rows)
+	require.Error(t, err, "no total column")
+}

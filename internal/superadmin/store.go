@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -16,56 +15,25 @@ func likePattern(s string) string {
 	return "%" + r.Replace(s) + "%"
 }
 
-type userRow struct {
-	ID             uuid.UUID  `db:"id"`
-	Subject        *string    `db:"oidc_subject"`
-	FirstName      *string    `db:"first_name"`
-	LastName       *string    `db:"last_name"`
-	DisplayName    *string    `db:"display_name"`
-	PrimaryEmail   *string    `db:"primary_email"`
-	LastActivityAt *time.Time `db:"last_activity_at"`
-	CreatedAt      time.Time  `db:"created_at"`
-	postgres.Total
-}
-
-func str(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 func userList(ctx context.Context, db postgres.DBTX, f Filter) ([]User, int, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT u.id, u.oidc_subject, u.first_name, u.last_name, u.display_name, u.primary_email,
-		       u.last_activity_at, u.created_at, count(*) OVER () AS total
+		SELECT u.id, COALESCE(u.oidc_subject, '') AS oidc_subject, COALESCE(u.first_name, '') AS first_name,
+		       COALESCE(u.last_name, '') AS last_name, COALESCE(u.display_name, '') AS display_name,
+		       COALESCE(u.primary_email, '') AS primary_email, u.last_activity_at, u.created_at, count(*) OVER () AS total
 		FROM users u
 		WHERE u.deleted_at IS NULL
 		  AND ($1 = '' OR u.display_name ILIKE $2 OR u.primary_email ILIKE $2 OR u.first_name ILIKE $2 OR u.last_name ILIKE $2)
 		  AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM org_members m WHERE m.user_id = u.id AND m.org_id = $3))
 		ORDER BY u.created_at, u.id LIMIT $4 OFFSET $5`,
 		f.Search, likePattern(f.Search), f.OrgID, f.Limit, f.offset())
-	out, total, err := postgres.CollectPage(rows, func(r userRow) User {
-		return User{
-			ID: r.ID, IdentityProviderUserID: str(r.Subject), FirstName: str(r.FirstName), LastName: str(r.LastName),
-			DisplayName: str(r.DisplayName), PrimaryEmail: str(r.PrimaryEmail), LastActivityAt: utc(r.LastActivityAt),
-			CreatedAt: r.CreatedAt.UTC(), Organizations: []Membership{},
-		}
-	})
+	out, total, err := postgres.CollectPageOf[User](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list users: %w", err)
 	}
 	ids := make([]uuid.UUID, len(out))
-	for i, u := range out {
-		ids[i] = u.ID
+	for i := range out {
+		ids[i] = out[i].ID
+		out[i].Organizations = []Membership{}
 	}
 	if len(ids) == 0 {
 		return out, total, nil
@@ -88,23 +56,12 @@ func userList(ctx context.Context, db postgres.DBTX, f Filter) ([]User, int, err
 		if err := mrows.Scan(&user, &m.OrgID, &m.OrgName, &m.Role, &m.JoinedAt); err != nil {
 			return nil, 0, fmt.Errorf("list memberships: %w", err)
 		}
-		m.JoinedAt = m.JoinedAt.UTC()
 		out[idx[user]].Organizations = append(out[idx[user]].Organizations, m)
 	}
 	if err := mrows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("list memberships: %w", err)
 	}
 	return out, total, nil
-}
-
-type orgRow struct {
-	ID           uuid.UUID  `db:"id"`
-	Name         string     `db:"name"`
-	MemberCount  int        `db:"member_count"`
-	ProjectCount int        `db:"project_count"`
-	CreatedAt    time.Time  `db:"created_at"`
-	DeletedAt    *time.Time `db:"deleted_at"`
-	postgres.Total
 }
 
 func orgList(ctx context.Context, db postgres.DBTX, f Filter) ([]Organization, int, error) {
@@ -117,26 +74,11 @@ func orgList(ctx context.Context, db postgres.DBTX, f Filter) ([]Organization, i
 		WHERE ($1 OR o.deleted_at IS NULL) AND ($2 = '' OR o.name ILIKE $3)
 		ORDER BY o.created_at, o.id LIMIT $4 OFFSET $5`,
 		f.IncludeDeleted, f.Search, likePattern(f.Search), f.Limit, f.offset())
-	out, total, err := postgres.CollectPage(rows, func(r orgRow) Organization {
-		return Organization{
-			ID: r.ID, Name: r.Name, MemberCount: r.MemberCount, ProjectCount: r.ProjectCount,
-			CreatedAt: r.CreatedAt.UTC(), DeletedAt: utc(r.DeletedAt),
-		}
-	})
+	out, total, err := postgres.CollectPageOf[Organization](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list orgs: %w", err)
 	}
 	return out, total, nil
-}
-
-type projectRow struct {
-	ID        uuid.UUID  `db:"id"`
-	Name      string     `db:"name"`
-	OrgID     uuid.UUID  `db:"org_id"`
-	OrgName   string     `db:"org_name"`
-	CreatedAt time.Time  `db:"created_at"`
-	DeletedAt *time.Time `db:"deleted_at"`
-	postgres.Total
 }
 
 func projectList(ctx context.Context, db postgres.DBTX, f Filter) ([]Project, int, error) {
@@ -146,12 +88,7 @@ func projectList(ctx context.Context, db postgres.DBTX, f Filter) ([]Project, in
 		WHERE ($1 OR p.deleted_at IS NULL) AND ($2::uuid IS NULL OR p.org_id = $2) AND ($3 = '' OR p.name ILIKE $4)
 		ORDER BY p.created_at, p.id LIMIT $5 OFFSET $6`,
 		f.IncludeDeleted, f.OrgID, f.Search, likePattern(f.Search), f.Limit, f.offset())
-	out, total, err := postgres.CollectPage(rows, func(r projectRow) Project {
-		return Project{
-			ID: r.ID, Name: r.Name, OrganizationID: r.OrgID, OrganizationName: r.OrgName,
-			CreatedAt: r.CreatedAt.UTC(), DeletedAt: utc(r.DeletedAt),
-		}
-	})
+	out, total, err := postgres.CollectPageOf[Project](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list projects: %w", err)
 	}

@@ -19,36 +19,36 @@ type Membership struct {
 
 // User is a user as superadmins see it.
 type User struct {
-	ID                     uuid.UUID    `json:"id"`
-	IdentityProviderUserID string       `json:"identityProviderUserId,omitempty"`
-	FirstName              string       `json:"firstName,omitempty"`
-	LastName               string       `json:"lastName,omitempty"`
-	DisplayName            string       `json:"displayName,omitempty"`
-	PrimaryEmail           string       `json:"primaryEmail,omitempty"`
-	LastActivityAt         *time.Time   `json:"lastActivityAt,omitempty"`
-	CreatedAt              time.Time    `json:"createdAt"`
-	Organizations          []Membership `json:"organizations"`
+	ID                     uuid.UUID    `json:"id" db:"id"`
+	IdentityProviderUserID string       `json:"identityProviderUserId,omitempty" db:"oidc_subject"`
+	FirstName              string       `json:"firstName,omitempty" db:"first_name"`
+	LastName               string       `json:"lastName,omitempty" db:"last_name"`
+	DisplayName            string       `json:"displayName,omitempty" db:"display_name"`
+	PrimaryEmail           string       `json:"primaryEmail,omitempty" db:"primary_email"`
+	LastActivityAt         *time.Time   `json:"lastActivityAt,omitempty" db:"last_activity_at"`
+	CreatedAt              time.Time    `json:"createdAt" db:"created_at"`
+	Organizations          []Membership `json:"organizations" db:"-"`
 }
 
 // Organization is an organization with its counts.
 type Organization struct {
-	ID           uuid.UUID  `json:"id"`
-	Name         string     `json:"name"`
-	MemberCount  int        `json:"memberCount"`
-	ProjectCount int        `json:"projectCount"`
-	CreatedAt    time.Time  `json:"createdAt"`
-	DeletedAt    *time.Time `json:"deletedAt,omitempty"`
+	ID           uuid.UUID  `json:"id" db:"id"`
+	Name         string     `json:"name" db:"name"`
+	MemberCount  int        `json:"memberCount" db:"member_count"`
+	ProjectCount int        `json:"projectCount" db:"project_count"`
+	CreatedAt    time.Time  `json:"createdAt" db:"created_at"`
+	DeletedAt    *time.Time `json:"deletedAt,omitempty" db:"deleted_at"`
 }
 
 // Project is a project with its organization and document count.
 type Project struct {
-	ID               uuid.UUID  `json:"id"`
-	Name             string     `json:"name"`
-	OrganizationID   uuid.UUID  `json:"organizationId"`
-	OrganizationName string     `json:"organizationName"`
-	DocumentCount    int        `json:"documentCount"`
-	CreatedAt        time.Time  `json:"createdAt"`
-	DeletedAt        *time.Time `json:"deletedAt,omitempty"`
+	ID               uuid.UUID  `json:"id" db:"id"`
+	Name             string     `json:"name" db:"name"`
+	OrganizationID   uuid.UUID  `json:"organizationId" db:"org_id"`
+	OrganizationName string     `json:"organizationName" db:"org_name"`
+	DocumentCount    int        `json:"documentCount" db:"-"`
+	CreatedAt        time.Time  `json:"createdAt" db:"created_at"`
+	DeletedAt        *time.Time `json:"deletedAt,omitempty" db:"deleted_at"`
 }
 
 // Meta is the pagination block of superadmin lists.

@@ -2,8 +2,6 @@ package task
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,42 +11,10 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-type taskRow struct {
-	ID              uuid.UUID  `db:"id"`
-	ProjectID       uuid.UUID  `db:"project_id"`
-	Title           string     `db:"title"`
-	Description     *string    `db:"description"`
-	Type            string     `db:"type"`
-	Status          string     `db:"status"`
-	ResolvedAt      *time.Time `db:"resolved_at"`
-	ResolvedBy      *uuid.UUID `db:"resolved_by"`
-	ResolutionNotes *string    `db:"resolution_notes"`
-	SourceType      *string    `db:"source_type"`
-	SourceID        *string    `db:"source_id"`
-	Metadata        []byte     `db:"metadata"`
-	CreatedAt       time.Time  `db:"created_at"`
-	UpdatedAt       time.Time  `db:"updated_at"`
-	postgres.Total
-}
-
-func (r taskRow) toTask() Task {
-	t := Task{
-		ID: r.ID, ProjectID: r.ProjectID, Title: r.Title, Description: postgres.Value(r.Description), Type: r.Type, Status: r.Status,
-		ResolvedBy: r.ResolvedBy, ResolutionNotes: postgres.Value(r.ResolutionNotes), SourceType: postgres.Value(r.SourceType), SourceID: postgres.Value(r.SourceID),
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}
-	if r.ResolvedAt != nil {
-		at := r.ResolvedAt.UTC()
-		t.ResolvedAt = &at
-	}
-	if len(r.Metadata) > 0 {
-		t.Metadata = json.RawMessage(r.Metadata)
-	}
-	return t
-}
-
-const taskColumns = `id, project_id, title, description, type, status, resolved_at, resolved_by, resolution_notes,
-	source_type, source_id, metadata, created_at, updated_at`
+// taskColumns are Task's (a NULL text is empty).
+const taskColumns = `id, project_id, title, COALESCE(description, '') AS description, type, status, resolved_at, resolved_by,
+	COALESCE(resolution_notes, '') AS resolution_notes, COALESCE(source_type, '') AS source_type,
+	COALESCE(source_id, '') AS source_id, metadata, created_at, updated_at`
 
 // taskInsert inserts a pending task and returns it as stored.
 func taskInsert(ctx context.Context, db postgres.DBTX, t Task) (Task, error) {
@@ -57,26 +23,22 @@ func taskInsert(ctx context.Context, db postgres.DBTX, t Task) (Task, error) {
 		meta = t.Metadata
 	}
 	rows, _ := db.Query(ctx, `INSERT INTO tasks (id, project_id, title, description, type, status, source_type, source_id, metadata, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9) RETURNING `+taskColumns+`, 0 AS total`,
+		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9) RETURNING `+taskColumns,
 		t.ID, t.ProjectID, t.Title, postgres.NullIfEmpty(t.Description), t.Type, postgres.NullIfEmpty(t.SourceType), postgres.NullIfEmpty(t.SourceID), meta, t.CreatedAt)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Task])
 	if err != nil {
 		return Task{}, fmt.Errorf("insert task: %w", err)
 	}
-	return r.toTask(), nil
+	return r, nil
 }
 
 // taskGet returns a task of project.
 func taskGet(ctx context.Context, db postgres.DBTX, project uuid.UUID, id uuid.UUID) (Task, error) {
-	rows, _ := db.Query(ctx, `SELECT `+taskColumns+`, 0 AS total FROM tasks WHERE project_id = $1 AND id = $2`, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Task{}, ErrNotFound
-	}
+	r, err := postgres.One[Task](ctx, db, ErrNotFound, `SELECT `+taskColumns+` FROM tasks WHERE project_id = $1 AND id = $2`, project, id)
 	if err != nil {
 		return Task{}, fmt.Errorf("get task: %w", err)
 	}
-	return r.toTask(), nil
+	return r, nil
 }
 
 // taskList pages the tasks of projects matching f, newest first.
@@ -84,7 +46,7 @@ func taskList(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, f Fil
 	rows, _ := db.Query(ctx, `SELECT `+taskColumns+`, count(*) OVER () AS total FROM tasks
 		WHERE project_id = ANY($1) AND ($2 = '' OR status = $2) AND ($3 = '' OR type = $3)
 		ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, projects, f.Status, f.Type, f.Limit, f.Offset)
-	out, total, err := postgres.CollectPage(rows, taskRow.toTask)
+	out, total, err := postgres.CollectPageOf[Task](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list tasks: %w", err)
 	}
@@ -115,17 +77,13 @@ func taskFinish(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, st
 	if status != StatusCancelled {
 		resolvedAt = &now
 	}
-	rows, _ := db.Query(ctx, `UPDATE tasks SET status = $3, resolved_at = $4, resolved_by = $5, resolution_notes = $6, updated_at = $7
+	t, err := postgres.One[Task](ctx, db, nil, `UPDATE tasks SET status = $3, resolved_at = $4, resolved_by = $5, resolution_notes = $6, updated_at = $7
 		WHERE project_id = $1 AND id = $2 AND status = 'pending'
-		RETURNING `+taskColumns+`, 0 AS total`, project, id, status, resolvedAt, by, postgres.NullIfEmpty(notes), now)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[taskRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Task{}, false, nil
-	}
+		RETURNING `+taskColumns, project, id, status, resolvedAt, by, postgres.NullIfEmpty(notes), now)
 	if err != nil {
 		return Task{}, false, fmt.Errorf("update task: %w", err)
 	}
-	return r.toTask(), true, nil
+	return t, t.ID != uuid.Nil, nil
 }
 
 func taskProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {

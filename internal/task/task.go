@@ -36,20 +36,20 @@ const (
 
 // Task is a human-review item.
 type Task struct {
-	ID              uuid.UUID       `json:"id"`
-	ProjectID       uuid.UUID       `json:"projectId"`
-	Title           string          `json:"title"`
-	Description     string          `json:"description,omitempty"`
-	Type            string          `json:"type" doc:"Category, for example suggestion or review."`
-	Status          string          `json:"status" enum:"pending,accepted,rejected,cancelled"`
-	ResolvedAt      *time.Time      `json:"resolvedAt,omitempty"`
-	ResolvedBy      *uuid.UUID      `json:"resolvedBy,omitempty" doc:"Id of the resolving user."`
-	ResolutionNotes string          `json:"resolutionNotes,omitempty"`
-	SourceType      string          `json:"sourceType,omitempty" doc:"Kind of resource that generated the task."`
-	SourceID        string          `json:"sourceId,omitempty"`
-	Metadata        json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt       time.Time       `json:"createdAt"`
-	UpdatedAt       time.Time       `json:"updatedAt"`
+	ID              uuid.UUID       `json:"id" db:"id"`
+	ProjectID       uuid.UUID       `json:"projectId" db:"project_id"`
+	Title           string          `json:"title" db:"title"`
+	Description     string          `json:"description,omitempty" db:"description"`
+	Type            string          `json:"type" db:"type" doc:"Category, for example suggestion or review."`
+	Status          string          `json:"status" db:"status" enum:"pending,accepted,rejected,cancelled"`
+	ResolvedAt      *time.Time      `json:"resolvedAt,omitempty" db:"resolved_at"`
+	ResolvedBy      *uuid.UUID      `json:"resolvedBy,omitempty" db:"resolved_by" doc:"Id of the resolving user."`
+	ResolutionNotes string          `json:"resolutionNotes,omitempty" db:"resolution_notes"`
+	SourceType      string          `json:"sourceType,omitempty" db:"source_type" doc:"Kind of resource that generated the task."`
+	SourceID        string          `json:"sourceId,omitempty" db:"source_id"`
+	Metadata        json.RawMessage `json:"metadata,omitempty" db:"metadata"`
+	CreatedAt       time.Time       `json:"createdAt" db:"created_at"`
+	UpdatedAt       time.Time       `json:"updatedAt" db:"updated_at"`
 }
 
 // Counts are the numbers of tasks in each status.

@@ -252,7 +252,7 @@ func (s *Service) packFrom(in PackInput) (Pack, error) {
 	case p.Source != SourceDiscovery && p.Source != SourceManual:
 		return Pack{}, ErrBadSource
 	}
-	p.fillEmptyLists()
+	p.fillLists()
 	if _, err := compilePack(p.ObjectTypes, p.RelationshipTypes); err != nil {
 		return Pack{}, err
 	}

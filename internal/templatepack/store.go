@@ -3,7 +3,6 @@ package templatepack
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -40,7 +39,7 @@ func (r packRow) toPack() (Pack, error) {
 	if err := json.Unmarshal(r.RelationshipTypes, &p.RelationshipTypes); err != nil {
 		return Pack{}, fmt.Errorf("decode relationship types of pack %s: %w", r.ID, err)
 	}
-	p.fillEmptyLists()
+	p.fillLists()
 	return p, nil
 }
 
@@ -66,13 +65,6 @@ type listRow struct {
 
 const packColumns = `p.id, p.project_id, p.name, p.version, p.description, p.source, p.object_types, p.relationship_types, p.created_at, p.updated_at`
 
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func collectPacks[R any](rows pgx.Rows, conv func(R) (Pack, error)) ([]Pack, error) {
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[R])
 	if err != nil {
@@ -89,11 +81,7 @@ func collectPacks[R any](rows pgx.Rows, conv func(R) (Pack, error)) ([]Pack, err
 
 // packGet returns a pack by id.
 func packGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Pack, error) {
-	rows, _ := db.Query(ctx, `SELECT `+packColumns+` FROM template_packs p WHERE p.id = $1`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[packRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Pack{}, ErrNotFound
-	}
+	r, err := postgres.One[packRow](ctx, db, ErrNotFound, `SELECT `+packColumns+` FROM template_packs p WHERE p.id = $1`, id)
 	if err != nil {
 		return Pack{}, fmt.Errorf("get template pack: %w", err)
 	}
@@ -102,11 +90,7 @@ func packGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Pack, error) 
 
 // packGetBuiltinForUpdate returns the built-in pack called name, locked.
 func packGetBuiltinForUpdate(ctx context.Context, db postgres.DBTX, name string) (Pack, error) {
-	rows, _ := db.Query(ctx, `SELECT `+packColumns+` FROM template_packs p WHERE p.project_id IS NULL AND lower(p.name) = lower($1) FOR UPDATE`, name)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[packRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Pack{}, ErrNotFound
-	}
+	r, err := postgres.One[packRow](ctx, db, ErrNotFound, `SELECT `+packColumns+` FROM template_packs p WHERE p.project_id IS NULL AND lower(p.name) = lower($1) FOR UPDATE`, name)
 	if err != nil {
 		return Pack{}, fmt.Errorf("get built-in template pack: %w", err)
 	}
@@ -162,7 +146,7 @@ func packInsert(ctx context.Context, db postgres.DBTX, p Pack) error {
 	}
 	_, err = db.Exec(ctx, `INSERT INTO template_packs (id, project_id, name, version, description, source, object_types, relationship_types, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
-		p.ID, p.ProjectID, p.Name, p.Version, nullable(p.Description), p.Source, ot, rt, p.CreatedAt)
+		p.ID, p.ProjectID, p.Name, p.Version, postgres.NullIfEmpty(p.Description), p.Source, ot, rt, p.CreatedAt)
 	if postgres.IsUniqueViolation(err, "template_packs_project_name") {
 		return ErrNameTaken
 	}
@@ -187,7 +171,7 @@ func packUpdate(ctx context.Context, db postgres.DBTX, p Pack) (bool, error) {
 		object_types = $6, relationship_types = $7, updated_at = $8
 		WHERE id = $1 AND (name <> $2 OR description IS DISTINCT FROM $4 OR source <> $5
 		                   OR object_types <> $6::jsonb OR relationship_types <> $7::jsonb)`,
-		p.ID, p.Name, p.Version, nullable(p.Description), p.Source, ot, rt, p.UpdatedAt)
+		p.ID, p.Name, p.Version, postgres.NullIfEmpty(p.Description), p.Source, ot, rt, p.UpdatedAt)
 	if postgres.IsUniqueViolation(err, "template_packs_project_name") {
 		return false, ErrNameTaken
 	}
@@ -219,13 +203,9 @@ func installedList(ctx context.Context, db postgres.DBTX, project uuid.UUID, lim
 
 // installedGet returns pack id as installed in project.
 func installedGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (InstalledPack, error) {
-	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, i.installed_at, i.installed_by, 0 AS total
+	r, err := postgres.One[installedRow](ctx, db, ErrNotInstalled, `SELECT `+packColumns+`, i.installed_at, i.installed_by, 0 AS total
 		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
 		WHERE i.project_id = $1 AND i.pack_id = $2`, project, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[installedRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return InstalledPack{}, ErrNotInstalled
-	}
 	if err != nil {
 		return InstalledPack{}, fmt.Errorf("get installed template pack: %w", err)
 	}
@@ -267,11 +247,7 @@ func uninstall(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (bo
 
 // projectOrgOf returns the organization of a live project.
 func projectOrgOf(ctx context.Context, db postgres.DBTX, project uuid.UUID) (uuid.UUID, error) {
-	var org uuid.UUID
-	err := db.QueryRow(ctx, `SELECT org_id FROM projects WHERE id = $1 AND deleted_at IS NULL`, project).Scan(&org)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, ErrProjectRequired
-	}
+	org, err := postgres.One[uuid.UUID](ctx, db, ErrProjectRequired, `SELECT org_id FROM projects WHERE id = $1 AND deleted_at IS NULL`, project)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("get project: %w", err)
 	}
@@ -282,4 +258,19 @@ func packOrg(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, er
 	org, err := postgres.One[*uuid.UUID](ctx, db, ErrNotFound,
 		`SELECT o.org_id FROM template_packs p LEFT JOIN projects o ON o.id = p.project_id WHERE p.id = $1`, id)
 	return postgres.Value(org), err
+}
+
+// fillLists makes p's nil lists empty, so that they are [] in JSON.
+func (p *Pack) fillLists() {
+	if p.ObjectTypes == nil {
+		p.ObjectTypes = []ObjectType{}
+	}
+	if p.RelationshipTypes == nil {
+		p.RelationshipTypes = []RelationshipType{}
+	}
+	for i := range p.ObjectTypes {
+		if p.ObjectTypes[i].Examples == nil {
+			p.ObjectTypes[i].Examples = []map[string]any{}
+		}
+	}
 }

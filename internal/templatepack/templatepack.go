@@ -75,22 +75,6 @@ type Pack struct {
 	UpdatedAt         time.Time          `json:"updatedAt"`
 }
 
-// fillEmptyLists makes the type lists and each object type's examples
-// non-nil, so that they encode as [] rather than null.
-func (p *Pack) fillEmptyLists() {
-	if p.ObjectTypes == nil {
-		p.ObjectTypes = []ObjectType{}
-	}
-	if p.RelationshipTypes == nil {
-		p.RelationshipTypes = []RelationshipType{}
-	}
-	for i := range p.ObjectTypes {
-		if p.ObjectTypes[i].Examples == nil {
-			p.ObjectTypes[i].Examples = []map[string]any{}
-		}
-	}
-}
-
 // InstalledPack is a pack installed in a project.
 type InstalledPack struct {
 	Pack

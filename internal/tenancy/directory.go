@@ -9,7 +9,6 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -33,35 +32,32 @@ var errUnknownCredential = errs.New(errs.Unauthenticated, "unknown credential")
 
 // PrincipalByTokenHash implements auth.Directory.
 func (d *Directory) PrincipalByTokenHash(ctx context.Context, hash [32]byte) (*auth.Principal, error) {
-	var (
-		id, user   uuid.UUID
-		project    *uuid.UUID
-		scopes     []string
-		expires    *time.Time
-		superadmin bool
-	)
-	err := d.pool.QueryRow(ctx, `
-		SELECT t.id, t.user_id, t.project_id, t.scopes, t.expires_at,
-		       EXISTS (SELECT 1 FROM superadmins s WHERE s.user_id = t.user_id)
-		FROM api_tokens t JOIN users u ON u.id = t.user_id
-		WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL`, hash[:]).
-		Scan(&id, &user, &project, &scopes, &expires, &superadmin)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errUnknownCredential
+	type tokenRow struct {
+		ID         uuid.UUID  `db:"id"`
+		UserID     uuid.UUID  `db:"user_id"`
+		ProjectID  *uuid.UUID `db:"project_id"`
+		Scopes     []string   `db:"scopes"`
+		ExpiresAt  *time.Time `db:"expires_at"`
+		Superadmin bool       `db:"superadmin"`
 	}
+	t, err := postgres.One[tokenRow](ctx, d.pool, errUnknownCredential, `
+		SELECT t.id, t.user_id, t.project_id, t.scopes, t.expires_at,
+		       EXISTS (SELECT 1 FROM superadmins s WHERE s.user_id = t.user_id) AS superadmin
+		FROM api_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL`, hash[:])
 	if err != nil {
 		return nil, fmt.Errorf("look up token: %w", err)
 	}
-	set, err := auth.ParseScopes(scopes)
+	set, err := auth.ParseScopes(t.Scopes)
 	if err != nil {
-		return nil, fmt.Errorf("token %s: %w", id, err)
+		return nil, fmt.Errorf("token %s: %w", t.ID, err)
 	}
-	p := &auth.Principal{UserID: user, Kind: auth.KindAPIToken, TokenID: id, Scopes: set, Superadmin: superadmin}
-	if project != nil {
-		p.BoundProject = *project
+	p := &auth.Principal{UserID: t.UserID, Kind: auth.KindAPIToken, TokenID: t.ID, Scopes: set, Superadmin: t.Superadmin}
+	if t.ProjectID != nil {
+		p.BoundProject = *t.ProjectID
 	}
-	if expires != nil {
-		p.ExpiresAt = *expires
+	if t.ExpiresAt != nil {
+		p.ExpiresAt = *t.ExpiresAt
 	}
 	return p, d.loadMemberships(ctx, p)
 }

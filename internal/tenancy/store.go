@@ -2,7 +2,6 @@ package tenancy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,68 +12,12 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-type orgRow struct {
-	ID        uuid.UUID `db:"id"`
-	Name      string    `db:"name"`
-	Role      *string   `db:"role"`
-	CreatedAt time.Time `db:"created_at"`
-	UpdatedAt time.Time `db:"updated_at"`
-	postgres.Total
-}
+// memberColumns are Member's, of project_members m joined with users u.
+const memberColumns = `m.user_id, m.role, COALESCE(u.display_name, '') AS display_name,
+	COALESCE(u.primary_email, '') AS primary_email, m.created_at`
 
-func (r orgRow) toOrg() Org {
-	o := Org{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
-	if r.Role != nil {
-		o.Role = *r.Role
-	}
-	return o
-}
-
-type projectRow struct {
-	ID        uuid.UUID `db:"id"`
-	OrgID     uuid.UUID `db:"org_id"`
-	Name      string    `db:"name"`
-	CreatedAt time.Time `db:"created_at"`
-	UpdatedAt time.Time `db:"updated_at"`
-	postgres.Total
-}
-
-func (r projectRow) toProject() Project {
-	return Project{ID: r.ID, OrgID: r.OrgID, Name: r.Name, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
-}
-
-type tokenRow struct {
-	ID        uuid.UUID  `db:"id"`
-	Name      string     `db:"name"`
-	Prefix    string     `db:"prefix"`
-	Scopes    []string   `db:"scopes"`
-	ProjectID *uuid.UUID `db:"project_id"`
-	ExpiresAt *time.Time `db:"expires_at"`
-	CreatedAt time.Time  `db:"created_at"`
-	postgres.Total
-}
-
-func (r tokenRow) toToken() Token {
-	t := Token{ID: r.ID, Name: r.Name, Prefix: r.Prefix, Scopes: r.Scopes, ProjectID: r.ProjectID, CreatedAt: r.CreatedAt.UTC()}
-	if r.ExpiresAt != nil {
-		e := r.ExpiresAt.UTC()
-		t.ExpiresAt = &e
-	}
-	return t
-}
-
-type memberRow struct {
-	UserID       uuid.UUID `db:"user_id"`
-	Role         string    `db:"role"`
-	DisplayName  *string   `db:"display_name"`
-	PrimaryEmail *string   `db:"primary_email"`
-	CreatedAt    time.Time `db:"created_at"`
-	postgres.Total
-}
-
-func (r memberRow) toMember() Member {
-	return Member{UserID: r.UserID, Role: r.Role, DisplayName: postgres.Value(r.DisplayName), PrimaryEmail: postgres.Value(r.PrimaryEmail), CreatedAt: r.CreatedAt.UTC()}
-}
+// tokenColumns are Token's (the secret aside).
+const tokenColumns = `id, name, prefix, scopes, project_id, expires_at, created_at` //nolint:gosec // column names, not a credential
 
 // notifyInvalidate announces, on commit, that identity data changed, and
 // what the change concerns.
@@ -97,27 +40,23 @@ func orgInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, name string,
 }
 
 func orgGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Org, error) {
-	rows, _ := db.Query(ctx, `SELECT id, name, NULL::text AS role, created_at, updated_at, 0 AS total
+	o, err := postgres.One[Org](ctx, db, ErrOrgNotFound, `SELECT id, name, '' AS role, created_at, updated_at
 		FROM orgs WHERE id = $1 AND deleted_at IS NULL`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[orgRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Org{}, ErrOrgNotFound
-	}
 	if err != nil {
 		return Org{}, fmt.Errorf("get org: %w", err)
 	}
-	return r.toOrg(), nil
+	return o, nil
 }
 
 // orgListForUser lists the live organizations user belongs to (all of them
 // when all is set), with the user's role.
 func orgListForUser(ctx context.Context, db postgres.DBTX, user uuid.UUID, all bool, p Page) ([]Org, int, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT o.id, o.name, m.role, o.created_at, o.updated_at, count(*) OVER () AS total
+		SELECT o.id, o.name, COALESCE(m.role, '') AS role, o.created_at, o.updated_at, count(*) OVER () AS total
 		FROM orgs o LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $1
 		WHERE o.deleted_at IS NULL AND ($2 OR m.user_id IS NOT NULL)
 		ORDER BY o.created_at, o.id LIMIT $3 OFFSET $4`, user, all, p.Limit, p.Offset)
-	out, total, err := postgres.CollectPage(rows, orgRow.toOrg)
+	out, total, err := postgres.CollectPageOf[Org](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list orgs: %w", err)
 	}
@@ -148,17 +87,13 @@ func projectInsert(ctx context.Context, db postgres.DBTX, id, org uuid.UUID, nam
 }
 
 func projectGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Project, error) {
-	rows, _ := db.Query(ctx, `SELECT p.id, p.org_id, p.name, p.created_at, p.updated_at, 0 AS total
+	pr, err := postgres.One[Project](ctx, db, ErrProjectNotFound, `SELECT p.id, p.org_id, p.name, p.created_at, p.updated_at
 		FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
 		WHERE p.id = $1 AND p.deleted_at IS NULL`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[projectRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Project{}, ErrProjectNotFound
-	}
 	if err != nil {
 		return Project{}, fmt.Errorf("get project: %w", err)
 	}
-	return r.toProject(), nil
+	return pr, nil
 }
 
 // projectFilter selects the projects a caller sees.
@@ -179,7 +114,7 @@ func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page)
 		  AND ($3::uuid IS NULL OR p.id = $3)
 		  AND ($4::uuid IS NULL OR p.org_id = $4)
 		ORDER BY p.created_at, p.id LIMIT $5 OFFSET $6`, f.User, f.All, f.Only, f.OrgID, p.Limit, p.Offset)
-	out, total, err := postgres.CollectPage(rows, projectRow.toProject)
+	out, total, err := postgres.CollectPageOf[Project](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list projects: %w", err)
 	}
@@ -256,10 +191,10 @@ func projectMemberUpsert(ctx context.Context, db postgres.DBTX, project, user uu
 
 func projectMemberList(ctx context.Context, db postgres.DBTX, project uuid.UUID, p Page) ([]Member, int, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT m.user_id, m.role, u.display_name, u.primary_email, m.created_at, count(*) OVER () AS total
+		SELECT `+memberColumns+`, count(*) OVER () AS total
 		FROM project_members m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL
 		WHERE m.project_id = $1 ORDER BY m.created_at, m.user_id LIMIT $2 OFFSET $3`, project, p.Limit, p.Offset)
-	out, total, err := postgres.CollectPage(rows, memberRow.toMember)
+	out, total, err := postgres.CollectPageOf[Member](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list members: %w", err)
 	}
@@ -267,18 +202,13 @@ func projectMemberList(ctx context.Context, db postgres.DBTX, project uuid.UUID,
 }
 
 func projectMemberGet(ctx context.Context, db postgres.DBTX, project, user uuid.UUID) (Member, error) {
-	rows, _ := db.Query(ctx, `
-		SELECT m.user_id, m.role, u.display_name, u.primary_email, m.created_at, 0 AS total
-		FROM project_members m JOIN users u ON u.id = m.user_id
+	m, err := postgres.One[Member](ctx, db, ErrMemberNotFound, `
+		SELECT `+memberColumns+` FROM project_members m JOIN users u ON u.id = m.user_id
 		WHERE m.project_id = $1 AND m.user_id = $2`, project, user)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[memberRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Member{}, ErrMemberNotFound
-	}
 	if err != nil {
 		return Member{}, fmt.Errorf("get member: %w", err)
 	}
-	return r.toMember(), nil
+	return m, nil
 }
 
 func projectMemberDelete(ctx context.Context, db postgres.DBTX, project, user uuid.UUID) (bool, error) {
@@ -374,16 +304,11 @@ func tokenExists(ctx context.Context, db postgres.DBTX, secret string) (bool, er
 }
 
 func tokenGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Token, error) {
-	rows, _ := db.Query(ctx, `SELECT id, name, prefix, scopes, project_id, expires_at, created_at, 0 AS total
-		FROM api_tokens WHERE id = $1`, id)
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[tokenRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Token{}, ErrTokenNotFound
-	}
+	t, err := postgres.One[Token](ctx, db, ErrTokenNotFound, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = $1`, id)
 	if err != nil {
 		return Token{}, fmt.Errorf("get token: %w", err)
 	}
-	return r.toToken(), nil
+	return t, nil
 }
 
 // tokenFilter selects live (unrevoked) tokens: of a user, of a project, or
@@ -395,11 +320,11 @@ type tokenFilter struct {
 
 func tokenList(ctx context.Context, db postgres.DBTX, f tokenFilter, p Page) ([]Token, int, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT id, name, prefix, scopes, project_id, expires_at, created_at, count(*) OVER () AS total
+		SELECT `+tokenColumns+`, count(*) OVER () AS total
 		FROM api_tokens WHERE revoked_at IS NULL
 		  AND ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR project_id = $2)
 		ORDER BY created_at, id LIMIT $3 OFFSET $4`, f.UserID, f.ProjectID, p.Limit, p.Offset)
-	out, total, err := postgres.CollectPage(rows, tokenRow.toToken)
+	out, total, err := postgres.CollectPageOf[Token](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list tokens: %w", err)
 	}
@@ -409,17 +334,13 @@ func tokenList(ctx context.Context, db postgres.DBTX, f tokenFilter, p Page) ([]
 // tokenRevoke revokes token id if it matches the filter, and returns its
 // user.
 func tokenRevoke(ctx context.Context, db postgres.DBTX, id uuid.UUID, f tokenFilter, now time.Time) (uuid.UUID, bool, error) {
-	var user uuid.UUID
-	err := db.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
+	user, err := postgres.One[uuid.UUID](ctx, db, nil, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
 		AND ($3::uuid IS NULL OR user_id = $3) AND ($4::uuid IS NULL OR project_id = $4)
-		RETURNING user_id`, id, now, f.UserID, f.ProjectID).Scan(&user)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, false, nil
-	}
+		RETURNING user_id`, id, now, f.UserID, f.ProjectID)
 	if err != nil {
 		return uuid.Nil, false, fmt.Errorf("revoke token: %w", err)
 	}
-	return user, true, nil
+	return user, user != uuid.Nil, nil
 }
 
 func usersExist(ctx context.Context, db postgres.DBTX) (bool, error) {
@@ -439,12 +360,7 @@ func tokenUser(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, 
 const extractionSettingsColumns = `review_threshold::float8, reextraction_interval_hours`
 
 func projectExtractionSettings(ctx context.Context, db postgres.DBTX, project uuid.UUID) (ExtractionSettings, error) {
-	var st ExtractionSettings
-	err := db.QueryRow(ctx, `SELECT `+extractionSettingsColumns+` FROM projects WHERE id = $1`, project).
-		Scan(&st.ReviewThreshold, &st.ReextractionIntervalHours)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ExtractionSettings{}, ErrProjectNotFound
-	}
+	st, err := postgres.One[ExtractionSettings](ctx, db, ErrProjectNotFound, `SELECT `+extractionSettingsColumns+` FROM projects WHERE id = $1`, project)
 	if err != nil {
 		return ExtractionSettings{}, fmt.Errorf("load extraction settings: %w", err)
 	}
@@ -453,13 +369,9 @@ func projectExtractionSettings(ctx context.Context, db postgres.DBTX, project uu
 
 // projectSetExtractionSettings changes the settings that are not nil.
 func projectSetExtractionSettings(ctx context.Context, db postgres.DBTX, project uuid.UUID, threshold *float64, interval *int) (ExtractionSettings, error) {
-	var st ExtractionSettings
-	err := db.QueryRow(ctx, `UPDATE projects SET review_threshold = coalesce($2::real, review_threshold),
+	st, err := postgres.One[ExtractionSettings](ctx, db, ErrProjectNotFound, `UPDATE projects SET review_threshold = coalesce($2::real, review_threshold),
 		reextraction_interval_hours = coalesce($3::int, reextraction_interval_hours) WHERE id = $1
-		RETURNING `+extractionSettingsColumns, project, threshold, interval).Scan(&st.ReviewThreshold, &st.ReextractionIntervalHours)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ExtractionSettings{}, ErrProjectNotFound
-	}
+		RETURNING `+extractionSettingsColumns, project, threshold, interval)
 	if err != nil {
 		return ExtractionSettings{}, fmt.Errorf("save extraction settings: %w", err)
 	}

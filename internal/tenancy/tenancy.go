@@ -13,44 +13,44 @@ import (
 
 // Org is an organization.
 type Org struct {
-	ID        uuid.UUID `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role,omitempty" doc:"The caller's role in the organization."`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	ID        uuid.UUID `json:"id" db:"id"`
+	Name      string    `json:"name" db:"name"`
+	Role      string    `json:"role,omitempty" db:"role" doc:"The caller's role in the organization."`
+	CreatedAt time.Time `json:"createdAt" db:"created_at"`
+	UpdatedAt time.Time `json:"updatedAt" db:"updated_at"`
 }
 
 // Project is a project of an organization: the unit every document, job and
 // graph object belongs to.
 type Project struct {
-	ID        uuid.UUID `json:"id"`
-	OrgID     uuid.UUID `json:"orgId"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role,omitempty" doc:"The caller's effective role in the project."`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	ID        uuid.UUID `json:"id" db:"id"`
+	OrgID     uuid.UUID `json:"orgId" db:"org_id"`
+	Name      string    `json:"name" db:"name"`
+	Role      string    `json:"role,omitempty" db:"-" doc:"The caller's effective role in the project."`
+	CreatedAt time.Time `json:"createdAt" db:"created_at"`
+	UpdatedAt time.Time `json:"updatedAt" db:"updated_at"`
 }
 
 // Member is a user's membership of a project.
 type Member struct {
-	UserID       uuid.UUID `json:"userId"`
-	Role         string    `json:"role"`
-	DisplayName  string    `json:"displayName,omitempty"`
-	PrimaryEmail string    `json:"primaryEmail,omitempty"`
-	CreatedAt    time.Time `json:"createdAt"`
+	UserID       uuid.UUID `json:"userId" db:"user_id"`
+	Role         string    `json:"role" db:"role"`
+	DisplayName  string    `json:"displayName,omitempty" db:"display_name"`
+	PrimaryEmail string    `json:"primaryEmail,omitempty" db:"primary_email"`
+	CreatedAt    time.Time `json:"createdAt" db:"created_at"`
 }
 
 // Token is an API token's metadata; Token (the secret) is set only in the
 // response that creates it.
 type Token struct {
-	ID        uuid.UUID  `json:"id"`
-	Name      string     `json:"name"`
-	Prefix    string     `json:"prefix" doc:"The first characters of the token, to recognise it."`
-	Scopes    []string   `json:"scopes"`
-	ProjectID *uuid.UUID `json:"projectId,omitempty"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-	CreatedAt time.Time  `json:"createdAt"`
-	Token     string     `json:"token,omitempty" doc:"The token itself; shown once, at creation."`
+	ID        uuid.UUID  `json:"id" db:"id"`
+	Name      string     `json:"name" db:"name"`
+	Prefix    string     `json:"prefix" db:"prefix" doc:"The first characters of the token, to recognise it."`
+	Scopes    []string   `json:"scopes" db:"scopes"`
+	ProjectID *uuid.UUID `json:"projectId,omitempty" db:"project_id"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty" db:"expires_at"`
+	CreatedAt time.Time  `json:"createdAt" db:"created_at"`
+	Token     string     `json:"token,omitempty" db:"-" doc:"The token itself; shown once, at creation."`
 }
 
 // User is a local or OIDC user.
@@ -100,8 +100,8 @@ const (
 // ExtractionSettings are the extraction settings kept on a project; the
 // extraction package gives them their meaning and bounds.
 type ExtractionSettings struct {
-	ReviewThreshold           float64
-	ReextractionIntervalHours int
+	ReviewThreshold           float64 `db:"review_threshold"`
+	ReextractionIntervalHours int     `db:"reextraction_interval_hours"`
 }
 
 // ReextractionInterval is the age, in hours, at which the extraction of a
