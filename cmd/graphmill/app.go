@@ -106,6 +106,7 @@ type database struct {
 	pool    *pgxpool.Pool
 	cluster *postgres.Cluster
 	lock    *os.File
+	applied int // migrations withDatabase applied
 }
 
 // openDatabase connects to the configured database, starting the embedded

@@ -80,10 +80,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return withDatabase(ctx, load, func(db *database) error {
-				n, err := postgres.Migrate(ctx, db.pool, migrations.FS)
-				if err == nil {
-					fmt.Fprintf(stdout, "applied %d migration(s)\n", n)
-				}
+				_, err := fmt.Fprintf(stdout, "applied %d migration(s)\n", db.applied)
 				return err
 			})
 		},
@@ -153,7 +150,7 @@ func withDatabase(ctx context.Context, load func() (config.Config, *slog.Logger,
 		return err
 	}
 	defer db.close(ctx, logger)
-	if _, err := postgres.Migrate(ctx, db.pool, migrations.FS); err != nil {
+	if db.applied, err = postgres.Migrate(ctx, db.pool, migrations.FS); err != nil {
 		return err
 	}
 	return fn(db)
