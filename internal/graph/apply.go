@@ -231,48 +231,24 @@ func collectObjects(objs []ObjectInput) ([]*pendingObject, error) {
 }
 
 func objectFromInput(in ObjectInput) (*pendingObject, error) {
-	p := &pendingObject{
-		keyText: strings.TrimSpace(in.Key), name: strings.TrimSpace(in.Name), description: in.Description, status: in.Status,
-		chunks: unionIDs(nil, in.ChunkIDs),
+	o := Object{
+		Type: in.Type, Key: strings.TrimSpace(in.Key), Name: strings.TrimSpace(in.Name), Description: in.Description, Status: in.Status,
+		Confidence: in.Confidence, Labels: in.Labels, Properties: in.Properties,
 	}
-	if p.name == "" {
-		p.name = p.keyText
+	if o.Name == "" {
+		o.Name = o.Key
 	}
-	if p.keyText == "" {
-		p.keyText = p.name
+	if o.Key == "" {
+		o.Key = o.Name
 	}
-	if p.status == "" {
-		p.status = StatusAccepted
-	}
-	for _, c := range []struct {
-		field, v string
-		max      int
-	}{{"type", in.Type, TypeMax}, {"name", p.name, NameMax}, {"key", p.keyText, KeyMax}} {
-		if err := checkText(c.field, c.v, c.max, true); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkText("description", p.description, DescriptionMax, false); err != nil {
+	nkey, err := checkObject(&o)
+	if err != nil {
 		return nil, err
 	}
-	if !validStatus(p.status) {
-		return nil, ErrBadStatus
-	}
-	p.key = objKey{typ: in.Type, nkey: NormalizeKey(p.keyText)}
-	if p.key.nkey == "" {
-		return nil, errs.New(errs.Invalid, "key must contain a letter or a digit")
-	}
-	var err error
-	if p.confidence, err = roundConfidence(in.Confidence); err != nil {
-		return nil, err
-	}
-	if p.labels, err = cleanLabels(in.Labels); err != nil {
-		return nil, err
-	}
-	if p.props, err = normalizeProps("properties", in.Properties); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return &pendingObject{
+		key: objKey{typ: o.Type, nkey: nkey}, keyText: o.Key, name: o.Name, description: o.Description,
+		props: o.Properties, labels: o.Labels, status: o.Status, confidence: o.Confidence, chunks: unionIDs(nil, in.ChunkIDs),
+	}, nil
 }
 
 // checkRelationships checks the relationship inputs and returns them with
