@@ -359,8 +359,8 @@ func coordinate(text string, ms []*mention) {
 }
 
 // keepNamed drops the Concepts that are probably not names: a Concept is
-// kept when it is one word written like a product name ("PostgreSQL",
-// "iOS"), or one word written capitalised mid-sentence at least twice
+// kept when it is one word written like a product name ("PostgreSQL"),
+// or one word written capitalised mid-sentence at least twice
 // and never in lower case.
 func keepNamed(es []*entity, lowerWords map[string]bool) []*entity {
 	out := es[:0]
