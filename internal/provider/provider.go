@@ -62,13 +62,13 @@ func checkCredentialProvider(p string) error {
 // Credential is the metadata of an organization's credentials; the key or
 // service-account content is never part of it.
 type Credential struct {
-	ID         uuid.UUID `json:"id" db:"id"`
-	OrgID      uuid.UUID `json:"orgId" db:"org_id"`
-	Provider   string    `json:"provider" db:"provider"`
-	GCPProject string    `json:"gcpProject,omitempty" db:"gcp_project"`
-	Location   string    `json:"location,omitempty" db:"location"`
-	CreatedAt  time.Time `json:"createdAt" db:"created_at"`
-	UpdatedAt  time.Time `json:"updatedAt" db:"updated_at"`
+	ID         uuid.UUID `json:"id"`
+	OrgID      uuid.UUID `json:"orgId"`
+	Provider   string    `json:"provider"`
+	GCPProject string    `json:"gcpProject,omitempty"`
+	Location   string    `json:"location,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // Model is a catalog entry (the spec's Supported model, plus the figures
@@ -110,16 +110,16 @@ type OrgModels struct {
 // Policy is a project's provider policy; project credentials are never
 // part of it.
 type Policy struct {
-	ID              uuid.UUID `json:"id" db:"id"`
-	ProjectID       uuid.UUID `json:"projectId" db:"project_id"`
-	Provider        string    `json:"provider" db:"provider"`
-	Policy          string    `json:"policy" db:"policy"`
-	GCPProject      string    `json:"gcpProject,omitempty" db:"gcp_project"`
-	Location        string    `json:"location,omitempty" db:"location"`
-	EmbeddingModel  string    `json:"embeddingModel,omitempty" db:"embedding_model"`
-	GenerativeModel string    `json:"generativeModel,omitempty" db:"generative_model"`
-	CreatedAt       time.Time `json:"createdAt" db:"created_at"`
-	UpdatedAt       time.Time `json:"updatedAt" db:"updated_at"`
+	ID              uuid.UUID `json:"id"`
+	ProjectID       uuid.UUID `json:"projectId"`
+	Provider        string    `json:"provider"`
+	Policy          string    `json:"policy"`
+	GCPProject      string    `json:"gcpProject,omitempty"`
+	Location        string    `json:"location,omitempty"`
+	EmbeddingModel  string    `json:"embeddingModel,omitempty"`
+	GenerativeModel string    `json:"generativeModel,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
 }
 
 // UsageRow sums the ledger for one provider and model.

@@ -112,7 +112,8 @@ func modelsUpsert(ctx context.Context, db postgres.DBTX, provider string, list [
 	return len(list), nil
 }
 
-// credentialRow is a credential with its sealed secret.
+// credentialRow is a credential with its sealed secret (pgx matches the
+// columns to Credential's fields by name).
 type credentialRow struct {
 	Credential
 	Secret string `db:"secret"`
@@ -198,7 +199,7 @@ func orgModelsGet(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider
 }
 
 // policyRow is a policy with the project's sealed credentials (nil when
-// it has none).
+// it has none; pgx matches the columns to Policy's fields by name).
 type policyRow struct {
 	Policy
 	Secret *string `db:"secret"`
