@@ -270,7 +270,7 @@ func (g *Guard) ProjectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, e
 // Authenticate returns the caller presenting the Authorization header value
 // header. Errors: unauthenticated.
 func (g *Guard) Authenticate(ctx context.Context, header string) (*Principal, error) {
-	raw, ok := bearer(header)
+	raw, ok := Bearer(header)
 	if !ok {
 		return nil, ErrNoToken
 	}
@@ -339,7 +339,9 @@ func checkExpiry(p *Principal, now time.Time) (*Principal, error) {
 	return p, nil
 }
 
-func bearer(h string) (string, bool) {
+// Bearer returns the token of an Authorization header value of the Bearer
+// scheme (any case); ok is false for another scheme or an empty token.
+func Bearer(h string) (token string, ok bool) {
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
 	if !ok || !strings.EqualFold(scheme, "bearer") {
 		return "", false

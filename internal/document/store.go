@@ -385,15 +385,11 @@ func chunksEmbeddedWith(ctx context.Context, db postgres.DBTX, ids []uuid.UUID, 
 	if err != nil {
 		return nil, fmt.Errorf("load embedded chunks: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	set, err := postgres.CollectIDSet(rows)
 	if err != nil {
 		return nil, fmt.Errorf("load embedded chunks: %w", err)
 	}
-	out := make(map[uuid.UUID]bool, len(list))
-	for _, id := range list {
-		out[id] = true
-	}
-	return out, nil
+	return set, nil
 }
 
 // chunksToExtract loads a document's chunks in order: all of them, or only

@@ -272,13 +272,9 @@ func relationshipsUpdateBatch(ctx context.Context, db postgres.DBTX, project uui
 // insertedIDs collects the ids an INSERT ... RETURNING id returned, as a
 // set (what names the rows in errors).
 func insertedIDs(rows pgx.Rows, what string) (map[uuid.UUID]bool, error) {
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	set, err := postgres.CollectIDSet(rows)
 	if err != nil {
 		return nil, fmt.Errorf("insert %s: %w", what, err)
 	}
-	out := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
+	return set, nil
 }

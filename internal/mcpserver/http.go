@@ -163,7 +163,7 @@ func (g guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.s.cors(w, r)
-	if raw, ok := bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(raw, auth.TokenPrefix) {
+	if raw, ok := auth.Bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(raw, auth.TokenPrefix) {
 		// Checked before the token is verified: an OIDC token is
 		// refused without a round trip to the issuer.
 		httpapi.WriteProblem(w, r, ErrNotAPIToken)
@@ -186,15 +186,6 @@ func (a apiTokenCaller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &caller{principal: p, project: acc.ProjectID, org: acc.OrgID}
 	a.next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
-}
-
-func bearer(h string) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return "", false
-	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
 }
 
 // cors answers browsers of allowed origins.

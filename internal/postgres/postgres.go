@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -215,6 +216,19 @@ func One[T any](ctx context.Context, db DBTX, notFound error, query string, args
 		return zero, err
 	}
 	return v, nil
+}
+
+// CollectIDSet collects the rows of a query of one uuid column as a set.
+func CollectIDSet(rows pgx.Rows) (map[uuid.UUID]bool, error) {
+	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[uuid.UUID]bool, len(list))
+	for _, id := range list {
+		set[id] = true
+	}
+	return set, nil
 }
 
 // Value is *p, or T's zero value when p is nil (a NULL column).
