@@ -40,7 +40,7 @@ type Document struct {
 	UpdatedAt  time.Time `json:"updatedAt"`
 	// Duplicate is set on upload when the same bytes were already in the
 	// project: the existing document is returned and nothing is queued.
-	Duplicate bool `json:"duplicate,omitempty"`
+	Duplicate bool `json:"duplicate,omitempty" db:"-"`
 }
 
 // StoredChunk is a chunk as stored and served.
