@@ -238,48 +238,17 @@ func collectObjects(objs []ObjectInput) ([]*pendingObject, error) {
 }
 
 func objectFromInput(in ObjectInput) (*pendingObject, error) {
-	p := &pendingObject{
-		keyText: strings.TrimSpace(in.Key), name: strings.TrimSpace(in.Name), description: in.Description, status: in.Status,
-		chunks: unionIDs(nil, in.ChunkIDs),
+	if strings.TrimSpace(in.Name) == "" { // an extracted object may be named by its key alone
+		in.Name = in.Key
 	}
-	if p.name == "" {
-		p.name = p.keyText
-	}
-	if p.keyText == "" {
-		p.keyText = p.name
-	}
-	if p.status == "" {
-		p.status = StatusAccepted
-	}
-	for _, c := range []struct {
-		field, v string
-		max      int
-	}{{"type", in.Type, TypeMax}, {"name", p.name, NameMax}, {"key", p.keyText, KeyMax}} {
-		if err := checkText(c.field, c.v, c.max, true); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkText("description", p.description, DescriptionMax, false); err != nil {
+	o, nkey, err := checkObject(in)
+	if err != nil {
 		return nil, err
 	}
-	if !validStatus(p.status) {
-		return nil, ErrBadStatus
-	}
-	p.key = objKey{typ: in.Type, nkey: NormalizeKey(p.keyText)}
-	if p.key.nkey == "" {
-		return nil, errs.New(errs.Invalid, "key must contain a letter or a digit")
-	}
-	var err error
-	if p.confidence, err = roundConfidence(in.Confidence); err != nil {
-		return nil, err
-	}
-	if p.labels, err = cleanLabels(in.Labels); err != nil {
-		return nil, err
-	}
-	if p.props, err = normalizeProps("properties", in.Properties); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return &pendingObject{
+		key: objKey{typ: o.Type, nkey: nkey}, keyText: o.Key, name: o.Name, description: o.Description, status: o.Status,
+		confidence: o.Confidence, labels: o.Labels, props: o.Properties, chunks: unionIDs(nil, in.ChunkIDs),
+	}, nil
 }
 
 // checkRelationships checks the relationship inputs and returns them with
