@@ -42,6 +42,14 @@ test/race: postgres ## Run every test with the race detector
 lint: ## Run golangci-lint (pinned in tools/go.mod)
 	$(GO) tool -modfile=tools/go.mod golangci-lint run ./...
 
+# deadcode fails on any function that the programs (./cmd, ./bench) cannot
+# reach, or that neither they nor the tests reach.
+.PHONY: deadcode
+deadcode: ## Report unreachable functions (x/tools deadcode, pinned in tools/go.mod); fails on any
+	@prod=$$($(GO) tool -modfile=tools/go.mod deadcode ./cmd/... ./bench/...) || exit 1; \
+	all=$$($(GO) tool -modfile=tools/go.mod deadcode -test ./...) || exit 1; \
+	if [ -n "$$prod$$all" ]; then printf '%s\n' "$$prod" "$$all" | sort -u | grep .; exit 1; fi
+
 bench: postgres ## Run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 

@@ -106,6 +106,7 @@ type database struct {
 	pool    *pgxpool.Pool
 	cluster *postgres.Cluster
 	lock    *os.File
+	applied int // migrations withDatabase applied
 }
 
 // openDatabase connects to the configured database, starting the embedded
@@ -659,17 +660,6 @@ func opsHandler(reg *prometheus.Registry, embeddings http.Handler, log *slog.Log
 	r.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return r
 }
-
-// APIAddr is the bound address of the public API.
-func (m *Main) APIAddr() string {
-	if m.api == nil {
-		return ""
-	}
-	return m.api.Addr()
-}
-
-// OpsAddr is the bound address of the ops endpoint.
-func (m *Main) OpsAddr() string { return m.ops.Addr() }
 
 // Stop drains HTTP, stops background work and closes the database,
 // stopping the embedded cluster. Only the first call does anything.

@@ -59,38 +59,28 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return cfg, newLogger(cfg, stderr), nil
 	}
 
-	root.AddCommand(&cobra.Command{
-		Use:   "serve",
-		Short: "Run the API server (on the embedded PostgreSQL when GRAPHMILL_DATABASE_URL is unset)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveUntilDone(ctx, load, stdout, false)
-		},
-	})
-
-	root.AddCommand(&cobra.Command{
-		Use:   "worker",
-		Short: "Run the job workers only (no API, no scheduler) against GRAPHMILL_DATABASE_URL, next to graphmill serve",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveUntilDone(ctx, load, stdout, true)
-		},
-	})
+	serve := func(use, short string, workersOnly bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				return serveUntilDone(ctx, load, stdout, workersOnly)
+			},
+		}
+	}
+	root.AddCommand(
+		serve("serve", "Run the API server (on the embedded PostgreSQL when GRAPHMILL_DATABASE_URL is unset)", false),
+		serve("worker", "Run the job workers only (no API, no scheduler) against GRAPHMILL_DATABASE_URL, next to graphmill serve", true),
+	)
 
 	root.AddCommand(&cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending database migrations and exit",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, logger, err := load()
-			if err != nil {
-				return err
-			}
-			return withDatabase(ctx, cfg, logger, func(db *database) error {
-				n, err := postgres.Migrate(ctx, db.pool, migrations.FS)
-				if err == nil {
-					fmt.Fprintf(stdout, "applied %d migration(s)\n", n)
-				}
+		RunE: func(*cobra.Command, []string) error {
+			return withDatabase(ctx, load, func(db *database) error {
+				_, err := fmt.Fprintf(stdout, "applied %d migration(s)\n", db.applied)
 				return err
 			})
 		},
@@ -147,16 +137,20 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd())) //nolint:gosec // a file descriptor fits in an int
 }
 
-// withDatabase opens the database for a one-shot command, migrated, and
-// closes it afterwards (stopping the embedded cluster only if it started
-// it).
-func withDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, fn func(*database) error) error {
+// withDatabase loads the configuration, opens the database for a one-shot
+// command, migrated, and closes it afterwards (stopping the embedded
+// cluster only if it started it).
+func withDatabase(ctx context.Context, load func() (config.Config, *slog.Logger, error), fn func(*database) error) error {
+	cfg, logger, err := load()
+	if err != nil {
+		return err
+	}
 	db, err := openDatabase(ctx, cfg, logger, false)
 	if err != nil {
 		return err
 	}
 	defer db.close(ctx, logger)
-	if _, err := postgres.Migrate(ctx, db.pool, migrations.FS); err != nil {
+	if db.applied, err = postgres.Migrate(ctx, db.pool, migrations.FS); err != nil {
 		return err
 	}
 	return fn(db)
@@ -172,12 +166,8 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 		Use:   "create",
 		Short: "Mint an API token for a user and print it (shown once)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, logger, err := load()
-			if err != nil {
-				return err
-			}
-			return withDatabase(ctx, cfg, logger, func(db *database) error {
+		RunE: func(*cobra.Command, []string) error {
+			return withDatabase(ctx, load, func(db *database) error {
 				svc := tenancy.NewService(db.pool, nil, time.Now)
 				uid, err := svc.ResolveUser(ctx, user)
 				if err != nil {
@@ -224,12 +214,8 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 		Use:   "create",
 		Short: "Create a local user and print its id",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, logger, err := load()
-			if err != nil {
-				return err
-			}
-			return withDatabase(ctx, cfg, logger, func(db *database) error {
+		RunE: func(*cobra.Command, []string) error {
+			return withDatabase(ctx, load, func(db *database) error {
 				u, err := tenancy.NewService(db.pool, nil, time.Now).CreateUser(ctx, email, display)
 				if err != nil {
 					return err

@@ -339,9 +339,10 @@ func checkExpiry(p *Principal, now time.Time) (*Principal, error) {
 	return p, nil
 }
 
-// Bearer returns the token of an Authorization header value of the Bearer
-// scheme (any case); ok is false for another scheme or an empty token.
-func Bearer(h string) (token string, ok bool) {
+// Bearer is the token of an Authorization header value of the Bearer
+// scheme (case-insensitive), trimmed; false when h is not one or the
+// token is empty.
+func Bearer(h string) (string, bool) {
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
 	if !ok || !strings.EqualFold(scheme, "bearer") {
 		return "", false

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,17 +18,11 @@ const (
 	OrgOwner  OrgRole = "owner"
 )
 
-func (r OrgRole) rank() int {
-	switch r {
-	case OrgMember:
-		return 1
-	case OrgAdmin:
-		return 2
-	case OrgOwner:
-		return 3
-	}
-	return 0
-}
+// rankIn is r's place among roles (lowest first) counted from 1, or 0
+// when r is not one of them.
+func rankIn[R ~string](r R, roles ...R) int { return slices.Index(roles, r) + 1 }
+
+func (r OrgRole) rank() int { return rankIn(r, OrgMember, OrgAdmin, OrgOwner) }
 
 // Valid reports whether r is a known role.
 func (r OrgRole) Valid() bool { return r.rank() > 0 }
@@ -42,17 +37,7 @@ const (
 	ProjectAdmin  ProjectRole = "admin"
 )
 
-func (r ProjectRole) rank() int {
-	switch r {
-	case ProjectViewer:
-		return 1
-	case ProjectEditor:
-		return 2
-	case ProjectAdmin:
-		return 3
-	}
-	return 0
-}
+func (r ProjectRole) rank() int { return rankIn(r, ProjectViewer, ProjectEditor, ProjectAdmin) }
 
 // Valid reports whether r is a known role.
 func (r ProjectRole) Valid() bool { return r.rank() > 0 }

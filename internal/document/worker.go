@@ -27,7 +27,7 @@ const (
 func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 	if err := s.jobs.AddQueue(jobqueue.QueueConfig{
 		Name: QueueParsing, Table: "document_parsing_jobs", Concurrency: parseConcurrency, BatchSize: 1, ProjectMax: projectMax,
-		Handler: jobqueue.HandlerFunc(s.workParse), OutcomeFunc: s.parseOutcomes,
+		Handler: jobqueue.EachFunc(s.parseOne), OutcomeFunc: s.parseOutcomes,
 	}); err != nil {
 		return err
 	}
@@ -37,14 +37,6 @@ func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 		Name: QueueChunkEmbedding, Table: "chunk_embedding_jobs", Concurrency: EmbedConcurrencyDefault, BatchSize: EmbedBatchDefault, ProjectMax: projectMax,
 		Handler: jobqueue.HandlerFunc(s.workEmbed), OutcomeFunc: jobOutcomes(QueueChunkEmbedding),
 	})
-}
-
-func (s *Service) workParse(ctx context.Context, jobs []jobqueue.Job) []error {
-	out := make([]error, len(jobs))
-	for i, j := range jobs {
-		out[i] = s.parseOne(ctx, j)
-	}
-	return out
 }
 
 // parseOne parses and chunks a document outside any transaction, then
@@ -169,14 +161,7 @@ func (s *Service) notifyFailed(ctx context.Context, tx pgx.Tx, project, doc, upl
 func jobOutcomes(queue string) func(context.Context, pgx.Tx, []jobqueue.Outcome) error {
 	return func(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
 		for _, o := range outcomes {
-			if !o.Status.Final() || o.Job.ProjectID == nil {
-				continue
-			}
-			data := map[string]any{"queue": queue, "jobId": o.Job.ID, "status": o.Status}
-			if o.Err != nil {
-				data["error"] = o.Err.Error()
-			}
-			if _, err := events.Publish(ctx, tx, events.TypeJobCompleted, o.Job.ProjectID, nil, data, time.Now()); err != nil {
+			if err := o.PublishCompleted(ctx, tx, queue, time.Now()); err != nil {
 				return err
 			}
 		}
@@ -188,17 +173,8 @@ func jobOutcomes(queue string) func(context.Context, pgx.Tx, []jobqueue.Outcome)
 // vectors in one transaction.
 func (s *Service) workEmbed(ctx context.Context, jobs []jobqueue.Job) []error {
 	out := make([]error, len(jobs))
-	fail := func(err error) []error {
-		for i := range out {
-			out[i] = err
-		}
-		return out
-	}
-	ids := make([]uuid.UUID, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-	}
-	rows, err := s.pool.Query(ctx, `SELECT j.id, c.id, c.text FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id WHERE j.id = ANY($1)`, ids)
+	fail := func(err error) []error { return jobqueue.FailAll(len(jobs), err) }
+	rows, err := s.pool.Query(ctx, `SELECT j.id, c.id, c.text FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id WHERE j.id = ANY($1)`, jobqueue.IDs(jobs))
 	if err != nil {
 		return fail(fmt.Errorf("load chunks: %w", err))
 	}

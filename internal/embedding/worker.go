@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
@@ -64,17 +63,8 @@ type group struct {
 // objects it covers.
 func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 	out := make([]error, len(jobs))
-	fail := func(err error) []error {
-		for i := range out {
-			out[i] = err
-		}
-		return out
-	}
-	jobIDs := make([]uuid.UUID, len(jobs))
-	for i, j := range jobs {
-		jobIDs[i] = j.ID
-	}
-	objectOf, err := jobObjects(ctx, s.pool, jobIDs)
+	fail := func(err error) []error { return jobqueue.FailAll(len(jobs), err) }
+	objectOf, err := jobObjects(ctx, s.pool, jobqueue.IDs(jobs))
 	if err != nil {
 		return fail(err)
 	}
@@ -428,14 +418,7 @@ func (s *Service) textsOf(o *Object, policies []*compiledPolicy) ([]objectText, 
 func (s *Service) outcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
 	now := s.now().UTC()
 	for _, o := range outcomes {
-		if !o.Status.Final() || o.Job.ProjectID == nil {
-			continue
-		}
-		data := map[string]any{"queue": Queue, "jobId": o.Job.ID, "status": o.Status}
-		if o.Err != nil {
-			data["error"] = o.Err.Error()
-		}
-		if _, err := events.Publish(ctx, tx, events.TypeJobCompleted, o.Job.ProjectID, nil, data, now); err != nil {
+		if err := o.PublishCompleted(ctx, tx, Queue, now); err != nil {
 			return err
 		}
 	}

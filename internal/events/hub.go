@@ -295,10 +295,6 @@ func (h *Hub) newClient(p *auth.Principal) *client {
 	return &client{p: p, ch: make(chan delivery, h.cfg.Buffer), gone: make(chan struct{})}
 }
 
-func (h *Hub) subscribe(p *auth.Principal) *client {
-	return h.add(h.newClient(p))
-}
-
 func (h *Hub) add(c *client) *client {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -20,6 +20,11 @@ import (
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
+// subscribe adds a client for p, as ServeHTTP does before its replay.
+func (h *Hub) subscribe(p *auth.Principal) *client {
+	return h.add(h.newClient(p))
+}
+
 func hubBundle(t *testing.T, buffer int) (*Hub, *auth.Principal, uuid.UUID, func(time.Time) int64) {
 	t.Helper()
 	ctx := context.Background()

@@ -36,37 +36,32 @@ func responseSchema(t *templatepack.Types) map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"objects": map[string]any{
-				"type": "array",
-				"items": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"type":        map[string]any{"type": "string", "enum": objTypes},
-						"name":        map[string]any{"type": "string", "description": "The name as the text gives it."},
-						"key":         map[string]any{"type": "string", "description": "A stable identifier: the canonical full name, the same for every mention."},
-						"description": map[string]any{"type": "string", "description": "One sentence on what the text says about it."},
-						"properties":  map[string]any{"type": "object", "description": "Facts of the type's listed properties."},
-						"confidence":  confidence,
-					},
-					"required": []any{"type", "name", "confidence"},
-				},
-			},
-			"relationships": map[string]any{
-				"type": "array",
-				"items": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"type":        map[string]any{"type": "string", "enum": relTypes},
-						"source":      map[string]any{"type": "string", "description": "Name (or key) of the source object, one of the objects extracted."},
-						"target":      map[string]any{"type": "string", "description": "Name (or key) of the target object, one of the objects extracted."},
-						"description": map[string]any{"type": "string"},
-						"confidence":  confidence,
-					},
-					"required": []any{"type", "source", "target", "confidence"},
-				},
-			},
+			"objects": arrayOf(map[string]any{
+				"type":        map[string]any{"type": "string", "enum": objTypes},
+				"name":        map[string]any{"type": "string", "description": "The name as the text gives it."},
+				"key":         map[string]any{"type": "string", "description": "A stable identifier: the canonical full name, the same for every mention."},
+				"description": map[string]any{"type": "string", "description": "One sentence on what the text says about it."},
+				"properties":  map[string]any{"type": "object", "description": "Facts of the type's listed properties."},
+				"confidence":  confidence,
+			}, "type", "name", "confidence"),
+			"relationships": arrayOf(map[string]any{
+				"type":        map[string]any{"type": "string", "enum": relTypes},
+				"source":      map[string]any{"type": "string", "description": "Name (or key) of the source object, one of the objects extracted."},
+				"target":      map[string]any{"type": "string", "description": "Name (or key) of the target object, one of the objects extracted."},
+				"description": map[string]any{"type": "string"},
+				"confidence":  confidence,
+			}, "type", "source", "target", "confidence"),
 		},
 		"required": []any{"objects", "relationships"},
+	}
+}
+
+// arrayOf is the schema of an array of objects with properties, of which
+// required must be present.
+func arrayOf(properties map[string]any, required ...any) map[string]any {
+	return map[string]any{
+		"type":  "array",
+		"items": map[string]any{"type": "object", "properties": properties, "required": required},
 	}
 }
 
@@ -247,23 +242,23 @@ func parseOutput(raw []byte) (objs []rawObject, rels []rawRelationship, bad int,
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, nil, 0, fmt.Errorf("the response is not an object with objects and relationships lists: %w", err)
 	}
-	for _, m := range out.Objects {
-		var o rawObject
-		if json.Unmarshal(m, &o) != nil {
+	objs, badObjs := decodeEach[rawObject](out.Objects)
+	rels, badRels := decodeEach[rawRelationship](out.Relationships)
+	return objs, rels, badObjs + badRels, nil
+}
+
+// decodeEach decodes each message into a T and counts those that do not
+// decode (they are left out).
+func decodeEach[T any](msgs []json.RawMessage) (list []T, bad int) {
+	for _, m := range msgs {
+		var v T
+		if json.Unmarshal(m, &v) != nil {
 			bad++
 			continue
 		}
-		objs = append(objs, o)
+		list = append(list, v)
 	}
-	for _, m := range out.Relationships {
-		var r rawRelationship
-		if json.Unmarshal(m, &r) != nil {
-			bad++
-			continue
-		}
-		rels = append(rels, r)
-	}
-	return objs, rels, bad, nil
+	return list, bad
 }
 
 // clipRunes cuts s to at most n runes.

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/errs"
-	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
@@ -42,16 +41,8 @@ func (s *Service) AddQueue(concurrency, projectMax int) error {
 	}
 	return s.jobs.AddQueue(jobqueue.QueueConfig{
 		Name: Queue, Table: "object_extraction_jobs", Concurrency: concurrency, BatchSize: 1, ProjectMax: projectMax,
-		Handler: jobqueue.HandlerFunc(s.work), OutcomeFunc: s.outcomes,
+		Handler: jobqueue.EachFunc(s.Run), OutcomeFunc: s.outcomes,
 	})
-}
-
-func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
-	out := make([]error, len(jobs))
-	for i, j := range jobs {
-		out[i] = s.Run(ctx, j)
-	}
-	return out
 }
 
 // jobLog writes log entries of one attempt of a job; every entry's
@@ -614,14 +605,8 @@ func (s *Service) outcomes(ctx context.Context, tx pgx.Tx, outs []jobqueue.Outco
 				return err
 			}
 		}
-		if o.Status.Final() {
-			data := map[string]any{"queue": Queue, "jobId": o.Job.ID, "status": o.Status}
-			if o.Err != nil {
-				data["error"] = o.Err.Error()
-			}
-			if _, err := events.Publish(ctx, tx, events.TypeJobCompleted, o.Job.ProjectID, nil, data, now); err != nil {
-				return err
-			}
+		if err := o.PublishCompleted(ctx, tx, Queue, now); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -238,16 +238,23 @@ func collectObjects(objs []ObjectInput) ([]*pendingObject, error) {
 }
 
 func objectFromInput(in ObjectInput) (*pendingObject, error) {
-	if strings.TrimSpace(in.Name) == "" { // an extracted object may be named by its key alone
-		in.Name = in.Key
+	o := Object{
+		Type: in.Type, Key: strings.TrimSpace(in.Key), Name: strings.TrimSpace(in.Name), Description: in.Description, Status: in.Status,
+		Confidence: in.Confidence, Labels: in.Labels, Properties: in.Properties,
 	}
-	o, nkey, err := checkObject(in)
+	if o.Name == "" {
+		o.Name = o.Key
+	}
+	if o.Key == "" {
+		o.Key = o.Name
+	}
+	nkey, err := checkObject(&o)
 	if err != nil {
 		return nil, err
 	}
 	return &pendingObject{
-		key: objKey{typ: o.Type, nkey: nkey}, keyText: o.Key, name: o.Name, description: o.Description, status: o.Status,
-		confidence: o.Confidence, labels: o.Labels, props: o.Properties, chunks: unionIDs(nil, in.ChunkIDs),
+		key: objKey{typ: o.Type, nkey: nkey}, keyText: o.Key, name: o.Name, description: o.Description,
+		props: o.Properties, labels: o.Labels, status: o.Status, confidence: o.Confidence, chunks: unionIDs(nil, in.ChunkIDs),
 	}, nil
 }
 

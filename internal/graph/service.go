@@ -69,6 +69,45 @@ func checkText(field, v string, maxLen int, required bool) error {
 	return nil
 }
 
+// checkObject checks the fields of an object to create or apply (its key
+// and name already defaulted), defaults its status to accepted, rounds its
+// confidence, cleans its labels and normalises its properties in place,
+// and returns its normalised key.
+func checkObject(o *Object) (string, error) {
+	if o.Status == "" {
+		o.Status = StatusAccepted
+	}
+	for _, c := range []struct {
+		field, v string
+		max      int
+	}{{"type", o.Type, TypeMax}, {"name", o.Name, NameMax}, {"key", o.Key, KeyMax}} {
+		if err := checkText(c.field, c.v, c.max, true); err != nil {
+			return "", err
+		}
+	}
+	if err := checkText("description", o.Description, DescriptionMax, false); err != nil {
+		return "", err
+	}
+	if !validStatus(o.Status) {
+		return "", ErrBadStatus
+	}
+	nkey := NormalizeKey(o.Key)
+	if nkey == "" {
+		return "", errs.New(errs.Invalid, "key must contain a letter or a digit")
+	}
+	var err error
+	if o.Confidence, err = roundConfidence(o.Confidence); err != nil {
+		return "", err
+	}
+	if o.Labels, err = cleanLabels(o.Labels); err != nil {
+		return "", err
+	}
+	if o.Properties, err = normalizeProps("properties", o.Properties); err != nil {
+		return "", err
+	}
+	return nkey, nil
+}
+
 // cleanLabels trims labels, drops empty and repeated ones, and checks
 // their limits.
 func cleanLabels(labels []string) ([]string, error) {
@@ -115,62 +154,23 @@ func roundConfidence(c *float64) (*float64, error) {
 	return fromReal(toReal(c)), nil
 }
 
-// checkObject checks an object to write and returns it normalised (key
-// and name trimmed, the key defaulting to the name, the status to
-// accepted, confidence, labels and properties cleaned) with its
-// normalised key.
-func checkObject(in ObjectInput) (Object, string, error) {
-	o := Object{Type: in.Type, Key: strings.TrimSpace(in.Key), Name: strings.TrimSpace(in.Name), Description: in.Description, Status: in.Status}
-	if o.Key == "" {
-		o.Key = o.Name
-	}
-	if o.Status == "" {
-		o.Status = StatusAccepted
-	}
-	for _, c := range []struct {
-		field, v string
-		max      int
-	}{{"type", o.Type, TypeMax}, {"name", o.Name, NameMax}, {"key", o.Key, KeyMax}} {
-		if err := checkText(c.field, c.v, c.max, true); err != nil {
-			return Object{}, "", err
-		}
-	}
-	if err := checkText("description", o.Description, DescriptionMax, false); err != nil {
-		return Object{}, "", err
-	}
-	if !validStatus(o.Status) {
-		return Object{}, "", ErrBadStatus
-	}
-	nkey := NormalizeKey(o.Key)
-	if nkey == "" {
-		return Object{}, "", errs.New(errs.Invalid, "key must contain a letter or a digit")
-	}
-	var err error
-	if o.Confidence, err = roundConfidence(in.Confidence); err != nil {
-		return Object{}, "", err
-	}
-	if o.Labels, err = cleanLabels(in.Labels); err != nil {
-		return Object{}, "", err
-	}
-	if o.Properties, err = normalizeProps("properties", in.Properties); err != nil {
-		return Object{}, "", err
-	}
-	return o, nkey, nil
-}
-
 // CreateObject adds an object to project after validating its properties
 // against its type. Errors: invalid_argument (bad fields, unknown type,
 // properties failing the schema), conflict (a live object of that type
 // and key exists; the message names it).
 func (s *Service) CreateObject(ctx context.Context, project uuid.UUID, p CreateObjectParams) (Object, error) {
-	o, nkey, err := checkObject(ObjectInput{
-		Type: p.Type, Key: p.Key, Name: p.Name, Description: p.Description, Properties: p.Properties,
-		Labels: p.Labels, Status: p.Status, Confidence: p.Confidence,
-	})
+	o := Object{
+		ID: newID(), ProjectID: project, Type: p.Type, Key: strings.TrimSpace(p.Key), Name: strings.TrimSpace(p.Name),
+		Description: p.Description, Status: p.Status, CreatedBy: p.CreatedBy,
+		Confidence: p.Confidence, Labels: p.Labels, Properties: p.Properties,
+	}
+	if o.Key == "" {
+		o.Key = o.Name
+	}
+	nkey, err := checkObject(&o)
 	if err != nil {
 		return Object{}, err
 	}
-	o.ID, o.ProjectID, o.CreatedBy = newID(), project, p.CreatedBy
 	types, err := s.types.TypesFor(ctx, project)
 	if err != nil {
 		return Object{}, err

@@ -87,22 +87,6 @@ func RuleOf(op *huma.Operation) (auth.Rule, bool) {
 	return rule, ok
 }
 
-// Publish adds op, a route served outside huma behind Protect with op's
-// rule (event and MCP streams), to the OpenAPI document, so that the
-// document lists every route with its rule.
-func Publish(api huma.API, op huma.Operation) {
-	op.Responses = map[string]*huma.Response{"default": {Description: "A stream (" + op.Summary + ") or a problem body."}}
-	api.OpenAPI().AddOperation(&op)
-}
-
-// Handle serves h at op's method and path behind Protect with op's rule,
-// and publishes op.
-func Handle(api huma.API, router chi.Router, guard *auth.Guard, op huma.Operation, h http.Handler) {
-	rule, _ := RuleOf(&op)
-	Publish(api, op)
-	router.Method(op.Method, op.Path, Protect(guard, rule, h))
-}
-
 // authMiddleware applies each operation's Rule (authorize). Operations
 // without a Rule are refused: every route must declare one.
 func authMiddleware(api huma.API, guard *auth.Guard) func(huma.Context, func(huma.Context)) {

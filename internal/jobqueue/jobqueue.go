@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -189,6 +190,36 @@ type HandlerFunc func(ctx context.Context, jobs []Job) []error
 // Work calls f.
 func (f HandlerFunc) Work(ctx context.Context, jobs []Job) []error { return f(ctx, jobs) }
 
+// EachFunc is a Handler that runs f for each job of the batch in turn.
+func EachFunc(f func(ctx context.Context, job Job) error) HandlerFunc {
+	return func(ctx context.Context, jobs []Job) []error {
+		out := make([]error, len(jobs))
+		for i, j := range jobs {
+			out[i] = f(ctx, j)
+		}
+		return out
+	}
+}
+
+// FailAll is the result of a batch that failed as a whole: err for each
+// of its n jobs.
+func FailAll(n int, err error) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
+}
+
+// IDs are the ids of jobs, in order.
+func IDs(jobs []Job) []uuid.UUID {
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
 // Sentinel errors and context causes.
 var (
 	// ErrRequiresReview, returned (or wrapped) as a job's result, ends the
@@ -298,6 +329,23 @@ type Outcome struct {
 // too long. A failure that will be retried has Status queued instead; a
 // cancelled job has no outcome.
 func (o Outcome) FinalFailure() bool { return o.Status == StatusFailed }
+
+// PublishCompleted publishes job.completed (queue, job id, status and the
+// error if any) in tx when o is final and belongs to a project; otherwise
+// it does nothing.
+func (o Outcome) PublishCompleted(ctx context.Context, tx pgx.Tx, queue string, now time.Time) error {
+	if !o.Status.Final() || o.Job.ProjectID == nil {
+		return nil
+	}
+	data := map[string]any{"queue": queue, "jobId": o.Job.ID, "status": o.Status}
+	if o.Err != nil {
+		data["error"] = o.Err.Error()
+	}
+	if _, err := events.Publish(ctx, tx, events.TypeJobCompleted, o.Job.ProjectID, nil, data, now); err != nil {
+		return fmt.Errorf("publish job.completed: %w", err)
+	}
+	return nil
+}
 
 // OutcomeFunc is called with the outcomes of a batch (or of reaped jobs) in
 // the transaction that records them.

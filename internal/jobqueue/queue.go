@@ -101,10 +101,8 @@ func (q *queue) produce() {
 	timer := time.NewTimer(q.c.cfg.PollInterval)
 	defer timer.Stop()
 	for {
-		select {
-		case <-q.c.stopClaim:
+		if q.claimStopped() {
 			return
-		default:
 		}
 		q.mu.Lock()
 		stale := time.Since(q.settingsAt) > q.c.cfg.SettingsInterval
@@ -125,6 +123,16 @@ func (q *queue) produce() {
 		case <-timer.C:
 			q.more.Store(true)
 		}
+	}
+}
+
+// claimStopped reports whether the client has stopped claiming.
+func (q *queue) claimStopped() bool {
+	select {
+	case <-q.c.stopClaim:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -151,10 +159,8 @@ func (q *queue) sleep() time.Duration {
 // fill claims batches until the slots are full or the queue has nothing due.
 func (q *queue) fill() {
 	for {
-		select {
-		case <-q.c.stopClaim:
+		if q.claimStopped() {
 			return
-		default:
 		}
 		q.mu.Lock()
 		free := !q.paused && q.inflight < q.concurrency
@@ -277,22 +283,14 @@ func (q *queue) work(ctx context.Context, jobs []Job) (results []error) {
 	defer func() {
 		if r := recover(); r != nil {
 			q.c.logger.Error("job handler panicked", "queue", q.cfg.Name, "panic", r)
-			results = fill(len(jobs), fmt.Errorf("handler panic: %v", r))
+			results = FailAll(len(jobs), fmt.Errorf("handler panic: %v", r))
 		}
 	}()
 	results = q.cfg.Handler.Work(ContextWithJobs(ctx, jobs), jobs)
 	if len(results) != len(jobs) {
-		return fill(len(jobs), fmt.Errorf("handler returned %d results for %d jobs", len(results), len(jobs)))
+		return FailAll(len(jobs), fmt.Errorf("handler returned %d results for %d jobs", len(results), len(jobs)))
 	}
 	return results
-}
-
-func fill(n int, err error) []error {
-	out := make([]error, n)
-	for i := range out {
-		out[i] = err
-	}
-	return out
 }
 
 // record writes the updates of still-owned jobs (owned by worker; any

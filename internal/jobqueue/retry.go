@@ -1,7 +1,6 @@
 package jobqueue
 
 import (
-	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -43,12 +42,11 @@ type decision struct {
 // wrong (handler error, or ErrLeaseExpired from the reaper).
 func decide(j Job, err error, now time.Time, backoff func(int) time.Duration) decision {
 	msg := truncate(err.Error())
-	var rl *rateLimitedError
+	after, rateLimited := RetryAfterOf(err)
 	switch {
 	case IsPermanent(err):
 		return decision{status: StatusFailed, retryCount: j.RetryCount, errorMsg: &msg, completed: &now}
-	case errors.As(err, &rl):
-		after := rl.retryAfter
+	case rateLimited:
 		if after <= 0 {
 			after = RateLimitRetryDefault
 		}

@@ -392,6 +392,3 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	c.opts.Logger.Info("stopping embedded postgres", "dir", c.Dir)
 	return c.run(ctx, "pg_ctl", "-D", c.dataDir(), "-m", "fast", "-w", "-t", "60", "stop")
 }
-
-// Remove deletes the cluster directory (tests' throwaway clusters).
-func (c *Cluster) Remove() error { return os.RemoveAll(c.Dir) }

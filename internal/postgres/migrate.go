@@ -33,14 +33,3 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (applied int, 
 	}
 	return len(res), nil
 }
-
-// MigrationsPending reports whether fsys has migrations the database lacks.
-func MigrationsPending(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (bool, error) {
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys)
-	if err != nil {
-		return false, fmt.Errorf("migration provider: %w", err)
-	}
-	return p.HasPending(ctx)
-}

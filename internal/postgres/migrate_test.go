@@ -84,23 +84,3 @@ func TestMigrateConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, again)
 }
-
-func TestMigrationsPending(t *testing.T) {
-	t.Parallel()
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	pool := openEmpty(t)
-
-	pending, err := postgres.MigrationsPending(ctx, pool, migrations.FS)
-	require.NoError(t, err)
-	require.True(t, pending)
-
-	applied, err := postgres.Migrate(ctx, pool, migrations.FS)
-	require.NoError(t, err)
-	require.Equal(t, migrationCount(t), applied)
-
-	pending, err = postgres.MigrationsPending(ctx, pool, migrations.FS)
-	require.NoError(t, err)
-	require.False(t, pending)
-}

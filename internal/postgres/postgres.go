@@ -117,12 +117,6 @@ func IsUnavailable(err error) bool {
 	return errors.As(err, &ne)
 }
 
-// IsForeignKeyViolation reports whether err is a foreign-key violation.
-func IsForeignKeyViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23503"
-}
-
 // IsUnstorableText reports whether PostgreSQL refused a value as text:
 // SQLSTATE 22021 (character_not_in_repertoire: a NUL byte or invalid
 // UTF-8 in text) or 22P05 (untranslatable_character: \u0000 in jsonb).

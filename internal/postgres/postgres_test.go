@@ -77,14 +77,13 @@ func TestIsUniqueViolation(t *testing.T) {
 		err        error
 		constraint string
 		unique     bool
-		foreignKey bool
 	}{
 		{name: "NamedConstraint", err: unique, constraint: "things_name_key", unique: true},
 		{name: "AnyConstraint", err: unique, constraint: "", unique: true},
 		{name: "OtherConstraint", err: unique, constraint: "things_other_key", unique: false},
 		{name: "Wrapped", err: fmt.Errorf("insert thing: %w", unique), constraint: "things_name_key", unique: true},
-		{name: "ForeignKey", err: foreign, constraint: "", unique: false, foreignKey: true},
-		{name: "WrappedForeignKey", err: fmt.Errorf("insert thing: %w", foreign), foreignKey: true},
+		{name: "ForeignKey", err: foreign, constraint: "", unique: false},
+		{name: "WrappedForeignKey", err: fmt.Errorf("insert thing: %w", foreign)},
 		{name: "PlainError", err: errors.New("23505"), constraint: ""},
 		{name: "Nil", err: nil, constraint: ""},
 	}
@@ -92,7 +91,6 @@ func TestIsUniqueViolation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tt.unique, postgres.IsUniqueViolation(tt.err, tt.constraint))
-			require.Equal(t, tt.foreignKey, postgres.IsForeignKeyViolation(tt.err))
 		})
 	}
 }
@@ -125,11 +123,9 @@ func TestIsUniqueViolationFromServer(t *testing.T) {
 	require.True(t, postgres.IsUniqueViolation(err, "things_name_key"))
 	require.True(t, postgres.IsUniqueViolation(err, ""))
 	require.False(t, postgres.IsUniqueViolation(err, "owners_pkey"))
-	require.False(t, postgres.IsForeignKeyViolation(err))
 
 	err = failing(`INSERT INTO things (name, owner) VALUES ('b', 42)`)
 	require.Error(t, err)
-	require.True(t, postgres.IsForeignKeyViolation(err))
 	require.False(t, postgres.IsUniqueViolation(err, ""))
 }
 

@@ -77,13 +77,6 @@ func New(cfg Config, tasks ...Task) *Scheduler {
 	return &Scheduler{cfg: cfg, tasks: tasks}
 }
 
-// Leader reports whether this process leads now.
-func (s *Scheduler) Leader() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.leader
-}
-
 func (s *Scheduler) setLeader(v bool) {
 	s.mu.Lock()
 	s.leader = v

@@ -270,21 +270,11 @@ func mergeTypes(packs []*compiledPack) *Types {
 	t := &Types{objects: map[string]int{}, rels: map[string]int{}, schemas: map[string]*jsonschema.Schema{}}
 	for _, p := range packs {
 		for _, o := range p.objects {
-			if i, ok := t.objects[o.Name]; ok {
-				t.Objects[i] = o
-			} else {
-				t.objects[o.Name] = len(t.Objects)
-				t.Objects = append(t.Objects, o)
-			}
+			t.Objects = putByName(t.Objects, t.objects, o.Name, o)
 			t.schemas[o.Name] = p.schemas[o.Name]
 		}
 		for _, r := range p.rels {
-			if i, ok := t.rels[r.Name]; ok {
-				t.Relationships[i] = r
-			} else {
-				t.rels[r.Name] = len(t.Relationships)
-				t.Relationships = append(t.Relationships, r)
-			}
+			t.Relationships = putByName(t.Relationships, t.rels, r.Name, r)
 		}
 	}
 	if t.Objects == nil {
@@ -294,4 +284,15 @@ func mergeTypes(packs []*compiledPack) *Types {
 		t.Relationships = []RelationshipType{}
 	}
 	return t
+}
+
+// putByName replaces the element called name in list (index maps names to
+// positions) or appends v, and returns the list.
+func putByName[T any](list []T, index map[string]int, name string, v T) []T {
+	if i, ok := index[name]; ok {
+		list[i] = v
+		return list
+	}
+	index[name] = len(list)
+	return append(list, v)
 }

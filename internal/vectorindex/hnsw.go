@@ -175,16 +175,19 @@ func (g *graph) search(a *arena, q []float32, ef int, accept func(int32) bool) (
 		ep = g.greedy(a, q, ep, l)
 	}
 	out, n := g.searchLayer(a, q, []candidate{ep}, ef, 0, accept, vs)
-	slices.SortFunc(out, func(x, y candidate) int {
-		switch {
-		case x.sim > y.sim:
-			return -1
-		case x.sim < y.sim:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, closestFirst)
 	return out, n
+}
+
+// closestFirst orders candidates by similarity, highest first.
+func closestFirst(x, y candidate) int {
+	switch {
+	case x.sim > y.sim:
+		return -1
+	case x.sim < y.sim:
+		return 1
+	}
+	return 0
 }
 
 // greedy walks level towards q and returns the closest node it finds.
@@ -230,15 +233,7 @@ func (g *graph) insert(a *arena, slot int32) {
 			vs.gen = 1
 		}
 		found, _ := g.searchLayer(a, q, eps, g.efConstruction, l, nil, vs)
-		slices.SortFunc(found, func(x, y candidate) int {
-			switch {
-			case x.sim > y.sim:
-				return -1
-			case x.sim < y.sim:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(found, closestFirst)
 		limit := g.m
 		if l == 0 {
 			limit = g.m0
