@@ -141,17 +141,28 @@ type PageRow interface{ PageTotal() int }
 // conv, and returns them with the total the window function counted (0 for
 // an empty page).
 func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, error) {
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[R])
+	total := 0
+	out, err := CollectAs(rows, func(r R) T {
+		total = r.PageTotal()
+		return conv(r)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]T, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = conv(r)
-		total = r.PageTotal()
-	}
 	return out, total, nil
+}
+
+// CollectAs collects the rows of a query scanned by column name into R (a
+// struct of db-tagged fields), converting each with conv.
+func CollectAs[R, T any](rows pgx.Rows, conv func(R) T) ([]T, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+		r, err := pgx.RowToStructByName[R](row)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return conv(r), nil
+	})
 }
 
 // CollectPageOf collects the rows of a paged query scanned by column name

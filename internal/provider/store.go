@@ -52,13 +52,9 @@ const modelColumns = `id, provider, model_name, model_type, display_name, dimens
 func modelsList(ctx context.Context, db postgres.DBTX, provider, modelType string) ([]Model, error) {
 	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM provider_models
 		WHERE provider = $1 AND ($2 = '' OR model_type = $2) ORDER BY model_type, is_default DESC, model_name`, provider, modelType)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[modelRow])
+	out, err := postgres.CollectAs(rows, modelRow.toModel)
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
-	}
-	out := make([]Model, len(list))
-	for i, r := range list {
-		out[i] = r.toModel()
 	}
 	return out, nil
 }
