@@ -1,7 +1,6 @@
 package document
 
 import (
-	"encoding/hex"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,5 +83,3 @@ var (
 	ErrNotFound = errs.New(errs.NotFound, "document not found")
 	ErrEmpty    = errs.New(errs.Invalid, "the document is empty")
 )
-
-func hexSum(b []byte) string { return hex.EncodeToString(b) }

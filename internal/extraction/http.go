@@ -84,14 +84,14 @@ type (
 	}
 	monitorLogsIn struct {
 		MonitorJobRef
-		Level         string `query:"level" doc:"debug, info, warn or error."`
-		Limit         int    `query:"limit" default:"100" minimum:"1" maximum:"500" doc:"Page size."`
-		Offset        int    `query:"offset" default:"0" minimum:"0" doc:"Entries to skip."`
+		Level  string `query:"level" doc:"debug, info, warn or error."`
+		Limit  int    `query:"limit" default:"100" minimum:"1" maximum:"500" doc:"Page size."`
+		Offset int    `query:"offset" default:"0" minimum:"0" doc:"Entries to skip."`
 	}
 	monitorCallsIn struct {
 		MonitorJobRef
-		Limit         int    `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
-		Offset        int    `query:"offset" default:"0" minimum:"0" doc:"Calls to skip."`
+		Limit  int `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+		Offset int `query:"offset" default:"0" minimum:"0" doc:"Calls to skip."`
 	}
 )
 

@@ -157,10 +157,16 @@ func objectsUpdateBatch(ctx context.Context, db postgres.DBTX, project uuid.UUID
 	return nil
 }
 
+// linked is a pending object or relationship: links is its id and the
+// chunks it came from.
+type linked interface {
+	links() (uuid.UUID, []uuid.UUID)
+}
+
 // provenanceInsert links each pending object or relationship of list to
 // its chunks in a provenance table whose id column is column; pairs
 // already there are kept.
-func provenanceInsert[P interface{ links() (uuid.UUID, []uuid.UUID) }](ctx context.Context, db postgres.DBTX, table, column string,
+func provenanceInsert[P linked](ctx context.Context, db postgres.DBTX, table, column string,
 	project uuid.UUID, jobID *uuid.UUID, list []P, now time.Time,
 ) error {
 	var ids, chunks []uuid.UUID

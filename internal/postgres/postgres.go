@@ -155,13 +155,19 @@ func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, err
 // CollectAs collects the rows of a query scanned by column name into R (a
 // struct of db-tagged fields), converting each with conv.
 func CollectAs[R, T any](rows pgx.Rows, conv func(R) T) ([]T, error) {
+	return TryCollectAs(rows, func(r R) (T, error) { return conv(r), nil })
+}
+
+// TryCollectAs is CollectAs with a conversion that can fail; its first
+// error ends the collection.
+func TryCollectAs[R, T any](rows pgx.Rows, conv func(R) (T, error)) ([]T, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
 		r, err := pgx.RowToStructByName[R](row)
 		if err != nil {
 			var zero T
 			return zero, err
 		}
-		return conv(r), nil
+		return conv(r)
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
