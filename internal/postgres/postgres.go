@@ -141,8 +141,14 @@ type PageRow interface{ PageTotal() int }
 // conv, and returns them with the total the window function counted (0 for
 // an empty page).
 func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, error) {
+	return TryCollectPage(rows, func(r R) (T, error) { return conv(r), nil })
+}
+
+// TryCollectPage is CollectPage with a conversion that can fail; its
+// first error ends the collection.
+func TryCollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) (T, error)) ([]T, int, error) {
 	total := 0
-	out, err := CollectAs(rows, func(r R) T {
+	out, err := TryCollectAs(rows, func(r R) (T, error) {
 		total = r.PageTotal()
 		return conv(r)
 	})

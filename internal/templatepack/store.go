@@ -94,11 +94,7 @@ func packList(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, limit
 	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, count(*) OVER () AS total FROM template_packs p
 		WHERE `+packVisibleFilter+`
 		ORDER BY p.project_id IS NOT NULL, lower(p.name), p.id LIMIT $2 OFFSET $3`, projects, limit, offset)
-	total := 0
-	out, err := postgres.TryCollectAs(rows, func(r listRow) (Pack, error) {
-		total = r.Total.Total
-		return r.toPack()
-	})
+	out, total, err := postgres.TryCollectPage(rows, listRow.toPack)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list template packs: %w", err)
 	}
@@ -167,11 +163,7 @@ func installedList(ctx context.Context, db postgres.DBTX, project uuid.UUID, lim
 	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, i.installed_at, i.installed_by, count(*) OVER () AS total
 		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
 		WHERE i.project_id = $1 ORDER BY i.installed_at, p.id LIMIT $2 OFFSET $3`, project, limit, offset)
-	total := 0
-	out, err := postgres.TryCollectAs(rows, func(r installedRow) (InstalledPack, error) {
-		total = r.Total.Total
-		return r.toInstalled()
-	})
+	out, total, err := postgres.TryCollectPage(rows, installedRow.toInstalled)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list installed template packs: %w", err)
 	}
