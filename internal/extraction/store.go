@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
@@ -168,7 +169,7 @@ func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []
 		if err != nil {
 			return fmt.Errorf("encode log metadata: %w", err)
 		}
-		ids[i], jobs[i], projects[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.job, e.project, e.operation, e.level, clip(e.message, 4000), string(raw)
+		ids[i], jobs[i], projects[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.job, e.project, e.operation, e.level, jobqueue.Clip(e.message, 4000), string(raw)
 		ats[i] = now.Add(time.Duration(i) * time.Microsecond)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO extraction_job_logs (id, job_id, project_id, operation, level, message, metadata, created_at)
@@ -316,15 +317,4 @@ func jobSourceGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (jobSourc
 		return jobSource{}, fmt.Errorf("load extraction job: %w", err)
 	}
 	return s, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut]
 }

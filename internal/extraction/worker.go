@@ -190,7 +190,7 @@ func (s *Service) extractWindow(ctx context.Context, l *jobLog, gen Generator, t
 	call.RequestPayload = requestPayload(req, gen, types, i, n, ids, indexes, w.tokens)
 	if err != nil {
 		call.Status = CallError
-		call.ErrorMessage = clip(err.Error(), 2000)
+		call.ErrorMessage = jobqueue.Clip(err.Error(), 2000)
 		if ctx.Err() != nil {
 			call.ErrorMessage = "cancelled: " + call.ErrorMessage
 		}
@@ -258,7 +258,7 @@ func requestPayload(req llm.GenerateRequest, gen Generator, types *templatepack.
 		"purpose": req.Purpose, "provider": gen.Provider(), "model": gen.Model(), "window": i + 1, "windows": n,
 		"chunkIds": ids, "chunkIndexes": indexes, "textTokens": tokens, "textChars": len(req.Text),
 		"promptChars": len(req.Prompt), "systemChars": len(req.System), "objectTypes": types.ObjectNames(),
-		"relationshipTypes": rels, "textExcerpt": clip(req.Text, excerptMax),
+		"relationshipTypes": rels, "textExcerpt": jobqueue.Clip(req.Text, excerptMax),
 	}
 	raw, err := json.Marshal(p)
 	if err != nil {

@@ -43,6 +43,15 @@ type pendingObject struct {
 // links is the object's id and the chunks it came from (provenanceInsert).
 func (p *pendingObject) links() (uuid.UUID, []uuid.UUID) { return p.id, p.chunks }
 
+func (p *pendingObject) rowKey() objKey { return p.key }
+
+func (p *pendingObject) setCreated(created bool) {
+	if created {
+		p.id = newID()
+	}
+	p.created, p.content = created, created
+}
+
 type relKey struct {
 	typ            string
 	source, target uuid.UUID
@@ -63,6 +72,15 @@ type pendingRel struct {
 // links is the relationship's id and the chunks it came from
 // (provenanceInsert).
 func (p *pendingRel) links() (uuid.UUID, []uuid.UUID) { return p.id, p.chunks }
+
+func (p *pendingRel) rowKey() relKey { return p.key }
+
+func (p *pendingRel) setCreated(created bool) {
+	if created {
+		p.id = newID()
+	}
+	p.created = created
+}
 
 // maxConfidence is the larger of two confidences (nil: unknown).
 func maxConfidence(a, b *float64) *float64 {
@@ -313,8 +331,6 @@ func checkChunks(ctx context.Context, tx pgx.Tx, project uuid.UUID, objs []Objec
 
 // applyObjects writes the pending objects: existing live ones (locked)
 // are merged and updated when something changed, the others inserted.
-// A row a concurrent transaction inserted first is merged in the next
-// round.
 func (s *Service) applyObjects(ctx context.Context, tx pgx.Tx, project uuid.UUID, jobID *uuid.UUID, pending []*pendingObject, now time.Time) error {
 	slices.SortStableFunc(pending, func(a, b *pendingObject) int {
 		if c := strings.Compare(a.key.typ, b.key.typ); c != 0 {
@@ -322,41 +338,71 @@ func (s *Service) applyObjects(ctx context.Context, tx pgx.Tx, project uuid.UUID
 		}
 		return strings.Compare(a.key.nkey, b.key.nkey)
 	})
+	updates, err := applyRounds("objects", pending,
+		func(ps []*pendingObject) (map[objKey]Object, error) { return objectsLockByKeys(ctx, tx, project, ps) },
+		func(p *pendingObject, e Object) bool { return mergeExisting(p, e, jobID) },
+		func(ps []*pendingObject) (map[uuid.UUID]bool, error) {
+			return objectsInsertBatch(ctx, tx, project, jobID, ps, now)
+		})
+	if err != nil {
+		return err
+	}
+	return objectsUpdateBatch(ctx, tx, project, jobID, updates, now)
+}
+
+// pendingRow is a pending object or relationship as applyRounds sees it.
+type pendingRow[K comparable] interface {
+	linked
+	rowKey() K
+	// setCreated marks the row as new under a fresh id, or (false) as
+	// one a concurrent transaction inserted first.
+	setCreated(created bool)
+}
+
+// applyRounds writes the pending rows of one kind (what, in errors):
+// each round locks the live rows with their keys, merges the rows found
+// (merge folds the stored row in and reports whether it must be
+// written) and inserts the others. A row a concurrent transaction
+// inserted first is merged in the next round. It returns the rows to
+// update.
+func applyRounds[P pendingRow[K], K comparable, E any](what string, pending []P,
+	lock func([]P) (map[K]E, error), merge func(P, E) bool, insert func([]P) (map[uuid.UUID]bool, error),
+) ([]P, error) {
 	remaining := pending
-	var updates []*pendingObject
+	var updates []P
 	for round := 0; len(remaining) > 0; round++ {
 		if round == applyAttempts {
-			return fmt.Errorf("apply objects: %d objects still conflict after %d rounds", len(remaining), applyAttempts)
+			return nil, fmt.Errorf("apply %s: %d %s still conflict after %d rounds", what, len(remaining), what, applyAttempts)
 		}
-		existing, err := objectsLockByKeys(ctx, tx, project, remaining)
+		existing, err := lock(remaining)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		var inserts []*pendingObject
+		var inserts []P
 		for _, p := range remaining {
-			e, ok := existing[p.key]
+			e, ok := existing[p.rowKey()]
 			if !ok {
-				p.id, p.created, p.content = newID(), true, true
+				p.setCreated(true)
 				inserts = append(inserts, p)
 				continue
 			}
-			if mergeExisting(p, e, jobID) {
+			if merge(p, e) {
 				updates = append(updates, p)
 			}
 		}
-		inserted, err := objectsInsertBatch(ctx, tx, project, jobID, inserts, now)
+		inserted, err := insert(inserts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		remaining = remaining[:0:0]
 		for _, p := range inserts {
-			if !inserted[p.id] {
-				p.created, p.content = false, false
+			if id, _ := p.links(); !inserted[id] {
+				p.setCreated(false)
 				remaining = append(remaining, p)
 			}
 		}
 	}
-	return objectsUpdateBatch(ctx, tx, project, jobID, updates, now)
+	return updates, nil
 }
 
 // mergeExisting folds the stored object e into p (p becomes the merged
@@ -440,44 +486,25 @@ func (s *Service) applyRelationships(ctx context.Context, tx pgx.Tx, project uui
 		}
 		return strings.Compare(a.key.target.String(), b.key.target.String())
 	})
-	remaining := pending
-	var updates []*pendingRel
-	for round := 0; len(remaining) > 0; round++ {
-		if round == applyAttempts {
-			return fmt.Errorf("apply relationships: %d relationships still conflict after %d rounds", len(remaining), applyAttempts)
-		}
-		existing, err := relationshipsLockByKeys(ctx, tx, project, remaining)
-		if err != nil {
-			return err
-		}
-		var inserts []*pendingRel
-		for _, p := range remaining {
-			e, ok := existing[p.key]
-			if !ok {
-				p.id, p.created = newID(), true
-				inserts = append(inserts, p)
-				continue
-			}
-			p.id = e.ID
-			props := mergeProps(e.Properties, p.props)
-			confidence := maxConfidence(e.Confidence, p.confidence)
-			p.updated = !jsonEqual(props, e.Properties) || !sameConfidence(confidence, e.Confidence)
-			p.props, p.confidence = props, confidence
-			if p.updated || (jobID != nil && (e.ExtractionJobID == nil || *e.ExtractionJobID != *jobID)) {
-				updates = append(updates, p)
-			}
-		}
-		inserted, err := relationshipsInsertBatch(ctx, tx, project, jobID, inserts, now)
-		if err != nil {
-			return err
-		}
-		remaining = remaining[:0:0]
-		for _, p := range inserts {
-			if !inserted[p.id] {
-				p.created = false
-				remaining = append(remaining, p)
-			}
-		}
+	updates, err := applyRounds("relationships", pending,
+		func(ps []*pendingRel) (map[relKey]Relationship, error) { return relationshipsLockByKeys(ctx, tx, project, ps) },
+		func(p *pendingRel, e Relationship) bool { return mergeExistingRel(p, e, jobID) },
+		func(ps []*pendingRel) (map[uuid.UUID]bool, error) {
+			return relationshipsInsertBatch(ctx, tx, project, jobID, ps, now)
+		})
+	if err != nil {
+		return err
 	}
 	return relationshipsUpdateBatch(ctx, tx, project, jobID, updates, now)
+}
+
+// mergeExistingRel folds the stored relationship e into p and reports
+// whether the row must be written.
+func mergeExistingRel(p *pendingRel, e Relationship, jobID *uuid.UUID) bool {
+	p.id = e.ID
+	props := mergeProps(e.Properties, p.props)
+	confidence := maxConfidence(e.Confidence, p.confidence)
+	p.updated = !jsonEqual(props, e.Properties) || !sameConfidence(confidence, e.Confidence)
+	p.props, p.confidence = props, confidence
+	return p.updated || (jobID != nil && (e.ExtractionJobID == nil || *e.ExtractionJobID != *jobID))
 }

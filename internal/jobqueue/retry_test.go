@@ -65,11 +65,11 @@ func TestBackoffDefault(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
+func TestClip(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "short", truncate("short"))
+	require.Equal(t, "short", Clip("short", errorMsgMax))
 	long := strings.Repeat("é", errorMsgMax) // two bytes each
-	got := truncate(long)
+	got := Clip(long, errorMsgMax)
 	require.LessOrEqual(t, len(got), errorMsgMax)
 	require.True(t, strings.HasPrefix(long, got))
 	require.Equal(t, 0, len(got)%2, "cut on a rune boundary")

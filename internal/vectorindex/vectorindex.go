@@ -99,28 +99,24 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.CacheBytes <= 0 {
-		c.CacheBytes = CacheBytesDefault
-	}
-	if c.HNSWThreshold <= 0 {
-		c.HNSWThreshold = HNSWThresholdDefault
-	}
-	if c.HNSWM <= 1 {
+	c.CacheBytes = positiveOr(c.CacheBytes, CacheBytesDefault)
+	c.HNSWThreshold = positiveOr(c.HNSWThreshold, HNSWThresholdDefault)
+	if c.HNSWM <= 1 { // one link per node is no graph
 		c.HNSWM = HNSWMDefault
 	}
-	if c.HNSWEfConstruction <= 0 {
-		c.HNSWEfConstruction = HNSWEfConstructDefault
-	}
-	if c.HNSWEfSearch <= 0 {
-		c.HNSWEfSearch = HNSWEfSearchDefault
-	}
-	if c.Oversample <= 0 {
-		c.Oversample = OversampleDefault
-	}
-	if c.Overlap <= 0 {
-		c.Overlap = OverlapDefault
-	}
+	c.HNSWEfConstruction = positiveOr(c.HNSWEfConstruction, HNSWEfConstructDefault)
+	c.HNSWEfSearch = positiveOr(c.HNSWEfSearch, HNSWEfSearchDefault)
+	c.Oversample = positiveOr(c.Oversample, OversampleDefault)
+	c.Overlap = positiveOr(c.Overlap, OverlapDefault)
 	return c
+}
+
+// positiveOr is v, or def when v is not positive.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Listener delivers notifications of a channel; *events.Notifier is one.
