@@ -294,7 +294,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	graphs := graph.NewService(graph.Config{Pool: pool, Types: packs, Embed: embeddings, Now: m.Now})
-	objects.graph = graphs
+	objects.Service = graphs
 	graph.Register(api, graphs)
 	policies := embeddingpolicy.NewService(pool, embeddings, providers, m.Now)
 	if err := embeddings.AddQueue(policies, m.Config.QueueProjectMax); err != nil {
@@ -444,33 +444,9 @@ func (m *Main) bootstrap(ctx context.Context, ten *tenancy.Service) error {
 	return nil
 }
 
-// graphObjects gives the embedding worker the graph's live objects.
-type graphObjects struct{ graph *graph.Service }
-
-// ObjectsByID implements embedding.ObjectSource.
-func (g *graphObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]embedding.Object, error) {
-	list, err := g.graph.ObjectsByID(ctx, db, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]embedding.Object, len(list))
-	for i, o := range list {
-		out[i] = embedding.Object{
-			ID: o.ID, ProjectID: o.ProjectID, Type: o.Type, Key: o.Key, Name: o.Name, Description: o.Description,
-			Properties: o.Properties, Labels: o.Labels, Status: o.Status, Confidence: o.Confidence,
-		}
-	}
-	return out, nil
-}
-
-// ObjectIDsByType implements embedding.ObjectSource.
-func (g *graphObjects) LockObjects(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
-	return g.graph.LockObjects(ctx, tx, ids)
-}
-
-func (g *graphObjects) ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error) {
-	return g.graph.ObjectIDsByType(ctx, db, project, types)
-}
+// graphObjects gives the embedding worker the graph's live objects
+// (embedding.ObjectSource); the graph service is set once built.
+type graphObjects struct{ *graph.Service }
 
 // documentExtraction gives the document pipeline the extraction service
 // (document.Extraction), which is built after it.

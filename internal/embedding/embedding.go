@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
 )
@@ -27,26 +28,11 @@ const (
 	ConcurrencyDefault = 1
 )
 
-// Object is what the worker needs of a graph object.
-type Object struct {
-	ID          uuid.UUID
-	ProjectID   uuid.UUID
-	Type        string
-	Key         string
-	Name        string
-	Description string
-	// Properties are decoded with json.Number for numbers.
-	Properties map[string]any
-	Labels     []string
-	Status     string
-	Confidence *float64
-}
-
 // ObjectSource reads graph objects; the graph domain's service provides it.
 type ObjectSource interface {
 	// ObjectsByID returns the live (not deleted) objects among ids, in
 	// any order; unknown and deleted ids are left out.
-	ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]Object, error)
+	ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]graph.Object, error)
 	// ObjectIDsByType returns the ids of project's live objects whose type
 	// is one of types.
 	ObjectIDsByType(ctx context.Context, db postgres.DBTX, project uuid.UUID, types []string) ([]uuid.UUID, error)

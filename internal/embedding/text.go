@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/graph"
 )
 
 // TextMaxBytes caps an object's embedding text: a rendered template is cut
@@ -246,7 +247,7 @@ func (l textList) String() string { return strings.Join(l, ", ") }
 // (empty when the object has no such property), lists (labels and list
 // properties) as textList. A property named like a standard field is
 // hidden by the field.
-func templateData(o Object, fields []string) map[string]any {
+func templateData(o graph.Object, fields []string) map[string]any {
 	data := make(map[string]any, len(fields)+6)
 	for _, f := range fields {
 		if list, ok := o.Properties[f].([]any); ok {
@@ -345,7 +346,7 @@ func (m *meter) Write(p []byte) (int, error) {
 // render executes a prepared policy template for o within timeout; the
 // text is trimmed and cut at TextMaxBytes. Errors: errRenderBudget (wrapped)
 // when the deadline passed, else the template's failure on this object.
-func render(t *template.Template, o Object, fields []string, timeout time.Duration) (string, error) {
+func render(t *template.Template, o graph.Object, fields []string, timeout time.Duration) (string, error) {
 	m := &meter{deadline: time.Now().Add(timeout)}
 	run, err := t.Clone()
 	if err != nil {
@@ -377,7 +378,7 @@ func clean(s string) string {
 // the name, the description, and the object's scalar properties (strings,
 // numbers, booleans; not lists, objects or nulls) as "<name>: <value>"
 // lines sorted by name.
-func DefaultText(o Object) string {
+func DefaultText(o graph.Object) string {
 	var b strings.Builder
 	b.WriteString(o.Type + ": " + o.Name + "\n")
 	if o.Key != "" && o.Key != o.Name {
@@ -403,6 +404,6 @@ func DefaultText(o Object) string {
 }
 
 // covers reports whether policy p applies to o.
-func (p Policy) covers(o Object) bool {
+func (p Policy) covers(o graph.Object) bool {
 	return p.ProjectID == o.ProjectID && slices.Contains(p.ObjectTypes, o.Type)
 }

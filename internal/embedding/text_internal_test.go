@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/graph"
 )
 
 func TestCheckTemplate(t *testing.T) {
@@ -61,7 +62,7 @@ func TestCheckTemplate(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	t.Parallel()
-	o := Object{
+	o := graph.Object{
 		ID: uuid.New(), Type: "Person", Key: "ada", Name: "Ada", Description: "Mathematician", Labels: []string{"a", "b"}, Status: "accepted",
 		Properties: map[string]any{
 			"born": json.Number("1815"), "alive": false, "tags": []any{"x", json.Number("2"), nil}, "meta": map[string]any{"k": "v"},
@@ -126,11 +127,11 @@ func TestDefaultText(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		o    Object
+		o    graph.Object
 		want string
 	}{
-		{"NameOnly", Object{Type: "Place", Name: "London", Key: "London"}, "Place: London"},
-		{"Everything", Object{
+		{"NameOnly", graph.Object{Type: "Place", Name: "London", Key: "London"}, "Place: London"},
+		{"Everything", graph.Object{
 			Type: "Person", Name: "Ada", Key: "ada-lovelace", Description: "  Mathematician \n",
 			Properties: map[string]any{
 				"z": "last", "a": json.Number("1.5"), "m": true, "list": []any{"x"}, "obj": map[string]any{}, "null": nil, "blank": " ",

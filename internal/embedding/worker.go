@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
@@ -33,7 +34,7 @@ type compiledPolicy struct {
 // objectText is one text of an object: for a policy, or for the default
 // (policy uuid.Nil).
 type objectText struct {
-	object *Object
+	object *graph.Object
 	policy uuid.UUID
 	model  string // the model the policy names; empty for the default text
 	text   string
@@ -298,7 +299,7 @@ func (s *Service) fingerprints(ctx context.Context, db postgres.DBTX, objectIDs 
 
 // load reads the live objects among objectIDs and the active policies of
 // their projects.
-func (s *Service) load(ctx context.Context, db postgres.DBTX, objectIDs []uuid.UUID) ([]Object, []Policy, error) {
+func (s *Service) load(ctx context.Context, db postgres.DBTX, objectIDs []uuid.UUID) ([]graph.Object, []Policy, error) {
 	list, err := s.objects.ObjectsByID(ctx, db, objectIDs)
 	if err != nil {
 		return nil, nil, err
@@ -323,7 +324,7 @@ func (s *Service) load(ctx context.Context, db postgres.DBTX, objectIDs []uuid.U
 // whose changes queue a re-embedding (not its status or confidence, which
 // review decisions change without one) and the active policies covering
 // it.
-func fingerprint(o *Object, policies []Policy) [32]byte {
+func fingerprint(o *graph.Object, policies []Policy) [32]byte {
 	type covering struct {
 		ID                  uuid.UUID
 		ObjectTypes, Fields []string
@@ -373,7 +374,7 @@ func (s *Service) prepare(policies []Policy) []*compiledPolicy {
 // which is logged. A policy that cannot render (refused, or past its
 // budget on this or an earlier object of the batch) gives no text and its
 // error.
-func (s *Service) textsOf(o *Object, policies []*compiledPolicy) ([]objectText, error) {
+func (s *Service) textsOf(o *graph.Object, policies []*compiledPolicy) ([]objectText, error) {
 	var out []objectText
 	var failed error
 	covered := false

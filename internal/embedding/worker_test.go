@@ -19,6 +19,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/embeddingpolicy"
+	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
@@ -462,17 +463,17 @@ type objectRow struct {
 	Confidence  *float64  `db:"confidence"`
 }
 
-// ObjectsByID implements embedding.ObjectSource.
-func (tableObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]embedding.Object, error) {
+// ObjectsByID implements graph.ObjectSource.
+func (tableObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]graph.Object, error) {
 	rows, _ := db.Query(ctx, `SELECT id, project_id, type, key, name, description, properties, labels, status, confidence::float8 AS confidence
 		FROM graph_objects WHERE id = ANY($1) AND deleted_at IS NULL`, ids)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[objectRow])
 	if err != nil {
 		return nil, fmt.Errorf("load graph objects: %w", err)
 	}
-	out := make([]embedding.Object, len(list))
+	out := make([]graph.Object, len(list))
 	for i, r := range list {
-		o := embedding.Object{
+		o := graph.Object{
 			ID: r.ID, ProjectID: r.ProjectID, Type: r.Type, Key: r.Key, Name: r.Name, Labels: r.Labels, Status: r.Status,
 			Confidence: r.Confidence, Properties: map[string]any{},
 		}
@@ -491,7 +492,7 @@ func (tableObjects) ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uui
 	return out, nil
 }
 
-// ObjectIDsByType implements embedding.ObjectSource.
+// ObjectIDsByType implements graph.ObjectSource.
 func (tableObjects) LockObjects(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
 	_, err := tx.Exec(ctx, `SELECT id FROM graph_objects WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
 	return err
