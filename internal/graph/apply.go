@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // applyAttempts bounds the insert rounds of Apply: a round only repeats
@@ -338,19 +339,12 @@ func (s *Service) applyObjects(ctx context.Context, tx pgx.Tx, project uuid.UUID
 		}
 		return strings.Compare(a.key.nkey, b.key.nkey)
 	})
-	updates, err := applyRounds("objects", pending,
-		func(ps []*pendingObject) (map[objKey]Object, error) { return objectsLockByKeys(ctx, tx, project, ps) },
-		func(p *pendingObject, e Object) bool { return mergeExisting(p, e, jobID) },
-		func(ps []*pendingObject) (map[uuid.UUID]bool, error) {
-			return objectsInsertBatch(ctx, tx, project, jobID, ps, now)
-		})
-	if err != nil {
-		return err
-	}
-	return objectsUpdateBatch(ctx, tx, project, jobID, updates, now)
+	return applyRows(ctx, tx, project, jobID, pending, now, rowKind[*pendingObject, objKey, Object]{
+		what: "objects", lock: objectsLockByKeys, merge: mergeExisting, insert: objectsInsertBatch, update: objectsUpdateBatch,
+	})
 }
 
-// pendingRow is a pending object or relationship as applyRounds sees it.
+// pendingRow is a pending object or relationship as applyRows sees it.
 type pendingRow[K comparable] interface {
 	linked
 	rowKey() K
@@ -359,24 +353,34 @@ type pendingRow[K comparable] interface {
 	setCreated(created bool)
 }
 
-// applyRounds writes the pending rows of one kind (what, in errors):
-// each round locks the live rows with their keys, merges the rows found
-// (merge folds the stored row in and reports whether it must be
-// written) and inserts the others. A row a concurrent transaction
-// inserted first is merged in the next round. It returns the rows to
-// update.
-func applyRounds[P pendingRow[K], K comparable, E any](what string, pending []P,
-	lock func([]P) (map[K]E, error), merge func(P, E) bool, insert func([]P) (map[uuid.UUID]bool, error),
-) ([]P, error) {
+// rowKind is how applyRows stores one kind of pending row: what names
+// the rows in errors; lock returns, locked, the live rows with the keys
+// of the pending ones; merge folds a stored row into a pending one and
+// reports whether it must be written; insert returns the ids it inserted.
+type rowKind[P pendingRow[K], K comparable, E any] struct {
+	what   string
+	lock   func(ctx context.Context, db postgres.DBTX, project uuid.UUID, pending []P) (map[K]E, error)
+	merge  func(p P, stored E, jobID *uuid.UUID) bool
+	insert func(ctx context.Context, db postgres.DBTX, project uuid.UUID, jobID *uuid.UUID, list []P, now time.Time) (map[uuid.UUID]bool, error)
+	update func(ctx context.Context, db postgres.DBTX, project uuid.UUID, jobID *uuid.UUID, list []P, now time.Time) error
+}
+
+// applyRows writes the pending rows of one kind: each round locks the
+// live rows with their keys, merges the rows found and inserts the
+// others; a row a concurrent transaction inserted first is merged in the
+// next round. The merged rows that changed are updated at the end.
+func applyRows[P pendingRow[K], K comparable, E any](ctx context.Context, tx pgx.Tx, project uuid.UUID, jobID *uuid.UUID,
+	pending []P, now time.Time, kind rowKind[P, K, E],
+) error {
 	remaining := pending
 	var updates []P
 	for round := 0; len(remaining) > 0; round++ {
 		if round == applyAttempts {
-			return nil, fmt.Errorf("apply %s: %d %s still conflict after %d rounds", what, len(remaining), what, applyAttempts)
+			return fmt.Errorf("apply %s: %d %s still conflict after %d rounds", kind.what, len(remaining), kind.what, applyAttempts)
 		}
-		existing, err := lock(remaining)
+		existing, err := kind.lock(ctx, tx, project, remaining)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var inserts []P
 		for _, p := range remaining {
@@ -386,13 +390,13 @@ func applyRounds[P pendingRow[K], K comparable, E any](what string, pending []P,
 				inserts = append(inserts, p)
 				continue
 			}
-			if merge(p, e) {
+			if kind.merge(p, e, jobID) {
 				updates = append(updates, p)
 			}
 		}
-		inserted, err := insert(inserts)
+		inserted, err := kind.insert(ctx, tx, project, jobID, inserts, now)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		remaining = remaining[:0:0]
 		for _, p := range inserts {
@@ -402,7 +406,7 @@ func applyRounds[P pendingRow[K], K comparable, E any](what string, pending []P,
 			}
 		}
 	}
-	return updates, nil
+	return kind.update(ctx, tx, project, jobID, updates, now)
 }
 
 // mergeExisting folds the stored object e into p (p becomes the merged
@@ -486,16 +490,9 @@ func (s *Service) applyRelationships(ctx context.Context, tx pgx.Tx, project uui
 		}
 		return strings.Compare(a.key.target.String(), b.key.target.String())
 	})
-	updates, err := applyRounds("relationships", pending,
-		func(ps []*pendingRel) (map[relKey]Relationship, error) { return relationshipsLockByKeys(ctx, tx, project, ps) },
-		func(p *pendingRel, e Relationship) bool { return mergeExistingRel(p, e, jobID) },
-		func(ps []*pendingRel) (map[uuid.UUID]bool, error) {
-			return relationshipsInsertBatch(ctx, tx, project, jobID, ps, now)
-		})
-	if err != nil {
-		return err
-	}
-	return relationshipsUpdateBatch(ctx, tx, project, jobID, updates, now)
+	return applyRows(ctx, tx, project, jobID, pending, now, rowKind[*pendingRel, relKey, Relationship]{
+		what: "relationships", lock: relationshipsLockByKeys, merge: mergeExistingRel, insert: relationshipsInsertBatch, update: relationshipsUpdateBatch,
+	})
 }
 
 // mergeExistingRel folds the stored relationship e into p and reports
