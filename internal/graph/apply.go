@@ -21,9 +21,34 @@ const applyAttempts = 3
 
 type objKey struct{ typ, nkey string }
 
+// pendingBase is what the pending rows of an Apply batch (objects and
+// relationships) share: the chunks they came from, the inputs merged
+// into them, and then what became of them.
+type pendingBase struct {
+	chunks []uuid.UUID
+	inputs []int
+
+	id      uuid.UUID
+	created bool
+	updated bool
+}
+
+// links is the row's id and the chunks it came from (provenanceInsert).
+func (p *pendingBase) links() (uuid.UUID, []uuid.UUID) { return p.id, p.chunks }
+
+// setCreated marks the row as new under a fresh id, or (false) as one a
+// concurrent transaction inserted first.
+func (p *pendingBase) setCreated(created bool) {
+	if created {
+		p.id = newID()
+	}
+	p.created = created
+}
+
 // pendingObject is one distinct object of an Apply batch, merged from
 // its inputs, and then what became of it.
 type pendingObject struct {
+	pendingBase
 	key         objKey
 	keyText     string
 	name        string
@@ -32,25 +57,15 @@ type pendingObject struct {
 	labels      []string
 	status      string
 	confidence  *float64
-	chunks      []uuid.UUID
-	inputs      []int
 
-	id      uuid.UUID
-	created bool
 	content bool // created, or name/description/properties/labels changed
-	updated bool
 }
-
-// links is the object's id and the chunks it came from (provenanceInsert).
-func (p *pendingObject) links() (uuid.UUID, []uuid.UUID) { return p.id, p.chunks }
 
 func (p *pendingObject) rowKey() objKey { return p.key }
 
 func (p *pendingObject) setCreated(created bool) {
-	if created {
-		p.id = newID()
-	}
-	p.created, p.content = created, created
+	p.pendingBase.setCreated(created)
+	p.content = created
 }
 
 type relKey struct {
@@ -58,30 +73,15 @@ type relKey struct {
 	source, target uuid.UUID
 }
 
+// pendingRel is one distinct relationship of an Apply batch.
 type pendingRel struct {
+	pendingBase
 	key        relKey
 	props      map[string]any
 	confidence *float64
-	chunks     []uuid.UUID
-	inputs     []int
-
-	id      uuid.UUID
-	created bool
-	updated bool
 }
-
-// links is the relationship's id and the chunks it came from
-// (provenanceInsert).
-func (p *pendingRel) links() (uuid.UUID, []uuid.UUID) { return p.id, p.chunks }
 
 func (p *pendingRel) rowKey() relKey { return p.key }
-
-func (p *pendingRel) setCreated(created bool) {
-	if created {
-		p.id = newID()
-	}
-	p.created = created
-}
 
 // maxConfidence is the larger of two confidences (nil: unknown).
 func maxConfidence(a, b *float64) *float64 {
@@ -273,7 +273,8 @@ func objectFromInput(in ObjectInput) (*pendingObject, error) {
 	}
 	return &pendingObject{
 		key: objKey{typ: o.Type, nkey: nkey}, keyText: o.Key, name: o.Name, description: o.Description,
-		props: o.Properties, labels: o.Labels, status: o.Status, confidence: o.Confidence, chunks: unionIDs(nil, in.ChunkIDs),
+		props: o.Properties, labels: o.Labels, status: o.Status, confidence: o.Confidence,
+		pendingBase: pendingBase{chunks: unionIDs(nil, in.ChunkIDs)},
 	}, nil
 }
 
@@ -344,12 +345,11 @@ func (s *Service) applyObjects(ctx context.Context, tx pgx.Tx, project uuid.UUID
 	})
 }
 
-// pendingRow is a pending object or relationship as applyRows sees it.
+// pendingRow is a pending object or relationship as applyRows sees it
+// (pendingBase's methods, setCreated extended by pendingObject).
 type pendingRow[K comparable] interface {
 	linked
 	rowKey() K
-	// setCreated marks the row as new under a fresh id, or (false) as
-	// one a concurrent transaction inserted first.
 	setCreated(created bool)
 }
 
@@ -472,7 +472,7 @@ func (s *Service) resolveRelationships(ctx context.Context, tx pgx.Tx, project u
 			prev.inputs = append(prev.inputs, i)
 			continue
 		}
-		p := &pendingRel{key: k, props: r.Properties, confidence: r.Confidence, chunks: r.ChunkIDs, inputs: []int{i}}
+		p := &pendingRel{key: k, props: r.Properties, confidence: r.Confidence, pendingBase: pendingBase{chunks: r.ChunkIDs, inputs: []int{i}}}
 		byKey[k] = p
 		out = append(out, p)
 	}
