@@ -576,7 +576,10 @@ func (m *Main) secretBox() (*secrets.Box, error) {
 // credentials.
 func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.Service, error) {
 	c := m.Config
-	env := provider.Environment{KeyAIAPIKey: c.KeyAIAPIKey, AccountAIProject: c.AccountAIProject, AccountAILocation: c.AccountAILocation}
+	env := provider.Environment{
+		KeyAIAPIKey: c.KeyAIAPIKey, AccountAIProject: c.AccountAIProject, AccountAILocation: c.AccountAILocation,
+		OpenAIBaseURL: c.OpenAIBaseURL, OpenAIAPIKey: c.OpenAIAPIKey, OpenAIModel: c.OpenAIModel, OpenAIEmbeddingModel: c.OpenAIEmbeddingModel,
+	}
 	guard, err := egress.New(c.EgressAllow)
 	if err != nil {
 		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)

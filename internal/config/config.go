@@ -100,6 +100,13 @@ type Config struct {
 	AccountAIProject         string `env:"ACCOUNT_AI_PROJECT"`
 	AccountAILocation        string `env:"ACCOUNT_AI_LOCATION"`
 	AccountAIBaseURL         string `env:"ACCOUNT_AI_BASE_URL"`
+	// The openai provider (any OpenAI-compatible endpoint): either the
+	// base URL or the key enables it. The base URL is the operator's, so it
+	// may be private or loopback (Ollama: http://localhost:11434/v1).
+	OpenAIBaseURL        string `env:"OPENAI_BASE_URL"`
+	OpenAIAPIKey         string `env:"OPENAI_API_KEY"`
+	OpenAIModel          string `env:"OPENAI_MODEL"`
+	OpenAIEmbeddingModel string `env:"OPENAI_EMBEDDING_MODEL"`
 	// LocalProvider enables the offline provider as the last resort; unset
 	// means enabled on the embedded default and disabled otherwise.
 	LocalProvider *bool `env:"LOCAL_PROVIDER"`
@@ -262,7 +269,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
 	}
 	for name, u := range map[string]string{
-		"GRAPHMILL_KEY_AI_BASE_URL": c.KeyAIBaseURL, "GRAPHMILL_ACCOUNT_AI_BASE_URL": c.AccountAIBaseURL,
+		"GRAPHMILL_KEY_AI_BASE_URL": c.KeyAIBaseURL, "GRAPHMILL_ACCOUNT_AI_BASE_URL": c.AccountAIBaseURL, "GRAPHMILL_OPENAI_BASE_URL": c.OpenAIBaseURL,
 		"GRAPHMILL_MCP_REGISTRY_URL": c.MCPRegistryURL, "GRAPHMILL_WEB_SEARCH_BASE_URL": c.WebSearchBaseURL,
 	} {
 		if u == "" {

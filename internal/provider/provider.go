@@ -17,6 +17,7 @@ import (
 const (
 	KeyAI     = "key-ai"
 	AccountAI = "account-ai"
+	OpenAI    = "openai"
 	Local     = "local"
 )
 
@@ -43,17 +44,17 @@ const (
 
 // Errors.
 var (
-	ErrUnknownProvider = errs.New(errs.NotFound, "unknown provider: use key-ai or account-ai")
+	ErrUnknownProvider = errs.New(errs.NotFound, "unknown provider: use key-ai, account-ai or openai")
 	ErrNoCredential    = errs.New(errs.NotFound, "no credentials stored for this provider")
 	ErrNoPolicy        = errs.New(errs.NotFound, "no policy set for this provider in this project; projects without one use their organization's credentials")
 )
 
 // credentialProviders are the providers that take credentials, in the
 // resolver's order.
-func credentialProviders() [2]string { return [2]string{KeyAI, AccountAI} }
+func credentialProviders() [3]string { return [3]string{KeyAI, AccountAI, OpenAI} }
 
 func checkCredentialProvider(p string) error {
-	if p == KeyAI || p == AccountAI {
+	if p == KeyAI || p == AccountAI || p == OpenAI {
 		return nil
 	}
 	return ErrUnknownProvider

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,6 +29,11 @@ type Environment struct {
 	// AccountAIJSON is the service-account file's content.
 	AccountAIJSON                       []byte
 	AccountAIProject, AccountAILocation string
+	// OpenAIBaseURL and OpenAIAPIKey configure the openai provider (either
+	// enables it); the models name its generative and embedding models
+	// (empty: the catalog's defaults).
+	OpenAIBaseURL, OpenAIAPIKey       string
+	OpenAIModel, OpenAIEmbeddingModel string
 }
 
 // Config wires a Service.
@@ -83,7 +89,7 @@ func NewService(c Config) *Service {
 		c.Egress, _ = egress.New(nil)
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = c.Egress.WithHosts(hostPort(c.KeyAIBaseURL), hostPort(c.AccountAIBaseURL)).Client(0)
+		c.HTTPClient = c.Egress.WithHosts(hostPort(c.KeyAIBaseURL), hostPort(c.AccountAIBaseURL), hostPort(c.Environment.OpenAIBaseURL)).Client(0)
 	}
 	if c.SyncTimeout <= 0 {
 		c.SyncTimeout = 15 * time.Second
@@ -114,10 +120,19 @@ func (s *Service) client(ctx context.Context, key, version string, build func(co
 type secretPayload struct {
 	APIKey             string          `json:"apiKey,omitempty"`
 	ServiceAccountJSON json.RawMessage `json:"serviceAccountJson,omitempty"`
+	// BaseURL is the openai endpoint a tenant set ("" is the OpenAI API).
+	BaseURL string `json:"baseUrl,omitempty"`
 }
 
 func (s *Service) newClient(ctx context.Context, provider string, p secretPayload, gcpProject, location string) (llm.Client, error) {
 	switch provider {
+	case OpenAI:
+		// A tenant's base URL is checked again at use (the allow list may
+		// have changed); the dial goes through the guard either way.
+		if err := checkTenantURL(p.BaseURL, s.cfg.Egress); err != nil {
+			return nil, &llm.Error{Kind: llm.ErrorInvalid, Message: "openai: " + errs.MessageOf(err)}
+		}
+		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: p.BaseURL, APIKey: p.APIKey, HTTPClient: s.cfg.HTTPClient})
 	case KeyAI:
 		return llm.NewKeyAI(ctx, p.APIKey, s.cfg.KeyAIBaseURL, s.cfg.HTTPClient)
 	case AccountAI:
@@ -164,10 +179,54 @@ type AccountAICredentials struct {
 	Location           string
 }
 
+// checkTenantURL checks an openai base URL a tenant gives (the egress
+// rule of tenant-set URLs): "" (the OpenAI API), or an absolute https URL
+// of a public host, or an http(s) URL whose host GRAPHMILL_EGRESS_ALLOW
+// names. No user part, query or fragment.
+func checkTenantURL(raw string, g *egress.Guard) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return errs.New(errs.Invalid, "baseUrl must be an absolute http(s) URL without user, query or fragment, such as https://api.openai.com/v1")
+	}
+	if g.Names(u.Hostname(), u.Port()) {
+		return nil
+	}
+	if u.Scheme != "https" {
+		return errs.New(errs.Invalid, "baseUrl must use https unless GRAPHMILL_EGRESS_ALLOW names its host")
+	}
+	host := strings.ToLower(u.Hostname())
+	if ip, err := netip.ParseAddr(host); err == nil && !g.AllowsAddr(ip) {
+		return errs.New(errs.Invalid, "baseUrl names a non-public address; allow it with GRAPHMILL_EGRESS_ALLOW")
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".internal") || strings.HasSuffix(host, ".local") {
+		return errs.New(errs.Invalid, "baseUrl names a local host; allow it with GRAPHMILL_EGRESS_ALLOW")
+	}
+	return nil
+}
+
 // sealCredentials validates credentials for provider and returns the
-// payload to seal; apiKey is for key-ai, the rest for account-ai.
-func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string, allow llm.AllowList) (secretPayload, error) {
+// payload to seal; apiKey is for key-ai and openai, baseURL for openai,
+// the rest for account-ai.
+func sealCredentials(provider, apiKey, baseURL string, serviceAccountJSON []byte, gcpProject, location string, g *egress.Guard) (secretPayload, error) {
 	switch provider {
+	case OpenAI:
+		if len(serviceAccountJSON) > 0 || gcpProject != "" || location != "" {
+			return secretPayload{}, errs.New(errs.Invalid, "openai takes a baseUrl and an optional apiKey, not a service account, gcpProject or location")
+		}
+		if strings.ContainsAny(apiKey, " \t\r\n") {
+			return secretPayload{}, errs.New(errs.Invalid, "apiKey must not contain whitespace")
+		}
+		baseURL = strings.TrimRight(strings.TrimSpace(baseURL), "/")
+		if err := checkTenantURL(baseURL, g); err != nil {
+			return secretPayload{}, err
+		}
+		if apiKey == "" && llm.IsOpenAIOfficial(baseURL) {
+			return secretPayload{}, errs.New(errs.Invalid, "apiKey is required for the OpenAI API; give a baseUrl for a server that needs none")
+		}
+		return secretPayload{APIKey: apiKey, BaseURL: baseURL}, nil
 	case KeyAI:
 		if len(serviceAccountJSON) > 0 || gcpProject != "" || location != "" {
 			return secretPayload{}, errs.New(errs.Invalid, "key-ai takes an apiKey, not a service account, gcpProject or location")
@@ -186,7 +245,7 @@ func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProj
 		if len(serviceAccountJSON) == 0 {
 			return secretPayload{}, errs.New(errs.Invalid, "serviceAccountJson is required")
 		}
-		if err := llm.ValidateServiceAccountJSON(serviceAccountJSON, allow); err != nil {
+		if err := llm.ValidateServiceAccountJSON(serviceAccountJSON, g); err != nil {
 			return secretPayload{}, errs.Errorf(errs.Invalid, "serviceAccountJson: %s", err.Error())
 		}
 		if strings.TrimSpace(gcpProject) == "" || strings.TrimSpace(location) == "" {
@@ -212,8 +271,8 @@ func validLocation(s string) bool {
 
 // SaveCredentials stores an organization's credentials for provider
 // (replacing earlier ones) and refreshes the model catalog with them.
-func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string) error {
-	payload, err := sealCredentials(provider, apiKey, serviceAccountJSON, gcpProject, location, s.cfg.Egress)
+func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider, apiKey, baseURL string, serviceAccountJSON []byte, gcpProject, location string) error {
+	payload, err := sealCredentials(provider, apiKey, baseURL, serviceAccountJSON, gcpProject, location, s.cfg.Egress)
 	if err != nil {
 		return err
 	}
@@ -267,9 +326,9 @@ func (s *Service) Credentials(ctx context.Context, org uuid.UUID) ([]Credential,
 // Models lists the catalog for provider, optionally of one model type.
 func (s *Service) Models(ctx context.Context, provider, modelType string) ([]Model, error) {
 	switch provider {
-	case KeyAI, AccountAI, Local:
+	case KeyAI, AccountAI, OpenAI, Local:
 	default:
-		return nil, errs.New(errs.NotFound, "unknown provider: use key-ai, account-ai or local")
+		return nil, errs.New(errs.NotFound, "unknown provider: use key-ai, account-ai, openai or local")
 	}
 	switch modelType {
 	case "", Embedding, Generative:
@@ -288,6 +347,15 @@ func (s *Service) checkModel(ctx context.Context, db postgres.DBTX, provider, mo
 	m, ok, err := modelGet(ctx, db, provider, name)
 	if err != nil {
 		return err
+	}
+	if provider == OpenAI && (!ok || m.ModelType != modelType) {
+		// An endpoint's model list says nothing of types: the name chosen
+		// here as a model of modelType fixes its type (a model another
+		// refresh will not change), and adds a model the list missed.
+		if ok && m.IsDefault {
+			return errs.Errorf(errs.Invalid, "%s: that model of %s is the catalog's default %s model", field, provider, m.ModelType)
+		}
+		return modelFixType(ctx, db, provider, name, modelType, s.cfg.Now())
 	}
 	if !ok {
 		return errs.Errorf(errs.Invalid, "%s: %s has no model of that name (see GET /api/v1/providers/%s/models)", field, provider, provider)
@@ -319,7 +387,7 @@ func (s *Service) SetOrgModels(ctx context.Context, org uuid.UUID, provider, emb
 // PolicyInput is a project policy to set.
 type PolicyInput struct {
 	Policy                          string
-	APIKey                          string
+	APIKey, BaseURL                 string
 	ServiceAccountJSON              []byte
 	GCPProject, Location            string
 	EmbeddingModel, GenerativeModel string
@@ -337,14 +405,14 @@ func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider str
 	default:
 		return Policy{}, errs.New(errs.Invalid, "policy must be none, organization or project")
 	}
-	hasCreds := in.APIKey != "" || len(in.ServiceAccountJSON) > 0
+	hasCreds := in.APIKey != "" || len(in.ServiceAccountJSON) > 0 || in.BaseURL != ""
 	if in.Policy != PolicyProject && (hasCreds || in.GCPProject != "" || in.Location != "") {
 		return Policy{}, errs.Errorf(errs.Invalid, "credentials, gcpProject and location are only taken with policy project, not %s", in.Policy)
 	}
 	var payload secretPayload
 	if hasCreds {
 		var err error
-		if payload, err = sealCredentials(provider, in.APIKey, in.ServiceAccountJSON, in.GCPProject, in.Location, s.cfg.Egress); err != nil {
+		if payload, err = sealCredentials(provider, in.APIKey, in.BaseURL, in.ServiceAccountJSON, in.GCPProject, in.Location, s.cfg.Egress); err != nil {
 			return Policy{}, err
 		}
 	}
@@ -378,6 +446,8 @@ func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider str
 				row.Secret, row.GCPProject, row.Location = cur.Secret, cur.GCPProject, cur.Location
 			case provider == KeyAI:
 				return errs.New(errs.Invalid, "policy project needs the project's credentials: give apiKey")
+			case provider == OpenAI:
+				return errs.New(errs.Invalid, "policy project needs the project's credentials: give baseUrl, apiKey or both")
 			default:
 				return errs.New(errs.Invalid, "policy project needs the project's credentials: give serviceAccountJson, gcpProject and location")
 			}
@@ -530,6 +600,14 @@ func (s *Service) envClient(provider string) (func(context.Context) (llm.Client,
 		return func(ctx context.Context) (llm.Client, error) {
 			return s.client(ctx, "env:"+KeyAI, "", func(ctx context.Context) (llm.Client, error) {
 				return s.newClient(ctx, KeyAI, secretPayload{APIKey: env.KeyAIAPIKey}, "", "")
+			})
+		}, true
+	case provider == OpenAI && (env.OpenAIBaseURL != "" || env.OpenAIAPIKey != ""):
+		return func(ctx context.Context) (llm.Client, error) {
+			return s.client(ctx, "env:"+OpenAI, "", func(context.Context) (llm.Client, error) {
+				// The operator's base URL: not a tenant's, so no URL check;
+				// its host is allowed in the guard (NewService).
+				return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: env.OpenAIBaseURL, APIKey: env.OpenAIAPIKey, HTTPClient: s.cfg.HTTPClient})
 			})
 		}, true
 	case provider == AccountAI && len(env.AccountAIJSON) > 0:
