@@ -331,3 +331,47 @@ func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64
 func (s *Service) Embedder(ctx context.Context, project uuid.UUID) (llm.Embedder, error) {
 	return s.Resolve(ctx, project, Embedding)
 }
+
+// Stage is the provider and model a pipeline stage uses for projects
+// with no credentials of their own or of their organization (what the
+// start-up log reports).
+type Stage struct {
+	// Purpose is Generative (extraction) or Embedding.
+	Purpose string
+	// Provider is "" when nothing is configured (the stage's jobs fail).
+	Provider, Model, Source string
+}
+
+// Fallback returns the Stage of extraction (Generative) and embedding, in
+// that order: the environment's credentials (key-ai, account-ai, openai),
+// else the local provider when enabled.
+func (s *Service) Fallback(ctx context.Context) ([]Stage, error) {
+	var out []Stage
+	for _, purpose := range []string{Generative, Embedding} {
+		st := Stage{Purpose: purpose}
+		for _, provider := range credentialProviders() {
+			if _, ok := s.envClient(provider); ok {
+				st.Provider, st.Source = provider, SourceEnvironment
+				if provider == OpenAI {
+					st.Model = s.cfg.Environment.OpenAIModel
+					if purpose == Embedding {
+						st.Model = s.cfg.Environment.OpenAIEmbeddingModel
+					}
+				}
+				break
+			}
+		}
+		if st.Provider == "" && s.cfg.LocalEnabled {
+			st.Provider, st.Source = Local, SourceLocal
+		}
+		if st.Provider != "" && st.Model == "" {
+			m, _, err := modelDefault(ctx, s.cfg.Pool, st.Provider, purpose)
+			if err != nil {
+				return nil, err
+			}
+			st.Model = m.ModelName
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
