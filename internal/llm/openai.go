@@ -240,14 +240,17 @@ func (c *openAIClient) messages(system, user string) []openai.ChatCompletionMess
 	return append(msgs, openai.UserMessage(user))
 }
 
-// strictFormat is response_format json_schema, strict, with the schema
-// made acceptable to strict mode (strictSchema).
+// strictFormat is response_format json_schema with the schema made
+// acceptable to strict mode (strictSchema); a schema strict mode cannot
+// express (an open object: free-form facts) goes with strict false, which
+// OpenAI and the local servers honour as a best effort.
 func strictFormat(schema map[string]any) openai.ChatCompletionNewParamsResponseFormatUnion {
+	out, strict := strictSchema(schema)
 	return openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
 		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
 			Name:   schemaName,
-			Strict: openai.Bool(true),
-			Schema: strictSchema(schema),
+			Strict: openai.Bool(strict),
+			Schema: out,
 		},
 	}}
 }
@@ -255,56 +258,94 @@ func strictFormat(schema map[string]any) openai.ChatCompletionNewParamsResponseF
 // strictSchema returns a copy of schema as OpenAI's strict mode wants it:
 // every object closed (additionalProperties false) with every property
 // required, the optional ones made nullable (their nulls are dropped from
-// the answer by dropNulls). A schema strict mode still refuses makes the
-// call fall back to JSON mode.
-func strictSchema(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x)+2)
-		for k, val := range x {
-			out[k] = strictSchema(val)
-		}
-		props, ok := out["properties"].(map[string]any)
-		if !ok {
-			return out
-		}
-		required := map[string]bool{}
-		if r, ok := x["required"].([]any); ok {
-			for _, n := range r {
-				if s, ok := n.(string); ok {
-					required[s] = true
-				}
+// the answer by dropNulls). ok is false when some object has no listed
+// properties (strict mode cannot express an open object); the copy is
+// still usable without strict.
+func strictSchema(v any) (any, bool) {
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		return v, true
+	}
+	ok := true
+	out := make(map[string]any, len(m)+2)
+	for k, val := range m {
+		switch k {
+		case "items", "not", "additionalProperties":
+			if sub, isSub := val.(map[string]any); isSub {
+				var subOK bool
+				out[k], subOK = strictSchema(sub)
+				ok = ok && subOK
+				continue
 			}
+			out[k] = val
+		case "anyOf", "oneOf", "allOf":
+			list, _ := val.([]any)
+			cp := make([]any, len(list))
+			for i, sub := range list {
+				var subOK bool
+				cp[i], subOK = strictSchema(sub)
+				ok = ok && subOK
+			}
+			out[k] = cp
+		case "properties", "$defs", "definitions":
+			defs, _ := val.(map[string]any)
+			cp := make(map[string]any, len(defs))
+			for name, sub := range defs {
+				var subOK bool
+				cp[name], subOK = strictSchema(sub)
+				ok = ok && subOK
+			}
+			out[k] = cp
+		default:
+			out[k] = val
 		}
-		if r, ok := x["required"].([]string); ok {
-			for _, s := range r {
+	}
+	if !isObjectSchema(m) {
+		return out, ok
+	}
+	props, hasProps := out["properties"].(map[string]any)
+	if !hasProps || len(props) == 0 {
+		return out, false
+	}
+	required := map[string]bool{}
+	switch r := m["required"].(type) {
+	case []any:
+		for _, n := range r {
+			if s, isStr := n.(string); isStr {
 				required[s] = true
 			}
 		}
-		names := make([]any, 0, len(props))
-		keys := make([]string, 0, len(props))
-		for k := range props {
-			keys = append(keys, k)
+	case []string:
+		for _, s := range r {
+			required[s] = true
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			names = append(names, k)
-			if !required[k] {
-				props[k] = nullable(props[k])
-			}
-		}
-		out["required"] = names
-		out["additionalProperties"] = false
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, val := range x {
-			out[i] = strictSchema(val)
-		}
-		return out
-	default:
-		return v
 	}
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	names := make([]any, 0, len(keys))
+	for _, k := range keys {
+		names = append(names, k)
+		if !required[k] {
+			props[k] = nullable(props[k])
+		}
+	}
+	out["required"] = names
+	out["additionalProperties"] = false
+	return out, ok
+}
+
+func isObjectSchema(m map[string]any) bool {
+	switch t := m["type"].(type) {
+	case string:
+		return t == "object"
+	case []any:
+		return slices.Contains(t, any("object"))
+	}
+	_, has := m["properties"]
+	return has
 }
 
 // nullable lets a property schema take null too.

@@ -256,3 +256,45 @@ func TestOpenAINoKeyForLocalServers(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, llm.Unpriced(official))
 }
+
+// TestOpenAISchemaWithOpenObject: extraction's schema has a property named
+// "properties" holding free-form facts (an open object). The property map
+// is transformed as property definitions (no "required" or
+// "additionalProperties" added among them), and since strict mode cannot
+// express an open object, the schema goes with strict false.
+func TestOpenAISchemaWithOpenObject(t *testing.T) {
+	t.Parallel()
+	c, f := newOpenAI(t)
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"objects": map[string]any{"type": "array", "items": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"name":       map[string]any{"type": "string"},
+					"properties": map[string]any{"type": "object", "description": "facts"},
+				},
+				"required": []any{"name"},
+			}},
+		},
+		"required": []any{"objects"},
+	}
+	_, err := c.Generate(context.Background(), "gpt-4o-mini", llm.GenerateRequest{Prompt: "p", Schema: schema})
+	require.NoError(t, err)
+	var body struct {
+		ResponseFormat struct {
+			JSONSchema struct {
+				Strict bool           `json:"strict"`
+				Schema map[string]any `json:"schema"`
+			} `json:"json_schema"`
+		} `json:"response_format"`
+	}
+	require.NoError(t, json.Unmarshal(f.Requests()[0].Body, &body))
+	require.False(t, body.ResponseFormat.JSONSchema.Strict)
+	item := body.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any)["objects"].(map[string]any)["items"].(map[string]any)
+	props := item["properties"].(map[string]any)
+	require.Len(t, props, 2, "no keyword added among the property definitions")
+	require.Equal(t, map[string]any{"type": []any{"object", "null"}, "description": "facts"}, props["properties"])
+	require.Equal(t, false, item["additionalProperties"])
+	require.Equal(t, []any{"name", "properties"}, item["required"])
+}
