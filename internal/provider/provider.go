@@ -144,5 +144,5 @@ type UsageSummary struct {
 // UsageNote says how costs are estimated.
 const UsageNote = "Token counts are those the providers reported (estimated at 4 characters a token where a provider reports none, " +
 	"as for Gemini API embeddings). Costs are estimated from the model catalog's list prices per million tokens at the time of each call, " +
-	"by input modality and for output; models without a listed price, and the offline local provider, count as 0. " +
+	"by input modality and for output; models without a listed price, the offline local provider and openai endpoints other than the OpenAI API count as 0. " +
 	"Failed calls are listed with the tokens they were charged, normally none. Invoices from the provider are authoritative."
