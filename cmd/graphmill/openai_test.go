@@ -53,7 +53,15 @@ func logLines(t *testing.T, out string) []map[string]any {
 // start-up log names both; the calls cost nothing.
 func TestOllamaPathExtractsGraph(t *testing.T) {
 	t.Parallel()
+	t.Run("JSONSchema", func(t *testing.T) { t.Parallel(); testOllamaPath(t, false) })
+	t.Run("WithoutJSONSchema", func(t *testing.T) { t.Parallel(); testOllamaPath(t, true) })
+}
+
+// testOllamaPath runs the path against a server with or without
+// json_schema support (without: refused once, then JSON mode).
+func testOllamaPath(t *testing.T, noSchema bool) {
 	fake := llmtest.NewOpenAI(t)
+	fake.SetNoJSONSchema(noSchema)
 	fake.SetChat(func(llmtest.OpenAIChat) string { return openAIAnswer })
 	logs := &syncBuffer{}
 	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}),
@@ -97,19 +105,28 @@ func TestOllamaPathExtractsGraph(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(description, '') FROM graph_objects WHERE project_id = $1 AND name = 'Charles Babbage'`, project).Scan(&desc))
 	require.Empty(t, desc, "a null of strict mode is an absent field")
 
-	// The model was asked for structured output under the project's types.
-	var chats int
+	// The model was asked for structured output under the project's types
+	// (without json_schema: refused, then JSON mode with the schema in the
+	// system message).
+	var formats []string
 	for _, r := range fake.Requests() {
 		if r.Endpoint != llmtest.EndpointGenerate {
 			continue
 		}
-		chats++
+		var b struct {
+			ResponseFormat struct{ Type string } `json:"response_format"`
+		}
+		require.NoError(t, json.Unmarshal(r.Body, &b))
+		formats = append(formats, b.ResponseFormat.Type)
 		require.Equal(t, "llama3.1:8b", r.Model)
-		require.Contains(t, string(r.Body), `"type":"json_schema"`)
-		require.Contains(t, string(r.Body), `"FOUNDED"`)
+		require.Contains(t, string(r.Body), "FOUNDED", "the project's types are in the schema")
 		require.Empty(t, r.Header.Get("Authorization"), "no key configured, none sent")
 	}
-	require.Equal(t, 1, chats)
+	if noSchema {
+		require.Equal(t, []string{"json_schema", "json_object"}, formats)
+	} else {
+		require.Equal(t, []string{"json_schema"}, formats)
+	}
 
 	d := s.waitDocument(project, doc)
 	require.Equal(t, d.ChunkCount, d.EmbeddedChunks)
@@ -211,6 +228,10 @@ func TestOpenAICredentials(t *testing.T) {
 		emb = append(emb, m.ModelName)
 	}
 	require.Contains(t, emb, "arctic-l-v2", "overridden by choosing it as the embedding model")
+	r0 := w2.must(400, "PUT", "/api/v1/organizations/"+org+"/providers/openai/models", s.admin, map[string]any{"embeddingModel": "gpt-4o-mini"})
+	require.Contains(t, r0.Detail(t), "the catalog's default generative model")
+	r0 = w2.must(400, "PUT", "/api/v1/organizations/"+org+"/providers/openai/models", s.admin, map[string]any{})
+	require.Contains(t, r0.Detail(t), "give embeddingModel, generativeModel or both")
 
 	// A project policy with its own endpoint; bad input there too.
 	policy := "/api/v1/projects/" + project + "/providers/openai/policy"

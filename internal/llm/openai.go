@@ -201,6 +201,9 @@ func (c *openAIClient) Generate(ctx context.Context, model string, req GenerateR
 			return nil, err
 		}
 		text, problem := compactJSON(out)
+		if problem == nil {
+			text = dropNulls(text) // an optional field a model filled with null is absent
+		}
 		if problem == nil && validate != nil {
 			problem = validate(text)
 		}
