@@ -28,7 +28,9 @@ type (
 		OrgID string `path:"orgID"`
 		Body  struct {
 			APIKey  string `json:"apiKey,omitempty" maxLength:"4096" doc:"The API key, optional for servers that need none; stored sealed and never returned."`
-			BaseURL string `json:"baseUrl,omitempty" maxLength:"2048" doc:"The OpenAI-compatible endpoint, such as https://api.openai.com/v1 (the default); stored sealed and never returned. A non-public host needs GRAPHMILL_EGRESS_ALLOW."`
+			BaseURL      string `json:"baseUrl,omitempty" maxLength:"2048" doc:"The OpenAI-compatible endpoint, such as https://api.openai.com/v1 (the default); stored sealed and never returned. A non-public host needs GRAPHMILL_EGRESS_ALLOW."`
+			Organization string `json:"organization,omitempty" maxLength:"100" doc:"Optional OpenAI-Organization header."`
+			Project      string `json:"project,omitempty" maxLength:"100" doc:"Optional OpenAI-Project header."`
 		}
 	}
 	accountAIIn struct {
@@ -67,6 +69,8 @@ type (
 			Policy             string         `json:"policy" doc:"none, organization or project"`
 			APIKey             string         `json:"apiKey,omitempty" maxLength:"4096"`
 			BaseURL            string         `json:"baseUrl,omitempty" maxLength:"2048" doc:"openai only: the endpoint."`
+			Organization       string         `json:"organization,omitempty" maxLength:"100" doc:"openai only: the OpenAI-Organization header."`
+			Project            string         `json:"project,omitempty" maxLength:"100" doc:"openai only: the OpenAI-Project header."`
 			ServiceAccountJSON serviceAccount `json:"serviceAccountJson,omitempty"`
 			GCPProject         string         `json:"gcpProject,omitempty" maxLength:"100"`
 			Location           string         `json:"location,omitempty" maxLength:"100"`
@@ -183,16 +187,21 @@ type handlers struct {
 }
 
 func (h handlers) saveKeyAiCredentials(ctx context.Context, in *keyAIIn) (*httpapi.NoContent, error) {
-	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, in.Body.APIKey, "", nil, "", "")
+	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, Credentials{APIKey: in.Body.APIKey})
 }
 
 func (h handlers) saveOpenAiCredentials(ctx context.Context, in *openAIIn) (*httpapi.NoContent, error) {
-	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, OpenAI, in.Body.APIKey, in.Body.BaseURL, nil, "", "")
+	b := in.Body
+	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, OpenAI, Credentials{
+		APIKey: b.APIKey, BaseURL: b.BaseURL, Organization: b.Organization, Project: b.Project,
+	})
 }
 
 func (h handlers) saveAccountAiCredentials(ctx context.Context, in *accountAIIn) (*httpapi.NoContent, error) {
 	b := in.Body
-	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, "", "", b.ServiceAccountJSON, b.GCPProject, b.Location)
+	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, Credentials{
+		ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject, Location: b.Location,
+	})
 }
 
 func (h handlers) deleteCredentials(ctx context.Context, in *orgProviderIn) (*httpapi.NoContent, error) {
@@ -226,8 +235,11 @@ func (h handlers) listModels(ctx context.Context, in *modelsIn) (*httpapi.Out[[]
 func (h handlers) putPolicy(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {
 	b := in.Body
 	p, err := h.svc.PutPolicy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider, PolicyInput{
-		Policy: b.Policy, APIKey: b.APIKey, BaseURL: b.BaseURL, ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject,
-		Location: b.Location, EmbeddingModel: b.EmbeddingModel, GenerativeModel: b.GenerativeModel,
+		Policy: b.Policy, EmbeddingModel: b.EmbeddingModel, GenerativeModel: b.GenerativeModel,
+		Credentials: Credentials{
+			APIKey: b.APIKey, BaseURL: b.BaseURL, Organization: b.Organization, Project: b.Project,
+			ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject, Location: b.Location,
+		},
 	})
 	if err != nil {
 		return nil, err

@@ -146,14 +146,18 @@ func TestOpenAITenantURL(t *testing.T) {
 		{"https://user:pw@api.example.com/v1", "absolute http(s) URL without user"},
 		{"ftp://api.example.com/v1", "absolute http(s) URL"},
 	} {
-		err := strict.SaveCredentials(ctx, f.org, provider.OpenAI, openAIOrgKey, c.url, nil, "", "")
+		err := strict.SaveCredentials(ctx, f.org, provider.OpenAI, provider.Credentials{APIKey: openAIOrgKey, BaseURL: c.url})
 		require.Equal(t, errs.Invalid, errs.CodeOf(err), "%s: %v", c.url, err)
 		require.ErrorContains(t, err, c.msg, c.url)
 	}
-	err := strict.SaveCredentials(ctx, f.org, provider.OpenAI, "", "", nil, "", "")
+	err := strict.SaveCredentials(ctx, f.org, provider.OpenAI, provider.Credentials{})
 	require.ErrorContains(t, err, "apiKey is required for the OpenAI API")
-	err = strict.SaveCredentials(ctx, f.org, provider.OpenAI, "k", "https://api.example.com/v1", nil, "proj", "")
+	err = strict.SaveCredentials(ctx, f.org, provider.OpenAI, provider.Credentials{APIKey: "k", BaseURL: "https://api.example.com/v1", GCPProject: "proj"})
 	require.ErrorContains(t, err, "not a service account, gcpProject or location")
+	err = strict.SaveCredentials(ctx, f.org, provider.OpenAI, provider.Credentials{APIKey: "k", Organization: "org acme"})
+	require.ErrorContains(t, err, "organization and project may hold only")
+	err = strict.SaveCredentials(ctx, f.org, provider.KeyAI, provider.Credentials{APIKey: "k", BaseURL: "https://api.example.com"})
+	require.ErrorContains(t, err, "taken by openai only, not key-ai")
 	list, err := strict.Credentials(ctx, f.org)
 	require.NoError(t, err)
 	require.Empty(t, list)
@@ -161,7 +165,7 @@ func TestOpenAITenantURL(t *testing.T) {
 	// Saved with a key but another organization's guard (nothing allowed):
 	// the URL passes the check only where the allow list names it.
 	allowed := f.service(provider.Config{Egress: loopback(t)})
-	require.NoError(t, allowed.SaveCredentials(ctx, f.org, provider.OpenAI, openAIOrgKey, fake.URL()+"/", nil, "", ""))
+	require.NoError(t, allowed.SaveCredentials(ctx, f.org, provider.OpenAI, provider.Credentials{APIKey: openAIOrgKey, BaseURL: fake.URL() + "/", Organization: "org-acme", Project: "proj_1"}))
 	ms, err := allowed.Models(ctx, provider.OpenAI, "")
 	require.NoError(t, err)
 	types := map[string]string{}
@@ -183,6 +187,8 @@ func TestOpenAITenantURL(t *testing.T) {
 	require.NoError(t, err)
 	last := fake.Requests()[len(fake.Requests())-1]
 	require.Equal(t, "Bearer "+openAIOrgKey, last.Header.Get("Authorization"))
+	require.Equal(t, "org-acme", last.Header.Get("OpenAI-Organization"))
+	require.Equal(t, "proj_1", last.Header.Get("OpenAI-Project"))
 
 	list, err = allowed.Credentials(ctx, f.org)
 	require.NoError(t, err)

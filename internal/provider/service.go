@@ -120,8 +120,11 @@ func (s *Service) client(ctx context.Context, key, version string, build func(co
 type secretPayload struct {
 	APIKey             string          `json:"apiKey,omitempty"`
 	ServiceAccountJSON json.RawMessage `json:"serviceAccountJson,omitempty"`
-	// BaseURL is the openai endpoint a tenant set ("" is the OpenAI API).
-	BaseURL string `json:"baseUrl,omitempty"`
+	// BaseURL is the openai endpoint a tenant set ("" is the OpenAI API);
+	// Organization and Project its optional headers.
+	BaseURL      string `json:"baseUrl,omitempty"`
+	Organization string `json:"organization,omitempty"`
+	Project      string `json:"project,omitempty"`
 }
 
 func (s *Service) newClient(ctx context.Context, provider string, p secretPayload, gcpProject, location string) (llm.Client, error) {
@@ -132,7 +135,7 @@ func (s *Service) newClient(ctx context.Context, provider string, p secretPayloa
 		if err := checkTenantURL(p.BaseURL, s.cfg.Egress); err != nil {
 			return nil, &llm.Error{Kind: llm.ErrorInvalid, Message: "openai: " + errs.MessageOf(err)}
 		}
-		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: p.BaseURL, APIKey: p.APIKey, HTTPClient: s.cfg.HTTPClient})
+		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: p.BaseURL, APIKey: p.APIKey, Organization: p.Organization, Project: p.Project, HTTPClient: s.cfg.HTTPClient})
 	case KeyAI:
 		return llm.NewKeyAI(ctx, p.APIKey, s.cfg.KeyAIBaseURL, s.cfg.HTTPClient)
 	case AccountAI:
@@ -169,14 +172,19 @@ func (s *Service) open(sealed, table string, id uuid.UUID) (secretPayload, error
 	return p, nil
 }
 
-// KeyAICredentials are the key-ai provider's credentials.
-type KeyAICredentials struct{ APIKey string }
+// Credentials are one provider's credentials as given: APIKey for key-ai
+// and openai; BaseURL, Organization and Project (the OpenAI-Organization
+// and OpenAI-Project headers) for openai; the service-account file,
+// GCPProject and Location for account-ai.
+type Credentials struct {
+	APIKey, BaseURL, Organization, Project string
+	ServiceAccountJSON                     []byte
+	GCPProject, Location                   string
+}
 
-// AccountAICredentials are the account-ai provider's credentials.
-type AccountAICredentials struct {
-	ServiceAccountJSON []byte
-	GCPProject         string
-	Location           string
+// given reports whether c holds any credential (not only placement).
+func (c Credentials) given() bool {
+	return c.APIKey != "" || c.BaseURL != "" || c.Organization != "" || c.Project != "" || len(c.ServiceAccountJSON) > 0
 }
 
 // checkTenantURL checks an openai base URL a tenant gives (the egress
@@ -208,9 +216,12 @@ func checkTenantURL(raw string, g *egress.Guard) error {
 }
 
 // sealCredentials validates credentials for provider and returns the
-// payload to seal; apiKey is for key-ai and openai, baseURL for openai,
-// the rest for account-ai.
-func sealCredentials(provider, apiKey, baseURL string, serviceAccountJSON []byte, gcpProject, location string, g *egress.Guard) (secretPayload, error) {
+// payload to seal.
+func sealCredentials(provider string, c Credentials, g *egress.Guard) (secretPayload, error) {
+	apiKey, serviceAccountJSON, gcpProject, location := c.APIKey, c.ServiceAccountJSON, c.GCPProject, c.Location
+	if provider != OpenAI && (c.BaseURL != "" || c.Organization != "" || c.Project != "") {
+		return secretPayload{}, errs.Errorf(errs.Invalid, "baseUrl, organization and project are taken by openai only, not %s", provider)
+	}
 	switch provider {
 	case OpenAI:
 		if len(serviceAccountJSON) > 0 || gcpProject != "" || location != "" {
@@ -219,14 +230,17 @@ func sealCredentials(provider, apiKey, baseURL string, serviceAccountJSON []byte
 		if strings.ContainsAny(apiKey, " \t\r\n") {
 			return secretPayload{}, errs.New(errs.Invalid, "apiKey must not contain whitespace")
 		}
-		baseURL = strings.TrimRight(strings.TrimSpace(baseURL), "/")
+		baseURL := strings.TrimRight(strings.TrimSpace(c.BaseURL), "/")
 		if err := checkTenantURL(baseURL, g); err != nil {
 			return secretPayload{}, err
 		}
 		if apiKey == "" && llm.IsOpenAIOfficial(baseURL) {
 			return secretPayload{}, errs.New(errs.Invalid, "apiKey is required for the OpenAI API; give a baseUrl for a server that needs none")
 		}
-		return secretPayload{APIKey: apiKey, BaseURL: baseURL}, nil
+		if !validHeader(c.Organization) || !validHeader(c.Project) {
+			return secretPayload{}, errs.New(errs.Invalid, "organization and project may hold only letters, digits, '-', '_' and '.' (at most 100)")
+		}
+		return secretPayload{APIKey: apiKey, BaseURL: baseURL, Organization: c.Organization, Project: c.Project}, nil
 	case KeyAI:
 		if len(serviceAccountJSON) > 0 || gcpProject != "" || location != "" {
 			return secretPayload{}, errs.New(errs.Invalid, "key-ai takes an apiKey, not a service account, gcpProject or location")
@@ -259,6 +273,18 @@ func sealCredentials(provider, apiKey, baseURL string, serviceAccountJSON []byte
 	return secretPayload{}, ErrUnknownProvider
 }
 
+// validHeader reports whether s may go as an OpenAI-Organization or
+// OpenAI-Project header ("" sends none).
+func validHeader(s string) bool {
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.", r)
+		if !ok {
+			return false
+		}
+	}
+	return len(s) <= 100
+}
+
 func validLocation(s string) bool {
 	for _, r := range s {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)
@@ -271,8 +297,8 @@ func validLocation(s string) bool {
 
 // SaveCredentials stores an organization's credentials for provider
 // (replacing earlier ones) and refreshes the model catalog with them.
-func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider, apiKey, baseURL string, serviceAccountJSON []byte, gcpProject, location string) error {
-	payload, err := sealCredentials(provider, apiKey, baseURL, serviceAccountJSON, gcpProject, location, s.cfg.Egress)
+func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider string, c Credentials) error {
+	payload, err := sealCredentials(provider, c, s.cfg.Egress)
 	if err != nil {
 		return err
 	}
@@ -284,13 +310,13 @@ func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider, 
 			return err
 		}
 		sealed := s.cfg.Box.Seal(raw, secrets.Place("org_provider_credentials", "secret", id.String()))
-		return credentialPut(ctx, tx, id, org, provider, sealed, gcpProject, location, now)
+		return credentialPut(ctx, tx, id, org, provider, sealed, c.GCPProject, c.Location, now)
 	})
 	if err != nil {
 		return err
 	}
 	s.syncWith(ctx, provider, func(ctx context.Context) (llm.Client, error) {
-		return s.newClient(ctx, provider, payload, gcpProject, location)
+		return s.newClient(ctx, provider, payload, c.GCPProject, c.Location)
 	})
 	return nil
 }
@@ -384,12 +410,11 @@ func (s *Service) SetOrgModels(ctx context.Context, org uuid.UUID, provider, emb
 	return orgModelsPut(ctx, s.cfg.Pool, org, provider, embedding, generative, s.cfg.Now())
 }
 
-// PolicyInput is a project policy to set.
+// PolicyInput is a project policy to set; credentials only with policy
+// project.
 type PolicyInput struct {
-	Policy                          string
-	APIKey, BaseURL                 string
-	ServiceAccountJSON              []byte
-	GCPProject, Location            string
+	Policy string
+	Credentials
 	EmbeddingModel, GenerativeModel string
 }
 
@@ -405,14 +430,14 @@ func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider str
 	default:
 		return Policy{}, errs.New(errs.Invalid, "policy must be none, organization or project")
 	}
-	hasCreds := in.APIKey != "" || len(in.ServiceAccountJSON) > 0 || in.BaseURL != ""
+	hasCreds := in.given()
 	if in.Policy != PolicyProject && (hasCreds || in.GCPProject != "" || in.Location != "") {
 		return Policy{}, errs.Errorf(errs.Invalid, "credentials, gcpProject and location are only taken with policy project, not %s", in.Policy)
 	}
 	var payload secretPayload
 	if hasCreds {
 		var err error
-		if payload, err = sealCredentials(provider, in.APIKey, in.BaseURL, in.ServiceAccountJSON, in.GCPProject, in.Location, s.cfg.Egress); err != nil {
+		if payload, err = sealCredentials(provider, in.Credentials, s.cfg.Egress); err != nil {
 			return Policy{}, err
 		}
 	}
