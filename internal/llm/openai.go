@@ -116,12 +116,14 @@ func IsOpenAIOfficial(base string) bool {
 	if base == "" {
 		return true
 	}
-	return hostPortOf(base) == "api.openai.com:443"
+	return HostPort(base) == "api.openai.com:443"
 }
 
-func hostPortOf(base string) string {
+// HostPort is the host:port of a base URL, the scheme's port when it
+// names none ("" when there is no host).
+func HostPort(base string) string {
 	u, err := url.Parse(base)
-	if err != nil {
+	if base == "" || err != nil || u.Host == "" {
 		return ""
 	}
 	if u.Port() != "" {
@@ -495,17 +497,9 @@ func isSchemaRefusal(err error) bool {
 
 // Embed implements Client: one request for up to 2048 texts.
 func (c *openAIClient) Embed(ctx context.Context, model string, texts []string, dimension int) (*EmbedResult, error) {
-	op := "embed " + model
-	if model == "" {
-		return nil, c.invalid("embed", "no model given")
-	}
-	if dimension < 0 {
-		return nil, c.invalid(op, fmt.Sprintf("negative dimension %d", dimension))
-	}
-	for i, t := range texts {
-		if strings.TrimSpace(t) == "" {
-			return nil, c.invalid(op, fmt.Sprintf("text %d is empty", i))
-		}
+	op, problem := embedInputProblem(model, texts, dimension)
+	if problem != "" {
+		return nil, c.invalid(op, problem)
 	}
 	start := c.now()
 	res := &EmbedResult{Vectors: make([][]float32, 0, len(texts)), Model: model}

@@ -27,7 +27,7 @@ type (
 	openAIIn struct {
 		OrgID string `path:"orgID"`
 		Body  struct {
-			APIKey  string `json:"apiKey,omitempty" maxLength:"4096" doc:"The API key, optional for servers that need none; stored sealed and never returned."`
+			APIKey       string `json:"apiKey,omitempty" maxLength:"4096" doc:"The API key, optional for servers that need none; stored sealed and never returned."`
 			BaseURL      string `json:"baseUrl,omitempty" maxLength:"2048" doc:"The OpenAI-compatible endpoint, such as https://api.openai.com/v1 (the default); stored sealed and never returned. A non-public host needs GRAPHMILL_EGRESS_ALLOW."`
 			Organization string `json:"organization,omitempty" maxLength:"100" doc:"Optional OpenAI-Organization header."`
 			Project      string `json:"project,omitempty" maxLength:"100" doc:"Optional OpenAI-Project header."`

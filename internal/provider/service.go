@@ -89,7 +89,7 @@ func NewService(c Config) *Service {
 		c.Egress, _ = egress.New(nil)
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = c.Egress.WithHosts(hostPort(c.KeyAIBaseURL), hostPort(c.AccountAIBaseURL), hostPort(c.Environment.OpenAIBaseURL)).Client(0)
+		c.HTTPClient = c.Egress.WithHosts(llm.HostPort(c.KeyAIBaseURL), llm.HostPort(c.AccountAIBaseURL), llm.HostPort(c.Environment.OpenAIBaseURL)).Client(0)
 	}
 	if c.SyncTimeout <= 0 {
 		c.SyncTimeout = 15 * time.Second
@@ -142,21 +142,6 @@ func (s *Service) newClient(ctx context.Context, provider string, p secretPayloa
 		return llm.NewAccountAI(ctx, p.ServiceAccountJSON, gcpProject, location, s.cfg.AccountAIBaseURL, s.cfg.HTTPClient, s.cfg.Egress)
 	}
 	return nil, ErrUnknownProvider
-}
-
-// hostPort is the host:port of a base URL ("" when there is none).
-func hostPort(base string) string {
-	u, err := url.Parse(base)
-	if base == "" || err != nil || u.Host == "" {
-		return ""
-	}
-	if u.Port() != "" {
-		return u.Host
-	}
-	if u.Scheme == "http" {
-		return u.Host + ":80"
-	}
-	return u.Host + ":443"
 }
 
 // open unseals the secret column of row id of table.
@@ -275,19 +260,15 @@ func sealCredentials(provider string, c Credentials, g *egress.Guard) (secretPay
 
 // validHeader reports whether s may go as an OpenAI-Organization or
 // OpenAI-Project header ("" sends none).
-func validHeader(s string) bool {
-	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.", r)
-		if !ok {
-			return false
-		}
-	}
-	return len(s) <= 100
-}
+func validHeader(s string) bool { return onlyChars(s, "-_.") }
 
-func validLocation(s string) bool {
+func validLocation(s string) bool { return onlyChars(s, "-_.:") }
+
+// onlyChars reports whether s is at most 100 letters, digits and runes of
+// extra.
+func onlyChars(s, extra string) bool {
 	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(extra, r)
 		if !ok {
 			return false
 		}
