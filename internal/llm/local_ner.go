@@ -14,9 +14,15 @@ import (
 // suffixes, honorifics, known first names and places, acronyms) and its
 // context (a preposition before it, a verb after it, a role or employer
 // phrase around it); an entity takes the class its mentions support most,
-// Concept when nothing does. A capitalised single word opening a sentence
-// counts only when the name also appears mid-sentence. Everything is
-// ordered by position, so the same text always gives the same result.
+// Concept when nothing does. The analysis prefers precision: all-caps
+// words, identifiers from code (snake_case, camelCase, file names), common
+// words opening a sentence, heading or table cell, and numbers are not
+// names; a single capitalised word opening a clause or in a heading counts
+// only when the name also appears elsewhere with evidence; "Name of
+// Organization" is split into a person and an organization; and a Concept
+// is kept only when it looks like a product name (PostgreSQL) or is
+// written capitalised mid-sentence more than once. Everything is ordered
+// by position, so the same text always gives the same result.
 
 // Entity classes of the local analysis.
 const (
@@ -33,6 +39,8 @@ type lexicon struct {
 	orgSuffixes, orgHeads, locSuffixes, locHeads, eventSuffixes map[string]bool
 	dateWords, startWords, connectors, personVerbs, workWords   map[string]bool
 	orgVerbs, locPreps, eventPreps, orgAbbrevs, abbrevs         map[string]bool
+	common, pronouns, orgSubjectVerbs, personPassives           map[string]bool
+	occupations                                                 map[string]bool
 }
 
 // wordSet is the set of the space-separated words of words.
@@ -52,35 +60,46 @@ func newLexicon() *lexicon {
 		}
 	}
 	return &lexicon{
-		firstNames:    wordSet(lexFirstNames),
-		places:        places,
-		honorifics:    wordSet("mr mrs ms miss mx dr prof professor sir dame lord lady rev president senator judge captain"),
-		roles:         wordSet("ceo cto cfo coo cio cmo vp svp evp founder cofounder co-founder chairman chairwoman chair director minister governor mayor"),
-		ignore:        wordSet("i ceo cto cfo coo cio cmo vp svp evp phd mba ok faq tbd etc am pm gmt utc"),
-		techAcronyms:  wordSet("api apis sql json xml html css http https pdf csv url uri ai ml llm llms gpu cpu ram ssd os ui ux sdk cli rest grpc tcp ip dns vm vms iot nlp kpi roi saas"),
-		orgSuffixes:   wordSet(lexOrgSuffixes),
-		orgHeads:      wordSet("university institute bank college ministry department academy society council museum school federation bureau office"),
-		locSuffixes:   wordSet("city town village county state province region district river lake sea ocean bay gulf island islands mountain mountains valley desert forest park street avenue road boulevard square bridge coast peninsula harbor harbour canyon falls hills beach"),
-		locHeads:      wordSet("mount lake cape port fort isle"),
-		eventSuffixes: wordSet("conference summit symposium workshop festival olympics games championship championships cup war revolution election elections expo exhibition forum congress convention meeting hackathon awards ceremony marathon tournament crisis pandemic fair launch treaty agreement accord"),
-		dateWords:     wordSet("january february march april may june july august september october november december monday tuesday wednesday thursday friday saturday sunday"),
-		startWords:    wordSet(lexStartWords),
-		connectors:    wordSet("of for de del della da di von van der den la le du"),
-		personVerbs:   wordSet("said says told wrote explained announced argued added noted stated founded co-founded cofounded joined leads led met married believes thinks who praised recalled"),
-		workWords:     wordSet("works worked working work employed hired ceo cto cfo founder cofounder co-founder director head engineer president chairman manager scientist researcher professor student intern employee member"),
-		orgVerbs:      wordSet("joined acquired founded co-founded cofounded"),
-		locPreps:      wordSet("in at from near across throughout outside inside around"),
-		eventPreps:    wordSet("during attended attend attending hosted hosting organized organised"),
-		orgAbbrevs:    wordSet("inc ltd corp co llc plc"),
-		abbrevs:       wordSet("mr mrs ms mx dr prof st jr sr vs etc e.g i.e no fig approx mt gen col capt rev sen"),
+		firstNames: wordSet(lexFirstNames),
+		places:     places,
+		honorifics: wordSet("mr mrs ms miss mx dr prof professor sir dame lord lady rev president senator judge captain"),
+		common:     wordSet(lexCommonWords),
+		pronouns:   wordSet("he she his her him"),
+		// "Walter Greaves, a fisherman", "the engineer, Rosalind Achebe".
+		occupations: wordSet(lexOccupations),
+		// An all-caps word is an organization only as the subject of one
+		// of these ("IBM acquired ...") or after orgVerbs ("joined IBM").
+		orgSubjectVerbs: wordSet("acquired acquires bought buys announced announces hired hires employs launched launches released releases sued sues reported reports"),
+		// "<name> was born", "<name> is married".
+		personPassives: wordSet("born raised educated married appointed elected knighted buried"),
+		roles:          wordSet("ceo cto cfo coo cio cmo vp svp evp founder cofounder co-founder chairman chairwoman chair director minister governor mayor"),
+		ignore:         wordSet("i ceo cto cfo coo cio cmo vp svp evp phd mba ok faq tbd etc am pm gmt utc"),
+		techAcronyms:   wordSet("api apis sql json xml html css http https pdf csv url uri ai ml llm llms gpu cpu ram ssd os ui ux sdk cli rest grpc tcp ip dns vm vms iot nlp kpi roi saas"),
+		orgSuffixes:    wordSet(lexOrgSuffixes),
+		orgHeads:       wordSet("university institute bank college ministry department academy society council museum school federation bureau office"),
+		locSuffixes:    wordSet("city town village county state province region district river lake sea ocean bay gulf island islands mountain mountains valley desert forest park street avenue road boulevard square bridge coast peninsula harbor harbour canyon falls hills beach"),
+		locHeads:       wordSet("mount lake cape port fort isle"),
+		eventSuffixes:  wordSet("conference summit symposium workshop festival olympics games championship championships cup war revolution election elections expo exhibition forum congress convention meeting hackathon awards ceremony marathon tournament crisis pandemic fair launch treaty agreement accord"),
+		dateWords:      wordSet("january february march april may june july august september october november december monday tuesday wednesday thursday friday saturday sunday"),
+		startWords:     wordSet(lexStartWords),
+		connectors:     wordSet("of for de del della da di von van der den la le du"),
+		personVerbs:    wordSet("said says told wrote explained announced argued added noted stated founded co-founded cofounded joined leads led met married believes thinks who praised recalled smiled laughed replied died retired presented taught"),
+		workWords:      wordSet("works worked working work employed hired ceo cto cfo founder cofounder co-founder director head engineer president chairman manager scientist researcher professor student intern employee member team staff"),
+		orgVerbs:       wordSet("joined acquired founded co-founded cofounded"),
+		locPreps:       wordSet("in at from near across throughout outside inside around"),
+		eventPreps:     wordSet("during attended attend attending hosted hosting organized organised"),
+		orgAbbrevs:     wordSet("inc ltd corp co llc plc"),
+		abbrevs:        wordSet("mr mrs ms mx dr prof st jr sr vs etc e.g i.e no fig approx mt gen col capt rev sen"),
 	}
 }
 
 const lexFirstNames = `aaron adam adrian ahmed aisha alan albert alex alexander alexandra alice alicia amanda amelia amy ana andrea andrew angela anna anne anthony antonio arthur barbara ben benjamin bill bob brian carl carlos carol caroline catherine charles charlotte chris christian christina christopher claire daniel david deborah diana diego dmitri donald dorothy edward elena elizabeth ella emily emma eric erik eva fatima fernando frank george grace hannah hans harry helen henry hiroshi igor isaac isabella jack jacob james jane janet jason jean jennifer jessica jim joan joe johann john jonathan jose joseph juan julia julie karen kate katherine kevin laura leo linda lisa lucas lucy luis maria marie mark martin mary matthew michael michelle mohammed muhammad nancy natalie nicholas nina noah olga oliver olivia omar patricia paul peter philip priya rachel raj ravi rebecca richard robert roberto ruth ryan sam samuel sandra sara sarah sean sergey sophia sophie stephen steve steven susan thomas tim timothy tom victoria wei william yuki`
 
+const lexOccupations = `accountant actor actress architect artist author baker banker biologist captain carpenter chef chemist clerk coach composer cook correspondent curator dancer dentist designer detective developer diplomat doctor driver economist editor electrician engineer explorer farmer fisherman geologist historian inventor journalist judge lawyer lecturer librarian mathematician mechanic merchant midwife miner musician novelist nurse officer painter pharmacist philosopher photographer physician physicist pilot playwright poet politician priest producer programmer psychologist publisher reporter sailor scholar sculptor singer soldier spokesman spokeswoman spokesperson surgeon tailor teacher translator veterinarian weaver widow writer`
+
 const lexPlaces = `afghanistan, africa, alaska, amsterdam, argentina, asia, athens, atlanta, australia, austria, bangalore, bangkok, barcelona, beijing, belgium, berlin, boston, brazil, brussels, budapest, buenos aires, cairo, california, canada, chicago, chile, china, colombia, copenhagen, cuba, delhi, denmark, dubai, dublin, egypt, england, europe, finland, florence, france, frankfurt, geneva, germany, greece, hamburg, helsinki, hong kong, india, indonesia, iran, iraq, ireland, israel, istanbul, italy, jakarta, japan, kenya, korea, lagos, lisbon, london, los angeles, madrid, malaysia, manchester, mexico, miami, milan, montreal, moscow, mumbai, munich, nairobi, netherlands, new york, new zealand, nigeria, norway, oslo, pakistan, paris, peru, philippines, poland, portugal, prague, rome, russia, san francisco, santiago, sao paulo, scotland, seattle, seoul, shanghai, singapore, south africa, spain, stockholm, sweden, switzerland, sydney, taiwan, texas, thailand, tokyo, toronto, turkey, ukraine, united kingdom, united states, usa, uk, us, u.s, u.k, uae, vancouver, vienna, vietnam, wales, warsaw, washington, zurich`
 
-const lexOrgSuffixes = `inc incorporated corp corporation co company ltd limited llc llp plc gmbh ag sa nv bv oy ab kk spa srl pty university institute foundation association agency bank group labs laboratories laboratory college school ministry department council society committee commission authority organization organisation federation union alliance consortium partners holdings ventures capital technologies industries enterprises airlines motors pharmaceuticals therapeutics studios press trust fund hospital clinic museum library academy bureau board party club`
+const lexOrgSuffixes = `inc incorporated corp corporation co company ltd limited llc llp plc gmbh ag sa nv bv oy ab kk spa srl pty university institute foundation association agency bank group labs laboratories laboratory college school ministry department council society committee commission authority organization organisation federation union alliance consortium partners holdings ventures capital technologies industries enterprises airlines motors pharmaceuticals therapeutics studios press trust fund hospital clinic museum library academy bureau board party club center centre analytics systems software solutions networks media works optics logistics robotics maritime shipping railways energy telecom insurance herald times gazette tribune chronicle journal`
 
 const lexStartWords = `the a an this that these those there here it its he she they we you his her their our my your in on at by for from to of with as after before during when while since until although though because if however meanwhile moreover furthermore additionally also then later today yesterday tomorrow now first second third finally next last each every both many most some several all any no not but and or so yet according under over into through like unlike about above below between among within without across along around despite instead thus hence therefore still even just only such what which who whom whose where why how`
 
@@ -119,6 +138,67 @@ func (t token) acronym() bool {
 	return letters >= 2
 }
 
+// identifier: a word from code rather than prose: snake_case, a file
+// name ("CONTRIBUTING.md"), camelCase ("accountId"), CamelCase made of
+// capitalised words ("TransferRequest"), or letters around digits
+// ("UTF8String"). "PostgreSQL" (an all-caps part) and "McDonald" are not.
+func (t token) identifier() bool {
+	if strings.ContainsAny(t.text, "_=/") {
+		return true
+	}
+	if i := strings.LastIndexByte(t.text, '.'); i > 0 && i < len(t.text)-1 {
+		if r, _ := utf8.DecodeRuneInString(t.text[i+1:]); unicode.IsLower(r) {
+			return true
+		}
+	}
+	var prev rune
+	humps, letters, digitInside := 0, 0, false
+	for i, r := range t.text {
+		switch {
+		case unicode.IsDigit(r):
+			if letters > 0 && i < len(t.text)-1 {
+				digitInside = true
+			}
+		case unicode.IsUpper(r) && i > 0 && unicode.IsLower(prev):
+			humps++
+		}
+		if unicode.IsLetter(r) {
+			letters++
+		}
+		prev = r
+	}
+	if digitInside && letters > 1 && !t.acronym() {
+		return true
+	}
+	first, _ := utf8.DecodeRuneInString(t.text)
+	if humps == 0 {
+		return false
+	}
+	if unicode.IsLower(first) {
+		return true
+	}
+	// CamelCase of capitalised words: every capital followed by a lower-case
+	// letter, and not a name prefix (Mc, Mac, De, La, Van, O').
+	for _, p := range []string{"Mc", "Mac", "De", "Di", "La", "Le", "Van", "Von", "O'"} {
+		if strings.HasPrefix(t.text, p) {
+			return false
+		}
+	}
+	rs := []rune(t.text)
+	for i, r := range rs {
+		if unicode.IsUpper(r) && (i+1 >= len(rs) || !unicode.IsLower(rs[i+1])) {
+			return false
+		}
+	}
+	return true
+}
+
+// number: digits with separators ("3.2", "1,250").
+func (t token) number() bool {
+	r, _ := utf8.DecodeRuneInString(t.text)
+	return unicode.IsDigit(r)
+}
+
 func (t token) year() bool {
 	if len(t.text) != 4 {
 		return false
@@ -136,8 +216,11 @@ type mention struct {
 	key, name string
 	sentence  int
 	start     int
+	end       int
 	evidence  map[string]float64 // class -> strength; empty: no evidence
-	weak      bool               // single capitalised word opening a sentence
+	// weak: without evidence, a single word opening a clause or any name
+	// in a heading; kept only when the name is found elsewhere.
+	weak bool
 }
 
 // entity groups the mentions of one name.
@@ -176,16 +259,32 @@ type analysis struct {
 // analyse finds the named entities of text.
 func analyse(text string, lex *lexicon) *analysis {
 	a := &analysis{text: text, sentences: splitSentences(text, lex)}
+	headings := headingSpans(text)
 	var mentions []*mention
+	var prevFirst *mention
 	for si, s := range a.sentences {
 		toks := tokenize(text, s)
-		mentions = append(mentions, findMentions(toks, si, lex)...)
+		heading := slices.ContainsFunc(headings, func(h span) bool { return s.start >= h.start && s.end <= h.end })
+		ms := findMentions(toks, si, heading, lex)
+		// "Elias Thornbury was born ... His father ...": a name opening a
+		// sentence that the next one calls he or she is a person's.
+		if prevFirst != nil && len(toks) > 0 && lex.pronouns[toks[0].lower] && prevFirst.evidence[classOrganization] == 0 &&
+			prevFirst.evidence[classLocation] == 0 && prevFirst.evidence[classEvent] == 0 && strings.Contains(prevFirst.key, " ") {
+			prevFirst.evidence[classPerson] = max(prevFirst.evidence[classPerson], 0.7)
+			prevFirst.weak = false
+		}
+		prevFirst = nil
+		if len(ms) > 0 && len(toks) > 0 && ms[0].start == toks[0].start {
+			prevFirst = ms[0]
+		}
+		coordinate(text, ms)
+		mentions = append(mentions, ms...)
 	}
 	lowerWords := lowercaseWords(text)
-	// Drop weak mentions (a single capitalised word without evidence
-	// opening a sentence) unless the name also appears capitalised
-	// mid-sentence, alone or as the first or last word of a longer name,
-	// and never in lower case.
+	// Drop weak mentions (without evidence, a single capitalised word
+	// opening a clause, or a name in a heading) unless the name also
+	// appears with evidence or mid-sentence, alone or as the first or last
+	// word of a longer name, and never in lower case.
 	strong := map[string]bool{}
 	for _, m := range mentions {
 		if !m.weak {
@@ -205,9 +304,94 @@ func analyse(text string, lex *lexicon) *analysis {
 		}
 		kept = append(kept, m)
 	}
-	a.entities = mergeShortNames(group(kept))
+	a.entities = keepNamed(mergeShortNames(group(kept)), lowerWords)
 	a.inSentence = entitiesBySentence(a.entities, len(a.sentences))
 	return a
+}
+
+// headingSpans are the blocks of text (between blank lines) that read as
+// headings, captions, bylines, table rows or navigation: at most 12 words
+// and no sentence punctuation at the end.
+func headingSpans(text string) []span {
+	var out []span
+	start := 0
+	for start < len(text) {
+		end := strings.Index(text[start:], "\n\n")
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		block := strings.TrimSpace(text[start:end])
+		if block != "" && len(strings.Fields(block)) <= 12 && !strings.ContainsAny(block[len(block)-1:], ".!?\"”") {
+			out = append(out, span{start, end})
+		}
+		start = end + 2
+	}
+	return out
+}
+
+// coordinate gives a mention without evidence the class of the mention it
+// is listed with ("from Kestrel Bay and Dunmore"), a little weaker. A
+// comma is not enough: "Anselm Rykov, Brindlemoor Institute" is an
+// apposition.
+func coordinate(text string, ms []*mention) {
+	for n := 1; n < len(ms); n++ {
+		a, b := ms[n-1], ms[n]
+		switch strings.TrimSpace(text[a.end:b.start]) {
+		case "and", "or":
+		default:
+			continue
+		}
+		for _, pair := range [][2]*mention{{a, b}, {b, a}} {
+			from, to := pair[0], pair[1]
+			if len(to.evidence) > 0 || len(from.evidence) != 1 {
+				continue
+			}
+			for c, s := range from.evidence {
+				if c == classLocation || c == classOrganization {
+					to.evidence[c] = min(s, 0.6)
+					to.weak = false
+				}
+			}
+		}
+	}
+}
+
+// keepNamed drops the Concepts that are probably not names: a Concept is
+// kept when it is one word written like a product name ("PostgreSQL"),
+// or one word written capitalised mid-sentence at least twice
+// and never in lower case.
+func keepNamed(es []*entity, lowerWords map[string]bool) []*entity {
+	out := es[:0]
+	for _, e := range es {
+		if e.class == classConcept && !conceptName(e, lowerWords) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func conceptName(e *entity, lowerWords map[string]bool) bool {
+	if strings.Contains(e.key, " ") || lowerWords[e.key] {
+		return false
+	}
+	// A capital right after a letter: "PostgreSQL", not "Retry-After".
+	var prev rune
+	for _, r := range e.name {
+		if unicode.IsUpper(r) && unicode.IsLetter(prev) {
+			return true
+		}
+		prev = r
+	}
+	strong := 0
+	for _, m := range e.mentions {
+		if !m.weak {
+			strong++
+		}
+	}
+	return strong >= 2
 }
 
 // sentenceEntity is an entity of a sentence and the offset of its first
@@ -448,7 +632,7 @@ func tokenize(text string, s span) []token {
 				i += size
 				continue
 			}
-			if r == '-' || r == '\'' || r == '’' || r == '&' || r == '.' {
+			if r == '-' || r == '\'' || r == '’' || r == '&' || r == '.' || r == '_' {
 				if n, _ := utf8.DecodeRuneInString(text[i+size:]); i+size < s.end && isWordRune(n) {
 					i += size
 					continue
@@ -471,11 +655,30 @@ func tokenize(text string, s span) []token {
 	return out
 }
 
-// findMentions finds the candidate names of one sentence.
-func findMentions(toks []token, si int, lex *lexicon) []*mention {
+// clauseStart reports whether toks[i] opens a clause: the first word of
+// the sentence (after list numbers), or the first after a colon, a table
+// bar or a bullet.
+func clauseStart(toks []token, i int) bool {
+	if strings.ContainsAny(toks[i].gap, ":|•*#>") {
+		return true
+	}
+	for p := 0; p < i; p++ {
+		if !toks[p].number() {
+			return false
+		}
+	}
+	return true
+}
+
+// findMentions finds the candidate names of one sentence; in a heading
+// every mention needs evidence of its own or elsewhere.
+func findMentions(toks []token, si int, heading bool, lex *lexicon) []*mention {
 	var out []*mention
 	startable := func(t token) bool {
-		return t.capitalised() && !lex.dateWords[t.lower] && !lex.ignore[t.lower] || t.acronym() && !lex.ignore[t.lower]
+		if t.identifier() || lex.ignore[t.lower] {
+			return false
+		}
+		return t.capitalised() && !lex.dateWords[t.lower] || t.acronym()
 	}
 	for i := 0; i < len(toks); {
 		if !startable(toks[i]) {
@@ -483,23 +686,27 @@ func findMentions(toks []token, si int, lex *lexicon) []*mention {
 			continue
 		}
 		j := i + 1
-		year := false
 		for j < len(toks) && !toks[j-1].possessive {
 			u := toks[j]
 			joined := u.gap == "" || (u.gap == "." && (lex.honorifics[toks[j-1].lower] || utf8.RuneCountInString(toks[j-1].text) == 1))
 			if !joined {
 				break
 			}
-			if startable(u) && !lex.dateWords[u.lower] {
+			// A capitalised sentence word inside a run is a sentence the
+			// parser glued on ("1. Introduction This note ...").
+			if startable(u) && !lex.dateWords[u.lower] && !lex.startWords[u.lower] {
 				j++
 				continue
 			}
-			if u.year() && !year {
-				year = true
+			// A year ends a name ("World Energy Summit 2024").
+			if u.year() && (j+1 == len(toks) || !startable(toks[j+1]) || toks[j+1].gap != "") {
 				j++
-				continue
+				break
 			}
-			if lex.connectors[u.lower] {
+			// "for" joins an institution's name ("Institute for Advanced
+			// Study"), not two names ("from Lisbon for Northwind Labs").
+			forName := u.lower != "for" || lex.orgSuffixes[toks[j-1].lower] || lex.orgHeads[toks[j-1].lower]
+			if lex.connectors[u.lower] && forName {
 				k := j + 1
 				if k < len(toks) && toks[k].lower == "the" && toks[k].gap == "" {
 					k++
@@ -515,7 +722,23 @@ func findMentions(toks []token, si int, lex *lexicon) []*mention {
 		if j < len(toks) && toks[j].gap == "," && lex.orgAbbrevs[toks[j].lower] {
 			j++
 		}
-		if m := makeMention(toks, i, j, si, year, lex); m != nil {
+		clause := clauseStart(toks, i)
+		if c := affiliationSplit(toks, i, j, lex); c > 0 {
+			// "Professor Kenji Abernathy of Northgate University": a
+			// person and the organization they belong to.
+			k := c + 1
+			if toks[k].lower == "the" {
+				k++
+			}
+			if m := makeMention(toks, i, c, si, clause, heading, lex); m != nil {
+				m.evidence[classPerson] = max(m.evidence[classPerson], 0.8)
+				m.weak = false
+				out = append(out, m)
+			}
+			if m := makeMention(toks, k, j, si, false, heading, lex); m != nil {
+				out = append(out, m)
+			}
+		} else if m := makeMention(toks, i, j, si, clause, heading, lex); m != nil {
 			out = append(out, m)
 		}
 		i = j
@@ -523,9 +746,60 @@ func findMentions(toks []token, si int, lex *lexicon) []*mention {
 	return out
 }
 
+// affiliationSplit returns the index of the "of" that splits toks[i:j]
+// into a person and an organization ("Helga Marsh of Corvane Security
+// Group"), or 0: the part before has an honorific or two or three words
+// that are neither common nor organisation, place or event words, and the
+// part after has an organization's suffix or head.
+func affiliationSplit(toks []token, i, j int, lex *lexicon) int {
+	c := -1
+	for p := i + 1; p < j; p++ {
+		if toks[p].lower == "of" {
+			c = p
+			break
+		}
+	}
+	if c < 0 || c+1 >= j {
+		return 0
+	}
+	k := c + 1
+	if toks[k].lower == "the" {
+		k++
+	}
+	if k >= j {
+		return 0
+	}
+	first, last := toks[k].lower, toks[j-1].lower
+	if !lex.orgSuffixes[last] && !lex.orgHeads[first] {
+		return 0
+	}
+	honorific := false
+	words := 0
+	for p := i; p < c; p++ {
+		w := toks[p].lower
+		switch {
+		case lex.honorifics[w] || lex.roles[w]:
+			honorific = true
+		case lex.orgSuffixes[w] || lex.orgHeads[w] || lex.locSuffixes[w] || lex.locHeads[w] || lex.eventSuffixes[w] || lex.places[w]:
+			return 0
+		case lex.common[w] && !lex.firstNames[w], toks[p].acronym(), toks[p].year():
+			return 0
+		default:
+			words++
+		}
+	}
+	if words == 0 || words > 3 || (!honorific && words < 2) {
+		return 0
+	}
+	return c
+}
+
 // makeMention builds the mention of toks[i:j], stripping leading sentence
-// words, honorifics and role titles, and weighs its evidence.
-func makeMention(toks []token, i, j, si int, year bool, lex *lexicon) *mention {
+// words, honorifics, role titles, years and, at the start of a clause,
+// common words, and weighs its evidence. It returns nil for what is not a
+// name: common words, numbers, and all-caps words (keywords, constants)
+// unless context makes one an organization.
+func makeMention(toks []token, i, j, si int, clause, heading bool, lex *lexicon) *mention {
 	ev := map[string]float64{}
 	add := func(c string, s float64) { ev[c] = max(ev[c], s) }
 	k := i
@@ -537,18 +811,23 @@ strip:
 			add(classPerson, 0.9)
 		case lex.roles[w] && k+1 < j:
 			add(classPerson, 0.8)
-		case lex.startWords[w]:
+		case lex.startWords[w], toks[k].year():
+		case clause && lex.common[w] && !lex.firstNames[w] && !lex.places[w] && !lex.orgHeads[w] && !lex.locHeads[w]:
 		default:
 			break strip
 		}
 	}
 	run := toks[k:j]
-	if len(run) == 0 || (len(run) == 1 && run[0].year()) {
+	if len(run) == 0 {
 		return nil
 	}
 	words := make([]string, len(run))
+	caps := 0
 	for n, t := range run {
 		words[n] = strings.TrimSuffix(t.lower, ".")
+		if t.acronym() {
+			caps++
+		}
 	}
 	key := strings.Join(words, " ")
 	name := run[0].text
@@ -559,8 +838,12 @@ strip:
 		return nil
 	}
 	first, last := words[0], words[len(words)-1]
+	multi := len(words) > 1
+	if !multi && lex.common[key] && !lex.places[key] && !lex.firstNames[key] {
+		return nil
+	}
 	// Context: the two words before the name (skipping an article) and the
-	// word after it.
+	// two after it.
 	var before []string
 	for p := k - 1; p >= 0 && len(before) < 2; p-- {
 		w := toks[p].lower
@@ -571,30 +854,46 @@ strip:
 	}
 	before = append(before, "", "")
 	prev, prev2 := before[0], before[1]
-	var next string
+	var next, next2 string
 	appositive := false
 	if j < len(toks) {
 		next = toks[j].lower
+		if j+1 < len(toks) {
+			next2 = toks[j+1].lower
+		}
 		if toks[j].gap == "," {
 			role := next
 			if (role == "the" || role == "a" || role == "an") && j+1 < len(toks) {
 				role = toks[j+1].lower
 			}
-			appositive = lex.roles[role]
+			appositive = lex.roles[role] || lex.occupations[role]
 		}
 	}
-	multi := len(words) > 1
+	orgContext := lex.orgVerbs[prev] || ((prev == "for" || prev == "at" || prev == "by" || prev == "of") && lex.workWords[prev2])
+	if caps == len(run) && !lex.places[key] {
+		// Keywords and constants (TRUE, NULL, ZEROIZE, SEQUENCE OF): an
+		// all-caps word is an organization only as one's subject or
+		// object ("IBM acquired", "joined IBM").
+		if multi || lex.techAcronyms[key] || (!lex.orgSubjectVerbs[next] && !orgContext) {
+			return nil
+		}
+		add(classOrganization, 0.7)
+	}
 
 	switch {
 	case lex.orgSuffixes[last] && (multi || run[0].acronym()):
 		add(classOrganization, 0.9)
 	case multi && lex.orgHeads[first]:
 		add(classOrganization, 0.9)
+	case multi && slices.ContainsFunc(words[:len(words)-1], func(w string) bool { return lex.orgSuffixes[w] && !lex.orgAbbrevs[w] }) && slices.Contains(words, "of"):
+		// "Saltmere Museum of Industry", "Brindlemoor Institute of
+		// Technology".
+		add(classOrganization, 0.85)
 	}
 	if multi && lex.eventSuffixes[last] {
 		add(classEvent, 0.85)
 	}
-	if year && multi {
+	if multi && run[len(run)-1].year() {
 		add(classEvent, 0.75)
 	}
 	if multi && (lex.locSuffixes[last] || lex.locHeads[first]) {
@@ -610,21 +909,21 @@ strip:
 			add(classPerson, 0.75)
 		}
 	}
-	acronym := !multi && run[0].acronym()
-	if acronym && !lex.places[key] && !lex.techAcronyms[key] {
-		add(classOrganization, 0.7)
-	}
-	if lex.roles[prev] || appositive {
+	if lex.roles[prev] || appositive || (lex.occupations[prev] && k > 0 && toks[k].gap == ",") {
 		add(classPerson, 0.8)
 	}
-	if lex.personVerbs[next] && len(words) <= 3 && !acronym && ev[classOrganization] == 0 && ev[classLocation] == 0 {
+	personVerb := lex.personVerbs[next] || ((next == "was" || next == "is") && lex.personPassives[next2])
+	if personVerb && len(words) <= 3 && caps == 0 && ev[classOrganization] == 0 && ev[classLocation] == 0 && ev[classEvent] == 0 {
 		add(classPerson, 0.7)
 	}
-	orgContext := lex.orgVerbs[prev] || ((prev == "for" || prev == "at" || prev == "by" || prev == "of") && lex.workWords[prev2])
 	if orgContext && ev[classPerson] == 0 {
 		add(classOrganization, 0.8)
 	}
-	if lex.locPreps[prev] && !orgContext && ev[classLocation] == 0 {
+	// "in Berlin", "in Wrenfield in 1931", but not "in the Authorization
+	// header": a preposition makes a place of a name that no noun follows.
+	nounAfter := next != "" && j < len(toks) && toks[j].gap == "" && !toks[j].number() && !lex.startWords[next] && !lex.connectors[next] &&
+		!lex.locPreps[next] && next != "and" && next != "or" && next != "on" && !toks[j].capitalised()
+	if lex.locPreps[prev] && !orgContext && ev[classLocation] == 0 && !nounAfter {
 		add(classLocation, 0.65)
 	}
 	if lex.eventPreps[prev] || (k > 0 && toks[k-1].year()) {
@@ -635,7 +934,8 @@ strip:
 		name:     name,
 		sentence: si,
 		start:    run[0].start,
+		end:      run[len(run)-1].end,
 		evidence: ev,
-		weak:     i == 0 && !multi && !acronym && len(ev) == 0,
+		weak:     len(ev) == 0 && ((clause && !multi) || heading),
 	}
 }

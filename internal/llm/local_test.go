@@ -204,6 +204,21 @@ func TestLocalExtractionHeuristics(t *testing.T) {
 		{"IBM acquired Red Hat Inc in 2019.", map[string]string{"IBM": "Organization", "Red Hat Inc": "Organization"}, [3]string{"ACQUIRED", "IBM", "Red Hat Inc"}},
 		{"The U.S. Department of Energy funds the World Energy Summit 2024.", map[string]string{"U.S": "Location", "Department of Energy": "Organization", "World Energy Summit 2024": "Event"}, [3]string{}},
 		{"Research shows that research helps. Tokyo is large.", map[string]string{"Tokyo": "Location"}, [3]string{}},
+		// A title and an affiliation split into a person, an organization
+		// and the relationship between them.
+		{"Professor Kenji Abernathy of Northgate University taught chemistry.", map[string]string{"Kenji Abernathy": "Person", "Northgate University": "Organization"}, [3]string{"WORKS_FOR", "Kenji Abernathy", "Northgate University"}},
+		{"It was reviewed by Helga Marsh of Corvane Security Group.", map[string]string{"Helga Marsh": "Person", "Corvane Security Group": "Organization"}, [3]string{"WORKS_FOR", "Helga Marsh", "Corvane Security Group"}},
+		// "for" joins an institution's name, not two names.
+		{"Alice Novak led the leg from Lisbon for Northwind Labs.", map[string]string{"Alice Novak": "Person", "Lisbon": "Location", "Northwind Labs": "Organization"}, [3]string{}},
+		{"She joined the Institute for Advanced Study.", map[string]string{"Institute for Advanced Study": "Organization"}, [3]string{}},
+		// People without a known first name are people by what is said of them.
+		{"Elias Thornbury was born in 1931. His father repaired clocks.", map[string]string{"Elias Thornbury": "Person"}, [3]string{}},
+		{"Imogen Calloway met a client. Later Calloway wrote the patent.", map[string]string{"Imogen Calloway": "Person"}, [3]string{}},
+		// Keywords, constants, identifiers, headings and common words are
+		// not names.
+		{"The ZEROIZE command sets TRUE when the value is NULL. TokenModule DEFINITIONS ::= BEGIN SEQUENCE OF END", map[string]string{}, [3]string{}},
+		{"Set QUILL_DATA_DIR in the environment. The body is a TransferRequest with an accountId. See CONTRIBUTING.md and the Authorization header.", map[string]string{}, [3]string{}},
+		{"Installation\n\nUsage\n\nField | Type | Description\n\nReturns one account. Version 3.2 is current. Data Model: Secure Token Module.", map[string]string{}, [3]string{}},
 	}
 	for _, tc := range cases {
 		out, _ := extract(t, c, tc.text, nil)
