@@ -279,6 +279,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s must be an http(s) URL", name)
 		}
 	}
+	if (c.OpenAIModel != "" || c.OpenAIEmbeddingModel != "") && c.OpenAIBaseURL == "" && c.OpenAIAPIKey == "" {
+		return fmt.Errorf("GRAPHMILL_OPENAI_MODEL and GRAPHMILL_OPENAI_EMBEDDING_MODEL need GRAPHMILL_OPENAI_BASE_URL (Ollama: http://localhost:11434/v1) or GRAPHMILL_OPENAI_API_KEY")
+	}
 	if c.ProviderRPM < 0 || c.ProviderTPM < 0 {
 		return fmt.Errorf("GRAPHMILL_PROVIDER_RPM and GRAPHMILL_PROVIDER_TPM must not be negative")
 	}

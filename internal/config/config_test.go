@@ -110,6 +110,11 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name:    "OpenAIModelWithoutEndpoint",
+			env:     []string{"GRAPHMILL_OPENAI_MODEL=llama3.1:8b"},
+			wantErr: []string{"GRAPHMILL_OPENAI_MODEL", "need GRAPHMILL_OPENAI_BASE_URL"},
+		},
+		{
 			name:    "BadOpenAIBaseURL",
 			env:     []string{"GRAPHMILL_OPENAI_BASE_URL=localhost:11434"},
 			wantErr: []string{"GRAPHMILL_OPENAI_BASE_URL", "http(s)"},

@@ -456,7 +456,13 @@ func (c *openAIClient) complete(ctx context.Context, op, model string, req Gener
 		params.Temperature = openai.Float(*req.Temperature)
 	}
 	if req.MaxOutputTokens > 0 {
-		params.MaxCompletionTokens = openai.Int(int64(req.MaxOutputTokens))
+		// OpenAI's reasoning models take only max_completion_tokens; the
+		// local servers (Ollama, llama.cpp) only max_tokens.
+		if c.official {
+			params.MaxCompletionTokens = openai.Int(int64(req.MaxOutputTokens))
+		} else {
+			params.MaxTokens = openai.Int(int64(req.MaxOutputTokens))
+		}
 	}
 	resp, err := c.sdk.Chat.Completions.New(ctx, params)
 	if err != nil {
