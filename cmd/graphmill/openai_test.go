@@ -263,3 +263,56 @@ func TestOpenAICredentials(t *testing.T) {
 	require.NotContains(t, sealed, apiKey)
 	require.NotContains(t, sealed, host)
 }
+
+// TestOpenAIKeyNeverShown: the environment's key, rejected by a server
+// that quotes it back in its 401, appears in no log line, no response and
+// no row of any table (job errors, extraction logs and calls, the usage
+// ledger, events), while the server did receive it.
+func TestOpenAIKeyNeverShown(t *testing.T) {
+	t.Parallel()
+	const key = "sk-env-openai-secret-9876"
+	fake := llmtest.NewOpenAI(t)
+	fake.SetAPIKey("sk-the-key-it-wants")
+	logs := &syncBuffer{}
+	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}),
+		withOpenAI(fake.URL(), key, "gpt-4o-mini", ""))
+	project, _ := s.defaultProject()
+	doc := s.extractionUpload(project, "engine.md", "# The engine\n\nAda Lovelace worked with Charles Babbage.")
+	j := s.extractionWaitJob(s.extractionJobOf(doc), "completed", "failed", "requires_review")
+	require.Equal(t, "failed", j.Status)
+	require.Contains(t, j.ErrorMsg, "Incorrect API key provided")
+	require.Contains(t, j.ErrorMsg, "[redacted]")
+
+	sent := false
+	for _, r := range fake.Requests() {
+		sent = sent || r.Header.Get("Authorization") == "Bearer "+key
+	}
+	require.True(t, sent, "the key went to the server, and only there")
+
+	require.NotContains(t, logs.String(), key)
+	for _, path := range []string{"/api/admin/extraction-jobs/" + j.ID, "/api/admin/extraction-jobs/" + j.ID + "/logs", "/api/documents/" + doc} {
+		r := s.do("GET", path, s.admin, nil, header{"X-Project-ID", project})
+		require.NotContains(t, string(r.Body), key, path)
+	}
+	ctx := context.Background()
+	pool := s.m.db.pool
+	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
+	require.NoError(t, err)
+	var tables []string
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		tables = append(tables, name)
+	}
+	require.NoError(t, rows.Err())
+	require.Contains(t, tables, "provider_usage")
+	for _, table := range tables {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM "`+table+`" x WHERE x::text LIKE '%' || $1 || '%'`, key).Scan(&n))
+		require.Zero(t, n, table)
+	}
+	var failed int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM provider_usage WHERE project_id = $1 AND provider = 'openai' AND status = 'error'
+		`, project).Scan(&failed))
+	require.Positive(t, failed, "the failed call is in the ledger, without the key")
+}

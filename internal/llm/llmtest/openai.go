@@ -17,8 +17,8 @@ import (
 //	POST /v1/chat/completions  (response_format text, json_object, json_schema)
 //	POST /v1/embeddings        (input: a string or an array of strings)
 //
-// When APIKey is set every request must carry it as a bearer token (401
-// otherwise, as OpenAI answers). With NoJSONSchema the fake refuses
+// After SetAPIKey every request must carry the key as a bearer token (401
+// otherwise, as OpenAI answers, the message quoting the key it got). With NoJSONSchema the fake refuses
 // response_format json_schema with a 400 naming it, as servers without
 // structured output do.
 type OpenAI struct {
@@ -136,7 +136,10 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	o.mu.Unlock()
 
 	if key != "" && r.Header.Get("Authorization") != "Bearer "+key {
-		openAIError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_request_error", "")
+		// Echoes the key it got, as a careless server might: clients must
+		// keep it out of their errors.
+		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		openAIError(w, http.StatusUnauthorized, "Incorrect API key provided: "+got+".", "invalid_request_error", "")
 		return
 	}
 	if fail != nil {
