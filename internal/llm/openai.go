@@ -151,9 +151,10 @@ const schemaName = "graphmill_response"
 
 // Generate implements Client. With a schema it asks for structured output
 // (response_format json_schema, strict) unless this endpoint refused that
-// for the model before; then, and on the first refusal, it asks for JSON
-// mode with the schema in the system message, validates the answer and
-// makes one repair call when it does not validate.
+// for the model before; then, and on the first refusal (a 4xx naming the
+// format or schema, or an answer that is not JSON: the format ignored), it
+// asks for JSON mode with the schema in the system message, validates the
+// answer and makes one repair call when it does not validate.
 func (c *openAIClient) Generate(ctx context.Context, model string, req GenerateRequest) (*GenerateResult, error) {
 	op := "generate " + model
 	if model == "" {
@@ -168,15 +169,15 @@ func (c *openAIClient) Generate(ctx context.Context, model string, req GenerateR
 	if req.Schema != nil && !c.refusesSchema(model) {
 		out, u, err := c.complete(ctx, op, model, req, c.messages(req.System, user), strictFormat(req.Schema))
 		usage = addUsage(usage, u)
-		switch {
-		case err == nil:
-			text, jerr := compactJSON(out)
-			if jerr != nil {
-				return nil, c.invalid(op, "the response is not valid JSON")
-			}
-			return &GenerateResult{JSON: dropNulls(text), Usage: usage, Model: model, Duration: c.now().Sub(start)}, nil
-		case !isSchemaRefusal(err):
+		if err != nil && !isSchemaRefusal(err) {
 			return nil, err
+		}
+		if err == nil {
+			if text, jerr := compactJSON(out); jerr == nil {
+				return &GenerateResult{JSON: dropNulls(text), Usage: usage, Model: model, Duration: c.now().Sub(start)}, nil
+			}
+			// Prose under json_schema: a server that ignores the response
+			// format. It is treated as one that refuses it.
 		}
 		c.mu.Lock()
 		c.noSchema[model] = true

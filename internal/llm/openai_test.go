@@ -301,3 +301,32 @@ func TestOpenAISchemaWithOpenObject(t *testing.T) {
 	require.Equal(t, false, item["additionalProperties"])
 	require.Equal(t, []any{"name", "properties"}, item["required"])
 }
+
+// TestOpenAIGenerateFormatIgnored: a server that accepts json_schema but
+// answers prose (it ignores the format) is treated as one refusing it:
+// JSON mode from then on for that model.
+func TestOpenAIGenerateFormatIgnored(t *testing.T) {
+	t.Parallel()
+	c, f := newOpenAI(t)
+	f.SetChat(func(call llmtest.OpenAIChat) string {
+		if call.Format == "json_schema" {
+			return "Sure! The people are Ada Lovelace."
+		}
+		return `{"entities":[{"name":"Ada Lovelace","type":"Person"}]}`
+	})
+	req := llm.GenerateRequest{Prompt: "p", Schema: peopleSchema()}
+	for range 2 {
+		res, err := c.Generate(context.Background(), "phi3", req)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"entities":[{"name":"Ada Lovelace","type":"Person"}]}`, string(res.JSON))
+	}
+	var formats []string
+	for _, r := range f.Requests() {
+		var b struct {
+			ResponseFormat struct{ Type string } `json:"response_format"`
+		}
+		require.NoError(t, json.Unmarshal(r.Body, &b))
+		formats = append(formats, b.ResponseFormat.Type)
+	}
+	require.Equal(t, []string{"json_schema", "json_object", "json_object"}, formats)
+}
