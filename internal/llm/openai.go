@@ -21,9 +21,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// ProviderOpenAI is the provider of OpenAI-compatible endpoints.
-const ProviderOpenAI = "openai"
-
 // OpenAIDefaultBaseURL is the OpenAI API.
 const OpenAIDefaultBaseURL = "https://api.openai.com/v1"
 
