@@ -109,17 +109,12 @@ func testOllamaPath(t *testing.T, noSchema bool) {
 	// (without json_schema: refused, then JSON mode with the schema in the
 	// system message).
 	var formats []string
+	for _, call := range fake.Chats() {
+		formats = append(formats, call.Format)
+		require.Equal(t, "llama3.1:8b", call.Model)
+		require.Contains(t, call.Messages[0].Content+string(call.Schema), "FOUNDED", "the project's types are in the schema")
+	}
 	for _, r := range fake.Requests() {
-		if r.Endpoint != llmtest.EndpointGenerate {
-			continue
-		}
-		var b struct {
-			ResponseFormat struct{ Type string } `json:"response_format"`
-		}
-		require.NoError(t, json.Unmarshal(r.Body, &b))
-		formats = append(formats, b.ResponseFormat.Type)
-		require.Equal(t, "llama3.1:8b", r.Model)
-		require.Contains(t, string(r.Body), "FOUNDED", "the project's types are in the schema")
 		require.Empty(t, r.Header.Get("Authorization"), "no key configured, none sent")
 	}
 	if noSchema {

@@ -37,6 +37,15 @@ func peopleSchema() map[string]any {
 	}
 }
 
+// chatFormats lists the response_format type of each chat request.
+func chatFormats(f *llmtest.OpenAI) []string {
+	var out []string
+	for _, c := range f.Chats() {
+		out = append(out, c.Format)
+	}
+	return out
+}
+
 func newOpenAI(t *testing.T) (llm.Client, *llmtest.OpenAI) {
 	t.Helper()
 	f := llmtest.NewOpenAI(t)
@@ -116,19 +125,13 @@ func TestOpenAIGenerateFallsBackWithoutJSONSchema(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"entities":[{"name":"Ada Lovelace","type":"Person"}]}`, string(res.JSON))
 
-	var formats []string
-	for _, r := range f.Requests() {
-		var b struct {
-			ResponseFormat struct{ Type string } `json:"response_format"`
-			Messages       []struct{ Role, Content string }
-		}
-		require.NoError(t, json.Unmarshal(r.Body, &b))
-		formats = append(formats, b.ResponseFormat.Type)
-		if b.ResponseFormat.Type == "json_object" {
-			require.Equal(t, "system", b.Messages[0].Role)
-			require.Contains(t, b.Messages[0].Content, `"required":["name","type"]`, "the schema is in the system message")
+	for _, call := range f.Chats() {
+		if call.Format == "json_object" {
+			require.Equal(t, "system", call.Messages[0].Role)
+			require.Contains(t, call.Messages[0].Content, `"required":["name","type"]`, "the schema is in the system message")
 		}
 	}
+	formats := chatFormats(f)
 	require.Equal(t, []string{"json_schema", "json_object", "json_object"}, formats, "refused, JSON mode, one repair")
 	require.Equal(t, int64(6), res.Usage.Output, "usage of both answered calls is summed (4 + 2 words)")
 
@@ -320,13 +323,6 @@ func TestOpenAIGenerateFormatIgnored(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, `{"entities":[{"name":"Ada Lovelace","type":"Person"}]}`, string(res.JSON))
 	}
-	var formats []string
-	for _, r := range f.Requests() {
-		var b struct {
-			ResponseFormat struct{ Type string } `json:"response_format"`
-		}
-		require.NoError(t, json.Unmarshal(r.Body, &b))
-		formats = append(formats, b.ResponseFormat.Type)
-	}
+	formats := chatFormats(f)
 	require.Equal(t, []string{"json_schema", "json_object", "json_object"}, formats)
 }

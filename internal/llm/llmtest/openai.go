@@ -32,6 +32,7 @@ type OpenAI struct {
 	models       []string
 	failures     []failure
 	requests     []Request
+	chats        []OpenAIChat
 	counts       map[Endpoint]int
 }
 
@@ -96,6 +97,14 @@ func (o *OpenAI) Requests() []Request {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]Request(nil), o.requests...)
+}
+
+// Chats returns the decoded chat requests received (refused ones
+// included), in order.
+func (o *OpenAI) Chats() []OpenAIChat {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]OpenAIChat(nil), o.chats...)
 }
 
 // Count is the number of requests received for e.
@@ -205,6 +214,14 @@ func (o *OpenAI) completion(w http.ResponseWriter, body []byte, noSchema bool, c
 	}
 	if rf := req.ResponseFormat; rf != nil {
 		call.Format = rf.Type
+		if rf.JSONSchema != nil {
+			call.Schema, call.Strict = rf.JSONSchema.Schema, rf.JSONSchema.Strict
+		}
+	}
+	o.mu.Lock()
+	o.chats = append(o.chats, call)
+	o.mu.Unlock()
+	if rf := req.ResponseFormat; rf != nil {
 		if rf.Type == "json_schema" {
 			if noSchema {
 				openAIError(w, http.StatusBadRequest, "response_format type json_schema is not supported by this server", "invalid_request_error", "response_format")
@@ -214,7 +231,6 @@ func (o *OpenAI) completion(w http.ResponseWriter, body []byte, noSchema bool, c
 				openAIError(w, http.StatusBadRequest, "response_format.json_schema needs a name and a schema", "invalid_request_error", "response_format")
 				return
 			}
-			call.Schema, call.Strict = rf.JSONSchema.Schema, rf.JSONSchema.Strict
 		}
 	}
 	content := chat(call)
