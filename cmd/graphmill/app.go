@@ -415,6 +415,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if err := logStages(ctx, log, providers); err != nil {
+		return err
+	}
 	m.health.SetReady(true, "")
 	if m.WorkersOnly {
 		log.Info("graphmill workers ready", "ops", "http://"+m.ops.Addr())
@@ -548,11 +551,44 @@ func (m *Main) secretBox() (*secrets.Box, error) {
 	return box, nil
 }
 
+// localWarning is the start-up warning of extraction on the local provider.
+const localWarning = "heuristic extractor: expect a rough graph; set GRAPHMILL_OPENAI_BASE_URL=http://localhost:11434/v1 for Ollama " +
+	"(GRAPHMILL_OPENAI_MODEL names the model), or a key for OpenAI (GRAPHMILL_OPENAI_API_KEY) or Gemini (GRAPHMILL_KEY_AI_API_KEY)"
+
+// logStages says which provider and model extraction and embedding use
+// for projects without credentials of their own or their organization's,
+// and warns once when extraction runs on the local heuristic extractor.
+func logStages(ctx context.Context, log *slog.Logger, providers *provider.Service) error {
+	stages, err := providers.Fallback(ctx)
+	if err != nil {
+		return fmt.Errorf("provider stages: %w", err)
+	}
+	for _, st := range stages {
+		name := "extraction"
+		if st.Purpose == provider.Embedding {
+			name = "embedding"
+		}
+		if st.Provider == "" {
+			log.Warn(name+" has no provider: its jobs fail until credentials are stored or set in the environment", "stage", name)
+			continue
+		}
+		log.Info(name+" uses "+st.Provider+" model "+st.Model, "stage", name, "provider", st.Provider, "model", st.Model, "source", st.Source,
+			"scope", "projects without their own or their organization's credentials")
+		if st.Purpose == provider.Generative && st.Provider == provider.Local {
+			log.Warn(localWarning, "stage", name)
+		}
+	}
+	return nil
+}
+
 // providerService builds the provider domain with the environment's
 // credentials.
 func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.Service, error) {
 	c := m.Config
-	env := provider.Environment{KeyAIAPIKey: c.KeyAIAPIKey, AccountAIProject: c.AccountAIProject, AccountAILocation: c.AccountAILocation}
+	env := provider.Environment{
+		KeyAIAPIKey: c.KeyAIAPIKey, AccountAIProject: c.AccountAIProject, AccountAILocation: c.AccountAILocation,
+		OpenAIBaseURL: c.OpenAIBaseURL, OpenAIAPIKey: c.OpenAIAPIKey, OpenAIModel: c.OpenAIModel, OpenAIEmbeddingModel: c.OpenAIEmbeddingModel,
+	}
 	guard, err := egress.New(c.EgressAllow)
 	if err != nil {
 		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)

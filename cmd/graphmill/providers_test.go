@@ -508,6 +508,7 @@ func TestProviderEndpointsAuth(t *testing.T) {
 	}{
 		{"POST", o + "/providers/key-ai/credentials", map[string]any{"apiKey": "k"}, true},
 		{"POST", o + "/providers/account-ai/credentials", map[string]any{"serviceAccountJson": "{}", "gcpProject": "p", "location": "l"}, true},
+		{"POST", o + "/providers/openai/credentials", map[string]any{"apiKey": "k"}, true},
 		{"DELETE", o + "/providers/key-ai/credentials", nil, true},
 		{"GET", o + "/providers/credentials", nil, true},
 		{"PUT", o + "/providers/key-ai/models", map[string]any{"generativeModel": "gemini-2.5-flash"}, true},

@@ -13,7 +13,8 @@ import (
 
 // TestCleanStartLogsNoWarnings: a clean start on a fresh database logs no
 // ERROR and no WARN line (issue 11: go-sdk's registration message about
-// the spec's tool names with "/" stays out of the log, DESIGN 8a).
+// the spec's tool names with "/" stays out of the log, DESIGN 8a), but the
+// one warning of issue 13 that extraction runs on the heuristic extractor.
 func TestCleanStartLogsNoWarnings(t *testing.T) {
 	t.Parallel()
 	logs := &syncBuffer{}
@@ -29,7 +30,9 @@ func TestCleanStartLogsNoWarnings(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
 		levels = append(levels, rec.Level)
-		require.NotContains(t, []string{"WARN", "ERROR"}, rec.Level, line)
+		if rec.Msg != localWarning {
+			require.NotContains(t, []string{"WARN", "ERROR"}, rec.Level, line)
+		}
 		ready = ready || rec.Msg == "graphmill ready"
 	}
 	require.True(t, ready, "the start completed: %v", levels)

@@ -100,6 +100,13 @@ type Config struct {
 	AccountAIProject         string `env:"ACCOUNT_AI_PROJECT"`
 	AccountAILocation        string `env:"ACCOUNT_AI_LOCATION"`
 	AccountAIBaseURL         string `env:"ACCOUNT_AI_BASE_URL"`
+	// The openai provider (any OpenAI-compatible endpoint): either the
+	// base URL or the key enables it. The base URL is the operator's, so it
+	// may be private or loopback (Ollama: http://localhost:11434/v1).
+	OpenAIBaseURL        string `env:"OPENAI_BASE_URL"`
+	OpenAIAPIKey         string `env:"OPENAI_API_KEY"`
+	OpenAIModel          string `env:"OPENAI_MODEL"`
+	OpenAIEmbeddingModel string `env:"OPENAI_EMBEDDING_MODEL"`
 	// LocalProvider enables the offline provider as the last resort; unset
 	// means enabled on the embedded default and disabled otherwise.
 	LocalProvider *bool `env:"LOCAL_PROVIDER"`
@@ -262,7 +269,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
 	}
 	for name, u := range map[string]string{
-		"GRAPHMILL_KEY_AI_BASE_URL": c.KeyAIBaseURL, "GRAPHMILL_ACCOUNT_AI_BASE_URL": c.AccountAIBaseURL,
+		"GRAPHMILL_KEY_AI_BASE_URL": c.KeyAIBaseURL, "GRAPHMILL_ACCOUNT_AI_BASE_URL": c.AccountAIBaseURL, "GRAPHMILL_OPENAI_BASE_URL": c.OpenAIBaseURL,
 		"GRAPHMILL_MCP_REGISTRY_URL": c.MCPRegistryURL, "GRAPHMILL_WEB_SEARCH_BASE_URL": c.WebSearchBaseURL,
 	} {
 		if u == "" {
@@ -271,6 +278,9 @@ func (c Config) Validate() error {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return fmt.Errorf("%s must be an http(s) URL", name)
 		}
+	}
+	if (c.OpenAIModel != "" || c.OpenAIEmbeddingModel != "") && c.OpenAIBaseURL == "" && c.OpenAIAPIKey == "" {
+		return fmt.Errorf("GRAPHMILL_OPENAI_MODEL and GRAPHMILL_OPENAI_EMBEDDING_MODEL need GRAPHMILL_OPENAI_BASE_URL (Ollama: http://localhost:11434/v1) or GRAPHMILL_OPENAI_API_KEY")
 	}
 	if c.ProviderRPM < 0 || c.ProviderTPM < 0 {
 		return fmt.Errorf("GRAPHMILL_PROVIDER_RPM and GRAPHMILL_PROVIDER_TPM must not be negative")
@@ -356,6 +366,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("accountAiProject", c.AccountAIProject),
 		slog.String("accountAiLocation", c.AccountAILocation),
 		slog.String("accountAiBaseUrl", MaskURL(c.AccountAIBaseURL)),
+		slog.String("openaiBaseUrl", MaskURL(c.OpenAIBaseURL)),
+		slog.String("openaiApiKey", mask(c.OpenAIAPIKey)),
+		slog.String("openaiModel", c.OpenAIModel),
+		slog.String("openaiEmbeddingModel", c.OpenAIEmbeddingModel),
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
 		slog.Int64("vectorCacheBytes", c.VectorCacheBytes),
 		slog.Int64("maxUploadBytes", c.MaxUploadBytes),

@@ -96,6 +96,30 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name: "OpenAI",
+			env: []string{
+				"GRAPHMILL_OPENAI_BASE_URL=http://localhost:11434/v1", "GRAPHMILL_OPENAI_API_KEY=sk-x",
+				"GRAPHMILL_OPENAI_MODEL=llama3.1:8b", "GRAPHMILL_OPENAI_EMBEDDING_MODEL=nomic-embed-text",
+			},
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Equal(t, "http://localhost:11434/v1", c.OpenAIBaseURL, "the operator's URL may be loopback")
+				require.Equal(t, "sk-x", c.OpenAIAPIKey)
+				require.Equal(t, "llama3.1:8b", c.OpenAIModel)
+				require.Equal(t, "nomic-embed-text", c.OpenAIEmbeddingModel)
+			},
+		},
+		{
+			name:    "OpenAIModelWithoutEndpoint",
+			env:     []string{"GRAPHMILL_OPENAI_MODEL=llama3.1:8b"},
+			wantErr: []string{"GRAPHMILL_OPENAI_MODEL", "need GRAPHMILL_OPENAI_BASE_URL"},
+		},
+		{
+			name:    "BadOpenAIBaseURL",
+			env:     []string{"GRAPHMILL_OPENAI_BASE_URL=localhost:11434"},
+			wantErr: []string{"GRAPHMILL_OPENAI_BASE_URL", "http(s)"},
+		},
+		{
 			name:    "BadMCPStdio",
 			env:     []string{"GRAPHMILL_MCP_STDIO=always"},
 			wantErr: []string{"GRAPHMILL_MCP_STDIO", "superadmin, enabled or disabled"},
@@ -339,6 +363,7 @@ func TestLogValue(t *testing.T) {
 			OIDCIssuer: "https://id.example.com", OIDCAudience: "graphmill", AuthCacheTTL: time.Minute,
 			ShutdownTimeout: time.Second, DBMaxConns: 20, SecretKey: "c2VjcmV0LWtleS1ieXRlcw==", KeyAIAPIKey: "AIzaS3cretKey",
 			KeyAIBaseURL: "https://u:s3cret@proxy.example.com/", WebSearchAPIKey: "BSA-s3cret-key",
+			OpenAIAPIKey: "sk-s3cret-openai", OpenAIBaseURL: "https://u:s3cret@openai.example.com/v1",
 			MCPRegistryURL: "https://u:s3cret@registry.example.com", WebSearchBaseURL: "https://api.search.brave.com",
 		}
 		for name, newHandler := range map[string]func(*bytes.Buffer) slog.Handler{

@@ -340,17 +340,9 @@ func usageFromMetadata(m *genai.GenerateContentResponseUsageMetadata) Usage {
 // about 20,000 tokens; Vertex AI's Gemini embedding models one text per
 // request, so those calls make one request per text, a few at a time.
 func (c *genaiClient) Embed(ctx context.Context, model string, texts []string, dimension int) (*EmbedResult, error) {
-	op := "embed " + model
-	if model == "" {
-		return nil, c.invalid("embed", "no model given")
-	}
-	if dimension < 0 {
-		return nil, c.invalid(op, fmt.Sprintf("negative dimension %d", dimension))
-	}
-	for i, t := range texts {
-		if strings.TrimSpace(t) == "" {
-			return nil, c.invalid(op, fmt.Sprintf("text %d is empty", i))
-		}
+	op, problem := embedInputProblem(model, texts, dimension)
+	if problem != "" {
+		return nil, c.invalid(op, problem)
 	}
 	start := c.now()
 	res := &EmbedResult{Vectors: make([][]float32, len(texts)), Model: model}

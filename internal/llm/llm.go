@@ -1,7 +1,9 @@
 // Package llm is the language-model boundary: one small Client interface per
 // provider credential (structured generation, batched embeddings, model
-// listing), its two real implementations on google.golang.org/genai
-// ("key-ai" on the Gemini API, "account-ai" on Vertex AI), the offline
+// listing), its real implementations on google.golang.org/genai
+// ("key-ai" on the Gemini API, "account-ai" on Vertex AI) and on
+// github.com/openai/openai-go ("openai": any OpenAI-compatible endpoint,
+// Ollama and vLLM among them), the offline
 // "local" provider that needs no key and no network, and the Embedder the
 // document pipeline uses.
 //
@@ -33,6 +35,7 @@ type Embedder interface {
 const (
 	ProviderKeyAI     = "key-ai"
 	ProviderAccountAI = "account-ai"
+	ProviderOpenAI    = "openai"
 	ProviderLocal     = "local"
 )
 
@@ -108,7 +111,8 @@ type ModelInfo struct {
 // Client is one provider credential. Implementations are safe for
 // concurrent use.
 type Client interface {
-	// Provider is ProviderKeyAI, ProviderAccountAI or ProviderLocal.
+	// Provider is ProviderKeyAI, ProviderAccountAI, ProviderOpenAI or
+	// ProviderLocal.
 	Provider() string
 	// Generate makes one structured-output call and returns the response
 	// parsed as JSON. A response that is not valid JSON is an ErrorInvalid.

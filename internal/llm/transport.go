@@ -2,7 +2,9 @@ package llm
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +90,24 @@ func withCaptureTransport(hc *http.Client, wrap func(http.RoundTripper) http.Rou
 	}
 	out.Transport = captureTransport{base: base, now: now}
 	return out
+}
+
+// embedInputProblem checks an Embed call's input: it returns the call's
+// name for messages and what is wrong ("" when nothing is).
+func embedInputProblem(model string, texts []string, dimension int) (op, problem string) {
+	if model == "" {
+		return "embed", "no model given"
+	}
+	op = "embed " + model
+	if dimension < 0 {
+		return op, fmt.Sprintf("negative dimension %d", dimension)
+	}
+	for i, t := range texts {
+		if strings.TrimSpace(t) == "" {
+			return op, fmt.Sprintf("text %d is empty", i)
+		}
+	}
+	return op, ""
 }
 
 // EstimateTokens estimates the token count of s as one token per four

@@ -24,6 +24,15 @@ type (
 			APIKey string `json:"apiKey" maxLength:"4096" doc:"The API key; stored sealed and never returned."`
 		}
 	}
+	openAIIn struct {
+		OrgID string `path:"orgID"`
+		Body  struct {
+			APIKey       string `json:"apiKey,omitempty" maxLength:"4096" doc:"The API key, optional for servers that need none; stored sealed and never returned."`
+			BaseURL      string `json:"baseUrl,omitempty" maxLength:"2048" doc:"The OpenAI-compatible endpoint, such as https://api.openai.com/v1 (the default); stored sealed and never returned. A non-public host needs GRAPHMILL_EGRESS_ALLOW."`
+			Organization string `json:"organization,omitempty" maxLength:"100" doc:"Optional OpenAI-Organization header."`
+			Project      string `json:"project,omitempty" maxLength:"100" doc:"Optional OpenAI-Project header."`
+		}
+	}
 	accountAIIn struct {
 		OrgID string `path:"orgID"`
 		Body  accountAIBody
@@ -59,6 +68,9 @@ type (
 		Body      struct {
 			Policy             string         `json:"policy" doc:"none, organization or project"`
 			APIKey             string         `json:"apiKey,omitempty" maxLength:"4096"`
+			BaseURL            string         `json:"baseUrl,omitempty" maxLength:"2048" doc:"openai only: the endpoint."`
+			Organization       string         `json:"organization,omitempty" maxLength:"100" doc:"openai only: the OpenAI-Organization header."`
+			Project            string         `json:"project,omitempty" maxLength:"100" doc:"openai only: the OpenAI-Project header."`
 			ServiceAccountJSON serviceAccount `json:"serviceAccountJson,omitempty"`
 			GCPProject         string         `json:"gcpProject,omitempty" maxLength:"100"`
 			Location           string         `json:"location,omitempty" maxLength:"100"`
@@ -145,6 +157,8 @@ func Register(api huma.API, svc *Service) {
 		"Store the organization's key-ai API key (organization admins)", orgWrite), h.saveKeyAiCredentials)
 	huma.Register(api, httpapi.Op("save-account-ai-credentials", http.MethodPost, "/api/v1/organizations/{orgID}/providers/account-ai/credentials",
 		"Store the organization's account-ai service account (organization admins)", orgWrite), h.saveAccountAiCredentials)
+	huma.Register(api, httpapi.Op("save-openai-credentials", http.MethodPost, "/api/v1/organizations/{orgID}/providers/openai/credentials",
+		"Store the organization's OpenAI-compatible endpoint and key (organization admins)", orgWrite), h.saveOpenAiCredentials)
 	huma.Register(api, httpapi.Op("delete-credentials", http.MethodDelete, "/api/v1/organizations/{orgID}/providers/{provider}/credentials",
 		"Delete the organization's credentials for a provider (organization admins)", orgWrite.WithKeys("provider")), h.deleteCredentials)
 	huma.Register(api, httpapi.Op("list-credentials", http.MethodGet, "/api/v1/organizations/{orgID}/providers/credentials",
@@ -173,12 +187,21 @@ type handlers struct {
 }
 
 func (h handlers) saveKeyAiCredentials(ctx context.Context, in *keyAIIn) (*httpapi.NoContent, error) {
-	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, in.Body.APIKey, nil, "", "")
+	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, KeyAI, Credentials{APIKey: in.Body.APIKey})
+}
+
+func (h handlers) saveOpenAiCredentials(ctx context.Context, in *openAIIn) (*httpapi.NoContent, error) {
+	b := in.Body
+	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, OpenAI, Credentials{
+		APIKey: b.APIKey, BaseURL: b.BaseURL, Organization: b.Organization, Project: b.Project,
+	})
 }
 
 func (h handlers) saveAccountAiCredentials(ctx context.Context, in *accountAIIn) (*httpapi.NoContent, error) {
 	b := in.Body
-	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, "", b.ServiceAccountJSON, b.GCPProject, b.Location)
+	return nil, h.svc.SaveCredentials(ctx, auth.AccessFrom(ctx).OrgID, AccountAI, Credentials{
+		ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject, Location: b.Location,
+	})
 }
 
 func (h handlers) deleteCredentials(ctx context.Context, in *orgProviderIn) (*httpapi.NoContent, error) {
@@ -200,8 +223,11 @@ func (h handlers) listModels(ctx context.Context, in *modelsIn) (*httpapi.Out[[]
 func (h handlers) putPolicy(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {
 	b := in.Body
 	return httpapi.Reply(h.svc.PutPolicy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider, PolicyInput{
-		Policy: b.Policy, APIKey: b.APIKey, ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject,
-		Location: b.Location, EmbeddingModel: b.EmbeddingModel, GenerativeModel: b.GenerativeModel,
+		Policy: b.Policy, EmbeddingModel: b.EmbeddingModel, GenerativeModel: b.GenerativeModel,
+		Credentials: Credentials{
+			APIKey: b.APIKey, BaseURL: b.BaseURL, Organization: b.Organization, Project: b.Project,
+			ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject, Location: b.Location,
+		},
 	}))
 }
 

@@ -17,6 +17,7 @@ import (
 const (
 	KeyAI     = "key-ai"
 	AccountAI = "account-ai"
+	OpenAI    = "openai"
 	Local     = "local"
 )
 
@@ -43,17 +44,17 @@ const (
 
 // Errors.
 var (
-	ErrUnknownProvider = errs.New(errs.NotFound, "unknown provider: use key-ai or account-ai")
+	ErrUnknownProvider = errs.New(errs.NotFound, "unknown provider: use key-ai, account-ai or openai")
 	ErrNoCredential    = errs.New(errs.NotFound, "no credentials stored for this provider")
 	ErrNoPolicy        = errs.New(errs.NotFound, "no policy set for this provider in this project; projects without one use their organization's credentials")
 )
 
 // credentialProviders are the providers that take credentials, in the
 // resolver's order.
-func credentialProviders() [2]string { return [2]string{KeyAI, AccountAI} }
+func credentialProviders() [3]string { return [3]string{KeyAI, AccountAI, OpenAI} }
 
 func checkCredentialProvider(p string) error {
-	if p == KeyAI || p == AccountAI {
+	if p == KeyAI || p == AccountAI || p == OpenAI {
 		return nil
 	}
 	return ErrUnknownProvider
@@ -143,5 +144,5 @@ type UsageSummary struct {
 // UsageNote says how costs are estimated.
 const UsageNote = "Token counts are those the providers reported (estimated at 4 characters a token where a provider reports none, " +
 	"as for Gemini API embeddings). Costs are estimated from the model catalog's list prices per million tokens at the time of each call, " +
-	"by input modality and for output; models without a listed price, and the offline local provider, count as 0. " +
+	"by input modality and for output; models without a listed price, the offline local provider and openai endpoints other than the OpenAI API count as 0. " +
 	"Failed calls are listed with the tokens they were charged, normally none. Invoices from the provider are authoritative."

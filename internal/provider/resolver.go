@@ -50,8 +50,8 @@ func (h *Handle) Dimension() int { return h.dimension }
 // (Embedding or Generative), in this order: the project's own credentials
 // (policy project); its organization's credentials (policy organization,
 // which is also what a project without a policy follows); the credentials
-// of the environment; the offline local provider when enabled. key-ai is
-// tried before account-ai at each step.
+// of the environment; the offline local provider when enabled. key-ai,
+// account-ai and openai are tried in that order at each step.
 func (s *Service) Resolve(ctx context.Context, project uuid.UUID, purpose string) (*Handle, error) {
 	return s.resolve(ctx, project, purpose, "")
 }
@@ -142,7 +142,17 @@ func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, prefe
 		if err != nil {
 			return nil, err
 		}
-		return h.finish(ctx, c, provider, SourceEnvironment, "env:"+provider, purpose, byProvider[provider])
+		p := byProvider[provider]
+		if provider == OpenAI { // the environment's models, unless the project chose
+			env := s.cfg.Environment
+			if p.EmbeddingModel == "" {
+				p.EmbeddingModel = env.OpenAIEmbeddingModel
+			}
+			if p.GenerativeModel == "" {
+				p.GenerativeModel = env.OpenAIModel
+			}
+		}
+		return h.finish(ctx, c, provider, SourceEnvironment, "env:"+provider, purpose, p)
 	}
 
 	// 4. The offline provider.
@@ -150,7 +160,7 @@ func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, prefe
 		return h.finish(ctx, s.local, Local, SourceLocal, "local", purpose, policyRow{})
 	}
 	return nil, fmt.Errorf("%w for project %s: store credentials for its organization (POST /api/v1/organizations/{orgID}/providers/{provider}/credentials) "+
-		"or the project (PUT .../policy with policy project), set GRAPHMILL_KEY_AI_API_KEY, or enable GRAPHMILL_LOCAL_PROVIDER", ErrNoProvider, project)
+		"or the project (PUT .../policy with policy project), set GRAPHMILL_KEY_AI_API_KEY or GRAPHMILL_OPENAI_BASE_URL, or enable GRAPHMILL_LOCAL_PROVIDER", ErrNoProvider, project)
 }
 
 // finish picks the model: the project policy's, else the organization's
@@ -214,10 +224,11 @@ func (h *Handle) use(c llm.Client, provider, source, key, purpose string, m Mode
 }
 
 // Cost is the estimated cost in USD of usage u with the resolved model, from
-// the catalog's prices (0 when the model has none): what the ledger records.
+// the catalog's prices (0 when the model has none, and for an openai
+// endpoint other than the OpenAI API): what the ledger records.
 func (h *Handle) Cost(u llm.Usage) float64 {
 	p := h.model.Prices
-	if p == nil {
+	if p == nil || llm.Unpriced(h.client) {
 		return 0
 	}
 	return (float64(u.InputText)*p.Text + float64(u.InputImage)*p.Image + float64(u.InputVideo)*p.Video +
@@ -317,4 +328,48 @@ func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64
 // Embedder resolves project's embedding model (document.Embedders).
 func (s *Service) Embedder(ctx context.Context, project uuid.UUID) (llm.Embedder, error) {
 	return s.Resolve(ctx, project, Embedding)
+}
+
+// Stage is the provider and model a pipeline stage uses for projects
+// with no credentials of their own or of their organization (what the
+// start-up log reports).
+type Stage struct {
+	// Purpose is Generative (extraction) or Embedding.
+	Purpose string
+	// Provider is "" when nothing is configured (the stage's jobs fail).
+	Provider, Model, Source string
+}
+
+// Fallback returns the Stage of extraction (Generative) and embedding, in
+// that order: the environment's credentials (key-ai, account-ai, openai),
+// else the local provider when enabled.
+func (s *Service) Fallback(ctx context.Context) ([]Stage, error) {
+	var out []Stage
+	for _, purpose := range []string{Generative, Embedding} {
+		st := Stage{Purpose: purpose}
+		for _, provider := range credentialProviders() {
+			if _, ok := s.envClient(provider); ok {
+				st.Provider, st.Source = provider, SourceEnvironment
+				if provider == OpenAI {
+					st.Model = s.cfg.Environment.OpenAIModel
+					if purpose == Embedding {
+						st.Model = s.cfg.Environment.OpenAIEmbeddingModel
+					}
+				}
+				break
+			}
+		}
+		if st.Provider == "" && s.cfg.LocalEnabled {
+			st.Provider, st.Source = Local, SourceLocal
+		}
+		if st.Provider != "" && st.Model == "" {
+			m, _, err := modelDefault(ctx, s.cfg.Pool, st.Provider, purpose)
+			if err != nil {
+				return nil, err
+			}
+			st.Model = m.ModelName
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }

@@ -110,7 +110,7 @@ func TestResolverOrder(t *testing.T) {
 	svc = f.service(provider.Config{
 		LocalEnabled: true, KeyAIBaseURL: orgFake.URL(), Environment: provider.Environment{KeyAIAPIKey: envKey},
 	})
-	require.NoError(t, svc.SaveCredentials(ctx, f.org, provider.KeyAI, orgKey, nil, "", ""))
+	require.NoError(t, svc.SaveCredentials(ctx, f.org, provider.KeyAI, provider.Credentials{APIKey: orgKey}))
 	h, err = svc.Resolve(ctx, f.project, provider.Embedding)
 	require.NoError(t, err)
 	require.Equal(t, provider.SourceOrganization, h.Source())
@@ -146,7 +146,7 @@ func TestResolverOrder(t *testing.T) {
 		LocalEnabled: true, KeyAIBaseURL: projFake.URL(), Environment: provider.Environment{KeyAIAPIKey: envKey},
 	})
 	_, err = svc.PutPolicy(ctx, f.project, provider.KeyAI, provider.PolicyInput{
-		Policy: provider.PolicyProject, APIKey: projectKey, GenerativeModel: "gemini-2.5-flash-lite",
+		Policy: provider.PolicyProject, Credentials: provider.Credentials{APIKey: projectKey}, GenerativeModel: "gemini-2.5-flash-lite",
 	})
 	require.NoError(t, err)
 	g, err = svc.Resolve(ctx, f.project, provider.Generative)
@@ -162,7 +162,7 @@ func TestResolverOrder(t *testing.T) {
 	vfake := llmtest.NewVertex(t, "gcp-proj", "us-central1")
 	f2 := newFixture(t)
 	svc = f2.service(provider.Config{AccountAIBaseURL: vfake.URL(), Egress: loopback(t)})
-	require.NoError(t, svc.SaveCredentials(ctx, f2.org, provider.AccountAI, "", vfake.ServiceAccountJSON(), "gcp-proj", "us-central1"))
+	require.NoError(t, svc.SaveCredentials(ctx, f2.org, provider.AccountAI, provider.Credentials{ServiceAccountJSON: vfake.ServiceAccountJSON(), GCPProject: "gcp-proj", Location: "us-central1"}))
 	h, err = svc.Resolve(ctx, f2.project, provider.Embedding)
 	require.NoError(t, err)
 	require.Equal(t, provider.AccountAI, h.Provider())
@@ -386,7 +386,7 @@ func TestTokenEndpointEgress(t *testing.T) {
 	f := newFixture(t)
 	vfake := llmtest.NewVertex(t, "gcp-proj", "us-central1")
 	strict := f.service(provider.Config{AccountAIBaseURL: vfake.URL()})
-	err := strict.SaveCredentials(ctx, f.org, provider.AccountAI, "", vfake.ServiceAccountJSON(), "gcp-proj", "us-central1")
+	err := strict.SaveCredentials(ctx, f.org, provider.AccountAI, provider.Credentials{ServiceAccountJSON: vfake.ServiceAccountJSON(), GCPProject: "gcp-proj", Location: "us-central1"})
 	require.Equal(t, errs.Invalid, errs.CodeOf(err))
 	require.Contains(t, err.Error(), "token_uri")
 	require.Contains(t, err.Error(), "GRAPHMILL_EGRESS_ALLOW")
@@ -395,7 +395,7 @@ func TestTokenEndpointEgress(t *testing.T) {
 	require.Zero(t, n, "nothing stored")
 
 	allowed := f.service(provider.Config{AccountAIBaseURL: vfake.URL(), Egress: loopback(t)})
-	require.NoError(t, allowed.SaveCredentials(ctx, f.org, provider.AccountAI, "", vfake.ServiceAccountJSON(), "gcp-proj", "us-central1"))
+	require.NoError(t, allowed.SaveCredentials(ctx, f.org, provider.AccountAI, provider.Credentials{ServiceAccountJSON: vfake.ServiceAccountJSON(), GCPProject: "gcp-proj", Location: "us-central1"}))
 	tokens := vfake.Count(llmtest.EndpointToken) // the model list refresh of the save
 	h, err := strict.Resolve(ctx, f.project, provider.Embedding)
 	if err == nil {

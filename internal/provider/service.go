@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,6 +29,11 @@ type Environment struct {
 	// AccountAIJSON is the service-account file's content.
 	AccountAIJSON                       []byte
 	AccountAIProject, AccountAILocation string
+	// OpenAIBaseURL and OpenAIAPIKey configure the openai provider (either
+	// enables it); the models name its generative and embedding models
+	// (empty: the catalog's defaults).
+	OpenAIBaseURL, OpenAIAPIKey       string
+	OpenAIModel, OpenAIEmbeddingModel string
 }
 
 // Config wires a Service.
@@ -83,7 +89,7 @@ func NewService(c Config) *Service {
 		c.Egress, _ = egress.New(nil)
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = c.Egress.WithHosts(hostPort(c.KeyAIBaseURL), hostPort(c.AccountAIBaseURL)).Client(0)
+		c.HTTPClient = c.Egress.WithHosts(llm.HostPort(c.KeyAIBaseURL), llm.HostPort(c.AccountAIBaseURL), llm.HostPort(c.Environment.OpenAIBaseURL)).Client(0)
 	}
 	if c.SyncTimeout <= 0 {
 		c.SyncTimeout = 15 * time.Second
@@ -114,31 +120,28 @@ func (s *Service) client(ctx context.Context, key, version string, build func(co
 type secretPayload struct {
 	APIKey             string          `json:"apiKey,omitempty"`
 	ServiceAccountJSON json.RawMessage `json:"serviceAccountJson,omitempty"`
+	// BaseURL is the openai endpoint a tenant set ("" is the OpenAI API);
+	// Organization and Project its optional headers.
+	BaseURL      string `json:"baseUrl,omitempty"`
+	Organization string `json:"organization,omitempty"`
+	Project      string `json:"project,omitempty"`
 }
 
 func (s *Service) newClient(ctx context.Context, provider string, p secretPayload, gcpProject, location string) (llm.Client, error) {
 	switch provider {
+	case OpenAI:
+		// A tenant's base URL is checked again at use (the allow list may
+		// have changed); the dial goes through the guard either way.
+		if err := checkTenantURL(p.BaseURL, s.cfg.Egress); err != nil {
+			return nil, &llm.Error{Kind: llm.ErrorInvalid, Message: "openai: " + errs.MessageOf(err)}
+		}
+		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: p.BaseURL, APIKey: p.APIKey, Organization: p.Organization, Project: p.Project, HTTPClient: s.cfg.HTTPClient})
 	case KeyAI:
 		return llm.NewKeyAI(ctx, p.APIKey, s.cfg.KeyAIBaseURL, s.cfg.HTTPClient)
 	case AccountAI:
 		return llm.NewAccountAI(ctx, p.ServiceAccountJSON, gcpProject, location, s.cfg.AccountAIBaseURL, s.cfg.HTTPClient, s.cfg.Egress)
 	}
 	return nil, ErrUnknownProvider
-}
-
-// hostPort is the host:port of a base URL ("" when there is none).
-func hostPort(base string) string {
-	u, err := url.Parse(base)
-	if base == "" || err != nil || u.Host == "" {
-		return ""
-	}
-	if u.Port() != "" {
-		return u.Host
-	}
-	if u.Scheme == "http" {
-		return u.Host + ":80"
-	}
-	return u.Host + ":443"
 }
 
 // open unseals the secret column of row id of table.
@@ -154,20 +157,75 @@ func (s *Service) open(sealed, table string, id uuid.UUID) (secretPayload, error
 	return p, nil
 }
 
-// KeyAICredentials are the key-ai provider's credentials.
-type KeyAICredentials struct{ APIKey string }
+// Credentials are one provider's credentials as given: APIKey for key-ai
+// and openai; BaseURL, Organization and Project (the OpenAI-Organization
+// and OpenAI-Project headers) for openai; the service-account file,
+// GCPProject and Location for account-ai.
+type Credentials struct {
+	APIKey, BaseURL, Organization, Project string
+	ServiceAccountJSON                     []byte
+	GCPProject, Location                   string
+}
 
-// AccountAICredentials are the account-ai provider's credentials.
-type AccountAICredentials struct {
-	ServiceAccountJSON []byte
-	GCPProject         string
-	Location           string
+// given reports whether c holds any credential (not only placement).
+func (c Credentials) given() bool {
+	return c.APIKey != "" || c.BaseURL != "" || c.Organization != "" || c.Project != "" || len(c.ServiceAccountJSON) > 0
+}
+
+// checkTenantURL checks an openai base URL a tenant gives (the egress
+// rule of tenant-set URLs): "" (the OpenAI API), or an absolute https URL
+// of a public host, or an http(s) URL whose host GRAPHMILL_EGRESS_ALLOW
+// names. No user part, query or fragment.
+func checkTenantURL(raw string, g *egress.Guard) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return errs.New(errs.Invalid, "baseUrl must be an absolute http(s) URL without user, query or fragment, such as https://api.openai.com/v1")
+	}
+	if g.Names(u.Hostname(), u.Port()) {
+		return nil
+	}
+	if u.Scheme != "https" {
+		return errs.New(errs.Invalid, "baseUrl must use https unless GRAPHMILL_EGRESS_ALLOW names its host")
+	}
+	host := strings.ToLower(u.Hostname())
+	if ip, err := netip.ParseAddr(host); err == nil && !g.AllowsAddr(ip) {
+		return errs.New(errs.Invalid, "baseUrl names a non-public address; allow it with GRAPHMILL_EGRESS_ALLOW")
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".internal") || strings.HasSuffix(host, ".local") {
+		return errs.New(errs.Invalid, "baseUrl names a local host; allow it with GRAPHMILL_EGRESS_ALLOW")
+	}
+	return nil
 }
 
 // sealCredentials validates credentials for provider and returns the
-// payload to seal; apiKey is for key-ai, the rest for account-ai.
-func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string, allow llm.AllowList) (secretPayload, error) {
+// payload to seal.
+func sealCredentials(provider string, c Credentials, g *egress.Guard) (secretPayload, error) {
+	apiKey, serviceAccountJSON, gcpProject, location := c.APIKey, c.ServiceAccountJSON, c.GCPProject, c.Location
+	if provider != OpenAI && (c.BaseURL != "" || c.Organization != "" || c.Project != "") {
+		return secretPayload{}, errs.Errorf(errs.Invalid, "baseUrl, organization and project are taken by openai only, not %s", provider)
+	}
 	switch provider {
+	case OpenAI:
+		if len(serviceAccountJSON) > 0 || gcpProject != "" || location != "" {
+			return secretPayload{}, errs.New(errs.Invalid, "openai takes a baseUrl and an optional apiKey, not a service account, gcpProject or location")
+		}
+		if strings.ContainsAny(apiKey, " \t\r\n") {
+			return secretPayload{}, errs.New(errs.Invalid, "apiKey must not contain whitespace")
+		}
+		baseURL := strings.TrimRight(strings.TrimSpace(c.BaseURL), "/")
+		if err := checkTenantURL(baseURL, g); err != nil {
+			return secretPayload{}, err
+		}
+		if apiKey == "" && llm.IsOpenAIOfficial(baseURL) {
+			return secretPayload{}, errs.New(errs.Invalid, "apiKey is required for the OpenAI API; give a baseUrl for a server that needs none")
+		}
+		if !validHeader(c.Organization) || !validHeader(c.Project) {
+			return secretPayload{}, errs.New(errs.Invalid, "organization and project may hold only letters, digits, '-', '_' and '.' (at most 100)")
+		}
+		return secretPayload{APIKey: apiKey, BaseURL: baseURL, Organization: c.Organization, Project: c.Project}, nil
 	case KeyAI:
 		if len(serviceAccountJSON) > 0 || gcpProject != "" || location != "" {
 			return secretPayload{}, errs.New(errs.Invalid, "key-ai takes an apiKey, not a service account, gcpProject or location")
@@ -186,7 +244,7 @@ func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProj
 		if len(serviceAccountJSON) == 0 {
 			return secretPayload{}, errs.New(errs.Invalid, "serviceAccountJson is required")
 		}
-		if err := llm.ValidateServiceAccountJSON(serviceAccountJSON, allow); err != nil {
+		if err := llm.ValidateServiceAccountJSON(serviceAccountJSON, g); err != nil {
 			return secretPayload{}, errs.Errorf(errs.Invalid, "serviceAccountJson: %s", err.Error())
 		}
 		if strings.TrimSpace(gcpProject) == "" || strings.TrimSpace(location) == "" {
@@ -200,9 +258,17 @@ func sealCredentials(provider, apiKey string, serviceAccountJSON []byte, gcpProj
 	return secretPayload{}, ErrUnknownProvider
 }
 
-func validLocation(s string) bool {
+// validHeader reports whether s may go as an OpenAI-Organization or
+// OpenAI-Project header ("" sends none).
+func validHeader(s string) bool { return onlyChars(s, "-_.") }
+
+func validLocation(s string) bool { return onlyChars(s, "-_.:") }
+
+// onlyChars reports whether s is at most 100 letters, digits and runes of
+// extra.
+func onlyChars(s, extra string) bool {
 	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(extra, r)
 		if !ok {
 			return false
 		}
@@ -212,8 +278,8 @@ func validLocation(s string) bool {
 
 // SaveCredentials stores an organization's credentials for provider
 // (replacing earlier ones) and refreshes the model catalog with them.
-func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider, apiKey string, serviceAccountJSON []byte, gcpProject, location string) error {
-	payload, err := sealCredentials(provider, apiKey, serviceAccountJSON, gcpProject, location, s.cfg.Egress)
+func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider string, c Credentials) error {
+	payload, err := sealCredentials(provider, c, s.cfg.Egress)
 	if err != nil {
 		return err
 	}
@@ -225,13 +291,13 @@ func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider, 
 			return err
 		}
 		sealed := s.cfg.Box.Seal(raw, secrets.Place("org_provider_credentials", "secret", id.String()))
-		return credentialPut(ctx, tx, id, org, provider, sealed, gcpProject, location, now)
+		return credentialPut(ctx, tx, id, org, provider, sealed, c.GCPProject, c.Location, now)
 	})
 	if err != nil {
 		return err
 	}
 	s.syncWith(ctx, provider, func(ctx context.Context) (llm.Client, error) {
-		return s.newClient(ctx, provider, payload, gcpProject, location)
+		return s.newClient(ctx, provider, payload, c.GCPProject, c.Location)
 	})
 	return nil
 }
@@ -267,9 +333,9 @@ func (s *Service) Credentials(ctx context.Context, org uuid.UUID) ([]Credential,
 // Models lists the catalog for provider, optionally of one model type.
 func (s *Service) Models(ctx context.Context, provider, modelType string) ([]Model, error) {
 	switch provider {
-	case KeyAI, AccountAI, Local:
+	case KeyAI, AccountAI, OpenAI, Local:
 	default:
-		return nil, errs.New(errs.NotFound, "unknown provider: use key-ai, account-ai or local")
+		return nil, errs.New(errs.NotFound, "unknown provider: use key-ai, account-ai, openai or local")
 	}
 	switch modelType {
 	case "", Embedding, Generative:
@@ -288,6 +354,15 @@ func (s *Service) checkModel(ctx context.Context, db postgres.DBTX, provider, mo
 	m, ok, err := modelGet(ctx, db, provider, name)
 	if err != nil {
 		return err
+	}
+	if provider == OpenAI && (!ok || m.ModelType != modelType) {
+		// An endpoint's model list says nothing of types: the name chosen
+		// here as a model of modelType fixes its type (a model another
+		// refresh will not change), and adds a model the list missed.
+		if ok && m.IsDefault {
+			return errs.Errorf(errs.Invalid, "%s: that model of %s is the catalog's default %s model", field, provider, m.ModelType)
+		}
+		return modelFixType(ctx, db, provider, name, modelType, s.cfg.Now())
 	}
 	if !ok {
 		return errs.Errorf(errs.Invalid, "%s: %s has no model of that name (see GET /api/v1/providers/%s/models)", field, provider, provider)
@@ -316,12 +391,11 @@ func (s *Service) SetOrgModels(ctx context.Context, org uuid.UUID, provider, emb
 	return orgModelsPut(ctx, s.cfg.Pool, org, provider, embedding, generative, s.cfg.Now())
 }
 
-// PolicyInput is a project policy to set.
+// PolicyInput is a project policy to set; credentials only with policy
+// project.
 type PolicyInput struct {
-	Policy                          string
-	APIKey                          string
-	ServiceAccountJSON              []byte
-	GCPProject, Location            string
+	Policy string
+	Credentials
 	EmbeddingModel, GenerativeModel string
 }
 
@@ -337,14 +411,14 @@ func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider str
 	default:
 		return Policy{}, errs.New(errs.Invalid, "policy must be none, organization or project")
 	}
-	hasCreds := in.APIKey != "" || len(in.ServiceAccountJSON) > 0
+	hasCreds := in.given()
 	if in.Policy != PolicyProject && (hasCreds || in.GCPProject != "" || in.Location != "") {
 		return Policy{}, errs.Errorf(errs.Invalid, "credentials, gcpProject and location are only taken with policy project, not %s", in.Policy)
 	}
 	var payload secretPayload
 	if hasCreds {
 		var err error
-		if payload, err = sealCredentials(provider, in.APIKey, in.ServiceAccountJSON, in.GCPProject, in.Location, s.cfg.Egress); err != nil {
+		if payload, err = sealCredentials(provider, in.Credentials, s.cfg.Egress); err != nil {
 			return Policy{}, err
 		}
 	}
@@ -378,6 +452,8 @@ func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider str
 				row.Secret, row.GCPProject, row.Location = cur.Secret, cur.GCPProject, cur.Location
 			case provider == KeyAI:
 				return errs.New(errs.Invalid, "policy project needs the project's credentials: give apiKey")
+			case provider == OpenAI:
+				return errs.New(errs.Invalid, "policy project needs the project's credentials: give baseUrl, apiKey or both")
 			default:
 				return errs.New(errs.Invalid, "policy project needs the project's credentials: give serviceAccountJson, gcpProject and location")
 			}
@@ -530,6 +606,14 @@ func (s *Service) envClient(provider string) (func(context.Context) (llm.Client,
 		return func(ctx context.Context) (llm.Client, error) {
 			return s.client(ctx, "env:"+KeyAI, "", func(ctx context.Context) (llm.Client, error) {
 				return s.newClient(ctx, KeyAI, secretPayload{APIKey: env.KeyAIAPIKey}, "", "")
+			})
+		}, true
+	case provider == OpenAI && (env.OpenAIBaseURL != "" || env.OpenAIAPIKey != ""):
+		return func(ctx context.Context) (llm.Client, error) {
+			return s.client(ctx, "env:"+OpenAI, "", func(context.Context) (llm.Client, error) {
+				// The operator's base URL: not a tenant's, so no URL check;
+				// its host is allowed in the guard (NewService).
+				return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: env.OpenAIBaseURL, APIKey: env.OpenAIAPIKey, HTTPClient: s.cfg.HTTPClient})
 			})
 		}, true
 	case provider == AccountAI && len(env.AccountAIJSON) > 0:

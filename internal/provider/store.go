@@ -94,7 +94,7 @@ func modelsUpsert(ctx context.Context, db postgres.DBTX, provider string, list [
 		_, err := db.Exec(ctx, `INSERT INTO provider_models (id, provider, model_name, model_type, display_name, dimension, input_token_limit, output_token_limit, last_synced)
 			VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, 0), NULLIF($7, 0), NULLIF($8, 0), $9)
 			ON CONFLICT (provider, model_name) DO UPDATE SET
-				model_type = EXCLUDED.model_type,
+				model_type = CASE WHEN provider_models.type_fixed THEN provider_models.model_type ELSE EXCLUDED.model_type END,
 				display_name = COALESCE(EXCLUDED.display_name, provider_models.display_name),
 				dimension = COALESCE(EXCLUDED.dimension, provider_models.dimension),
 				input_token_limit = COALESCE(EXCLUDED.input_token_limit, provider_models.input_token_limit),
@@ -106,6 +106,19 @@ func modelsUpsert(ctx context.Context, db postgres.DBTX, provider string, list [
 		}
 	}
 	return len(list), nil
+}
+
+// modelFixType records name as a model of modelType whose type a refresh
+// keeps (type_fixed), adding it when the catalog lacks it.
+func modelFixType(ctx context.Context, db postgres.DBTX, provider, name, modelType string, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO provider_models (id, provider, model_name, model_type, display_name, type_fixed, last_synced)
+		VALUES ($1, $2, $3, $4, $3, true, $5)
+		ON CONFLICT (provider, model_name) DO UPDATE SET model_type = EXCLUDED.model_type, type_fixed = true`,
+		uuid.Must(uuid.NewV7()), provider, name, modelType, now)
+	if err != nil {
+		return fmt.Errorf("set model type of %s: %w", name, err)
+	}
+	return nil
 }
 
 // credentialRow is a credential with its sealed secret (pgx matches the
