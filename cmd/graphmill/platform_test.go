@@ -261,10 +261,17 @@ func TestSchedulerMetricsSanitized(t *testing.T) {
 		Message string           `json:"message"`
 		Tasks   []map[string]any `json:"tasks"`
 	}
+	// Wait for the models sync's first run: a run after the UPDATE below
+	// would clear the error it plants; the next is a day away.
 	require.Eventually(t, func() bool {
 		var m metrics
 		s.must(200, "GET", "/api/metrics/scheduler", s.admin, nil).Decode(t, &m)
-		return len(m.Tasks) == 4
+		for _, task := range m.Tasks {
+			if task["name"] == "provider-models-sync" {
+				return len(m.Tasks) == 4 && task["runs"].(float64) >= 1
+			}
+		}
+		return false
 	}, 10*time.Second, 50*time.Millisecond)
 	const raw = "refresh models: dial tcp 10.20.30.40:443: connect: connection refused (db-primary.internal)"
 	_, err := s.pool().Exec(context.Background(), `UPDATE scheduler_tasks SET last_error = $1, leader = 'graphmill-host-7-4242', failures = failures + 1
