@@ -436,8 +436,15 @@ func TestPipelineEmbedsThroughKeyAI(t *testing.T) {
 	const apiKey = "AIzaSy-pipeline-key-1234"
 	gemini := llmtest.NewGemini(t, apiKey)
 	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
-	// The catalog refresh at start uses the key too; let it pass first.
-	require.Eventually(t, func() bool { return gemini.Count(llmtest.EndpointModels) > 0 }, 10*time.Second, 10*time.Millisecond)
+	// The catalog refresh at start uses the key too, a page per request;
+	// let it end first (the scheduler counts the run when every page is
+	// in), or its later pages take the failures armed below.
+	require.Eventually(t, func() bool {
+		var runs int
+		err := s.pool().QueryRow(context.Background(), `SELECT runs FROM scheduler_tasks WHERE name = 'provider-models-sync'`).Scan(&runs)
+		return err == nil && runs > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Positive(t, gemini.Count(llmtest.EndpointModels))
 	// Extraction would call the provider too; this test is about embeddings.
 	require.NoError(t, s.m.jobs.Pause(context.Background(), "object_extraction"))
 	gemini.FailNext(2, 429, "1", "")
