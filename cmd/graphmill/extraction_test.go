@@ -274,7 +274,7 @@ func TestExtractionPipelineLocal(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return s.extractionCount(`SELECT count(*) FROM graph_objects o WHERE o.project_id = $1 AND o.deleted_at IS NULL
 			AND NOT EXISTS (SELECT 1 FROM graph_object_embeddings e WHERE e.object_id = o.id)`, project) == 0
-	}, 20*time.Second, 50*time.Millisecond, "every object embedded")
+	}, 60*time.Second, 50*time.Millisecond, "every object embedded")
 	require.Equal(t, extractionLiveObjects(s, project), s.extractionCount(`SELECT count(*) FROM graph_object_embeddings
 		WHERE project_id = $1 AND policy_id = '00000000-0000-0000-0000-000000000000' AND model = 'local/feature-hash-v1' AND dimension = 768`, project))
 
