@@ -31,6 +31,7 @@ const (
 	EndpointGenerate Endpoint = "generate" // :generateContent
 	EndpointEmbed    Endpoint = "embed"    // :batchEmbedContents, :predict, :embedContent
 	EndpointModels   Endpoint = "models"   // the model list
+	EndpointStream   Endpoint = "stream"   // :streamGenerateContent (alt=sse)
 	EndpointToken    Endpoint = "token"    // the OAuth token endpoint (Vertex AI)
 	EndpointUnknown  Endpoint = "unknown"
 )
@@ -91,14 +92,16 @@ type Fake struct {
 	srv   *httptest.Server
 	route func(w http.ResponseWriter, r *http.Request) // the backend's
 
-	mu        sync.Mutex
-	failures  []failure
-	malformed bool
-	generate  func(GenerateCall) string
-	usage     *Usage
-	models    []Model
-	requests  []Request
-	counts    map[Endpoint]int
+	mu         sync.Mutex
+	failures   []failure
+	malformed  bool
+	generate   func(GenerateCall) string
+	stream     func(StreamCall) []Part
+	streamFail *streamFailure
+	usage      *Usage
+	models     []Model
+	requests   []Request
+	counts     map[Endpoint]int
 }
 
 func newFake(t testing.TB) *Fake {
@@ -390,6 +393,20 @@ func (f *Fake) generateResponse(model string, body []byte) (any, int) {
 	if fixed != nil {
 		u = *fixed
 	}
+	return map[string]any{
+		"candidates": []any{map[string]any{
+			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
+			"finishReason": "STOP",
+			"index":        0,
+		}},
+		"usageMetadata": usageMetadata(u),
+		"modelVersion":  model,
+		"responseId":    "fake-" + strconv.Itoa(f.Count(EndpointGenerate)),
+	}, http.StatusOK
+}
+
+// usageMetadata is the usageMetadata object of a response reporting u.
+func usageMetadata(u Usage) map[string]any {
 	details := []map[string]any{}
 	for _, d := range []struct {
 		modality string
@@ -409,16 +426,7 @@ func (f *Fake) generateResponse(model string, body []byte) (any, int) {
 	if u.Thoughts > 0 {
 		usage["thoughtsTokenCount"] = u.Thoughts
 	}
-	return map[string]any{
-		"candidates": []any{map[string]any{
-			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
-			"finishReason": "STOP",
-			"index":        0,
-		}},
-		"usageMetadata": usage,
-		"modelVersion":  model,
-		"responseId":    "fake-" + strconv.Itoa(f.Count(EndpointGenerate)),
-	}, http.StatusOK
+	return usage
 }
 
 func errorObject(status int, message string) map[string]any {
