@@ -238,7 +238,7 @@ func TestChatErrors(t *testing.T) {
 			_, err = b.client.Chat(ctx, "m", llm.ChatRequest{Messages: user})
 			requireKind(t, err, llm.ErrorInvalid, http.StatusOK)
 			require.Contains(t, err.Error(), "malformed response")
-			require.Equal(t, 6, b.fake.Count(llmtest.EndpointStream), "one request per call: no automatic continuation or retry")
+			require.Equal(t, 5, b.fake.Count(llmtest.EndpointStream), "one request per call")
 		})
 	}
 }
