@@ -270,11 +270,10 @@ func jsonValues(raw json.RawMessage, limit int) []string {
 // before it, so that they concatenate to s.
 func wordDeltas(s string) []string {
 	var out []string
-	start := 0
-	inWord := false
+	start, inWord := 0, false
 	for i, r := range s {
 		space := unicode.IsSpace(r)
-		if !space && !inWord && i > start && strings.TrimSpace(s[start:i]) != "" {
+		if space && inWord {
 			out = append(out, s[start:i])
 			start = i
 		}
