@@ -206,6 +206,27 @@ type ChatRequest struct {
 	OnDelta func(delta string) error
 }
 
+// EstimatedInputTokens estimates the request's input tokens
+// (EstimateTokens of its texts, calls, results and tool declarations), as
+// the rate governor needs before a call and the local provider reports.
+func (req ChatRequest) EstimatedInputTokens() int64 {
+	var n int64
+	for _, m := range req.Messages {
+		n += EstimateTokens(m.Text)
+		for _, tc := range m.ToolCalls {
+			n += EstimateTokens(tc.Name + string(tc.Arguments))
+		}
+		for _, r := range m.ToolResults {
+			n += EstimateTokens(r.Name + string(r.Content))
+		}
+	}
+	for _, t := range req.Tools {
+		b, _ := json.Marshal(t.Parameters) //nolint:errchkjson // a decoded JSON Schema
+		n += EstimateTokens(t.Name + " " + t.Description + " " + string(b))
+	}
+	return n
+}
+
 // ChatResult is one step's outcome: text, tool calls, or both (text said
 // before calling tools).
 type ChatResult struct {

@@ -85,7 +85,7 @@ func (c *localClient) Chat(ctx context.Context, model string, req ChatRequest) (
 			}
 		}
 	}
-	res.Usage = Usage{InputText: chatInputTokens(req), Output: EstimateTokens(res.Text)}
+	res.Usage = Usage{InputText: req.EstimatedInputTokens(), Output: EstimateTokens(res.Text)}
 	for _, tc := range res.ToolCalls {
 		res.Usage.Output += EstimateTokens(tc.Name + string(tc.Arguments))
 	}
@@ -283,23 +283,4 @@ func wordDeltas(s string) []string {
 		out = append(out, s[start:])
 	}
 	return out
-}
-
-// chatInputTokens estimates the tokens of a chat request.
-func chatInputTokens(req ChatRequest) int64 {
-	var n int64
-	for _, m := range req.Messages {
-		n += EstimateTokens(m.Text)
-		for _, tc := range m.ToolCalls {
-			n += EstimateTokens(tc.Name + string(tc.Arguments))
-		}
-		for _, r := range m.ToolResults {
-			n += EstimateTokens(r.Name + string(r.Content))
-		}
-	}
-	for _, t := range req.Tools {
-		b, _ := json.Marshal(t.Parameters) //nolint:errchkjson // a decoded JSON Schema
-		n += EstimateTokens(t.Name + " " + t.Description + " " + string(b))
-	}
-	return n
 }
