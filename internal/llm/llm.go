@@ -1,6 +1,7 @@
 // Package llm is the language-model boundary: one small Client interface per
-// provider credential (structured generation, batched embeddings, model
-// listing), its two real implementations on google.golang.org/genai
+// provider credential (structured generation, tool-calling chat with
+// streamed text, batched embeddings, model listing), its two real
+// implementations on google.golang.org/genai
 // ("key-ai" on the Gemini API, "account-ai" on Vertex AI), the offline
 // "local" provider that needs no key and no network, and the Embedder the
 // document pipeline uses.
