@@ -1,7 +1,6 @@
 package document
 
 import (
-	"encoding/hex"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,7 +39,7 @@ type Document struct {
 	UpdatedAt  time.Time `json:"updatedAt"`
 	// Duplicate is set on upload when the same bytes were already in the
 	// project: the existing document is returned and nothing is queued.
-	Duplicate bool `json:"duplicate,omitempty"`
+	Duplicate bool `json:"duplicate,omitempty" db:"-"`
 }
 
 // StoredChunk is a chunk as stored and served.
@@ -84,5 +83,3 @@ var (
 	ErrNotFound = errs.New(errs.NotFound, "document not found")
 	ErrEmpty    = errs.New(errs.Invalid, "the document is empty")
 )
-
-func hexSum(b []byte) string { return hex.EncodeToString(b) }

@@ -17,54 +17,25 @@ import (
 	"github.com/graphmill/graphmill/internal/vectorindex"
 )
 
-type documentRow struct {
-	ID         uuid.UUID `db:"id"`
-	ProjectID  uuid.UUID `db:"project_id"`
-	Filename   string    `db:"filename"`
-	MimeType   string    `db:"mime_type"`
-	SizeBytes  int64     `db:"size_bytes"`
-	SHA256     []byte    `db:"sha256"`
-	Status     string    `db:"status"`
-	Error      *string   `db:"error"`
-	Format     *string   `db:"format"`
-	ChunkCount int       `db:"chunk_count"`
-	Embedded   int       `db:"embedded"`
-	CreatedAt  time.Time `db:"created_at"`
-	UpdatedAt  time.Time `db:"updated_at"`
-	postgres.Total
-}
-
-func (r documentRow) toDocument() Document {
-	d := Document{
-		ID: r.ID, ProjectID: r.ProjectID, Filename: r.Filename, MimeType: r.MimeType, SizeBytes: r.SizeBytes,
-		SHA256: hexSum(r.SHA256), Status: r.Status, ChunkCount: r.ChunkCount, Embedded: r.Embedded,
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}
-	if r.Error != nil {
-		d.Error = *r.Error
-	}
-	if r.Format != nil {
-		d.Format = *r.Format
-	}
-	return d
-}
-
-const documentColumns = `d.id, d.project_id, d.filename, d.mime_type, d.size_bytes, d.sha256, d.status, d.error, d.format, d.chunk_count,
+// documentColumns are Document's, of documents d (pgx matches them to its
+// fields by name).
+const documentColumns = `d.id, d.project_id, d.filename, d.mime_type, d.size_bytes, encode(d.sha256, 'hex') AS sha256, d.status,
+	COALESCE(d.error, '') AS error, COALESCE(d.format, '') AS format, d.chunk_count,
 	(SELECT count(*) FROM document_chunks c WHERE c.document_id = d.id AND c.embedded_at IS NOT NULL)::int AS embedded,
 	d.created_at, d.updated_at`
 
 func documentGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Document, error) {
-	r, err := postgres.One[documentRow](ctx, db, ErrNotFound, `SELECT `+documentColumns+`, 0 AS total FROM documents d WHERE d.project_id = $1 AND d.id = $2`, project, id)
+	d, err := postgres.One[Document](ctx, db, ErrNotFound, `SELECT `+documentColumns+` FROM documents d WHERE d.project_id = $1 AND d.id = $2`, project, id)
 	if err != nil {
 		return Document{}, fmt.Errorf("get document: %w", err)
 	}
-	return r.toDocument(), nil
+	return d, nil
 }
 
 func documentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]Document, int, error) {
 	rows, _ := db.Query(ctx, `SELECT `+documentColumns+`, count(*) OVER () AS total FROM documents d
 		WHERE d.project_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT $2 OFFSET $3`, project, limit, offset)
-	out, total, err := postgres.CollectPage(rows, documentRow.toDocument)
+	out, total, err := postgres.CollectPageOf[Document](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list documents: %w", err)
 	}
@@ -385,15 +356,11 @@ func chunksEmbeddedWith(ctx context.Context, db postgres.DBTX, ids []uuid.UUID, 
 	if err != nil {
 		return nil, fmt.Errorf("load embedded chunks: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	set, err := postgres.CollectIDSet(rows)
 	if err != nil {
 		return nil, fmt.Errorf("load embedded chunks: %w", err)
 	}
-	out := make(map[uuid.UUID]bool, len(list))
-	for _, id := range list {
-		out[id] = true
-	}
-	return out, nil
+	return set, nil
 }
 
 // chunksToExtract loads a document's chunks in order: all of them, or only

@@ -49,15 +49,11 @@ func jobsLockRunning(ctx context.Context, tx pgx.Tx, jobs []jobqueue.Job) (map[u
 	}
 	rows, _ := tx.Query(ctx, `SELECT j.id FROM graph_embedding_jobs j JOIN unnest($1::uuid[], $2::int[]) AS u (id, attempt)
 		ON j.id = u.id AND j.attempt = u.attempt WHERE j.status = 'running' ORDER BY j.id FOR UPDATE OF j`, ids, attempts)
-	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	set, err := postgres.CollectIDSet(rows)
 	if err != nil {
 		return nil, fmt.Errorf("lock graph embedding jobs: %w", err)
 	}
-	out := make(map[uuid.UUID]bool, len(list))
-	for _, id := range list {
-		out[id] = true
-	}
-	return out, nil
+	return set, nil
 }
 
 // stored identifies what an existing vector was computed from.

@@ -72,22 +72,26 @@ type (
 		Limit         int    `query:"limit" default:"50" minimum:"1" maximum:"100" doc:"Page size."`
 		Offset        int    `query:"offset" default:"0" minimum:"0" doc:"Jobs to skip."`
 	}
-	monitorJobIn struct {
+	// MonitorJobRef names a monitored job: the project's header and the
+	// job's id in the path. It is exported because huma reads only
+	// exported embedded structs.
+	MonitorJobRef struct {
 		ProjectHeader string `header:"X-Project-ID" required:"true" doc:"The project."`
 		JobID         string `path:"jobId"`
+	}
+	monitorJobIn struct {
+		MonitorJobRef
 	}
 	monitorLogsIn struct {
-		ProjectHeader string `header:"X-Project-ID" required:"true" doc:"The project."`
-		JobID         string `path:"jobId"`
-		Level         string `query:"level" doc:"debug, info, warn or error."`
-		Limit         int    `query:"limit" default:"100" minimum:"1" maximum:"500" doc:"Page size."`
-		Offset        int    `query:"offset" default:"0" minimum:"0" doc:"Entries to skip."`
+		MonitorJobRef
+		Level  string `query:"level" doc:"debug, info, warn or error."`
+		Limit  int    `query:"limit" default:"100" minimum:"1" maximum:"500" doc:"Page size."`
+		Offset int    `query:"offset" default:"0" minimum:"0" doc:"Entries to skip."`
 	}
 	monitorCallsIn struct {
-		ProjectHeader string `header:"X-Project-ID" required:"true" doc:"The project."`
-		JobID         string `path:"jobId"`
-		Limit         int    `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
-		Offset        int    `query:"offset" default:"0" minimum:"0" doc:"Calls to skip."`
+		MonitorJobRef
+		Limit  int `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+		Offset int `query:"offset" default:"0" minimum:"0" doc:"Calls to skip."`
 	}
 )
 

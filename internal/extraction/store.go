@@ -33,12 +33,9 @@ func jobProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID,
 }
 
 func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f JobFilter) ([]Job, int, error) {
-	rows, err := db.Query(ctx, `SELECT `+jobColumns+`, count(*) OVER () AS total FROM object_extraction_jobs
+	rows, _ := db.Query(ctx, `SELECT `+jobColumns+`, count(*) OVER () AS total FROM object_extraction_jobs
 		WHERE project_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR job_type = $3)
 		ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, project, f.Status, f.JobType, f.Limit, f.Offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
-	}
 	list, total, err := postgres.CollectPageOf[Job](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
@@ -187,12 +184,9 @@ func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []
 
 // logList pages a job's log in order, of one level when level is set.
 func logList(ctx context.Context, db postgres.DBTX, job uuid.UUID, level string, limit, offset int) ([]LogEntry, int, error) {
-	rows, err := db.Query(ctx, `SELECT id, job_id, operation, level, message, metadata, created_at, count(*) OVER () AS total
+	rows, _ := db.Query(ctx, `SELECT id, job_id, operation, level, message, metadata, created_at, count(*) OVER () AS total
 		FROM extraction_job_logs WHERE job_id = $1 AND ($2 = '' OR level = $2)
 		ORDER BY created_at, id LIMIT $3 OFFSET $4`, job, level, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
-	}
 	list, total, err := postgres.CollectPageOf[LogEntry](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
@@ -220,13 +214,10 @@ func nullJSON(raw json.RawMessage) any {
 }
 
 func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]CallLog, int, error) {
-	rows, err := db.Query(ctx, `SELECT id, model_name, status, input_tokens, output_tokens, total_tokens,
+	rows, _ := db.Query(ctx, `SELECT id, model_name, status, input_tokens, output_tokens, total_tokens,
 		cost_usd::float8 AS cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload,
 		COALESCE(error_message, '') AS error_message, count(*) OVER () AS total
 		FROM extraction_llm_calls WHERE job_id = $1 ORDER BY started_at, id LIMIT $2 OFFSET $3`, job, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list llm calls: %w", err)
-	}
 	list, total, err := postgres.CollectPageOf[CallLog](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list llm calls: %w", err)

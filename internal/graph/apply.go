@@ -40,6 +40,9 @@ type pendingObject struct {
 	updated bool
 }
 
+// links is the object's id and the chunks it came from (provenanceInsert).
+func (p *pendingObject) links() (uuid.UUID, []uuid.UUID) { return p.id, p.chunks }
+
 type relKey struct {
 	typ            string
 	source, target uuid.UUID
@@ -56,6 +59,10 @@ type pendingRel struct {
 	created bool
 	updated bool
 }
+
+// links is the relationship's id and the chunks it came from
+// (provenanceInsert).
+func (p *pendingRel) links() (uuid.UUID, []uuid.UUID) { return p.id, p.chunks }
 
 // maxConfidence is the larger of two confidences (nil: unknown).
 func maxConfidence(a, b *float64) *float64 {
@@ -168,7 +175,7 @@ func (s *Service) Apply(ctx context.Context, tx pgx.Tx, project uuid.UUID, jobID
 			embed = append(embed, p.id)
 		}
 	}
-	if err := objectProvenanceInsert(ctx, tx, project, jobID, pending, now); err != nil {
+	if err := provenanceInsert(ctx, tx, "graph_object_provenance", "object_id", project, jobID, pending, now); err != nil {
 		return ApplyResult{}, err
 	}
 
@@ -190,7 +197,7 @@ func (s *Service) Apply(ctx context.Context, tx pgx.Tx, project uuid.UUID, jobID
 			res.RelationshipsUpdated++
 		}
 	}
-	if err := relationshipProvenanceInsert(ctx, tx, project, jobID, prels, now); err != nil {
+	if err := provenanceInsert(ctx, tx, "graph_relationship_provenance", "relationship_id", project, jobID, prels, now); err != nil {
 		return ApplyResult{}, err
 	}
 	if err := s.enqueue(ctx, tx, project, embed); err != nil {

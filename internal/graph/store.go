@@ -215,13 +215,9 @@ func objectSoftDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UU
 // objectsByID returns the live objects among ids (of any project).
 func objectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]Object, error) {
 	rows, _ := db.Query(ctx, `SELECT `+objectColumns+` FROM graph_objects WHERE id = ANY($1) AND deleted_at IS NULL ORDER BY id`, ids)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[objectRow])
+	out, err := postgres.CollectAs(rows, objectRow.toObject)
 	if err != nil {
 		return nil, fmt.Errorf("get objects: %w", err)
-	}
-	out := make([]Object, len(list))
-	for i, r := range list {
-		out[i] = r.toObject()
 	}
 	return out, nil
 }

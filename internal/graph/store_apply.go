@@ -157,20 +157,25 @@ func objectsUpdateBatch(ctx context.Context, db postgres.DBTX, project uuid.UUID
 	return nil
 }
 
-// objectProvenanceInsert links the objects to their chunks.
-func objectProvenanceInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, jobID *uuid.UUID, list []*pendingObject, now time.Time) error {
-	var ids, chunks []uuid.UUID
-	for _, p := range list {
-		for _, c := range p.chunks {
-			ids, chunks = append(ids, p.id), append(chunks, c)
-		}
-	}
-	return provenanceInsert(ctx, db, "graph_object_provenance", "object_id", project, jobID, ids, chunks, now)
+// linked is a pending object or relationship: links is its id and the
+// chunks it came from.
+type linked interface {
+	links() (uuid.UUID, []uuid.UUID)
 }
 
-// provenanceInsert links (id, chunk) pairs in a provenance table whose id
-// column is column; pairs already there are kept.
-func provenanceInsert(ctx context.Context, db postgres.DBTX, table, column string, project uuid.UUID, jobID *uuid.UUID, ids, chunks []uuid.UUID, now time.Time) error {
+// provenanceInsert links each pending object or relationship of list to
+// its chunks in a provenance table whose id column is column; pairs
+// already there are kept.
+func provenanceInsert[P linked](ctx context.Context, db postgres.DBTX, table, column string,
+	project uuid.UUID, jobID *uuid.UUID, list []P, now time.Time,
+) error {
+	var ids, chunks []uuid.UUID
+	for _, p := range list {
+		id, cs := p.links()
+		for _, c := range cs {
+			ids, chunks = append(ids, id), append(chunks, c)
+		}
+	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -270,27 +275,12 @@ func relationshipsUpdateBatch(ctx context.Context, db postgres.DBTX, project uui
 	return nil
 }
 
-// relationshipProvenanceInsert links the relationships to their chunks.
-func relationshipProvenanceInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, jobID *uuid.UUID, list []*pendingRel, now time.Time) error {
-	var ids, chunks []uuid.UUID
-	for _, p := range list {
-		for _, c := range p.chunks {
-			ids, chunks = append(ids, p.id), append(chunks, c)
-		}
-	}
-	return provenanceInsert(ctx, db, "graph_relationship_provenance", "relationship_id", project, jobID, ids, chunks, now)
-}
-
 // insertedIDs collects the ids an INSERT ... RETURNING id returned, as a
 // set (what names the rows in errors).
 func insertedIDs(rows pgx.Rows, what string) (map[uuid.UUID]bool, error) {
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	set, err := postgres.CollectIDSet(rows)
 	if err != nil {
 		return nil, fmt.Errorf("insert %s: %w", what, err)
 	}
-	out := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
+	return set, nil
 }

@@ -187,10 +187,7 @@ func (q *queue) jobFinish(ctx context.Context, db postgres.DBTX, now time.Time, 
 		ids[i], attempts[i], statuses[i], retries[i] = u.job.ID, int32(u.job.Attempt), string(u.status), int32(u.retryCount) //nolint:gosec // small counters
 		runAts[i], msgs[i], completed[i], keep[i] = u.runAt, u.errorMsg, u.completed, u.keepError
 	}
-	rows, err := db.Query(ctx, q.sql.finish, now, worker, ids, attempts, statuses, retries, runAts, msgs, completed, keep)
-	if err != nil {
-		return nil, fmt.Errorf("finish %s jobs: %w", q.cfg.Name, err)
-	}
+	rows, _ := db.Query(ctx, q.sql.finish, now, worker, ids, attempts, statuses, retries, runAts, msgs, completed, keep)
 	done, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
 		return nil, fmt.Errorf("finish %s jobs: %w", q.cfg.Name, err)
@@ -204,10 +201,7 @@ func (q *queue) jobHeartbeat(ctx context.Context, db postgres.DBTX, now time.Tim
 	for i, j := range jobs {
 		ids[i], attempts[i] = j.ID, int32(j.Attempt) //nolint:gosec // small counter
 	}
-	rows, err := db.Query(ctx, q.sql.heartbeat, now, worker, now.Add(q.cfg.Lease), ids, attempts)
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat %s: %w", q.cfg.Name, err)
-	}
+	rows, _ := db.Query(ctx, q.sql.heartbeat, now, worker, now.Add(q.cfg.Lease), ids, attempts)
 	owned, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat %s: %w", q.cfg.Name, err)

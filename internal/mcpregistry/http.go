@@ -196,28 +196,17 @@ type handlers struct {
 
 func (h handlers) listServers(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Server]], error) {
 	list, total, err := h.svc.ListServers(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Server]]{Body: httpapi.NewList(list, total, in.PageParams)}, nil
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) createServer(ctx context.Context, in *createIn) (*httpapi.Created[Server], error) {
-	srv, err := h.svc.CreateServer(ctx, auth.AccessFrom(ctx).ProjectID, ServerInput(in.Body), callerOf(ctx))
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[Server]{Status: http.StatusCreated, Body: srv}, nil
+	return httpapi.ReplyCreated(h.svc.CreateServer(ctx, auth.AccessFrom(ctx).ProjectID, ServerInput(in.Body), callerOf(ctx)))
 }
 
 func (h handlers) updateServer(ctx context.Context, in *patchIn) (*httpapi.Out[Server], error) {
 	b, a := in.Body, auth.AccessFrom(ctx)
 	u := ServerUpdate{Type: b.Type, Name: b.Name, Enabled: b.Enabled, Command: b.Command, Args: b.Args, Env: b.Env, URL: b.URL, Headers: b.Headers}
-	srv, err := h.svc.UpdateServer(ctx, a.ProjectID, a.ResourceID, u, callerOf(ctx))
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Server]{Body: srv}, nil
+	return httpapi.Reply(h.svc.UpdateServer(ctx, a.ProjectID, a.ResourceID, u, callerOf(ctx)))
 }
 
 func (h handlers) deleteServer(ctx context.Context, _ *serverIn) (*httpapi.NoContent, error) {
@@ -236,11 +225,7 @@ func (h handlers) inspectServer(ctx context.Context, _ *serverIn) (*httpapi.Out[
 
 func (h handlers) syncServer(ctx context.Context, _ *serverIn) (*httpapi.Out[SyncResult], error) {
 	a := auth.AccessFrom(ctx)
-	res, err := h.svc.Sync(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[SyncResult]{Body: res}, nil
+	return httpapi.Reply(h.svc.Sync(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) serverTools(ctx context.Context, in *toolsIn) (*httpapi.Out[httpapi.List[Tool]], error) {
@@ -254,19 +239,11 @@ func (h handlers) serverTools(ctx context.Context, in *toolsIn) (*httpapi.Out[ht
 
 func (h handlers) updateTool(ctx context.Context, in *toolPatchIn) (*httpapi.Out[Tool], error) {
 	a := auth.AccessFrom(ctx)
-	t, err := h.svc.UpdateTool(ctx, a.ProjectID, a.ResourceID, in.ToolID, ToolUpdate{Enabled: in.Body.Enabled, Config: in.Body.Config})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Tool]{Body: t}, nil
+	return httpapi.Reply(h.svc.UpdateTool(ctx, a.ProjectID, a.ResourceID, in.ToolID, ToolUpdate{Enabled: in.Body.Enabled, Config: in.Body.Config}))
 }
 
 func (h handlers) searchRegistry(ctx context.Context, in *searchIn) (*httpapi.Out[RegistryServers], error) {
-	list, err := h.svc.SearchRegistry(ctx, in.Q, in.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[RegistryServers]{Body: list}, nil
+	return httpapi.Reply(h.svc.SearchRegistry(ctx, in.Q, in.Cursor))
 }
 
 func (h handlers) registryServerByName(ctx context.Context, in *registryNameIn) (*httpapi.Out[RegistryServer], error) {
@@ -278,13 +255,9 @@ func (h handlers) registryServerByPath(ctx context.Context, in *registryPathIn) 
 }
 
 func (h handlers) installFromRegistry(ctx context.Context, in *installIn) (*httpapi.Created[InstallResult], error) {
-	res, err := h.svc.Install(ctx, auth.AccessFrom(ctx).ProjectID, InstallInput{
+	return httpapi.ReplyCreated(h.svc.Install(ctx, auth.AccessFrom(ctx).ProjectID, InstallInput{
 		ServerName: in.Body.ServerName, Env: in.Body.Config.Env, Caller: callerOf(ctx),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Created[InstallResult]{Status: http.StatusCreated, Body: res}, nil
+	}))
 }
 
 func (h handlers) deleteProjectToolSetting(ctx context.Context, in *projectToolIn) (*httpapi.NoContent, error) {
@@ -300,11 +273,7 @@ func (h handlers) listOrgToolSettings(ctx context.Context, in *orgIn) (*httpapi.
 }
 
 func (h handlers) putOrgToolSetting(ctx context.Context, in *orgToolPutIn) (*httpapi.Out[ToolSetting], error) {
-	st, err := h.svc.PutOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName, in.Body.Enabled, in.Body.Config)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[ToolSetting]{Body: st}, nil
+	return httpapi.Reply(h.svc.PutOrgToolSetting(ctx, auth.AccessFrom(ctx).OrgID, in.ToolName, in.Body.Enabled, in.Body.Config))
 }
 
 func (h handlers) deleteOrgToolSetting(ctx context.Context, in *orgToolIn) (*httpapi.NoContent, error) {
@@ -313,9 +282,5 @@ func (h handlers) deleteOrgToolSetting(ctx context.Context, in *orgToolIn) (*htt
 
 // registryServer answers a registry server's latest version.
 func (h handlers) registryServer(ctx context.Context, name string) (*httpapi.Out[RegistryServer], error) {
-	s, err := h.svc.RegistryServer(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[RegistryServer]{Body: s}, nil
+	return httpapi.Reply(h.svc.RegistryServer(ctx, name))
 }

@@ -145,10 +145,7 @@ const toolColumns = `id, server_id, tool_name, description, input_schema, enable
 
 func toolsList(ctx context.Context, db postgres.DBTX, server uuid.UUID) ([]Tool, error) {
 	rows, _ := db.Query(ctx, `SELECT `+toolColumns+` FROM mcp_server_tools WHERE server_id = $1 ORDER BY tool_name`, server)
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Tool, error) {
-		r, err := pgx.RowToStructByName[toolRow](row)
-		return r.toTool(), err
-	})
+	list, err := postgres.CollectAs(rows, toolRow.toTool)
 	if err != nil {
 		return nil, fmt.Errorf("list mcp tools: %w", err)
 	}

@@ -106,10 +106,11 @@ func parseOptionalID(field, v string) (*uuid.UUID, error) {
 	return &id, nil
 }
 
-// objectNotFound names the id a caller asked for.
-func objectNotFound(err error, id uuid.UUID) error {
+// notFound names the id of the object or document (what) a caller asked
+// for when err is not_found.
+func notFound(err error, what string, id uuid.UUID) error {
 	if errs.CodeOf(err) == errs.NotFound {
-		return errs.Errorf(errs.NotFound, "no object with id %s in this project", id)
+		return errs.Errorf(errs.NotFound, "no %s with id %s in this project", what, id)
 	}
 	return err
 }
@@ -289,11 +290,11 @@ func (s *Server) getObject(ctx context.Context, c *caller, in getObjectIn) (any,
 	}
 	o, err := s.cfg.Graph.GetObject(ctx, c.project, id)
 	if err != nil {
-		return nil, objectNotFound(err, id)
+		return nil, notFound(err, "object", id)
 	}
 	rels, total, err := s.cfg.Graph.ListObjectRelationships(ctx, c.project, id, graph.Both, "", orDefault(in.RelationshipLimit, NeighborsLimitDefault), 0)
 	if err != nil {
-		return nil, objectNotFound(err, id)
+		return nil, notFound(err, "object", id)
 	}
 	return objectWithRelationships{Object: o, Relationships: nonNil(rels), RelationshipsTotal: total}, nil
 }
@@ -316,7 +317,7 @@ func (s *Server) updateObject(ctx context.Context, c *caller, in updateObjectIn)
 	o, err := s.cfg.Graph.UpdateObject(ctx, c.project, id, graph.ObjectUpdate{
 		Name: in.Name, Description: in.Description, Properties: in.Properties, Labels: in.Labels, Status: in.Status,
 	})
-	return o, objectNotFound(err, id)
+	return o, notFound(err, "object", id)
 }
 
 // createRelationship is graph_create_relationship.
@@ -363,12 +364,12 @@ func (s *Server) neighbors(ctx context.Context, c *caller, in neighborsIn) (any,
 	}
 	o, err := g.GetObject(ctx, c.project, id)
 	if err != nil {
-		return nil, objectNotFound(err, id)
+		return nil, notFound(err, "object", id)
 	}
 	limit := orDefault(in.Limit, NeighborsLimitDefault)
 	rels, total, err := g.ListObjectRelationships(ctx, c.project, id, graph.Direction(in.Direction), in.RelationshipType, limit, in.Offset)
 	if err != nil {
-		return nil, objectNotFound(err, id)
+		return nil, notFound(err, "object", id)
 	}
 	out := neighborPage{Object: o, Neighbors: []neighbor{}, pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}
 	for _, r := range rels {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/document"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/search"
 )
 
@@ -138,11 +137,8 @@ func (s *Server) getDocument(ctx context.Context, c *caller, in getDocumentIn) (
 		return nil, err
 	}
 	doc, err := s.cfg.Documents.Get(ctx, c.project, id)
-	if errs.CodeOf(err) == errs.NotFound {
-		return nil, errs.Errorf(errs.NotFound, "no document with id %s in this project", id)
-	}
 	if err != nil {
-		return nil, err
+		return nil, notFound(err, "document", id)
 	}
 	out := documentWithChunks{Document: doc, Chunks: []document.StoredChunk{}, ChunkLimit: in.ChunkLimit, ChunkOffset: in.ChunkOffset}
 	chunks, total, err := s.cfg.Documents.Chunks(ctx, c.project, id, in.ChunkLimit, in.ChunkOffset)

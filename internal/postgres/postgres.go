@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -140,17 +141,40 @@ type PageRow interface{ PageTotal() int }
 // conv, and returns them with the total the window function counted (0 for
 // an empty page).
 func CollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) T) ([]T, int, error) {
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[R])
+	return TryCollectPage(rows, func(r R) (T, error) { return conv(r), nil })
+}
+
+// TryCollectPage is CollectPage with a conversion that can fail; its
+// first error ends the collection.
+func TryCollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) (T, error)) ([]T, int, error) {
+	total := 0
+	out, err := TryCollectAs(rows, func(r R) (T, error) {
+		total = r.PageTotal()
+		return conv(r)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]T, len(list))
-	total := 0
-	for i, r := range list {
-		out[i] = conv(r)
-		total = r.PageTotal()
-	}
 	return out, total, nil
+}
+
+// CollectAs collects the rows of a query scanned by column name into R (a
+// struct of db-tagged fields), converting each with conv.
+func CollectAs[R, T any](rows pgx.Rows, conv func(R) T) ([]T, error) {
+	return TryCollectAs(rows, func(r R) (T, error) { return conv(r), nil })
+}
+
+// TryCollectAs is CollectAs with a conversion that can fail; its first
+// error ends the collection.
+func TryCollectAs[R, T any](rows pgx.Rows, conv func(R) (T, error)) ([]T, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+		r, err := pgx.RowToStructByName[R](row)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return conv(r)
+	})
 }
 
 // CollectPageOf collects the rows of a paged query scanned by column name
@@ -209,6 +233,19 @@ func One[T any](ctx context.Context, db DBTX, notFound error, query string, args
 		return zero, err
 	}
 	return v, nil
+}
+
+// CollectIDSet collects the rows of a query of one uuid column as a set.
+func CollectIDSet(rows pgx.Rows) (map[uuid.UUID]bool, error) {
+	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[uuid.UUID]bool, len(list))
+	for _, id := range list {
+		set[id] = true
+	}
+	return set, nil
 }
 
 // Value is *p, or T's zero value when p is nil (a NULL column).

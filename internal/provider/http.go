@@ -186,55 +186,31 @@ func (h handlers) deleteCredentials(ctx context.Context, in *orgProviderIn) (*ht
 }
 
 func (h handlers) listCredentials(ctx context.Context, _ *orgIn) (*httpapi.Out[[]Credential], error) {
-	list, err := h.svc.Credentials(ctx, auth.AccessFrom(ctx).OrgID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[[]Credential]{Body: list}, nil
+	return httpapi.Reply(h.svc.Credentials(ctx, auth.AccessFrom(ctx).OrgID))
 }
 
 func (h handlers) setOrgModels(ctx context.Context, in *orgModelsIn) (*httpapi.Out[OrgModels], error) {
-	m, err := h.svc.SetOrgModels(ctx, auth.AccessFrom(ctx).OrgID, in.Provider, in.Body.EmbeddingModel, in.Body.GenerativeModel)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[OrgModels]{Body: m}, nil
+	return httpapi.Reply(h.svc.SetOrgModels(ctx, auth.AccessFrom(ctx).OrgID, in.Provider, in.Body.EmbeddingModel, in.Body.GenerativeModel))
 }
 
 func (h handlers) listModels(ctx context.Context, in *modelsIn) (*httpapi.Out[[]Model], error) {
-	list, err := h.svc.Models(ctx, in.Provider, in.ModelType)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[[]Model]{Body: list}, nil
+	return httpapi.Reply(h.svc.Models(ctx, in.Provider, in.ModelType))
 }
 
 func (h handlers) putPolicy(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {
 	b := in.Body
-	p, err := h.svc.PutPolicy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider, PolicyInput{
+	return httpapi.Reply(h.svc.PutPolicy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider, PolicyInput{
 		Policy: b.Policy, APIKey: b.APIKey, ServiceAccountJSON: b.ServiceAccountJSON, GCPProject: b.GCPProject,
 		Location: b.Location, EmbeddingModel: b.EmbeddingModel, GenerativeModel: b.GenerativeModel,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Policy]{Body: p}, nil
+	}))
 }
 
 func (h handlers) getPolicy(ctx context.Context, in *projectProviderIn) (*httpapi.Out[Policy], error) {
-	p, err := h.svc.Policy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Policy]{Body: p}, nil
+	return httpapi.Reply(h.svc.Policy(ctx, auth.AccessFrom(ctx).ProjectID, in.Provider))
 }
 
 func (h handlers) listPolicies(ctx context.Context, _ *projectIn) (*httpapi.Out[[]Policy], error) {
-	list, err := h.svc.Policies(ctx, auth.AccessFrom(ctx).ProjectID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[[]Policy]{Body: list}, nil
+	return httpapi.Reply(h.svc.Policies(ctx, auth.AccessFrom(ctx).ProjectID))
 }
 
 func (h handlers) projectUsage(ctx context.Context, in *projectUsageIn) (*httpapi.Out[UsageSummary], error) {
@@ -253,9 +229,5 @@ func (h handlers) usage(ctx context.Context, org uuid.UUID, project *uuid.UUID, 
 	if err != nil {
 		return nil, err
 	}
-	u, err := h.svc.Usage(ctx, org, project, since, until)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[UsageSummary]{Body: u}, nil
+	return httpapi.Reply(h.svc.Usage(ctx, org, project, since, until))
 }

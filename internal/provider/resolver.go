@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/graphmill/graphmill/internal/postgres"
-
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
@@ -89,7 +87,7 @@ func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, prefe
 	// 1. The project's own credentials.
 	for _, provider := range credentialProviders() {
 		p, ok := byProvider[provider]
-		if !ok || p.Policy != PolicyProject || p.Secret == nil {
+		if !ok || p.Policy.Policy != PolicyProject || p.Secret == nil {
 			continue
 		}
 		key := "project:" + project.String() + ":" + provider
@@ -98,7 +96,7 @@ func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, prefe
 			if err != nil {
 				return nil, err
 			}
-			return s.newClient(ctx, provider, payload, postgres.Value(p.GCPProject), postgres.Value(p.Location))
+			return s.newClient(ctx, provider, payload, p.GCPProject, p.Location)
 		})
 		if err != nil {
 			return nil, err
@@ -112,7 +110,7 @@ func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, prefe
 		return nil, err
 	}
 	for _, provider := range credentialProviders() {
-		if p, ok := byProvider[provider]; ok && p.Policy != PolicyOrganization {
+		if p, ok := byProvider[provider]; ok && p.Policy.Policy != PolicyOrganization {
 			continue
 		}
 		for _, cr := range creds {
@@ -125,7 +123,7 @@ func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, prefe
 				if err != nil {
 					return nil, err
 				}
-				return s.newClient(ctx, provider, payload, postgres.Value(cr.GCPProject), postgres.Value(cr.Location))
+				return s.newClient(ctx, provider, payload, cr.GCPProject, cr.Location)
 			})
 			if err != nil {
 				return nil, err
@@ -159,9 +157,9 @@ func (s *Service) resolve(ctx context.Context, project uuid.UUID, purpose, prefe
 // default, else the catalog's default for the provider.
 func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key, purpose string, p policyRow) (*Handle, error) {
 	s := h.s
-	name := postgres.Value(p.EmbeddingModel)
+	name := p.EmbeddingModel
 	if purpose == Generative {
-		name = postgres.Value(p.GenerativeModel)
+		name = p.GenerativeModel
 	}
 	if name == "" && provider != Local {
 		emb, gen, err := orgModelsGet(ctx, s.cfg.Pool, h.orgID, provider)

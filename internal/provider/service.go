@@ -259,7 +259,7 @@ func (s *Service) Credentials(ctx context.Context, org uuid.UUID) ([]Credential,
 	}
 	out := make([]Credential, len(rows))
 	for i, r := range rows {
-		out[i] = r.toCredential()
+		out[i] = r.Credential
 	}
 	return out, nil
 }
@@ -364,16 +364,16 @@ func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider str
 		if !found {
 			id = uuid.Must(uuid.NewV7())
 		}
-		row := policyRow{
+		row := policyRow{Policy: Policy{
 			ID: id, ProjectID: project, Provider: provider, Policy: in.Policy, CreatedAt: s.cfg.Now(),
-			EmbeddingModel: &in.EmbeddingModel, GenerativeModel: &in.GenerativeModel,
-		}
+			EmbeddingModel: in.EmbeddingModel, GenerativeModel: in.GenerativeModel,
+		}}
 		if in.Policy == PolicyProject {
 			switch {
 			case hasCreds:
 				raw, _ := json.Marshal(payload) //nolint:gosec // G117: sealed right after, never sent or logged //nolint:gosec // G117: the payload is sealed right after, never sent or logged
 				sealed := s.cfg.Box.Seal(raw, secrets.Place("project_provider_policies", "secret", id.String()))
-				row.Secret, row.GCPProject, row.Location = &sealed, &in.GCPProject, &in.Location
+				row.Secret, row.GCPProject, row.Location = &sealed, in.GCPProject, in.Location
 			case found && cur.Secret != nil:
 				row.Secret, row.GCPProject, row.Location = cur.Secret, cur.GCPProject, cur.Location
 			case provider == KeyAI:
@@ -413,7 +413,7 @@ func (s *Service) Policies(ctx context.Context, project uuid.UUID) ([]Policy, er
 	}
 	out := make([]Policy, len(rows))
 	for i, r := range rows {
-		out[i] = r.toPolicy()
+		out[i] = r.Policy
 	}
 	return out, nil
 }
@@ -518,7 +518,7 @@ func (s *Service) anyCredentials(ctx context.Context, provider string) (func(con
 		if err != nil {
 			return nil, err
 		}
-		return s.newClient(ctx, provider, p, postgres.Value(row.GCPProject), postgres.Value(row.Location))
+		return s.newClient(ctx, provider, p, row.GCPProject, row.Location)
 	}, true, nil
 }
 

@@ -52,13 +52,9 @@ const modelColumns = `id, provider, model_name, model_type, display_name, dimens
 func modelsList(ctx context.Context, db postgres.DBTX, provider, modelType string) ([]Model, error) {
 	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM provider_models
 		WHERE provider = $1 AND ($2 = '' OR model_type = $2) ORDER BY model_type, is_default DESC, model_name`, provider, modelType)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[modelRow])
+	out, err := postgres.CollectAs(rows, modelRow.toModel)
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
-	}
-	out := make([]Model, len(list))
-	for i, r := range list {
-		out[i] = r.toModel()
 	}
 	return out, nil
 }
@@ -112,26 +108,16 @@ func modelsUpsert(ctx context.Context, db postgres.DBTX, provider string, list [
 	return len(list), nil
 }
 
+// credentialRow is a credential with its sealed secret (pgx matches the
+// columns to Credential's fields by name).
 type credentialRow struct {
-	ID         uuid.UUID `db:"id"`
-	OrgID      uuid.UUID `db:"org_id"`
-	Provider   string    `db:"provider"`
-	Secret     string    `db:"secret"`
-	GCPProject *string   `db:"gcp_project"`
-	Location   *string   `db:"location"`
-	CreatedAt  time.Time `db:"created_at"`
-	UpdatedAt  time.Time `db:"updated_at"`
-}
-
-func (r credentialRow) toCredential() Credential {
-	return Credential{
-		ID: r.ID, OrgID: r.OrgID, Provider: r.Provider, GCPProject: postgres.Value(r.GCPProject), Location: postgres.Value(r.Location),
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}
+	Credential
+	Secret string `db:"secret"`
 }
 
 //nolint:gosec // G101: column names, not a credential
-const credentialColumns = `id, org_id, provider, secret, gcp_project, location, created_at, updated_at`
+const credentialColumns = `id, org_id, provider, secret, COALESCE(gcp_project, '') AS gcp_project, COALESCE(location, '') AS location,
+	created_at, updated_at`
 
 // credentialID returns the id of an organization's credential row, a new
 // one when there is none: the id is sealed into the secret's additional
@@ -208,30 +194,18 @@ func orgModelsGet(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider
 	return postgres.Value(r.Embedding), postgres.Value(r.Generative), nil
 }
 
+// policyRow is a policy with the project's sealed credentials (nil when
+// it has none; pgx matches the columns to Policy's fields by name).
 type policyRow struct {
-	ID              uuid.UUID `db:"id"`
-	ProjectID       uuid.UUID `db:"project_id"`
-	Provider        string    `db:"provider"`
-	Policy          string    `db:"policy"`
-	Secret          *string   `db:"secret"`
-	GCPProject      *string   `db:"gcp_project"`
-	Location        *string   `db:"location"`
-	EmbeddingModel  *string   `db:"embedding_model"`
-	GenerativeModel *string   `db:"generative_model"`
-	CreatedAt       time.Time `db:"created_at"`
-	UpdatedAt       time.Time `db:"updated_at"`
+	Policy
+	Secret *string `db:"secret"`
 }
 
-func (r policyRow) toPolicy() Policy {
-	return Policy{
-		ID: r.ID, ProjectID: r.ProjectID, Provider: r.Provider, Policy: r.Policy,
-		GCPProject: postgres.Value(r.GCPProject), Location: postgres.Value(r.Location),
-		EmbeddingModel: postgres.Value(r.EmbeddingModel), GenerativeModel: postgres.Value(r.GenerativeModel),
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}
-}
-
-const policyColumns = `id, project_id, provider, policy, secret, gcp_project, location, embedding_model, generative_model, created_at, updated_at`
+const (
+	policyInsertColumns = `id, project_id, provider, policy, secret, gcp_project, location, embedding_model, generative_model, created_at, updated_at`
+	policyColumns       = `id, project_id, provider, policy, secret, COALESCE(gcp_project, '') AS gcp_project, COALESCE(location, '') AS location,
+	COALESCE(embedding_model, '') AS embedding_model, COALESCE(generative_model, '') AS generative_model, created_at, updated_at`
+)
 
 func policiesList(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]policyRow, error) {
 	rows, _ := db.Query(ctx, `SELECT `+policyColumns+` FROM project_provider_policies WHERE project_id = $1 ORDER BY provider`, project)
@@ -254,18 +228,17 @@ func policyForUpdate(ctx context.Context, db postgres.DBTX, project uuid.UUID, p
 }
 
 func policyPut(ctx context.Context, db postgres.DBTX, r policyRow) (Policy, error) {
-	out, err := postgres.One[policyRow](ctx, db, nil, `INSERT INTO project_provider_policies (`+policyColumns+`)
+	out, err := postgres.One[policyRow](ctx, db, nil, `INSERT INTO project_provider_policies (`+policyInsertColumns+`)
 		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''), $10, $10)
 		ON CONFLICT (project_id, provider) DO UPDATE SET policy = EXCLUDED.policy, secret = EXCLUDED.secret,
 			gcp_project = EXCLUDED.gcp_project, location = EXCLUDED.location, embedding_model = EXCLUDED.embedding_model,
 			generative_model = EXCLUDED.generative_model, updated_at = EXCLUDED.updated_at
 		RETURNING `+policyColumns,
-		r.ID, r.ProjectID, r.Provider, r.Policy, r.Secret, postgres.Value(r.GCPProject), postgres.Value(r.Location),
-		postgres.Value(r.EmbeddingModel), postgres.Value(r.GenerativeModel), r.CreatedAt)
+		r.ID, r.ProjectID, r.Provider, r.Policy.Policy, r.Secret, r.GCPProject, r.Location, r.EmbeddingModel, r.GenerativeModel, r.CreatedAt)
 	if err != nil {
 		return Policy{}, fmt.Errorf("store policy: %w", err)
 	}
-	return out.toPolicy(), nil
+	return out.Policy, nil
 }
 
 func projectOrg(ctx context.Context, db postgres.DBTX, project uuid.UUID) (uuid.UUID, error) {

@@ -7,8 +7,9 @@ import (
 	"sort"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // rrfK is the reciprocal-rank-fusion constant (Cormack et al.): a hit's
@@ -137,13 +138,9 @@ func (s *Service) filter(ctx context.Context, project uuid.UUID, target string, 
 
 func idSet(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (map[uuid.UUID]bool, error) {
 	rows, _ := pool.Query(ctx, sql, args...)
-	list, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	set, err := postgres.CollectIDSet(rows)
 	if err != nil {
 		return nil, fmt.Errorf("search filter: %w", err)
-	}
-	set := make(map[uuid.UUID]bool, len(list))
-	for _, id := range list {
-		set[id] = true
 	}
 	return set, nil
 }

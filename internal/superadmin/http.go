@@ -113,8 +113,12 @@ func Register(api huma.API, svc *Service, ten *tenancy.Service) {
 		"Soft-delete a project", project), h.deleteProject)
 }
 
-func deleted(what string, id uuid.UUID) *httpapi.Out[DeleteResult] {
-	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: 1, Message: fmt.Sprintf("%s %s deleted", what, id)}}
+// replyDeleted answers the deletion of what id, or err when it failed.
+func replyDeleted(what string, id uuid.UUID, err error) (*httpapi.Out[DeleteResult], error) {
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: 1, Message: fmt.Sprintf("%s %s deleted", what, id)}}, nil
 }
 
 // handlers are the superadmin routes' handlers: each decodes, calls the
@@ -151,10 +155,7 @@ func (h handlers) createUserToken(ctx context.Context, in *userTokenIn) (*httpap
 
 func (h handlers) deleteUser(ctx context.Context, _ *userIDIn) (*httpapi.Out[DeleteResult], error) {
 	id := auth.AccessFrom(ctx).ResourceID
-	if err := h.svc.DeleteUser(ctx, auth.PrincipalFrom(ctx).UserID, id); err != nil {
-		return nil, err
-	}
-	return deleted("user", id), nil
+	return replyDeleted("user", id, h.svc.DeleteUser(ctx, auth.PrincipalFrom(ctx).UserID, id))
 }
 
 func (h handlers) listOrganizations(ctx context.Context, in *orgsIn) (*httpapi.Out[Paged[Organization]], error) {
@@ -165,10 +166,7 @@ func (h handlers) listOrganizations(ctx context.Context, in *orgsIn) (*httpapi.O
 
 func (h handlers) deleteOrganization(ctx context.Context, _ *orgIDIn) (*httpapi.Out[DeleteResult], error) {
 	id := auth.AccessFrom(ctx).ResourceID
-	if err := h.ten.DeleteOrg(ctx, id); err != nil {
-		return nil, err
-	}
-	return deleted("organization", id), nil
+	return replyDeleted("organization", id, h.ten.DeleteOrg(ctx, id))
 }
 
 func (h handlers) listProjects(ctx context.Context, in *projectsIn) (*httpapi.Out[Paged[Project]], error) {
@@ -183,8 +181,5 @@ func (h handlers) listProjects(ctx context.Context, in *projectsIn) (*httpapi.Ou
 
 func (h handlers) deleteProject(ctx context.Context, _ *projectIDIn) (*httpapi.Out[DeleteResult], error) {
 	id := auth.AccessFrom(ctx).ResourceID
-	if err := h.ten.DeleteProject(ctx, id); err != nil {
-		return nil, err
-	}
-	return deleted("project", id), nil
+	return replyDeleted("project", id, h.ten.DeleteProject(ctx, id))
 }

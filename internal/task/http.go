@@ -22,6 +22,15 @@ type Envelope struct {
 	Data Task `json:"data"`
 }
 
+// replyTask answers t in its Envelope, or err when the call that gave it
+// failed.
+func replyTask(t Task, err error) (*httpapi.Out[Envelope], error) {
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+}
+
 // ListParams are the filter and page query parameters of task lists.
 type ListParams struct {
 	Status string `query:"status" enum:"pending,accepted,rejected,cancelled" doc:"Only tasks in this status."`
@@ -146,27 +155,15 @@ func (h handlers) countAllTasks(ctx context.Context, in *allCountsIn) (*httpapi.
 
 func (h handlers) getTask(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {
 	a := auth.AccessFrom(ctx)
-	t, err := h.svc.Get(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+	return replyTask(h.svc.Get(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) resolveTask(ctx context.Context, in *resolveIn) (*httpapi.Out[Envelope], error) {
 	a := auth.AccessFrom(ctx)
-	t, err := h.svc.Resolve(ctx, a.ProjectID, a.ResourceID, auth.PrincipalFrom(ctx).UserID, in.Body.Resolution, in.Body.ResolutionNotes)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+	return replyTask(h.svc.Resolve(ctx, a.ProjectID, a.ResourceID, auth.PrincipalFrom(ctx).UserID, in.Body.Resolution, in.Body.ResolutionNotes))
 }
 
 func (h handlers) cancelTask(ctx context.Context, _ *taskIn) (*httpapi.Out[Envelope], error) {
 	a := auth.AccessFrom(ctx)
-	t, err := h.svc.Cancel(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[Envelope]{Body: Envelope{Data: t}}, nil
+	return replyTask(h.svc.Cancel(ctx, a.ProjectID, a.ResourceID))
 }

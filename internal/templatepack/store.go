@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/postgres"
 )
@@ -65,20 +64,6 @@ type listRow struct {
 
 const packColumns = `p.id, p.project_id, p.name, p.version, p.description, p.source, p.object_types, p.relationship_types, p.created_at, p.updated_at`
 
-func collectPacks[R any](rows pgx.Rows, conv func(R) (Pack, error)) ([]Pack, error) {
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[R])
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Pack, len(list))
-	for i, r := range list {
-		if out[i], err = conv(r); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // packGet returns a pack by id.
 func packGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Pack, error) {
 	r, err := postgres.One[packRow](ctx, db, ErrNotFound, `SELECT `+packColumns+` FROM template_packs p WHERE p.id = $1`, id)
@@ -109,17 +94,9 @@ func packList(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, limit
 	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, count(*) OVER () AS total FROM template_packs p
 		WHERE `+packVisibleFilter+`
 		ORDER BY p.project_id IS NOT NULL, lower(p.name), p.id LIMIT $2 OFFSET $3`, projects, limit, offset)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[listRow])
+	out, total, err := postgres.TryCollectPage(rows, listRow.toPack)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list template packs: %w", err)
-	}
-	out := make([]Pack, len(list))
-	total := 0
-	for i, r := range list {
-		if out[i], err = r.toPack(); err != nil {
-			return nil, 0, err
-		}
-		total = r.Total.Total
 	}
 	return out, total, nil
 }
@@ -186,17 +163,9 @@ func installedList(ctx context.Context, db postgres.DBTX, project uuid.UUID, lim
 	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, i.installed_at, i.installed_by, count(*) OVER () AS total
 		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
 		WHERE i.project_id = $1 ORDER BY i.installed_at, p.id LIMIT $2 OFFSET $3`, project, limit, offset)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[installedRow])
+	out, total, err := postgres.TryCollectPage(rows, installedRow.toInstalled)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list installed template packs: %w", err)
-	}
-	out := make([]InstalledPack, len(list))
-	total := 0
-	for i, r := range list {
-		if out[i], err = r.toInstalled(); err != nil {
-			return nil, 0, err
-		}
-		total = r.Total.Total
 	}
 	return out, total, nil
 }
@@ -218,7 +187,7 @@ func installedPacks(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([
 	rows, _ := db.Query(ctx, `SELECT `+packColumns+`
 		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
 		WHERE i.project_id = $1 ORDER BY i.installed_at, p.id`, project)
-	out, err := collectPacks(rows, packRow.toPack)
+	out, err := postgres.TryCollectAs(rows, packRow.toPack)
 	if err != nil {
 		return nil, fmt.Errorf("load installed template packs: %w", err)
 	}

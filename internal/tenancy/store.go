@@ -29,12 +29,19 @@ func notifyInvalidate(ctx context.Context, db postgres.DBTX, c auth.Change) erro
 }
 
 func orgInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, name string, now time.Time) error {
-	_, err := db.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, $2, $3, $3)`, id, name, now)
-	if postgres.IsUniqueViolation(err, "orgs_name_key") {
-		return ErrOrgExists
+	return insertNamed(ctx, db, "org", "orgs_name_key", ErrOrgExists,
+		`INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, $2, $3, $3)`, id, name, now)
+}
+
+// insertNamed runs the INSERT q of a named row (what, in errors); the
+// violation of its unique name constraint is exists.
+func insertNamed(ctx context.Context, db postgres.DBTX, what, constraint string, exists error, q string, args ...any) error {
+	_, err := db.Exec(ctx, q, args...)
+	if postgres.IsUniqueViolation(err, constraint) {
+		return exists
 	}
 	if err != nil {
-		return fmt.Errorf("insert org: %w", err)
+		return fmt.Errorf("insert %s: %w", what, err)
 	}
 	return nil
 }
@@ -76,14 +83,8 @@ func orgMemberUpsert(ctx context.Context, db postgres.DBTX, org, user uuid.UUID,
 }
 
 func projectInsert(ctx context.Context, db postgres.DBTX, id, org uuid.UUID, name string, now time.Time) error {
-	_, err := db.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)`, id, org, name, now)
-	if postgres.IsUniqueViolation(err, "projects_org_name_key") {
-		return ErrProjectExists
-	}
-	if err != nil {
-		return fmt.Errorf("insert project: %w", err)
-	}
-	return nil
+	return insertNamed(ctx, db, "project", "projects_org_name_key", ErrProjectExists,
+		`INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)`, id, org, name, now)
 }
 
 func projectGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Project, error) {
@@ -104,15 +105,20 @@ type projectFilter struct {
 	OrgID *uuid.UUID
 }
 
+// projectsVisible is the FROM and WHERE of the live projects a
+// projectFilter ($1 User, $2 All, $3 Only, $4 OrgID) selects: the caller's
+// projects and those of the organizations they administer.
+const projectsVisible = `FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
+	WHERE p.deleted_at IS NULL
+	  AND ($2 OR EXISTS (SELECT 1 FROM project_members pm WHERE pm.project_id = p.id AND pm.user_id = $1)
+	          OR EXISTS (SELECT 1 FROM org_members om WHERE om.org_id = p.org_id AND om.user_id = $1 AND om.role IN ('owner', 'admin')))
+	  AND ($3::uuid IS NULL OR p.id = $3)
+	  AND ($4::uuid IS NULL OR p.org_id = $4)`
+
 func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page) ([]Project, int, error) {
 	rows, _ := db.Query(ctx, `
 		SELECT p.id, p.org_id, p.name, p.created_at, p.updated_at, count(*) OVER () AS total
-		FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
-		WHERE p.deleted_at IS NULL
-		  AND ($2 OR EXISTS (SELECT 1 FROM project_members pm WHERE pm.project_id = p.id AND pm.user_id = $1)
-		          OR EXISTS (SELECT 1 FROM org_members om WHERE om.org_id = p.org_id AND om.user_id = $1 AND om.role IN ('owner', 'admin')))
-		  AND ($3::uuid IS NULL OR p.id = $3)
-		  AND ($4::uuid IS NULL OR p.org_id = $4)
+		`+projectsVisible+`
 		ORDER BY p.created_at, p.id LIMIT $5 OFFSET $6`, f.User, f.All, f.Only, f.OrgID, p.Limit, p.Offset)
 	out, total, err := postgres.CollectPageOf[Project](rows)
 	if err != nil {
@@ -124,14 +130,7 @@ func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page)
 // projectIDsVisible lists the ids of every live project f selects.
 func projectIDsVisible(ctx context.Context, db postgres.DBTX, f projectFilter) ([]uuid.UUID, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT p.id
-		FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
-		WHERE p.deleted_at IS NULL
-		  AND ($2 OR EXISTS (SELECT 1 FROM project_members pm WHERE pm.project_id = p.id AND pm.user_id = $1)
-		          OR EXISTS (SELECT 1 FROM org_members om WHERE om.org_id = p.org_id AND om.user_id = $1 AND om.role IN ('owner', 'admin')))
-		  AND ($3::uuid IS NULL OR p.id = $3)
-		  AND ($4::uuid IS NULL OR p.org_id = $4)
-		ORDER BY p.id`, f.User, f.All, f.Only, f.OrgID)
+		SELECT p.id `+projectsVisible+` ORDER BY p.id`, f.User, f.All, f.Only, f.OrgID)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
 		return nil, fmt.Errorf("list visible projects: %w", err)
