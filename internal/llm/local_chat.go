@@ -125,7 +125,10 @@ func localPlan(text string, tools []Tool) (plan []ToolCall, notes []string, word
 			}
 			lines = append(lines, call(ToolAskUser, map[string]any{stringParam(t.Parameters, "question"): q}))
 		case strings.HasPrefix(line, "CALL:"):
-			name, args, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "CALL:")), " ")
+			name, args := strings.TrimSpace(strings.TrimPrefix(line, "CALL:")), ""
+			if i := strings.IndexFunc(name, unicode.IsSpace); i >= 0 {
+				name, args = name[:i], name[i:]
+			}
 			if _, ok := declared[name]; !ok {
 				notes = append(notes, name+": not called (not declared)")
 				continue

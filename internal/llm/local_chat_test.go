@@ -51,7 +51,7 @@ func TestLocalChatPlanner(t *testing.T) {
 	}
 	msgs := []llm.Message{
 		{Role: llm.RoleSystem, Text: "Answer from the graph."},
-		{Role: llm.RoleUser, Text: "Who founded\n  Northwind Labs?\nASK: Which year do you mean?\nCALL: lookup {\"id\": \"42\"}\nCALL: missing {}\nCALL: lookup [1]"},
+		{Role: llm.RoleUser, Text: "Who founded\n  Northwind Labs?\nASK: Which year do you mean?\nCALL: lookup\t{\"id\": \"42\"}\nCALL: missing {}\nCALL: lookup [1]"},
 	}
 	want := []struct{ id, name, args string }{
 		{"call_1", "search", `{"query":"Who founded Northwind Labs?"}`},
