@@ -218,16 +218,26 @@ func (f *Fake) dispatch(w http.ResponseWriter, r *http.Request) {
 	f.route(w, r)
 }
 
+// serveFailure answers the next programmed failure, if any, and says
+// whether it did.
+func (f *Fake) serveFailure(w http.ResponseWriter) bool {
+	fl, ok := f.nextFailure()
+	if !ok {
+		return false
+	}
+	if fl.retryAfter != "" {
+		w.Header().Set("Retry-After", fl.retryAfter)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(fl.status)
+	_, _ = io.WriteString(w, fl.body)
+	return true
+}
+
 // api runs the shared steps of an API request after authentication:
 // programmed failures, malformed mode, then handle.
 func (f *Fake) api(w http.ResponseWriter, handle func() (any, int)) {
-	if fl, ok := f.nextFailure(); ok {
-		if fl.retryAfter != "" {
-			w.Header().Set("Retry-After", fl.retryAfter)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(fl.status)
-		_, _ = io.WriteString(w, fl.body)
+	if f.serveFailure(w) {
 		return
 	}
 	if f.isMalformed() {
@@ -341,12 +351,8 @@ type generateRequest struct {
 			Text string `json:"text"`
 		} `json:"parts"`
 	} `json:"contents"`
-	SystemInstruction *struct {
-		Parts []struct {
-			Text string `json:"text"`
-		} `json:"parts"`
-	} `json:"systemInstruction"`
-	GenerationConfig struct {
+	SystemInstruction *Content `json:"systemInstruction"`
+	GenerationConfig  struct {
 		ResponseMIMEType   string          `json:"responseMimeType"`
 		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
 		Temperature        *float64        `json:"temperature"`
@@ -366,13 +372,7 @@ func (f *Fake) generateResponse(model string, body []byte) (any, int) {
 		MIMEType:        gr.GenerationConfig.ResponseMIMEType,
 		Temperature:     gr.GenerationConfig.Temperature,
 		MaxOutputTokens: gr.GenerationConfig.MaxOutputTokens,
-	}
-	if gr.SystemInstruction != nil {
-		var parts []string
-		for _, p := range gr.SystemInstruction.Parts {
-			parts = append(parts, p.Text)
-		}
-		call.System = strings.Join(parts, "\n")
+		System:          gr.SystemInstruction.text(),
 	}
 	for _, c := range gr.Contents {
 		for _, p := range c.Parts {

@@ -39,6 +39,18 @@ type Part struct {
 	FunctionResponse *FunctionResponse `json:"functionResponse,omitempty"`
 }
 
+// text joins the text parts of c (nil: none) by newlines.
+func (c *Content) text() string {
+	if c == nil {
+		return ""
+	}
+	parts := make([]string, len(c.Parts))
+	for i, p := range c.Parts {
+		parts[i] = p.Text
+	}
+	return strings.Join(parts, "\n")
+}
+
 // FunctionCall is a functionCall part.
 type FunctionCall struct {
 	ID   string         `json:"id,omitempty"`
@@ -106,13 +118,7 @@ func (f *Fake) serveStream(w http.ResponseWriter, r *http.Request, model string,
 		writeError(w, http.StatusBadRequest, "streamGenerateContent without alt=sse is not faked")
 		return
 	}
-	if fl, ok := f.nextFailure(); ok {
-		if fl.retryAfter != "" {
-			w.Header().Set("Retry-After", fl.retryAfter)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(fl.status)
-		_, _ = io.WriteString(w, fl.body)
+	if f.serveFailure(w) {
 		return
 	}
 	var sr streamRequest
@@ -127,13 +133,7 @@ func (f *Fake) serveStream(w http.ResponseWriter, r *http.Request, model string,
 	call := StreamCall{
 		Model: model, Contents: sr.Contents,
 		Temperature: sr.GenerationConfig.Temperature, MaxOutputTokens: sr.GenerationConfig.MaxOutputTokens,
-	}
-	if sr.SystemInstruction != nil {
-		var parts []string
-		for _, p := range sr.SystemInstruction.Parts {
-			parts = append(parts, p.Text)
-		}
-		call.System = strings.Join(parts, "\n")
+		System: sr.SystemInstruction.text(),
 	}
 	for _, t := range sr.Tools {
 		call.Tools = append(call.Tools, t.FunctionDeclarations...)
