@@ -21,8 +21,8 @@ func (e deltaError) Error() string { return e.err.Error() }
 // streamGenerateContent (server-sent events): system messages become the
 // system instruction, assistant messages "model" turns with their
 // functionCall parts (thought signatures sent back), tool messages "user"
-// turns of functionResponse parts whose response is {"output": content} or
-// {"error": content}. Text parts are passed to OnDelta as they arrive;
+// turns of functionResponse parts (consecutive tool messages in one turn)
+// whose response is {"output": content} or {"error": content}. Text parts are passed to OnDelta as they arrive;
 // thoughts are left out. Automatic continuation is off: one Chat is one
 // request, as the rate governor counts it.
 func (c *genaiClient) Chat(ctx context.Context, model string, req ChatRequest) (*ChatResult, error) {
@@ -224,6 +224,13 @@ func genaiContents(messages []Message) ([]*genai.Content, string, error) {
 					key = "error"
 				}
 				parts[j] = &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.CallID, Name: r.Name, Response: map[string]any{key: v}}}
+			}
+			// Consecutive tool messages are one turn: Gemini wants as many
+			// functionResponse parts as the model turn had calls.
+			if i > 0 && messages[i-1].Role == RoleTool {
+				prev := contents[len(contents)-1]
+				prev.Parts = append(prev.Parts, parts...)
+				continue
 			}
 			contents = append(contents, genai.NewContentFromParts(parts, genai.RoleUser))
 		default:

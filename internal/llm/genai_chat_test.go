@@ -174,6 +174,22 @@ func TestChatToolErrorAndCallIDs(t *testing.T) {
 
 	_, body := lastStream(t, b.fake)
 	require.Equal(t, map[string]any{"error": "index offline"}, body.Contents[2].Parts[0].FunctionResponse.Response)
+
+	// The two calls answered by one tool message each go back as one turn.
+	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls},
+		llm.Message{Role: llm.RoleTool, ToolResults: []llm.ToolResult{{CallID: "fc-7", Name: "search", Content: json.RawMessage(`[]`)}}},
+		llm.Message{Role: llm.RoleTool, ToolResults: []llm.ToolResult{{CallID: "call_3", Name: "search", Content: json.RawMessage(`["x"]`)}}},
+	)
+	_, err = b.client.Chat(context.Background(), "m", llm.ChatRequest{Messages: msgs, Tools: []llm.Tool{searchTool()}})
+	require.NoError(t, err)
+	_, body = lastStream(t, b.fake)
+	require.Len(t, body.Contents, 5)
+	last := body.Contents[4]
+	require.Equal(t, "user", last.Role)
+	require.Len(t, last.Parts, 2)
+	require.Equal(t, "fc-7", last.Parts[0].FunctionResponse.ID)
+	require.Equal(t, "call_3", last.Parts[1].FunctionResponse.ID)
+	require.Equal(t, map[string]any{"output": []any{"x"}}, last.Parts[1].FunctionResponse.Response)
 }
 
 func TestChatErrors(t *testing.T) {
