@@ -89,4 +89,24 @@ func TestChatLedger(t *testing.T) {
 	require.NoError(t, f2.pool.QueryRow(ctx, `SELECT count(*), sum(text_tokens) FROM provider_usage WHERE project_id = $1 AND operation = 'generate' AND source = 'local'`, f2.project).Scan(&n, &tokens))
 	require.Equal(t, int64(2), n)
 	require.Positive(t, tokens)
+
+	// An OpenAI-compatible local server: the streamed usage is recorded,
+	// at no cost.
+	f3 := newFixture(t)
+	oa := llmtest.NewOpenAI(t)
+	oa.SetChatStream(func(llmtest.OpenAIChat) []llmtest.OpenAIDelta {
+		return []llmtest.OpenAIDelta{{Content: "Searching."}, {Call: &llmtest.OpenAICall{ID: "c1", Name: "search", Arguments: `{"query":"x"}`}}}
+	})
+	oh, err := f3.service(provider.Config{Environment: provider.Environment{OpenAIBaseURL: oa.URL(), OpenAIModel: "llama3.1:8b"}}).
+		Resolve(ctx, f3.project, provider.Generative)
+	require.NoError(t, err)
+	res, err = oh.Chat(ctx, llm.ChatRequest{Messages: []llm.Message{{Role: llm.RoleUser, Text: "find x"}}, Tools: tools})
+	require.NoError(t, err)
+	require.Equal(t, "c1", res.ToolCalls[0].ID)
+	var model, op, status string
+	var text, output int64
+	var cost float64
+	require.NoError(t, f3.pool.QueryRow(ctx, `SELECT model, operation, status, text_tokens, output_tokens, estimated_cost_usd::float8
+		FROM provider_usage WHERE project_id = $1`, f3.project).Scan(&model, &op, &status, &text, &output, &cost))
+	require.Equal(t, []any{"llama3.1:8b", "generate", "ok", int64(2), int64(3), 0.0}, []any{model, op, status, text, output, cost})
 }
