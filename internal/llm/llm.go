@@ -1,6 +1,7 @@
 // Package llm is the language-model boundary: one small Client interface per
-// provider credential (structured generation, batched embeddings, model
-// listing), its real implementations on google.golang.org/genai
+// provider credential (structured generation, tool-calling chat with
+// streamed text, batched embeddings, model listing), its real
+// implementations on google.golang.org/genai
 // ("key-ai" on the Gemini API, "account-ai" on Vertex AI) and on
 // github.com/openai/openai-go ("openai": any OpenAI-compatible endpoint,
 // Ollama and vLLM among them), the offline
@@ -124,4 +125,119 @@ type Client interface {
 	// ListModels lists the embedding and generative models of the
 	// credential.
 	ListModels(ctx context.Context) ([]ModelInfo, error)
+	// Chat makes one step of a tool-using conversation: one request,
+	// streamed, whose result is the model's text or its tool calls. The
+	// caller runs the tools and calls again with the assistant message and
+	// a tool message appended. A tool call whose arguments are not a JSON
+	// object is an ErrorInvalid.
+	Chat(ctx context.Context, model string, req ChatRequest) (*ChatResult, error)
+}
+
+// Roles of chat messages.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	// RoleTool messages carry the results of the tool calls of the
+	// assistant message before them.
+	RoleTool = "tool"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	// Role is RoleSystem, RoleUser, RoleAssistant or RoleTool.
+	Role string
+	// Text is the message's text (empty for a tool message, and for an
+	// assistant message that only called tools).
+	Text string
+	// ToolCalls are the calls an assistant message made, as ChatResult
+	// returned them (ID and Signature included).
+	ToolCalls []ToolCall
+	// ToolResults are a tool message's results, one per call answered.
+	ToolResults []ToolResult
+}
+
+// Tool declares a function the model may call.
+type Tool struct {
+	// Name is what ToolCall.Name will say: letters, digits, '_', '-', '.'
+	// and ':', at most 64 characters (the strictest provider's rule).
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments, an object schema; nil
+	// means the tool takes none.
+	Parameters map[string]any
+}
+
+// ToolCall is the model's request to run a tool.
+type ToolCall struct {
+	// ID identifies the call; its ToolResult names it. Providers that give
+	// no id get one made up (unique within the conversation).
+	ID   string
+	Name string
+	// Arguments is a JSON object.
+	Arguments json.RawMessage
+	// Signature is provider state that must go back with the call in the
+	// next request (Gemini's thought signature); opaque to callers.
+	Signature []byte
+}
+
+// ToolResult is what a tool returned for one call.
+type ToolResult struct {
+	// CallID is the ToolCall.ID answered; Name its tool.
+	CallID, Name string
+	// Content is the tool's output as JSON (any value; a string for plain
+	// text).
+	Content json.RawMessage
+	// IsError says Content describes a failure of the tool.
+	IsError bool
+}
+
+// ChatRequest is one step of a tool-using conversation.
+type ChatRequest struct {
+	// Messages is the conversation so far; system messages are the system
+	// instruction wherever they appear.
+	Messages []Message
+	// Tools the model may call (none: it can only answer).
+	Tools []Tool
+	// Temperature is the sampling temperature; nil leaves the model default.
+	Temperature *float64
+	// MaxOutputTokens bounds the response; 0 leaves the model default.
+	MaxOutputTokens int
+	// OnDelta, when set, receives the response's text as it arrives, in
+	// order, from the goroutine that called Chat; the deltas concatenate to
+	// ChatResult.Text. An error from it ends the call with that error
+	// (a chat endpoint forwards deltas as server-sent events and stops when
+	// its client is gone).
+	OnDelta func(delta string) error
+}
+
+// EstimatedInputTokens estimates the request's input tokens
+// (EstimateTokens of its texts, calls, results and tool declarations), as
+// the rate governor needs before a call and the local provider reports.
+func (req ChatRequest) EstimatedInputTokens() int64 {
+	var n int64
+	for _, m := range req.Messages {
+		n += EstimateTokens(m.Text)
+		for _, tc := range m.ToolCalls {
+			n += EstimateTokens(tc.Name + string(tc.Arguments))
+		}
+		for _, r := range m.ToolResults {
+			n += EstimateTokens(r.Name + string(r.Content))
+		}
+	}
+	for _, t := range req.Tools {
+		b, _ := json.Marshal(t.Parameters) //nolint:errchkjson // a decoded JSON Schema
+		n += EstimateTokens(t.Name + " " + t.Description + " " + string(b))
+	}
+	return n
+}
+
+// ChatResult is one step's outcome: text, tool calls, or both (text said
+// before calling tools).
+type ChatResult struct {
+	Text      string
+	ToolCalls []ToolCall
+	Usage     Usage
+	Model     string
+	Duration  time.Duration
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -450,18 +451,7 @@ func (c *openAIClient) complete(ctx context.Context, op, model string, req Gener
 	format openai.ChatCompletionNewParamsResponseFormatUnion,
 ) (string, Usage, error) {
 	params := openai.ChatCompletionNewParams{Model: model, Messages: msgs, ResponseFormat: format}
-	if req.Temperature != nil {
-		params.Temperature = openai.Float(*req.Temperature)
-	}
-	if req.MaxOutputTokens > 0 {
-		// OpenAI's reasoning models take only max_completion_tokens; the
-		// local servers (Ollama, llama.cpp) only max_tokens.
-		if c.official {
-			params.MaxCompletionTokens = openai.Int(int64(req.MaxOutputTokens))
-		} else {
-			params.MaxTokens = openai.Int(int64(req.MaxOutputTokens))
-		}
-	}
+	c.sampling(&params, req.Temperature, req.MaxOutputTokens)
 	resp, err := c.sdk.Chat.Completions.New(ctx, params)
 	if err != nil {
 		return "", Usage{}, c.classify(ctx, op, err)
@@ -483,6 +473,23 @@ func (c *openAIClient) complete(ctx context.Context, op, model string, req Gener
 		return "", u, c.invalid(op, "empty response"+note)
 	}
 	return text, u, nil
+}
+
+// sampling sets the temperature (nil: the model's default) and the output
+// bound (0: none) of params.
+func (c *openAIClient) sampling(params *openai.ChatCompletionNewParams, temperature *float64, maxOutput int) {
+	if temperature != nil {
+		params.Temperature = openai.Float(*temperature)
+	}
+	if maxOutput > 0 {
+		// OpenAI's reasoning models take only max_completion_tokens; the
+		// local servers (Ollama, llama.cpp) only max_tokens.
+		if c.official {
+			params.MaxCompletionTokens = openai.Int(int64(maxOutput))
+		} else {
+			params.MaxTokens = openai.Int(int64(maxOutput))
+		}
+	}
 }
 
 // isSchemaRefusal reports whether err is an endpoint refusing
@@ -627,10 +634,11 @@ func (c *openAIClient) classify(ctx context.Context, op string, err error) error
 	}
 	e := &Error{}
 	var (
-		msg    string
-		apiErr *openai.Error
-		netErr net.Error
-		syntax *json.SyntaxError
+		msg       string
+		apiErr    *openai.Error
+		netErr    net.Error
+		syntax    *json.SyntaxError
+		streamErr *ssestream.StreamError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -645,6 +653,23 @@ func (c *openAIClient) classify(ctx context.Context, op string, err error) error
 		}
 		if msg == "" {
 			msg = http.StatusText(e.Status)
+		}
+	case errors.As(err, &streamErr):
+		// An error event in the middle of a stream: the server failed after
+		// answering 200 (OpenAI sends a code of null; vLLM an HTTP status).
+		e.Kind, e.Status, msg = ErrorTransient, 0, streamErr.Message
+		var ev struct {
+			Error struct {
+				Message string `json:"message"`
+				Code    any    `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(streamErr.Event.Data, &ev) == nil && ev.Error.Message != "" {
+			msg = "error in the stream: " + ev.Error.Message
+			if code, ok := ev.Error.Code.(float64); ok && code >= 400 && code < 600 {
+				e.Status = int(code)
+				e.Kind = kindForStatus(e.Status)
+			}
 		}
 	case errors.As(err, &syntax):
 		e.Kind = ErrorInvalid

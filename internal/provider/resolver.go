@@ -253,6 +253,23 @@ func (h *Handle) Generate(ctx context.Context, req llm.GenerateRequest) (*llm.Ge
 	return res, err
 }
 
+// Chat makes one step of a tool-using conversation (llm.Client.Chat),
+// paced by the governor and recorded in the ledger as a generation
+// (operation "generate").
+func (h *Handle) Chat(ctx context.Context, req llm.ChatRequest) (*llm.ChatResult, error) {
+	est := req.EstimatedInputTokens() + int64(req.MaxOutputTokens)
+	var res *llm.ChatResult
+	err := h.call(ctx, "generate", 1, est, func(ctx context.Context) (llm.Usage, error) {
+		var err error
+		res, err = h.client.Chat(ctx, h.model.ModelName, req)
+		if err != nil {
+			return llm.Usage{}, err
+		}
+		return res.Usage, nil
+	})
+	return res, err
+}
+
 // Embed embeds texts with one provider call (llm.Embedder).
 func (h *Handle) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	var est int64

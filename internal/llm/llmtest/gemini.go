@@ -15,6 +15,7 @@ const geminiEmbedBatchMax = 100
 //
 //	GET  /v1beta/models
 //	POST /v1beta/models/{model}:generateContent
+//	POST /v1beta/models/{model}:streamGenerateContent?alt=sse
 //	POST /v1beta/models/{model}:batchEmbedContents
 //
 // Every request must carry the API key in x-goog-api-key; a wrong or
@@ -54,6 +55,8 @@ func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 		switch method {
 		case "generateContent":
 			endpoint = EndpointGenerate
+		case "streamGenerateContent":
+			endpoint = EndpointStream
 		case "batchEmbedContents":
 			endpoint = EndpointEmbed
 		}
@@ -75,6 +78,10 @@ func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(errorBodyWithReason(http.StatusBadRequest, "API key not valid. Please pass a valid API key.", "API_KEY_INVALID", "googleapis.com")))
+		return
+	}
+	if endpoint == EndpointStream {
+		g.serveStream(w, r, model, req.Body)
 		return
 	}
 	g.api(w, func() (any, int) {

@@ -31,6 +31,7 @@ const (
 	EndpointGenerate Endpoint = "generate" // :generateContent
 	EndpointEmbed    Endpoint = "embed"    // :batchEmbedContents, :predict, :embedContent
 	EndpointModels   Endpoint = "models"   // the model list
+	EndpointStream   Endpoint = "stream"   // :streamGenerateContent (alt=sse)
 	EndpointToken    Endpoint = "token"    // the OAuth token endpoint (Vertex AI)
 	EndpointUnknown  Endpoint = "unknown"
 )
@@ -91,14 +92,16 @@ type Fake struct {
 	srv   *httptest.Server
 	route func(w http.ResponseWriter, r *http.Request) // the backend's
 
-	mu        sync.Mutex
-	failures  []failure
-	malformed bool
-	generate  func(GenerateCall) string
-	usage     *Usage
-	models    []Model
-	requests  []Request
-	counts    map[Endpoint]int
+	mu         sync.Mutex
+	failures   []failure
+	malformed  bool
+	generate   func(GenerateCall) string
+	stream     func(StreamCall) []Part
+	streamFail *streamFailure
+	usage      *Usage
+	models     []Model
+	requests   []Request
+	counts     map[Endpoint]int
 }
 
 func newFake(t testing.TB) *Fake {
@@ -215,16 +218,26 @@ func (f *Fake) dispatch(w http.ResponseWriter, r *http.Request) {
 	f.route(w, r)
 }
 
+// serveFailure answers the next programmed failure, if any, and says
+// whether it did.
+func (f *Fake) serveFailure(w http.ResponseWriter) bool {
+	fl, ok := f.nextFailure()
+	if !ok {
+		return false
+	}
+	if fl.retryAfter != "" {
+		w.Header().Set("Retry-After", fl.retryAfter)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(fl.status)
+	_, _ = io.WriteString(w, fl.body)
+	return true
+}
+
 // api runs the shared steps of an API request after authentication:
 // programmed failures, malformed mode, then handle.
 func (f *Fake) api(w http.ResponseWriter, handle func() (any, int)) {
-	if fl, ok := f.nextFailure(); ok {
-		if fl.retryAfter != "" {
-			w.Header().Set("Retry-After", fl.retryAfter)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(fl.status)
-		_, _ = io.WriteString(w, fl.body)
+	if f.serveFailure(w) {
 		return
 	}
 	if f.isMalformed() {
@@ -338,12 +351,8 @@ type generateRequest struct {
 			Text string `json:"text"`
 		} `json:"parts"`
 	} `json:"contents"`
-	SystemInstruction *struct {
-		Parts []struct {
-			Text string `json:"text"`
-		} `json:"parts"`
-	} `json:"systemInstruction"`
-	GenerationConfig struct {
+	SystemInstruction *Content `json:"systemInstruction"`
+	GenerationConfig  struct {
 		ResponseMIMEType   string          `json:"responseMimeType"`
 		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
 		Temperature        *float64        `json:"temperature"`
@@ -363,13 +372,7 @@ func (f *Fake) generateResponse(model string, body []byte) (any, int) {
 		MIMEType:        gr.GenerationConfig.ResponseMIMEType,
 		Temperature:     gr.GenerationConfig.Temperature,
 		MaxOutputTokens: gr.GenerationConfig.MaxOutputTokens,
-	}
-	if gr.SystemInstruction != nil {
-		var parts []string
-		for _, p := range gr.SystemInstruction.Parts {
-			parts = append(parts, p.Text)
-		}
-		call.System = strings.Join(parts, "\n")
+		System:          gr.SystemInstruction.text(),
 	}
 	for _, c := range gr.Contents {
 		for _, p := range c.Parts {
@@ -390,6 +393,20 @@ func (f *Fake) generateResponse(model string, body []byte) (any, int) {
 	if fixed != nil {
 		u = *fixed
 	}
+	return map[string]any{
+		"candidates": []any{map[string]any{
+			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
+			"finishReason": "STOP",
+			"index":        0,
+		}},
+		"usageMetadata": usageMetadata(u),
+		"modelVersion":  model,
+		"responseId":    "fake-" + strconv.Itoa(f.Count(EndpointGenerate)),
+	}, http.StatusOK
+}
+
+// usageMetadata is the usageMetadata object of a response reporting u.
+func usageMetadata(u Usage) map[string]any {
 	details := []map[string]any{}
 	for _, d := range []struct {
 		modality string
@@ -409,16 +426,7 @@ func (f *Fake) generateResponse(model string, body []byte) (any, int) {
 	if u.Thoughts > 0 {
 		usage["thoughtsTokenCount"] = u.Thoughts
 	}
-	return map[string]any{
-		"candidates": []any{map[string]any{
-			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
-			"finishReason": "STOP",
-			"index":        0,
-		}},
-		"usageMetadata": usage,
-		"modelVersion":  model,
-		"responseId":    "fake-" + strconv.Itoa(f.Count(EndpointGenerate)),
-	}, http.StatusOK
+	return usage
 }
 
 func errorObject(status int, message string) map[string]any {

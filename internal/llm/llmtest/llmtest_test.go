@@ -202,3 +202,68 @@ func TestFakeConcurrentUse(t *testing.T) {
 	require.Equal(t, 10, failed)
 	require.Equal(t, 40, g.Count(llmtest.EndpointModels))
 }
+
+// TestGeminiFakeStream checks the stream's wire format: server-sent events
+// of response chunks, CRLF-separated, with the running usage, a finish
+// reason on the last, and the decoded request handed to SetStream.
+func TestGeminiFakeStream(t *testing.T) {
+	t.Parallel()
+	g := llmtest.NewGemini(t, "k1")
+	key := http.Header{"X-Goog-Api-Key": {"k1"}}
+	u := g.URL() + "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+	body := `{"contents":[{"role":"user","parts":[{"text":"who wrote it"}]},` +
+		`{"role":"model","parts":[{"functionCall":{"id":"c1","name":"search","args":{"q":"it"}},"thoughtSignature":"c2ln"}]},` +
+		`{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"search","response":{"output":"Ada"}}}]}],` +
+		`"systemInstruction":{"parts":[{"text":"be brief"}]},` +
+		`"tools":[{"functionDeclarations":[{"name":"search","description":"d","parametersJsonSchema":{"type":"object"}}]}]}`
+	calls := make(chan llmtest.StreamCall, 1)
+	g.SetStream(func(c llmtest.StreamCall) []llmtest.Part {
+		calls <- c
+		return []llmtest.Part{{Text: "Ada wrote"}, {Text: " it."}}
+	})
+	status, h, out := do(t, g.Client(), http.MethodPost, u, key, body)
+	require.Equal(t, http.StatusOK, status, out)
+	require.Equal(t, "text/event-stream", h.Get("Content-Type"))
+	c := <-calls
+	require.Equal(t, "be brief", c.System)
+	require.Len(t, c.Contents, 3)
+	require.Equal(t, "c2ln", c.Contents[1].Parts[0].ThoughtSignature)
+	require.Equal(t, map[string]any{"q": "it"}, c.Contents[1].Parts[0].FunctionCall.Args)
+	require.Equal(t, "Ada", c.Contents[2].Parts[0].FunctionResponse.Response["output"])
+	require.Equal(t, "search", c.Tools[0].Name)
+	require.JSONEq(t, `{"type":"object"}`, string(c.Tools[0].ParametersJSONSchema))
+
+	events := strings.Split(strings.TrimSuffix(out, "\r\n\r\n"), "\r\n\r\n")
+	require.Len(t, events, 2)
+	type chunk struct {
+		Candidates []struct {
+			Content      llmtest.Content `json:"content"`
+			FinishReason string          `json:"finishReason"`
+		} `json:"candidates"`
+		UsageMetadata struct {
+			PromptTokenCount     int `json:"promptTokenCount"`
+			CandidatesTokenCount int `json:"candidatesTokenCount"`
+		} `json:"usageMetadata"`
+	}
+	var chunks []chunk
+	for _, e := range events {
+		data, ok := strings.CutPrefix(e, "data: ")
+		require.True(t, ok, e)
+		var ch chunk
+		require.NoError(t, json.Unmarshal([]byte(data), &ch))
+		chunks = append(chunks, ch)
+	}
+	require.Equal(t, "Ada wrote", chunks[0].Candidates[0].Content.Parts[0].Text)
+	require.Empty(t, chunks[0].Candidates[0].FinishReason)
+	require.Equal(t, "STOP", chunks[1].Candidates[0].FinishReason)
+	// Prompt: "be brief" (2), "who wrote it" (3), the call and response
+	// words; candidates: "Ada wrote it." (3), reported in the last chunk.
+	require.Equal(t, chunks[0].UsageMetadata.PromptTokenCount, chunks[1].UsageMetadata.PromptTokenCount)
+	require.Greater(t, chunks[0].UsageMetadata.PromptTokenCount, 5)
+	require.Zero(t, chunks[0].UsageMetadata.CandidatesTokenCount)
+	require.Equal(t, 3, chunks[1].UsageMetadata.CandidatesTokenCount)
+
+	status, _, _ = do(t, g.Client(), http.MethodPost, strings.TrimSuffix(u, "?alt=sse"), key, body)
+	require.Equal(t, http.StatusBadRequest, status, "only the SSE form is faked")
+	require.Equal(t, 2, g.Count(llmtest.EndpointStream))
+}

@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,8 @@ import (
 // vLLM) at the wire, under the base URL URL()+"/v1":
 //
 //	GET  /v1/models
-//	POST /v1/chat/completions  (response_format text, json_object, json_schema)
+//	POST /v1/chat/completions  (response_format text, json_object, json_schema;
+//	                            stream true: server-sent chunks, tool calls)
 //	POST /v1/embeddings        (input: a string or an array of strings)
 //
 // After SetAPIKey every request must carry the key as a bearer token (401
@@ -29,6 +31,9 @@ type OpenAI struct {
 	noJSONSchema bool
 	dimension    int
 	chat         func(OpenAIChat) string
+	stream       func(OpenAIChat) []OpenAIDelta
+	streamFail   *openAIStreamFailure
+	malformed    bool
 	models       []string
 	failures     []failure
 	requests     []Request
@@ -46,10 +51,50 @@ type OpenAIChat struct {
 	Format string
 	Schema json.RawMessage
 	Strict bool
+	// Tools are the function tools declared, in order.
+	Tools []OpenAITool
+	// Stream and IncludeUsage are stream and stream_options.include_usage.
+	Stream, IncludeUsage bool
+	// Temperature is nil when not sent; MaxTokens and MaxCompletionTokens
+	// 0.
+	Temperature                    *float64
+	MaxTokens, MaxCompletionTokens int
 }
 
-// OpenAIMessage is one message of a chat request.
-type OpenAIMessage struct{ Role, Content string }
+// OpenAIMessage is one message of a chat request: its role and text, an
+// assistant message's tool_calls, a tool message's tool_call_id.
+type OpenAIMessage struct {
+	Role, Content string
+	ToolCalls     []OpenAICall
+	ToolCallID    string
+}
+
+// OpenAICall is a function tool call: in a request's assistant message,
+// or one a streamed answer makes (an empty ID is sent as none).
+type OpenAICall struct {
+	ID, Name string
+	// Arguments is the JSON text of the arguments, as on the wire.
+	Arguments string
+}
+
+// OpenAITool is a function tool of a request.
+type OpenAITool struct {
+	Type, Name, Description string
+	Parameters              json.RawMessage
+}
+
+// OpenAIDelta is one piece of a streamed answer: text content, or a tool
+// call (streamed as a first delta with its id and name, then its
+// arguments in fragments).
+type OpenAIDelta struct {
+	Content string
+	Call    *OpenAICall
+}
+
+type openAIStreamFailure struct {
+	after   int
+	message string
+}
 
 // NewOpenAI starts the fake, closed when the test ends. It accepts any key
 // (none needed) until SetAPIKey; embeddings have 16 dimensions; chat
@@ -78,6 +123,26 @@ func (o *OpenAI) SetNoJSONSchema(on bool) { o.mu.Lock(); o.noJSONSchema = on; o.
 
 // SetChat sets the answer's content as a function of the request.
 func (o *OpenAI) SetChat(fn func(OpenAIChat) string) { o.mu.Lock(); o.chat = fn; o.mu.Unlock() }
+
+// SetChatStream sets a streamed answer's deltas as a function of the
+// request. Without it a streamed answer is SetChat's content in one delta.
+func (o *OpenAI) SetChatStream(fn func(OpenAIChat) []OpenAIDelta) {
+	o.mu.Lock()
+	o.stream = fn
+	o.mu.Unlock()
+}
+
+// FailStreamAfter makes the next streamed answer send an error event (as
+// OpenAI does: {"error": {"message": ..., "code": null}}) after n deltas,
+// and end there.
+func (o *OpenAI) FailStreamAfter(n int, message string) {
+	o.mu.Lock()
+	o.streamFail = &openAIStreamFailure{after: n, message: message}
+	o.mu.Unlock()
+}
+
+// SetMalformed makes streamed answers send a truncated chunk.
+func (o *OpenAI) SetMalformed(on bool) { o.mu.Lock(); o.malformed = on; o.mu.Unlock() }
 
 // SetModels replaces the model list.
 func (o *OpenAI) SetModels(ids ...string) { o.mu.Lock(); o.models = ids; o.mu.Unlock() }
@@ -178,27 +243,53 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (o *OpenAI) completion(w http.ResponseWriter, body []byte, noSchema bool, chat func(OpenAIChat) string) {
-	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		ResponseFormat *struct {
-			Type       string `json:"type"`
-			JSONSchema *struct {
-				Name   string          `json:"name"`
-				Strict bool            `json:"strict"`
-				Schema json.RawMessage `json:"schema"`
-			} `json:"json_schema"`
-		} `json:"response_format"`
+// openAIChatRequest is the part of a chat completion body the fake reads.
+type openAIChatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Strict bool            `json:"strict"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	Stream        bool `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Temperature         *float64 `json:"temperature"`
+	MaxTokens           int      `json:"max_tokens"`
+	MaxCompletionTokens int      `json:"max_completion_tokens"`
+}
+
+// decode is the request as handed to SetChat and SetChatStream.
+func (req *openAIChatRequest) decode() OpenAIChat {
+	call := OpenAIChat{
+		Model: req.Model, Stream: req.Stream, IncludeUsage: req.StreamOptions.IncludeUsage,
+		Temperature: req.Temperature, MaxTokens: req.MaxTokens, MaxCompletionTokens: req.MaxCompletionTokens,
 	}
-	if err := json.Unmarshal(body, &req); err != nil || req.Model == "" || len(req.Messages) == 0 {
-		openAIError(w, http.StatusBadRequest, "invalid request: model and messages are required", "invalid_request_error", "")
-		return
-	}
-	call := OpenAIChat{Model: req.Model}
 	for _, m := range req.Messages {
 		var text string
 		if json.Unmarshal(m.Content, &text) != nil {
@@ -210,7 +301,11 @@ func (o *OpenAI) completion(w http.ResponseWriter, body []byte, noSchema bool, c
 				text += p.Text
 			}
 		}
-		call.Messages = append(call.Messages, OpenAIMessage{Role: m.Role, Content: text})
+		msg := OpenAIMessage{Role: m.Role, Content: text, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, OpenAICall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		call.Messages = append(call.Messages, msg)
 	}
 	if rf := req.ResponseFormat; rf != nil {
 		call.Format = rf.Type
@@ -218,6 +313,33 @@ func (o *OpenAI) completion(w http.ResponseWriter, body []byte, noSchema bool, c
 			call.Schema, call.Strict = rf.JSONSchema.Schema, rf.JSONSchema.Strict
 		}
 	}
+	for _, t := range req.Tools {
+		call.Tools = append(call.Tools, OpenAITool{
+			Type: t.Type, Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters,
+		})
+	}
+	return call
+}
+
+// promptTokens counts the words of a request's messages, calls included.
+func (c OpenAIChat) promptTokens() int {
+	n := 0
+	for _, m := range c.Messages {
+		n += WordTokens(m.Content)
+		for _, tc := range m.ToolCalls {
+			n += WordTokens(tc.Name + " " + tc.Arguments)
+		}
+	}
+	return n
+}
+
+func (o *OpenAI) completion(w http.ResponseWriter, body []byte, noSchema bool, chat func(OpenAIChat) string) {
+	var req openAIChatRequest
+	if err := json.Unmarshal(body, &req); err != nil || req.Model == "" || len(req.Messages) == 0 {
+		openAIError(w, http.StatusBadRequest, "invalid request: model and messages are required", "invalid_request_error", "")
+		return
+	}
+	call := req.decode()
 	o.mu.Lock()
 	o.chats = append(o.chats, call)
 	o.mu.Unlock()
@@ -233,12 +355,18 @@ func (o *OpenAI) completion(w http.ResponseWriter, body []byte, noSchema bool, c
 			}
 		}
 	}
-	content := chat(call)
-	var prompt int
-	for _, m := range call.Messages {
-		prompt += WordTokens(m.Content)
+	for i, m := range call.Messages {
+		if m.Role == "tool" && m.ToolCallID == "" {
+			openAIError(w, http.StatusBadRequest, fmt.Sprintf("messages[%d].tool_call_id is required", i), "invalid_request_error", "messages")
+			return
+		}
 	}
-	out := WordTokens(content)
+	if call.Stream {
+		o.streamCompletion(w, call, chat)
+		return
+	}
+	content := chat(call)
+	prompt, out := call.promptTokens(), WordTokens(content)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "chatcmpl-fake", "object": "chat.completion", "created": 1700000000, "model": req.Model,
 		"choices": []any{map[string]any{
@@ -247,6 +375,93 @@ func (o *OpenAI) completion(w http.ResponseWriter, body []byte, noSchema bool, c
 		}},
 		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
 	})
+}
+
+// openAIArgumentsFragment is the size of the pieces a call's arguments are
+// streamed in.
+const openAIArgumentsFragment = 8
+
+// streamCompletion answers a streamed chat completion as OpenAI does:
+// text/event-stream of "data: <chunk JSON>" events, the first chunk
+// carrying the role, content deltas, each tool call as a delta with its
+// index, id, type and name and then deltas of argument fragments, a last
+// chunk with the finish reason, with include_usage a chunk with no
+// choices and the usage (the other chunks' usage is null), and
+// "data: [DONE]".
+func (o *OpenAI) streamCompletion(w http.ResponseWriter, call OpenAIChat, chat func(OpenAIChat) string) {
+	o.mu.Lock()
+	fn, fail, malformed := o.stream, o.streamFail, o.malformed
+	o.streamFail = nil
+	o.mu.Unlock()
+	deltas := []OpenAIDelta{{Content: chat(call)}}
+	if fn != nil {
+		deltas = fn(call)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	if malformed {
+		_, _ = io.WriteString(w, "data: {\"id\": \"chatcmpl-fake\", \"choices\": [{\"delta\": \n\n")
+		return
+	}
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{
+			"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000, "model": call.Model,
+			"system_fingerprint": nil, "usage": nil,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+		}
+	}
+	failNow := func() {
+		send(map[string]any{"error": map[string]any{"message": fail.message, "type": "server_error", "param": nil, "code": nil}})
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil))
+	out, calls := 0, 0
+	for i, d := range deltas {
+		if fail != nil && i == fail.after {
+			failNow()
+			return
+		}
+		if d.Call == nil {
+			out += WordTokens(d.Content)
+			send(chunk(map[string]any{"content": d.Content}, nil))
+			continue
+		}
+		out += WordTokens(d.Call.Name + " " + d.Call.Arguments)
+		head := map[string]any{"index": calls, "type": "function", "function": map[string]any{"name": d.Call.Name, "arguments": ""}}
+		if d.Call.ID != "" {
+			head["id"] = d.Call.ID
+		}
+		send(chunk(map[string]any{"tool_calls": []any{head}}, nil))
+		for args := d.Call.Arguments; args != ""; {
+			n := min(openAIArgumentsFragment, len(args))
+			send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": calls, "function": map[string]any{"arguments": args[:n]}}}}, nil))
+			args = args[n:]
+		}
+		calls++
+	}
+	if fail != nil && fail.after >= len(deltas) {
+		failNow()
+		return
+	}
+	finish := "stop"
+	if calls > 0 {
+		finish = "tool_calls"
+	}
+	send(chunk(map[string]any{}, finish))
+	if call.IncludeUsage {
+		prompt := call.promptTokens()
+		send(map[string]any{
+			"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000, "model": call.Model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
+		})
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
 
 func (o *OpenAI) embeddings(w http.ResponseWriter, body []byte, dim int) {

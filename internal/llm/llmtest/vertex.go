@@ -38,6 +38,7 @@ const (
 //	POST /token  (grant_type jwt-bearer; the RS256 assertion is verified)
 //	GET  /v1beta1/publishers/google/models
 //	POST /v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent
+//	POST /v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:streamGenerateContent?alt=sse
 //	POST /v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:predict
 //	POST /v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:embedContent
 //
@@ -145,6 +146,8 @@ func (v *Vertex) serve(w http.ResponseWriter, r *http.Request) {
 		switch method {
 		case "generateContent":
 			endpoint = EndpointGenerate
+		case "streamGenerateContent":
+			endpoint = EndpointStream
 		case "predict", "embedContent":
 			endpoint = EndpointEmbed
 		}
@@ -170,6 +173,10 @@ func (v *Vertex) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if endpoint == EndpointUnknown || r.Method != wantMethod {
 		writeError(w, http.StatusNotFound, "Method not found.")
+		return
+	}
+	if endpoint == EndpointStream {
+		v.serveStream(w, r, model, req.Body)
 		return
 	}
 	v.api(w, func() (any, int) {
