@@ -329,7 +329,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// resolver for its review tasks.
 	extractions, err := extraction.NewService(extraction.Config{
 		Pool: pool, Jobs: m.jobs, Documents: docs, Projects: ten, Types: packs, Graph: graphs, Tasks: m.tasks, Notifier: m.notifs,
-		Logger: log, Now: m.Now,
+		Logger: log, Now: m.Now, InFlight: providers.InFlight,
 		Generators: func(ctx context.Context, project uuid.UUID) (extraction.Generator, error) {
 			return providers.Resolve(ctx, project, provider.Generative)
 		},

@@ -90,6 +90,10 @@ type Config struct {
 	Now        func() time.Time
 	// WindowTokens caps a window's tokens (WindowTokensMax when 0).
 	WindowTokens int
+	// InFlight, when set, is the number of generation calls that must be
+	// under way to use the providers' rates (provider.Service.InFlight):
+	// the queue's concurrency rises to it (jobqueue.QueueConfig.ConcurrencyFunc).
+	InFlight func() int
 }
 
 // Service is the extraction domain.

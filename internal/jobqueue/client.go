@@ -58,6 +58,12 @@ type QueueConfig struct {
 	// can be overridden at runtime with SetConcurrency and SetBatchSize.
 	Concurrency int
 	BatchSize   int
+	// ConcurrencyFunc, when set, derives the batches in flight from the
+	// work's needs (for example a provider's rate × observed latency): the
+	// queue runs the larger of Concurrency and its answer, at most
+	// AutoConcurrencyMax. A concurrency set with SetConcurrency is kept
+	// as it is.
+	ConcurrencyFunc func() int
 	// Lease is how long a claimed job stays owned without a heartbeat
 	// (LeaseDefault).
 	Lease time.Duration

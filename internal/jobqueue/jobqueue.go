@@ -304,6 +304,9 @@ const (
 	RateLimitMaxWait = time.Hour
 	// RateLimitRetryDefault is used when RateLimited is given no delay.
 	RateLimitRetryDefault = 30 * time.Second
+	// AutoConcurrencyMax bounds a concurrency derived by
+	// QueueConfig.ConcurrencyFunc.
+	AutoConcurrencyMax = 64
 	// MaxBatch bounds concurrency and batch size.
 	MaxBatch = 1000
 	// errorMsgMax bounds the stored error message.

@@ -28,6 +28,7 @@ type queue struct {
 
 	mu          sync.Mutex
 	concurrency int
+	fixed       bool // concurrency set at runtime: ConcurrencyFunc is ignored
 	batchSize   int
 	paused      bool
 	inflight    int       // batches
@@ -83,6 +84,7 @@ func (q *queue) reloadSettings(ctx context.Context) error {
 	}
 	q.mu.Lock()
 	q.concurrency, q.batchSize, q.paused = q.cfg.Concurrency, q.cfg.BatchSize, s.Paused
+	q.fixed = s.Concurrency != nil
 	if s.Concurrency != nil {
 		q.concurrency = *s.Concurrency
 	}
@@ -163,7 +165,7 @@ func (q *queue) fill() {
 			return
 		}
 		q.mu.Lock()
-		free := !q.paused && q.inflight < q.concurrency
+		free := !q.paused && q.inflight < slots(q.concurrency, q.fixed, q.cfg.ConcurrencyFunc)
 		n := q.batchSize
 		q.mu.Unlock()
 		if !free || !q.more.Load() {
@@ -185,6 +187,16 @@ func (q *queue) fill() {
 		}
 		q.launch(jobs)
 	}
+}
+
+// slots is the number of batches a queue may run: its concurrency, raised
+// to what derived asks (at most AutoConcurrencyMax) unless the concurrency
+// was fixed at runtime.
+func slots(concurrency int, fixed bool, derived func() int) int {
+	if fixed || derived == nil {
+		return concurrency
+	}
+	return max(concurrency, min(derived(), AutoConcurrencyMax))
 }
 
 func (q *queue) claim(n int) ([]Job, error) {

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -11,7 +13,12 @@ import (
 // worker of the process, so that a burst of jobs waits its turn instead of
 // drawing 429s. A 429 that gets through anyway (another process, another
 // application on the same key) holds the whole key and model back for the
-// provider's Retry-After.
+// provider's Retry-After. On top of the request bucket, no more than the
+// requests-per-minute limit are admitted within any minute (plus
+// windowSlack), so that a provider counting a sliding window never sees
+// the bucket's burst and its refill in the same minute. The governor also
+// keeps each key's observed call latency, from which inFlight derives how
+// many calls must be under way to use the rate (Little's law).
 type governor struct {
 	mu      sync.Mutex
 	now     func() time.Time
@@ -21,6 +28,53 @@ type governor struct {
 type limits struct {
 	requests, tokens bucket
 	holdUntil        time.Time
+	// sent holds the admission times of the last requests, ascending
+	// (only the last rpm matter).
+	sent []time.Time
+	// latency is the moving average of the call durations (0: none yet);
+	// usedAt is the last admission.
+	latency time.Duration
+	usedAt  time.Time
+}
+
+const (
+	// windowSlack widens the sliding minute, so that requests admitted a
+	// minute apart cannot arrive less than a minute apart.
+	windowSlack = time.Second
+	// latencyWeight is the weight of the newest call in the latency average.
+	latencyWeight = 0.2
+	// idleAfter drops a key from inFlight when it sent nothing that long.
+	idleAfter = 2 * time.Minute
+	// inFlightHeadroom scales the derived in-flight count, for the time a
+	// job spends outside the provider call.
+	inFlightHeadroom = 1.25
+)
+
+// window returns how long a request at now must wait so that no more than
+// rpm fall within one minute (plus windowSlack), and records it at its
+// admission time.
+func (l *limits) window(rpm int, now time.Time, d time.Duration) time.Duration {
+	if rpm <= 0 {
+		return d
+	}
+	cut := now.Add(-time.Minute - windowSlack)
+	i := 0
+	for i < len(l.sent) && !l.sent[i].After(cut) {
+		i++
+	}
+	l.sent = l.sent[i:]
+	if n := len(l.sent); n >= rpm {
+		if w := l.sent[n-rpm].Add(time.Minute + windowSlack).Sub(now); w > d {
+			d = w
+		}
+	}
+	at := now.Add(d)
+	j := len(l.sent)
+	for j > 0 && l.sent[j-1].After(at) {
+		j--
+	}
+	l.sent = slices.Insert(l.sent, j, at)
+	return d
 }
 
 // bucket is a token bucket refilled continuously at rate per minute up to
@@ -72,6 +126,8 @@ func (g *governor) wait(ctx context.Context, key string, rpm, tpm int, tokens in
 	if hold := l.holdUntil.Sub(now); hold > d {
 		d = hold
 	}
+	d = l.window(rpm, now, d)
+	l.usedAt = now
 	g.mu.Unlock()
 	if d <= 0 {
 		return nil
@@ -101,4 +157,40 @@ func (g *governor) hold(key string, d time.Duration) {
 	if until := g.now().Add(d); until.After(l.holdUntil) {
 		l.holdUntil = until
 	}
+}
+
+// observe records how long a call of key took.
+func (g *governor) observe(key string, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l, ok := g.buckets[key]
+	if !ok {
+		return
+	}
+	if l.latency == 0 {
+		l.latency = d
+		return
+	}
+	l.latency = time.Duration(latencyWeight*float64(d) + (1-latencyWeight)*float64(l.latency))
+}
+
+// inFlight is the number of calls that must be under way to use the
+// request rate of every key active in the last idleAfter at its observed
+// latency: rate × latency (Little's law), with inFlightHeadroom, rounded
+// up. Keys without a limit or without an observed call count nothing.
+func (g *governor) inFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	n := 0
+	for _, l := range g.buckets {
+		if l.requests.perMinute <= 0 || l.latency <= 0 || now.Sub(l.usedAt) > idleAfter {
+			continue
+		}
+		n += int(math.Ceil(l.requests.perMinute / 60 * l.latency.Seconds() * inFlightHeadroom))
+	}
+	return n
 }

@@ -311,6 +311,7 @@ func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64
 	at := s.cfg.Now()
 	u, err := fn(ctx)
 	dur := time.Since(start)
+	s.gov.observe(h.govKey, dur)
 	var le *llm.Error
 	if errors.As(err, &le) && le.RetryAfter > 0 {
 		s.gov.hold(h.govKey, le.RetryAfter)

@@ -97,6 +97,14 @@ func NewService(c Config) *Service {
 	return &Service{cfg: c, gov: newGovernor(c.Now), local: llm.NewLocal(c.LocalDimension), clients: map[string]cachedClient{}}
 }
 
+// InFlight is how many provider calls must be under way at once to use
+// the request rate of every credential and model in use at its observed
+// latency (rate × latency, Little's law); 0 before any limited call.
+// Workers size their concurrency from it (extraction.Config.InFlight).
+func (s *Service) InFlight() int {
+	return s.gov.inFlight()
+}
+
 // client returns the cached client for key at version, building it when the
 // credentials changed.
 func (s *Service) client(ctx context.Context, key, version string, build func(context.Context) (llm.Client, error)) (llm.Client, error) {
