@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -266,4 +267,36 @@ func TestGeminiFakeStream(t *testing.T) {
 	status, _, _ = do(t, g.Client(), http.MethodPost, strings.TrimSuffix(u, "?alt=sse"), key, body)
 	require.Equal(t, http.StatusBadRequest, status, "only the SSE form is faked")
 	require.Equal(t, 2, g.Count(llmtest.EndpointStream))
+}
+
+// TestOpenAIFakeRateLimit: SetRateLimit lets rpm chat completions through
+// in a minute and refuses the next with a 429, a Retry-After up to a
+// minute and the rate-limit type; other endpoints are not limited.
+func TestOpenAIFakeRateLimit(t *testing.T) {
+	t.Parallel()
+	f := llmtest.NewOpenAI(t)
+	f.SetRateLimit(2, 0)
+	post := func(path string) *http.Response {
+		t.Helper()
+		resp, err := http.Post(f.URL()+path, "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}],"input":"x"}`))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	require.Equal(t, http.StatusOK, post("/chat/completions").StatusCode)
+	require.Equal(t, http.StatusOK, post("/chat/completions").StatusCode)
+	resp := post("/chat/completions")
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.True(t, ra >= 1 && ra <= 60, "Retry-After %d", ra)
+	var body struct {
+		Error struct{ Type string } `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.Equal(t, "rate_limit_exceeded", body.Error.Type)
+	require.Equal(t, 1, f.RateLimited())
+	require.Equal(t, http.StatusOK, post("/embeddings").StatusCode)
+	require.Equal(t, 1, f.RateLimited(), "a refused call does not count in the window")
+	require.Equal(t, 3, f.Count(llmtest.EndpointGenerate))
 }

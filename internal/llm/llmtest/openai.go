@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // OpenAI fakes an OpenAI-compatible endpoint (the OpenAI API, Ollama,
@@ -39,6 +41,10 @@ type OpenAI struct {
 	requests     []Request
 	chats        []OpenAIChat
 	counts       map[Endpoint]int
+	rpm          int           // chat completions per sliding minute (0: unlimited)
+	delay        time.Duration // before answering a chat completion
+	accepted     []time.Time   // arrivals of the chat completions let through in the last minute
+	limited      int           // chat completions refused with 429
 }
 
 // OpenAIChat is a decoded chat completion request.
@@ -147,6 +153,40 @@ func (o *OpenAI) SetMalformed(on bool) { o.mu.Lock(); o.malformed = on; o.mu.Unl
 // SetModels replaces the model list.
 func (o *OpenAI) SetModels(ids ...string) { o.mu.Lock(); o.models = ids; o.mu.Unlock() }
 
+// SetRateLimit makes the fake allow rpm chat completions in any sliding
+// minute, as a provider's requests-per-minute limit: one more is refused
+// with 429 and a Retry-After (whole seconds until the oldest leaves the
+// minute) and does not count. Each one let through is answered after
+// delay. Zero rpm: unlimited.
+func (o *OpenAI) SetRateLimit(rpm int, delay time.Duration) {
+	o.mu.Lock()
+	o.rpm, o.delay = rpm, delay
+	o.mu.Unlock()
+}
+
+// RateLimited is the number of chat completions refused by SetRateLimit.
+func (o *OpenAI) RateLimited() int { o.mu.Lock(); defer o.mu.Unlock(); return o.limited }
+
+// admit applies SetRateLimit to a chat completion arriving at now (o.mu
+// held): the Retry-After to answer, "" when it goes through.
+func (o *OpenAI) admit(now time.Time) string {
+	if o.rpm <= 0 {
+		return ""
+	}
+	i := 0
+	for i < len(o.accepted) && now.Sub(o.accepted[i]) >= time.Minute {
+		i++
+	}
+	o.accepted = o.accepted[i:]
+	if len(o.accepted) < o.rpm {
+		o.accepted = append(o.accepted, now)
+		return ""
+	}
+	o.limited++
+	wait := o.accepted[len(o.accepted)-o.rpm].Add(time.Minute).Sub(now)
+	return strconv.Itoa(int((wait + time.Second - 1) / time.Second))
+}
+
 // FailNext makes the next n requests fail with status and, when not empty,
 // a Retry-After header.
 func (o *OpenAI) FailNext(n, status int, retryAfter string) {
@@ -207,7 +247,22 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		fail = &o.failures[0]
 		o.failures = o.failures[1:]
 	}
+	var delay time.Duration
+	if fail == nil && ep == EndpointGenerate {
+		if ra := o.admit(time.Now()); ra != "" {
+			fail = &failure{status: http.StatusTooManyRequests, retryAfter: ra}
+		} else {
+			delay = o.delay
+		}
+	}
 	o.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
 
 	if key != "" && r.Header.Get("Authorization") != "Bearer "+key {
 		// Echoes the key it got, as a careless server might: clients must
