@@ -4,7 +4,7 @@ GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 30m
 FUZZTIME ?= 30s
 
-.PHONY: help postgres run build test test/drills test/race lint bench fuzz tidy
+.PHONY: help postgres run build test test/drills test/race lint bench bench/ratelimit fuzz tidy
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -52,6 +52,9 @@ deadcode: ## Report unreachable functions (x/tools deadcode, pinned in tools/go.
 
 bench: postgres ## Run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench/ratelimit: postgres ## Extraction against a rate-limited fake provider (RPM=60 DELAY=2s DOCS=200)
+	RPM=$(RPM) DELAY=$(DELAY) DOCS=$(DOCS) $(GO) test ./cmd/graphmill -run '^$$' -bench '^BenchmarkRateLimit$$' -benchtime 1x -timeout 60m -v
 
 # A bare "context deadline exceeded" with no failing input written is a race
 # in Go's fuzz coordinator at the end of -fuzztime on a loaded machine, not a
