@@ -115,11 +115,7 @@ func (b *bucket) take(n float64, now time.Time) time.Duration {
 // rpm and tpm as its limits (0: unlimited).
 func (g *governor) wait(ctx context.Context, key string, rpm, tpm int, tokens int64) error {
 	g.mu.Lock()
-	l, ok := g.buckets[key]
-	if !ok {
-		l = &limits{}
-		g.buckets[key] = l
-	}
+	l := g.limitsOf(key)
 	l.requests.perMinute, l.tokens.perMinute = float64(rpm), float64(tpm)
 	now := g.now()
 	d := max(l.requests.take(1, now), l.tokens.take(float64(tokens), now))
@@ -142,6 +138,16 @@ func (g *governor) wait(ctx context.Context, key string, rpm, tpm int, tokens in
 	}
 }
 
+// limitsOf returns key's limits, created empty on first use (g.mu held).
+func (g *governor) limitsOf(key string) *limits {
+	l, ok := g.buckets[key]
+	if !ok {
+		l = &limits{}
+		g.buckets[key] = l
+	}
+	return l
+}
+
 // hold keeps key back for d after the provider rate-limited it.
 func (g *governor) hold(key string, d time.Duration) {
 	if d <= 0 {
@@ -149,11 +155,7 @@ func (g *governor) hold(key string, d time.Duration) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l, ok := g.buckets[key]
-	if !ok {
-		l = &limits{}
-		g.buckets[key] = l
-	}
+	l := g.limitsOf(key)
 	if until := g.now().Add(d); until.After(l.holdUntil) {
 		l.holdUntil = until
 	}
@@ -166,10 +168,7 @@ func (g *governor) observe(key string, d time.Duration) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l, ok := g.buckets[key]
-	if !ok {
-		return
-	}
+	l := g.limitsOf(key)
 	if l.latency == 0 {
 		l.latency = d
 		return
