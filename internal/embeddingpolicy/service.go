@@ -28,7 +28,7 @@ type Queue interface {
 
 // Catalog lists the providers' models (provider.Service).
 type Catalog interface {
-	Models(ctx context.Context, provider, modelType string) ([]provider.Model, error)
+	Models(ctx context.Context, org uuid.UUID, provider, modelType string) ([]provider.Model, error)
 }
 
 // Service holds the embedding policy rules.
@@ -302,7 +302,7 @@ func cleanList(field string, list []string) ([]string, error) {
 // of the providers.
 func (s *Service) checkModel(ctx context.Context, name string) error {
 	for _, p := range []string{provider.KeyAI, provider.AccountAI, provider.Local} {
-		models, err := s.catalog.Models(ctx, p, provider.Embedding)
+		models, err := s.catalog.Models(ctx, uuid.Nil, p, provider.Embedding)
 		if err != nil {
 			return err
 		}

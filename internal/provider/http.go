@@ -166,7 +166,7 @@ func Register(api huma.API, svc *Service) {
 	huma.Register(api, httpapi.Op("set-org-models", http.MethodPut, "/api/v1/organizations/{orgID}/providers/{provider}/models",
 		"Set the organization's default models for a provider (organization admins)", orgWrite.WithKeys("provider")), h.setOrgModels)
 	huma.Register(api, httpapi.Op("list-models", http.MethodGet, "/api/v1/providers/{provider}/models",
-		"List a provider's supported models", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Authenticated}.WithKeys("provider")), h.listModels)
+		"List a provider's supported models (with X-Org-ID, with the models of that organization's own endpoint)", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Personal}.WithKeys("provider")), h.listModels)
 	huma.Register(api, httpapi.Op("put-policy", http.MethodPut, "/api/v1/projects/{projectID}/providers/{provider}/policy",
 		"Set the project's policy for a provider (project admins)", projectWrite.WithKeys("provider")), h.putPolicy)
 	huma.Register(api, httpapi.Op("get-policy", http.MethodGet, "/api/v1/projects/{projectID}/providers/{provider}/policy",
@@ -217,7 +217,7 @@ func (h handlers) setOrgModels(ctx context.Context, in *orgModelsIn) (*httpapi.O
 }
 
 func (h handlers) listModels(ctx context.Context, in *modelsIn) (*httpapi.Out[[]Model], error) {
-	return httpapi.Reply(h.svc.Models(ctx, in.Provider, in.ModelType))
+	return httpapi.Reply(h.svc.Models(ctx, auth.AccessFrom(ctx).OrgID, in.Provider, in.ModelType))
 }
 
 func (h handlers) putPolicy(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {

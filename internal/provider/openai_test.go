@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/errs"
@@ -166,7 +167,7 @@ func TestOpenAITenantURL(t *testing.T) {
 	// the URL passes the check only where the allow list names it.
 	allowed := f.service(provider.Config{Egress: loopback(t)})
 	require.NoError(t, allowed.SaveCredentials(ctx, f.org, provider.OpenAI, provider.Credentials{APIKey: openAIOrgKey, BaseURL: fake.URL() + "/", Organization: "org-acme", Project: "proj_1"}))
-	ms, err := allowed.Models(ctx, provider.OpenAI, "")
+	ms, err := allowed.Models(ctx, f.org, provider.OpenAI, "")
 	require.NoError(t, err)
 	types := map[string]string{}
 	for _, m := range ms {
@@ -222,7 +223,7 @@ func TestOpenAIModelTypeOverride(t *testing.T) {
 	svc := f.service(provider.Config{Egress: loopback(t), Environment: provider.Environment{OpenAIBaseURL: fake.URL()}})
 	require.NoError(t, svc.SyncCatalog(ctx))
 	typeOf := func(name string) string {
-		ms, err := svc.Models(ctx, provider.OpenAI, "")
+		ms, err := svc.Models(ctx, f.org, provider.OpenAI, "")
 		require.NoError(t, err)
 		for _, m := range ms {
 			if m.ModelName == name {
@@ -247,4 +248,61 @@ func TestOpenAIModelTypeOverride(t *testing.T) {
 	// Other providers still take only catalog models of the right type.
 	_, err = svc.SetOrgModels(ctx, f.org, provider.KeyAI, "gemini-2.5-flash", "")
 	require.ErrorContains(t, err, "is a generative model, not embedding")
+}
+
+// TestOpenAIEndpointModelsPerOrg: the models listed from an
+// organization's own endpoint are its own: another organization lists
+// the shared catalog only, cannot take them as defaults, and a scheduled
+// refresh does not copy them into the shared catalog.
+func TestOpenAIEndpointModelsPerOrg(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	orgB := uuid.Must(uuid.NewV7())
+	_, err := f.pool.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'b', now(), now())`, orgB)
+	require.NoError(t, err)
+	fake := llmtest.NewOpenAI(t)
+	fake.SetModels("acme-private-7b", "acme-embed-secret")
+	svc := f.service(provider.Config{Egress: loopback(t)})
+	require.NoError(t, svc.SaveCredentials(ctx, f.org, provider.OpenAI, provider.Credentials{BaseURL: fake.URL()}))
+	require.NoError(t, svc.SyncCatalog(ctx))
+
+	names := func(org uuid.UUID) map[string]string {
+		ms, err := svc.Models(ctx, org, provider.OpenAI, "")
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, m := range ms {
+			out[m.ModelName] = m.ModelType
+		}
+		return out
+	}
+	a := names(f.org)
+	require.Equal(t, "generative", a["acme-private-7b"])
+	require.Equal(t, "embedding", a["acme-embed-secret"])
+	require.Equal(t, "generative", a["gpt-4o-mini"], "the shared catalog stays visible")
+	for _, org := range []uuid.UUID{orgB, uuid.Nil} {
+		b := names(org)
+		require.NotContains(t, b, "acme-private-7b")
+		require.NotContains(t, b, "acme-embed-secret")
+		require.Equal(t, "generative", b["gpt-4o-mini"])
+	}
+	var shared int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM provider_models WHERE model_name LIKE 'acme-%' AND org_id IS DISTINCT FROM $1`, f.org).Scan(&shared))
+	require.Zero(t, shared, "no row of A's endpoint outside A's")
+
+	_, err = svc.SetOrgModels(ctx, f.org, provider.OpenAI, "acme-embed-secret", "acme-private-7b")
+	require.NoError(t, err)
+	g, err := svc.Resolve(ctx, f.project, provider.Generative)
+	require.NoError(t, err)
+	require.Equal(t, "acme-private-7b", g.Model())
+
+	// B has no endpoint listing A's models: the names are unknown to it,
+	// and A's rows keep their types.
+	_, err = svc.SetOrgModels(ctx, orgB, provider.OpenAI, "acme-private-7b", "")
+	require.Equal(t, errs.Invalid, errs.CodeOf(err), "%v", err)
+	require.ErrorContains(t, err, "openai has no model of that name")
+	_, err = svc.SetOrgModels(ctx, orgB, provider.OpenAI, "", "acme-private-7b")
+	require.ErrorContains(t, err, "openai has no model of that name")
+	require.Equal(t, "generative", names(f.org)["acme-private-7b"])
+	require.NotContains(t, names(orgB), "acme-private-7b")
 }

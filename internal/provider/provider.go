@@ -87,6 +87,9 @@ type Model struct {
 	IsDefault        bool      `json:"isDefault"`
 	LastSynced       time.Time `json:"lastSynced"`
 	rpm, tpm         int
+	// org is the organization whose endpoint listed the model (uuid.Nil:
+	// the shared catalog).
+	org uuid.UUID
 }
 
 // Prices are USD per million tokens by input modality and for output.

@@ -185,7 +185,7 @@ func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key
 	var ok bool
 	var err error
 	if name != "" {
-		m, ok, err = modelGet(ctx, s.cfg.Pool, provider, name)
+		m, ok, err = modelGet(ctx, s.cfg.Pool, h.orgID, provider, name)
 		if err == nil && !ok { // removed from the catalog since it was chosen: use it, unpriced
 			m, ok = Model{Provider: provider, ModelName: name, ModelType: purpose}, true
 		}
@@ -201,7 +201,7 @@ func (h *Handle) finish(ctx context.Context, c llm.Client, provider, source, key
 	// A preferred model (ResolveModel) replaces that choice when it is a
 	// catalog model of provider for purpose.
 	if h.preferred != "" && h.preferred != m.ModelName {
-		pm, found, err := modelGet(ctx, s.cfg.Pool, provider, h.preferred)
+		pm, found, err := modelGet(ctx, s.cfg.Pool, h.orgID, provider, h.preferred)
 		if err != nil {
 			return nil, err
 		}

@@ -304,10 +304,20 @@ func (s *Service) SaveCredentials(ctx context.Context, org uuid.UUID, provider s
 	if err != nil {
 		return err
 	}
-	s.syncWith(ctx, provider, func(ctx context.Context) (llm.Client, error) {
+	s.syncWith(ctx, catalogOwner(org, provider, payload), provider, func(ctx context.Context) (llm.Client, error) {
 		return s.newClient(ctx, provider, payload, c.GCPProject, c.Location)
 	})
 	return nil
+}
+
+// catalogOwner is whose catalog rows the models listed with payload, an
+// organization's credentials for provider, belong to: org's own for an
+// endpoint it set (tenant data), else (uuid.Nil) the shared catalog.
+func catalogOwner(org uuid.UUID, provider string, p secretPayload) uuid.UUID {
+	if provider == OpenAI && p.BaseURL != "" && !llm.IsOpenAIOfficial(p.BaseURL) {
+		return org
+	}
+	return uuid.Nil
 }
 
 // DeleteCredentials removes an organization's credentials for provider.
@@ -338,8 +348,10 @@ func (s *Service) Credentials(ctx context.Context, org uuid.UUID) ([]Credential,
 	return out, nil
 }
 
-// Models lists the catalog for provider, optionally of one model type.
-func (s *Service) Models(ctx context.Context, provider, modelType string) ([]Model, error) {
+// Models lists the catalog for provider as org sees it (the shared
+// catalog and the models of org's own endpoint; uuid.Nil: the shared
+// catalog only), optionally of one model type.
+func (s *Service) Models(ctx context.Context, org uuid.UUID, provider, modelType string) ([]Model, error) {
 	switch provider {
 	case KeyAI, AccountAI, OpenAI, Local:
 	default:
@@ -350,27 +362,35 @@ func (s *Service) Models(ctx context.Context, provider, modelType string) ([]Mod
 	default:
 		return nil, errs.New(errs.Invalid, "modelType must be embedding or generative")
 	}
-	return modelsList(ctx, s.cfg.Pool, provider, modelType)
+	return modelsList(ctx, s.cfg.Pool, org, provider, modelType)
 }
 
-// checkModel reports a 400 unless name is a catalog model of provider and
-// modelType (empty name: nothing to check).
-func (s *Service) checkModel(ctx context.Context, db postgres.DBTX, provider, modelType, field, name string) error {
+// checkModel reports a 400 unless name is a model of provider and
+// modelType in the catalog org sees (empty name: nothing to check).
+// endpoint tells whether org has an openai endpoint of its own (or the
+// environment one): only then is a name the catalog lacks taken.
+func (s *Service) checkModel(ctx context.Context, org uuid.UUID, provider, modelType, field, name string, endpoint bool) error {
 	if name == "" {
 		return nil
 	}
-	m, ok, err := modelGet(ctx, db, provider, name)
+	db := s.cfg.Pool
+	m, ok, err := modelGet(ctx, db, org, provider, name)
 	if err != nil {
 		return err
 	}
-	if provider == OpenAI && (!ok || m.ModelType != modelType) {
+	if provider == OpenAI && (ok && m.ModelType != modelType || !ok && endpoint) {
 		// An endpoint's model list says nothing of types: the name chosen
 		// here as a model of modelType fixes its type (a model another
-		// refresh will not change), and adds a model the list missed.
+		// refresh will not change), and adds a model the list missed to
+		// org's own rows.
 		if ok && m.IsDefault {
 			return errs.Errorf(errs.Invalid, "%s: that model of %s is the catalog's default %s model", field, provider, m.ModelType)
 		}
-		return modelFixType(ctx, db, provider, name, modelType, s.cfg.Now())
+		owner := org
+		if ok {
+			owner = m.org
+		}
+		return modelFixType(ctx, db, owner, provider, name, modelType, s.cfg.Now())
 	}
 	if !ok {
 		return errs.Errorf(errs.Invalid, "%s: %s has no model of that name (see GET /api/v1/providers/%s/models)", field, provider, provider)
@@ -390,10 +410,14 @@ func (s *Service) SetOrgModels(ctx context.Context, org uuid.UUID, provider, emb
 	if embedding == "" && generative == "" {
 		return OrgModels{}, errs.New(errs.Invalid, "give embeddingModel, generativeModel or both")
 	}
-	if err := s.checkModel(ctx, s.cfg.Pool, provider, Embedding, "embeddingModel", embedding); err != nil {
+	endpoint, err := s.hasEndpoint(ctx, org, provider)
+	if err != nil {
 		return OrgModels{}, err
 	}
-	if err := s.checkModel(ctx, s.cfg.Pool, provider, Generative, "generativeModel", generative); err != nil {
+	if err := s.checkModel(ctx, org, provider, Embedding, "embeddingModel", embedding, endpoint); err != nil {
+		return OrgModels{}, err
+	}
+	if err := s.checkModel(ctx, org, provider, Generative, "generativeModel", generative, endpoint); err != nil {
 		return OrgModels{}, err
 	}
 	return orgModelsPut(ctx, s.cfg.Pool, org, provider, embedding, generative, s.cfg.Now())
@@ -430,14 +454,24 @@ func (s *Service) PutPolicy(ctx context.Context, project uuid.UUID, provider str
 			return Policy{}, err
 		}
 	}
-	if err := s.checkModel(ctx, s.cfg.Pool, provider, Embedding, "embeddingModel", in.EmbeddingModel); err != nil {
+	org, err := projectOrg(ctx, s.cfg.Pool, project)
+	if err != nil {
 		return Policy{}, err
 	}
-	if err := s.checkModel(ctx, s.cfg.Pool, provider, Generative, "generativeModel", in.GenerativeModel); err != nil {
+	endpoint, err := s.hasEndpoint(ctx, org, provider)
+	if err != nil {
+		return Policy{}, err
+	}
+	// A project's own endpoint (given now or kept) may serve any name.
+	endpoint = endpoint || in.Policy == PolicyProject && (payload.BaseURL != "" || !hasCreds)
+	if err := s.checkModel(ctx, org, provider, Embedding, "embeddingModel", in.EmbeddingModel, endpoint); err != nil {
+		return Policy{}, err
+	}
+	if err := s.checkModel(ctx, org, provider, Generative, "generativeModel", in.GenerativeModel, endpoint); err != nil {
 		return Policy{}, err
 	}
 	var out Policy
-	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+	err = postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		cur, found, err := policyForUpdate(ctx, tx, project, provider)
 		if err != nil {
 			return err
@@ -521,22 +555,23 @@ func (s *Service) Usage(ctx context.Context, org uuid.UUID, project *uuid.UUID, 
 	return UsageSummary{Note: UsageNote, Data: rows}, nil
 }
 
-// syncWith refreshes provider's catalog with a client from build, logging
-// (not returning) a failure: a provider that cannot list its models does
-// not stop credentials from being saved.
-func (s *Service) syncWith(ctx context.Context, provider string, build func(context.Context) (llm.Client, error)) {
+// syncWith refreshes provider's catalog rows of org (uuid.Nil: the shared
+// catalog) with a client from build, logging (not returning) a failure: a
+// provider that cannot list its models does not stop credentials from
+// being saved.
+func (s *Service) syncWith(ctx context.Context, org uuid.UUID, provider string, build func(context.Context) (llm.Client, error)) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SyncTimeout)
 	defer cancel()
 	c, err := build(ctx)
 	if err == nil {
-		_, err = s.syncModels(ctx, provider, c)
+		_, err = s.syncModels(ctx, org, provider, c)
 	}
 	if err != nil {
 		s.cfg.Logger.Warn("model catalog refresh failed", "provider", provider, "err", err)
 	}
 }
 
-func (s *Service) syncModels(ctx context.Context, provider string, c llm.Client) (int, error) {
+func (s *Service) syncModels(ctx context.Context, org uuid.UUID, provider string, c llm.Client) (int, error) {
 	infos, err := c.ListModels(ctx)
 	if err != nil {
 		return 0, err
@@ -551,28 +586,29 @@ func (s *Service) syncModels(ctx context.Context, provider string, c llm.Client)
 			InputLimit: m.InputTokenLimit, OutputLimit: m.OutputTokenLimit, Dimension: m.Dimension,
 		})
 	}
-	return modelsUpsert(ctx, s.cfg.Pool, provider, list, s.cfg.Now())
+	return modelsUpsert(ctx, s.cfg.Pool, org, provider, list, s.cfg.Now())
 }
 
-// SyncCatalog refreshes the catalog of every provider for which some
-// credentials exist (the environment's first, else the most recently saved
-// organization credentials). It is the scheduler's model-sync task.
+// SyncCatalog refreshes the shared catalog of every provider for which
+// shared credentials exist (the environment's first, else the most
+// recently saved organization credentials on the provider's public API),
+// and each organization's own openai endpoint into that organization's
+// rows. It is the scheduler's model-sync task.
 func (s *Service) SyncCatalog(ctx context.Context) error {
 	var failed []string
 	for _, provider := range credentialProviders() {
-		build, ok, err := s.anyCredentials(ctx, provider)
+		syncs, err := s.catalogSources(ctx, provider)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			continue
-		}
-		c, err := build(ctx)
-		if err == nil {
-			_, err = s.syncModels(ctx, provider, c)
-		}
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", provider, err))
+		for _, src := range syncs {
+			c, err := src.build(ctx)
+			if err == nil {
+				_, err = s.syncModels(ctx, src.org, provider, c)
+			}
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", provider, err))
+			}
 		}
 	}
 	if len(failed) > 0 {
@@ -581,29 +617,73 @@ func (s *Service) SyncCatalog(ctx context.Context) error {
 	return nil
 }
 
-func (s *Service) anyCredentials(ctx context.Context, provider string) (func(context.Context) (llm.Client, error), bool, error) {
-	if c, ok := s.envClient(provider); ok {
-		return c, true, nil
+// catalogSource is a client to list models with, and whose rows they
+// fill (uuid.Nil: the shared catalog).
+type catalogSource struct {
+	org   uuid.UUID
+	build func(context.Context) (llm.Client, error)
+}
+
+// catalogSources returns what refreshes provider's catalog: one source
+// for the shared rows (the environment, else the most recent credentials
+// on the public API) and one per organization with an endpoint of its own.
+func (s *Service) catalogSources(ctx context.Context, provider string) ([]catalogSource, error) {
+	var out []catalogSource
+	env, shared := s.envClient(provider)
+	if shared {
+		out = append(out, catalogSource{build: env})
 	}
-	var row credentialRow
 	rows, _ := s.cfg.Pool.Query(ctx, `SELECT `+credentialColumns+` FROM org_provider_credentials c
 		WHERE provider = $1 AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id AND o.deleted_at IS NULL)
-		ORDER BY updated_at DESC LIMIT 1`, provider)
+		ORDER BY updated_at DESC`, provider)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[credentialRow])
 	if err != nil {
-		return nil, false, fmt.Errorf("find credentials: %w", err)
+		return nil, fmt.Errorf("find credentials: %w", err)
 	}
-	if len(list) == 0 {
-		return nil, false, nil
-	}
-	row = list[0]
-	return func(ctx context.Context) (llm.Client, error) {
+	for _, row := range list {
+		if shared && provider != OpenAI {
+			break // only openai credentials may name an endpoint of their own
+		}
 		p, err := s.open(row.Secret, "org_provider_credentials", row.ID)
 		if err != nil {
-			return nil, err
+			s.cfg.Logger.Warn("model catalog refresh: credentials unreadable", "provider", provider, "org", row.OrgID, "err", err)
+			continue
 		}
-		return s.newClient(ctx, provider, p, row.GCPProject, row.Location)
-	}, true, nil
+		owner := catalogOwner(row.OrgID, provider, p)
+		if owner == uuid.Nil && shared {
+			continue
+		}
+		shared = shared || owner == uuid.Nil
+		out = append(out, catalogSource{org: owner, build: func(ctx context.Context) (llm.Client, error) {
+			return s.newClient(ctx, provider, p, row.GCPProject, row.Location)
+		}})
+	}
+	return out, nil
+}
+
+// hasEndpoint reports whether org's openai calls may go to an endpoint
+// other than the OpenAI API (its credentials' base URL, or the
+// environment's), which may serve models no list shows.
+func (s *Service) hasEndpoint(ctx context.Context, org uuid.UUID, provider string) (bool, error) {
+	if provider != OpenAI {
+		return false, nil
+	}
+	if s.cfg.Environment.OpenAIBaseURL != "" {
+		return true, nil
+	}
+	row, err := postgres.One[credentialRow](ctx, s.cfg.Pool, nil, `SELECT `+credentialColumns+` FROM org_provider_credentials
+		WHERE org_id = $1 AND provider = $2`, org, provider)
+	if err != nil {
+		return false, fmt.Errorf("look up credential: %w", err)
+	}
+	if row.ID == uuid.Nil {
+		return false, nil
+	}
+	p, err := s.open(row.Secret, "org_provider_credentials", row.ID)
+	if err != nil {
+		return false, err
+	}
+	return catalogOwner(org, provider, p) != uuid.Nil, nil
 }
 
 // envClient returns a builder for the environment's credentials of provider.

@@ -29,6 +29,7 @@ type modelRow struct {
 	TPM              *int      `db:"tpm"`
 	IsDefault        bool      `db:"is_default"`
 	LastSynced       time.Time `db:"last_synced"`
+	OrgID            *uuid.UUID `db:"org_id"`
 }
 
 func (r modelRow) toModel() Model {
@@ -36,6 +37,7 @@ func (r modelRow) toModel() Model {
 		ID: r.ID, Provider: r.Provider, ModelName: r.ModelName, ModelType: r.ModelType, DisplayName: postgres.Value(r.DisplayName),
 		Dimension: postgres.Value(r.Dimension), InputTokenLimit: postgres.Value(r.InputTokenLimit), OutputTokenLimit: postgres.Value(r.OutputTokenLimit),
 		IsDefault: r.IsDefault, LastSynced: r.LastSynced.UTC(), rpm: postgres.Value(r.RPM), tpm: postgres.Value(r.TPM),
+		org: postgres.Value(r.OrgID),
 	}
 	if r.PriceText != nil || r.PriceOutput != nil {
 		m.Prices = &Prices{
@@ -47,11 +49,17 @@ func (r modelRow) toModel() Model {
 }
 
 const modelColumns = `id, provider, model_name, model_type, display_name, dimension, input_token_limit, output_token_limit,
-	price_text, price_image, price_video, price_audio, price_output, rpm, tpm, is_default, last_synced`
+	price_text, price_image, price_video, price_audio, price_output, rpm, tpm, is_default, last_synced, org_id`
 
-func modelsList(ctx context.Context, db postgres.DBTX, provider, modelType string) ([]Model, error) {
-	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM provider_models
-		WHERE provider = $1 AND ($2 = '' OR model_type = $2) ORDER BY model_type, is_default DESC, model_name`, provider, modelType)
+// modelsList lists the models of provider seen by org: the shared catalog
+// and org's own rows (uuid.Nil: the shared catalog only), an org row
+// replacing a shared one of the same name.
+func modelsList(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider, modelType string) ([]Model, error) {
+	rows, _ := db.Query(ctx, `SELECT `+modelColumns+` FROM (
+			SELECT DISTINCT ON (model_name) * FROM provider_models
+			WHERE provider = $1 AND ($2 = '' OR model_type = $2) AND (org_id IS NULL OR org_id = $3)
+			ORDER BY model_name, org_id NULLS LAST) m
+		ORDER BY model_type, is_default DESC, model_name`, provider, modelType, org)
 	out, err := postgres.CollectAs(rows, modelRow.toModel)
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
@@ -59,13 +67,14 @@ func modelsList(ctx context.Context, db postgres.DBTX, provider, modelType strin
 	return out, nil
 }
 
-// modelGet finds a model; found is false when the catalog lacks it.
-func modelGet(ctx context.Context, db postgres.DBTX, provider, name string) (Model, bool, error) {
-	return modelWhere(ctx, db, `model_name = $2`, provider, name)
+// modelGet finds a model as org sees it (its own row first, else the
+// shared one); found is false when neither exists.
+func modelGet(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider, name string) (Model, bool, error) {
+	return modelWhere(ctx, db, `model_name = $2 AND (org_id IS NULL OR org_id = $3) ORDER BY org_id NULLS LAST LIMIT 1`, provider, name, org)
 }
 
-// modelDefault finds a provider's default model of a type; found is false
-// when it has none.
+// modelDefault finds a provider's default model of a type (only shared
+// rows are defaults); found is false when it has none.
 func modelDefault(ctx context.Context, db postgres.DBTX, provider, modelType string) (Model, bool, error) {
 	return modelWhere(ctx, db, `model_type = $2 AND is_default`, provider, modelType)
 }
@@ -86,21 +95,22 @@ type syncedModel struct {
 	Dimension               int
 }
 
-// modelsUpsert records a provider's model list: new models are added,
-// known ones get their names and limits refreshed (prices and rates are
-// kept), and every listed model's lastSynced moves to now.
-func modelsUpsert(ctx context.Context, db postgres.DBTX, provider string, list []syncedModel, now time.Time) (int, error) {
+// modelsUpsert records a provider's model list in org's rows (uuid.Nil:
+// the shared catalog): new models are added, known ones get their names
+// and limits refreshed (prices and rates are kept), and every listed
+// model's lastSynced moves to now.
+func modelsUpsert(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider string, list []syncedModel, now time.Time) (int, error) {
 	for _, m := range list {
-		_, err := db.Exec(ctx, `INSERT INTO provider_models (id, provider, model_name, model_type, display_name, dimension, input_token_limit, output_token_limit, last_synced)
-			VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, 0), NULLIF($7, 0), NULLIF($8, 0), $9)
-			ON CONFLICT (provider, model_name) DO UPDATE SET
+		_, err := db.Exec(ctx, `INSERT INTO provider_models (id, provider, model_name, model_type, display_name, dimension, input_token_limit, output_token_limit, last_synced, org_id)
+			VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, 0), NULLIF($7, 0), NULLIF($8, 0), $9, NULLIF($10, '00000000-0000-0000-0000-000000000000'::uuid))
+			ON CONFLICT ON CONSTRAINT provider_models_name DO UPDATE SET
 				model_type = CASE WHEN provider_models.type_fixed THEN provider_models.model_type ELSE EXCLUDED.model_type END,
 				display_name = COALESCE(EXCLUDED.display_name, provider_models.display_name),
 				dimension = COALESCE(EXCLUDED.dimension, provider_models.dimension),
 				input_token_limit = COALESCE(EXCLUDED.input_token_limit, provider_models.input_token_limit),
 				output_token_limit = COALESCE(EXCLUDED.output_token_limit, provider_models.output_token_limit),
 				last_synced = EXCLUDED.last_synced`,
-			uuid.Must(uuid.NewV7()), provider, m.Name, m.Type, m.DisplayName, m.Dimension, m.InputLimit, m.OutputLimit, now)
+			uuid.Must(uuid.NewV7()), provider, m.Name, m.Type, m.DisplayName, m.Dimension, m.InputLimit, m.OutputLimit, now, org)
 		if err != nil {
 			return 0, fmt.Errorf("record model %s: %w", m.Name, err)
 		}
@@ -108,13 +118,14 @@ func modelsUpsert(ctx context.Context, db postgres.DBTX, provider string, list [
 	return len(list), nil
 }
 
-// modelFixType records name as a model of modelType whose type a refresh
-// keeps (type_fixed), adding it when the catalog lacks it.
-func modelFixType(ctx context.Context, db postgres.DBTX, provider, name, modelType string, now time.Time) error {
-	_, err := db.Exec(ctx, `INSERT INTO provider_models (id, provider, model_name, model_type, display_name, type_fixed, last_synced)
-		VALUES ($1, $2, $3, $4, $3, true, $5)
-		ON CONFLICT (provider, model_name) DO UPDATE SET model_type = EXCLUDED.model_type, type_fixed = true`,
-		uuid.Must(uuid.NewV7()), provider, name, modelType, now)
+// modelFixType records name, in org's rows (uuid.Nil: the shared
+// catalog), as a model of modelType whose type a refresh keeps
+// (type_fixed), adding it when they lack it.
+func modelFixType(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider, name, modelType string, now time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO provider_models (id, provider, model_name, model_type, display_name, type_fixed, last_synced, org_id)
+		VALUES ($1, $2, $3, $4, $3, true, $5, NULLIF($6, '00000000-0000-0000-0000-000000000000'::uuid))
+		ON CONFLICT ON CONSTRAINT provider_models_name DO UPDATE SET model_type = EXCLUDED.model_type, type_fixed = true`,
+		uuid.Must(uuid.NewV7()), provider, name, modelType, now, org)
 	if err != nil {
 		return fmt.Errorf("set model type of %s: %w", name, err)
 	}
