@@ -166,7 +166,7 @@ func Register(api huma.API, svc *Service) {
 	huma.Register(api, httpapi.Op("set-org-models", http.MethodPut, "/api/v1/organizations/{orgID}/providers/{provider}/models",
 		"Set the organization's default models for a provider (organization admins)", orgWrite.WithKeys("provider")), h.setOrgModels)
 	huma.Register(api, httpapi.Op("list-models", http.MethodGet, "/api/v1/providers/{provider}/models",
-		"List a provider's supported models (with X-Org-ID, with the models of that organization's own endpoint)", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Personal}.WithKeys("provider")), h.listModels)
+		"List a provider's supported models: the shared catalog and the models of the caller's organization's own endpoint (the X-Org-ID header's organization, else the caller's only one)", auth.Rule{Scope: auth.ProvidersRead, Resource: auth.Personal}.WithKeys("provider")), h.listModels)
 	huma.Register(api, httpapi.Op("put-policy", http.MethodPut, "/api/v1/projects/{projectID}/providers/{provider}/policy",
 		"Set the project's policy for a provider (project admins)", projectWrite.WithKeys("provider")), h.putPolicy)
 	huma.Register(api, httpapi.Op("get-policy", http.MethodGet, "/api/v1/projects/{projectID}/providers/{provider}/policy",
@@ -217,7 +217,7 @@ func (h handlers) setOrgModels(ctx context.Context, in *orgModelsIn) (*httpapi.O
 }
 
 func (h handlers) listModels(ctx context.Context, in *modelsIn) (*httpapi.Out[[]Model], error) {
-	return httpapi.Reply(h.svc.Models(ctx, auth.AccessFrom(ctx).OrgID, in.Provider, in.ModelType))
+	return httpapi.Reply(h.svc.Models(ctx, catalogOrg(ctx), in.Provider, in.ModelType))
 }
 
 func (h handlers) putPolicy(ctx context.Context, in *policyPutIn) (*httpapi.Out[Policy], error) {
@@ -256,4 +256,22 @@ func (h handlers) usage(ctx context.Context, org uuid.UUID, project *uuid.UUID, 
 		return nil, err
 	}
 	return httpapi.Reply(h.svc.Usage(ctx, org, project, since, until))
+}
+
+// catalogOrg is the organization whose own endpoint's models a catalog
+// listing shows besides the shared ones: the X-Org-ID header's, else the
+// caller's only organization (uuid.Nil, the shared catalog only, when it
+// has several or none).
+func catalogOrg(ctx context.Context) uuid.UUID {
+	if a := auth.AccessFrom(ctx); a.OrgID != uuid.Nil {
+		return a.OrgID
+	}
+	p := auth.PrincipalFrom(ctx)
+	if p == nil || len(p.OrgRoles) != 1 {
+		return uuid.Nil
+	}
+	for org := range p.OrgRoles {
+		return org
+	}
+	return uuid.Nil
 }
