@@ -311,3 +311,48 @@ func TestOpenAIKeyNeverShown(t *testing.T) {
 		`, project).Scan(&failed))
 	require.Positive(t, failed, "the failed call is in the ledger, without the key")
 }
+
+// TestOpenAIEndpointModelsTenant: the models an organization's own
+// endpoint lists are seen by that organization only: another
+// organization's admin lists the shared catalog without them (with or
+// without X-Org-ID) and cannot take one as its default.
+func TestOpenAIEndpointModelsTenant(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewOpenAI(t)
+	fake.SetModels("acme-private-7b", "acme-embed-secret")
+	s := newServer(t, withEgressAllow("127.0.0.0/8"))
+	_, orgA := s.defaultProject()
+	s.must(204, "POST", "/api/v1/organizations/"+orgA+"/providers/openai/credentials", s.admin, map[string]any{"baseUrl": fake.URL()})
+	_, carol := s.newUser("carol@example.com", allScopes, "")
+	var orgB struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/orgs", carol, map[string]any{"name": "carol's org"}).Decode(t, &orgB)
+
+	names := func(token string, headers ...header) map[string]string {
+		var models []struct{ ModelName, ModelType string }
+		s.must(200, "GET", "/api/v1/providers/openai/models", token, nil, headers...).Decode(t, &models)
+		out := map[string]string{}
+		for _, m := range models {
+			out[m.ModelName] = m.ModelType
+		}
+		return out
+	}
+	a := names(s.admin)
+	require.Equal(t, "generative", a["acme-private-7b"])
+	require.Equal(t, "generative", names(s.admin, header{"X-Org-ID", orgA})["acme-private-7b"])
+	for _, b := range []map[string]string{names(carol), names(carol, header{"X-Org-ID", orgB.ID})} {
+		require.NotContains(t, b, "acme-private-7b")
+		require.NotContains(t, b, "acme-embed-secret")
+		require.Equal(t, "generative", b["gpt-4o-mini"], "the shared catalog")
+	}
+	s.must(404, "GET", "/api/v1/providers/openai/models", carol, nil, header{"X-Org-ID", orgA})
+
+	s.must(200, "PUT", "/api/v1/organizations/"+orgA+"/providers/openai/models", s.admin, map[string]any{"generativeModel": "acme-private-7b"})
+	r := s.must(400, "PUT", "/api/v1/organizations/"+orgB.ID+"/providers/openai/models", carol, map[string]any{"generativeModel": "acme-private-7b"})
+	require.Contains(t, r.Detail(t), "openai has no model of that name")
+	var n int
+	require.NoError(t, s.pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM provider_models WHERE model_name LIKE 'acme-%' AND org_id IS DISTINCT FROM $1`, orgA).Scan(&n))
+	require.Zero(t, n, "no row of A's endpoint outside A's")
+}

@@ -265,6 +265,8 @@ func TestOpenAIEndpointModelsPerOrg(t *testing.T) {
 	fake.SetModels("acme-private-7b", "acme-embed-secret")
 	svc := f.service(provider.Config{Egress: loopback(t)})
 	require.NoError(t, svc.SaveCredentials(ctx, f.org, provider.OpenAI, provider.Credentials{BaseURL: fake.URL()}))
+	// The scheduled refresh lists A's endpoint again, into A's rows.
+	fake.SetModels("acme-private-7b", "acme-embed-secret", "acme-new-13b")
 	require.NoError(t, svc.SyncCatalog(ctx))
 
 	names := func(org uuid.UUID) map[string]string {
@@ -279,11 +281,13 @@ func TestOpenAIEndpointModelsPerOrg(t *testing.T) {
 	a := names(f.org)
 	require.Equal(t, "generative", a["acme-private-7b"])
 	require.Equal(t, "embedding", a["acme-embed-secret"])
+	require.Equal(t, "generative", a["acme-new-13b"], "refreshed by the scheduled sync")
 	require.Equal(t, "generative", a["gpt-4o-mini"], "the shared catalog stays visible")
 	for _, org := range []uuid.UUID{orgB, uuid.Nil} {
 		b := names(org)
 		require.NotContains(t, b, "acme-private-7b")
 		require.NotContains(t, b, "acme-embed-secret")
+		require.NotContains(t, b, "acme-new-13b")
 		require.Equal(t, "generative", b["gpt-4o-mini"])
 	}
 	var shared int
