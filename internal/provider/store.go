@@ -12,23 +12,23 @@ import (
 )
 
 type modelRow struct {
-	ID               uuid.UUID `db:"id"`
-	Provider         string    `db:"provider"`
-	ModelName        string    `db:"model_name"`
-	ModelType        string    `db:"model_type"`
-	DisplayName      *string   `db:"display_name"`
-	Dimension        *int      `db:"dimension"`
-	InputTokenLimit  *int      `db:"input_token_limit"`
-	OutputTokenLimit *int      `db:"output_token_limit"`
-	PriceText        *float64  `db:"price_text"`
-	PriceImage       *float64  `db:"price_image"`
-	PriceVideo       *float64  `db:"price_video"`
-	PriceAudio       *float64  `db:"price_audio"`
-	PriceOutput      *float64  `db:"price_output"`
-	RPM              *int      `db:"rpm"`
-	TPM              *int      `db:"tpm"`
-	IsDefault        bool      `db:"is_default"`
-	LastSynced       time.Time `db:"last_synced"`
+	ID               uuid.UUID  `db:"id"`
+	Provider         string     `db:"provider"`
+	ModelName        string     `db:"model_name"`
+	ModelType        string     `db:"model_type"`
+	DisplayName      *string    `db:"display_name"`
+	Dimension        *int       `db:"dimension"`
+	InputTokenLimit  *int       `db:"input_token_limit"`
+	OutputTokenLimit *int       `db:"output_token_limit"`
+	PriceText        *float64   `db:"price_text"`
+	PriceImage       *float64   `db:"price_image"`
+	PriceVideo       *float64   `db:"price_video"`
+	PriceAudio       *float64   `db:"price_audio"`
+	PriceOutput      *float64   `db:"price_output"`
+	RPM              *int       `db:"rpm"`
+	TPM              *int       `db:"tpm"`
+	IsDefault        bool       `db:"is_default"`
+	LastSynced       time.Time  `db:"last_synced"`
 	OrgID            *uuid.UUID `db:"org_id"`
 }
 
