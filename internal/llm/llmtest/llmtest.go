@@ -100,13 +100,12 @@ type Fake struct {
 	streamFail *streamFailure
 	usage      *Usage
 	models     []Model
-	requests   []Request
-	counts     map[Endpoint]int
+	requestLog
 }
 
 func newFake(t testing.TB) *Fake {
 	t.Helper()
-	f := &Fake{counts: map[Endpoint]int{}}
+	f := &Fake{}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.dispatch))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -166,19 +165,37 @@ func (f *Fake) SetModels(ms []Model) {
 	f.models = append([]Model(nil), ms...)
 }
 
+// requestLog is the record of the requests a fake received, shared by
+// every fake of the package.
+type requestLog struct {
+	mu       sync.Mutex
+	requests []Request
+	counts   map[Endpoint]int
+}
+
+func (l *requestLog) add(req Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.counts == nil {
+		l.counts = map[Endpoint]int{}
+	}
+	l.requests = append(l.requests, req)
+	l.counts[req.Endpoint]++
+}
+
 // Requests returns the requests received so far, in order.
-func (f *Fake) Requests() []Request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Request(nil), f.requests...)
+func (l *requestLog) Requests() []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Request(nil), l.requests...)
 }
 
 // Count returns how many requests of an endpoint were received, failed
 // ones included.
-func (f *Fake) Count(e Endpoint) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.counts[e]
+func (l *requestLog) Count(e Endpoint) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.counts[e]
 }
 
 // record stores a request, reading its body.
@@ -188,10 +205,7 @@ func (f *Fake) record(r *http.Request, e Endpoint, model string) (*Request, erro
 		return nil, err
 	}
 	req := Request{Endpoint: e, Method: r.Method, Path: r.URL.Path, Model: model, Header: r.Header.Clone(), Body: body}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.requests = append(f.requests, req)
-	f.counts[e]++
+	f.add(req)
 	return &req, nil
 }
 

@@ -27,6 +27,7 @@ import (
 // structured output do.
 type OpenAI struct {
 	srv *httptest.Server
+	requestLog
 
 	mu           sync.Mutex
 	apiKey       string
@@ -38,9 +39,7 @@ type OpenAI struct {
 	malformed    bool
 	models       []string
 	failures     []failure
-	requests     []Request
 	chats        []OpenAIChat
-	counts       map[Endpoint]int
 	rpm          int           // chat completions per sliding minute (0: unlimited)
 	delay        time.Duration // before answering a chat completion
 	accepted     []time.Time   // arrivals of the chat completions let through in the last minute
@@ -109,9 +108,9 @@ type openAIStreamFailure struct {
 func NewOpenAI(t testing.TB) *OpenAI {
 	t.Helper()
 	o := &OpenAI{
-		dimension: 16, counts: map[Endpoint]int{},
-		models: []string{"llama3.1:8b", "nomic-embed-text", "whisper-1"},
-		chat:   func(OpenAIChat) string { return "{}" },
+		dimension: 16,
+		models:    []string{"llama3.1:8b", "nomic-embed-text", "whisper-1"},
+		chat:      func(OpenAIChat) string { return "{}" },
 	}
 	o.srv = httptest.NewServer(http.HandlerFunc(o.serve))
 	t.Cleanup(o.srv.Close)
@@ -197,26 +196,12 @@ func (o *OpenAI) FailNext(n, status int, retryAfter string) {
 	}
 }
 
-// Requests returns a copy of the requests received.
-func (o *OpenAI) Requests() []Request {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]Request(nil), o.requests...)
-}
-
 // Chats returns the decoded chat requests received (refused ones
 // included), in order.
 func (o *OpenAI) Chats() []OpenAIChat {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]OpenAIChat(nil), o.chats...)
-}
-
-// Count is the number of requests received for e.
-func (o *OpenAI) Count(e Endpoint) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.counts[e]
 }
 
 func openAIError(w http.ResponseWriter, status int, message, typ, param string) {
@@ -238,9 +223,8 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		Model string `json:"model"`
 	}
 	_ = json.Unmarshal(body, &model)
+	o.add(Request{Endpoint: ep, Method: r.Method, Path: r.URL.Path, Model: model.Model, Header: r.Header.Clone(), Body: body})
 	o.mu.Lock()
-	o.requests = append(o.requests, Request{Endpoint: ep, Method: r.Method, Path: r.URL.Path, Model: model.Model, Header: r.Header.Clone(), Body: body})
-	o.counts[ep]++
 	key, noSchema, dim, chat, models := o.apiKey, o.noJSONSchema, o.dimension, o.chat, append([]string(nil), o.models...)
 	var fail *failure
 	if len(o.failures) > 0 {
