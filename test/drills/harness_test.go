@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -148,16 +149,46 @@ func openDB(t *testing.T, url string) *pgxpool.Pool {
 	return pool
 }
 
-// freeAddr returns a loopback address free now; a process keeps it across
-// restarts so that clients keep their base URL.
+// Ports handed to the processes a drill starts come from below Linux's
+// ephemeral range (32768-60999 by default). A port picked by binding to :0
+// is released before the child binds it, and in that window the kernel may
+// give the same port to anyone else binding to :0, such as the child's own
+// embedded PostgreSQL (a CI run failed with the ops listener and postgres on
+// one port). Ports below the range are never handed out that way.
+const (
+	drillPortLow  = 20000
+	drillPortHigh = 32000
+)
+
+var drillPorts = struct {
+	sync.Mutex
+	used map[int]bool
+}{used: map[int]bool{}}
+
+// freeAddr returns a loopback address free now, never returned before in this
+// test binary; a process keeps it across restarts so that clients keep their
+// base URL.
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	drillPorts.Lock()
+	defer drillPorts.Unlock()
 	var lc net.ListenConfig
-	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	for range 1000 {
+		port := drillPortLow + mathrand.IntN(drillPortHigh-drillPortLow)
+		if drillPorts.used[port] {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		l, err := lc.Listen(context.Background(), "tcp", addr)
+		if err != nil {
+			continue
+		}
+		require.NoError(t, l.Close())
+		drillPorts.used[port] = true
+		return addr
+	}
+	t.Fatalf("no free loopback port in %d-%d", drillPortLow, drillPortHigh)
+	return ""
 }
 
 // proc is one graphmill process (serve or worker) that a drill starts,
