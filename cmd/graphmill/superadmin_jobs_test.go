@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -208,4 +209,23 @@ func TestSuperadminExtractionJobRoutesRefuseOthers(t *testing.T) {
 	}
 	// Nothing changed.
 	require.Equal(t, "queued", s.extractionGetJob(queued).Status)
+}
+
+// TestSuperadminExtractionCancelStopsRunning: a running job cancelled in
+// bulk stops: its in-flight call fails and nothing reaches the graph.
+func TestSuperadminExtractionCancelStopsRunning(t *testing.T) {
+	t.Parallel()
+	s, project, _, id := extractionBlockedCall(t, 1)
+	require.Equal(t, "running", s.extractionGetJob(id).Status)
+
+	r := s.must(200, "POST", "/api/superadmin/extraction-jobs/cancel", s.admin, map[string]any{"ids": []string{id}}).JSON(t)
+	require.InDelta(t, 1, r["cancelledCount"], 0)
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM extraction_llm_calls WHERE job_id = $1 AND status = 'error'`, id) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, "cancelled", s.extractionGetJob(id).Status)
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1`, project))
+	// Cancelled, it is final: delete removes it.
+	s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{id}})
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = $1`, id))
 }
