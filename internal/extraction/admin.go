@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -107,14 +108,14 @@ func adminJobList(ctx context.Context, db postgres.DBTX, f AdminFilter) ([]Admin
 		       j.job_type, j.status, j.attempt, j.retry_count, j.max_retries, j.error_msg, j.priority,
 		       j.created_at, j.started_at, j.completed_at,
 		       (extract(epoch FROM j.completed_at - j.started_at) * 1000)::bigint AS duration_ms,
-		       j.objects_created, j.relationships_created, count(*) OVER () AS total
+		       j.objects_created, j.relationships_created
 		FROM object_extraction_jobs j
 		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id
 		LEFT JOIN documents d ON d.id = j.document_id
 		WHERE `+adminWhere+` AND ($4 = '' OR j.status = $4)
 		ORDER BY j.created_at DESC, j.id DESC LIMIT $5 OFFSET $6`,
 		f.JobType, f.ProjectID, f.HasError, f.Status, f.Limit, f.Offset)
-	list, total, err := postgres.CollectPageOf[AdminJob](rows)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminJob])
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("list extraction jobs: %w", err)
 	}
@@ -136,11 +137,17 @@ func adminJobList(ctx context.Context, db postgres.DBTX, f AdminFilter) ([]Admin
 	if err := srows.Err(); err != nil {
 		return nil, 0, nil, fmt.Errorf("count extraction jobs: %w", err)
 	}
+	// The list's total is the stats' count of the status filtered to (of
+	// every status without one): no second count over the same rows.
+	total := 0
 	stats := make([]StatusCount, 0, len(jobqueue.Statuses()))
 	for _, st := range jobqueue.Statuses() {
 		c := counts[st]
 		c.Status = st
 		stats = append(stats, c)
+		if f.Status == "" || f.Status == string(st) {
+			total += c.Count
+		}
 	}
 	return list, total, stats, nil
 }
