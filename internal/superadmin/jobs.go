@@ -88,4 +88,3 @@ func (h handlers) deleteExtractionJobs(ctx context.Context, in *bulkIn) (*httpap
 	msg := fmt.Sprintf("deleted %d of %d extraction jobs; skipped %d queued or running", n, len(in.Body.IDs), skipped)
 	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: n, Message: msg}}, nil
 }
-
