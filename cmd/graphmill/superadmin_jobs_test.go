@@ -10,16 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// superadminJobList is a superadmin job list: the paged envelope and stats.
 type superadminJobList struct {
-	Data []map[string]any `json:"data"`
-	Meta struct {
-		Page       int  `json:"page"`
-		Limit      int  `json:"limit"`
-		Total      int  `json:"total"`
-		TotalPages int  `json:"totalPages"`
-		HasNext    bool `json:"hasNext"`
-		HasPrev    bool `json:"hasPrev"`
-	} `json:"meta"`
+	pagedBody
 	Stats struct {
 		Total      int            `json:"total"`
 		Failed     int            `json:"failed"`
