@@ -76,6 +76,8 @@ type Where struct {
 	// that name equals Equals (document_id = a document).
 	Column string
 	Equals any
+	// IDs, when set, limits the jobs to these ids.
+	IDs []uuid.UUID
 }
 
 // CancelWhere cancels, in one statement, the jobs of queue that w selects
@@ -137,6 +139,10 @@ func (c *Client) transitionWhere(ctx context.Context, db postgres.DBTX, queue st
 	if w.Column != "" {
 		where += ` AND ` + pgx.Identifier{w.Column}.Sanitize() + ` = $6`
 		args = append(args, w.Equals)
+	}
+	if w.IDs != nil {
+		where += fmt.Sprintf(` AND id = ANY($%d)`, len(args)+4)
+		args = append(args, w.IDs)
 	}
 	rows, err := q.jobTransition(ctx, db, t, c.now(), where, args...)
 	if err != nil {

@@ -167,6 +167,22 @@ func TestBulkTransitionsAreOneStatement(t *testing.T) {
 	require.Equal(t, []uuid.UUID{others[0]}, idsOf(got))
 	_, err = p.client.RetryWhere(ctx, pool, queueName, jobqueue.Where{Statuses: []jobqueue.Status{jobqueue.StatusQueued}})
 	require.Equal(t, errs.Invalid, errs.CodeOf(err))
+
+	// Ids narrow the selection, across projects, alone or with a column;
+	// unknown ids and jobs in another state count zero.
+	notSelected := b.insert(t, jobSpec{project: &project}, jobSpec{project: &other})
+	b.fail(t, notSelected[0], "not selected", 0)
+	counter.n.Store(0)
+	got, err = p.client.RetryWhere(ctx, pool, queueName, jobqueue.Where{IDs: []uuid.UUID{others[1], failed[0], uuid.New()}})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, counter.n.Load(), "one statement for a retry by ids")
+	require.Equal(t, []uuid.UUID{others[1]}, idsOf(got))
+	got, err = p.client.CancelWhere(ctx, pool, queueName, jobqueue.Where{Column: "project_id", Equals: other, IDs: []uuid.UUID{others[1], queued[0]}})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{others[1]}, idsOf(got))
+	require.Equal(t, "cancelled", b.job(t, others[1]).Status)
+	require.Equal(t, "failed", b.job(t, notSelected[0]).Status)
+	require.Equal(t, "queued", b.job(t, notSelected[1]).Status)
 }
 
 func idsOf(chs []jobqueue.Changed) []uuid.UUID {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
@@ -89,13 +90,13 @@ func optionalID(name, s string) (*uuid.UUID, error) {
 }
 
 // Register adds the superadmin routes.
-func Register(api huma.API, svc *Service, ten *tenancy.Service) {
+func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.Service) {
 	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Superadmin}
 	write := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Superadmin}
 	user := write.WithOwner(&auth.Owner{Param: "userID", Kind: "user", Resolve: auth.OfUser(ten.LiveUser), NotFound: tenancy.ErrUserNotFound})
 	org := write.WithOwner(&auth.Owner{Param: "orgID", Kind: "org", Resolve: auth.InOrg(ten.LiveOrg), NotFound: tenancy.ErrOrgNotFound})
 	project := write.WithOwner(&auth.Owner{Param: "projectID", Kind: "project", Resolve: auth.InProject(ten.LiveProject), NotFound: tenancy.ErrProjectNotFound})
-	h := handlers{svc: svc, ten: ten}
+	h := handlers{svc: svc, ten: ten, extraction: ext}
 
 	huma.Register(api, httpapi.Op("superadmin-me", http.MethodGet, "/api/superadmin/me", "Tell whether the caller is a superadmin",
 		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}), h.me)
@@ -111,6 +112,7 @@ func Register(api huma.API, svc *Service, ten *tenancy.Service) {
 	huma.Register(api, httpapi.Op("superadmin-list-projects", http.MethodGet, "/api/superadmin/projects", "List projects", read), h.listProjects)
 	huma.Register(api, httpapi.Op("superadmin-delete-project", http.MethodDelete, "/api/superadmin/projects/{projectID}",
 		"Soft-delete a project", project), h.deleteProject)
+	registerJobs(api, h, read, write)
 }
 
 // replyDeleted answers the deletion of what id, or err when it failed.
@@ -124,8 +126,9 @@ func replyDeleted(what string, id uuid.UUID, err error) (*httpapi.Out[DeleteResu
 // handlers are the superadmin routes' handlers: each decodes, calls the
 // service with what the middleware authorised (auth.Access), and encodes.
 type handlers struct {
-	svc *Service
-	ten *tenancy.Service
+	svc        *Service
+	ten        *tenancy.Service
+	extraction *extraction.Service
 }
 
 func (h handlers) me(ctx context.Context, _ *struct{}) (*httpapi.Out[meOut], error) {

@@ -67,10 +67,34 @@ func NewMeta(page, limit, total int) Meta {
 	return Meta{Page: page, Limit: limit, Total: total, TotalPages: pages, HasNext: page < pages, HasPrev: page > 1}
 }
 
-// Paged is the envelope of superadmin lists.
+// Paged is the envelope of superadmin lists; job lists add Stats.
 type Paged[T any] struct {
-	Data []T  `json:"data"`
-	Meta Meta `json:"meta"`
+	Data  []T       `json:"data"`
+	Meta  Meta      `json:"meta"`
+	Stats *JobStats `json:"stats,omitempty"`
+}
+
+// JobStats is the stats block of superadmin job lists, counted over the
+// list's filters except status: the total, the failed jobs, the jobs
+// carrying an error, and the count of every status of the list's
+// vocabulary (zero included).
+type JobStats struct {
+	Total      int            `json:"total"`
+	Failed     int            `json:"failed"`
+	WithErrors int            `json:"withErrors"`
+	ByStatus   map[string]int `json:"byStatus"`
+}
+
+// BulkRequest is the body of the superadmin bulk job actions.
+type BulkRequest struct {
+	IDs []uuid.UUID `json:"ids" minItems:"1" maxItems:"1000" doc:"The jobs (at most 1,000); unknown ids count zero."`
+}
+
+// CancelResult answers bulk cancels.
+type CancelResult struct {
+	Success        bool   `json:"success"`
+	CancelledCount int    `json:"cancelledCount"`
+	Message        string `json:"message"`
 }
 
 // DeleteResult answers bulk and single deletes.

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// superadminJobList is a superadmin job list: the paged envelope and stats.
+type superadminJobList struct {
+	pagedBody
+	Stats struct {
+		Total      int            `json:"total"`
+		Failed     int            `json:"failed"`
+		WithErrors int            `json:"withErrors"`
+		ByStatus   map[string]int `json:"byStatus"`
+	} `json:"stats"`
+}
+
+// superadminExtractionJobs makes three extraction jobs, in two projects,
+// that stay where the test puts them (the worker is paused): a queued one
+// in project, a failed one with an error in project, a completed one with
+// counts in other. It returns the projects and the jobs' ids.
+func (s *testServer) superadminExtractionJobs() (project, other, queued, failed, completed string) {
+	s.t.Helper()
+	ctx := context.Background()
+	project, org := s.defaultProject()
+	other = s.newProject(org, "other")
+	require.NoError(s.t, s.m.jobs.Pause(ctx, "object_extraction"))
+	ids := make([]string, 3)
+	for i, p := range []string{project, project, other} {
+		doc := s.extractionUpload(p, []string{"a.md", "b.md", "c.md"}[i], "# Title\n\nSome text number "+string(rune('a'+i))+".")
+		s.waitDocument(p, doc)
+		ids[i] = s.extractionJobOf(doc)
+	}
+	_, err := s.m.db.pool.Exec(ctx, `UPDATE object_extraction_jobs SET status = 'failed', error_msg = 'provider said no', attempt = 4, retry_count = 3,
+		started_at = created_at, completed_at = created_at + interval '1500 ms' WHERE id = $1`, ids[1])
+	require.NoError(s.t, err)
+	_, err = s.m.db.pool.Exec(ctx, `UPDATE object_extraction_jobs SET status = 'completed', objects_created = 7, relationships_created = 5,
+		attempt = 1, started_at = created_at, completed_at = created_at + interval '2 s' WHERE id = $1`, ids[2])
+	require.NoError(s.t, err)
+	return project, other, ids[0], ids[1], ids[2]
+}
+
+func TestSuperadminExtractionJobList(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, other, queued, failed, completed := s.superadminExtractionJobs()
+	path := "/api/superadmin/extraction-jobs"
+
+	var l superadminJobList
+	s.must(200, "GET", path, s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 3)
+	require.Equal(t, 1, l.Meta.Page)
+	require.Equal(t, 20, l.Meta.Limit)
+	require.Equal(t, 3, l.Meta.Total)
+	require.Equal(t, 1, l.Meta.TotalPages)
+	require.False(t, l.Meta.HasNext)
+	require.False(t, l.Meta.HasPrev)
+	require.Equal(t, 3, l.Stats.Total)
+	require.Equal(t, 1, l.Stats.Failed)
+	require.Equal(t, 1, l.Stats.WithErrors)
+	require.Equal(t, map[string]int{"queued": 1, "running": 0, "completed": 1, "failed": 1, "cancelled": 0, "requires_review": 0}, l.Stats.ByStatus)
+	// Newest first; the items carry what an operator needs.
+	require.Equal(t, []any{completed, failed, queued}, []any{l.Data[0]["id"], l.Data[1]["id"], l.Data[2]["id"]})
+	c := l.Data[0]
+	require.Equal(t, other, c["projectId"])
+	require.Equal(t, "other", c["projectName"])
+	require.Equal(t, "default", c["organizationName"])
+	require.Equal(t, "c.md", c["fileName"])
+	require.NotEmpty(t, c["documentId"])
+	require.Equal(t, "full_extraction", c["jobType"])
+	require.Equal(t, "completed", c["status"])
+	require.InDelta(t, 7, c["objectsCreated"], 0)
+	require.InDelta(t, 5, c["relationshipsCreated"], 0)
+	require.InDelta(t, 2000, c["durationMs"], 0)
+	require.InDelta(t, 1, c["attempt"], 0)
+	require.InDelta(t, 3, c["maxRetries"], 0)
+	require.NotEmpty(t, c["startedAt"])
+	require.NotEmpty(t, c["completedAt"])
+	f := l.Data[1]
+	require.Equal(t, "provider said no", f["errorMessage"])
+	require.InDelta(t, 3, f["retryCount"], 0)
+	require.InDelta(t, 4, f["attempt"], 0)
+	require.Equal(t, "default", f["projectName"])
+	q := l.Data[2]
+	require.NotContains(t, q, "errorMessage")
+	require.NotContains(t, q, "durationMs")
+	require.NotContains(t, q, "startedAt")
+
+	// A status filter narrows the list, not the stats.
+	s.must(200, "GET", path+"?status=failed", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, failed, l.Data[0]["id"])
+	require.Equal(t, 1, l.Meta.Total)
+	require.Equal(t, 3, l.Stats.Total)
+	// The other filters narrow both.
+	s.must(200, "GET", path+"?projectId="+project, s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 2)
+	require.Equal(t, 2, l.Stats.Total)
+	require.Equal(t, 0, l.Stats.ByStatus["completed"])
+	s.must(200, "GET", path+"?hasError=true", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, failed, l.Data[0]["id"])
+	require.Equal(t, 1, l.Stats.Total)
+	s.must(200, "GET", path+"?hasError=false&status=queued", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, queued, l.Data[0]["id"])
+	require.Equal(t, 2, l.Stats.Total)
+	s.must(200, "GET", path+"?jobType=reextraction", s.admin, nil).Decode(t, &l)
+	require.Empty(t, l.Data)
+	require.NotNil(t, l.Data)
+	require.Equal(t, 0, l.Stats.Total)
+	// Paging.
+	s.must(200, "GET", path+"?limit=2&page=2", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, queued, l.Data[0]["id"])
+	require.Equal(t, 2, l.Meta.TotalPages)
+	require.False(t, l.Meta.HasNext)
+	require.True(t, l.Meta.HasPrev)
+
+	for _, bad := range []string{"status=bogus", "status=pending", "jobType=bogus", "projectId=nope", "hasError=maybe", "limit=0", "limit=101", "page=0"} {
+		r := s.must(400, "GET", path+"?"+bad, s.admin, nil)
+		require.NotEmpty(t, r.Detail(t), bad)
+	}
+}
+
+func TestSuperadminExtractionJobBulk(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, _, queued, failed, completed := s.superadminExtractionJobs()
+	unknown := uuid.NewString()
+	count := func(id string) int {
+		return s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = $1`, id)
+	}
+
+	// Delete removes only final jobs; the queued one is skipped and counted.
+	r := s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{queued, failed, unknown}}).JSON(t)
+	require.Equal(t, true, r["success"])
+	require.InDelta(t, 1, r["deletedCount"], 0)
+	require.Contains(t, r["message"], "skipped 1 queued or running")
+	require.Len(t, r, 3)
+	require.Equal(t, 0, count(failed))
+	require.Equal(t, 1, count(queued))
+	require.Equal(t, 1, count(completed))
+
+	// Cancel cancels queued and running jobs only.
+	r = s.must(200, "POST", "/api/superadmin/extraction-jobs/cancel", s.admin, map[string]any{"ids": []string{queued, completed, unknown}}).JSON(t)
+	require.Equal(t, true, r["success"])
+	require.InDelta(t, 1, r["cancelledCount"], 0)
+	require.NotEmpty(t, r["message"])
+	require.Len(t, r, 3)
+	require.Equal(t, "cancelled", s.extractionGetJob(queued).Status)
+	require.Equal(t, "completed", s.extractionGetJob(completed).Status)
+	require.Contains(t, extractionOps(s.extractionLogs(queued)), "error")
+
+	// Now final, the cancelled job can be deleted.
+	r = s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{queued, completed}}).JSON(t)
+	require.InDelta(t, 2, r["deletedCount"], 0)
+	require.Equal(t, 0, count(queued)+count(completed))
+
+	many := make([]string, 1001)
+	for i := range many {
+		many[i] = uuid.NewString()
+	}
+	for _, p := range []string{"/api/superadmin/extraction-jobs/delete", "/api/superadmin/extraction-jobs/cancel"} {
+		for _, body := range []any{
+			map[string]any{"ids": []string{}},
+			map[string]any{"ids": many},
+			map[string]any{"ids": []string{"not-a-uuid"}},
+			map[string]any{"ids": []string{unknown}, "extra": 1},
+			map[string]any{},
+		} {
+			require.NotEmpty(t, s.must(400, "POST", p, s.admin, body).Detail(t), p)
+		}
+		// 1,000 ids are allowed.
+		r = s.must(200, "POST", p, s.admin, map[string]any{"ids": many[:1000]}).JSON(t)
+		require.Equal(t, true, r["success"])
+	}
+}
+
+func TestSuperadminExtractionJobRoutesRefuseOthers(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _, queued, _, _ := s.superadminExtractionJobs()
+	_, member := s.newMember("u@example.com", allScopes, project, "admin")
+	var bound map[string]any
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": "b", "scopes": allScopes}).Decode(t, &bound)
+	body := map[string]any{"ids": []string{queued}}
+	for _, rt := range []struct{ method, path string }{
+		{"GET", "/api/superadmin/extraction-jobs"},
+		{"POST", "/api/superadmin/extraction-jobs/cancel"},
+		{"POST", "/api/superadmin/extraction-jobs/delete"},
+	} {
+		s.must(401, rt.method, rt.path, "", body)
+		require.True(t, strings.Contains(s.must(403, rt.method, rt.path, member, body).Detail(t), "superadmin"))
+		s.must(403, rt.method, rt.path, bound["token"].(string), body)
+	}
+	// Nothing changed.
+	require.Equal(t, "queued", s.extractionGetJob(queued).Status)
+}
+
+// TestSuperadminExtractionCancelStopsRunning: a running job cancelled in
+// bulk stops: its in-flight call fails and nothing reaches the graph.
+func TestSuperadminExtractionCancelStopsRunning(t *testing.T) {
+	t.Parallel()
+	s, project, _, id := extractionBlockedCall(t, 1)
+	require.Equal(t, "running", s.extractionGetJob(id).Status)
+
+	r := s.must(200, "POST", "/api/superadmin/extraction-jobs/cancel", s.admin, map[string]any{"ids": []string{id}}).JSON(t)
+	require.InDelta(t, 1, r["cancelledCount"], 0)
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM extraction_llm_calls WHERE job_id = $1 AND status = 'error'`, id) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, "cancelled", s.extractionGetJob(id).Status)
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1`, project))
+	// Cancelled, it is final: delete removes it.
+	s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{id}})
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = $1`, id))
+}

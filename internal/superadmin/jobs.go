@@ -1,0 +1,90 @@
+package superadmin
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+)
+
+type (
+	extractionJobsIn struct {
+		PageParams
+		Status    string `query:"status" doc:"Only jobs in this status: queued, running, completed, failed, cancelled or requires_review."`
+		JobType   string `query:"jobType" doc:"Only jobs of this type: full_extraction, reextraction or incremental."`
+		ProjectID string `query:"projectId" doc:"Only this project's jobs."`
+		HasError  string `query:"hasError" enum:"true,false" doc:"Only jobs with (true) or without (false) an error message."`
+	}
+	bulkIn struct {
+		Body BulkRequest
+	}
+)
+
+// registerJobs adds the superadmin job lists and bulk actions.
+func registerJobs(api huma.API, h handlers, read, write auth.Rule) {
+	huma.Register(api, httpapi.Op("superadmin-list-extraction-jobs", http.MethodGet, "/api/superadmin/extraction-jobs",
+		"List every project's extraction jobs", read), h.listExtractionJobs)
+	huma.Register(api, httpapi.Op("superadmin-cancel-extraction-jobs", http.MethodPost, "/api/superadmin/extraction-jobs/cancel",
+		"Cancel queued and running extraction jobs", write), h.cancelExtractionJobs)
+	huma.Register(api, httpapi.Op("superadmin-delete-extraction-jobs", http.MethodPost, "/api/superadmin/extraction-jobs/delete",
+		"Delete finished extraction jobs", write), h.deleteExtractionJobs)
+}
+
+// hasError reads the hasError filter ("" when absent).
+func hasError(s string) *bool {
+	if s == "" {
+		return nil
+	}
+	b := s == "true"
+	return &b
+}
+
+func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) (*httpapi.Out[Paged[extraction.AdminJob]], error) {
+	project, err := optionalID("projectId", in.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	f := extraction.AdminFilter{
+		Status: in.Status, JobType: in.JobType, ProjectID: project, HasError: hasError(in.HasError),
+		Limit: in.Limit, Offset: (in.Page - 1) * in.Limit,
+	}
+	list, total, counts, err := h.extraction.AdminJobs(ctx, f)
+	out, err := replyPaged(list, total, in.PageParams, err)
+	if err != nil {
+		return nil, err
+	}
+	stats := JobStats{ByStatus: make(map[string]int, len(counts))}
+	for _, c := range counts {
+		stats.ByStatus[string(c.Status)] = c.Count
+		stats.Total += c.Count
+		stats.WithErrors += c.WithErrors
+	}
+	stats.Failed = stats.ByStatus[string(jobqueue.StatusFailed)]
+	out.Body.Stats = &stats
+	return out, nil
+}
+
+func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[CancelResult], error) {
+	user := auth.PrincipalFrom(ctx).UserID
+	n, err := h.extraction.CancelJobs(ctx, in.Body.IDs, &user)
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("cancelled %d of %d extraction jobs (only queued and running jobs can be cancelled)", n, len(in.Body.IDs))
+	return &httpapi.Out[CancelResult]{Body: CancelResult{Success: true, CancelledCount: n, Message: msg}}, nil
+}
+
+func (h handlers) deleteExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
+	n, skipped, err := h.extraction.DeleteJobs(ctx, in.Body.IDs)
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("deleted %d of %d extraction jobs; skipped %d queued or running", n, len(in.Body.IDs), skipped)
+	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: n, Message: msg}}, nil
+}
