@@ -19,8 +19,8 @@ import (
 	"testing"
 
 	smtp "github.com/emersion/go-smtp"
-	gomail "github.com/wneessen/go-mail"
 	"github.com/stretchr/testify/require"
+	gomail "github.com/wneessen/go-mail"
 
 	"github.com/graphmill/graphmill/internal/jobqueue"
 )
