@@ -98,9 +98,9 @@ func (s *Sender) build(m Message) (*gomail.Msg, error) {
 	if m.Subject == "" || m.Body.HTML == "" || m.Body.Text == "" {
 		return nil, fmt.Errorf("email needs a subject and both body parts")
 	}
-	to, err := ParseAddress(m.To.String())
+	to, err := Recipient(m.To.Name, m.To.Address)
 	if err != nil {
-		return nil, fmt.Errorf("recipient: %w", err)
+		return nil, err
 	}
 	msg := gomail.NewMsg()
 	if err := msg.FromFormat(s.settings.From.Name, s.settings.From.Address); err != nil {

@@ -97,6 +97,20 @@ func ParseAddress(s string) (mail.Address, error) {
 	return *a, nil
 }
 
+// Recipient validates a recipient given as a display name and a bare
+// address (as a job row stores them): no line break in either, and an
+// address net/mail accepts as exactly one addr-spec.
+func Recipient(name, address string) (mail.Address, error) {
+	if strings.ContainsAny(name, "\r\n") || strings.ContainsAny(address, "\r\n") {
+		return mail.Address{}, fmt.Errorf("recipient contains a line break")
+	}
+	a, err := mail.ParseAddress(address)
+	if err != nil || a.Address != address || a.Name != "" {
+		return mail.Address{}, fmt.Errorf("recipient %q is not an email address", address)
+	}
+	return mail.Address{Name: name, Address: address}, nil
+}
+
 // loopback reports whether host is a loopback name or address, where plain
 // SMTP is accepted when the server offers no STARTTLS. The name is not
 // resolved: only localhost and literal loopback addresses count.
