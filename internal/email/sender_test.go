@@ -39,7 +39,9 @@ type smtpServer struct {
 	mu      sync.Mutex
 	msgs    []received
 	rcptErr *smtp.SMTPError
-	addr    string
+	// rcptErrTimes, when positive, is how many RCPT TO get rcptErr.
+	rcptErrTimes int
+	addr         string
 }
 
 type smtpSession struct {
@@ -53,7 +55,14 @@ func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	s.srv.mu.Lock()
 	defer s.srv.mu.Unlock()
 	if s.srv.rcptErr != nil {
-		return s.srv.rcptErr
+		err := s.srv.rcptErr
+		if s.srv.rcptErrTimes > 0 {
+			s.srv.rcptErrTimes--
+			if s.srv.rcptErrTimes == 0 {
+				s.srv.rcptErr = nil
+			}
+		}
+		return err
 	}
 	s.cur.rcpt = append(s.cur.rcpt, to)
 	return nil
