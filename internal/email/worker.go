@@ -8,8 +8,10 @@ import (
 	"net/mail"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
@@ -40,19 +42,46 @@ func (w *Worker) Queue(backoff func(retry int) time.Duration) jobqueue.QueueConf
 // transaction: a crash between the SMTP reply and the commit sends the
 // message again when the lease expires (at least once).
 func (w *Worker) send(ctx context.Context, job jobqueue.Job) error {
-	var j Job
-	var data []byte
-	err := w.db.QueryRow(ctx, `SELECT template_name, to_email, to_name, subject, data FROM email_jobs WHERE id = $1`, job.ID).
-		Scan(&j.TemplateName, &j.ToEmail, &j.ToName, &j.Subject, &data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return jobqueue.Permanent(fmt.Errorf("email job %s is gone", job.ID))
-	}
-	if err != nil {
-		return fmt.Errorf("load email job: %w", err)
-	}
-	body, err := w.templates.Render(j.TemplateName, json.RawMessage(data))
-	if err != nil {
+	p, err := RenderJob(ctx, w.db, w.templates, job.ID)
+	if errs.CodeOf(err) == errs.NotFound {
 		return jobqueue.Permanent(err)
 	}
-	return w.sender.Send(ctx, Message{To: mail.Address{Name: j.ToName, Address: j.ToEmail}, Subject: j.Subject, Body: body})
+	if err != nil {
+		return err
+	}
+	return w.sender.Send(ctx, Message{To: mail.Address{Name: p.ToName, Address: p.ToEmail}, Subject: p.Subject, Body: Rendered{HTML: p.HTML, Text: p.Text}})
+}
+
+// Preview is an email job rendered with its stored data: what
+// preview-json returns and what the worker sends.
+type Preview struct {
+	Subject      string `json:"subject"`
+	HTML         string `json:"html"`
+	Text         string `json:"text"`
+	ToEmail      string `json:"toEmail"`
+	ToName       string `json:"toName"`
+	TemplateName string `json:"templateName"`
+}
+
+// RenderJob loads email job id and renders its template with its data.
+//
+// Errors: errs.NotFound for an unknown id; jobqueue.Permanent when the
+// template no longer renders with the stored data.
+func RenderJob(ctx context.Context, db postgres.DBTX, t *Templates, id uuid.UUID) (Preview, error) {
+	var p Preview
+	var data []byte
+	err := db.QueryRow(ctx, `SELECT template_name, to_email, to_name, subject, data FROM email_jobs WHERE id = $1`, id).
+		Scan(&p.TemplateName, &p.ToEmail, &p.ToName, &p.Subject, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Preview{}, errs.New(errs.NotFound, "email job not found")
+	}
+	if err != nil {
+		return Preview{}, fmt.Errorf("load email job: %w", err)
+	}
+	body, err := t.Render(p.TemplateName, json.RawMessage(data))
+	if err != nil {
+		return Preview{}, jobqueue.Permanent(err)
+	}
+	p.HTML, p.Text = body.HTML, body.Text
+	return p, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/pgtest"
 )
@@ -114,4 +115,26 @@ func TestWorkerFailsPermanentReply(t *testing.T) {
 	require.Contains(t, *r.errorMsg, "550")
 	require.Contains(t, *r.errorMsg, "no such mailbox here")
 	require.Empty(t, srv.messages())
+}
+
+func TestRenderJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := pgtest.Tx(t)
+	tpl, err := NewTemplates()
+	require.NoError(t, err)
+	j := invitationJob()
+	require.NoError(t, Enqueue(ctx, tx, tpl, &j, time.Now()))
+
+	p, err := RenderJob(ctx, tx, tpl, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, "Join Atlas", p.Subject)
+	require.Equal(t, "bob@example.com", p.ToEmail)
+	require.Equal(t, "Bob", p.ToName)
+	require.Equal(t, TemplateInvitation, p.TemplateName)
+	require.Contains(t, p.Text, "Accept the invitation: https://graphmill.test/accept?token=t1")
+	require.Contains(t, p.HTML, `<a href="https://graphmill.test/accept?token=t1">`)
+
+	_, err = RenderJob(ctx, tx, tpl, uuid.Must(uuid.NewV7()))
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
 }
