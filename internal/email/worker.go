@@ -16,9 +16,6 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-// Table is the email queue's job table.
-const Table = "email_jobs"
-
 // Worker sends the email queue's jobs: it renders the job's template with
 // its stored data and delivers the message.
 type Worker struct {
@@ -35,7 +32,7 @@ func NewWorker(db postgres.DBTX, templates *Templates, sender *Sender) *Worker {
 // Queue declares the email queue with this worker as its handler; backoff
 // is the retry delay (nil: jobqueue.BackoffDefault).
 func (w *Worker) Queue(backoff func(retry int) time.Duration) jobqueue.QueueConfig {
-	return jobqueue.QueueConfig{Name: Queue, Table: Table, Handler: jobqueue.EachFunc(w.send), BackoffFunc: backoff}
+	return jobqueue.QueueConfig{Name: Queue, Table: "email_jobs", Handler: jobqueue.EachFunc(w.send), BackoffFunc: backoff}
 }
 
 // send delivers one job. Delivery and the job's completion cannot share a
