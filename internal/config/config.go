@@ -14,6 +14,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/graphmill/graphmill/internal/egress"
+	"github.com/graphmill/graphmill/internal/email"
 )
 
 // Environments.
@@ -167,6 +168,12 @@ type Config struct {
 	WebSearchAPIKey string
 	// WebSearchBaseURL is the Brave Search API's base URL.
 	WebSearchBaseURL string `env:"WEB_SEARCH_BASE_URL" envDefault:"https://api.search.brave.com"`
+
+	// SMTPURL (smtp://user:pass@host:587, STARTTLS required except to a
+	// loopback host; smtps:// for implicit TLS) and EmailFrom turn email
+	// on; without both, email is off.
+	SMTPURL   string `env:"SMTP_URL"`
+	EmailFrom string `env:"EMAIL_FROM"`
 }
 
 // WebSearchKeyVar is the contract's name of the global web search key.
@@ -264,6 +271,9 @@ func (c Config) Validate() error {
 	}
 	if c.MCPMaxResponseBytes < 0 || c.MCPMaxConcurrentCalls < 0 || c.MCPMaxConcurrentCallsTotal < 0 {
 		return fmt.Errorf("GRAPHMILL_MCP_MAX_RESPONSE_BYTES, GRAPHMILL_MCP_MAX_CONCURRENT_CALLS and GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL must not be negative")
+	}
+	if _, _, err := email.ParseSettings(c.SMTPURL, c.EmailFrom); err != nil {
+		return err
 	}
 	if _, err := egress.New(c.EgressAllow); err != nil {
 		return fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
@@ -390,6 +400,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("egressAllow", c.EgressAllow),
 		slog.String("webSearchApiKey", mask(c.WebSearchAPIKey)),
 		slog.String("webSearchBaseUrl", MaskURL(c.WebSearchBaseURL)),
+		slog.String("smtpUrl", MaskURL(c.SMTPURL)),
+		slog.String("emailFrom", c.EmailFrom),
 	)
 }
 

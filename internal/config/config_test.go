@@ -218,6 +218,29 @@ func TestLoad(t *testing.T) {
 			wantErr: []string{"GRAPHMILL_DB_MAX_CONNS"},
 		},
 		{
+			name: "Email",
+			env:  []string{"GRAPHMILL_SMTP_URL=smtp://u:s3cret@mail.example.com:587", "GRAPHMILL_EMAIL_FROM=Graphmill <noreply@example.com>"},
+			check: func(t *testing.T, c config.Config) {
+				require.Equal(t, "smtp://u:s3cret@mail.example.com:587", c.SMTPURL)
+				require.Equal(t, "Graphmill <noreply@example.com>", c.EmailFrom)
+			},
+		},
+		{
+			name:    "EmailURLWithoutFrom",
+			env:     []string{"GRAPHMILL_SMTP_URL=smtp://u:s3cret@mail.example.com:587"},
+			wantErr: []string{"GRAPHMILL_SMTP_URL and GRAPHMILL_EMAIL_FROM must be set together"},
+		},
+		{
+			name:    "EmailBadScheme",
+			env:     []string{"GRAPHMILL_SMTP_URL=http://u:s3cret@mail.example.com", "GRAPHMILL_EMAIL_FROM=noreply@example.com"},
+			wantErr: []string{"GRAPHMILL_SMTP_URL must be smtp://"},
+		},
+		{
+			name:    "EmailBadFrom",
+			env:     []string{"GRAPHMILL_SMTP_URL=smtp://mail.example.com", "GRAPHMILL_EMAIL_FROM=nobody"},
+			wantErr: []string{"GRAPHMILL_EMAIL_FROM"},
+		},
+		{
 			name:    "UnparsableConnections",
 			env:     []string{"GRAPHMILL_DB_MAX_CONNS=many"},
 			wantErr: []string{"read configuration", "DBMaxConns"},
@@ -365,6 +388,7 @@ func TestLogValue(t *testing.T) {
 			KeyAIBaseURL: "https://u:s3cret@proxy.example.com/", WebSearchAPIKey: "BSA-s3cret-key",
 			OpenAIAPIKey: "sk-s3cret-openai", OpenAIBaseURL: "https://u:s3cret@openai.example.com/v1",
 			MCPRegistryURL: "https://u:s3cret@registry.example.com", WebSearchBaseURL: "https://api.search.brave.com",
+			SMTPURL: "smtp://u:s3cret@mail.example.com:587", EmailFrom: "noreply@example.com",
 		}
 		for name, newHandler := range map[string]func(*bytes.Buffer) slog.Handler{
 			"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },

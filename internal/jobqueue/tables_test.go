@@ -17,7 +17,7 @@ import (
 // migratedJobTables are the job tables the migrations create today; the
 // test finds every job table itself and requires at least these, so that
 // a failure to find them cannot pass for a clean schema.
-var migratedJobTables = []string{"chunk_embedding_jobs", "document_parsing_jobs", "graph_embedding_jobs", "object_extraction_jobs"}
+var migratedJobTables = []string{"chunk_embedding_jobs", "document_parsing_jobs", "email_jobs", "graph_embedding_jobs", "object_extraction_jobs"}
 
 // referenceTable is built from jobqueue.CreateTableSQL in the test's
 // transaction: the column block and indexes every job table must match.

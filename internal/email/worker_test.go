@@ -1,0 +1,140 @@
+package email
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/mail"
+	"testing"
+	"time"
+
+	smtp "github.com/emersion/go-smtp"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/pgtest"
+)
+
+// waitFor bounds every wait for a job's status.
+const waitFor = 20 * time.Second
+
+type emailRow struct {
+	status     string
+	attempt    int
+	retryCount int
+	errorMsg   *string
+}
+
+// startWorker runs the email queue on pool against srv (retries at once).
+func startWorker(t *testing.T, srv *smtpServer) (enqueue func(Job) uuid.UUID, wait func(uuid.UUID, string) emailRow) {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	tpl, err := NewTemplates()
+	require.NoError(t, err)
+	c, err := jobqueue.NewClient(pool, jobqueue.Config{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now,
+		PollInterval: 10 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	w := NewWorker(pool, tpl, senderFor(t, srv, "smtp", nil))
+	require.NoError(t, c.AddQueue(w.Queue(func(int) time.Duration { return 0 })))
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+
+	enqueue = func(j Job) uuid.UUID {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		require.NoError(t, Enqueue(ctx, tx, tpl, &j, time.Now()))
+		require.NoError(t, tx.Commit(ctx))
+		return j.ID
+	}
+	wait = func(id uuid.UUID, status string) emailRow {
+		var r emailRow
+		require.Eventually(t, func() bool {
+			require.NoError(t, pool.QueryRow(ctx, `SELECT status, attempt, retry_count, error_msg FROM email_jobs WHERE id = $1`, id).
+				Scan(&r.status, &r.attempt, &r.retryCount, &r.errorMsg))
+			return r.status == status
+		}, waitFor, 5*time.Millisecond, "email job never became %s (last %+v)", status, r)
+		return r
+	}
+	return enqueue, wait
+}
+
+func invitationJob() Job {
+	return Job{
+		TemplateName: TemplateInvitation, ToEmail: "bob@example.com", ToName: "Bob", Subject: "Join Atlas",
+		Data: json.RawMessage(`{"inviterName":"Ada","projectName":"Atlas","role":"project_user","link":"https://graphmill.test/accept?token=t1","expiresAt":"2026-12-01"}`),
+	}
+}
+
+func TestWorkerSends(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t, nil, false)
+	enqueue, wait := startWorker(t, srv)
+	id := enqueue(invitationJob())
+	r := wait(id, "completed")
+	require.Equal(t, 1, r.attempt)
+	msgs := srv.messages()
+	require.Len(t, msgs, 1)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].data))
+	require.NoError(t, err)
+	require.Equal(t, "Join Atlas", m.Header.Get("Subject"))
+	p := parts(t, m)
+	require.Contains(t, p["text/plain"], "Accept the invitation: https://graphmill.test/accept?token=t1")
+	require.Contains(t, p["text/html"], `<a href="https://graphmill.test/accept?token=t1">`)
+}
+
+func TestWorkerRetriesTemporaryReply(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t, nil, false)
+	srv.rcptErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "greylisted, try again"}
+	srv.rcptErrTimes = 1
+	enqueue, wait := startWorker(t, srv)
+	id := enqueue(invitationJob())
+	r := wait(id, "completed")
+	require.Equal(t, 2, r.attempt, "the 4xx attempt, then the one that succeeded")
+	require.Equal(t, 1, r.retryCount)
+	require.Len(t, srv.messages(), 1)
+}
+
+func TestWorkerFailsPermanentReply(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t, nil, false)
+	srv.rcptErr = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}
+	enqueue, wait := startWorker(t, srv)
+	id := enqueue(invitationJob())
+	r := wait(id, "failed")
+	require.Equal(t, 1, r.attempt, "a 5xx is not retried")
+	require.NotNil(t, r.errorMsg)
+	require.Contains(t, *r.errorMsg, "550")
+	require.Contains(t, *r.errorMsg, "no such mailbox here")
+	require.Empty(t, srv.messages())
+}
+
+func TestRenderJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := pgtest.Tx(t)
+	tpl, err := NewTemplates()
+	require.NoError(t, err)
+	j := invitationJob()
+	require.NoError(t, Enqueue(ctx, tx, tpl, &j, time.Now()))
+
+	p, err := RenderJob(ctx, tx, tpl, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, "Join Atlas", p.Subject)
+	require.Equal(t, "bob@example.com", p.ToEmail)
+	require.Equal(t, "Bob", p.ToName)
+	require.Equal(t, TemplateInvitation, p.TemplateName)
+	require.Contains(t, p.Text, "Accept the invitation: https://graphmill.test/accept?token=t1")
+	require.Contains(t, p.HTML, `<a href="https://graphmill.test/accept?token=t1">`)
+
+	_, err = RenderJob(ctx, tx, tpl, uuid.Must(uuid.NewV7()))
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
+}
