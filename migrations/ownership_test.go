@@ -34,7 +34,7 @@ func tableOwners() map[string]string {
 		"templatepack":    {"template_packs", "project_template_packs"},
 		"provider":        {"provider_models", "org_provider_credentials", "org_provider_models", "project_provider_policies", "provider_usage"},
 		"task":            {"tasks"},
-		"notification":    {"notifications"},
+		"notification":    {"notifications", "notification_preferences", "notification_digests"},
 		"activity":        {"user_activity"},
 		"mcpregistry":     {"mcp_servers", "mcp_server_tools", "mcp_org_tool_settings", "mcp_project_tool_settings"},
 		"email":           {"email_jobs"},

@@ -189,6 +189,13 @@ func (s *Service) ProjectAdmins(ctx context.Context, db postgres.DBTX, project u
 	return projectAdminIDs(ctx, db, project)
 }
 
+// UserContact returns a live user's display name and email address, for
+// mail to them (empty for an unknown or deleted user, or one without an
+// address). db is the pool or the caller's transaction.
+func (s *Service) UserContact(ctx context.Context, db postgres.DBTX, id uuid.UUID) (name, address string, err error) {
+	return userContact(ctx, db, id)
+}
+
 // GetProject returns a live project. Errors: not_found.
 func (s *Service) GetProject(ctx context.Context, p *auth.Principal, id uuid.UUID) (Project, error) {
 	pr, err := projectGet(ctx, s.pool, id)

@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -237,6 +238,20 @@ func userLive(ctx context.Context, db postgres.DBTX, id uuid.UUID) (bool, error)
 		return false, fmt.Errorf("look up user: %w", err)
 	}
 	return ok, nil
+}
+
+// userContact returns a live user's display name and email address;
+// both are empty for an unknown or deleted user or one without them.
+func userContact(ctx context.Context, db postgres.DBTX, id uuid.UUID) (name, address string, err error) {
+	err = db.QueryRow(ctx, `SELECT COALESCE(display_name, ''), COALESCE(primary_email, '') FROM users
+		WHERE id = $1 AND deleted_at IS NULL`, id).Scan(&name, &address)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("look up user's address: %w", err)
+	}
+	return name, address, nil
 }
 
 // userResolve finds a live user by id, email or display name (which must
