@@ -394,6 +394,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 			}
 			return err
 		}},
+		// Daily digests by email: one per user and UTC day (a database rule).
+		scheduler.Task{Name: "notifications-digest", Interval: notification.DigestInterval, RunInTx: m.notifs.SendDigests},
 	)
 	scheduler.Register(api, m.sched)
 

@@ -17,6 +17,10 @@ var templateFS embed.FS
 // Template names.
 const (
 	TemplateInvitation = "invitation"
+	// TemplateNotification is an important notification (internal/notification).
+	TemplateNotification = "notification"
+	// TemplateDigest is the daily digest of unread notifications.
+	TemplateDigest = "digest"
 )
 
 // Rendered is the body of one message: both parts are always present.

@@ -39,6 +39,12 @@ type (
 	idIn      struct {
 		ID string `path:"id"`
 	}
+	preferencesIn struct {
+		Body struct {
+			EmailImportant *bool   `json:"emailImportant,omitempty" doc:"Email each important notification; absent: unchanged."`
+			Digest         *string `json:"digest,omitempty" enum:"off,daily" doc:"off or daily; absent: unchanged."`
+		}
+	}
 	snoozeIn struct {
 		ID   string `path:"id"`
 		Body struct {
@@ -65,6 +71,14 @@ func Register(api huma.API, svc *Service) {
 	write := auth.Rule{Scope: auth.NotificationsWrite, Resource: auth.Personal, ProjectRole: auth.ProjectViewer}
 	mine := write.WithOwner(&auth.Owner{Param: "id", Kind: "notification", Resolve: svc.Recipient, NotFound: ErrNotFound})
 	h := handlers{svc: svc}
+	// Email choices are the account's, not a project's: Self routes (a
+	// project-bound token is refused).
+	prefsRead := auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Self}
+	prefsWrite := auth.Rule{Scope: auth.NotificationsWrite, Resource: auth.Self}
+	huma.Register(api, httpapi.Op("get-notification-preferences", http.MethodGet, "/api/me/notification-preferences",
+		"Your email choices: important notifications by email, and the daily digest (both off by default)", prefsRead), h.notificationPreferences)
+	huma.Register(api, httpapi.Op("set-notification-preferences", http.MethodPut, "/api/me/notification-preferences",
+		"Change your email choices; an absent field is unchanged", prefsWrite), h.setNotificationPreferences)
 
 	huma.Register(api, httpapi.Op("list-notifications", http.MethodGet, "/api/notifications",
 		"List your notifications in a tab, newest first; expired ones never show", read), h.listNotifications)
@@ -123,6 +137,15 @@ func (h handlers) markAllNotificationsRead(ctx context.Context, _ *contextIn) (*
 
 func (h handlers) dismissNotification(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
 	return httpapi.Reply(h.svc.Dismiss(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID))
+}
+
+func (h handlers) notificationPreferences(ctx context.Context, _ *contextIn) (*httpapi.Out[Preferences], error) {
+	return httpapi.Reply(h.svc.Preferences(ctx, auth.PrincipalFrom(ctx).UserID))
+}
+
+func (h handlers) setNotificationPreferences(ctx context.Context, in *preferencesIn) (*httpapi.Out[Preferences], error) {
+	return httpapi.Reply(h.svc.SetPreferences(ctx, auth.PrincipalFrom(ctx).UserID,
+		PreferencesUpdate{EmailImportant: in.Body.EmailImportant, Digest: in.Body.Digest}))
 }
 
 func (h handlers) snoozeNotification(ctx context.Context, in *snoozeIn) (*httpapi.Out[Notification], error) {

@@ -17,21 +17,18 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-// Admins tells who administers a project (tenancy.Service).
-type Admins interface {
-	ProjectAdmins(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]uuid.UUID, error)
-}
-
 // Service holds the notification rules.
 type Service struct {
-	pool   *pgxpool.Pool
-	admins Admins
-	now    func() time.Time
+	pool  *pgxpool.Pool
+	dir   Directory
+	now   func() time.Time
+	mail  Mailer // nil: email off (UseEmail)
+	links string // the UI's base URL for links in email
 }
 
-// NewService returns a Service.
-func NewService(pool *pgxpool.Pool, admins Admins, now func() time.Time) *Service {
-	return &Service{pool: pool, admins: admins, now: now}
+// NewService returns a Service; it sends no email until UseEmail.
+func NewService(pool *pgxpool.Pool, dir Directory, now func() time.Time) *Service {
+	return &Service{pool: pool, dir: dir, now: now}
 }
 
 // normalize checks p and fills its defaults.
@@ -102,6 +99,8 @@ func normalize(p Params, now time.Time) (Params, []byte, []byte, error) {
 // with data {"type": "notification", "notification": {...}}) in the same
 // transaction. With a group key it may update an open notification of
 // the same key instead (see Params); that update is published too.
+// A new important notification (not a later occurrence of an open group)
+// also queues an email to a user who chose that, in the same transaction.
 // Errors: invalid_argument.
 func (s *Service) Notify(ctx context.Context, tx pgx.Tx, user uuid.UUID, p Params) (Notification, error) {
 	now := s.now().UTC()
@@ -114,11 +113,16 @@ func (s *Service) Notify(ctx context.Context, tx pgx.Tx, user uuid.UUID, p Param
 	if err := events.Lock(ctx, tx); err != nil {
 		return Notification{}, err
 	}
-	n, err := notificationUpsert(ctx, tx, insertValues{
+	n, inserted, err := notificationUpsert(ctx, tx, insertValues{
 		ID: uuid.Must(uuid.NewV7()), UserID: user, P: p, Actions: actions, Details: details, Occurrences: p.Occurrences, Now: now,
 	})
 	if err != nil {
 		return Notification{}, err
+	}
+	if inserted && n.Importance == ImportanceImportant && s.emailOn() {
+		if err := s.mailImportant(ctx, tx, n); err != nil {
+			return Notification{}, err
+		}
 	}
 	if _, err := events.Publish(ctx, tx, events.TypeNotification, n.ProjectID, &user,
 		map[string]any{"type": events.TypeNotification, "notification": n}, now); err != nil {
@@ -131,7 +135,7 @@ func (s *Service) Notify(ctx context.Context, tx pgx.Tx, user uuid.UUID, p Param
 // project) to every admin of project, as Notify does, and returns what it
 // sent. Errors: invalid_argument.
 func (s *Service) NotifyProjectAdmins(ctx context.Context, tx pgx.Tx, project uuid.UUID, p Params) ([]Notification, error) {
-	admins, err := s.admins.ProjectAdmins(ctx, tx, project)
+	admins, err := s.dir.ProjectAdmins(ctx, tx, project)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package notification
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -64,8 +65,10 @@ type insertValues struct {
 // notificationUpsert inserts a notification or, when its group key names
 // an open (unread, not dismissed) notification of the same owner, adds the
 // occurrences to that one's count and gives it the new text, links and
-// timestamp. The partial unique index makes this atomic.
-func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (Notification, error) {
+// timestamp. The partial unique index makes this atomic. inserted is
+// false when it updated an open notification (xmax is 0 only on a row
+// this statement inserted).
+func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (n Notification, inserted bool, err error) {
 	p := v.P
 	q := `INSERT INTO notifications (id, user_id, project_id, title, message, type, severity, importance, category,
 		related_resource_type, related_resource_id, expires_at, actions, source_type, source_id, action_url, action_label,
@@ -85,7 +88,7 @@ func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (
 		                  THEN (notifications.details ->> 'count')::numeric::bigint ELSE 1 END + $22,
 		    'firstAt', COALESCE(notifications.details -> 'firstAt', to_jsonb(notifications.created_at)))`
 	}
-	q += ` RETURNING ` + columns
+	q += ` RETURNING ` + columns + `, xmax = 0 AS inserted`
 	args := []any{
 		v.ID, v.UserID, p.ProjectID, p.Title, p.Message, postgres.NullIfEmpty(p.Type), p.Severity, p.Importance, postgres.NullIfEmpty(p.Category),
 		postgres.NullIfEmpty(p.RelatedResourceType), postgres.NullIfEmpty(p.RelatedResourceID), p.ExpiresAt, v.Actions, postgres.NullIfEmpty(p.SourceType),
@@ -94,12 +97,16 @@ func notificationUpsert(ctx context.Context, db postgres.DBTX, v insertValues) (
 	if p.GroupKey != "" {
 		args = append(args, v.Occurrences)
 	}
-	rows, _ := db.Query(ctx, q, args...)
-	n, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Notification])
-	if err != nil {
-		return Notification{}, fmt.Errorf("insert notification: %w", err)
+	type upserted struct {
+		Notification
+		Inserted bool `db:"inserted"`
 	}
-	return n, nil
+	rows, _ := db.Query(ctx, q, args...)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[upserted])
+	if err != nil {
+		return Notification{}, false, fmt.Errorf("insert notification: %w", err)
+	}
+	return r.Notification, r.Inserted, nil
 }
 
 // notificationOne runs query, which returns one notification row.
@@ -231,4 +238,76 @@ func recipient(ctx context.Context, db postgres.DBTX, id uuid.UUID) (auth.Tenant
 	}
 	r, err := postgres.One[row](ctx, db, ErrNotFound, `SELECT user_id, project_id FROM notifications WHERE id = $1`, id)
 	return auth.Tenant{User: r.UserID, Project: postgres.Value(r.ProjectID)}, err
+}
+
+// digestUnread is the predicate of the notifications a digest lists,
+// of the user and at the time the SQL expressions user and now name:
+// unread, not dismissed, not expired, not snoozed.
+func digestUnread(user, now string) string {
+	return `user_id = ` + user + ` AND read_at IS NULL AND dismissed_at IS NULL AND (expires_at IS NULL OR expires_at > ` + now + `)
+	AND (snoozed_until IS NULL OR snoozed_until <= ` + now + `)`
+}
+
+// preferencesGet returns user's choices; without a row both are off.
+func preferencesGet(ctx context.Context, db postgres.DBTX, user uuid.UUID) (Preferences, error) {
+	p := Preferences{Digest: DigestOff}
+	err := db.QueryRow(ctx, `SELECT email_important, digest FROM notification_preferences WHERE user_id = $1`, user).
+		Scan(&p.EmailImportant, &p.Digest)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return Preferences{}, fmt.Errorf("get notification preferences: %w", err)
+	}
+	return p, nil
+}
+
+// preferencesUpsert sets the fields of user's choices that u sets (a new
+// row starts from both off) and returns them.
+func preferencesUpsert(ctx context.Context, db postgres.DBTX, user uuid.UUID, u PreferencesUpdate, now time.Time) (Preferences, error) {
+	var p Preferences
+	err := db.QueryRow(ctx, `INSERT INTO notification_preferences (user_id, email_important, digest, created_at, updated_at)
+		VALUES ($1, COALESCE($2, false), COALESCE($3, 'off'), $4, $4)
+		ON CONFLICT (user_id) DO UPDATE SET email_important = COALESCE($2, notification_preferences.email_important),
+		  digest = COALESCE($3, notification_preferences.digest), updated_at = $4
+		RETURNING email_important, digest`, user, u.EmailImportant, u.Digest, now).Scan(&p.EmailImportant, &p.Digest)
+	if err != nil {
+		return Preferences{}, fmt.Errorf("set notification preferences: %w", err)
+	}
+	return p, nil
+}
+
+// digestDue lists up to limit users who chose the daily digest, have not
+// had one on now's UTC day and have unread notifications.
+func digestDue(ctx context.Context, db postgres.DBTX, now time.Time, limit int) ([]uuid.UUID, error) {
+	rows, _ := db.Query(ctx, `SELECT p.user_id FROM notification_preferences p
+		WHERE p.digest = 'daily'
+		  AND NOT EXISTS (SELECT 1 FROM notification_digests d WHERE d.user_id = p.user_id AND d.day = ($1::timestamptz AT TIME ZONE 'UTC')::date)
+		  AND EXISTS (SELECT 1 FROM notifications WHERE `+digestUnread("p.user_id", "$1")+`)
+		ORDER BY p.user_id LIMIT $2`, now, limit)
+	users, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("list users due a digest: %w", err)
+	}
+	return users, nil
+}
+
+// digestItems returns the newest limit notifications a digest of user
+// lists, and how many there are in all.
+func digestItems(ctx context.Context, db postgres.DBTX, user uuid.UUID, now time.Time, limit int) ([]Notification, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+columns+`, count(*) OVER () AS total FROM notifications
+		WHERE `+digestUnread("$1", "$2")+` ORDER BY created_at DESC, id DESC LIMIT $3`, user, now, limit)
+	out, total, err := postgres.CollectPageOf[Notification](rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list digest notifications: %w", err)
+	}
+	return out, total, nil
+}
+
+// digestInsert records user's digest of now's UTC day and reports whether
+// it is the first of that day (false: one was recorded already).
+func digestInsert(ctx context.Context, db postgres.DBTX, user uuid.UUID, now time.Time, job *uuid.UUID, count int) (bool, error) {
+	tag, err := db.Exec(ctx, `INSERT INTO notification_digests (user_id, day, email_job_id, notification_count, created_at)
+		VALUES ($1, ($2::timestamptz AT TIME ZONE 'UTC')::date, $3, $4, $2) ON CONFLICT (user_id, day) DO NOTHING`, user, now, job, count)
+	if err != nil {
+		return false, fmt.Errorf("record digest: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
