@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,32 +36,18 @@ func (m *queueMailer) Enqueue(ctx context.Context, tx pgx.Tx, j *email.Job) erro
 	return email.Enqueue(ctx, tx, m.templates, j, time.Now())
 }
 
-// testClock is a settable clock.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 type mailBundle struct {
 	pool      *pgxpool.Pool
 	svc       *notification.Service
 	ten       *tenancy.Service
 	mailer    *queueMailer
 	templates *email.Templates
-	clock     *testClock
+	at        atomic.Pointer[time.Time] // the service's clock
 }
+
+func (b *mailBundle) now() time.Time { return *b.at.Load() }
+
+func (b *mailBundle) setNow(t time.Time) { b.at.Store(&t) }
 
 func setupMail(t *testing.T) *mailBundle {
 	t.Helper()
@@ -71,9 +58,9 @@ func setupMail(t *testing.T) *mailBundle {
 	require.NoError(t, err)
 	tpl, err := email.NewTemplates()
 	require.NoError(t, err)
-	clk := &testClock{t: time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)}
-	b := &mailBundle{pool: pool, ten: ten, templates: tpl, clock: clk, mailer: &queueMailer{templates: tpl, on: true}}
-	b.svc = notification.NewService(pool, ten, clk.Now)
+	b := &mailBundle{pool: pool, ten: ten, templates: tpl, mailer: &queueMailer{templates: tpl, on: true}}
+	b.setNow(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
+	b.svc = notification.NewService(pool, ten, b.now)
 	b.svc.UseEmail(b.mailer, "https://graphmill.example.com/")
 	return b
 }
@@ -85,10 +72,13 @@ func (b *mailBundle) user(t *testing.T, address string) uuid.UUID {
 	return u.ID
 }
 
-func (b *mailBundle) prefer(t *testing.T, user uuid.UUID, important bool, digest string) {
+// subscriber is a new user with these choices.
+func (b *mailBundle) subscriber(t *testing.T, address string, important bool, digest string) uuid.UUID {
 	t.Helper()
-	_, err := b.svc.SetPreferences(context.Background(), user, notification.PreferencesUpdate{EmailImportant: &important, Digest: &digest})
+	u := b.user(t, address)
+	_, err := b.svc.SetPreferences(context.Background(), u, notification.PreferencesUpdate{EmailImportant: &important, Digest: &digest})
 	require.NoError(t, err)
+	return u
 }
 
 func (b *mailBundle) notify(t *testing.T, user uuid.UUID, p notification.Params) notification.Notification {
@@ -169,8 +159,7 @@ func TestPreferencesDefaultAndPartialUpdate(t *testing.T) {
 func TestImportantBurstQueuesOneEmail(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
-	u := b.user(t, "burst@example.com")
-	b.prefer(t, u, true, notification.DigestOff)
+	u := b.subscriber(t, "burst@example.com", true, notification.DigestOff)
 
 	for i := range 5 {
 		b.notify(t, u, important(fmt.Sprintf("Parsing job failed #%d", i), "job-failed:parse"))
@@ -238,10 +227,8 @@ func TestImportantEmailOnlyWhenChosen(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
 	never := b.user(t, "never@example.com") // no preferences row: off
-	off := b.user(t, "off@example.com")
-	b.prefer(t, off, false, notification.DigestDaily)
-	on := b.user(t, "on@example.com")
-	b.prefer(t, on, true, notification.DigestOff)
+	off := b.subscriber(t, "off@example.com", false, notification.DigestDaily)
+	on := b.subscriber(t, "on@example.com", true, notification.DigestOff)
 
 	for _, u := range []uuid.UUID{never, off, on} {
 		b.notify(t, u, important("Ungrouped important", ""))
@@ -262,8 +249,7 @@ func TestImportantEmailOnlyWhenChosen(t *testing.T) {
 func TestImportantEmailRollsBackWithNotification(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
-	u := b.user(t, "rollback@example.com")
-	b.prefer(t, u, true, notification.DigestOff)
+	u := b.subscriber(t, "rollback@example.com", true, notification.DigestOff)
 	boom := errors.New("the change failed")
 
 	err := postgres.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
@@ -289,8 +275,7 @@ func TestEmailOffQueuesNothing(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
 	b.mailer.on = false
-	u := b.user(t, "quiet@example.com")
-	b.prefer(t, u, true, notification.DigestDaily)
+	u := b.subscriber(t, "quiet@example.com", true, notification.DigestDaily)
 
 	b.notify(t, u, important("Important while email is off", "x"))
 	require.NoError(t, postgres.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
@@ -302,7 +287,7 @@ func TestEmailOffQueuesNothing(t *testing.T) {
 	require.Zero(t, digests)
 
 	// A service without a mailer at all is the same.
-	bare := notification.NewService(b.pool, b.ten, b.clock.Now)
+	bare := notification.NewService(b.pool, b.ten, b.now)
 	require.NoError(t, postgres.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 		if _, err := bare.Notify(context.Background(), tx, u, important("No mailer", "")); err != nil {
 			return err
@@ -323,12 +308,9 @@ func TestDailyDigest(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
 	ctx := context.Background()
-	reader := b.user(t, "reader@example.com")
-	b.prefer(t, reader, false, notification.DigestDaily)
-	caughtUp := b.user(t, "caughtup@example.com")
-	b.prefer(t, caughtUp, false, notification.DigestDaily)
-	noDigest := b.user(t, "nodigest@example.com")
-	b.prefer(t, noDigest, true, notification.DigestOff)
+	reader := b.subscriber(t, "reader@example.com", false, notification.DigestDaily)
+	caughtUp := b.subscriber(t, "caughtup@example.com", false, notification.DigestDaily)
+	noDigest := b.subscriber(t, "nodigest@example.com", true, notification.DigestOff)
 
 	// reader: three unread (one of them important), one read, one
 	// dismissed, one snoozed.
@@ -342,7 +324,7 @@ func TestDailyDigest(t *testing.T) {
 	_, err = b.svc.Dismiss(ctx, notification.Owner{UserID: reader}, gone.ID)
 	require.NoError(t, err)
 	later := b.notify(t, reader, notification.Params{Title: "Snoozed one"})
-	_, err = b.svc.Snooze(ctx, notification.Owner{UserID: reader}, later.ID, b.clock.Now().Add(48*time.Hour))
+	_, err = b.svc.Snooze(ctx, notification.Owner{UserID: reader}, later.ID, b.now().Add(48*time.Hour))
 	require.NoError(t, err)
 	// caughtUp: everything read.
 	n := b.notify(t, caughtUp, notification.Params{Title: "Read long ago"})
@@ -369,7 +351,7 @@ func TestDailyDigest(t *testing.T) {
 	require.Empty(t, b.emails(t, "nodigest@example.com"))
 
 	// Run again the same day, and twice at once: no second digest.
-	b.clock.Set(time.Date(2026, 11, 24, 23, 59, 0, 0, time.UTC))
+	b.setNow(time.Date(2026, 11, 24, 23, 59, 0, 0, time.UTC))
 	b.notify(t, reader, notification.Params{Title: "Late in the day"})
 	b.runDigests(t)
 	var wg sync.WaitGroup
@@ -394,7 +376,7 @@ func TestDailyDigest(t *testing.T) {
 	// The next day: a new digest, with what is unread then.
 	_, err = b.svc.MarkAllRead(ctx, notification.Owner{UserID: reader})
 	require.NoError(t, err)
-	b.clock.Set(time.Date(2026, 11, 25, 0, 5, 0, 0, time.UTC))
+	b.setNow(time.Date(2026, 11, 25, 0, 5, 0, 0, time.UTC))
 	b.notify(t, reader, notification.Params{Title: "Next day's news"})
 	b.runDigests(t)
 	got = b.emails(t, "reader@example.com")
@@ -408,11 +390,10 @@ func TestDailyDigest(t *testing.T) {
 func TestDigestListsTheNewestAndCountsTheRest(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
-	u := b.user(t, "many@example.com")
-	b.prefer(t, u, false, notification.DigestDaily)
+	u := b.subscriber(t, "many@example.com", false, notification.DigestDaily)
 	total := notification.DigestItemsMax + 3
 	for i := range total {
-		b.clock.Set(time.Date(2026, 11, 24, 9, 0, i, 0, time.UTC))
+		b.setNow(time.Date(2026, 11, 24, 9, 0, i, 0, time.UTC))
 		b.notify(t, u, notification.Params{Title: fmt.Sprintf("Item %02d", i)})
 	}
 	b.runDigests(t)
@@ -434,8 +415,7 @@ func TestDigestOncePerDayIsADatabaseRule(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
 	ctx := context.Background()
-	u := b.user(t, "overlap@example.com")
-	b.prefer(t, u, false, notification.DigestDaily)
+	u := b.subscriber(t, "overlap@example.com", false, notification.DigestDaily)
 	b.notify(t, u, notification.Params{Title: "Waiting for you"})
 
 	first, err := b.pool.Begin(ctx)
