@@ -124,8 +124,10 @@ func (s *Service) mailImportant(ctx context.Context, tx pgx.Tx, n Notification) 
 	if err != nil {
 		return fmt.Errorf("encode notification email: %w", err)
 	}
+	// No project on the job: a user's own mail failing is not a job
+	// failure to tell the project's admins about (JobOutcomes).
 	return s.mail.Enqueue(ctx, tx, &email.Job{
-		ProjectID: n.ProjectID, TemplateName: email.TemplateNotification, ToEmail: address, ToName: name,
+		TemplateName: email.TemplateNotification, ToEmail: address, ToName: name,
 		Subject: subjectLine("Graphmill: " + n.Title), Data: data,
 	})
 }

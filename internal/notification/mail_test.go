@@ -440,3 +440,22 @@ func TestDigestOncePerDayIsADatabaseRule(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Contains(t, got[0].Preview.Text, "Waiting for you")
 }
+
+// TestNotificationEmailHasNoProject: a user's mail is a platform job, so
+// that its failure never notifies a project's admins.
+func TestNotificationEmailHasNoProject(t *testing.T) {
+	t.Parallel()
+	b := setupMail(t)
+	var project uuid.UUID
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT id FROM projects`).Scan(&project))
+	u := b.subscriber(t, "platform@example.com", true, notification.DigestOff)
+	p := important("In a project", "")
+	p.ProjectID = &project
+	n := b.notify(t, u, p)
+	require.Equal(t, &project, n.ProjectID)
+	got := b.emails(t, "platform@example.com")
+	require.Len(t, got, 1)
+	var jobProject *uuid.UUID
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT project_id FROM email_jobs WHERE id = $1`, got[0].ID).Scan(&jobProject))
+	require.Nil(t, jobProject)
+}
