@@ -383,6 +383,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	mcpregistry.Register(api, m.mcpReg)
 	jobqueue.Register(api, m.jobs)
 	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions)
+	superadmin.RegisterEmail(api, m.emails)
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
