@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/mail"
 	"strings"
+	"sync"
 	"testing"
 
 	smtp "github.com/emersion/go-smtp"
@@ -223,4 +224,106 @@ func TestTLSPolicy(t *testing.T) {
 	require.Equal(t, gomail.TLSOpportunistic, tlsPolicy("localhost"))
 	require.Equal(t, gomail.TLSOpportunistic, tlsPolicy("127.0.0.1"))
 	require.Equal(t, gomail.TLSOpportunistic, tlsPolicy("::1"))
+}
+
+// senderURL is a sender for the SMTP URL u, trusting tlsConfig's roots.
+func senderURL(t *testing.T, u string, tlsConfig *tls.Config) *Sender {
+	t.Helper()
+	set, ok, err := ParseSettings(u, "Graphmill <noreply@graphmill.test>")
+	require.NoError(t, err)
+	require.True(t, ok)
+	return NewSender(set, tlsConfig)
+}
+
+// TestSendAuthPlainOverStartTLS: the credentials of the URL go with AUTH
+// PLAIN after STARTTLS; the server checks them.
+func TestSendAuthPlainOverStartTLS(t *testing.T) {
+	t.Parallel()
+	cert, client := testCert(t)
+	srv := smtptest.Start(t, smtptest.Options{
+		TLS:   &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		Users: map[string]string{"mailer": "s3cret p@ss"},
+	})
+	require.NoError(t, senderURL(t, "smtp://mailer:s3cret%20p%40ss@"+srv.Addr, client).Send(context.Background(), invitation(t)))
+	msgs := srv.Messages()
+	require.Len(t, msgs, 1)
+	require.True(t, msgs[0].TLS)
+	require.Equal(t, "mailer", msgs[0].User)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
+
+	// Without credentials the server refuses the message.
+	err := senderURL(t, "smtp://"+srv.Addr, client).Send(context.Background(), invitation(t))
+	require.Error(t, err)
+	require.Len(t, srv.Messages(), 1)
+}
+
+// TestSendAuthWrongPassword: a wrong password is answered 535 (5.7.8), a
+// permanent reply: the job fails at once with the server's reply, nothing
+// is sent. A temporary authentication failure (454) is retried.
+func TestSendAuthWrongPassword(t *testing.T) {
+	t.Parallel()
+	cert, client := testCert(t)
+	srvTLS := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv := smtptest.Start(t, smtptest.Options{TLS: srvTLS, Users: map[string]string{"mailer": "s3cret"}})
+	err := senderURL(t, "smtp://mailer:wrong@"+srv.Addr, client).Send(context.Background(), invitation(t))
+	require.Error(t, err)
+	require.Equal(t, 535, ReplyCode(err))
+	require.True(t, jobqueue.IsPermanent(err), "%v", err)
+	require.NotContains(t, err.Error(), "wrong", "the password is not in the error")
+	require.Empty(t, srv.Messages())
+
+	busy := smtptest.Start(t, smtptest.Options{TLS: srvTLS, Users: map[string]string{"mailer": "s3cret"},
+		AuthErr: &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "temporary authentication failure"}})
+	err = senderURL(t, "smtp://mailer:s3cret@"+busy.Addr, client).Send(context.Background(), invitation(t))
+	require.Error(t, err)
+	require.Equal(t, 454, ReplyCode(err))
+	require.False(t, jobqueue.IsPermanent(err))
+	require.Empty(t, busy.Messages())
+}
+
+// remoteSender is a sender for smtp://example.com:PORT (a host name that
+// is not loopback, so STARTTLS is required) whose connections reach srv;
+// dialled records the addresses go-mail asked for.
+func remoteSender(t *testing.T, srv *smtptest.Server, client *tls.Config) (s *Sender, dialled func() []string) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(srv.Addr)
+	require.NoError(t, err)
+	s = senderURL(t, "smtp://example.com:"+port, client)
+	var mu sync.Mutex
+	var addrs []string
+	s.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		addrs = append(addrs, addr)
+		mu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, srv.Addr)
+	}
+	return s, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), addrs...)
+	}
+}
+
+// TestSendStartTLSRequiredToRemoteHost: to a host that is not loopback,
+// a server without STARTTLS never receives the message; one offering it
+// receives it over TLS (the certificate checked against the host name).
+func TestSendStartTLSRequiredToRemoteHost(t *testing.T) {
+	t.Parallel()
+	cert, client := testCert(t)
+	plain := smtptest.Start(t, smtptest.Options{})
+	s, dialled := remoteSender(t, plain, client)
+	err := s.Send(context.Background(), invitation(t))
+	require.Error(t, err)
+	require.False(t, jobqueue.IsPermanent(err), "retried: the server may offer STARTTLS later")
+	require.Empty(t, plain.Messages())
+	_, port, _ := net.SplitHostPort(plain.Addr)
+	require.Equal(t, []string{"example.com:" + port}, dialled(), "the connection was to the remote name")
+
+	secure := smtptest.Start(t, smtptest.Options{TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	s, _ = remoteSender(t, secure, client)
+	require.NoError(t, s.Send(context.Background(), invitation(t)))
+	msgs := secure.Messages()
+	require.Len(t, msgs, 1)
+	require.True(t, msgs[0].TLS)
 }

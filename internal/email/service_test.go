@@ -50,7 +50,7 @@ func enqueueIn(t *testing.T, s *Service, pool *pgxpool.Pool, j *Job) error {
 	return nil
 }
 
-func jobStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {
+func rowStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {
 	t.Helper()
 	var st string
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM email_jobs WHERE id = $1`, id).Scan(&st))
@@ -66,7 +66,7 @@ func TestServiceSends(t *testing.T) {
 	j := invitationJob()
 	require.NoError(t, enqueueIn(t, s, pool, &j))
 	require.NotEqual(t, uuid.Nil, j.ID)
-	require.Eventually(t, func() bool { return jobStatus(t, pool, j.ID) == "completed" }, waitFor, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return rowStatus(t, pool, j.ID) == "completed" }, waitFor, 5*time.Millisecond)
 	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
 	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
@@ -115,7 +115,7 @@ func TestServiceOff(t *testing.T) {
 	require.NoError(t, Enqueue(ctx, tx, tpl, &old, time.Now()))
 	require.NoError(t, tx.Commit(ctx))
 	time.Sleep(200 * time.Millisecond) // twenty polls in which a worker would have claimed it
-	require.Equal(t, "queued", jobStatus(t, pool, old.ID))
+	require.Equal(t, "queued", rowStatus(t, pool, old.ID))
 	stats, err := c.Stats(ctx, nil)
 	require.NoError(t, err)
 	found := false
