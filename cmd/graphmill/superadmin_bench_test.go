@@ -110,8 +110,11 @@ func BenchmarkSuperadminEmailJobs100k(b *testing.B) {
 			errMsg = "550 no such mailbox"
 		}
 		at := now.Add(-time.Duration(jobs-i) * time.Second)
-		rows[i] = []any{uuid.Must(uuid.NewV7()), p, st, at, errMsg, at, at, "invitation", fmt.Sprintf("user%d@example.com", i%5000),
-			"User", "Join the project", map[string]any{"inviterName": "Ada", "projectName": "P", "role": "project_user", "link": "https://x.test/a", "expiresAt": "2026-12-01"}}
+		rows[i] = []any{
+			uuid.Must(uuid.NewV7()), p, st, at, errMsg, at, at, "invitation", fmt.Sprintf("user%d@example.com", i%5000),
+			"User", "Join the project",
+			map[string]any{"inviterName": "Ada", "projectName": "P", "role": "project_user", "link": "https://x.test/a", "expiresAt": "2026-12-01"},
+		}
 	}
 	_, err := s.m.db.pool.CopyFrom(ctx, pgx.Identifier{"email_jobs"},
 		[]string{"id", "project_id", "status", "run_at", "error_msg", "created_at", "updated_at", "template_name", "to_email", "to_name", "subject", "data"},

@@ -272,8 +272,10 @@ func TestSendAuthWrongPassword(t *testing.T) {
 	require.NotContains(t, err.Error(), "wrong", "the password is not in the error")
 	require.Empty(t, srv.Messages())
 
-	busy := smtptest.Start(t, smtptest.Options{TLS: srvTLS, Users: map[string]string{"mailer": "s3cret"},
-		AuthErr: &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "temporary authentication failure"}})
+	busy := smtptest.Start(t, smtptest.Options{
+		TLS: srvTLS, Users: map[string]string{"mailer": "s3cret"},
+		AuthErr: &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "temporary authentication failure"},
+	})
 	err = senderURL(t, "smtp://mailer:s3cret@"+busy.Addr, client).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.Equal(t, 454, ReplyCode(err))

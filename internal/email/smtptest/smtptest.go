@@ -5,6 +5,7 @@
 package smtptest
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -70,7 +71,8 @@ func Start(t testing.TB, o Options) *Server {
 		return base, nil
 	}))
 	s.Domain = "localhost"
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("smtptest: listen: %v", err)
 	}
