@@ -61,6 +61,13 @@ func BenchmarkSuperadminExtractionJobs100k(b *testing.B) {
 		require.Len(b, l.Data, 100)
 		require.Equal(b, jobs+1, l.Stats.Total) // the seed document's own job too
 	}
+	benchLatencies(b, s, paths, []string{"all", "failed"})
+}
+
+// benchLatencies requests paths in turn b.N times in all and reports each
+// one's p50 and p95 latency as NAME-p50-ms and NAME-p95-ms.
+func benchLatencies(b *testing.B, s *testServer, paths, names []string) {
+	b.Helper()
 	lat := make([][]time.Duration, len(paths))
 	b.ResetTimer()
 	for i := range b.N {
@@ -78,9 +85,8 @@ func BenchmarkSuperadminExtractionJobs100k(b *testing.B) {
 		pct := func(p float64) float64 {
 			return float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds()) / 1000
 		}
-		name := []string{"all", "failed"}[k]
-		b.ReportMetric(pct(0.50), name+"-p50-ms")
-		b.ReportMetric(pct(0.95), name+"-p95-ms")
+		b.ReportMetric(pct(0.50), names[k]+"-p50-ms")
+		b.ReportMetric(pct(0.95), names[k]+"-p95-ms")
 		b.Logf("%s: p50 %.1f ms, p95 %.1f ms (%d requests)", paths[k], pct(0.5), pct(0.95), len(l))
 	}
 }
@@ -133,26 +139,5 @@ func BenchmarkSuperadminEmailJobs100k(b *testing.B) {
 		require.Len(b, l.Data, []int{100, 100, 20}[k])
 		require.Equal(b, []int{jobs, jobs, 20}[k], l.Stats.Total)
 	}
-	lat := make([][]time.Duration, len(paths))
-	b.ResetTimer()
-	for i := range b.N {
-		k := i % len(paths)
-		t0 := time.Now()
-		s.must(200, "GET", paths[k], s.admin, nil)
-		lat[k] = append(lat[k], time.Since(t0))
-	}
-	b.StopTimer()
-	for k, l := range lat {
-		if len(l) == 0 {
-			continue
-		}
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-		pct := func(p float64) float64 {
-			return float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds()) / 1000
-		}
-		name := []string{"all", "failed", "recipient"}[k]
-		b.ReportMetric(pct(0.50), name+"-p50-ms")
-		b.ReportMetric(pct(0.95), name+"-p95-ms")
-		b.Logf("%s: p50 %.1f ms, p95 %.1f ms (%d requests)", paths[k], pct(0.5), pct(0.95), len(l))
-	}
+	benchLatencies(b, s, paths, []string{"all", "failed", "recipient"})
 }

@@ -48,20 +48,10 @@ type emailHandlers struct {
 // dateRange reads the fromDate and toDate filters (RFC 3339; absent: no
 // bound); from after to is invalid.
 func dateRange(fromDate, toDate string) (from, to *time.Time, err error) {
-	parse := func(name, s string) (*time.Time, error) {
-		if s == "" {
-			return nil, nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return nil, errs.Errorf(errs.Invalid, "%s must be an RFC 3339 time (2026-11-24T08:00:00Z)", name)
-		}
-		return &t, nil
-	}
-	if from, err = parse("fromDate", fromDate); err != nil {
+	if from, err = httpapi.ParseTime("fromDate", fromDate); err != nil {
 		return nil, nil, err
 	}
-	if to, err = parse("toDate", toDate); err != nil {
+	if to, err = httpapi.ParseTime("toDate", toDate); err != nil {
 		return nil, nil, err
 	}
 	if from != nil && to != nil && from.After(*to) {
@@ -77,19 +67,9 @@ func (h emailHandlers) listEmailJobs(ctx context.Context, in *emailJobsIn) (*htt
 	}
 	f := email.AdminFilter{Status: in.Status, Recipient: in.Recipient, From: from, To: to, Limit: in.Limit, Offset: (in.Page - 1) * in.Limit}
 	list, total, counts, err := h.emails.AdminJobs(ctx, f)
-	out, err := replyPaged(list, total, in.PageParams, err)
-	if err != nil {
-		return nil, err
-	}
-	stats := JobStats{ByStatus: make(map[string]int, len(counts))}
-	for _, c := range counts {
-		stats.ByStatus[c.Status] = c.Count
-		stats.Total += c.Count
-		stats.WithErrors += c.WithErrors
-	}
-	stats.Failed = stats.ByStatus[email.StatusFailed]
-	out.Body.Stats = &stats
-	return out, nil
+	return replyJobs(list, total, in.PageParams, counts, func(c email.StatusCount) (string, int, int) {
+		return c.Status, c.Count, c.WithErrors
+	}, err)
 }
 
 func (h emailHandlers) previewEmailJob(ctx context.Context, in *emailJobIn) (*httpapi.Out[email.Preview], error) {

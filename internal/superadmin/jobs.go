@@ -55,15 +55,26 @@ func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) 
 		Limit: in.Limit, Offset: (in.Page - 1) * in.Limit,
 	}
 	list, total, counts, err := h.extraction.AdminJobs(ctx, f)
-	out, err := replyPaged(list, total, in.PageParams, err)
+	return replyJobs(list, total, in.PageParams, counts, func(c extraction.StatusCount) (string, int, int) {
+		return string(c.Status), c.Count, c.WithErrors
+	}, err)
+}
+
+// replyJobs answers a page of a job list with its stats, or err when the
+// call that gave them failed. counts hold every status of the list's
+// vocabulary; count reads one (its name, jobs, jobs with an error).
+// Failed is the status "failed", which every vocabulary names so.
+func replyJobs[T, C any](list []T, total int, p PageParams, counts []C, count func(C) (string, int, int), err error) (*httpapi.Out[Paged[T]], error) {
+	out, err := replyPaged(list, total, p, err)
 	if err != nil {
 		return nil, err
 	}
 	stats := JobStats{ByStatus: make(map[string]int, len(counts))}
 	for _, c := range counts {
-		stats.ByStatus[string(c.Status)] = c.Count
-		stats.Total += c.Count
-		stats.WithErrors += c.WithErrors
+		status, n, withErrors := count(c)
+		stats.ByStatus[status] = n
+		stats.Total += n
+		stats.WithErrors += withErrors
 	}
 	stats.Failed = stats.ByStatus[string(jobqueue.StatusFailed)]
 	out.Body.Stats = &stats
