@@ -119,6 +119,12 @@ func TestEmailOff(t *testing.T) {
 	require.Len(t, l.Data, 1)
 	require.Equal(t, "pending", l.Data[0]["status"], "a declared queue is not worked")
 
+	// A job whose data no longer renders (a template changed since).
+	stale := s.emailInsert(emailJob("bob@example.com", "Join Atlas"), `data = '{"projectName":"Atlas"}'`)
+	r := s.must(409, "GET", "/api/superadmin/email-jobs/"+stale+"/preview-json", s.admin, nil)
+	require.Equal(t, "failed_precondition", r.JSON(t)["code"])
+	require.Contains(t, r.Detail(t), "does not render")
+
 	for _, bad := range []string{uuid.NewString(), "not-a-uuid"} {
 		r := s.must(404, "GET", "/api/superadmin/email-jobs/"+bad+"/preview-json", s.admin, nil)
 		require.Equal(t, "not_found", r.JSON(t)["code"])

@@ -26,9 +26,6 @@ type (
 	}
 )
 
-// errEmailJobNotFound answers an unknown or malformed email job id.
-var errEmailJobNotFound = errs.New(errs.NotFound, "email job not found")
-
 // RegisterEmail adds the superadmin email job list and preview. They work
 // with email off too: the jobs that exist are listed and rendered.
 func RegisterEmail(api huma.API, emails *email.Service) {
@@ -73,7 +70,7 @@ func (h emailHandlers) listEmailJobs(ctx context.Context, in *emailJobsIn) (*htt
 }
 
 func (h emailHandlers) previewEmailJob(ctx context.Context, in *emailJobIn) (*httpapi.Out[email.Preview], error) {
-	id, err := httpapi.ParseID(in.JobID, errEmailJobNotFound)
+	id, err := httpapi.ParseID(in.JobID, email.ErrJobNotFound)
 	if err != nil {
 		return nil, err
 	}
