@@ -74,11 +74,8 @@ type Filter struct {
 	Offset   int
 }
 
-// Errors of this domain.
-var (
-	ErrBadAction = errs.Errorf(errs.Invalid, "action must be one of %s", actionNames())
-	ErrBadRange  = errs.New(errs.Invalid, "fromDate must not be after toDate")
-)
+// ErrBadAction refuses an action filter that names no action.
+var ErrBadAction = errs.Errorf(errs.Invalid, "action must be one of %s", actionNames())
 
 func actionNames() string {
 	names := make([]string, 0, len(Actions()))
