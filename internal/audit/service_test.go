@@ -3,7 +3,6 @@ package audit_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,47 +19,40 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 type testBundle struct {
-	pool  *pgxpool.Pool
-	svc   *audit.Service
-	clock *clock
+	pool *pgxpool.Pool
+	svc  *audit.Service
+	now  time.Time // the service's clock
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	pool := pgtest.New(t)
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	return &testBundle{pool: pool, svc: audit.NewService(pool, clk.Now), clock: clk}
+	b := &testBundle{pool: pgtest.New(t), now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	b.svc = audit.NewService(b.pool, func() time.Time { return b.now })
+	return b
 }
 
-// record writes e in a transaction of its own, at time at.
+// write records e in a transaction of its own that then ends with then
+// (nil: it commits).
+func (b *testBundle) write(e audit.Event, then error) (audit.Event, error) {
+	ctx := context.Background()
+	var out audit.Event
+	err := postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		var err error
+		if out, err = b.svc.Record(ctx, tx, e); err != nil {
+			return err
+		}
+		return then
+	})
+	return out, err
+}
+
+// record writes e, at time at.
 func (b *testBundle) record(t *testing.T, at time.Time, e audit.Event) audit.Event {
 	t.Helper()
-	b.clock.Set(at)
-	var out audit.Event
-	require.NoError(t, postgres.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = b.svc.Record(context.Background(), tx, e)
-		return err
-	}))
+	b.now = at
+	out, err := b.write(e, nil)
+	require.NoError(t, err)
 	return out
 }
 
@@ -121,18 +113,14 @@ func TestRecordWritesTheEvent(t *testing.T) {
 func TestRecordRefusesIncompleteEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := context.Background()
-	ok := audit.Event{ActorID: uuid.New(), Action: audit.UserDelete, Requested: 1, Affected: 1}
+	actor := uuid.New()
 	for name, e := range map[string]audit.Event{
-		"unknown action": {ActorID: ok.ActorID, Action: "users.nuke", Requested: 1},
-		"no action":      {ActorID: ok.ActorID, Requested: 1},
+		"unknown action": {ActorID: actor, Action: "users.nuke", Requested: 1},
+		"no action":      {ActorID: actor, Requested: 1},
 		"no actor":       {Action: audit.UserDelete, Requested: 1},
-		"negative count": {ActorID: ok.ActorID, Action: audit.UserDelete, Requested: 1, Affected: -1},
+		"negative count": {ActorID: actor, Action: audit.UserDelete, Requested: 1, Affected: -1},
 	} {
-		err := postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
-			_, err := b.svc.Record(ctx, tx, e)
-			return err
-		})
+		_, err := b.write(e, nil)
 		require.Error(t, err, name)
 	}
 	require.Zero(t, b.count(t))
@@ -143,14 +131,8 @@ func TestRecordRefusesIncompleteEvents(t *testing.T) {
 func TestRecordRollsBackWithTheChange(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := context.Background()
 	failed := errors.New("the change failed")
-	err := postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
-		if _, err := b.svc.Record(ctx, tx, audit.Event{ActorID: uuid.New(), Action: audit.ProjectDelete, Requested: 1, Affected: 1}); err != nil {
-			return err
-		}
-		return failed
-	})
+	_, err := b.write(audit.Event{ActorID: uuid.New(), Action: audit.ProjectDelete, Requested: 1, Affected: 1}, failed)
 	require.ErrorIs(t, err, failed)
 	require.Zero(t, b.count(t))
 }
