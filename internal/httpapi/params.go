@@ -19,15 +19,15 @@ func ParseID(raw string, notFound error) (uuid.UUID, error) {
 	return id, nil
 }
 
-// ParseTime reads an optional RFC 3339 time given as query parameter
-// name: nil when raw is empty, invalid_argument naming it when malformed.
+// ParseTime reads the optional RFC 3339 time of the query parameter name
+// (nil when raw is empty). Errors: invalid_argument.
 func ParseTime(name, raw string) (*time.Time, error) {
 	if raw == "" {
-		return nil, nil //nolint:nilnil // not given
+		return nil, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, raw)
 	if err != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s must be an RFC 3339 time, for example 2026-01-02T15:04:05Z", name)
+		return nil, errs.Errorf(errs.Invalid, "%s must be an RFC 3339 time such as 2026-01-31T00:00:00Z", name)
 	}
 	return &t, nil
 }

@@ -3,13 +3,11 @@ package superadmin
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/email"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
@@ -40,21 +38,6 @@ func RegisterEmail(api huma.API, emails *email.Service) {
 // emailHandlers are the handlers of the email job routes.
 type emailHandlers struct {
 	emails *email.Service
-}
-
-// dateRange reads the fromDate and toDate filters (RFC 3339; absent: no
-// bound); from after to is invalid.
-func dateRange(fromDate, toDate string) (from, to *time.Time, err error) {
-	if from, err = httpapi.ParseTime("fromDate", fromDate); err != nil {
-		return nil, nil, err
-	}
-	if to, err = httpapi.ParseTime("toDate", toDate); err != nil {
-		return nil, nil, err
-	}
-	if from != nil && to != nil && from.After(*to) {
-		return nil, nil, errs.New(errs.Invalid, "fromDate must not be after toDate")
-	}
-	return from, to, nil
 }
 
 func (h emailHandlers) listEmailJobs(ctx context.Context, in *emailJobsIn) (*httpapi.Out[Paged[email.AdminEmailJob]], error) {

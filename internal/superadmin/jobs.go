@@ -6,7 +6,9 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
@@ -83,7 +85,9 @@ func replyJobs[T, C any](list []T, total int, p PageParams, counts []C, count fu
 
 func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[CancelResult], error) {
 	user := auth.PrincipalFrom(ctx).UserID
-	n, err := h.extraction.CancelJobs(ctx, in.Body.IDs, &user)
+	n, err := h.audited(ctx, audit.ExtractionJobsCancel, in.Body.IDs, func(tx pgx.Tx) (int, error) {
+		return h.extraction.CancelJobs(ctx, tx, in.Body.IDs, &user)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +96,11 @@ func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpap
 }
 
 func (h handlers) deleteExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
-	n, skipped, err := h.extraction.DeleteJobs(ctx, in.Body.IDs)
+	skipped := 0
+	n, err := h.audited(ctx, audit.ExtractionJobsDelete, in.Body.IDs, func(tx pgx.Tx) (n int, err error) {
+		n, skipped, err = h.extraction.DeleteJobs(ctx, tx, in.Body.IDs)
+		return n, err
+	})
 	if err != nil {
 		return nil, err
 	}
