@@ -5,20 +5,83 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
+	"io"
 	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
+	"strings"
+	"sync"
 	"testing"
 
 	smtp "github.com/emersion/go-smtp"
 	"github.com/stretchr/testify/require"
 	gomail "github.com/wneessen/go-mail"
 
-	"github.com/graphmill/graphmill/internal/email/smtptest"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 )
+
+// received is one message as the test SMTP server got it.
+type received struct {
+	from string
+	rcpt []string
+	data []byte
+	tls  bool
+}
+
+// smtpServer is a real SMTP server (emersion/go-smtp) on a loopback port
+// that records what it receives; rcptErr, when set, answers RCPT TO.
+type smtpServer struct {
+	mu      sync.Mutex
+	msgs    []received
+	rcptErr *smtp.SMTPError
+	// rcptErrTimes, when positive, is how many RCPT TO get rcptErr.
+	rcptErrTimes int
+	addr         string
+}
+
+type smtpSession struct {
+	srv *smtpServer
+	cur received
+}
+
+func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.cur.from = from; return nil }
+
+func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.srv.mu.Lock()
+	defer s.srv.mu.Unlock()
+	if s.srv.rcptErr != nil {
+		err := s.srv.rcptErr
+		if s.srv.rcptErrTimes > 0 {
+			s.srv.rcptErrTimes--
+			if s.srv.rcptErrTimes == 0 {
+				s.srv.rcptErr = nil
+			}
+		}
+		return err
+	}
+	s.cur.rcpt = append(s.cur.rcpt, to)
+	return nil
+}
+
+func (s *smtpSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.cur.data = b
+	s.srv.mu.Lock()
+	s.srv.msgs = append(s.srv.msgs, s.cur)
+	s.srv.mu.Unlock()
+	return nil
+}
+
+func (s *smtpSession) Reset()        { s.cur = received{tls: s.cur.tls} }
+func (s *smtpSession) Logout() error { return nil }
 
 // testCert returns a certificate for 127.0.0.1 and a client TLS config
 // trusting it.
@@ -31,9 +94,41 @@ func testCert(t *testing.T) (tls.Certificate, *tls.Config) {
 	return ts.TLS.Certificates[0], &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, MinVersion: tls.VersionTLS12}
 }
 
-func senderFor(t *testing.T, srv *smtptest.Server, scheme string, tlsConfig *tls.Config) *Sender {
+// startSMTP starts the server: offering STARTTLS when starttls is set,
+// speaking TLS from the first byte when implicit is set.
+func startSMTP(t *testing.T, cert *tls.Certificate, implicit bool) *smtpServer {
 	t.Helper()
-	set, ok, err := ParseSettings(scheme+"://"+srv.Addr, "Graphmill <noreply@graphmill.test>")
+	srv := &smtpServer{}
+	s := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		_, isTLS := c.TLSConnectionState()
+		return &smtpSession{srv: srv, cur: received{tls: isTLS}}, nil
+	}))
+	s.Domain = "localhost"
+	var l net.Listener
+	var err error
+	l, err = net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	if cert != nil {
+		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
+		if implicit {
+			l = tls.NewListener(l, s.TLSConfig)
+		}
+	}
+	srv.addr = l.Addr().String()
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(func() { _ = s.Close() })
+	return srv
+}
+
+func (s *smtpServer) messages() []received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]received(nil), s.msgs...)
+}
+
+func senderFor(t *testing.T, srv *smtpServer, scheme string, tlsConfig *tls.Config) *Sender {
+	t.Helper()
+	set, ok, err := ParseSettings(scheme+"://"+srv.addr, "Graphmill <noreply@graphmill.test>")
 	require.NoError(t, err)
 	require.True(t, ok)
 	return NewSender(set, tlsConfig)
@@ -48,17 +143,45 @@ func invitation(t *testing.T) Message {
 	return Message{To: mail.Address{Name: "Bob Example", Address: "bob@example.com"}, Subject: "You are invited to Atlas & Co", Body: body}
 }
 
+// parts reads the message's multipart/alternative body: content type to
+// decoded content.
+func parts(t *testing.T, m *mail.Message) map[string]string {
+	t.Helper()
+	mt, params, err := mime.ParseMediaType(m.Header.Get("Content-Type"))
+	require.NoError(t, err)
+	require.Equal(t, "multipart/alternative", mt)
+	out := map[string]string{}
+	r := multipart.NewReader(m.Body, params["boundary"])
+	for {
+		p, err := r.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		ct, _, err := mime.ParseMediaType(p.Header.Get("Content-Type"))
+		require.NoError(t, err)
+		var body io.Reader = p
+		if strings.EqualFold(p.Header.Get("Content-Transfer-Encoding"), "quoted-printable") {
+			body = quotedprintable.NewReader(p)
+		}
+		b, err := io.ReadAll(body)
+		require.NoError(t, err)
+		out[ct] = string(b)
+	}
+	return out
+}
+
 func TestSendPlainLoopback(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, nil, false)
+	srv := startSMTP(t, nil, false)
 	require.NoError(t, senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t)))
 
-	msgs := srv.Messages()
+	msgs := srv.messages()
 	require.Len(t, msgs, 1)
-	require.False(t, msgs[0].TLS)
-	require.Equal(t, "noreply@graphmill.test", msgs[0].From)
-	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
-	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].Data))
+	require.False(t, msgs[0].tls)
+	require.Equal(t, "noreply@graphmill.test", msgs[0].from)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].data))
 	require.NoError(t, err)
 	from, err := m.Header.AddressList("From")
 	require.NoError(t, err)
@@ -72,7 +195,7 @@ func TestSendPlainLoopback(t *testing.T) {
 	require.NotEmpty(t, m.Header.Get("Message-ID"))
 	require.NotEmpty(t, m.Header.Get("Date"))
 
-	p := smtptest.Parts(t, m)
+	p := parts(t, m)
 	require.Len(t, p, 2)
 	require.Contains(t, p["text/plain"], "Accept the invitation: https://graphmill.test/invitations/accept?token=tok123")
 	require.Contains(t, p["text/plain"], `Ada <admin> invited you to join the project "Atlas & Co"`)
@@ -84,58 +207,60 @@ func TestSendPlainLoopback(t *testing.T) {
 func TestSendStartTLS(t *testing.T) {
 	t.Parallel()
 	cert, client := testCert(t)
-	srv := smtptest.Start(t, &cert, false)
+	srv := startSMTP(t, &cert, false)
 	require.NoError(t, senderFor(t, srv, "smtp", client).Send(context.Background(), invitation(t)))
-	msgs := srv.Messages()
+	msgs := srv.messages()
 	require.Len(t, msgs, 1)
-	require.True(t, msgs[0].TLS, "STARTTLS offered, so used even on loopback")
+	require.True(t, msgs[0].tls, "STARTTLS offered, so used even on loopback")
 }
 
 func TestSendStartTLSUntrusted(t *testing.T) {
 	t.Parallel()
 	cert, _ := testCert(t)
-	srv := smtptest.Start(t, &cert, false)
+	srv := startSMTP(t, &cert, false)
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err), "a TLS failure is retried")
-	require.Empty(t, srv.Messages())
+	require.Empty(t, srv.messages())
 }
 
 func TestSendImplicitTLS(t *testing.T) {
 	t.Parallel()
 	cert, client := testCert(t)
-	srv := smtptest.Start(t, &cert, true)
+	srv := startSMTP(t, &cert, true)
 	require.NoError(t, senderFor(t, srv, "smtps", client).Send(context.Background(), invitation(t)))
-	msgs := srv.Messages()
+	msgs := srv.messages()
 	require.Len(t, msgs, 1)
-	require.True(t, msgs[0].TLS)
+	require.True(t, msgs[0].tls)
 }
 
 func TestSendTemporaryReplyIsRetryable(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, nil, false)
-	srv.FailRcpt(&smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}, 0)
+	srv := startSMTP(t, nil, false)
+	srv.rcptErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 451, ReplyCode(err))
 	require.Contains(t, err.Error(), "try again later")
 
-	srv.FailRcpt(nil, 0)
+	srv.mu.Lock()
+	srv.rcptErr = nil
+	srv.mu.Unlock()
 	require.NoError(t, senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t)))
-	require.Len(t, srv.Messages(), 1)
+	require.Len(t, srv.messages(), 1)
 }
 
 func TestSendPermanentReplyFails(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, nil, false)
-	srv.FailRcpt(&smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}, 0)
+	srv := startSMTP(t, nil, false)
+	srv.rcptErr = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.True(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 550, ReplyCode(err))
 	require.Contains(t, err.Error(), "no such mailbox here")
-	require.Empty(t, srv.Messages())
+	require.Empty(t, srv.messages())
 }
 
 func TestSendConnectionErrorIsRetryable(t *testing.T) {
@@ -144,7 +269,7 @@ func TestSendConnectionErrorIsRetryable(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	err = senderFor(t, &smtptest.Server{Addr: addr}, "smtp", nil).Send(context.Background(), invitation(t))
+	err = senderFor(t, &smtpServer{addr: addr}, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 0, ReplyCode(err))
@@ -152,7 +277,7 @@ func TestSendConnectionErrorIsRetryable(t *testing.T) {
 
 func TestSendRefusesHeaderInjection(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, nil, false)
+	srv := startSMTP(t, nil, false)
 	s := senderFor(t, srv, "smtp", nil)
 	m := invitation(t)
 	m.Subject = "hello\r\nBcc: victim@example.com"
@@ -169,7 +294,7 @@ func TestSendRefusesHeaderInjection(t *testing.T) {
 	m = invitation(t)
 	m.To.Address = "not an address"
 	require.True(t, jobqueue.IsPermanent(s.Send(context.Background(), m)))
-	require.Empty(t, srv.Messages())
+	require.Empty(t, srv.messages())
 }
 
 func TestTLSPolicy(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/errs"
-	"github.com/graphmill/graphmill/internal/email/smtptest"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/pgtest"
 )
@@ -31,7 +30,7 @@ type emailRow struct {
 }
 
 // startWorker runs the email queue on pool against srv (retries at once).
-func startWorker(t *testing.T, srv *smtptest.Server) (enqueue func(Job) uuid.UUID, wait func(uuid.UUID, string) emailRow) {
+func startWorker(t *testing.T, srv *smtpServer) (enqueue func(Job) uuid.UUID, wait func(uuid.UUID, string) emailRow) {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
@@ -75,38 +74,39 @@ func invitationJob() Job {
 
 func TestWorkerSends(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, nil, false)
+	srv := startSMTP(t, nil, false)
 	enqueue, wait := startWorker(t, srv)
 	id := enqueue(invitationJob())
 	r := wait(id, "completed")
 	require.Equal(t, 1, r.attempt)
-	msgs := srv.Messages()
+	msgs := srv.messages()
 	require.Len(t, msgs, 1)
-	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
-	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].Data))
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].data))
 	require.NoError(t, err)
 	require.Equal(t, "Join Atlas", m.Header.Get("Subject"))
-	p := smtptest.Parts(t, m)
+	p := parts(t, m)
 	require.Contains(t, p["text/plain"], "Accept the invitation: https://graphmill.test/accept?token=t1")
 	require.Contains(t, p["text/html"], `<a href="https://graphmill.test/accept?token=t1">`)
 }
 
 func TestWorkerRetriesTemporaryReply(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, nil, false)
-	srv.FailRcpt(&smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "greylisted, try again"}, 1)
+	srv := startSMTP(t, nil, false)
+	srv.rcptErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "greylisted, try again"}
+	srv.rcptErrTimes = 1
 	enqueue, wait := startWorker(t, srv)
 	id := enqueue(invitationJob())
 	r := wait(id, "completed")
 	require.Equal(t, 2, r.attempt, "the 4xx attempt, then the one that succeeded")
 	require.Equal(t, 1, r.retryCount)
-	require.Len(t, srv.Messages(), 1)
+	require.Len(t, srv.messages(), 1)
 }
 
 func TestWorkerFailsPermanentReply(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, nil, false)
-	srv.FailRcpt(&smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}, 0)
+	srv := startSMTP(t, nil, false)
+	srv.rcptErr = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}
 	enqueue, wait := startWorker(t, srv)
 	id := enqueue(invitationJob())
 	r := wait(id, "failed")
@@ -114,7 +114,7 @@ func TestWorkerFailsPermanentReply(t *testing.T) {
 	require.NotNil(t, r.errorMsg)
 	require.Contains(t, *r.errorMsg, "550")
 	require.Contains(t, *r.errorMsg, "no such mailbox here")
-	require.Empty(t, srv.Messages())
+	require.Empty(t, srv.messages())
 }
 
 func TestRenderJob(t *testing.T) {
