@@ -79,6 +79,23 @@ func invitationMail(t *testing.T, srv *smtptest.Server, address, role string) st
 	return text[1]
 }
 
+// myInvitations lists the pending invitations to user's address.
+func (s *testServer) myInvitations(user string) []invitationBody {
+	s.t.Helper()
+	var l invitationList
+	s.must(200, "GET", "/api/me/invitations", user, nil).Decode(s.t, &l)
+	return l.Data
+}
+
+// acceptRefused posts token as user and requires the refusal: status,
+// code and a detail containing detail.
+func (s *testServer) acceptRefused(user, token string, status int, code, detail string) {
+	s.t.Helper()
+	r := s.must(status, "POST", "/api/invitations/accept", user, map[string]any{"token": token})
+	require.Equal(s.t, code, r.JSON(s.t)["code"])
+	require.Contains(s.t, r.Detail(s.t), detail)
+}
+
 // TestInvitationSentAcceptedOnce is issue 14's done-when: an invitation
 // sent through the API arrives at the SMTP server, its link accepted by
 // the invited user gives them the role, and a second use is refused. The
@@ -118,12 +135,11 @@ func TestInvitationSentAcceptedOnce(t *testing.T) {
 	bobID, bob := s.newUser("Bob@Example.com", []string{"admin:read", "admin:write", "documents:read", "documents:write"}, "")
 	doc := map[string]any{"filename": "a.txt", "content": "Alpha beta.", "mimeType": "text/plain"}
 	s.must(404, "POST", "/api/documents", bob, doc, hp)
-	var mine invitationList
-	s.must(200, "GET", "/api/me/invitations", bob, nil).Decode(t, &mine)
-	require.Len(t, mine.Data, 1)
-	require.Equal(t, inv.ID, mine.Data[0].ID)
-	require.Equal(t, "default", mine.Data[0].ProjectName)
-	require.Equal(t, "admin", mine.Data[0].InviterName)
+	mine := s.myInvitations(bob)
+	require.Len(t, mine, 1)
+	require.Equal(t, inv.ID, mine[0].ID)
+	require.Equal(t, "default", mine[0].ProjectName)
+	require.Equal(t, "admin", mine[0].InviterName)
 
 	var accepted invitationBody
 	r := s.must(200, "POST", "/api/invitations/accept", bob, map[string]any{"token": token})
@@ -148,11 +164,8 @@ func TestInvitationSentAcceptedOnce(t *testing.T) {
 	require.Equal(t, "editor", roles[bobID])
 
 	// The link works once.
-	r = s.must(409, "POST", "/api/invitations/accept", bob, map[string]any{"token": token})
-	require.Equal(t, "failed_precondition", r.JSON(t)["code"])
-	require.Contains(t, r.Detail(t), "already been accepted")
-	s.must(200, "GET", "/api/me/invitations", bob, nil).Decode(t, &mine)
-	require.Empty(t, mine.Data)
+	s.acceptRefused(bob, token, 409, "failed_precondition", "already been accepted")
+	require.Empty(t, s.myInvitations(bob))
 	var all invitationList
 	s.must(200, "GET", "/api/projects/"+project+"/invitations", s.admin, nil).Decode(t, &all)
 	require.Len(t, all.Data, 1)
@@ -246,7 +259,7 @@ func TestInvitationBadInput(t *testing.T) {
 		r := s.must(400, "POST", "/api/invitations/accept", s.admin, c.body)
 		require.Contains(t, r.Detail(t), c.detail, "%v", c.body)
 	}
-	require.Equal(t, "invitation not found", s.must(404, "POST", "/api/invitations/accept", s.admin, map[string]any{"token": "unknown"}).Detail(t))
+	s.acceptRefused(s.admin, "unknown", 404, "not_found", "invitation not found")
 	s.must(400, "GET", base+"?limit=0", s.admin, nil)
 	s.must(400, "GET", "/api/me/invitations?offset=-1", s.admin, nil)
 
@@ -276,23 +289,19 @@ func TestInvitationRules(t *testing.T) {
 	newToken := invitationMail(t, srv, "DAN@example.com", "editor")
 	require.NotEqual(t, oldToken, newToken)
 	danID, dan := s.newUser("dan@example.com", scopes, "")
-	s.must(404, "POST", "/api/invitations/accept", dan, map[string]any{"token": oldToken})
+	s.acceptRefused(dan, oldToken, 404, "not_found", "invitation not found")
 
 	// Another user holding the link is refused, and the invitation stays.
 	_, eve := s.newUser("eve@example.com", scopes, "")
-	r := s.must(403, "POST", "/api/invitations/accept", eve, map[string]any{"token": newToken})
-	require.Equal(t, "permission_denied", r.JSON(t)["code"])
-	require.NotContains(t, r.Detail(t), "dan@example.com")
-	var mine invitationList
-	s.must(200, "GET", "/api/me/invitations", eve, nil).Decode(t, &mine)
-	require.Empty(t, mine.Data)
+	s.acceptRefused(eve, newToken, 403, "permission_denied", "sent to another email address")
+	require.Empty(t, s.myInvitations(eve))
 
 	// A member is not invited; a user who became a member meanwhile
 	// cannot accept either (the role they have stays).
 	s.addMember(project, danID, "viewer")
-	r = s.must(409, "POST", base, s.admin, map[string]any{"email": "Dan@Example.com", "role": "admin"})
+	r := s.must(409, "POST", base, s.admin, map[string]any{"email": "Dan@Example.com", "role": "admin"})
 	require.Equal(t, "conflict", r.JSON(t)["code"])
-	require.Equal(t, "conflict", s.must(409, "POST", "/api/invitations/accept", dan, map[string]any{"token": newToken}).JSON(t)["code"])
+	s.acceptRefused(dan, newToken, 409, "conflict", "already a member")
 	s.must(204, "DELETE", "/api/projects/"+project+"/members/"+danID, s.admin, nil)
 	var accepted invitationBody
 	s.must(200, "POST", "/api/invitations/accept", dan, map[string]any{"token": newToken}).Decode(t, &accepted)
@@ -310,9 +319,8 @@ func TestInvitationRules(t *testing.T) {
 	require.Equal(t, "revoked", status)
 	require.NotNil(t, revokedAt)
 	_, fayUser := s.newUser("fay@example.com", scopes, "")
-	s.must(200, "GET", "/api/me/invitations", fayUser, nil).Decode(t, &mine)
-	require.Empty(t, mine.Data)
-	require.Contains(t, s.must(409, "POST", "/api/invitations/accept", fayUser, map[string]any{"token": fayToken}).Detail(t), "revoked")
+	require.Empty(t, s.myInvitations(fayUser))
+	s.acceptRefused(fayUser, fayToken, 409, "failed_precondition", "revoked")
 	require.Contains(t, s.must(409, "DELETE", base+"/"+fay.ID, s.admin, nil).Detail(t), "revoked")
 	require.Contains(t, s.must(409, "DELETE", base+"/"+second.ID, s.admin, nil).Detail(t), "accepted")
 
@@ -322,14 +330,10 @@ func TestInvitationRules(t *testing.T) {
 	s.must(201, "POST", base, s.admin, map[string]any{"email": "gus@example.com", "role": "viewer"}).Decode(t, &gus)
 	gusToken := invitationMail(t, srv, "gus@example.com", "viewer")
 	_, gusUser := s.newUser("gus@example.com", scopes, "")
-	s.must(200, "GET", "/api/me/invitations", gusUser, nil).Decode(t, &mine)
-	require.Len(t, mine.Data, 1)
+	require.Len(t, s.myInvitations(gusUser), 1)
 	s.clock.Advance(7*24*time.Hour + time.Second)
-	r = s.must(409, "POST", "/api/invitations/accept", gusUser, map[string]any{"token": gusToken})
-	require.Equal(t, "failed_precondition", r.JSON(t)["code"])
-	require.Contains(t, r.Detail(t), "expired")
-	s.must(200, "GET", "/api/me/invitations", gusUser, nil).Decode(t, &mine)
-	require.Empty(t, mine.Data)
+	s.acceptRefused(gusUser, gusToken, 409, "failed_precondition", "expired")
+	require.Empty(t, s.myInvitations(gusUser))
 	var list invitationList
 	s.must(200, "GET", base+"?limit=10", s.admin, nil).Decode(t, &list)
 	statuses := map[string]string{}
@@ -353,10 +357,9 @@ func TestInvitationOIDCUser(t *testing.T) {
 	token := invitationMail(t, srv, "hana@example.com", "editor")
 
 	hana := iss.token(t, iss.claims("hana", nil)) // email hana@example.com
-	var mine invitationList
-	s.must(200, "GET", "/api/me/invitations", hana, nil).Decode(t, &mine)
-	require.Len(t, mine.Data, 1)
-	require.Equal(t, "editor", mine.Data[0].Role)
+	mine := s.myInvitations(hana)
+	require.Len(t, mine, 1)
+	require.Equal(t, "editor", mine[0].Role)
 	hp := header{"X-Project-ID", project}
 	doc := map[string]any{"filename": "h.txt", "content": "Hana's notes.", "mimeType": "text/plain"}
 	s.must(404, "POST", "/api/documents", hana, doc, hp)
