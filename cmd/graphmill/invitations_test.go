@@ -28,6 +28,16 @@ func withSMTP(srv *smtptest.Server) serverOption {
 	}
 }
 
+// newInvitingServer starts a server with email on, delivering to the
+// SMTP server it returns, and returns the default project's id.
+func newInvitingServer(t *testing.T, opts ...serverOption) (s *testServer, srv *smtptest.Server, project string) {
+	t.Helper()
+	srv = smtptest.Start(t, smtptest.Options{})
+	s = newServer(t, append(opts, withSMTP(srv))...)
+	project, _ = s.defaultProject()
+	return s, srv, project
+}
+
 // invitationBody is an invitation as the API shows it.
 type invitationBody struct {
 	ID          string     `json:"id"`
@@ -175,9 +185,7 @@ func TestInvitationSentAcceptedOnce(t *testing.T) {
 
 func TestInvitationAuth(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, smtptest.Options{})
-	s := newServer(t, withSMTP(srv))
-	project, _ := s.defaultProject()
+	s, srv, project := newInvitingServer(t)
 	base := "/api/projects/" + project + "/invitations"
 	body := map[string]any{"email": "carol@example.com", "role": "viewer"}
 	var inv invitationBody
@@ -226,9 +234,7 @@ func TestInvitationAuth(t *testing.T) {
 
 func TestInvitationBadInput(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, smtptest.Options{})
-	s := newServer(t, withSMTP(srv))
-	project, _ := s.defaultProject()
+	s, srv, project := newInvitingServer(t)
 	base := "/api/projects/" + project + "/invitations"
 	for _, c := range []struct {
 		body   any
@@ -272,9 +278,7 @@ func TestInvitationBadInput(t *testing.T) {
 // and revocation.
 func TestInvitationRules(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.Start(t, smtptest.Options{})
-	s := newServer(t, withSMTP(srv))
-	project, _ := s.defaultProject()
+	s, srv, project := newInvitingServer(t)
 	base := "/api/projects/" + project + "/invitations"
 	scopes := []string{"admin:read", "admin:write"}
 
@@ -350,9 +354,7 @@ func TestInvitationRules(t *testing.T) {
 func TestInvitationOIDCUser(t *testing.T) {
 	t.Parallel()
 	iss := newOIDCIssuer(t)
-	srv := smtptest.Start(t, smtptest.Options{})
-	s := newServer(t, withSMTP(srv), withOIDC(iss))
-	project, _ := s.defaultProject()
+	s, srv, project := newInvitingServer(t, withOIDC(iss))
 	s.must(201, "POST", "/api/projects/"+project+"/invitations", s.admin, map[string]any{"email": "hana@example.com", "role": "editor"})
 	token := invitationMail(t, srv, "hana@example.com", "editor")
 
