@@ -185,7 +185,7 @@ func TestInvitationSentAcceptedOnce(t *testing.T) {
 
 func TestInvitationAuth(t *testing.T) {
 	t.Parallel()
-	s, srv, project := newInvitingServer(t)
+	s, _, project := newInvitingServer(t)
 	base := "/api/projects/" + project + "/invitations"
 	body := map[string]any{"email": "carol@example.com", "role": "viewer"}
 	var inv invitationBody
@@ -234,7 +234,7 @@ func TestInvitationAuth(t *testing.T) {
 
 func TestInvitationBadInput(t *testing.T) {
 	t.Parallel()
-	s, srv, project := newInvitingServer(t)
+	s, _, project := newInvitingServer(t)
 	base := "/api/projects/" + project + "/invitations"
 	for _, c := range []struct {
 		body   any
