@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/mail"
 	"strings"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
@@ -66,12 +66,26 @@ var (
 	ErrEmailOff            = errs.New(errs.FailedPrecondition, "email is not configured on this server (GRAPHMILL_SMTP_URL), so no invitation can be sent: add the user as a member instead")
 )
 
-// Mailer queues email in the caller's transaction (email.Service).
+// Mailer queues invitation emails in the caller's transaction.
+// cmd/graphmill adapts email.Service to it: tenancy cannot import the
+// email package (email imports jobqueue, which imports events, whose
+// tests import tenancy).
 type Mailer interface {
 	// Enabled reports whether email is configured.
 	Enabled() bool
-	// Enqueue checks j and queues it in tx.
-	Enqueue(ctx context.Context, tx pgx.Tx, j *email.Job) error
+	// EnqueueInvitation checks m and queues it in tx, rendered with the
+	// email template "invitation".
+	EnqueueInvitation(ctx context.Context, tx pgx.Tx, m *InvitationEmail) error
+}
+
+// InvitationEmail is the message that carries an invitation's link: the
+// template "invitation" (inviterName, projectName, role, link, expiresAt)
+// rendered with Data.
+type InvitationEmail struct {
+	ProjectID uuid.UUID
+	To        string
+	Subject   string
+	Data      json.RawMessage
 }
 
 // Invitations invites people to projects by email and turns accepted
@@ -111,7 +125,7 @@ func invitationTokenHash(token string) []byte {
 // not_found (the project).
 func (s *Invitations) Create(ctx context.Context, p *auth.Principal, project uuid.UUID, address, role string) (Invitation, error) {
 	address = strings.TrimSpace(address)
-	if _, err := email.Recipient("", address); err != nil || len(address) > 320 {
+	if !bareAddress(address) {
 		return Invitation{}, errs.New(errs.Invalid, "email must be one email address (name@example.com)")
 	}
 	if !auth.ProjectRole(role).Valid() {
@@ -146,7 +160,7 @@ func (s *Invitations) Create(ctx context.Context, p *auth.Principal, project uui
 		if err != nil {
 			return err
 		}
-		return s.mail.Enqueue(ctx, tx, s.invitationEmail(pr, address, role, inviter, token, expires))
+		return s.mail.EnqueueInvitation(ctx, tx, s.invitationEmail(pr, address, role, inviter, token, expires))
 	})
 	if err != nil {
 		return Invitation{}, err
@@ -155,7 +169,7 @@ func (s *Invitations) Create(ctx context.Context, p *auth.Principal, project uui
 }
 
 // invitationEmail is the message that carries an invitation's link.
-func (s *Invitations) invitationEmail(pr Project, address, role, inviter, token string, expires time.Time) *email.Job {
+func (s *Invitations) invitationEmail(pr Project, address, role, inviter, token string, expires time.Time) *InvitationEmail {
 	// json.Marshal of strings cannot fail.
 	data, _ := json.Marshal(map[string]string{
 		"inviterName": inviter,
@@ -166,10 +180,18 @@ func (s *Invitations) invitationEmail(pr Project, address, role, inviter, token 
 	})
 	// A project name may hold a line break; a subject may not.
 	name := strings.Join(strings.Fields(pr.Name), " ")
-	return &email.Job{
-		ProjectID: &pr.ID, TemplateName: email.TemplateInvitation, ToEmail: address,
-		Subject: fmt.Sprintf("You are invited to %s on Graphmill", name), Data: data,
+	return &InvitationEmail{ProjectID: pr.ID, To: address, Subject: fmt.Sprintf("You are invited to %s on Graphmill", name), Data: data}
+}
+
+// bareAddress reports whether s is one address as an email's recipient
+// is stored (name@example.com: no display name, no line break), at most
+// 320 characters.
+func bareAddress(s string) bool {
+	if len(s) > 320 || strings.ContainsAny(s, "\r\n") {
+		return false
 	}
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Name == "" && a.Address == s
 }
 
 // List pages a project's invitations, oldest first, whatever their
