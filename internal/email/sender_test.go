@@ -15,73 +15,15 @@ import (
 	"net/http/httptest"
 	"net/mail"
 	"strings"
-	"sync"
 	"testing"
 
 	smtp "github.com/emersion/go-smtp"
 	"github.com/stretchr/testify/require"
 	gomail "github.com/wneessen/go-mail"
 
+	"github.com/graphmill/graphmill/internal/email/smtptest"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 )
-
-// received is one message as the test SMTP server got it.
-type received struct {
-	from string
-	rcpt []string
-	data []byte
-	tls  bool
-}
-
-// smtpServer is a real SMTP server (emersion/go-smtp) on a loopback port
-// that records what it receives; rcptErr, when set, answers RCPT TO.
-type smtpServer struct {
-	mu      sync.Mutex
-	msgs    []received
-	rcptErr *smtp.SMTPError
-	// rcptErrTimes, when positive, is how many RCPT TO get rcptErr.
-	rcptErrTimes int
-	addr         string
-}
-
-type smtpSession struct {
-	srv *smtpServer
-	cur received
-}
-
-func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.cur.from = from; return nil }
-
-func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.srv.mu.Lock()
-	defer s.srv.mu.Unlock()
-	if s.srv.rcptErr != nil {
-		err := s.srv.rcptErr
-		if s.srv.rcptErrTimes > 0 {
-			s.srv.rcptErrTimes--
-			if s.srv.rcptErrTimes == 0 {
-				s.srv.rcptErr = nil
-			}
-		}
-		return err
-	}
-	s.cur.rcpt = append(s.cur.rcpt, to)
-	return nil
-}
-
-func (s *smtpSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = b
-	s.srv.mu.Lock()
-	s.srv.msgs = append(s.srv.msgs, s.cur)
-	s.srv.mu.Unlock()
-	return nil
-}
-
-func (s *smtpSession) Reset()        { s.cur = received{tls: s.cur.tls} }
-func (s *smtpSession) Logout() error { return nil }
 
 // testCert returns a certificate for 127.0.0.1 and a client TLS config
 // trusting it.
@@ -94,41 +36,20 @@ func testCert(t *testing.T) (tls.Certificate, *tls.Config) {
 	return ts.TLS.Certificates[0], &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, MinVersion: tls.VersionTLS12}
 }
 
-// startSMTP starts the server: offering STARTTLS when starttls is set,
-// speaking TLS from the first byte when implicit is set.
-func startSMTP(t *testing.T, cert *tls.Certificate, implicit bool) *smtpServer {
+// startSMTP starts a test server: offering STARTTLS with cert when it is
+// set, speaking TLS from the first byte when implicit is set too.
+func startSMTP(t *testing.T, cert *tls.Certificate, implicit bool) *smtptest.Server {
 	t.Helper()
-	srv := &smtpServer{}
-	s := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		_, isTLS := c.TLSConnectionState()
-		return &smtpSession{srv: srv, cur: received{tls: isTLS}}, nil
-	}))
-	s.Domain = "localhost"
-	var l net.Listener
-	var err error
-	l, err = net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	o := smtptest.Options{Implicit: implicit}
 	if cert != nil {
-		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
-		if implicit {
-			l = tls.NewListener(l, s.TLSConfig)
-		}
+		o.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
 	}
-	srv.addr = l.Addr().String()
-	go func() { _ = s.Serve(l) }()
-	t.Cleanup(func() { _ = s.Close() })
-	return srv
+	return smtptest.Start(t, o)
 }
 
-func (s *smtpServer) messages() []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]received(nil), s.msgs...)
-}
-
-func senderFor(t *testing.T, srv *smtpServer, scheme string, tlsConfig *tls.Config) *Sender {
+func senderFor(t *testing.T, srv *smtptest.Server, scheme string, tlsConfig *tls.Config) *Sender {
 	t.Helper()
-	set, ok, err := ParseSettings(scheme+"://"+srv.addr, "Graphmill <noreply@graphmill.test>")
+	set, ok, err := ParseSettings(scheme+"://"+srv.Addr, "Graphmill <noreply@graphmill.test>")
 	require.NoError(t, err)
 	require.True(t, ok)
 	return NewSender(set, tlsConfig)
@@ -176,12 +97,12 @@ func TestSendPlainLoopback(t *testing.T) {
 	srv := startSMTP(t, nil, false)
 	require.NoError(t, senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t)))
 
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.False(t, msgs[0].tls)
-	require.Equal(t, "noreply@graphmill.test", msgs[0].from)
-	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
-	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].data))
+	require.False(t, msgs[0].TLS)
+	require.Equal(t, "noreply@graphmill.test", msgs[0].From)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].Data))
 	require.NoError(t, err)
 	from, err := m.Header.AddressList("From")
 	require.NoError(t, err)
@@ -209,9 +130,9 @@ func TestSendStartTLS(t *testing.T) {
 	cert, client := testCert(t)
 	srv := startSMTP(t, &cert, false)
 	require.NoError(t, senderFor(t, srv, "smtp", client).Send(context.Background(), invitation(t)))
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.True(t, msgs[0].tls, "STARTTLS offered, so used even on loopback")
+	require.True(t, msgs[0].TLS, "STARTTLS offered, so used even on loopback")
 }
 
 func TestSendStartTLSUntrusted(t *testing.T) {
@@ -221,7 +142,7 @@ func TestSendStartTLSUntrusted(t *testing.T) {
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err), "a TLS failure is retried")
-	require.Empty(t, srv.messages())
+	require.Empty(t, srv.Messages())
 }
 
 func TestSendImplicitTLS(t *testing.T) {
@@ -229,38 +150,36 @@ func TestSendImplicitTLS(t *testing.T) {
 	cert, client := testCert(t)
 	srv := startSMTP(t, &cert, true)
 	require.NoError(t, senderFor(t, srv, "smtps", client).Send(context.Background(), invitation(t)))
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.True(t, msgs[0].tls)
+	require.True(t, msgs[0].TLS)
 }
 
 func TestSendTemporaryReplyIsRetryable(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t, nil, false)
-	srv.rcptErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+	srv.FailRcpt(&smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}, 0)
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 451, ReplyCode(err))
 	require.Contains(t, err.Error(), "try again later")
 
-	srv.mu.Lock()
-	srv.rcptErr = nil
-	srv.mu.Unlock()
+	srv.FailRcpt(nil, 0)
 	require.NoError(t, senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t)))
-	require.Len(t, srv.messages(), 1)
+	require.Len(t, srv.Messages(), 1)
 }
 
 func TestSendPermanentReplyFails(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t, nil, false)
-	srv.rcptErr = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}
+	srv.FailRcpt(&smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}, 0)
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.True(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 550, ReplyCode(err))
 	require.Contains(t, err.Error(), "no such mailbox here")
-	require.Empty(t, srv.messages())
+	require.Empty(t, srv.Messages())
 }
 
 func TestSendConnectionErrorIsRetryable(t *testing.T) {
@@ -269,7 +188,7 @@ func TestSendConnectionErrorIsRetryable(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	err = senderFor(t, &smtpServer{addr: addr}, "smtp", nil).Send(context.Background(), invitation(t))
+	err = senderFor(t, &smtptest.Server{Addr: addr}, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 0, ReplyCode(err))
@@ -294,7 +213,7 @@ func TestSendRefusesHeaderInjection(t *testing.T) {
 	m = invitation(t)
 	m.To.Address = "not an address"
 	require.True(t, jobqueue.IsPermanent(s.Send(context.Background(), m)))
-	require.Empty(t, srv.messages())
+	require.Empty(t, srv.Messages())
 }
 
 func TestTLSPolicy(t *testing.T) {

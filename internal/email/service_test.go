@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/email/smtptest"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/pgtest"
@@ -17,7 +18,7 @@ import (
 
 // startService starts the email service's queue on a fresh database:
 // email goes to srv, or is off when srv is nil.
-func startService(t *testing.T, srv *smtpServer) (*Service, *pgxpool.Pool, *jobqueue.Client) {
+func startService(t *testing.T, srv *smtptest.Server) (*Service, *pgxpool.Pool, *jobqueue.Client) {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
@@ -25,7 +26,7 @@ func startService(t *testing.T, srv *smtpServer) (*Service, *pgxpool.Pool, *jobq
 	require.NoError(t, err)
 	cfg := Config{Pool: pool, Jobs: c, Backoff: func(int) time.Duration { return 0 }}
 	if srv != nil {
-		cfg.SMTPURL, cfg.From = "smtp://"+srv.addr, "Graphmill <noreply@graphmill.test>"
+		cfg.SMTPURL, cfg.From = "smtp://"+srv.Addr, "Graphmill <noreply@graphmill.test>"
 	}
 	s, err := NewService(cfg)
 	require.NoError(t, err)
@@ -66,10 +67,10 @@ func TestServiceSends(t *testing.T) {
 	require.NoError(t, enqueueIn(t, s, pool, &j))
 	require.NotEqual(t, uuid.Nil, j.ID)
 	require.Eventually(t, func() bool { return jobStatus(t, pool, j.ID) == "completed" }, waitFor, 5*time.Millisecond)
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
-	require.Equal(t, "noreply@graphmill.test", msgs[0].from)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
+	require.Equal(t, "noreply@graphmill.test", msgs[0].From)
 
 	// Invalid jobs are refused and nothing is queued.
 	bad := invitationJob()
