@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"io"
 	"log/slog"
+	"mime/quotedprintable"
 	"net/mail"
 	"regexp"
 	"slices"
@@ -19,8 +21,9 @@ import (
 	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
-// withSMTP turns email on, delivered to srv.
-func withSMTP(srv *smtptest.Server) serverOption {
+// withInvitationMail turns email on, delivered to srv, with the public URL
+// the links are checked against.
+func withInvitationMail(srv *smtptest.Server) serverOption {
 	return func(c *config.Config) {
 		c.SMTPURL = "smtp://" + srv.Addr
 		c.EmailFrom = "Graphmill <noreply@graphmill.test>"
@@ -33,7 +36,7 @@ func withSMTP(srv *smtptest.Server) serverOption {
 func newInvitingServer(t *testing.T, opts ...serverOption) (s *testServer, srv *smtptest.Server, project string) {
 	t.Helper()
 	srv = smtptest.Start(t, smtptest.Options{})
-	s = newServer(t, append(opts, withSMTP(srv))...)
+	s = newServer(t, append(opts, withInvitationMail(srv))...)
 	project, _ = s.defaultProject()
 	return s, srv, project
 }
@@ -81,12 +84,17 @@ func invitationMail(t *testing.T, srv *smtptest.Server, address, role string) st
 	m, err := mail.ReadMessage(bytes.NewReader(msg.Data))
 	require.NoError(t, err)
 	require.Equal(t, "You are invited to default on Graphmill", m.Header.Get("Subject"))
-	p := smtptest.Parts(t, m)
-	text := inviteLink.FindStringSubmatch(p["text/plain"])
-	require.NotNil(t, text, "text part: %s", p["text/plain"])
-	require.Contains(t, p["text/html"], `<a href="`+text[0]+`">`)
-	require.Contains(t, p["text/plain"], "as "+role+".")
-	return text[1]
+	// Both parts are quoted-printable: decoded, the text part has the
+	// link, the HTML part has it as the href.
+	body, err := io.ReadAll(quotedprintable.NewReader(m.Body))
+	require.NoError(t, err)
+	links := inviteLink.FindAllStringSubmatch(string(body), -1)
+	require.Len(t, links, 2, "message: %s", body)
+	require.Equal(t, links[0], links[1])
+	require.Contains(t, string(body), "Accept the invitation: "+links[0][0])
+	require.Contains(t, string(body), `<a href="`+links[0][0]+`">`)
+	require.Contains(t, string(body), "as "+role+".")
+	return links[0][1]
 }
 
 // myInvitations lists the pending invitations to user's address.
@@ -114,7 +122,7 @@ func TestInvitationSentAcceptedOnce(t *testing.T) {
 	t.Parallel()
 	srv := smtptest.Start(t, smtptest.Options{})
 	var logs bytes.Buffer
-	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), withSMTP(srv))
+	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), withInvitationMail(srv))
 	project, _ := s.defaultProject()
 	hp := header{"X-Project-ID", project}
 
