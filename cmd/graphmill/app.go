@@ -267,6 +267,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := m.emails.AddQueue(); err != nil {
 		return err
 	}
+	tenancy.RegisterInvitations(api, tenancy.NewInvitations(ten, invitationMailer{m.emails}, m.Config.PublicBaseURL()))
 	box, err := m.secretBox()
 	if err != nil {
 		return err
