@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime/quotedprintable"
@@ -393,4 +394,31 @@ func TestInvitationEmailOff(t *testing.T) {
 	s.must(200, "GET", "/api/projects/"+project+"/invitations", s.admin, nil).Decode(t, &list)
 	require.Empty(t, list.Data)
 	require.True(t, strings.HasPrefix(string(s.must(200, "GET", "/api/me/invitations", s.admin, nil).Body), `{"data":[]`))
+}
+
+// TestInvitationOIDCUnverifiedEmail: an identity provider that does not
+// vouch for the email claim (email_verified absent or false) gives the
+// user no address, so they see and accept no invitation sent to it.
+func TestInvitationOIDCUnverifiedEmail(t *testing.T) {
+	t.Parallel()
+	iss := newOIDCIssuer(t)
+	s, srv, project := newInvitingServer(t, withOIDC(iss))
+	s.must(201, "POST", "/api/projects/"+project+"/invitations", s.admin, map[string]any{"email": "ines@example.com", "role": "editor"})
+	token := invitationMail(t, srv, "ines@example.com", "editor")
+
+	for i, verified := range []any{nil, false, "false"} {
+		sub := fmt.Sprintf("mallory%d", i)
+		claims := iss.claims(sub, map[string]any{"email": "ines@example.com", "email_verified": verified})
+		mallory := iss.token(t, claims)
+		require.Empty(t, s.myInvitations(mallory), "email_verified %v", verified)
+		s.acceptRefused(mallory, token, 403, "permission_denied", "")
+		users := s.usersBySubject(sub)
+		require.Len(t, users, 1)
+		require.Empty(t, users[0].PrimaryEmail, "email_verified %v", verified)
+	}
+
+	// The string "true" some providers send counts as verified.
+	ines := iss.token(t, iss.claims("ines", map[string]any{"email": "ines@example.com", "email_verified": "true"}))
+	require.Len(t, s.myInvitations(ines), 1)
+	s.must(200, "POST", "/api/invitations/accept", ines, map[string]any{"token": token})
 }
