@@ -22,7 +22,7 @@ import (
 // service. Foreign-key cascades are not writes.
 func tableOwners() map[string]string {
 	byPackage := map[string][]string{
-		"tenancy":         {"orgs", "org_members", "projects", "project_members", "users", "superadmins", "api_tokens"},
+		"tenancy":         {"orgs", "org_members", "projects", "project_members", "users", "superadmins", "api_tokens", "project_invitations"},
 		"jobqueue":        {"jobqueue_settings"},
 		"events":          {"events"},
 		"scheduler":       {"scheduler_tasks"},
@@ -38,6 +38,7 @@ func tableOwners() map[string]string {
 		"activity":        {"user_activity"},
 		"mcpregistry":     {"mcp_servers", "mcp_server_tools", "mcp_org_tool_settings", "mcp_project_tool_settings"},
 		"email":           {"email_jobs"},
+		"audit":           {"audit_events"},
 	}
 	owners := map[string]string{}
 	for pkg, tables := range byPackage {

@@ -22,10 +22,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/graphmill/graphmill/internal/activity"
+	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
+	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/embeddingpolicy"
 	"github.com/graphmill/graphmill/internal/events"
@@ -82,6 +84,7 @@ type Main struct {
 	mcpReg   *mcpregistry.Service // external MCP servers, tool settings
 	vectors  *vectorindex.Index
 	notifs   *notification.Service
+	emails   *email.Service
 	health   *health.Service
 	mcp      *mcpserver.Server // built-in MCP server (issue 7)
 	api      *httpapi.Server
@@ -255,6 +258,16 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// Email: other domains queue messages through it; the queue is worked
+	// only when SMTP is configured (declared only otherwise).
+	m.emails, err = email.NewService(email.Config{Pool: pool, Jobs: m.jobs, SMTPURL: m.Config.SMTPURL, From: m.Config.EmailFrom, Now: m.Now})
+	if err != nil {
+		return err
+	}
+	if err := m.emails.AddQueue(); err != nil {
+		return err
+	}
+	tenancy.RegisterInvitations(api, tenancy.NewInvitations(ten, invitationMailer{m.emails}, m.Config.PublicBaseURL()))
 	box, err := m.secretBox()
 	if err != nil {
 		return err
@@ -265,6 +278,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 	provider.Register(api, providers)
 	m.notifs = notification.NewService(pool, ten, m.Now)
+	m.notifs.UseEmail(m.emails, m.Config.PublicBaseURL())
 	if err := m.jobs.Observe(m.notifs.JobOutcomes); err != nil {
 		return err
 	}
@@ -371,7 +385,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.mcp.Mount(router)
 	mcpregistry.Register(api, m.mcpReg)
 	jobqueue.Register(api, m.jobs)
-	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions)
+	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, audit.NewService(pool, m.Now))
+	superadmin.RegisterEmail(api, m.emails)
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())

@@ -67,14 +67,15 @@ func newOIDCIssuer(t *testing.T) *oidcIssuer {
 func (i *oidcIssuer) claims(sub string, overrides map[string]any) map[string]any {
 	now := time.Now()
 	c := map[string]any{
-		"iss":   i.url,
-		"aud":   oidcAudience,
-		"sub":   sub,
-		"iat":   now.Unix(),
-		"exp":   now.Add(time.Hour).Unix(),
-		"jti":   uuid.NewString(),
-		"email": sub + "@example.com",
-		"name":  "User " + sub,
+		"iss":            i.url,
+		"aud":            oidcAudience,
+		"sub":            sub,
+		"iat":            now.Unix(),
+		"exp":            now.Add(time.Hour).Unix(),
+		"jti":            uuid.NewString(),
+		"email":          sub + "@example.com",
+		"email_verified": true,
+		"name":           "User " + sub,
 	}
 	for k, v := range overrides {
 		if v == nil {

@@ -2,8 +2,10 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,10 +90,11 @@ func (v *OIDCVerifier) Verify(ctx context.Context, raw string) (OIDCClaims, time
 		return OIDCClaims{}, time.Time{}, fmt.Errorf("verify token: %w", err)
 	}
 	var c struct {
-		Email      string `json:"email"`
-		Name       string `json:"name"`
-		GivenName  string `json:"given_name"`
-		FamilyName string `json:"family_name"`
+		Email         string          `json:"email"`
+		EmailVerified json.RawMessage `json:"email_verified"`
+		Name          string          `json:"name"`
+		GivenName     string          `json:"given_name"`
+		FamilyName    string          `json:"family_name"`
 	}
 	if err := tok.Claims(&c); err != nil {
 		return OIDCClaims{}, time.Time{}, fmt.Errorf("read claims: %w", err)
@@ -99,8 +102,25 @@ func (v *OIDCVerifier) Verify(ctx context.Context, raw string) (OIDCClaims, time
 	if tok.Subject == "" {
 		return OIDCClaims{}, time.Time{}, fmt.Errorf("token has no subject")
 	}
+	email := ""
+	if emailVerified(c.EmailVerified) {
+		email = c.Email
+	}
 	return OIDCClaims{
-		Issuer: tok.Issuer, Subject: tok.Subject, Email: c.Email, Name: c.Name,
+		Issuer: tok.Issuer, Subject: tok.Subject, Email: email, Name: c.Name,
 		GivenName: c.GivenName, FamilyName: c.FamilyName,
 	}, tok.Expiry, nil
+}
+
+// emailVerified reads the email_verified claim: JSON true, or the string
+// "true" that some providers send. An absent or false claim means the
+// provider does not vouch for the address (Microsoft Entra's email claim,
+// for one, is whatever the user typed), so Graphmill does not record it:
+// an address is what invitations and notification emails are matched to.
+func emailVerified(raw json.RawMessage) bool {
+	switch strings.TrimSpace(string(raw)) {
+	case "true", `"true"`:
+		return true
+	}
+	return false
 }

@@ -67,18 +67,19 @@ func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminJob, int
 	return adminJobList(ctx, s.pool, f)
 }
 
-// CancelJobs cancels, in one statement, the queued and running jobs among
-// ids (any project), logging each, and returns how many it cancelled.
-// Unknown and finished ids count zero.
-func (s *Service) CancelJobs(ctx context.Context, ids []uuid.UUID, user *uuid.UUID) (int, error) {
-	return s.bulk(ctx, jobqueue.Where{IDs: ids}, user, s.jobs.CancelWhere, cancelLog)
+// CancelJobs cancels, in one statement in tx, the queued and running jobs
+// among ids (any project), logging each, and returns how many it
+// cancelled. Unknown and finished ids count zero. The caller's transaction
+// carries what else records the action (the superadmin audit row).
+func (s *Service) CancelJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, user *uuid.UUID) (int, error) {
+	return bulkInTx(ctx, tx, jobqueue.Where{IDs: ids}, user, s.jobs.CancelWhere, cancelLog)
 }
 
-// DeleteJobs deletes, in one statement, the finished jobs among ids (any
-// project) with their logs and call records. It returns how many it
+// DeleteJobs deletes, in one statement in tx, the finished jobs among ids
+// (any project) with their logs and call records. It returns how many it
 // deleted and how many it skipped because they are queued or running.
-func (s *Service) DeleteJobs(ctx context.Context, ids []uuid.UUID) (deleted, skipped int, err error) {
-	err = s.pool.QueryRow(ctx, `
+func (s *Service) DeleteJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) (deleted, skipped int, err error) {
+	err = tx.QueryRow(ctx, `
 		WITH sel AS (SELECT id, status FROM object_extraction_jobs WHERE id = ANY($1)),
 		del AS (DELETE FROM object_extraction_jobs j USING sel WHERE j.id = sel.id AND sel.status = ANY($2) RETURNING j.id)
 		SELECT (SELECT count(*) FROM del)::int, (SELECT count(*) FROM sel WHERE status <> ALL($2))::int`,

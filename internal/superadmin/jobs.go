@@ -6,7 +6,9 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
@@ -55,15 +57,26 @@ func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) 
 		Limit: in.Limit, Offset: (in.Page - 1) * in.Limit,
 	}
 	list, total, counts, err := h.extraction.AdminJobs(ctx, f)
-	out, err := replyPaged(list, total, in.PageParams, err)
+	return replyJobs(list, total, in.PageParams, counts, func(c extraction.StatusCount) (string, int, int) {
+		return string(c.Status), c.Count, c.WithErrors
+	}, err)
+}
+
+// replyJobs answers a page of a job list with its stats, or err when the
+// call that gave them failed. counts hold every status of the list's
+// vocabulary; count reads one (its name, jobs, jobs with an error).
+// Failed is the status "failed", which every vocabulary names so.
+func replyJobs[T, C any](list []T, total int, p PageParams, counts []C, count func(C) (string, int, int), err error) (*httpapi.Out[Paged[T]], error) {
+	out, err := replyPaged(list, total, p, err)
 	if err != nil {
 		return nil, err
 	}
 	stats := JobStats{ByStatus: make(map[string]int, len(counts))}
 	for _, c := range counts {
-		stats.ByStatus[string(c.Status)] = c.Count
-		stats.Total += c.Count
-		stats.WithErrors += c.WithErrors
+		status, n, withErrors := count(c)
+		stats.ByStatus[status] = n
+		stats.Total += n
+		stats.WithErrors += withErrors
 	}
 	stats.Failed = stats.ByStatus[string(jobqueue.StatusFailed)]
 	out.Body.Stats = &stats
@@ -72,7 +85,9 @@ func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) 
 
 func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[CancelResult], error) {
 	user := auth.PrincipalFrom(ctx).UserID
-	n, err := h.extraction.CancelJobs(ctx, in.Body.IDs, &user)
+	n, err := h.audited(ctx, audit.ExtractionJobsCancel, in.Body.IDs, func(tx pgx.Tx) (int, error) {
+		return h.extraction.CancelJobs(ctx, tx, in.Body.IDs, &user)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +96,11 @@ func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpap
 }
 
 func (h handlers) deleteExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
-	n, skipped, err := h.extraction.DeleteJobs(ctx, in.Body.IDs)
+	skipped := 0
+	n, err := h.audited(ctx, audit.ExtractionJobsDelete, in.Body.IDs, func(tx pgx.Tx) (n int, err error) {
+		n, skipped, err = h.extraction.DeleteJobs(ctx, tx, in.Body.IDs)
+		return n, err
+	})
 	if err != nil {
 		return nil, err
 	}
