@@ -436,6 +436,34 @@ func TestNotificationGrouping(t *testing.T) {
 	require.Len(t, s.notifications(user, "").Data, 2)
 }
 
+// failEmbeddingJobs makes n graph embedding jobs of project whose worker
+// died on their last retry, waits until the reaper has failed them for
+// good, and returns their ids.
+func (s *testServer) failEmbeddingJobs(project string, n int) []string {
+	s.t.Helper()
+	ctx := context.Background()
+	var wave []string
+	past := time.Now().Add(-time.Minute)
+	object := uuid.Must(uuid.NewV7())
+	_, err := s.m.db.pool.Exec(ctx, `INSERT INTO graph_objects (id, project_id, type, key, normalized_key, name, status, created_at, updated_at)
+		VALUES ($1, $2, 'Concept', $3, $3, $3, 'accepted', now(), now())`, object, project, object.String())
+	require.NoError(s.t, err)
+	for range n {
+		id := uuid.Must(uuid.NewV7()).String()
+		wave = append(wave, id)
+		_, err := s.m.db.pool.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, status, run_at, attempt, retry_count, max_retries,
+			locked_by, locked_until, started_at, created_at, updated_at, object_id)
+			VALUES ($1, $2, 'running', $3, 4, 3, 3, 'crashed-worker', $3, $3, $3, $3, $4)`, id, project, past, object)
+		require.NoError(s.t, err)
+	}
+	require.Eventually(s.t, func() bool {
+		var failed int
+		require.NoError(s.t, s.m.db.pool.QueryRow(ctx, `SELECT count(*) FROM graph_embedding_jobs WHERE id = ANY($1) AND status = 'failed'`, wave).Scan(&failed))
+		return failed == len(wave)
+	}, 20*time.Second, 20*time.Millisecond)
+	return wave
+}
+
 // A burst of job failures in one queue and project becomes one grouped
 // notification per project admin, counting them all; other members hear
 // nothing.
@@ -445,32 +473,13 @@ func TestJobFailureBurstNotifiesAdminsOnce(t *testing.T) {
 	project, _ := s.defaultProject()
 	_, admin := s.newMember("admin2@example.com", []string{"notifications:read"}, project, "admin")
 	_, viewer := s.newMember("viewer@example.com", []string{"notifications:read"}, project, "viewer")
-	ctx := context.Background()
 
-	// Jobs whose worker died on their last retry: the reaper fails them
-	// for good. Four waves, so the group spans several transactions.
+	// Four waves, so the group spans several transactions.
 	jobs := map[string]bool{}
 	for range 4 {
-		var wave []string
-		past := time.Now().Add(-time.Minute)
-		object := uuid.Must(uuid.NewV7())
-		_, err := s.m.db.pool.Exec(ctx, `INSERT INTO graph_objects (id, project_id, type, key, normalized_key, name, status, created_at, updated_at)
-			VALUES ($1, $2, 'Concept', $3, $3, $3, 'accepted', now(), now())`, object, project, object.String())
-		require.NoError(t, err)
-		for range 25 {
-			id := uuid.Must(uuid.NewV7()).String()
-			wave = append(wave, id)
+		for _, id := range s.failEmbeddingJobs(project, 25) {
 			jobs[id] = true
-			_, err := s.m.db.pool.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, status, run_at, attempt, retry_count, max_retries,
-				locked_by, locked_until, started_at, created_at, updated_at, object_id)
-				VALUES ($1, $2, 'running', $3, 4, 3, 3, 'crashed-worker', $3, $3, $3, $3, $4)`, id, project, past, object)
-			require.NoError(t, err)
 		}
-		require.Eventually(t, func() bool {
-			var n int
-			require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT count(*) FROM graph_embedding_jobs WHERE id = ANY($1) AND status = 'failed'`, wave).Scan(&n))
-			return n == len(wave)
-		}, 20*time.Second, 20*time.Millisecond)
 	}
 
 	for _, token := range []string{s.admin, admin} {
