@@ -371,7 +371,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.mcp.Mount(router)
 	mcpregistry.Register(api, m.mcpReg)
 	jobqueue.Register(api, m.jobs)
-	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions)
+	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, docs, embeddings)
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())

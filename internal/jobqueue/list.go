@@ -147,3 +147,25 @@ func names(ss []Status) []string {
 	}
 	return out
 }
+
+// ListFilter narrows a superadmin job list: Status narrows the list only,
+// the others the list and its stats.
+type ListFilter struct {
+	Status    string
+	ProjectID *uuid.UUID
+	HasError  *bool
+	Limit     int
+	Offset    int
+}
+
+// ListWhere is a ListFilter's condition, except its status, on a job
+// table aliased j: $1 is the project, $2 hasError.
+const ListWhere = `($1::uuid IS NULL OR j.project_id = $1) AND ($2::bool IS NULL OR (j.error_msg IS NOT NULL) = $2)`
+
+// Check validates the filter's status. Errors: errs.Invalid.
+func (f ListFilter) Check() error {
+	if f.Status != "" && !Status(f.Status).Valid() {
+		return errs.Errorf(errs.Invalid, "status must be %s", Describe(Statuses()))
+	}
+	return nil
+}

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
@@ -90,13 +92,13 @@ func optionalID(name, s string) (*uuid.UUID, error) {
 }
 
 // Register adds the superadmin routes.
-func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.Service) {
+func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.Service, docs *document.Service, emb *embedding.Service) {
 	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Superadmin}
 	write := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Superadmin}
 	user := write.WithOwner(&auth.Owner{Param: "userID", Kind: "user", Resolve: auth.OfUser(ten.LiveUser), NotFound: tenancy.ErrUserNotFound})
 	org := write.WithOwner(&auth.Owner{Param: "orgID", Kind: "org", Resolve: auth.InOrg(ten.LiveOrg), NotFound: tenancy.ErrOrgNotFound})
 	project := write.WithOwner(&auth.Owner{Param: "projectID", Kind: "project", Resolve: auth.InProject(ten.LiveProject), NotFound: tenancy.ErrProjectNotFound})
-	h := handlers{svc: svc, ten: ten, extraction: ext}
+	h := handlers{svc: svc, ten: ten, extraction: ext, documents: docs, embedding: emb}
 
 	huma.Register(api, httpapi.Op("superadmin-me", http.MethodGet, "/api/superadmin/me", "Tell whether the caller is a superadmin",
 		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}), h.me)
@@ -129,6 +131,8 @@ type handlers struct {
 	svc        *Service
 	ten        *tenancy.Service
 	extraction *extraction.Service
+	documents  *document.Service
+	embedding  *embedding.Service
 }
 
 func (h handlers) me(ctx context.Context, _ *struct{}) (*httpapi.Out[meOut], error) {

@@ -8,18 +8,28 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 )
 
 type (
-	extractionJobsIn struct {
+	// JobFilters are the query parameters every superadmin job list has.
+	JobFilters struct {
 		PageParams
 		Status    string `query:"status" doc:"Only jobs in this status: queued, running, completed, failed, cancelled or requires_review."`
-		JobType   string `query:"jobType" doc:"Only jobs of this type: full_extraction, reextraction or incremental."`
 		ProjectID string `query:"projectId" doc:"Only this project's jobs."`
 		HasError  string `query:"hasError" enum:"true,false" doc:"Only jobs with (true) or without (false) an error message."`
+	}
+	extractionJobsIn struct {
+		JobFilters
+		JobType string `query:"jobType" doc:"Only jobs of this type: full_extraction, reextraction or incremental."`
+	}
+	embeddingJobsIn struct {
+		JobFilters
+		Type string `query:"type" doc:"Only jobs of this kind: graph (graph object embeddings) or chunk (document chunk embeddings)."`
 	}
 	bulkIn struct {
 		Body BulkRequest
@@ -34,35 +44,47 @@ func registerJobs(api huma.API, h handlers, read, write auth.Rule) {
 		"Cancel queued and running extraction jobs", write), h.cancelExtractionJobs)
 	huma.Register(api, httpapi.Op("superadmin-delete-extraction-jobs", http.MethodPost, "/api/superadmin/extraction-jobs/delete",
 		"Delete finished extraction jobs", write), h.deleteExtractionJobs)
+	huma.Register(api, httpapi.Op("superadmin-list-document-parsing-jobs", http.MethodGet, "/api/superadmin/document-parsing-jobs",
+		"List every project's document parsing jobs", read), h.listParsingJobs)
+	huma.Register(api, httpapi.Op("superadmin-delete-document-parsing-jobs", http.MethodPost, "/api/superadmin/document-parsing-jobs/delete",
+		"Delete finished document parsing jobs", write), h.deleteParsingJobs)
+	huma.Register(api, httpapi.Op("superadmin-retry-document-parsing-jobs", http.MethodPost, "/api/superadmin/document-parsing-jobs/retry",
+		"Parse the documents of failed parsing jobs again", write), h.retryParsingJobs)
+	huma.Register(api, httpapi.Op("superadmin-list-embedding-jobs", http.MethodGet, "/api/superadmin/embedding-jobs",
+		"List every project's graph and chunk embedding jobs as one list", read), h.listEmbeddingJobs)
+	huma.Register(api, httpapi.Op("superadmin-delete-embedding-jobs", http.MethodPost, "/api/superadmin/embedding-jobs/delete",
+		"Delete finished embedding jobs", write), h.deleteEmbeddingJobs)
+	huma.Register(api, httpapi.Op("superadmin-cleanup-orphan-embedding-jobs", http.MethodPost, "/api/superadmin/embedding-jobs/cleanup-orphans",
+		"Delete the embedding jobs whose chunk or object is deleted", write), h.cleanupEmbeddingOrphans)
 }
 
-// hasError reads the hasError filter ("" when absent).
-func hasError(s string) *bool {
-	if s == "" {
-		return nil
+// filter reads the filters common to every job list.
+func (f JobFilters) filter() (jobqueue.ListFilter, error) {
+	project, err := optionalID("projectId", f.ProjectID)
+	if err != nil {
+		return jobqueue.ListFilter{}, err
 	}
-	b := s == "true"
-	return &b
+	var hasError *bool
+	if f.HasError != "" {
+		b := f.HasError == "true"
+		hasError = &b
+	}
+	return jobqueue.ListFilter{
+		Status: f.Status, ProjectID: project, HasError: hasError, Limit: f.Limit, Offset: (f.Page - 1) * f.Limit,
+	}, nil
 }
 
-func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) (*httpapi.Out[Paged[extraction.AdminJob]], error) {
-	project, err := optionalID("projectId", in.ProjectID)
+// replyJobs answers a page of a job list with its stats (counts over the
+// list's filters but status; the page's total is its status's count), or
+// err when the call that gave them failed.
+func replyJobs[T any](list []T, counts []jobqueue.StatusCount, f JobFilters, err error) (*httpapi.Out[Paged[T]], error) {
+	out, err := replyPaged(list, jobqueue.CountOf(counts, f.Status), f.PageParams, err)
 	if err != nil {
 		return nil, err
 	}
-	f := extraction.AdminFilter{
-		Status: in.Status, JobType: in.JobType, ProjectID: project, HasError: hasError(in.HasError),
-		Limit: in.Limit, Offset: (in.Page - 1) * in.Limit,
-	}
-	list, total, counts, err := h.extraction.AdminJobs(ctx, f)
-	out, err := replyPaged(list, total, in.PageParams, err)
-	if err != nil {
-		return nil, err
-	}
-	stats := JobStats{ByStatus: make(map[string]int, len(counts))}
+	stats := JobStats{ByStatus: make(map[string]int, len(counts)), Total: jobqueue.CountOf(counts, "")}
 	for _, c := range counts {
 		stats.ByStatus[string(c.Status)] = c.Count
-		stats.Total += c.Count
 		stats.WithErrors += c.WithErrors
 	}
 	stats.Failed = stats.ByStatus[string(jobqueue.StatusFailed)]
@@ -70,9 +92,29 @@ func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) 
 	return out, nil
 }
 
+// replyBulkDeleted answers a bulk delete of what among asked ids.
+func replyBulkDeleted(what string, asked, deleted, skipped int, err error) (*httpapi.Out[DeleteResult], error) {
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("deleted %d of %d %s; skipped %d queued or running", deleted, asked, what, skipped)
+	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: deleted, Message: msg}}, nil
+}
+
+func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) (*httpapi.Out[Paged[extraction.AdminJob]], error) {
+	f, err := in.filter()
+	if err != nil {
+		return nil, err
+	}
+	list, counts, err := h.extraction.AdminJobs(ctx, extraction.AdminFilter{
+		Status: f.Status, JobType: in.JobType, ProjectID: f.ProjectID, HasError: f.HasError, Limit: f.Limit, Offset: f.Offset,
+	})
+	return replyJobs(list, counts, in.JobFilters, err)
+}
+
 func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[CancelResult], error) {
 	user := auth.PrincipalFrom(ctx).UserID
-	n, err := h.extraction.CancelJobs(ctx, in.Body.IDs, &user)
+	n, err := h.extraction.CancelJobs(ctx, in.Body.IDs, in.Body.Type, &user)
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +123,77 @@ func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpap
 }
 
 func (h handlers) deleteExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
-	n, skipped, err := h.extraction.DeleteJobs(ctx, in.Body.IDs)
+	n, skipped, err := h.extraction.DeleteJobs(ctx, in.Body.IDs, in.Body.Type)
+	return replyBulkDeleted("extraction jobs", len(in.Body.IDs), n, skipped, err)
+}
+
+func (h handlers) listParsingJobs(ctx context.Context, in *JobFilters) (*httpapi.Out[Paged[document.AdminParsingJob]], error) {
+	f, err := in.filter()
 	if err != nil {
 		return nil, err
 	}
-	msg := fmt.Sprintf("deleted %d of %d extraction jobs; skipped %d queued or running", n, len(in.Body.IDs), skipped)
-	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: n, Message: msg}}, nil
+	list, counts, err := h.documents.AdminParsingJobs(ctx, f)
+	return replyJobs(list, counts, *in, err)
+}
+
+func (h handlers) deleteParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
+	n, skipped, err := h.documents.DeleteParsingJobs(ctx, in.Body.IDs, in.Body.Type)
+	return replyBulkDeleted("document parsing jobs", len(in.Body.IDs), n, skipped, err)
+}
+
+func (h handlers) retryParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[RetryResult], error) {
+	n, err := h.documents.RetryParsingJobs(ctx, in.Body.IDs, in.Body.Type)
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("retried %d of %d document parsing jobs (only failed jobs can be retried)", n, len(in.Body.IDs))
+	return &httpapi.Out[RetryResult]{Body: RetryResult{Success: true, RetriedCount: n, Message: msg}}, nil
+}
+
+func (h handlers) listEmbeddingJobs(ctx context.Context, in *embeddingJobsIn) (*httpapi.Out[Paged[embedding.AdminEmbeddingJob]], error) {
+	f, err := in.filter()
+	if err != nil {
+		return nil, err
+	}
+	list, counts, err := h.embedding.AdminJobs(ctx, f, in.Type)
+	return replyJobs(list, counts, in.JobFilters, err)
+}
+
+// deleteEmbeddingJobs deletes the finished jobs among the ids from the
+// graph embedding jobs (the embedding domain's) and the chunk embedding
+// jobs (the document domain's), or from the one table the type names.
+func (h handlers) deleteEmbeddingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
+	kind := in.Body.Type
+	if err := embedding.CheckType(kind); err != nil {
+		return nil, err
+	}
+	var deleted, skipped int
+	if kind != embedding.JobTypeChunk {
+		d, s, err := h.embedding.DeleteJobs(ctx, in.Body.IDs)
+		if err != nil {
+			return nil, err
+		}
+		deleted, skipped = d, s
+	}
+	if kind != embedding.JobTypeGraph {
+		d, s, err := h.documents.DeleteChunkEmbeddingJobs(ctx, in.Body.IDs)
+		if err != nil {
+			return nil, err
+		}
+		deleted, skipped = deleted+d, skipped+s
+	}
+	return replyBulkDeleted("embedding jobs", len(in.Body.IDs), deleted, skipped, nil)
+}
+
+func (h handlers) cleanupEmbeddingOrphans(ctx context.Context, _ *struct{}) (*httpapi.Out[DeleteResult], error) {
+	graphs, err := h.embedding.DeleteOrphanJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := h.documents.DeleteOrphanChunkEmbeddingJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("deleted %d orphaned embedding jobs (%d graph, %d chunk)", graphs+chunks, graphs, chunks)
+	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: graphs + chunks, Message: msg}}, nil
 }

@@ -1,0 +1,115 @@
+package embedding
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+)
+
+// The kinds of embedding job the superadmin list shows: graph object
+// embeddings (this package's queue) and chunk embeddings (the document
+// pipeline's).
+const (
+	JobTypeGraph = "graph"
+	JobTypeChunk = "chunk"
+)
+
+// ErrBadType answers an embedding job type that is neither kind.
+var ErrBadType = errs.New(errs.Invalid, "type must be graph or chunk")
+
+// CheckType validates an embedding job type ("" for both kinds). Errors:
+// invalid_argument.
+func CheckType(kind string) error {
+	if kind != "" && kind != JobTypeGraph && kind != JobTypeChunk {
+		return ErrBadType
+	}
+	return nil
+}
+
+// AdminEmbeddingJob is a graph or chunk embedding job as the superadmin list shows
+// it: with its object, or its chunk and document.
+type AdminEmbeddingJob struct {
+	jobqueue.Record
+	Type       string     `json:"type" enum:"graph,chunk" db:"type"`
+	ObjectID   *uuid.UUID `json:"objectId,omitempty" db:"object_id"`
+	ObjectType *string    `json:"objectType,omitempty" db:"object_type"`
+	ObjectName *string    `json:"objectName,omitempty" db:"object_name"`
+	ChunkID    *uuid.UUID `json:"chunkId,omitempty" db:"chunk_id"`
+	DocumentID *uuid.UUID `json:"documentId,omitempty" db:"document_id"`
+	FileName   *string    `json:"fileName,omitempty" db:"filename"`
+}
+
+// embeddingJobs is the graph and chunk embedding jobs as one relation j
+// (type, the common columns, chunk_id, object_id) under the list's filter
+// (kind $3, project $1, hasError $2) and the extra condition cond.
+func embeddingJobs(cols, cond string) string {
+	branch := func(kind, table, ids string) string {
+		return `SELECT '` + kind + `' AS type, ` + cols + `, ` + ids + ` FROM ` + table + ` j
+			WHERE $3 IN ('', '` + kind + `') AND ` + jobqueue.ListWhere + cond
+	}
+	return `(` + branch(JobTypeChunk, "chunk_embedding_jobs", "j.chunk_id, NULL::uuid AS object_id") + `)
+		UNION ALL (` + branch(JobTypeGraph, "graph_embedding_jobs", "NULL::uuid AS chunk_id, j.object_id") + `)`
+}
+
+// AdminJobs lists every project's graph and chunk embedding jobs (of kind
+// when not empty) as one list, newest first, and counts them per status
+// over the same filters except status. Errors: invalid_argument (unknown
+// status or kind).
+func (s *Service) AdminJobs(ctx context.Context, f jobqueue.ListFilter, kind string) ([]AdminEmbeddingJob, []jobqueue.StatusCount, error) {
+	if err := f.Check(); err != nil {
+		return nil, nil, err
+	}
+	if err := CheckType(kind); err != nil {
+		return nil, nil, err
+	}
+	// Each branch reads its (created_at, id) index in order; the page is
+	// taken from their merge before anything is joined to it.
+	rows, _ := s.pool.Query(ctx, `
+		SELECT `+jobqueue.RecordColumns+`, j.type, j.object_id, g.type AS object_type, g.name AS object_name,
+		       j.chunk_id, c.document_id, d.filename
+		FROM (`+embeddingJobs(`j.id, j.project_id, j.status, j.attempt, j.retry_count, j.max_retries, j.error_msg,
+			j.priority, j.created_at, j.started_at, j.completed_at`, ` AND ($4 = '' OR j.status = $4)`)+`
+			ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6) j
+		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id
+		LEFT JOIN graph_objects g ON g.id = j.object_id
+		LEFT JOIN document_chunks c ON c.id = j.chunk_id LEFT JOIN documents d ON d.id = c.document_id
+		ORDER BY j.created_at DESC, j.id DESC`,
+		f.ProjectID, f.HasError, kind, f.Status, f.Limit, f.Offset)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminEmbeddingJob])
+	if err != nil {
+		return nil, nil, fmt.Errorf("list embedding jobs: %w", err)
+	}
+	counts, err := jobqueue.CountByStatus(ctx, s.pool, `SELECT status, count(*)::int, count(error_msg)::int
+		FROM (`+embeddingJobs(`j.status, j.error_msg`, "")+`) j GROUP BY status`, f.ProjectID, f.HasError, kind)
+	if err != nil {
+		return nil, nil, fmt.Errorf("count embedding jobs: %w", err)
+	}
+	return list, counts, nil
+}
+
+// DeleteJobs deletes, in one statement, the finished graph embedding jobs
+// among ids (any project). It returns how many it deleted and how many it
+// skipped because they are queued or running.
+func (s *Service) DeleteJobs(ctx context.Context, ids []uuid.UUID) (deleted, skipped int, err error) {
+	return s.jobs.DeleteWhere(ctx, s.pool, Queue, jobqueue.Where{IDs: ids})
+}
+
+// DeleteOrphanJobs deletes, in one statement, the graph embedding jobs
+// whose object is soft-deleted and returns how many: the finished ones (a
+// queued job of a deleted object still has to drop the object's vectors),
+// and every job but a running one when the whole project is soft-deleted.
+// A hard-deleted object takes its jobs with it (foreign key).
+func (s *Service) DeleteOrphanJobs(ctx context.Context) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM graph_embedding_jobs j USING graph_objects g, projects p
+		WHERE g.id = j.object_id AND p.id = j.project_id AND j.status <> 'running'
+		  AND ((g.deleted_at IS NOT NULL AND j.status <> 'queued') OR p.deleted_at IS NOT NULL)`)
+	if err != nil {
+		return 0, fmt.Errorf("delete orphan graph embedding jobs: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
