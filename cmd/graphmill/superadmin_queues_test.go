@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// superadminBulkRefusals: every malformed body of a bulk action answers
+// 400 with a detail (no ids, too many, a malformed id, an unknown field,
+// each of badTypes), and 1,000 ids are accepted.
+func (s *testServer) superadminBulkRefusals(path string, badTypes ...string) {
+	s.t.Helper()
+	many := make([]string, 1001)
+	for i := range many {
+		many[i] = uuid.NewString()
+	}
+	bodies := []any{
+		map[string]any{"ids": []string{}},
+		map[string]any{"ids": many},
+		map[string]any{"ids": []string{"not-a-uuid"}},
+		map[string]any{"ids": []string{many[0]}, "extra": 1},
+		map[string]any{},
+	}
+	for _, typ := range badTypes {
+		bodies = append(bodies, map[string]any{"ids": []string{many[0]}, "type": typ})
+	}
+	for _, body := range bodies {
+		require.NotEmpty(s.t, s.must(400, "POST", path, s.admin, body).Detail(s.t), "%s %v", path, body)
+	}
+	r := s.must(200, "POST", path, s.admin, map[string]any{"ids": many[:1000]}).JSON(s.t)
+	require.Equal(s.t, true, r["success"])
+}
+
+// superadminRefuseOthers: each route answers 401 without a token, and 403
+// to a project admin who is no superadmin and to the superadmin's token
+// bound to project.
+func (s *testServer) superadminRefuseOthers(project string, body any, routes ...string) {
+	s.t.Helper()
+	_, member := s.newMember("member-"+uuid.NewString()[:8]+"@example.com", allScopes, project, "admin")
+	var bound map[string]any
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": "b", "scopes": allScopes}).Decode(s.t, &bound)
+	for _, rt := range routes {
+		method, path, _ := strings.Cut(rt, " ")
+		s.must(401, method, path, "", body)
+		require.Contains(s.t, s.must(403, method, path, member, body).Detail(s.t), "superadmin")
+		s.must(403, method, path, bound["token"].(string), body)
+	}
+}
+
+// superadminWaitParsed waits until a document is parsed (its chunks need
+// not be embedded).
+func (s *testServer) superadminWaitParsed(project, doc string) {
+	s.t.Helper()
+	require.Eventually(s.t, func() bool {
+		var d docBody
+		s.must(200, "GET", "/api/documents/"+doc, s.admin, nil, header{"X-Project-ID", project}).Decode(s.t, &d)
+		return d.Status == "parsed"
+	}, 20*time.Second, 20*time.Millisecond)
+}
+
+// superadminParsingJobs makes three parsing jobs in two projects: a
+// failed one (a corrupt PDF) and a completed one in project, and one that
+// stays queued (the queue is paused) in other. It returns the projects,
+// the jobs and the failed job's document.
+func (s *testServer) superadminParsingJobs() (project, other, failed, completed, queued, broken string) {
+	s.t.Helper()
+	ctx := context.Background()
+	project, org := s.defaultProject()
+	other = s.newProject(org, "other")
+	require.NoError(s.t, s.m.jobs.Pause(ctx, "object_extraction"))
+	jobOf := func(doc string) string {
+		var id string
+		require.NoError(s.t, s.m.db.pool.QueryRow(ctx, `SELECT id::text FROM document_parsing_jobs WHERE document_id = $1`, doc).Scan(&id))
+		return id
+	}
+	r := s.uploadFile(s.admin, project, "broken.pdf", "application/pdf", []byte("%PDF-1.4\nthis is not really a pdf"))
+	require.Equal(s.t, 201, r.Status, "%s", r.Body)
+	var d docBody
+	r.Decode(s.t, &d)
+	broken = d.ID
+	require.Equal(s.t, "failed", s.waitDocument(project, broken).Status)
+	good := s.extractionUpload(project, "good.md", "# Good\n\nThis one parses.")
+	s.waitDocument(project, good)
+	require.NoError(s.t, s.m.jobs.Pause(ctx, "document_parsing"))
+	waiting := s.extractionUpload(other, "later.md", "# Later\n\nThis one waits.")
+	return project, other, jobOf(broken), jobOf(good), jobOf(waiting), broken
+}
+
+func TestSuperadminParsingJobList(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, other, failed, completed, queued, broken := s.superadminParsingJobs()
+	path := "/api/superadmin/document-parsing-jobs"
+
+	var l superadminJobList
+	s.must(200, "GET", path, s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 3)
+	require.Equal(t, 3, l.Meta.Total)
+	require.Equal(t, 1, l.Meta.TotalPages)
+	require.Equal(t, 3, l.Stats.Total)
+	require.Equal(t, 1, l.Stats.Failed)
+	require.Equal(t, 1, l.Stats.WithErrors)
+	require.Equal(t, map[string]int{"queued": 1, "running": 0, "completed": 1, "failed": 1, "cancelled": 0, "requires_review": 0}, l.Stats.ByStatus)
+	require.Equal(t, []any{queued, completed, failed}, []any{l.Data[0]["id"], l.Data[1]["id"], l.Data[2]["id"]})
+	f := l.Data[2]
+	require.Equal(t, project, f["projectId"])
+	require.Equal(t, "default", f["projectName"])
+	require.Equal(t, "default", f["organizationName"])
+	require.Equal(t, broken, f["documentId"])
+	require.Equal(t, "broken.pdf", f["fileName"])
+	require.Equal(t, "failed", f["status"])
+	require.NotEmpty(t, f["errorMessage"])
+	require.InDelta(t, 1, f["attempt"], 0)
+	require.InDelta(t, 0, f["retryCount"], 0)
+	require.InDelta(t, 3, f["maxRetries"], 0)
+	require.InDelta(t, 0, f["priority"], 0)
+	require.NotEmpty(t, f["createdAt"])
+	require.NotEmpty(t, f["startedAt"])
+	require.NotEmpty(t, f["completedAt"])
+	require.Contains(t, f, "durationMs")
+	c := l.Data[1]
+	require.Equal(t, "good.md", c["fileName"])
+	require.Equal(t, "completed", c["status"])
+	require.NotContains(t, c, "errorMessage")
+	q := l.Data[0]
+	require.Equal(t, other, q["projectId"])
+	require.Equal(t, "other", q["projectName"])
+	require.NotContains(t, q, "startedAt")
+	require.NotContains(t, q, "durationMs")
+
+	// A status filter narrows the list, not the stats; the others narrow both.
+	s.must(200, "GET", path+"?status=failed", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, failed, l.Data[0]["id"])
+	require.Equal(t, 1, l.Meta.Total)
+	require.Equal(t, 3, l.Stats.Total)
+	s.must(200, "GET", path+"?projectId="+project, s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 2)
+	require.Equal(t, 2, l.Stats.Total)
+	require.Zero(t, l.Stats.ByStatus["queued"])
+	s.must(200, "GET", path+"?hasError=true", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, failed, l.Data[0]["id"])
+	require.Equal(t, 1, l.Stats.Total)
+	s.must(200, "GET", path+"?hasError=false&status=queued", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, queued, l.Data[0]["id"])
+	require.Equal(t, 2, l.Stats.Total)
+	s.must(200, "GET", path+"?limit=2&page=2", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, failed, l.Data[0]["id"])
+	require.Equal(t, 2, l.Meta.TotalPages)
+	require.True(t, l.Meta.HasPrev)
+	require.False(t, l.Meta.HasNext)
+
+	for _, bad := range []string{"status=bogus", "status=pending", "projectId=nope", "hasError=maybe", "limit=0", "limit=101", "page=0"} {
+		require.NotEmpty(t, s.must(400, "GET", path+"?"+bad, s.admin, nil).Detail(t), bad)
+	}
+}
+
+// TestSuperadminParsingJobRetry: a retry re-queues only failed parsing
+// jobs, in one statement, and they really parse again: the corrupt file,
+// repaired meanwhile, parses into chunks.
+func TestSuperadminParsingJobRetry(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _, failed, completed, queued, broken := s.superadminParsingJobs()
+	ctx := context.Background()
+	require.NoError(t, s.m.jobs.Resume(ctx, "document_parsing"))
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM document_chunks WHERE document_id = $1`, broken))
+
+	// The cause is fixed: the stored file is a real PDF now.
+	pdf, err := os.ReadFile("../../internal/document/testdata/hello.pdf")
+	require.NoError(t, err)
+	_, err = s.m.db.pool.Exec(ctx, `UPDATE documents SET content = $2 WHERE id = $1`, broken, pdf)
+	require.NoError(t, err)
+
+	unknown := uuid.NewString()
+	r := s.must(200, "POST", "/api/superadmin/document-parsing-jobs/retry", s.admin,
+		map[string]any{"ids": []string{failed, completed, queued, unknown}}).JSON(t)
+	require.Equal(t, map[string]any{"success": true, "retriedCount": float64(1),
+		"message": "retried 1 of 4 document parsing jobs (only failed jobs can be retried)"}, r)
+	d := s.waitDocument(project, broken)
+	require.Equal(t, "parsed", d.Status)
+	require.Positive(t, d.ChunkCount)
+	require.Positive(t, s.extractionCount(`SELECT count(*) FROM document_chunks WHERE document_id = $1 AND text LIKE '%quick brown fox%'`, broken))
+	var status string
+	var attempt, retries int
+	require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT status, attempt, retry_count FROM document_parsing_jobs WHERE id = $1`, failed).
+		Scan(&status, &attempt, &retries))
+	require.Equal(t, "completed", status)
+	require.Equal(t, 2, attempt)
+	require.Zero(t, retries)
+	// The other jobs were not run again.
+	require.Equal(t, 1, s.extractionCount(`SELECT attempt FROM document_parsing_jobs WHERE id = $1`, completed))
+
+	// Completed now, it is not retried again.
+	r = s.must(200, "POST", "/api/superadmin/document-parsing-jobs/retry", s.admin, map[string]any{"ids": []string{failed}}).JSON(t)
+	require.InDelta(t, 0, r["retriedCount"], 0)
+
+	s.superadminBulkRefusals("/api/superadmin/document-parsing-jobs/retry", "full_extraction", "chunk")
+}
+
+func TestSuperadminParsingJobDelete(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, _, failed, completed, queued, broken := s.superadminParsingJobs()
+	count := func(id string) int {
+		return s.extractionCount(`SELECT count(*) FROM document_parsing_jobs WHERE id = $1`, id)
+	}
+
+	r := s.must(200, "POST", "/api/superadmin/document-parsing-jobs/delete", s.admin,
+		map[string]any{"ids": []string{failed, completed, queued, uuid.NewString()}}).JSON(t)
+	require.Equal(t, map[string]any{"success": true, "deletedCount": float64(2),
+		"message": "deleted 2 of 4 document parsing jobs; skipped 1 queued or running"}, r)
+	require.Zero(t, count(failed)+count(completed))
+	require.Equal(t, 1, count(queued))
+	// The documents stay.
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM documents WHERE id = $1`, broken))
+
+	s.superadminBulkRefusals("/api/superadmin/document-parsing-jobs/delete", "full_extraction", "graph")
+	require.Equal(t, 1, count(queued))
+}
+
+func TestSuperadminParsingJobRoutesRefuseOthers(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _, failed, _, _, _ := s.superadminParsingJobs()
+	s.superadminRefuseOthers(project, map[string]any{"ids": []string{failed}},
+		"GET /api/superadmin/document-parsing-jobs",
+		"POST /api/superadmin/document-parsing-jobs/delete",
+		"POST /api/superadmin/document-parsing-jobs/retry")
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM document_parsing_jobs WHERE id = $1 AND status = 'failed'`, failed))
+}
