@@ -238,3 +238,232 @@ func TestSuperadminParsingJobRoutesRefuseOthers(t *testing.T) {
 		"POST /api/superadmin/document-parsing-jobs/retry")
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM document_parsing_jobs WHERE id = $1 AND status = 'failed'`, failed))
 }
+
+// superadminEmbeddingJobs makes three embedding jobs that stay where the
+// test puts them (the queues are paused), created in this order: a
+// completed graph job in project, a failed chunk job with an error in
+// project, a queued graph job in other. It returns the projects, the jobs,
+// the first object and the document.
+func (s *testServer) superadminEmbeddingJobs() (project, other, graphDone, chunkFailed, graphQueued, object, doc string) {
+	s.t.Helper()
+	ctx := context.Background()
+	project, org := s.defaultProject()
+	other = s.newProject(org, "other")
+	for _, q := range []string{"object_extraction", "graph_embedding", "chunk_embedding"} {
+		require.NoError(s.t, s.m.jobs.Pause(ctx, q))
+	}
+	jobOf := func(sql, id string) string {
+		var job string
+		require.NoError(s.t, s.m.db.pool.QueryRow(ctx, sql, id).Scan(&job))
+		return job
+	}
+	object = s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Ada Lovelace"})
+	graphDone = jobOf(`SELECT id::text FROM graph_embedding_jobs WHERE object_id = $1`, object)
+	doc = s.extractionUpload(project, "notes.md", "# Notes\n\nShort enough for one chunk.")
+	s.superadminWaitParsed(project, doc)
+	chunkFailed = jobOf(`SELECT j.id::text FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id WHERE c.document_id = $1`, doc)
+	elsewhere := s.graphCreateObject(s.admin, other, map[string]any{"type": "Person", "name": "Grace Hopper"})
+	graphQueued = jobOf(`SELECT id::text FROM graph_embedding_jobs WHERE object_id = $1`, elsewhere)
+	_, err := s.m.db.pool.Exec(ctx, `UPDATE graph_embedding_jobs SET status = 'completed', attempt = 1,
+		started_at = created_at, completed_at = created_at + interval '250 ms' WHERE id = $1`, graphDone)
+	require.NoError(s.t, err)
+	_, err = s.m.db.pool.Exec(ctx, `UPDATE chunk_embedding_jobs SET status = 'failed', error_msg = 'provider said no', attempt = 4, retry_count = 3,
+		started_at = created_at, completed_at = created_at + interval '1 s' WHERE id = $1`, chunkFailed)
+	require.NoError(s.t, err)
+	return project, other, graphDone, chunkFailed, graphQueued, object, doc
+}
+
+// TestSuperadminEmbeddingJobList: graph and chunk embedding jobs are one
+// list, newest first, paged as one; each item says its type and what it
+// embeds; the stats count both tables.
+func TestSuperadminEmbeddingJobList(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, other, graphDone, chunkFailed, graphQueued, object, doc := s.superadminEmbeddingJobs()
+	path := "/api/superadmin/embedding-jobs"
+
+	var l superadminJobList
+	s.must(200, "GET", path, s.admin, nil).Decode(t, &l)
+	require.Equal(t, []any{graphQueued, chunkFailed, graphDone}, []any{l.Data[0]["id"], l.Data[1]["id"], l.Data[2]["id"]})
+	require.Equal(t, 3, l.Meta.Total)
+	require.Equal(t, 3, l.Stats.Total)
+	require.Equal(t, 1, l.Stats.Failed)
+	require.Equal(t, 1, l.Stats.WithErrors)
+	require.Equal(t, map[string]int{"queued": 1, "running": 0, "completed": 1, "failed": 1, "cancelled": 0, "requires_review": 0}, l.Stats.ByStatus)
+	c := l.Data[1]
+	require.Equal(t, "chunk", c["type"])
+	require.Equal(t, project, c["projectId"])
+	require.Equal(t, "default", c["projectName"])
+	require.Equal(t, "default", c["organizationName"])
+	require.Equal(t, doc, c["documentId"])
+	require.Equal(t, "notes.md", c["fileName"])
+	require.NotEmpty(t, c["chunkId"])
+	require.NotContains(t, c, "objectId")
+	require.Equal(t, "failed", c["status"])
+	require.Equal(t, "provider said no", c["errorMessage"])
+	require.InDelta(t, 4, c["attempt"], 0)
+	require.InDelta(t, 3, c["retryCount"], 0)
+	require.InDelta(t, 3, c["maxRetries"], 0)
+	require.InDelta(t, 1000, c["durationMs"], 0)
+	g := l.Data[2]
+	require.Equal(t, "graph", g["type"])
+	require.Equal(t, object, g["objectId"])
+	require.Equal(t, "Person", g["objectType"])
+	require.Equal(t, "Ada Lovelace", g["objectName"])
+	require.NotContains(t, g, "chunkId")
+	require.NotContains(t, g, "fileName")
+	require.InDelta(t, 250, g["durationMs"], 0)
+	q := l.Data[0]
+	require.Equal(t, other, q["projectId"])
+	require.Equal(t, "other", q["projectName"])
+	require.Equal(t, "queued", q["status"])
+	require.NotContains(t, q, "startedAt")
+
+	// One page at a time across both tables: the merge order, not a page of each.
+	for i, want := range []string{graphQueued, chunkFailed, graphDone} {
+		s.must(200, "GET", path+"?limit=1&page="+string(rune('1'+i)), s.admin, nil).Decode(t, &l)
+		require.Len(t, l.Data, 1)
+		require.Equal(t, want, l.Data[0]["id"])
+		require.Equal(t, 3, l.Meta.TotalPages)
+	}
+	// type narrows to one table, list and stats.
+	s.must(200, "GET", path+"?type=chunk", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, chunkFailed, l.Data[0]["id"])
+	require.Equal(t, 1, l.Stats.Total)
+	s.must(200, "GET", path+"?type=graph", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 2)
+	require.Equal(t, 2, l.Stats.Total)
+	require.Equal(t, 0, l.Stats.Failed)
+	// status narrows the list, not the stats; the others narrow both.
+	s.must(200, "GET", path+"?status=completed", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, graphDone, l.Data[0]["id"])
+	require.Equal(t, 1, l.Meta.Total)
+	require.Equal(t, 3, l.Stats.Total)
+	s.must(200, "GET", path+"?projectId="+other, s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, graphQueued, l.Data[0]["id"])
+	require.Equal(t, 1, l.Stats.Total)
+	s.must(200, "GET", path+"?hasError=true", s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, chunkFailed, l.Data[0]["id"])
+	s.must(200, "GET", path+"?hasError=false&type=graph&projectId="+project, s.admin, nil).Decode(t, &l)
+	require.Len(t, l.Data, 1)
+	require.Equal(t, graphDone, l.Data[0]["id"])
+	require.Equal(t, 1, l.Stats.Total)
+
+	for _, bad := range []string{"type=bogus", "type=Graph", "status=bogus", "projectId=nope", "hasError=maybe", "limit=0", "limit=101", "page=0"} {
+		require.NotEmpty(t, s.must(400, "GET", path+"?"+bad, s.admin, nil).Detail(t), bad)
+	}
+}
+
+func TestSuperadminEmbeddingJobDelete(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, _, graphDone, chunkFailed, graphQueued, _, _ := s.superadminEmbeddingJobs()
+	count := func(id string) int {
+		return s.extractionCount(`SELECT (SELECT count(*) FROM graph_embedding_jobs WHERE id = $1) + (SELECT count(*) FROM chunk_embedding_jobs WHERE id = $1)`, id)
+	}
+	path := "/api/superadmin/embedding-jobs/delete"
+
+	// type narrows the delete to one table: the chunk job stays.
+	r := s.must(200, "POST", path, s.admin, map[string]any{"ids": []string{graphDone, chunkFailed, graphQueued}, "type": "graph"}).JSON(t)
+	require.Equal(t, map[string]any{"success": true, "deletedCount": float64(1),
+		"message": "deleted 1 of 3 embedding jobs; skipped 1 queued or running"}, r)
+	require.Zero(t, count(graphDone))
+	require.Equal(t, 1, count(chunkFailed))
+	require.Equal(t, 1, count(graphQueued))
+	// Without a type, both tables: the final chunk job goes, the queued graph job stays.
+	r = s.must(200, "POST", path, s.admin, map[string]any{"ids": []string{chunkFailed, graphQueued, uuid.NewString()}}).JSON(t)
+	require.Equal(t, map[string]any{"success": true, "deletedCount": float64(1),
+		"message": "deleted 1 of 3 embedding jobs; skipped 1 queued or running"}, r)
+	require.Zero(t, count(chunkFailed))
+	require.Equal(t, 1, count(graphQueued))
+	// type chunk leaves graph jobs alone, even final ones.
+	_, err := s.m.db.pool.Exec(context.Background(), `UPDATE graph_embedding_jobs SET status = 'cancelled' WHERE id = $1`, graphQueued)
+	require.NoError(t, err)
+	r = s.must(200, "POST", path, s.admin, map[string]any{"ids": []string{graphQueued}, "type": "chunk"}).JSON(t)
+	require.InDelta(t, 0, r["deletedCount"], 0)
+	require.Equal(t, 1, count(graphQueued))
+
+	s.superadminBulkRefusals(path, "bogus", "full_extraction", "GRAPH")
+}
+
+// TestSuperadminEmbeddingCleanupOrphans: the jobs of soft-deleted objects
+// that have run, and the jobs of a soft-deleted project that are not
+// running, are deleted; live objects' and chunks' jobs, a deleted object's
+// queued job (it drops the object's vectors) and running jobs stay.
+func TestSuperadminEmbeddingCleanupOrphans(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	ctx := context.Background()
+	project, org := s.defaultProject()
+	gone := s.newProject(org, "gone")
+	for _, q := range []string{"object_extraction", "graph_embedding", "chunk_embedding"} {
+		require.NoError(t, s.m.jobs.Pause(ctx, q))
+	}
+	hp := header{"X-Project-ID", project}
+	person := func(p, name string) string {
+		return s.graphCreateObject(s.admin, p, map[string]any{"type": "Person", "name": name})
+	}
+	jobs := func(sql string, args ...any) []string { return s.extractionIDs(sql, args...) }
+	graphJobs := func(object string) []string {
+		return jobs(`SELECT id::text FROM graph_embedding_jobs WHERE object_id = $1 ORDER BY created_at`, object)
+	}
+	exec := func(sql string, args ...any) {
+		_, err := s.m.db.pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+
+	live := person(project, "Live")
+	deletedQueued := person(project, "Deleted while queued")
+	s.must(204, "DELETE", "/api/graph/objects/"+deletedQueued, s.admin, nil, hp)
+	deletedDone := person(project, "Deleted after its run")
+	exec(`UPDATE graph_embedding_jobs SET status = 'completed' WHERE object_id = $1`, deletedDone)
+	s.must(204, "DELETE", "/api/graph/objects/"+deletedDone, s.admin, nil, hp)
+	require.Len(t, graphJobs(deletedDone), 2, "the completed job and the one that drops the vectors")
+	doc := s.extractionUpload(project, "kept.md", "# Kept\n\nA live chunk.")
+	s.superadminWaitParsed(project, doc)
+
+	inGone := person(gone, "In a deleted project")
+	runningInGone := person(gone, "Running in a deleted project")
+	exec(`UPDATE graph_embedding_jobs SET status = 'running', started_at = now() WHERE object_id = $1`, runningInGone)
+	goneDoc := s.extractionUpload(gone, "gone.md", "# Gone\n\nA chunk of a deleted project.")
+	s.superadminWaitParsed(gone, goneDoc)
+	s.must(200, "DELETE", "/api/superadmin/projects/"+gone, s.admin, nil)
+
+	keptGraph := append(append(graphJobs(live), graphJobs(deletedQueued)...), graphJobs(deletedDone)[1], graphJobs(runningInGone)[0])
+	keptChunks := jobs(`SELECT j.id::text FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id WHERE c.document_id = $1`, doc)
+	require.NotEmpty(t, keptChunks)
+	goneChunks := jobs(`SELECT j.id::text FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id WHERE c.document_id = $1`, goneDoc)
+	require.NotEmpty(t, goneChunks)
+	orphans := append([]string{graphJobs(deletedDone)[0], graphJobs(inGone)[0]}, goneChunks...)
+
+	r := s.must(200, "POST", "/api/superadmin/embedding-jobs/cleanup-orphans", s.admin, nil).JSON(t)
+	require.Equal(t, true, r["success"])
+	require.InDelta(t, len(orphans), r["deletedCount"], 0)
+	require.Contains(t, r["message"], "(2 graph, ")
+	require.Len(t, r, 3)
+	all := func(ids []string) int {
+		return s.extractionCount(`SELECT (SELECT count(*) FROM graph_embedding_jobs WHERE id::text = ANY($1)) +
+			(SELECT count(*) FROM chunk_embedding_jobs WHERE id::text = ANY($1))`, ids)
+	}
+	require.Zero(t, all(orphans))
+	require.Equal(t, len(keptGraph)+len(keptChunks), all(append(keptGraph, keptChunks...)))
+
+	// Nothing is left to clean up.
+	r = s.must(200, "POST", "/api/superadmin/embedding-jobs/cleanup-orphans", s.admin, nil).JSON(t)
+	require.InDelta(t, 0, r["deletedCount"], 0)
+}
+
+func TestSuperadminEmbeddingJobRoutesRefuseOthers(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _, graphDone, _, _, _, _ := s.superadminEmbeddingJobs()
+	s.superadminRefuseOthers(project, map[string]any{"ids": []string{graphDone}},
+		"GET /api/superadmin/embedding-jobs",
+		"POST /api/superadmin/embedding-jobs/delete",
+		"POST /api/superadmin/embedding-jobs/cleanup-orphans")
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM graph_embedding_jobs WHERE id = $1`, graphDone))
+}
