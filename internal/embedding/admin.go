@@ -44,13 +44,18 @@ type AdminEmbeddingJob struct {
 	FileName   *string    `json:"fileName,omitempty" db:"filename"`
 }
 
-// embeddingJobs is the graph and chunk embedding jobs as one relation j
-// (type, the common columns, chunk_id, object_id) under the list's filter
-// (kind $3, project $1, hasError $2) and the extra condition cond.
-func embeddingJobs(cols, cond string) string {
-	branch := func(kind, table, ids string) string {
-		return `SELECT '` + kind + `' AS type, ` + cols + `, ` + ids + ` FROM ` + table + ` j
-			WHERE $3 IN ('', '` + kind + `') AND ` + jobqueue.ListWhere + cond
+// embeddingJobs is the graph and chunk embedding jobs as one relation
+// (type, then cols, then, with ids, chunk_id and object_id) under the
+// list's filter (project $1, hasError $2, kind $3) and the extra condition
+// cond; each branch ends with tail (its own grouping, order or limit).
+func embeddingJobs(cols string, ids bool, cond, tail string) string {
+	branch := func(kind, table, idCols string) string {
+		selected := cols
+		if ids {
+			selected += ", " + idCols
+		}
+		return `SELECT '` + kind + `'::text AS type, ` + selected + ` FROM ` + table + ` j
+			WHERE $3 IN ('', '` + kind + `') AND ` + jobqueue.ListWhere + cond + tail
 	}
 	return `(` + branch(JobTypeChunk, "chunk_embedding_jobs", "j.chunk_id, NULL::uuid AS object_id") + `)
 		UNION ALL (` + branch(JobTypeGraph, "graph_embedding_jobs", "NULL::uuid AS chunk_id, j.object_id") + `)`
@@ -67,25 +72,13 @@ func (s *Service) AdminJobs(ctx context.Context, f jobqueue.ListFilter, kind str
 	if err := CheckType(kind); err != nil {
 		return nil, nil, err
 	}
-	// Each branch reads its (created_at, id) index in order; the page is
-	// taken from their merge before anything is joined to it.
-	rows, _ := s.pool.Query(ctx, `
-		SELECT `+jobqueue.RecordColumns+`, j.type, j.object_id, g.type AS object_type, g.name AS object_name,
-		       j.chunk_id, c.document_id, d.filename
-		FROM (`+embeddingJobs(`j.id, j.project_id, j.status, j.attempt, j.retry_count, j.max_retries, j.error_msg,
-			j.priority, j.created_at, j.started_at, j.completed_at`, ` AND ($4 = '' OR j.status = $4)`)+`
-			ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6) j
-		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id
-		LEFT JOIN graph_objects g ON g.id = j.object_id
-		LEFT JOIN document_chunks c ON c.id = j.chunk_id LEFT JOIN documents d ON d.id = c.document_id
-		ORDER BY j.created_at DESC, j.id DESC`,
+	rows, _ := s.pool.Query(ctx, adminListSQL(),
 		f.ProjectID, f.HasError, kind, f.Status, f.Limit, f.Offset)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminEmbeddingJob])
 	if err != nil {
 		return nil, nil, fmt.Errorf("list embedding jobs: %w", err)
 	}
-	counts, err := jobqueue.CountByStatus(ctx, s.pool, `SELECT status, count(*)::int, count(error_msg)::int
-		FROM (`+embeddingJobs(`j.status, j.error_msg`, "")+`) j GROUP BY status`, f.ProjectID, f.HasError, kind)
+	counts, err := jobqueue.CountByStatus(ctx, s.pool, adminStatsSQL(), f.ProjectID, f.HasError, kind)
 	if err != nil {
 		return nil, nil, fmt.Errorf("count embedding jobs: %w", err)
 	}
@@ -112,4 +105,30 @@ func (s *Service) DeleteOrphanJobs(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("delete orphan graph embedding jobs: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// adminListSQL is the page of the superadmin list: $1 project, $2
+// hasError, $3 kind, $4 status, $5 limit, $6 offset. The page lies within
+// the first offset+limit jobs of each table, which each branch takes by its
+// (created_at, id) index; the page is cut from their union before
+// anything is joined to it.
+func adminListSQL() string {
+	return `
+		SELECT ` + jobqueue.RecordColumns + `, j.type, j.object_id, g.type AS object_type, g.name AS object_name,
+		       j.chunk_id, c.document_id, d.filename
+		FROM (` + embeddingJobs(`j.id, j.project_id, j.status, j.attempt, j.retry_count, j.max_retries, j.error_msg,
+			j.priority, j.created_at, j.started_at, j.completed_at`, true, ` AND ($4 = '' OR j.status = $4)`,
+		` ORDER BY j.created_at DESC, j.id DESC LIMIT $5::int + $6::int`) + `
+			ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6) j
+		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id
+		LEFT JOIN graph_objects g ON g.id = j.object_id
+		LEFT JOIN document_chunks c ON c.id = j.chunk_id LEFT JOIN documents d ON d.id = c.document_id
+		ORDER BY j.created_at DESC, j.id DESC`
+}
+
+// adminStatsSQL counts the superadmin list per status: $1 project, $2
+// hasError, $3 kind.
+func adminStatsSQL() string {
+	return `SELECT status, sum(n)::int, sum(e)::int
+		FROM (` + embeddingJobs(`count(*) AS n, count(j.error_msg) AS e, j.status`, false, "", " GROUP BY j.status") + `) j GROUP BY status`
 }
