@@ -19,9 +19,7 @@ func TestDeleteWhereDeletesFinalJobsOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{})
-	require.NoError(t, err)
-	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs", Handler: jobqueue.HandlerFunc(nil)}))
+	c := declaredClient(t, b)
 	project, other := uuid.New(), uuid.New()
 	ids := b.insert(t,
 		jobSpec{project: &project},
