@@ -10,7 +10,6 @@ import (
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
-	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // AdminParsingJob is a document parsing job as the superadmin list shows
@@ -51,42 +50,34 @@ func (s *Service) AdminParsingJobs(ctx context.Context, f jobqueue.ListFilter) (
 	return list, counts, nil
 }
 
-// DeleteParsingJobs deletes, in one statement, the finished parsing jobs
-// among ids (any project). It returns how many it deleted and how many it
-// skipped because they are queued or running. kind must be empty.
+// DeleteParsingJobs deletes, in one statement in tx, the finished parsing
+// jobs among ids (any project). It returns how many it deleted and how
+// many it skipped because they are queued or running. kind must be empty.
 // Errors: invalid_argument.
-func (s *Service) DeleteParsingJobs(ctx context.Context, ids []uuid.UUID, kind string) (deleted, skipped int, err error) {
+func (s *Service) DeleteParsingJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, kind string) (deleted, skipped int, err error) {
 	if kind != "" {
 		return 0, 0, ErrParsingType
 	}
-	return s.jobs.DeleteWhere(ctx, s.pool, QueueParsing, jobqueue.Where{IDs: ids})
+	return s.jobs.DeleteWhere(ctx, tx, QueueParsing, jobqueue.Where{IDs: ids})
 }
 
 // RetryParsingJobs puts the failed parsing jobs among ids (any project)
-// back in the queue, in one statement, and their documents back to
-// "parsing", in one transaction; it returns how many it retried. The
-// workers parse them again. kind must be empty. Errors: invalid_argument.
-func (s *Service) RetryParsingJobs(ctx context.Context, ids []uuid.UUID, kind string) (int, error) {
+// back in the queue, in one statement in tx, and their documents back to
+// "parsing"; it returns how many it retried. The workers parse them again
+// once tx commits. kind must be empty. Errors: invalid_argument.
+func (s *Service) RetryParsingJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, kind string) (int, error) {
 	if kind != "" {
 		return 0, ErrParsingType
 	}
-	n := 0
-	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		chs, err := s.jobs.RetryWhere(ctx, tx, QueueParsing, jobqueue.Where{IDs: ids})
-		if err != nil || len(chs) == 0 {
-			return err
-		}
-		n = len(chs)
-		jobIDs := make([]uuid.UUID, n)
-		for i, ch := range chs {
-			jobIDs[i] = ch.ID
-		}
-		return documentsReparse(ctx, tx, jobIDs, chs[0].UpdatedAt)
-	})
-	if err != nil {
+	chs, err := s.jobs.RetryWhere(ctx, tx, QueueParsing, jobqueue.Where{IDs: ids})
+	if err != nil || len(chs) == 0 {
 		return 0, err
 	}
-	return n, nil
+	jobIDs := make([]uuid.UUID, len(chs))
+	for i, ch := range chs {
+		jobIDs[i] = ch.ID
+	}
+	return len(chs), documentsReparse(ctx, tx, jobIDs, chs[0].UpdatedAt)
 }
 
 // documentsReparse sets the failed documents of the given parsing jobs
@@ -101,19 +92,19 @@ func documentsReparse(ctx context.Context, tx pgx.Tx, jobIDs []uuid.UUID, now ti
 	return nil
 }
 
-// DeleteChunkEmbeddingJobs deletes, in one statement, the finished chunk
-// embedding jobs among ids (any project), as DeleteParsingJobs does.
-func (s *Service) DeleteChunkEmbeddingJobs(ctx context.Context, ids []uuid.UUID) (deleted, skipped int, err error) {
-	return s.jobs.DeleteWhere(ctx, s.pool, QueueChunkEmbedding, jobqueue.Where{IDs: ids})
+// DeleteChunkEmbeddingJobs deletes, in one statement in tx, the finished
+// chunk embedding jobs among ids (any project), as DeleteParsingJobs does.
+func (s *Service) DeleteChunkEmbeddingJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) (deleted, skipped int, err error) {
+	return s.jobs.DeleteWhere(ctx, tx, QueueChunkEmbedding, jobqueue.Where{IDs: ids})
 }
 
-// DeleteOrphanChunkEmbeddingJobs deletes, in one statement, the chunk
+// DeleteOrphanChunkEmbeddingJobs deletes, in one statement in tx, the chunk
 // embedding jobs that are not running and whose chunk is soft-deleted
 // with its project (or organization), and returns how many. A hard-deleted
 // chunk takes its jobs with it (foreign key), and chunks have no soft
 // delete of their own.
-func (s *Service) DeleteOrphanChunkEmbeddingJobs(ctx context.Context) (int, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM chunk_embedding_jobs j USING projects p
+func (s *Service) DeleteOrphanChunkEmbeddingJobs(ctx context.Context, tx pgx.Tx) (int, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM chunk_embedding_jobs j USING projects p
 		WHERE p.id = j.project_id AND p.deleted_at IS NOT NULL AND j.status <> 'running'`)
 	if err != nil {
 		return 0, fmt.Errorf("delete orphan chunk embedding jobs: %w", err)

@@ -85,20 +85,20 @@ func (s *Service) AdminJobs(ctx context.Context, f jobqueue.ListFilter, kind str
 	return list, counts, nil
 }
 
-// DeleteJobs deletes, in one statement, the finished graph embedding jobs
-// among ids (any project). It returns how many it deleted and how many it
-// skipped because they are queued or running.
-func (s *Service) DeleteJobs(ctx context.Context, ids []uuid.UUID) (deleted, skipped int, err error) {
-	return s.jobs.DeleteWhere(ctx, s.pool, Queue, jobqueue.Where{IDs: ids})
+// DeleteJobs deletes, in one statement in tx, the finished graph
+// embedding jobs among ids (any project). It returns how many it deleted
+// and how many it skipped because they are queued or running.
+func (s *Service) DeleteJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) (deleted, skipped int, err error) {
+	return s.jobs.DeleteWhere(ctx, tx, Queue, jobqueue.Where{IDs: ids})
 }
 
-// DeleteOrphanJobs deletes, in one statement, the graph embedding jobs
+// DeleteOrphanJobs deletes, in one statement in tx, the graph embedding jobs
 // whose object is soft-deleted and returns how many: the finished ones (a
 // queued job of a deleted object still has to drop the object's vectors),
 // and every job but a running one when the whole project is soft-deleted.
 // A hard-deleted object takes its jobs with it (foreign key).
-func (s *Service) DeleteOrphanJobs(ctx context.Context) (int, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM graph_embedding_jobs j USING graph_objects g, projects p
+func (s *Service) DeleteOrphanJobs(ctx context.Context, tx pgx.Tx) (int, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM graph_embedding_jobs j USING graph_objects g, projects p
 		WHERE g.id = j.object_id AND p.id = j.project_id AND j.status <> 'running'
 		  AND ((g.deleted_at IS NOT NULL AND j.status <> 'queued') OR p.deleted_at IS NOT NULL)`)
 	if err != nil {

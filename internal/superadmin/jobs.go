@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/document"
@@ -13,6 +14,7 @@ import (
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 type (
@@ -137,12 +139,18 @@ func (h handlers) listParsingJobs(ctx context.Context, in *JobFilters) (*httpapi
 }
 
 func (h handlers) deleteParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
-	n, skipped, err := h.documents.DeleteParsingJobs(ctx, in.Body.IDs, in.Body.Type)
+	skipped := 0
+	n, err := h.inTx(ctx, func(tx pgx.Tx) (n int, err error) {
+		n, skipped, err = h.documents.DeleteParsingJobs(ctx, tx, in.Body.IDs, in.Body.Type)
+		return n, err
+	})
 	return replyBulkDeleted("document parsing jobs", len(in.Body.IDs), n, skipped, err)
 }
 
 func (h handlers) retryParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[RetryResult], error) {
-	n, err := h.documents.RetryParsingJobs(ctx, in.Body.IDs, in.Body.Type)
+	n, err := h.inTx(ctx, func(tx pgx.Tx) (int, error) {
+		return h.documents.RetryParsingJobs(ctx, tx, in.Body.IDs, in.Body.Type)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -161,39 +169,64 @@ func (h handlers) listEmbeddingJobs(ctx context.Context, in *embeddingJobsIn) (*
 
 // deleteEmbeddingJobs deletes the finished jobs among the ids from the
 // graph embedding jobs (the embedding domain's) and the chunk embedding
-// jobs (the document domain's), or from the one table the type names.
+// jobs (the document domain's), or from the one table the type names, in
+// one transaction.
 func (h handlers) deleteEmbeddingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
 	kind := in.Body.Type
 	if err := embedding.CheckType(kind); err != nil {
 		return nil, err
 	}
-	var deleted, skipped int
-	if kind != embedding.JobTypeChunk {
-		d, s, err := h.embedding.DeleteJobs(ctx, in.Body.IDs)
-		if err != nil {
-			return nil, err
+	skipped := 0
+	deleted, err := h.inTx(ctx, func(tx pgx.Tx) (int, error) {
+		deleted := 0
+		if kind != embedding.JobTypeChunk {
+			d, s, err := h.embedding.DeleteJobs(ctx, tx, in.Body.IDs)
+			if err != nil {
+				return 0, err
+			}
+			deleted, skipped = d, s
 		}
-		deleted, skipped = d, s
-	}
-	if kind != embedding.JobTypeGraph {
-		d, s, err := h.documents.DeleteChunkEmbeddingJobs(ctx, in.Body.IDs)
-		if err != nil {
-			return nil, err
+		if kind != embedding.JobTypeGraph {
+			d, s, err := h.documents.DeleteChunkEmbeddingJobs(ctx, tx, in.Body.IDs)
+			if err != nil {
+				return 0, err
+			}
+			deleted, skipped = deleted+d, skipped+s
 		}
-		deleted, skipped = deleted+d, skipped+s
-	}
-	return replyBulkDeleted("embedding jobs", len(in.Body.IDs), deleted, skipped, nil)
+		return deleted, nil
+	})
+	return replyBulkDeleted("embedding jobs", len(in.Body.IDs), deleted, skipped, err)
 }
 
 func (h handlers) cleanupEmbeddingOrphans(ctx context.Context, _ *struct{}) (*httpapi.Out[DeleteResult], error) {
-	graphs, err := h.embedding.DeleteOrphanJobs(ctx)
+	graphs, chunks := 0, 0
+	n, err := h.inTx(ctx, func(tx pgx.Tx) (n int, err error) {
+		if graphs, err = h.embedding.DeleteOrphanJobs(ctx, tx); err != nil {
+			return 0, err
+		}
+		if chunks, err = h.documents.DeleteOrphanChunkEmbeddingJobs(ctx, tx); err != nil {
+			return 0, err
+		}
+		return graphs + chunks, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	chunks, err := h.documents.DeleteOrphanChunkEmbeddingJobs(ctx)
+	msg := fmt.Sprintf("deleted %d orphaned embedding jobs (%d graph, %d chunk)", n, graphs, chunks)
+	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: n, Message: msg}}, nil
+}
+
+// inTx runs a bulk action's change, which returns how many jobs it
+// changed, in one transaction.
+func (h handlers) inTx(ctx context.Context, change func(tx pgx.Tx) (int, error)) (int, error) {
+	n := 0
+	err := postgres.WithTx(ctx, h.svc.pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = change(tx)
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	msg := fmt.Sprintf("deleted %d orphaned embedding jobs (%d graph, %d chunk)", graphs+chunks, graphs, chunks)
-	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: graphs + chunks, Message: msg}}, nil
+	return n, nil
 }
