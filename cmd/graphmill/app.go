@@ -26,6 +26,7 @@ import (
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
+	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/embeddingpolicy"
 	"github.com/graphmill/graphmill/internal/events"
@@ -82,6 +83,7 @@ type Main struct {
 	mcpReg   *mcpregistry.Service // external MCP servers, tool settings
 	vectors  *vectorindex.Index
 	notifs   *notification.Service
+	emails   *email.Service
 	health   *health.Service
 	mcp      *mcpserver.Server // built-in MCP server (issue 7)
 	api      *httpapi.Server
@@ -253,6 +255,15 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Authenticated}, m.hub))
 	m.jobs, err = jobqueue.NewClient(pool, jobqueue.Config{Logger: log, Now: m.Now, Notifier: m.notifier, Metrics: reg})
 	if err != nil {
+		return err
+	}
+	// Email: other domains queue messages through it; the queue is worked
+	// only when SMTP is configured (declared only otherwise).
+	m.emails, err = email.NewService(email.Config{Pool: pool, Jobs: m.jobs, SMTPURL: m.Config.SMTPURL, From: m.Config.EmailFrom, Now: m.Now})
+	if err != nil {
+		return err
+	}
+	if err := m.emails.AddQueue(); err != nil {
 		return err
 	}
 	box, err := m.secretBox()

@@ -1,0 +1,146 @@
+package email
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/pgtest"
+)
+
+// startService starts the email service's queue on a fresh database:
+// email goes to srv, or is off when srv is nil.
+func startService(t *testing.T, srv *smtpServer) (*Service, *pgxpool.Pool, *jobqueue.Client) {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	c, err := jobqueue.NewClient(pool, jobqueue.Config{PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	cfg := Config{Pool: pool, Jobs: c, Backoff: func(int) time.Duration { return 0 }}
+	if srv != nil {
+		cfg.SMTPURL, cfg.From = "smtp://"+srv.addr, "Graphmill <noreply@graphmill.test>"
+	}
+	s, err := NewService(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.AddQueue())
+	require.NoError(t, c.Start(ctx))
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return s, pool, c
+}
+
+// enqueueIn queues j through s in a transaction of its own.
+func enqueueIn(t *testing.T, s *Service, pool *pgxpool.Pool, j *Job) error {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := s.Enqueue(ctx, tx, j); err != nil {
+		return err
+	}
+	require.NoError(t, tx.Commit(ctx))
+	return nil
+}
+
+func jobStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {
+	t.Helper()
+	var st string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM email_jobs WHERE id = $1`, id).Scan(&st))
+	return st
+}
+
+func TestServiceSends(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t, nil, false)
+	s, pool, _ := startService(t, srv)
+	require.True(t, s.Enabled())
+
+	j := invitationJob()
+	require.NoError(t, enqueueIn(t, s, pool, &j))
+	require.NotEqual(t, uuid.Nil, j.ID)
+	require.Eventually(t, func() bool { return jobStatus(t, pool, j.ID) == "completed" }, waitFor, 5*time.Millisecond)
+	msgs := srv.messages()
+	require.Len(t, msgs, 1)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
+	require.Equal(t, "noreply@graphmill.test", msgs[0].from)
+
+	// Invalid jobs are refused and nothing is queued.
+	bad := invitationJob()
+	bad.Data = json.RawMessage(`{}`)
+	require.Error(t, enqueueIn(t, s, pool, &bad))
+	bad = invitationJob()
+	bad.ToEmail = "not an address"
+	require.Error(t, enqueueIn(t, s, pool, &bad))
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM email_jobs`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	// The job is rendered as it was sent.
+	p, err := s.Preview(context.Background(), j.ID)
+	require.NoError(t, err)
+	require.Equal(t, "Join Atlas", p.Subject)
+	require.Contains(t, p.Text, "https://graphmill.test/accept?token=t1")
+}
+
+// TestServiceOff: without SMTP settings nothing is queued, the queue is
+// declared but not worked (a job already in the table stays queued), and
+// existing jobs still render.
+func TestServiceOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, c := startService(t, nil)
+	require.False(t, s.Enabled())
+
+	j := invitationJob()
+	require.NoError(t, enqueueIn(t, s, pool, &j))
+	require.Equal(t, uuid.Nil, j.ID)
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM email_jobs`).Scan(&n))
+	require.Zero(t, n)
+
+	// A job queued while email was on (another process, an earlier start).
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	tpl, err := NewTemplates()
+	require.NoError(t, err)
+	old := invitationJob()
+	require.NoError(t, Enqueue(ctx, tx, tpl, &old, time.Now()))
+	require.NoError(t, tx.Commit(ctx))
+	time.Sleep(200 * time.Millisecond) // twenty polls in which a worker would have claimed it
+	require.Equal(t, "queued", jobStatus(t, pool, old.ID))
+	stats, err := c.Stats(ctx, nil)
+	require.NoError(t, err)
+	found := false
+	for _, q := range stats {
+		if q.Queue == Queue {
+			found = true
+			require.EqualValues(t, 1, q.Pending)
+		}
+	}
+	require.True(t, found, "the email queue is declared")
+
+	p, err := s.Preview(ctx, old.ID)
+	require.NoError(t, err)
+	require.Equal(t, TemplateInvitation, p.TemplateName)
+	require.Contains(t, p.HTML, `<a href="https://graphmill.test/accept?token=t1">`)
+	_, err = s.Preview(ctx, uuid.Must(uuid.NewV7()))
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
+}
+
+func TestNewServiceRefusesHalfSettings(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	c, err := jobqueue.NewClient(pool, jobqueue.Config{})
+	require.NoError(t, err)
+	_, err = NewService(Config{Pool: pool, Jobs: c, SMTPURL: "smtp://127.0.0.1:2525"})
+	require.ErrorContains(t, err, "must be set together")
+	_, err = NewService(Config{Jobs: c})
+	require.Error(t, err)
+}
