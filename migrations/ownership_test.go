@@ -38,6 +38,7 @@ func tableOwners() map[string]string {
 		"activity":        {"user_activity"},
 		"mcpregistry":     {"mcp_servers", "mcp_server_tools", "mcp_org_tool_settings", "mcp_project_tool_settings"},
 		"email":           {"email_jobs"},
+		"audit":           {"audit_events"},
 	}
 	owners := map[string]string{}
 	for pkg, tables := range byPackage {

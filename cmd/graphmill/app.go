@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/graphmill/graphmill/internal/activity"
+	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/document"
@@ -382,7 +383,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.mcp.Mount(router)
 	mcpregistry.Register(api, m.mcpReg)
 	jobqueue.Register(api, m.jobs)
-	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, docs, embeddings)
+	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, docs, embeddings, audit.NewService(pool, m.Now))
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())

@@ -460,3 +460,50 @@ func TestSuperadminEmbeddingJobRoutesRefuseOthers(t *testing.T) {
 		"POST /api/superadmin/embedding-jobs/cleanup-orphans")
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM graph_embedding_jobs WHERE id = $1`, graphDone))
 }
+
+// TestSuperadminAuditRecordsParsingJobActions: parsing job retries and
+// deletes write their audit row in their transaction; a refused call
+// writes none, and a row that cannot be written undoes the retry.
+func TestSuperadminAuditRecordsParsingJobActions(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, _, failed, completed, queued, broken := s.superadminParsingJobs()
+	status := func(id string) string {
+		var st string
+		require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT status FROM document_parsing_jobs WHERE id = $1`, id).Scan(&st))
+		return st
+	}
+
+	undo := s.failOn("audit_events", "INSERT")
+	s.must(500, "POST", "/api/superadmin/document-parsing-jobs/retry", s.admin, map[string]any{"ids": []string{failed}})
+	undo()
+	require.Equal(t, "failed", status(failed))
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM documents WHERE id = $1 AND status = 'failed'`, broken))
+
+	r := s.must(200, "POST", "/api/superadmin/document-parsing-jobs/retry", s.admin, map[string]any{"ids": []string{failed, completed}})
+	s.requireAudit(r, "document_parsing_jobs.retry", []string{failed, completed}, 2, 1)
+	require.Equal(t, "queued", status(failed)) // the queue is paused
+	r = s.must(200, "POST", "/api/superadmin/document-parsing-jobs/delete", s.admin, map[string]any{"ids": []string{completed, queued}})
+	s.requireAudit(r, "document_parsing_jobs.delete", []string{completed, queued}, 2, 1)
+
+	s.must(400, "POST", "/api/superadmin/document-parsing-jobs/delete", s.admin, map[string]any{"ids": []string{queued}, "type": "chunk"})
+	s.must(400, "POST", "/api/superadmin/document-parsing-jobs/retry", s.admin, map[string]any{"ids": []string{queued}, "type": "chunk"})
+	require.Equal(t, 2, s.auditCount())
+}
+
+// TestSuperadminAuditRecordsEmbeddingJobActions: embedding job deletes and
+// orphan clean-ups write their audit row; a refused call writes none.
+func TestSuperadminAuditRecordsEmbeddingJobActions(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, _, graphDone, chunkFailed, graphQueued, _, _ := s.superadminEmbeddingJobs()
+
+	r := s.must(200, "POST", "/api/superadmin/embedding-jobs/delete", s.admin,
+		map[string]any{"ids": []string{graphDone, graphQueued, chunkFailed}, "type": "graph"})
+	s.requireAudit(r, "embedding_jobs.delete", []string{graphDone, graphQueued, chunkFailed}, 3, 1)
+	r = s.must(200, "POST", "/api/superadmin/embedding-jobs/cleanup-orphans", s.admin, nil)
+	s.requireAudit(r, "embedding_jobs.cleanup_orphans", []string{}, 0, 0)
+
+	s.must(400, "POST", "/api/superadmin/embedding-jobs/delete", s.admin, map[string]any{"ids": []string{chunkFailed}, "type": "bogus"})
+	require.Equal(t, 2, s.auditCount())
+}

@@ -53,6 +53,7 @@ func TestSuperadminRoutesRefuseOthers(t *testing.T) {
 		{"DELETE", "/api/superadmin/organizations/" + org},
 		{"GET", "/api/superadmin/projects"},
 		{"DELETE", "/api/superadmin/projects/" + project},
+		{"GET", "/api/superadmin/audit"},
 	}
 	for _, rt := range routes {
 		body := map[string]any{}

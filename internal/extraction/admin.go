@@ -50,28 +50,29 @@ func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminJob, []j
 	return adminJobList(ctx, s.pool, f)
 }
 
-// CancelJobs cancels, in one statement, the queued and running jobs among
-// ids (any project; of jobType when not empty), logging each, and returns
-// how many it cancelled. Unknown and finished ids count zero. Errors:
-// invalid_argument (unknown job type).
-func (s *Service) CancelJobs(ctx context.Context, ids []uuid.UUID, jobType string, user *uuid.UUID) (int, error) {
+// CancelJobs cancels, in one statement in tx, the queued and running jobs
+// among ids (any project; of jobType when not empty), logging each, and
+// returns how many it cancelled. Unknown and finished ids count zero. The
+// caller's transaction carries what else records the action (the
+// superadmin audit row). Errors: invalid_argument (unknown job type).
+func (s *Service) CancelJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, jobType string, user *uuid.UUID) (int, error) {
 	w, err := byIDs(ids, jobType)
 	if err != nil {
 		return 0, err
 	}
-	return s.bulk(ctx, w, user, s.jobs.CancelWhere, cancelLog)
+	return bulkInTx(ctx, tx, w, user, s.jobs.CancelWhere, cancelLog)
 }
 
-// DeleteJobs deletes, in one statement, the finished jobs among ids (any
-// project; of jobType when not empty) with their logs and call records.
-// It returns how many it deleted and how many it skipped because they are
-// queued or running. Errors: invalid_argument (unknown job type).
-func (s *Service) DeleteJobs(ctx context.Context, ids []uuid.UUID, jobType string) (deleted, skipped int, err error) {
+// DeleteJobs deletes, in one statement in tx, the finished jobs among ids
+// (any project; of jobType when not empty) with their logs and call
+// records. It returns how many it deleted and how many it skipped because
+// they are queued or running. Errors: invalid_argument (unknown job type).
+func (s *Service) DeleteJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, jobType string) (deleted, skipped int, err error) {
 	w, err := byIDs(ids, jobType)
 	if err != nil {
 		return 0, 0, err
 	}
-	return s.jobs.DeleteWhere(ctx, s.pool, Queue, w)
+	return s.jobs.DeleteWhere(ctx, tx, Queue, w)
 }
 
 // byIDs selects the jobs among ids, of jobType when not empty.

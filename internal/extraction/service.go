@@ -278,28 +278,38 @@ func (s *Service) BulkRetry(ctx context.Context, project uuid.UUID, status strin
 	return s.bulk(ctx, jobqueue.Where{ProjectID: &project}, user, s.jobs.RetryWhere, retryLog)
 }
 
+// transitionFunc is a jobqueue bulk transition (CancelWhere, RetryWhere).
+type transitionFunc func(context.Context, postgres.DBTX, string, jobqueue.Where) ([]jobqueue.Changed, error)
+
 // bulk changes the jobs w selects with transition, in one statement, and
 // logs each, in one transaction.
-func (s *Service) bulk(ctx context.Context, w jobqueue.Where, user *uuid.UUID,
-	transition func(context.Context, postgres.DBTX, string, jobqueue.Where) ([]jobqueue.Changed, error), entry transitionLog,
-) (int, error) {
+func (s *Service) bulk(ctx context.Context, w jobqueue.Where, user *uuid.UUID, transition transitionFunc, entry transitionLog) (int, error) {
 	n := 0
 	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		chs, err := transition(ctx, tx, Queue, w)
-		if err != nil || len(chs) == 0 {
-			return err
-		}
-		n = len(chs)
-		logs := make([]jobLogRow, n)
-		for i, ch := range chs {
-			logs[i] = entry(ch, user)
-		}
-		return logsInsert(ctx, tx, chs[0].UpdatedAt, logs)
+		var err error
+		n, err = bulkInTx(ctx, tx, w, user, transition, entry)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
+}
+
+// bulkInTx is bulk in the caller's transaction.
+func bulkInTx(ctx context.Context, tx pgx.Tx, w jobqueue.Where, user *uuid.UUID, transition transitionFunc, entry transitionLog) (int, error) {
+	chs, err := transition(ctx, tx, Queue, w)
+	if err != nil || len(chs) == 0 {
+		return 0, err
+	}
+	logs := make([]jobLogRow, len(chs))
+	for i, ch := range chs {
+		logs[i] = entry(ch, user)
+	}
+	if err := logsInsert(ctx, tx, chs[0].UpdatedAt, logs); err != nil {
+		return 0, err
+	}
+	return len(chs), nil
 }
 
 // BulkDelete deletes a project's final jobs (of one final status when

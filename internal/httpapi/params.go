@@ -1,6 +1,12 @@
 package httpapi
 
-import "github.com/google/uuid"
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/errs"
+)
 
 // ParseID reads an id given in a path or body; a malformed one names
 // nothing, so it is notFound (DESIGN 5: a malformed id in a path answers
@@ -11,4 +17,17 @@ func ParseID(raw string, notFound error) (uuid.UUID, error) {
 		return uuid.Nil, notFound
 	}
 	return id, nil
+}
+
+// ParseTime reads the optional RFC 3339 time of the query parameter name
+// (nil when raw is empty). Errors: invalid_argument.
+func ParseTime(name, raw string) (*time.Time, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return nil, errs.Errorf(errs.Invalid, "%s must be an RFC 3339 time such as 2026-01-31T00:00:00Z", name)
+	}
+	return &t, nil
 }

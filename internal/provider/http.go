@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
@@ -126,20 +125,10 @@ func (serviceAccount) Schema(huma.Registry) *huma.Schema {
 
 // usageBounds reads the since and until query parameters.
 func usageBounds(sinceRaw, untilRaw string) (since, until *time.Time, err error) {
-	parse := func(name, v string) (*time.Time, error) {
-		if v == "" {
-			return nil, nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return nil, errs.Errorf(errs.Invalid, "%s must be an RFC 3339 time such as 2026-01-31T00:00:00Z", name)
-		}
-		return &t, nil
-	}
-	if since, err = parse("since", sinceRaw); err != nil {
+	if since, err = httpapi.ParseTime("since", sinceRaw); err != nil {
 		return nil, nil, err
 	}
-	if until, err = parse("until", untilRaw); err != nil {
+	if until, err = httpapi.ParseTime("until", untilRaw); err != nil {
 		return nil, nil, err
 	}
 	return since, until, nil

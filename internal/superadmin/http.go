@@ -9,6 +9,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/embedding"
@@ -91,14 +92,31 @@ func optionalID(name, s string) (*uuid.UUID, error) {
 	return &id, nil
 }
 
+// dateRange reads the fromDate and toDate filters (RFC 3339, either
+// optional). Errors: invalid_argument (malformed, or from after to).
+func dateRange(fromRaw, toRaw string) (from, to *time.Time, err error) {
+	if from, err = httpapi.ParseTime("fromDate", fromRaw); err != nil {
+		return nil, nil, err
+	}
+	if to, err = httpapi.ParseTime("toDate", toRaw); err != nil {
+		return nil, nil, err
+	}
+	if from != nil && to != nil && from.After(*to) {
+		return nil, nil, errs.New(errs.Invalid, "fromDate must not be after toDate")
+	}
+	return from, to, nil
+}
+
 // Register adds the superadmin routes.
-func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.Service, docs *document.Service, emb *embedding.Service) {
+func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.Service, docs *document.Service, emb *embedding.Service,
+	auditLog *audit.Service,
+) {
 	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Superadmin}
 	write := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Superadmin}
 	user := write.WithOwner(&auth.Owner{Param: "userID", Kind: "user", Resolve: auth.OfUser(ten.LiveUser), NotFound: tenancy.ErrUserNotFound})
 	org := write.WithOwner(&auth.Owner{Param: "orgID", Kind: "org", Resolve: auth.InOrg(ten.LiveOrg), NotFound: tenancy.ErrOrgNotFound})
 	project := write.WithOwner(&auth.Owner{Param: "projectID", Kind: "project", Resolve: auth.InProject(ten.LiveProject), NotFound: tenancy.ErrProjectNotFound})
-	h := handlers{svc: svc, ten: ten, extraction: ext, documents: docs, embedding: emb}
+	h := handlers{svc: svc, ten: ten, extraction: ext, documents: docs, embedding: emb, audit: auditLog}
 
 	huma.Register(api, httpapi.Op("superadmin-me", http.MethodGet, "/api/superadmin/me", "Tell whether the caller is a superadmin",
 		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}), h.me)
@@ -115,6 +133,7 @@ func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.
 	huma.Register(api, httpapi.Op("superadmin-delete-project", http.MethodDelete, "/api/superadmin/projects/{projectID}",
 		"Soft-delete a project", project), h.deleteProject)
 	registerJobs(api, h, read, write)
+	registerAudit(api, h, read)
 }
 
 // replyDeleted answers the deletion of what id, or err when it failed.
@@ -133,6 +152,7 @@ type handlers struct {
 	extraction *extraction.Service
 	documents  *document.Service
 	embedding  *embedding.Service
+	audit      *audit.Service
 }
 
 func (h handlers) me(ctx context.Context, _ *struct{}) (*httpapi.Out[meOut], error) {
@@ -162,7 +182,7 @@ func (h handlers) createUserToken(ctx context.Context, in *userTokenIn) (*httpap
 
 func (h handlers) deleteUser(ctx context.Context, _ *userIDIn) (*httpapi.Out[DeleteResult], error) {
 	id := auth.AccessFrom(ctx).ResourceID
-	return replyDeleted("user", id, h.svc.DeleteUser(ctx, auth.PrincipalFrom(ctx).UserID, id))
+	return replyDeleted("user", id, h.svc.DeleteUser(ctx, auth.PrincipalFrom(ctx).UserID, id, h.record(audit.UserDelete, []uuid.UUID{id}, 1)))
 }
 
 func (h handlers) listOrganizations(ctx context.Context, in *orgsIn) (*httpapi.Out[Paged[Organization]], error) {
@@ -173,7 +193,7 @@ func (h handlers) listOrganizations(ctx context.Context, in *orgsIn) (*httpapi.O
 
 func (h handlers) deleteOrganization(ctx context.Context, _ *orgIDIn) (*httpapi.Out[DeleteResult], error) {
 	id := auth.AccessFrom(ctx).ResourceID
-	return replyDeleted("organization", id, h.ten.DeleteOrg(ctx, id))
+	return replyDeleted("organization", id, h.ten.DeleteOrg(ctx, id, h.record(audit.OrganizationDelete, []uuid.UUID{id}, 1)))
 }
 
 func (h handlers) listProjects(ctx context.Context, in *projectsIn) (*httpapi.Out[Paged[Project]], error) {
@@ -188,5 +208,5 @@ func (h handlers) listProjects(ctx context.Context, in *projectsIn) (*httpapi.Ou
 
 func (h handlers) deleteProject(ctx context.Context, _ *projectIDIn) (*httpapi.Out[DeleteResult], error) {
 	id := auth.AccessFrom(ctx).ResourceID
-	return replyDeleted("project", id, h.ten.DeleteProject(ctx, id))
+	return replyDeleted("project", id, h.ten.DeleteProject(ctx, id, h.record(audit.ProjectDelete, []uuid.UUID{id}, 1)))
 }

@@ -8,13 +8,13 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
-	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 type (
@@ -116,7 +116,9 @@ func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) 
 
 func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[CancelResult], error) {
 	user := auth.PrincipalFrom(ctx).UserID
-	n, err := h.extraction.CancelJobs(ctx, in.Body.IDs, in.Body.Type, &user)
+	n, err := h.audited(ctx, audit.ExtractionJobsCancel, in.Body.IDs, func(tx pgx.Tx) (int, error) {
+		return h.extraction.CancelJobs(ctx, tx, in.Body.IDs, in.Body.Type, &user)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +127,11 @@ func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpap
 }
 
 func (h handlers) deleteExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
-	n, skipped, err := h.extraction.DeleteJobs(ctx, in.Body.IDs, in.Body.Type)
+	skipped := 0
+	n, err := h.audited(ctx, audit.ExtractionJobsDelete, in.Body.IDs, func(tx pgx.Tx) (n int, err error) {
+		n, skipped, err = h.extraction.DeleteJobs(ctx, tx, in.Body.IDs, in.Body.Type)
+		return n, err
+	})
 	return replyBulkDeleted("extraction jobs", len(in.Body.IDs), n, skipped, err)
 }
 
@@ -140,7 +146,7 @@ func (h handlers) listParsingJobs(ctx context.Context, in *JobFilters) (*httpapi
 
 func (h handlers) deleteParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
 	skipped := 0
-	n, err := h.inTx(ctx, func(tx pgx.Tx) (n int, err error) {
+	n, err := h.audited(ctx, audit.DocumentParsingJobsDelete, in.Body.IDs, func(tx pgx.Tx) (n int, err error) {
 		n, skipped, err = h.documents.DeleteParsingJobs(ctx, tx, in.Body.IDs, in.Body.Type)
 		return n, err
 	})
@@ -148,7 +154,7 @@ func (h handlers) deleteParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.O
 }
 
 func (h handlers) retryParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[RetryResult], error) {
-	n, err := h.inTx(ctx, func(tx pgx.Tx) (int, error) {
+	n, err := h.audited(ctx, audit.DocumentParsingJobsRetry, in.Body.IDs, func(tx pgx.Tx) (int, error) {
 		return h.documents.RetryParsingJobs(ctx, tx, in.Body.IDs, in.Body.Type)
 	})
 	if err != nil {
@@ -177,7 +183,7 @@ func (h handlers) deleteEmbeddingJobs(ctx context.Context, in *bulkIn) (*httpapi
 		return nil, err
 	}
 	skipped := 0
-	deleted, err := h.inTx(ctx, func(tx pgx.Tx) (int, error) {
+	deleted, err := h.audited(ctx, audit.EmbeddingJobsDelete, in.Body.IDs, func(tx pgx.Tx) (int, error) {
 		deleted := 0
 		if kind != embedding.JobTypeChunk {
 			d, s, err := h.embedding.DeleteJobs(ctx, tx, in.Body.IDs)
@@ -200,7 +206,7 @@ func (h handlers) deleteEmbeddingJobs(ctx context.Context, in *bulkIn) (*httpapi
 
 func (h handlers) cleanupEmbeddingOrphans(ctx context.Context, _ *struct{}) (*httpapi.Out[DeleteResult], error) {
 	graphs, chunks := 0, 0
-	n, err := h.inTx(ctx, func(tx pgx.Tx) (n int, err error) {
+	n, err := h.audited(ctx, audit.EmbeddingJobsCleanupOrphans, nil, func(tx pgx.Tx) (n int, err error) {
 		if graphs, err = h.embedding.DeleteOrphanJobs(ctx, tx); err != nil {
 			return 0, err
 		}
@@ -214,19 +220,4 @@ func (h handlers) cleanupEmbeddingOrphans(ctx context.Context, _ *struct{}) (*ht
 	}
 	msg := fmt.Sprintf("deleted %d orphaned embedding jobs (%d graph, %d chunk)", n, graphs, chunks)
 	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: n, Message: msg}}, nil
-}
-
-// inTx runs a bulk action's change, which returns how many jobs it
-// changed, in one transaction.
-func (h handlers) inTx(ctx context.Context, change func(tx pgx.Tx) (int, error)) (int, error) {
-	n := 0
-	err := postgres.WithTx(ctx, h.svc.pool, func(tx pgx.Tx) error {
-		var err error
-		n, err = change(tx)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
 }

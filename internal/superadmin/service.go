@@ -62,11 +62,11 @@ func (s *Service) ListProjects(ctx context.Context, f Filter) ([]Project, int, e
 	return list, total, nil
 }
 
-// DeleteUser soft-deletes a user other than the caller. Errors: not_found,
-// failed_precondition.
-func (s *Service) DeleteUser(ctx context.Context, caller, id uuid.UUID) error {
+// DeleteUser soft-deletes a user other than the caller; also runs in the
+// same transaction. Errors: not_found, failed_precondition.
+func (s *Service) DeleteUser(ctx context.Context, caller, id uuid.UUID, also tenancy.TxStep) error {
 	if caller == id {
 		return ErrSelfDelete
 	}
-	return s.tenancy.DeleteUser(ctx, id)
+	return s.tenancy.DeleteUser(ctx, id, also)
 }

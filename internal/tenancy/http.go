@@ -161,7 +161,7 @@ func (h handlers) getProject(ctx context.Context, _ *projectIn) (*httpapi.Out[Pr
 }
 
 func (h handlers) deleteProject(ctx context.Context, _ *projectIn) (*httpapi.NoContent, error) {
-	return nil, h.svc.DeleteProject(ctx, auth.AccessFrom(ctx).ProjectID)
+	return nil, h.svc.DeleteProject(ctx, auth.AccessFrom(ctx).ProjectID, nil)
 }
 
 func (h handlers) listProjectMembers(ctx context.Context, in *memberListIn) (*httpapi.Out[httpapi.List[Member]], error) {

@@ -199,26 +199,38 @@ func (s *Service) GetProject(ctx context.Context, p *auth.Principal, id uuid.UUI
 }
 
 // DeleteProject soft-deletes a project: it disappears for everyone at
-// once, its data stays for recovery. Errors: not_found.
-func (s *Service) DeleteProject(ctx context.Context, id uuid.UUID) error {
-	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
-		ok, err := projectSoftDelete(ctx, tx, id, now)
-		if err == nil && !ok {
-			err = ErrProjectNotFound
-		}
-		return auth.Change{Projects: []uuid.UUID{id}}, err
-	})
+// once, its data stays for recovery. also, when not nil, runs in the same
+// transaction (its error rolls the deletion back). Errors: not_found.
+func (s *Service) DeleteProject(ctx context.Context, id uuid.UUID, also TxStep) error {
+	return s.softDelete(ctx, id, projectSoftDelete, ErrProjectNotFound, auth.Change{Projects: []uuid.UUID{id}}, also)
 }
 
-// DeleteOrg soft-deletes an organization and its projects. Errors:
-// not_found.
-func (s *Service) DeleteOrg(ctx context.Context, id uuid.UUID) error {
+// DeleteOrg soft-deletes an organization and its projects. also, when not
+// nil, runs in the same transaction. Errors: not_found.
+func (s *Service) DeleteOrg(ctx context.Context, id uuid.UUID, also TxStep) error {
+	return s.softDelete(ctx, id, orgSoftDelete, ErrOrgNotFound, auth.Change{Orgs: []uuid.UUID{id}}, also)
+}
+
+// TxStep is work a caller adds to the transaction of a change (the
+// superadmin audit row): its error rolls the change back.
+type TxStep func(ctx context.Context, tx pgx.Tx) error
+
+// softDelete soft-deletes the record id with del (notFound when it is not
+// live), then runs also, in one identity change c.
+func (s *Service) softDelete(ctx context.Context, id uuid.UUID, del func(context.Context, postgres.DBTX, uuid.UUID, time.Time) (bool, error),
+	notFound error, c auth.Change, also TxStep,
+) error {
 	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
-		ok, err := orgSoftDelete(ctx, tx, id, now)
-		if err == nil && !ok {
-			err = ErrOrgNotFound
+		ok, err := del(ctx, tx, id, now)
+		switch {
+		case err != nil:
+			return c, err
+		case !ok:
+			return c, notFound
+		case also != nil:
+			return c, also(ctx, tx)
 		}
-		return auth.Change{Orgs: []uuid.UUID{id}}, err
+		return c, nil
 	})
 }
 
@@ -454,16 +466,10 @@ func (s *Service) ResolveUser(ctx context.Context, ref string) (uuid.UUID, error
 	return userResolve(ctx, s.pool, ref)
 }
 
-// DeleteUser soft-deletes a user; their tokens stop working at once.
-// Errors: not_found.
-func (s *Service) DeleteUser(ctx context.Context, id uuid.UUID) error {
-	return s.changeIdentity(ctx, func(tx pgx.Tx, now time.Time) (auth.Change, error) {
-		ok, err := userSoftDelete(ctx, tx, id, now)
-		if err == nil && !ok {
-			err = ErrUserNotFound
-		}
-		return auth.ChangeUsers(id), err
-	})
+// DeleteUser soft-deletes a user; their tokens stop working at once. also,
+// when not nil, runs in the same transaction. Errors: not_found.
+func (s *Service) DeleteUser(ctx context.Context, id uuid.UUID, also TxStep) error {
+	return s.softDelete(ctx, id, userSoftDelete, ErrUserNotFound, auth.ChangeUsers(id), also)
 }
 
 // bootstrapLock serialises the first start of several replicas.
