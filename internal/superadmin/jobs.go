@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/audit"
@@ -94,13 +95,22 @@ func replyJobs[T any](list []T, counts []jobqueue.StatusCount, f JobFilters, err
 	return out, nil
 }
 
-// replyBulkDeleted answers a bulk delete of what among asked ids.
-func replyBulkDeleted(what string, asked, deleted, skipped int, err error) (*httpapi.Out[DeleteResult], error) {
+// bulkDelete runs del, a bulk delete of what among ids that returns how
+// many jobs it deleted and how many it skipped (queued or running), with
+// its audit row of action, and answers its result.
+func (h handlers) bulkDelete(ctx context.Context, action audit.Action, what string, ids []uuid.UUID,
+	del func(tx pgx.Tx) (deleted, skipped int, err error),
+) (*httpapi.Out[DeleteResult], error) {
+	skipped := 0
+	n, err := h.audited(ctx, action, ids, func(tx pgx.Tx) (n int, err error) {
+		n, skipped, err = del(tx)
+		return n, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	msg := fmt.Sprintf("deleted %d of %d %s; skipped %d queued or running", deleted, asked, what, skipped)
-	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: deleted, Message: msg}}, nil
+	msg := fmt.Sprintf("deleted %d of %d %s; skipped %d queued or running", n, len(ids), what, skipped)
+	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: n, Message: msg}}, nil
 }
 
 func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) (*httpapi.Out[Paged[extraction.AdminJob]], error) {
@@ -127,12 +137,9 @@ func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpap
 }
 
 func (h handlers) deleteExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
-	skipped := 0
-	n, err := h.audited(ctx, audit.ExtractionJobsDelete, in.Body.IDs, func(tx pgx.Tx) (n int, err error) {
-		n, skipped, err = h.extraction.DeleteJobs(ctx, tx, in.Body.IDs, in.Body.Type)
-		return n, err
+	return h.bulkDelete(ctx, audit.ExtractionJobsDelete, "extraction jobs", in.Body.IDs, func(tx pgx.Tx) (int, int, error) {
+		return h.extraction.DeleteJobs(ctx, tx, in.Body.IDs, in.Body.Type)
 	})
-	return replyBulkDeleted("extraction jobs", len(in.Body.IDs), n, skipped, err)
 }
 
 func (h handlers) listParsingJobs(ctx context.Context, in *JobFilters) (*httpapi.Out[Paged[document.AdminParsingJob]], error) {
@@ -145,12 +152,9 @@ func (h handlers) listParsingJobs(ctx context.Context, in *JobFilters) (*httpapi
 }
 
 func (h handlers) deleteParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
-	skipped := 0
-	n, err := h.audited(ctx, audit.DocumentParsingJobsDelete, in.Body.IDs, func(tx pgx.Tx) (n int, err error) {
-		n, skipped, err = h.documents.DeleteParsingJobs(ctx, tx, in.Body.IDs, in.Body.Type)
-		return n, err
+	return h.bulkDelete(ctx, audit.DocumentParsingJobsDelete, "document parsing jobs", in.Body.IDs, func(tx pgx.Tx) (int, int, error) {
+		return h.documents.DeleteParsingJobs(ctx, tx, in.Body.IDs, in.Body.Type)
 	})
-	return replyBulkDeleted("document parsing jobs", len(in.Body.IDs), n, skipped, err)
 }
 
 func (h handlers) retryParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[RetryResult], error) {
@@ -182,26 +186,21 @@ func (h handlers) deleteEmbeddingJobs(ctx context.Context, in *bulkIn) (*httpapi
 	if err := embedding.CheckType(kind); err != nil {
 		return nil, err
 	}
-	skipped := 0
-	deleted, err := h.audited(ctx, audit.EmbeddingJobsDelete, in.Body.IDs, func(tx pgx.Tx) (int, error) {
-		deleted := 0
+	return h.bulkDelete(ctx, audit.EmbeddingJobsDelete, "embedding jobs", in.Body.IDs, func(tx pgx.Tx) (deleted, skipped int, err error) {
 		if kind != embedding.JobTypeChunk {
-			d, s, err := h.embedding.DeleteJobs(ctx, tx, in.Body.IDs)
-			if err != nil {
-				return 0, err
+			if deleted, skipped, err = h.embedding.DeleteJobs(ctx, tx, in.Body.IDs); err != nil {
+				return 0, 0, err
 			}
-			deleted, skipped = d, s
 		}
 		if kind != embedding.JobTypeGraph {
 			d, s, err := h.documents.DeleteChunkEmbeddingJobs(ctx, tx, in.Body.IDs)
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			deleted, skipped = deleted+d, skipped+s
 		}
-		return deleted, nil
+		return deleted, skipped, nil
 	})
-	return replyBulkDeleted("embedding jobs", len(in.Body.IDs), deleted, skipped, err)
 }
 
 func (h handlers) cleanupEmbeddingOrphans(ctx context.Context, _ *struct{}) (*httpapi.Out[DeleteResult], error) {
