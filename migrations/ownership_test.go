@@ -22,7 +22,7 @@ import (
 // service. Foreign-key cascades are not writes.
 func tableOwners() map[string]string {
 	byPackage := map[string][]string{
-		"tenancy":         {"orgs", "org_members", "projects", "project_members", "users", "superadmins", "api_tokens"},
+		"tenancy":         {"orgs", "org_members", "projects", "project_members", "users", "superadmins", "api_tokens", "project_invitations"},
 		"jobqueue":        {"jobqueue_settings"},
 		"events":          {"events"},
 		"scheduler":       {"scheduler_tasks"},

@@ -267,6 +267,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := m.emails.AddQueue(); err != nil {
 		return err
 	}
+	tenancy.RegisterInvitations(api, tenancy.NewInvitations(ten, invitationMailer{m.emails}, m.Config.PublicBaseURL()))
 	box, err := m.secretBox()
 	if err != nil {
 		return err
@@ -384,6 +385,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	mcpregistry.Register(api, m.mcpReg)
 	jobqueue.Register(api, m.jobs)
 	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, docs, embeddings, audit.NewService(pool, m.Now))
+	superadmin.RegisterEmail(api, m.emails)
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())

@@ -61,11 +61,10 @@ func benchCopy(b *testing.B, s *testServer, table string, cols []string, rows []
 	require.NoError(b, err)
 }
 
-// benchSuperadminList measures GET of each path (a superadmin job list;
-// each answers a full page of 100; the first, unfiltered, counts total
-// jobs) end to end and reports the latency percentiles per path, named by
-// names.
-func benchSuperadminList(b *testing.B, s *testServer, total int, paths, names []string) {
+// benchFullPages checks that each path (a superadmin job list) answers a
+// full page of 100, and that the first, unfiltered, counts total jobs.
+func benchFullPages(b *testing.B, s *testServer, total int, paths []string) {
+	b.Helper()
 	for i, path := range paths {
 		var l superadminJobList
 		s.must(200, "GET", path, s.admin, nil).Decode(b, &l)
@@ -73,27 +72,6 @@ func benchSuperadminList(b *testing.B, s *testServer, total int, paths, names []
 		if i == 0 {
 			require.Equal(b, total, l.Stats.Total, path)
 		}
-	}
-	lat := make([][]time.Duration, len(paths))
-	b.ResetTimer()
-	for i := range b.N {
-		k := i % len(paths)
-		t0 := time.Now()
-		s.must(200, "GET", paths[k], s.admin, nil)
-		lat[k] = append(lat[k], time.Since(t0))
-	}
-	b.StopTimer()
-	for k, l := range lat {
-		if len(l) == 0 {
-			continue
-		}
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-		pct := func(p float64) float64 {
-			return float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds()) / 1000
-		}
-		b.ReportMetric(pct(0.50), names[k]+"-p50-ms")
-		b.ReportMetric(pct(0.95), names[k]+"-p95-ms")
-		b.Logf("%s: p50 %.1f ms, p95 %.1f ms (%d requests)", paths[k], pct(0.5), pct(0.95), len(l))
 	}
 }
 
@@ -119,9 +97,9 @@ func BenchmarkSuperadminExtractionJobs100k(b *testing.B) {
 	}
 	benchCopy(b, s, "object_extraction_jobs",
 		[]string{"id", "project_id", "status", "run_at", "error_msg", "created_at", "updated_at", "document_id", "job_type", "trigger_type"}, rows)
-	benchSuperadminList(b, s, benchJobs+1, // the seed document's own job too
-		[]string{"/api/superadmin/extraction-jobs?limit=100", "/api/superadmin/extraction-jobs?limit=100&status=failed"},
-		[]string{"all", "failed"})
+	paths := []string{"/api/superadmin/extraction-jobs?limit=100", "/api/superadmin/extraction-jobs?limit=100&status=failed"}
+	benchFullPages(b, s, benchJobs+1, paths) // the seed document's own job too
+	benchLatencies(b, s, paths, []string{"all", "failed"})
 }
 
 // BenchmarkSuperadminParsingJobs100k measures GET
@@ -145,9 +123,9 @@ func BenchmarkSuperadminParsingJobs100k(b *testing.B) {
 		rows[i] = []any{uuid.Must(uuid.NewV7()), p, st, at, errMsg, at, at, docs[p]}
 	}
 	benchCopy(b, s, "document_parsing_jobs", []string{"id", "project_id", "status", "run_at", "error_msg", "created_at", "updated_at", "document_id"}, rows)
-	benchSuperadminList(b, s, benchJobs+len(projects), // the seed documents' own jobs too
-		[]string{"/api/superadmin/document-parsing-jobs?limit=100", "/api/superadmin/document-parsing-jobs?limit=100&status=failed"},
-		[]string{"all", "failed"})
+	paths := []string{"/api/superadmin/document-parsing-jobs?limit=100", "/api/superadmin/document-parsing-jobs?limit=100&status=failed"}
+	benchFullPages(b, s, benchJobs+len(projects), paths) // the seed documents' own jobs too
+	benchLatencies(b, s, paths, []string{"all", "failed"})
 }
 
 // BenchmarkSuperadminEmbeddingJobs100k measures GET
@@ -181,7 +159,85 @@ func BenchmarkSuperadminEmbeddingJobs100k(b *testing.B) {
 	benchCopy(b, s, "graph_embedding_jobs", append(cols, "object_id"), graphs)
 	benchCopy(b, s, "chunk_embedding_jobs", append(cols, "chunk_id"), chunks)
 	path := "/api/superadmin/embedding-jobs?limit=100"
-	benchSuperadminList(b, s, benchJobs+seeded,
-		[]string{path, path + "&status=failed", path + "&type=chunk&hasError=false"},
-		[]string{"all", "failed", "chunk"})
+	paths := []string{path, path + "&status=failed", path + "&type=chunk&hasError=false"}
+	benchFullPages(b, s, benchJobs+seeded, paths)
+	benchLatencies(b, s, paths, []string{"all", "failed", "chunk"})
+}
+
+// benchLatencies requests paths in turn b.N times in all and reports each
+// one's p50 and p95 latency as NAME-p50-ms and NAME-p95-ms.
+func benchLatencies(b *testing.B, s *testServer, paths, names []string) {
+	b.Helper()
+	lat := make([][]time.Duration, len(paths))
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % len(paths)
+		t0 := time.Now()
+		s.must(200, "GET", paths[k], s.admin, nil)
+		lat[k] = append(lat[k], time.Since(t0))
+	}
+	b.StopTimer()
+	for k, l := range lat {
+		if len(l) == 0 {
+			continue
+		}
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		pct := func(p float64) float64 {
+			return float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds()) / 1000
+		}
+		b.ReportMetric(pct(0.50), names[k]+"-p50-ms")
+		b.ReportMetric(pct(0.95), names[k]+"-p95-ms")
+		b.Logf("%s: p50 %.1f ms, p95 %.1f ms (%d requests)", paths[k], pct(0.5), pct(0.95), len(l))
+	}
+}
+
+// BenchmarkSuperadminEmailJobs100k measures GET
+// /api/superadmin/email-jobs?limit=100 end to end over 100,000 email jobs
+// (email off, so nothing sends them): the unfiltered list, a
+// status-filtered one and one recipient's jobs. The jobs are written
+// directly (COPY).
+//
+//	go test ./cmd/graphmill -run '^$' -bench SuperadminEmailJobs100k -benchtime 300x
+func BenchmarkSuperadminEmailJobs100k(b *testing.B) {
+	const jobs = 100_000
+	ctx := context.Background()
+	s := newServer(b)
+	project, _ := s.defaultProject()
+	statuses := []string{"completed", "completed", "completed", "completed", "failed", "cancelled", "queued", "running"}
+	now := time.Now().UTC()
+	rows := make([][]any, jobs)
+	for i := range rows {
+		st := statuses[i%len(statuses)]
+		var p, errMsg any
+		if i%3 == 0 {
+			p = project
+		}
+		if st == "failed" {
+			errMsg = "550 no such mailbox"
+		}
+		at := now.Add(-time.Duration(jobs-i) * time.Second)
+		rows[i] = []any{
+			uuid.Must(uuid.NewV7()), p, st, at, errMsg, at, at, "invitation", fmt.Sprintf("user%d@example.com", i%5000),
+			"User", "Join the project",
+			map[string]any{"inviterName": "Ada", "projectName": "P", "role": "project_user", "link": "https://x.test/a", "expiresAt": "2026-12-01"},
+		}
+	}
+	_, err := s.m.db.pool.CopyFrom(ctx, pgx.Identifier{"email_jobs"},
+		[]string{"id", "project_id", "status", "run_at", "error_msg", "created_at", "updated_at", "template_name", "to_email", "to_name", "subject", "data"},
+		pgx.CopyFromRows(rows))
+	require.NoError(b, err)
+	_, err = s.m.db.pool.Exec(ctx, `ANALYZE email_jobs`)
+	require.NoError(b, err)
+
+	paths := []string{
+		"/api/superadmin/email-jobs?limit=100", "/api/superadmin/email-jobs?limit=100&status=failed",
+		"/api/superadmin/email-jobs?limit=100&recipient=USER42@example.com",
+	}
+	for k, path := range paths {
+		var l superadminJobList
+		s.must(200, "GET", path, s.admin, nil).Decode(b, &l)
+		require.Len(b, l.Data, []int{100, 100, 20}[k])
+		require.Equal(b, []int{jobs, jobs, 20}[k], l.Stats.Total)
+	}
+	benchLatencies(b, s, paths, []string{"all", "failed", "recipient"})
 }

@@ -174,6 +174,10 @@ type Config struct {
 	// on; without both, email is off.
 	SMTPURL   string `env:"SMTP_URL"`
 	EmailFrom string `env:"EMAIL_FROM"`
+	// PublicURL is the base URL (scheme://host[:port][/path]) people
+	// reach the server by, under which emailed links point; empty means
+	// http:// and the HTTP address (PublicBaseURL).
+	PublicURL string `env:"PUBLIC_URL"`
 }
 
 // WebSearchKeyVar is the contract's name of the global web search key.
@@ -272,8 +276,16 @@ func (c Config) Validate() error {
 	if c.MCPMaxResponseBytes < 0 || c.MCPMaxConcurrentCalls < 0 || c.MCPMaxConcurrentCallsTotal < 0 {
 		return fmt.Errorf("GRAPHMILL_MCP_MAX_RESPONSE_BYTES, GRAPHMILL_MCP_MAX_CONCURRENT_CALLS and GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL must not be negative")
 	}
-	if _, _, err := email.ParseSettings(c.SMTPURL, c.EmailFrom); err != nil {
+	if _, on, err := email.ParseSettings(c.SMTPURL, c.EmailFrom); err != nil {
 		return err
+	} else if on && c.PublicURL == "" && c.Production() {
+		return fmt.Errorf("GRAPHMILL_PUBLIC_URL is required in production with email on: emailed links must not point at the listen address")
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("GRAPHMILL_PUBLIC_URL must be an http(s) URL without query or fragment (https://graphmill.example.com)")
+		}
 	}
 	if _, err := egress.New(c.EgressAllow); err != nil {
 		return fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
@@ -329,6 +341,23 @@ func ValidOrigin(o string) error {
 		return fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
 	}
 	return nil
+}
+
+// PublicBaseURL is the base of the links the server emails, without a
+// trailing slash: GRAPHMILL_PUBLIC_URL, else http:// and the HTTP address
+// (localhost when it names no host or every interface).
+func (c Config) PublicBaseURL() string {
+	if c.PublicURL != "" {
+		return strings.TrimSuffix(c.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return "http://" + c.HTTPAddr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // Production reports whether the process runs in the production environment.
@@ -402,6 +431,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("webSearchBaseUrl", MaskURL(c.WebSearchBaseURL)),
 		slog.String("smtpUrl", MaskURL(c.SMTPURL)),
 		slog.String("emailFrom", c.EmailFrom),
+		slog.String("publicUrl", c.PublicURL),
 	)
 }
 

@@ -316,6 +316,17 @@ func TestValidate(t *testing.T) {
 		{name: "ZeroParse", change: func(c *config.Config) { c.ParseConcurrency = 0 }, wantErr: "GRAPHMILL_PARSE_CONCURRENCY"},
 		{name: "NegativeMCPCalls", change: func(c *config.Config) { c.MCPMaxConcurrentCalls = -1 }, wantErr: "GRAPHMILL_MCP_MAX_CONCURRENT_CALLS"},
 		{name: "NegativeMCPCallsTotal", change: func(c *config.Config) { c.MCPMaxConcurrentCallsTotal = -1 }, wantErr: "GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL"},
+		{name: "PublicURL", change: func(c *config.Config) { c.PublicURL = "https://graphmill.example.com/gm/" }},
+		{name: "PublicURLNotHTTP", change: func(c *config.Config) { c.PublicURL = "graphmill.example.com" }, wantErr: "GRAPHMILL_PUBLIC_URL"},
+		{name: "PublicURLQuery", change: func(c *config.Config) { c.PublicURL = "https://graphmill.example.com/?a=b" }, wantErr: "GRAPHMILL_PUBLIC_URL"},
+		{name: "ProductionEmailWithoutPublicURL", change: func(c *config.Config) {
+			c.Environment, c.DatabaseURL, c.SecretKey = config.EnvProduction, "postgres://db/gm", "k"
+			c.SMTPURL, c.EmailFrom = "smtp://mail.example.com", "noreply@example.com"
+		}, wantErr: "GRAPHMILL_PUBLIC_URL"},
+		{name: "ProductionEmailWithPublicURL", change: func(c *config.Config) {
+			c.Environment, c.DatabaseURL, c.SecretKey = config.EnvProduction, "postgres://db/gm", "k"
+			c.SMTPURL, c.EmailFrom, c.PublicURL = "smtp://mail.example.com", "noreply@example.com", "https://gm.example.com"
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,6 +341,21 @@ func TestValidate(t *testing.T) {
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tt.wantErr)
 		})
+	}
+}
+
+func TestPublicBaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ publicURL, httpAddr, want string }{
+		{"https://gm.example.com/base/", "127.0.0.1:8080", "https://gm.example.com/base"},
+		{"", "127.0.0.1:8080", "http://127.0.0.1:8080"},
+		{"", ":9000", "http://localhost:9000"},
+		{"", "0.0.0.0:9000", "http://localhost:9000"},
+		{"", "[::]:9000", "http://localhost:9000"},
+		{"", "[::1]:9000", "http://[::1]:9000"},
+	} {
+		c := config.Config{PublicURL: tt.publicURL, HTTPAddr: tt.httpAddr}
+		require.Equal(t, tt.want, c.PublicBaseURL(), "%+v", tt)
 	}
 }
 

@@ -27,6 +27,9 @@ type Sender struct {
 	settings Settings
 	tls      *tls.Config
 	timeout  time.Duration
+	// dial, when set, opens the connection instead of go-mail's dialer
+	// (tests reach a local server under a remote host name).
+	dial gomail.DialContextFunc
 }
 
 // NewSender returns a sender for settings. tlsConfig verifies the server
@@ -70,6 +73,9 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	}
 	if s.settings.ImplicitTLS {
 		opts = append(opts, gomail.WithSSL())
+	}
+	if s.dial != nil {
+		opts = append(opts, gomail.WithDialContextFunc(s.dial))
 	}
 	if s.settings.Username != "" {
 		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),

@@ -22,66 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 	gomail "github.com/wneessen/go-mail"
 
+	"github.com/graphmill/graphmill/internal/email/smtptest"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 )
-
-// received is one message as the test SMTP server got it.
-type received struct {
-	from string
-	rcpt []string
-	data []byte
-	tls  bool
-}
-
-// smtpServer is a real SMTP server (emersion/go-smtp) on a loopback port
-// that records what it receives; rcptErr, when set, answers RCPT TO.
-type smtpServer struct {
-	mu      sync.Mutex
-	msgs    []received
-	rcptErr *smtp.SMTPError
-	// rcptErrTimes, when positive, is how many RCPT TO get rcptErr.
-	rcptErrTimes int
-	addr         string
-}
-
-type smtpSession struct {
-	srv *smtpServer
-	cur received
-}
-
-func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.cur.from = from; return nil }
-
-func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.srv.mu.Lock()
-	defer s.srv.mu.Unlock()
-	if s.srv.rcptErr != nil {
-		err := s.srv.rcptErr
-		if s.srv.rcptErrTimes > 0 {
-			s.srv.rcptErrTimes--
-			if s.srv.rcptErrTimes == 0 {
-				s.srv.rcptErr = nil
-			}
-		}
-		return err
-	}
-	s.cur.rcpt = append(s.cur.rcpt, to)
-	return nil
-}
-
-func (s *smtpSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = b
-	s.srv.mu.Lock()
-	s.srv.msgs = append(s.srv.msgs, s.cur)
-	s.srv.mu.Unlock()
-	return nil
-}
-
-func (s *smtpSession) Reset()        { s.cur = received{tls: s.cur.tls} }
-func (s *smtpSession) Logout() error { return nil }
 
 // testCert returns a certificate for 127.0.0.1 and a client TLS config
 // trusting it.
@@ -94,41 +37,20 @@ func testCert(t *testing.T) (tls.Certificate, *tls.Config) {
 	return ts.TLS.Certificates[0], &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, MinVersion: tls.VersionTLS12}
 }
 
-// startSMTP starts the server: offering STARTTLS when starttls is set,
-// speaking TLS from the first byte when implicit is set.
-func startSMTP(t *testing.T, cert *tls.Certificate, implicit bool) *smtpServer {
+// startSMTP starts a test server: offering STARTTLS with cert when it is
+// set, speaking TLS from the first byte when implicit is set too.
+func startSMTP(t *testing.T, cert *tls.Certificate, implicit bool) *smtptest.Server {
 	t.Helper()
-	srv := &smtpServer{}
-	s := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		_, isTLS := c.TLSConnectionState()
-		return &smtpSession{srv: srv, cur: received{tls: isTLS}}, nil
-	}))
-	s.Domain = "localhost"
-	var l net.Listener
-	var err error
-	l, err = net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	o := smtptest.Options{Implicit: implicit}
 	if cert != nil {
-		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
-		if implicit {
-			l = tls.NewListener(l, s.TLSConfig)
-		}
+		o.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
 	}
-	srv.addr = l.Addr().String()
-	go func() { _ = s.Serve(l) }()
-	t.Cleanup(func() { _ = s.Close() })
-	return srv
+	return smtptest.Start(t, o)
 }
 
-func (s *smtpServer) messages() []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]received(nil), s.msgs...)
-}
-
-func senderFor(t *testing.T, srv *smtpServer, scheme string, tlsConfig *tls.Config) *Sender {
+func senderFor(t *testing.T, srv *smtptest.Server, scheme string, tlsConfig *tls.Config) *Sender {
 	t.Helper()
-	set, ok, err := ParseSettings(scheme+"://"+srv.addr, "Graphmill <noreply@graphmill.test>")
+	set, ok, err := ParseSettings(scheme+"://"+srv.Addr, "Graphmill <noreply@graphmill.test>")
 	require.NoError(t, err)
 	require.True(t, ok)
 	return NewSender(set, tlsConfig)
@@ -176,12 +98,12 @@ func TestSendPlainLoopback(t *testing.T) {
 	srv := startSMTP(t, nil, false)
 	require.NoError(t, senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t)))
 
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.False(t, msgs[0].tls)
-	require.Equal(t, "noreply@graphmill.test", msgs[0].from)
-	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
-	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].data))
+	require.False(t, msgs[0].TLS)
+	require.Equal(t, "noreply@graphmill.test", msgs[0].From)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].Data))
 	require.NoError(t, err)
 	from, err := m.Header.AddressList("From")
 	require.NoError(t, err)
@@ -209,9 +131,9 @@ func TestSendStartTLS(t *testing.T) {
 	cert, client := testCert(t)
 	srv := startSMTP(t, &cert, false)
 	require.NoError(t, senderFor(t, srv, "smtp", client).Send(context.Background(), invitation(t)))
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.True(t, msgs[0].tls, "STARTTLS offered, so used even on loopback")
+	require.True(t, msgs[0].TLS, "STARTTLS offered, so used even on loopback")
 }
 
 func TestSendStartTLSUntrusted(t *testing.T) {
@@ -221,7 +143,7 @@ func TestSendStartTLSUntrusted(t *testing.T) {
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err), "a TLS failure is retried")
-	require.Empty(t, srv.messages())
+	require.Empty(t, srv.Messages())
 }
 
 func TestSendImplicitTLS(t *testing.T) {
@@ -229,38 +151,36 @@ func TestSendImplicitTLS(t *testing.T) {
 	cert, client := testCert(t)
 	srv := startSMTP(t, &cert, true)
 	require.NoError(t, senderFor(t, srv, "smtps", client).Send(context.Background(), invitation(t)))
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.True(t, msgs[0].tls)
+	require.True(t, msgs[0].TLS)
 }
 
 func TestSendTemporaryReplyIsRetryable(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t, nil, false)
-	srv.rcptErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+	srv.FailRcpt(&smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}, 0)
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 451, ReplyCode(err))
 	require.Contains(t, err.Error(), "try again later")
 
-	srv.mu.Lock()
-	srv.rcptErr = nil
-	srv.mu.Unlock()
+	srv.FailRcpt(nil, 0)
 	require.NoError(t, senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t)))
-	require.Len(t, srv.messages(), 1)
+	require.Len(t, srv.Messages(), 1)
 }
 
 func TestSendPermanentReplyFails(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t, nil, false)
-	srv.rcptErr = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}
+	srv.FailRcpt(&smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}, 0)
 	err := senderFor(t, srv, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.True(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 550, ReplyCode(err))
 	require.Contains(t, err.Error(), "no such mailbox here")
-	require.Empty(t, srv.messages())
+	require.Empty(t, srv.Messages())
 }
 
 func TestSendConnectionErrorIsRetryable(t *testing.T) {
@@ -269,7 +189,7 @@ func TestSendConnectionErrorIsRetryable(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	err = senderFor(t, &smtpServer{addr: addr}, "smtp", nil).Send(context.Background(), invitation(t))
+	err = senderFor(t, &smtptest.Server{Addr: addr}, "smtp", nil).Send(context.Background(), invitation(t))
 	require.Error(t, err)
 	require.False(t, jobqueue.IsPermanent(err))
 	require.Equal(t, 0, ReplyCode(err))
@@ -294,7 +214,7 @@ func TestSendRefusesHeaderInjection(t *testing.T) {
 	m = invitation(t)
 	m.To.Address = "not an address"
 	require.True(t, jobqueue.IsPermanent(s.Send(context.Background(), m)))
-	require.Empty(t, srv.messages())
+	require.Empty(t, srv.Messages())
 }
 
 func TestTLSPolicy(t *testing.T) {
@@ -304,4 +224,108 @@ func TestTLSPolicy(t *testing.T) {
 	require.Equal(t, gomail.TLSOpportunistic, tlsPolicy("localhost"))
 	require.Equal(t, gomail.TLSOpportunistic, tlsPolicy("127.0.0.1"))
 	require.Equal(t, gomail.TLSOpportunistic, tlsPolicy("::1"))
+}
+
+// senderURL is a sender for the SMTP URL u, trusting tlsConfig's roots.
+func senderURL(t *testing.T, u string, tlsConfig *tls.Config) *Sender {
+	t.Helper()
+	set, ok, err := ParseSettings(u, "Graphmill <noreply@graphmill.test>")
+	require.NoError(t, err)
+	require.True(t, ok)
+	return NewSender(set, tlsConfig)
+}
+
+// TestSendAuthPlainOverStartTLS: the credentials of the URL go with AUTH
+// PLAIN after STARTTLS; the server checks them.
+func TestSendAuthPlainOverStartTLS(t *testing.T) {
+	t.Parallel()
+	cert, client := testCert(t)
+	srv := smtptest.Start(t, smtptest.Options{
+		TLS:   &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		Users: map[string]string{"mailer": "s3cret p@ss"},
+	})
+	require.NoError(t, senderURL(t, "smtp://mailer:s3cret%20p%40ss@"+srv.Addr, client).Send(context.Background(), invitation(t)))
+	msgs := srv.Messages()
+	require.Len(t, msgs, 1)
+	require.True(t, msgs[0].TLS)
+	require.Equal(t, "mailer", msgs[0].User)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
+
+	// Without credentials the server refuses the message.
+	err := senderURL(t, "smtp://"+srv.Addr, client).Send(context.Background(), invitation(t))
+	require.Error(t, err)
+	require.Len(t, srv.Messages(), 1)
+}
+
+// TestSendAuthWrongPassword: a wrong password is answered 535 (5.7.8), a
+// permanent reply: the job fails at once with the server's reply, nothing
+// is sent. A temporary authentication failure (454) is retried.
+func TestSendAuthWrongPassword(t *testing.T) {
+	t.Parallel()
+	cert, client := testCert(t)
+	srvTLS := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv := smtptest.Start(t, smtptest.Options{TLS: srvTLS, Users: map[string]string{"mailer": "s3cret"}})
+	err := senderURL(t, "smtp://mailer:wrong@"+srv.Addr, client).Send(context.Background(), invitation(t))
+	require.Error(t, err)
+	require.Equal(t, 535, ReplyCode(err))
+	require.True(t, jobqueue.IsPermanent(err), "%v", err)
+	require.NotContains(t, err.Error(), "wrong", "the password is not in the error")
+	require.Empty(t, srv.Messages())
+
+	busy := smtptest.Start(t, smtptest.Options{
+		TLS: srvTLS, Users: map[string]string{"mailer": "s3cret"},
+		AuthErr: &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "temporary authentication failure"},
+	})
+	err = senderURL(t, "smtp://mailer:s3cret@"+busy.Addr, client).Send(context.Background(), invitation(t))
+	require.Error(t, err)
+	require.Equal(t, 454, ReplyCode(err))
+	require.False(t, jobqueue.IsPermanent(err))
+	require.Empty(t, busy.Messages())
+}
+
+// remoteSender is a sender for smtp://example.com:PORT (a host name that
+// is not loopback, so STARTTLS is required) whose connections reach srv;
+// dialled records the addresses go-mail asked for.
+func remoteSender(t *testing.T, srv *smtptest.Server, client *tls.Config) (s *Sender, dialled func() []string) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(srv.Addr)
+	require.NoError(t, err)
+	s = senderURL(t, "smtp://example.com:"+port, client)
+	var mu sync.Mutex
+	var addrs []string
+	s.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		addrs = append(addrs, addr)
+		mu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, srv.Addr)
+	}
+	return s, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), addrs...)
+	}
+}
+
+// TestSendStartTLSRequiredToRemoteHost: to a host that is not loopback,
+// a server without STARTTLS never receives the message; one offering it
+// receives it over TLS (the certificate checked against the host name).
+func TestSendStartTLSRequiredToRemoteHost(t *testing.T) {
+	t.Parallel()
+	cert, client := testCert(t)
+	plain := smtptest.Start(t, smtptest.Options{})
+	s, dialled := remoteSender(t, plain, client)
+	err := s.Send(context.Background(), invitation(t))
+	require.Error(t, err)
+	require.False(t, jobqueue.IsPermanent(err), "retried: the server may offer STARTTLS later")
+	require.Empty(t, plain.Messages())
+	_, port, _ := net.SplitHostPort(plain.Addr)
+	require.Equal(t, []string{"example.com:" + port}, dialled(), "the connection was to the remote name")
+
+	secure := smtptest.Start(t, smtptest.Options{TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	s, _ = remoteSender(t, secure, client)
+	require.NoError(t, s.Send(context.Background(), invitation(t)))
+	msgs := secure.Messages()
+	require.Len(t, msgs, 1)
+	require.True(t, msgs[0].TLS)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 )
 
@@ -93,8 +94,13 @@ func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, j *Job) error {
 	return Enqueue(ctx, tx, s.templates, j, s.now())
 }
 
-// Preview renders email job id with its stored data (errs.NotFound for an
-// unknown id), with email on or off.
+// Preview renders email job id with its stored data, with email on or
+// off. Errors: not_found (unknown id), failed_precondition (the job's data
+// no longer renders with the built-in template).
 func (s *Service) Preview(ctx context.Context, id uuid.UUID) (Preview, error) {
-	return RenderJob(ctx, s.pool, s.templates, id)
+	p, err := RenderJob(ctx, s.pool, s.templates, id)
+	if err != nil && jobqueue.IsPermanent(err) {
+		return Preview{}, errs.Errorf(errs.FailedPrecondition, "email job %s does not render: %v", id, err)
+	}
+	return p, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/email/smtptest"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/pgtest"
@@ -17,7 +18,7 @@ import (
 
 // startService starts the email service's queue on a fresh database:
 // email goes to srv, or is off when srv is nil.
-func startService(t *testing.T, srv *smtpServer) (*Service, *pgxpool.Pool, *jobqueue.Client) {
+func startService(t *testing.T, srv *smtptest.Server) (*Service, *pgxpool.Pool, *jobqueue.Client) {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
@@ -25,7 +26,7 @@ func startService(t *testing.T, srv *smtpServer) (*Service, *pgxpool.Pool, *jobq
 	require.NoError(t, err)
 	cfg := Config{Pool: pool, Jobs: c, Backoff: func(int) time.Duration { return 0 }}
 	if srv != nil {
-		cfg.SMTPURL, cfg.From = "smtp://"+srv.addr, "Graphmill <noreply@graphmill.test>"
+		cfg.SMTPURL, cfg.From = "smtp://"+srv.Addr, "Graphmill <noreply@graphmill.test>"
 	}
 	s, err := NewService(cfg)
 	require.NoError(t, err)
@@ -49,7 +50,7 @@ func enqueueIn(t *testing.T, s *Service, pool *pgxpool.Pool, j *Job) error {
 	return nil
 }
 
-func jobStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {
+func rowStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {
 	t.Helper()
 	var st string
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT status FROM email_jobs WHERE id = $1`, id).Scan(&st))
@@ -65,11 +66,11 @@ func TestServiceSends(t *testing.T) {
 	j := invitationJob()
 	require.NoError(t, enqueueIn(t, s, pool, &j))
 	require.NotEqual(t, uuid.Nil, j.ID)
-	require.Eventually(t, func() bool { return jobStatus(t, pool, j.ID) == "completed" }, waitFor, 5*time.Millisecond)
-	msgs := srv.messages()
+	require.Eventually(t, func() bool { return rowStatus(t, pool, j.ID) == "completed" }, waitFor, 5*time.Millisecond)
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
-	require.Equal(t, "noreply@graphmill.test", msgs[0].from)
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
+	require.Equal(t, "noreply@graphmill.test", msgs[0].From)
 
 	// Invalid jobs are refused and nothing is queued.
 	bad := invitationJob()
@@ -114,7 +115,7 @@ func TestServiceOff(t *testing.T) {
 	require.NoError(t, Enqueue(ctx, tx, tpl, &old, time.Now()))
 	require.NoError(t, tx.Commit(ctx))
 	time.Sleep(200 * time.Millisecond) // twenty polls in which a worker would have claimed it
-	require.Equal(t, "queued", jobStatus(t, pool, old.ID))
+	require.Equal(t, "queued", rowStatus(t, pool, old.ID))
 	stats, err := c.Stats(ctx, nil)
 	require.NoError(t, err)
 	found := false

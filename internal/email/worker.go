@@ -49,6 +49,9 @@ func (w *Worker) send(ctx context.Context, job jobqueue.Job) error {
 	return w.sender.Send(ctx, Message{To: mail.Address{Name: p.ToName, Address: p.ToEmail}, Subject: p.Subject, Body: Rendered{HTML: p.HTML, Text: p.Text}})
 }
 
+// ErrJobNotFound answers an unknown email job id.
+var ErrJobNotFound = errs.New(errs.NotFound, "email job not found")
+
 // Preview is an email job rendered with its stored data: what
 // preview-json returns and what the worker sends.
 type Preview struct {
@@ -70,7 +73,7 @@ func RenderJob(ctx context.Context, db postgres.DBTX, t *Templates, id uuid.UUID
 	err := db.QueryRow(ctx, `SELECT template_name, to_email, to_name, subject, data FROM email_jobs WHERE id = $1`, id).
 		Scan(&p.TemplateName, &p.ToEmail, &p.ToName, &p.Subject, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Preview{}, errs.New(errs.NotFound, "email job not found")
+		return Preview{}, ErrJobNotFound
 	}
 	if err != nil {
 		return Preview{}, fmt.Errorf("load email job: %w", err)

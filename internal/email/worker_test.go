@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/email/smtptest"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/pgtest"
@@ -30,7 +31,7 @@ type emailRow struct {
 }
 
 // startWorker runs the email queue on pool against srv (retries at once).
-func startWorker(t *testing.T, srv *smtpServer) (enqueue func(Job) uuid.UUID, wait func(uuid.UUID, string) emailRow) {
+func startWorker(t *testing.T, srv *smtptest.Server) (enqueue func(Job) uuid.UUID, wait func(uuid.UUID, string) emailRow) {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
@@ -79,10 +80,10 @@ func TestWorkerSends(t *testing.T) {
 	id := enqueue(invitationJob())
 	r := wait(id, "completed")
 	require.Equal(t, 1, r.attempt)
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	require.Len(t, msgs, 1)
-	require.Equal(t, []string{"bob@example.com"}, msgs[0].rcpt)
-	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].data))
+	require.Equal(t, []string{"bob@example.com"}, msgs[0].Rcpt)
+	m, err := mail.ReadMessage(bytes.NewReader(msgs[0].Data))
 	require.NoError(t, err)
 	require.Equal(t, "Join Atlas", m.Header.Get("Subject"))
 	p := parts(t, m)
@@ -93,20 +94,19 @@ func TestWorkerSends(t *testing.T) {
 func TestWorkerRetriesTemporaryReply(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t, nil, false)
-	srv.rcptErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "greylisted, try again"}
-	srv.rcptErrTimes = 1
+	srv.FailRcpt(&smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "greylisted, try again"}, 1)
 	enqueue, wait := startWorker(t, srv)
 	id := enqueue(invitationJob())
 	r := wait(id, "completed")
 	require.Equal(t, 2, r.attempt, "the 4xx attempt, then the one that succeeded")
 	require.Equal(t, 1, r.retryCount)
-	require.Len(t, srv.messages(), 1)
+	require.Len(t, srv.Messages(), 1)
 }
 
 func TestWorkerFailsPermanentReply(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t, nil, false)
-	srv.rcptErr = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}
+	srv.FailRcpt(&smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox here"}, 0)
 	enqueue, wait := startWorker(t, srv)
 	id := enqueue(invitationJob())
 	r := wait(id, "failed")
@@ -114,7 +114,7 @@ func TestWorkerFailsPermanentReply(t *testing.T) {
 	require.NotNil(t, r.errorMsg)
 	require.Contains(t, *r.errorMsg, "550")
 	require.Contains(t, *r.errorMsg, "no such mailbox here")
-	require.Empty(t, srv.messages())
+	require.Empty(t, srv.Messages())
 }
 
 func TestRenderJob(t *testing.T) {

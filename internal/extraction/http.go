@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
@@ -269,27 +268,16 @@ func monitorProject(ctx context.Context, header string) (uuid.UUID, error) {
 	return project, nil
 }
 
-func parseTime(name, v string) (*time.Time, error) {
-	if v == "" {
-		return nil, nil //nolint:nilnil // not given
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s must be an RFC 3339 time, for example 2026-01-02T15:04:05Z", name)
-	}
-	return &t, nil
-}
-
 func (h handlers) monitorJobs(ctx context.Context, in *monitorListIn) (*httpapi.Out[MonitorList], error) {
 	project, err := monitorProject(ctx, in.ProjectHeader)
 	if err != nil {
 		return nil, err
 	}
-	from, err := parseTime("date_from", in.DateFrom)
+	from, err := httpapi.ParseTime("date_from", in.DateFrom)
 	if err != nil {
 		return nil, err
 	}
-	to, err := parseTime("date_to", in.DateTo)
+	to, err := httpapi.ParseTime("date_to", in.DateTo)
 	if err != nil {
 		return nil, err
 	}

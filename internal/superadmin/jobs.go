@@ -77,22 +77,34 @@ func (f JobFilters) filter() (jobqueue.ListFilter, error) {
 	}, nil
 }
 
-// replyJobs answers a page of a job list with its stats (counts over the
-// list's filters but status; the page's total is its status's count), or
-// err when the call that gave them failed.
-func replyJobs[T any](list []T, counts []jobqueue.StatusCount, f JobFilters, err error) (*httpapi.Out[Paged[T]], error) {
-	out, err := replyPaged(list, jobqueue.CountOf(counts, f.Status), f.PageParams, err)
+// replyJobs answers a page of a job list with its stats, or err when the
+// call that gave them failed. counts hold every status of the list's
+// vocabulary; count reads one (its name, jobs, jobs with an error).
+// Failed is the status "failed", which every vocabulary names so.
+func replyJobs[T, C any](list []T, total int, p PageParams, counts []C, count func(C) (string, int, int), err error) (*httpapi.Out[Paged[T]], error) {
+	out, err := replyPaged(list, total, p, err)
 	if err != nil {
 		return nil, err
 	}
-	stats := JobStats{ByStatus: make(map[string]int, len(counts)), Total: jobqueue.CountOf(counts, "")}
+	stats := JobStats{ByStatus: make(map[string]int, len(counts))}
 	for _, c := range counts {
-		stats.ByStatus[string(c.Status)] = c.Count
-		stats.WithErrors += c.WithErrors
+		status, n, withErrors := count(c)
+		stats.ByStatus[status] = n
+		stats.Total += n
+		stats.WithErrors += withErrors
 	}
 	stats.Failed = stats.ByStatus[string(jobqueue.StatusFailed)]
 	out.Body.Stats = &stats
 	return out, nil
+}
+
+// replyQueueJobs is replyJobs for a list in the job engine's vocabulary
+// (counted over the list's filters but status): the page's total is its
+// status's count.
+func replyQueueJobs[T any](list []T, counts []jobqueue.StatusCount, f JobFilters, err error) (*httpapi.Out[Paged[T]], error) {
+	return replyJobs(list, jobqueue.CountOf(counts, f.Status), f.PageParams, counts, func(c jobqueue.StatusCount) (string, int, int) {
+		return string(c.Status), c.Count, c.WithErrors
+	}, err)
 }
 
 // bulkDelete runs del, a bulk delete of what among ids that returns how
@@ -121,7 +133,7 @@ func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) 
 	list, counts, err := h.extraction.AdminJobs(ctx, extraction.AdminFilter{
 		Status: f.Status, JobType: in.JobType, ProjectID: f.ProjectID, HasError: f.HasError, Limit: f.Limit, Offset: f.Offset,
 	})
-	return replyJobs(list, counts, in.JobFilters, err)
+	return replyQueueJobs(list, counts, in.JobFilters, err)
 }
 
 func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[CancelResult], error) {
@@ -148,7 +160,7 @@ func (h handlers) listParsingJobs(ctx context.Context, in *JobFilters) (*httpapi
 		return nil, err
 	}
 	list, counts, err := h.documents.AdminParsingJobs(ctx, f)
-	return replyJobs(list, counts, *in, err)
+	return replyQueueJobs(list, counts, *in, err)
 }
 
 func (h handlers) deleteParsingJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
@@ -174,7 +186,7 @@ func (h handlers) listEmbeddingJobs(ctx context.Context, in *embeddingJobsIn) (*
 		return nil, err
 	}
 	list, counts, err := h.embedding.AdminJobs(ctx, f, in.Type)
-	return replyJobs(list, counts, in.JobFilters, err)
+	return replyQueueJobs(list, counts, in.JobFilters, err)
 }
 
 // deleteEmbeddingJobs deletes the finished jobs among the ids from the

@@ -76,6 +76,29 @@ type (
 		ProjectID string `path:"projectId"`
 		ID        string `path:"id"`
 	}
+	invitationCreateIn struct {
+		ProjectID string `path:"projectId"`
+		Body      struct {
+			Email string `json:"email" maxLength:"320" doc:"The address to send the invitation to; whoever signs in with it may accept."`
+			Role  string `json:"role" enum:"admin,editor,viewer" doc:"The project role accepting gives."`
+		}
+	}
+	invitationListIn struct {
+		ProjectID string `path:"projectId"`
+		httpapi.PageParams
+	}
+	invitationIn struct {
+		ProjectID    string `path:"projectId"`
+		InvitationID string `path:"invitationId"`
+	}
+	invitationAcceptIn struct {
+		Body struct {
+			Token string `json:"token" minLength:"1" maxLength:"200" doc:"The token of the invitation's link (after #token=)."`
+		}
+	}
+	myInvitationsIn struct {
+		httpapi.PageParams
+	}
 )
 
 // Register adds the organization, project, membership and token routes.
@@ -122,6 +145,55 @@ func registerTokens(api huma.API, svc *Service, h handlers) {
 	huma.Register(api, httpapi.Op("revoke-project-token", http.MethodDelete, "/api/projects/{projectId}/tokens/{id}",
 		"Revoke a token bound to a project (yours; any for project admins)",
 		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectViewer, Keys: []string{"id"}}), h.revokeProjectToken)
+}
+
+// RegisterInvitations adds the invitation routes: project admins invite
+// by email; the invited user lists and accepts.
+func RegisterInvitations(api huma.API, inv *Invitations) {
+	h := invitationHandlers{inv: inv}
+	admins := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}
+	huma.Register(api, httpapi.Op("create-project-invitation", http.MethodPost, "/api/projects/{projectId}/invitations",
+		"Invite someone to the project by email (project admins); inviting a pending address again sends a new link", admins), h.create)
+	huma.Register(api, httpapi.Op("list-project-invitations", http.MethodGet, "/api/projects/{projectId}/invitations",
+		"List the project's invitations (project admins)", auth.Rule{Scope: auth.AdminRead, Resource: auth.Project, ProjectRole: auth.ProjectAdmin}), h.list)
+	huma.Register(api, httpapi.Op("revoke-project-invitation", http.MethodDelete, "/api/projects/{projectId}/invitations/{invitationId}",
+		"Revoke a pending invitation (project admins)", admins.WithKeys("invitationId")), h.revoke)
+	huma.Register(api, httpapi.Op("accept-invitation", http.MethodPost, "/api/invitations/accept",
+		"Accept an invitation sent to your email address: you become a member of its project",
+		auth.Rule{Scope: auth.AdminWrite, Resource: auth.Self}), h.accept)
+	huma.Register(api, httpapi.Op("list-my-invitations", http.MethodGet, "/api/me/invitations",
+		"List the pending invitations sent to your email address", auth.Rule{Scope: auth.AdminRead, Resource: auth.Self}), h.mine)
+}
+
+// invitationHandlers are the invitation routes' handlers.
+type invitationHandlers struct {
+	inv *Invitations
+}
+
+func (h invitationHandlers) create(ctx context.Context, in *invitationCreateIn) (*httpapi.Created[Invitation], error) {
+	return httpapi.ReplyCreated(h.inv.Create(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ProjectID, in.Body.Email, in.Body.Role))
+}
+
+func (h invitationHandlers) list(ctx context.Context, in *invitationListIn) (*httpapi.Out[httpapi.List[Invitation]], error) {
+	list, total, err := h.inv.List(ctx, auth.AccessFrom(ctx).ProjectID, Page{in.Limit, in.Offset})
+	return httpapi.ReplyList(list, total, in.PageParams, err)
+}
+
+func (h invitationHandlers) revoke(ctx context.Context, in *invitationIn) (*httpapi.NoContent, error) {
+	id, err := httpapi.ParseID(in.InvitationID, ErrInvitationNotFound)
+	if err != nil {
+		return nil, err
+	}
+	return nil, h.inv.Revoke(ctx, auth.AccessFrom(ctx).ProjectID, id)
+}
+
+func (h invitationHandlers) accept(ctx context.Context, in *invitationAcceptIn) (*httpapi.Out[Invitation], error) {
+	return httpapi.Reply(h.inv.Accept(ctx, auth.PrincipalFrom(ctx), in.Body.Token))
+}
+
+func (h invitationHandlers) mine(ctx context.Context, in *myInvitationsIn) (*httpapi.Out[httpapi.List[Invitation]], error) {
+	list, total, err := h.inv.Mine(ctx, auth.PrincipalFrom(ctx), Page{in.Limit, in.Offset})
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 // handlers are the tenancy routes' handlers: each decodes, calls the
