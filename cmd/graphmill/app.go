@@ -385,7 +385,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.mcp.Mount(router)
 	mcpregistry.Register(api, m.mcpReg)
 	jobqueue.Register(api, m.jobs)
-	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, audit.NewService(pool, m.Now))
+	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, docs, embeddings, audit.NewService(pool, m.Now))
 	superadmin.RegisterEmail(api, m.emails)
 
 	host, _ := os.Hostname()

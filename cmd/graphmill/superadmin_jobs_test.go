@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -52,81 +51,29 @@ func TestSuperadminExtractionJobList(t *testing.T) {
 	project, other, queued, failed, completed := s.superadminExtractionJobs()
 	path := "/api/superadmin/extraction-jobs"
 
-	var l superadminJobList
-	s.must(200, "GET", path, s.admin, nil).Decode(t, &l)
-	require.Len(t, l.Data, 3)
-	require.Equal(t, 1, l.Meta.Page)
-	require.Equal(t, 20, l.Meta.Limit)
-	require.Equal(t, 3, l.Meta.Total)
-	require.Equal(t, 1, l.Meta.TotalPages)
-	require.False(t, l.Meta.HasNext)
-	require.False(t, l.Meta.HasPrev)
-	require.Equal(t, 3, l.Stats.Total)
-	require.Equal(t, 1, l.Stats.Failed)
-	require.Equal(t, 1, l.Stats.WithErrors)
-	require.Equal(t, map[string]int{"queued": 1, "running": 0, "completed": 1, "failed": 1, "cancelled": 0, "requires_review": 0}, l.Stats.ByStatus)
 	// Newest first; the items carry what an operator needs.
-	require.Equal(t, []any{completed, failed, queued}, []any{l.Data[0]["id"], l.Data[1]["id"], l.Data[2]["id"]})
-	c := l.Data[0]
-	require.Equal(t, other, c["projectId"])
-	require.Equal(t, "other", c["projectName"])
-	require.Equal(t, "default", c["organizationName"])
-	require.Equal(t, "c.md", c["fileName"])
-	require.NotEmpty(t, c["documentId"])
-	require.Equal(t, "full_extraction", c["jobType"])
-	require.Equal(t, "completed", c["status"])
-	require.InDelta(t, 7, c["objectsCreated"], 0)
-	require.InDelta(t, 5, c["relationshipsCreated"], 0)
-	require.InDelta(t, 2000, c["durationMs"], 0)
-	require.InDelta(t, 1, c["attempt"], 0)
-	require.InDelta(t, 3, c["maxRetries"], 0)
-	require.NotEmpty(t, c["startedAt"])
-	require.NotEmpty(t, c["completedAt"])
-	f := l.Data[1]
-	require.Equal(t, "provider said no", f["errorMessage"])
-	require.InDelta(t, 3, f["retryCount"], 0)
-	require.InDelta(t, 4, f["attempt"], 0)
-	require.Equal(t, "default", f["projectName"])
-	q := l.Data[2]
-	require.NotContains(t, q, "errorMessage")
-	require.NotContains(t, q, "durationMs")
-	require.NotContains(t, q, "startedAt")
+	l := s.superadminThreeJobs(path, completed, failed, queued)
+	requireFields(t, l.Data[0], map[string]any{
+		"projectId": other, "projectName": "other", "organizationName": "default", "fileName": "c.md", "documentId": present,
+		"jobType": "full_extraction", "status": "completed", "objectsCreated": 7.0, "relationshipsCreated": 5.0,
+		"durationMs": 2000.0, "attempt": 1.0, "maxRetries": 3.0, "startedAt": present, "completedAt": present,
+	})
+	requireFields(t, l.Data[1], map[string]any{"errorMessage": "provider said no", "retryCount": 3.0, "attempt": 4.0, "projectName": "default"})
+	requireNotStarted(t, l.Data[2])
 
-	// A status filter narrows the list, not the stats.
-	s.must(200, "GET", path+"?status=failed", s.admin, nil).Decode(t, &l)
-	require.Len(t, l.Data, 1)
-	require.Equal(t, failed, l.Data[0]["id"])
-	require.Equal(t, 1, l.Meta.Total)
-	require.Equal(t, 3, l.Stats.Total)
-	// The other filters narrow both.
-	s.must(200, "GET", path+"?projectId="+project, s.admin, nil).Decode(t, &l)
-	require.Len(t, l.Data, 2)
-	require.Equal(t, 2, l.Stats.Total)
-	require.Equal(t, 0, l.Stats.ByStatus["completed"])
-	s.must(200, "GET", path+"?hasError=true", s.admin, nil).Decode(t, &l)
-	require.Len(t, l.Data, 1)
-	require.Equal(t, failed, l.Data[0]["id"])
-	require.Equal(t, 1, l.Stats.Total)
-	s.must(200, "GET", path+"?hasError=false&status=queued", s.admin, nil).Decode(t, &l)
-	require.Len(t, l.Data, 1)
-	require.Equal(t, queued, l.Data[0]["id"])
-	require.Equal(t, 2, l.Stats.Total)
-	s.must(200, "GET", path+"?jobType=reextraction", s.admin, nil).Decode(t, &l)
-	require.Empty(t, l.Data)
-	require.NotNil(t, l.Data)
-	require.Equal(t, 0, l.Stats.Total)
-	// Paging.
+	// A status filter narrows the list, not the stats; the others narrow both.
+	s.superadminListCases(path, []superadminListCase{
+		{"status=failed", []string{failed}, 1, 3},
+		{"projectId=" + project, []string{failed, queued}, 2, 2},
+		{"hasError=true", []string{failed}, 1, 1},
+		{"hasError=false&status=queued", []string{queued}, 1, 2},
+		{"jobType=reextraction", []string{}, 0, 0},
+		{"limit=2&page=2", []string{queued}, 3, 3},
+	}, "jobType=bogus")
 	s.must(200, "GET", path+"?limit=2&page=2", s.admin, nil).Decode(t, &l)
-	require.Len(t, l.Data, 1)
-	require.Equal(t, queued, l.Data[0]["id"])
 	require.Equal(t, 2, l.Meta.TotalPages)
 	require.False(t, l.Meta.HasNext)
 	require.True(t, l.Meta.HasPrev)
-
-	for _, bad := range []string{"status=bogus", "status=pending", "jobType=bogus", "projectId=nope", "hasError=maybe", "limit=0", "limit=101", "page=0"} {
-		r := s.must(400, "GET", path+"?"+bad, s.admin, nil)
-		require.NotEmpty(t, r.Detail(t), bad)
-	}
 }
 
 func TestSuperadminExtractionJobBulk(t *testing.T) {
@@ -138,8 +85,16 @@ func TestSuperadminExtractionJobBulk(t *testing.T) {
 		return s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = $1`, id)
 	}
 
+	// type narrows to one job type: these are full extractions.
+	r := s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{failed, completed}, "type": "reextraction"}).JSON(t)
+	require.InDelta(t, 0, r["deletedCount"], 0)
+	r = s.must(200, "POST", "/api/superadmin/extraction-jobs/cancel", s.admin, map[string]any{"ids": []string{queued}, "type": "incremental"}).JSON(t)
+	require.InDelta(t, 0, r["cancelledCount"], 0)
+	require.Equal(t, 2, count(failed)+count(completed))
+	require.Equal(t, "queued", s.extractionGetJob(queued).Status)
+
 	// Delete removes only final jobs; the queued one is skipped and counted.
-	r := s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{queued, failed, unknown}}).JSON(t)
+	r = s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{queued, failed, unknown}, "type": "full_extraction"}).JSON(t)
 	require.Equal(t, true, r["success"])
 	require.InDelta(t, 1, r["deletedCount"], 0)
 	require.Contains(t, r["message"], "skipped 1 queued or running")
@@ -163,23 +118,8 @@ func TestSuperadminExtractionJobBulk(t *testing.T) {
 	require.InDelta(t, 2, r["deletedCount"], 0)
 	require.Equal(t, 0, count(queued)+count(completed))
 
-	many := make([]string, 1001)
-	for i := range many {
-		many[i] = uuid.NewString()
-	}
 	for _, p := range []string{"/api/superadmin/extraction-jobs/delete", "/api/superadmin/extraction-jobs/cancel"} {
-		for _, body := range []any{
-			map[string]any{"ids": []string{}},
-			map[string]any{"ids": many},
-			map[string]any{"ids": []string{"not-a-uuid"}},
-			map[string]any{"ids": []string{unknown}, "extra": 1},
-			map[string]any{},
-		} {
-			require.NotEmpty(t, s.must(400, "POST", p, s.admin, body).Detail(t), p)
-		}
-		// 1,000 ids are allowed.
-		r = s.must(200, "POST", p, s.admin, map[string]any{"ids": many[:1000]}).JSON(t)
-		require.Equal(t, true, r["success"])
+		s.superadminBulkRefusals(p, "bogus", "graph", "FULL_EXTRACTION")
 	}
 }
 
@@ -187,19 +127,10 @@ func TestSuperadminExtractionJobRoutesRefuseOthers(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, _, queued, _, _ := s.superadminExtractionJobs()
-	_, member := s.newMember("u@example.com", allScopes, project, "admin")
-	var bound map[string]any
-	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": "b", "scopes": allScopes}).Decode(t, &bound)
-	body := map[string]any{"ids": []string{queued}}
-	for _, rt := range []struct{ method, path string }{
-		{"GET", "/api/superadmin/extraction-jobs"},
-		{"POST", "/api/superadmin/extraction-jobs/cancel"},
-		{"POST", "/api/superadmin/extraction-jobs/delete"},
-	} {
-		s.must(401, rt.method, rt.path, "", body)
-		require.True(t, strings.Contains(s.must(403, rt.method, rt.path, member, body).Detail(t), "superadmin"))
-		s.must(403, rt.method, rt.path, bound["token"].(string), body)
-	}
+	s.superadminRefuseOthers(project, map[string]any{"ids": []string{queued}},
+		"GET /api/superadmin/extraction-jobs",
+		"POST /api/superadmin/extraction-jobs/cancel",
+		"POST /api/superadmin/extraction-jobs/delete")
 	// Nothing changed.
 	require.Equal(t, "queued", s.extractionGetJob(queued).Status)
 }

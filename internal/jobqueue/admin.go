@@ -3,7 +3,6 @@ package jobqueue
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -121,29 +120,13 @@ func (c *Client) transitionWhere(ctx context.Context, db postgres.DBTX, queue st
 	if err != nil {
 		return nil, err
 	}
-	statuses := t.from
-	if len(w.Statuses) > 0 {
-		statuses = w.Statuses
-		for _, s := range statuses {
-			if !slices.Contains(t.from, s) {
-				return nil, errs.Errorf(errs.Invalid, "%s jobs cannot be selected to %s: %s", s, t.verb, t.refusal)
-			}
-		}
+	statuses, err := w.statuses(t.from, t.verb, t.refusal)
+	if err != nil {
+		return nil, err
 	}
-	names := make([]string, len(statuses))
-	for i, s := range statuses {
-		names[i] = string(s)
-	}
-	where := `status = ANY($4) AND ($5::uuid IS NULL OR project_id = $5)`
-	args := []any{names, w.ProjectID}
-	if w.Column != "" {
-		where += ` AND ` + pgx.Identifier{w.Column}.Sanitize() + ` = $6`
-		args = append(args, w.Equals)
-	}
-	if w.IDs != nil {
-		where += fmt.Sprintf(` AND id = ANY($%d)`, len(args)+4)
-		args = append(args, w.IDs)
-	}
+	where, args := w.clause(5)
+	where = `status = ANY($4) AND ` + where
+	args = append([]any{names(statuses)}, args...)
 	rows, err := q.jobTransition(ctx, db, t, c.now(), where, args...)
 	if err != nil {
 		return nil, err

@@ -251,3 +251,13 @@ func requireNever(t *testing.T, cond func() bool, d, tick time.Duration, msg ...
 
 // errOf is the error of a transition, for tests that need only that.
 func errOf(_ jobqueue.Changed, err error) error { return err }
+
+// declaredClient is a client of the test's database with the test queue
+// declared (no worker runs), for the administrative calls.
+func declaredClient(t *testing.T, b *testBundle) *jobqueue.Client {
+	t.Helper()
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{})
+	require.NoError(t, err)
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs", Handler: jobqueue.HandlerFunc(nil)}))
+	return c
+}

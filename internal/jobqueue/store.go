@@ -322,11 +322,7 @@ func (q *queue) jobTransition(ctx context.Context, db postgres.DBTX, t transitio
 	if t.wake {
 		channel = ChannelPrefix + q.cfg.Name
 	}
-	from := make([]string, len(t.from))
-	for i, s := range t.from {
-		from[i] = string(s)
-	}
-	rows, err := db.Query(ctx, transitionSQL(q.cfg.Table, t, where), append([]any{now, channel, from}, args...)...)
+	rows, err := db.Query(ctx, transitionSQL(q.cfg.Table, t, where), append([]any{now, channel, names(t.from)}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s jobs: %w", t.verb, q.cfg.Name, err)
 	}

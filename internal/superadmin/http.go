@@ -11,6 +11,8 @@ import (
 
 	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
@@ -106,13 +108,15 @@ func dateRange(fromRaw, toRaw string) (from, to *time.Time, err error) {
 }
 
 // Register adds the superadmin routes.
-func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.Service, auditLog *audit.Service) {
+func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.Service, docs *document.Service, emb *embedding.Service,
+	auditLog *audit.Service,
+) {
 	read := auth.Rule{Scope: auth.AdminRead, Resource: auth.Superadmin}
 	write := auth.Rule{Scope: auth.AdminWrite, Resource: auth.Superadmin}
 	user := write.WithOwner(&auth.Owner{Param: "userID", Kind: "user", Resolve: auth.OfUser(ten.LiveUser), NotFound: tenancy.ErrUserNotFound})
 	org := write.WithOwner(&auth.Owner{Param: "orgID", Kind: "org", Resolve: auth.InOrg(ten.LiveOrg), NotFound: tenancy.ErrOrgNotFound})
 	project := write.WithOwner(&auth.Owner{Param: "projectID", Kind: "project", Resolve: auth.InProject(ten.LiveProject), NotFound: tenancy.ErrProjectNotFound})
-	h := handlers{svc: svc, ten: ten, extraction: ext, audit: auditLog}
+	h := handlers{svc: svc, ten: ten, extraction: ext, documents: docs, embedding: emb, audit: auditLog}
 
 	huma.Register(api, httpapi.Op("superadmin-me", http.MethodGet, "/api/superadmin/me", "Tell whether the caller is a superadmin",
 		auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}), h.me)
@@ -146,6 +150,8 @@ type handlers struct {
 	svc        *Service
 	ten        *tenancy.Service
 	extraction *extraction.Service
+	documents  *document.Service
+	embedding  *embedding.Service
 	audit      *audit.Service
 }
 

@@ -85,9 +85,20 @@ type JobStats struct {
 	ByStatus   map[string]int `json:"byStatus"`
 }
 
-// BulkRequest is the body of the superadmin bulk job actions.
+// BulkRequest is the body of the superadmin bulk job actions. Type, when
+// set, narrows the action to the jobs of that kind within the list: graph
+// or chunk for embedding jobs, the job type for extraction jobs; parsing
+// jobs have no kind (any type is refused).
 type BulkRequest struct {
-	IDs []uuid.UUID `json:"ids" minItems:"1" maxItems:"1000" doc:"The jobs (at most 1,000); unknown ids count zero."`
+	IDs  []uuid.UUID `json:"ids" minItems:"1" maxItems:"1000" doc:"The jobs (at most 1,000); unknown ids count zero."`
+	Type string      `json:"type,omitempty" maxLength:"50" doc:"Only the jobs of this kind within the list: graph or chunk (embedding jobs); full_extraction, reextraction or incremental (extraction jobs). Document parsing jobs have no kind."`
+}
+
+// RetryResult answers bulk retries.
+type RetryResult struct {
+	Success      bool   `json:"success"`
+	RetriedCount int    `json:"retriedCount"`
+	Message      string `json:"message"`
 }
 
 // CancelResult answers bulk cancels.
