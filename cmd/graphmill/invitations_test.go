@@ -357,6 +357,23 @@ func TestInvitationRules(t *testing.T) {
 	s.must(204, "DELETE", base+"/"+gus.ID, s.admin, nil)
 }
 
+// TestInvitationAcceptMatchesAddressesAsLower: accepting compares the
+// addresses with the rule listing and inviting use (PostgreSQL lower()),
+// not Unicode case folding: an address that differs by U+017F (long s,
+// which folds to s) is another address, as it is for the user's list.
+func TestInvitationAcceptMatchesAddressesAsLower(t *testing.T) {
+	t.Parallel()
+	s, srv, project := newInvitingServer(t)
+	s.must(201, "POST", "/api/projects/"+project+"/invitations", s.admin, map[string]any{"email": "bos@example.com", "role": "editor"})
+	token := invitationMail(t, srv, "bos@example.com", "editor")
+	_, other := s.newUser("bo\u017f@example.com", []string{"admin:read", "admin:write"}, "")
+	require.Empty(t, s.myInvitations(other), "lower() keeps them apart")
+	s.acceptRefused(other, token, 403, "permission_denied", "another email address")
+	var status string
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT status FROM project_invitations`).Scan(&status))
+	require.Equal(t, "pending", status)
+}
+
 // TestInvitationOIDCUser: a user created by their first OIDC sign-in after
 // the invitation sees it and accepts it; their session gets the role's
 // scopes.

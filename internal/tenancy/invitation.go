@@ -248,11 +248,11 @@ func (s *Invitations) Accept(ctx context.Context, p *auth.Principal, token strin
 		if inv, err = invitationLockByToken(ctx, tx, invitationTokenHash(token)); err != nil {
 			return change, err
 		}
-		address, err := userEmail(ctx, tx, p.UserID)
+		invited, err := userHasEmail(ctx, tx, p.UserID, inv.Email)
 		if err != nil {
 			return change, err
 		}
-		if address == "" || !strings.EqualFold(address, inv.Email) {
+		if !invited {
 			return change, ErrInvitationOtherUser
 		}
 		switch {

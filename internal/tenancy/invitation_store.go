@@ -143,6 +143,18 @@ func userEmail(ctx context.Context, db postgres.DBTX, id uuid.UUID) (string, err
 	return address, nil
 }
 
+// userHasEmail reports whether user id's primary email is address,
+// compared as every invitation query compares addresses (lower(), not
+// Unicode case folding).
+func userHasEmail(ctx context.Context, db postgres.DBTX, id uuid.UUID, address string) (bool, error) {
+	ok, err := postgres.One[bool](ctx, db, ErrUserNotFound,
+		`SELECT COALESCE(lower(primary_email) = lower($2), false) FROM users WHERE id = $1 AND deleted_at IS NULL`, id, address)
+	if err != nil {
+		return false, fmt.Errorf("match user email: %w", err)
+	}
+	return ok, nil
+}
+
 // userName returns the name a user is shown by: the display name, else
 // the email address, else "".
 func userName(ctx context.Context, db postgres.DBTX, id uuid.UUID) (string, error) {
