@@ -198,3 +198,32 @@ func TestSuperadminOrganizationsAndProjects(t *testing.T) {
 	require.Equal(t, 1, projects.Meta.Total)
 	require.Equal(t, defProject, projects.Data[0]["id"])
 }
+
+// TestSuperadminListsBoundPage: every superadmin list takes pages 1 to
+// 999,999 (offsets stay far inside the database's integers); a larger
+// page is 400 with a detail naming the bound, never a 500. The last page
+// allowed answers an empty page.
+func TestSuperadminListsBoundPage(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	for _, list := range []string{
+		"/api/superadmin/users", "/api/superadmin/organizations", "/api/superadmin/projects",
+		"/api/superadmin/extraction-jobs", "/api/superadmin/document-parsing-jobs", "/api/superadmin/embedding-jobs",
+		"/api/superadmin/email-jobs", "/api/superadmin/audit",
+	} {
+		for _, page := range []string{"1000000", "30000000", "100000000000000000"} {
+			detail := s.must(400, "GET", list+"?limit=100&page="+page, s.admin, nil).Detail(t)
+			require.Contains(t, detail, "query.page: expected number <= 999999", list)
+		}
+		var l struct {
+			Data []any `json:"data"`
+			Meta struct {
+				Page  int `json:"page"`
+				Total int `json:"total"`
+			} `json:"meta"`
+		}
+		s.must(200, "GET", list+"?limit=100&page=999999", s.admin, nil).Decode(t, &l)
+		require.Empty(t, l.Data, list)
+		require.Equal(t, 999999, l.Meta.Page, list)
+	}
+}

@@ -118,7 +118,7 @@ func adminListSQL() string {
 		       j.chunk_id, c.document_id, d.filename
 		FROM (` + embeddingJobs(`j.id, j.project_id, j.status, j.attempt, j.retry_count, j.max_retries, j.error_msg,
 			j.priority, j.created_at, j.started_at, j.completed_at`, true, ` AND ($4 = '' OR j.status = $4)`,
-		` ORDER BY j.created_at DESC, j.id DESC LIMIT $5::int + $6::int`) + `
+		` ORDER BY j.created_at DESC, j.id DESC LIMIT $5::bigint + $6::bigint`) + `
 			ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6) j
 		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id
 		LEFT JOIN graph_objects g ON g.id = j.object_id

@@ -19,9 +19,11 @@ import (
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
-// PageParams are the page/limit parameters of superadmin lists.
+// PageParams are the page/limit parameters of superadmin lists. The page
+// is bounded so that (page-1)*limit stays far inside the database's
+// integers (at most 99,999,800).
 type PageParams struct {
-	Page  int `query:"page" default:"1" minimum:"1" doc:"Page number, from 1."`
+	Page  int `query:"page" default:"1" minimum:"1" maximum:"999999" doc:"Page number, from 1 to 999999."`
 	Limit int `query:"limit" default:"20" minimum:"1" maximum:"100" doc:"Page size."`
 }
 
