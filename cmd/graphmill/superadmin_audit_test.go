@@ -321,6 +321,27 @@ func TestSuperadminAuditList(t *testing.T) {
 	require.Equal(t, 4, s.auditCount())
 }
 
+// TestSuperadminAuditTotalPastLastPage: meta.total counts the events the
+// filters select on any page, one past the end included.
+func TestSuperadminAuditTotalPastLastPage(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, org := s.defaultProject()
+	s.must(200, "DELETE", "/api/superadmin/projects/"+s.newProject(org, "p1"), s.admin, nil)
+	s.must(200, "DELETE", "/api/superadmin/projects/"+s.newProject(org, "p2"), s.admin, nil)
+	var p pagedBody
+	s.must(200, "GET", "/api/superadmin/audit?limit=1&page=2", s.admin, nil).Decode(t, &p)
+	require.Len(t, p.Data, 1)
+	require.Equal(t, [3]int{2, 2, 2}, [3]int{p.Meta.Page, p.Meta.Total, p.Meta.TotalPages})
+	s.must(200, "GET", "/api/superadmin/audit?limit=1&page=3", s.admin, nil).Decode(t, &p)
+	require.Empty(t, p.Data)
+	require.Equal(t, [3]int{3, 2, 2}, [3]int{p.Meta.Page, p.Meta.Total, p.Meta.TotalPages}, "the total past the last page")
+	require.True(t, p.Meta.HasPrev)
+	require.False(t, p.Meta.HasNext)
+	s.must(200, "GET", "/api/superadmin/audit?action=user.delete&page=2", s.admin, nil).Decode(t, &p)
+	require.Zero(t, p.Meta.Total, "filtered")
+}
+
 func TestSuperadminAuditRefusesOthers(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
