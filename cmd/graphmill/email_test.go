@@ -141,7 +141,7 @@ func TestSuperadminEmailJobList(t *testing.T) {
 	failed := s.emailInsert(emailJob("Bob@Example.com", "B"),
 		"created_at = $2, status = 'failed', error_msg = '550 no such mailbox', attempt = 1, started_at = $2, completed_at = $2::timestamptz + interval '1500 ms'", at(1))
 	sent := s.emailInsert(emailJob("bob@example.com", "C"),
-		"created_at = $2, status = 'completed', attempt = 2, retry_count = 1, started_at = $2, completed_at = $2::timestamptz + interval '2 s', project_id = $3",
+		"created_at = $2, status = 'completed', attempt = 2, retry_count = 1, started_at = $2, completed_at = $2::timestamptz + interval '2 s', project_id = $3, priority = 5",
 		at(2), uuid.MustParse(project))
 	running := s.emailInsert(emailJob("carol@example.com", "D"), "created_at = $2, status = 'running', started_at = $2", at(3))
 	cancelled := s.emailInsert(emailJob("bobby@example.com", "E"), "created_at = $2, status = 'cancelled'", at(4))
@@ -176,6 +176,8 @@ func TestSuperadminEmailJobList(t *testing.T) {
 	require.InDelta(t, 2, c["attempt"], 0)
 	require.InDelta(t, 1, c["retryCount"], 0)
 	require.InDelta(t, 3, c["maxRetries"], 0)
+	require.InDelta(t, 5, c["priority"], 0)
+	require.InDelta(t, 0, l.Data[4]["priority"], 0, "zero is shown")
 	f := l.Data[3]
 	require.Equal(t, "failed", f["status"])
 	require.Equal(t, "550 no such mailbox", f["errorMessage"])

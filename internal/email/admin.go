@@ -73,6 +73,7 @@ type AdminEmailJob struct {
 	Attempt          int        `json:"attempt"`
 	RetryCount       int        `json:"retryCount"`
 	MaxRetries       int        `json:"maxRetries"`
+	Priority         int        `json:"priority"`
 	ErrorMessage     *string    `json:"errorMessage,omitempty"`
 	CreatedAt        time.Time  `json:"createdAt"`
 	StartedAt        *time.Time `json:"startedAt,omitempty"`
@@ -119,7 +120,7 @@ func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminEmailJob
 	recipient := strings.TrimSpace(f.Recipient)
 	rows, _ := s.pool.Query(ctx, `
 		SELECT j.id, j.project_id, p.name, o.name, j.template_name, j.to_email, j.to_name, j.subject, j.status,
-		       j.attempt, j.retry_count, j.max_retries, j.error_msg, j.created_at, j.started_at, j.completed_at,
+		       j.attempt, j.retry_count, j.max_retries, j.priority, j.error_msg, j.created_at, j.started_at, j.completed_at,
 		       (extract(epoch FROM j.completed_at - j.started_at) * 1000)::bigint
 		FROM email_jobs j
 		LEFT JOIN projects p ON p.id = j.project_id LEFT JOIN orgs o ON o.id = p.org_id
@@ -130,7 +131,7 @@ func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminEmailJob
 		var j AdminEmailJob
 		var st jobqueue.Status
 		err := r.Scan(&j.ID, &j.ProjectID, &j.ProjectName, &j.OrganizationName, &j.TemplateName, &j.ToEmail, &j.ToName, &j.Subject, &st,
-			&j.Attempt, &j.RetryCount, &j.MaxRetries, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.CompletedAt, &j.DurationMs)
+			&j.Attempt, &j.RetryCount, &j.MaxRetries, &j.Priority, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.CompletedAt, &j.DurationMs)
 		j.Status = emailStatus(st)
 		return j, err
 	})
