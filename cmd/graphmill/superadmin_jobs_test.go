@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +122,23 @@ func TestSuperadminExtractionJobBulk(t *testing.T) {
 	for _, p := range []string{"/api/superadmin/extraction-jobs/delete", "/api/superadmin/extraction-jobs/cancel"} {
 		s.superadminBulkRefusals(p, "bogus", "graph", "FULL_EXTRACTION")
 	}
+}
+
+// TestSuperadminBulkDuplicateIDs: an id given twice (in either case) is
+// one job: the messages' "of M" and the audit row's requested and target
+// ids count it once.
+func TestSuperadminBulkDuplicateIDs(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, _, queued, failed, _ := s.superadminExtractionJobs()
+	ids := []string{queued, strings.ToUpper(queued), queued}
+	r := s.must(200, "POST", "/api/superadmin/extraction-jobs/cancel", s.admin, map[string]any{"ids": ids})
+	require.Equal(t, "cancelled 1 of 1 extraction jobs (only queued and running jobs can be cancelled)", r.JSON(t)["message"])
+	s.requireAudit(r, "extraction_jobs.cancel", []string{queued}, 1, 1)
+	r = s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{failed, queued, failed}})
+	require.Equal(t, "deleted 2 of 2 extraction jobs; skipped 0 queued or running", r.JSON(t)["message"])
+	s.requireAudit(r, "extraction_jobs.delete", []string{failed, queued}, 2, 2)
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = ANY($1::uuid[])`, []string{failed, queued}))
 }
 
 func TestSuperadminExtractionJobRoutesRefuseOthers(t *testing.T) {

@@ -39,6 +39,22 @@ type (
 	}
 )
 
+// Resolve de-duplicates the ids once, after validation, for every bulk
+// action: an id given twice is one job (its "of M", the audit row's
+// requested and target ids count it once).
+func (in *bulkIn) Resolve(huma.Context) []error {
+	seen := make(map[uuid.UUID]bool, len(in.Body.IDs))
+	ids := in.Body.IDs[:0]
+	for _, id := range in.Body.IDs {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	in.Body.IDs = ids
+	return nil
+}
+
 // registerJobs adds the superadmin job lists and bulk actions.
 func registerJobs(api huma.API, h handlers, read, write auth.Rule) {
 	huma.Register(api, httpapi.Op("superadmin-list-extraction-jobs", http.MethodGet, "/api/superadmin/extraction-jobs",
