@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	gomail "github.com/wneessen/go-mail"
 
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -17,6 +18,11 @@ import (
 
 // Message is one email to send: both body parts are required.
 type Message struct {
+	// ID, when set, makes the Message-ID <ID@the sender's domain>: the
+	// email job's id, the same at every attempt, so that a receiver can
+	// de-duplicate a message sent again (delivery is at least once).
+	// Zero: a random Message-ID.
+	ID      uuid.UUID
 	To      mail.Address
 	Subject string
 	Body    Rendered
@@ -116,7 +122,12 @@ func (s *Sender) build(m Message) (*gomail.Msg, error) {
 		return nil, fmt.Errorf("recipient: %w", err)
 	}
 	msg.Subject(m.Subject)
-	msg.SetMessageID()
+	if m.ID == uuid.Nil {
+		msg.SetMessageID()
+	} else {
+		_, domain, _ := strings.Cut(s.settings.From.Address, "@")
+		msg.SetMessageIDWithValue(m.ID.String() + "@" + domain)
+	}
 	msg.SetDate()
 	msg.SetBodyString(gomail.TypeTextPlain, m.Body.Text)
 	msg.AddAlternativeString(gomail.TypeTextHTML, m.Body.HTML)

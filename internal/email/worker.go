@@ -46,7 +46,7 @@ func (w *Worker) send(ctx context.Context, job jobqueue.Job) error {
 	if err != nil {
 		return err
 	}
-	return w.sender.Send(ctx, Message{To: mail.Address{Name: p.ToName, Address: p.ToEmail}, Subject: p.Subject, Body: Rendered{HTML: p.HTML, Text: p.Text}})
+	return w.sender.Send(ctx, Message{ID: job.ID, To: mail.Address{Name: p.ToName, Address: p.ToEmail}, Subject: p.Subject, Body: Rendered{HTML: p.HTML, Text: p.Text}})
 }
 
 // ErrJobNotFound answers an unknown email job id.

@@ -12,6 +12,7 @@ import (
 
 	smtp "github.com/emersion/go-smtp"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/email/smtptest"
@@ -33,8 +34,13 @@ type emailRow struct {
 // startWorker runs the email queue on pool against srv (retries at once).
 func startWorker(t *testing.T, srv *smtptest.Server) (enqueue func(Job) uuid.UUID, wait func(uuid.UUID, string) emailRow) {
 	t.Helper()
+	return startWorkerOn(t, pgtest.New(t), srv)
+}
+
+// startWorkerOn is startWorker on a pool the test holds.
+func startWorkerOn(t *testing.T, pool *pgxpool.Pool, srv *smtptest.Server) (enqueue func(Job) uuid.UUID, wait func(uuid.UUID, string) emailRow) {
+	t.Helper()
 	ctx := context.Background()
-	pool := pgtest.New(t)
 	tpl, err := NewTemplates()
 	require.NoError(t, err)
 	c, err := jobqueue.NewClient(pool, jobqueue.Config{
@@ -89,6 +95,35 @@ func TestWorkerSends(t *testing.T) {
 	p := parts(t, m)
 	require.Contains(t, p["text/plain"], "Accept the invitation: https://graphmill.test/accept?token=t1")
 	require.Contains(t, p["text/html"], `<a href="https://graphmill.test/accept?token=t1">`)
+}
+
+// TestWorkerMessageIDFromJob: the Message-ID is the job's id at the
+// sender's domain, the same when the job is sent again (a crash between
+// the server's reply and the commit), so receivers can de-duplicate; two
+// jobs have two ids.
+func TestWorkerMessageIDFromJob(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t, nil, false)
+	pool := pgtest.New(t)
+	enqueue, wait := startWorkerOn(t, pool, srv)
+	id := enqueue(invitationJob())
+	wait(id, "completed")
+	// As the reaper does with a lease that expired mid-send.
+	_, err := pool.Exec(context.Background(), `UPDATE email_jobs SET status = 'queued', completed_at = NULL WHERE id = $1`, id)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(srv.Messages()) == 2 }, waitFor, 5*time.Millisecond)
+	other := enqueue(invitationJob())
+	wait(other, "completed")
+	msgs := srv.Messages()
+	require.Len(t, msgs, 3)
+	ids := make([]string, len(msgs))
+	for i, msg := range msgs {
+		m, err := mail.ReadMessage(bytes.NewReader(msg.Data))
+		require.NoError(t, err)
+		ids[i] = m.Header.Get("Message-Id")
+	}
+	want := "<" + id.String() + "@graphmill.test>"
+	require.Equal(t, []string{want, want, "<" + other.String() + "@graphmill.test>"}, ids)
 }
 
 func TestWorkerRetriesTemporaryReply(t *testing.T) {
