@@ -171,3 +171,21 @@ func TestSuperadminExtractionCancelStopsRunning(t *testing.T) {
 	s.must(200, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{id}})
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = $1`, id))
 }
+
+// TestSuperadminExtractionCancelRolledBackKeepsRunning: a bulk cancel
+// whose transaction rolls back (its audit row cannot be written: 500)
+// leaves the running job running, in the database and in its worker:
+// its in-flight call goes on (nothing cancels it before the commit).
+func TestSuperadminExtractionCancelRolledBackKeepsRunning(t *testing.T) {
+	t.Parallel()
+	s, _, _, id := extractionBlockedCall(t, 1)
+	require.Equal(t, "running", s.extractionGetJob(id).Status)
+	undo := s.failOn("audit_events", "INSERT")
+	s.must(500, "POST", "/api/superadmin/extraction-jobs/cancel", s.admin, map[string]any{"ids": []string{id}})
+	undo()
+	require.Equal(t, "running", s.extractionGetJob(id).Status, "the cancel was rolled back")
+	require.Never(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM extraction_llm_calls WHERE job_id = $1 AND status = 'error'`, id) > 0
+	}, 3*time.Second, 50*time.Millisecond, "the running job was stopped although the cancel was rolled back")
+	require.Equal(t, "running", s.extractionGetJob(id).Status)
+}

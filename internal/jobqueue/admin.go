@@ -134,22 +134,17 @@ func (c *Client) transitionWhere(ctx context.Context, db postgres.DBTX, queue st
 	return c.changed(rows), nil
 }
 
-// changed returns the jobs of rows the transition changed and cancels, in
-// this process at once, the handlers of those that were running (other
-// processes hear of it at commit).
+// changed returns the jobs of rows the transition changed. The handlers
+// of those that were running are not cancelled here: the caller's
+// transaction may still roll back. Their workers, this process's
+// included, hear of it by the notification delivered at commit.
 func (c *Client) changed(rows []transitionRow) []Changed {
 	out := make([]Changed, 0, len(rows))
-	var running []uuid.UUID
 	for _, r := range rows {
-		if !r.changed {
-			continue
-		}
-		out = append(out, r.Changed)
-		if r.Previous.Status == StatusRunning {
-			running = append(running, r.ID)
+		if r.changed {
+			out = append(out, r.Changed)
 		}
 	}
-	c.cancelJobs(running...)
 	return out
 }
 

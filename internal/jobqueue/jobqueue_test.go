@@ -318,6 +318,61 @@ func TestCancelRunningJob(t *testing.T) {
 	require.Nil(t, r.LockedBy)
 }
 
+// TestCancelInTxTakesEffectAtCommit: a cancel in the caller's
+// transaction stops the handler of a job running in the same process only
+// once it commits: rolled back, the handler goes on (and its job stays
+// running); committed, the handler is cancelled within a second, through
+// the notification this process hears too.
+func TestCancelInTxTakesEffectAtCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	started := make(chan struct{})
+	observed := make(chan error, 1)
+	p := b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: time.Minute, Handler: jobqueue.HandlerFunc(
+		func(ctx context.Context, jobs []jobqueue.Job) []error {
+			close(started)
+			<-ctx.Done()
+			observed <- context.Cause(ctx)
+			return []error{ctx.Err()}
+		})}})
+	id := b.insert(t, jobSpec{})[0]
+	<-started
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	changed, err := p.client.CancelWhere(ctx, tx, queueName, jobqueue.Where{IDs: []uuid.UUID{id}})
+	require.NoError(t, err)
+	require.Len(t, changed, 1)
+	require.NoError(t, tx.Rollback(ctx))
+	select {
+	case cause := <-observed:
+		require.FailNow(t, "a rolled-back cancel stopped the handler", "cause %v", cause)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.Equal(t, "running", b.job(t, id).Status)
+
+	tx, err = b.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = p.client.Cancel(ctx, tx, queueName, id)
+	require.NoError(t, err)
+	select {
+	case cause := <-observed:
+		require.FailNow(t, "an uncommitted cancel stopped the handler", "cause %v", cause)
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit(ctx))
+	committedAt := time.Now()
+	select {
+	case cause := <-observed:
+		require.ErrorIs(t, cause, jobqueue.ErrCancelled)
+		require.Less(t, time.Since(committedAt), time.Second)
+	case <-time.After(time.Second):
+		require.FailNow(t, "the committed cancel did not reach the handler within a second")
+	}
+	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
+}
+
 func TestCancelAndRetryRules(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
