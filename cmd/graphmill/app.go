@@ -258,9 +258,14 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	box, err := m.secretBox()
+	if err != nil {
+		return err
+	}
 	// Email: other domains queue messages through it; the queue is worked
-	// only when SMTP is configured (declared only otherwise).
-	m.emails, err = email.NewService(email.Config{Pool: pool, Jobs: m.jobs, SMTPURL: m.Config.SMTPURL, From: m.Config.EmailFrom, Now: m.Now})
+	// only when SMTP is configured (declared only otherwise). Secret
+	// template values are sealed with the credentials' box.
+	m.emails, err = email.NewService(email.Config{Pool: pool, Jobs: m.jobs, SMTPURL: m.Config.SMTPURL, From: m.Config.EmailFrom, Box: box, Now: m.Now})
 	if err != nil {
 		return err
 	}
@@ -268,10 +273,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	tenancy.RegisterInvitations(api, tenancy.NewInvitations(ten, invitationMailer{m.emails}, m.Config.PublicBaseURL()))
-	box, err := m.secretBox()
-	if err != nil {
-		return err
-	}
 	providers, err := m.providerService(pool, box)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ func (s *testServer) emailInsert(j email.Job, set string, args ...any) string {
 	require.NoError(s.t, err)
 	tx, err := s.m.db.pool.Begin(ctx)
 	require.NoError(s.t, err)
-	require.NoError(s.t, email.Enqueue(ctx, tx, tpl, &j, time.Now()))
+	require.NoError(s.t, email.Enqueue(ctx, tx, tpl, nil, &j, time.Now()))
 	require.NoError(s.t, tx.Commit(ctx))
 	if set != "" {
 		_, err = s.m.db.pool.Exec(ctx, `UPDATE email_jobs SET `+set+` WHERE id = $1`, append([]any{j.ID}, args...)...)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/config"
@@ -148,6 +149,7 @@ func TestInvitationSentAcceptedOnce(t *testing.T) {
 	require.NoError(t, s.m.db.pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM project_invitations i WHERE strpos(i::text, $1) > 0`, token).Scan(&leaks))
 	require.Zero(t, leaks, "the raw token is in no invitation column")
+	s.requireTokenHidden(token)
 
 	// Bob signs up after the invitation: the address matches whatever its
 	// case. He sees the project only once he accepts.
@@ -190,6 +192,76 @@ func TestInvitationSentAcceptedOnce(t *testing.T) {
 	require.Len(t, all.Data, 1)
 	require.Equal(t, "accepted", all.Data[0].Status)
 	require.NotContains(t, logs.String(), token, "no log line carries the token")
+	s.requireTokenHidden(token)
+}
+
+// requireTokenHidden requires that no email job column holds token (the
+// sent invitation's job erased its sealed link) and that preview-json of
+// each job shows the placeholder instead of the link.
+func (s *testServer) requireTokenHidden(token string) {
+	s.t.Helper()
+	ctx := context.Background()
+	var leaks int
+	require.NoError(s.t, s.m.db.pool.QueryRow(ctx,
+		`SELECT count(*) FROM email_jobs e WHERE strpos(e::text, $1) > 0`, token).Scan(&leaks))
+	require.Zero(s.t, leaks, "the raw token is in no email job column")
+	rows, err := s.m.db.pool.Query(ctx, `SELECT id::text, status, secrets FROM email_jobs`)
+	require.NoError(s.t, err)
+	type job struct {
+		id, status string
+		sealed     *string
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
+		var j job
+		return j, r.Scan(&j.id, &j.status, &j.sealed)
+	})
+	require.NoError(s.t, err)
+	require.NotEmpty(s.t, jobs)
+	for _, j := range jobs {
+		require.Equal(s.t, "completed", j.status)
+		require.Nil(s.t, j.sealed, "a sent job's secrets are erased")
+		p := s.must(200, "GET", "/api/superadmin/email-jobs/"+j.id+"/preview-json", s.admin, nil)
+		require.NotContains(s.t, string(p.Body), token, "preview-json")
+		require.Contains(s.t, p.JSON(s.t)["text"], "Accept the invitation: [hidden]")
+	}
+}
+
+// TestInvitationTokenSealedInEmailJob: before it is sent, the invitation's
+// email job holds the link only sealed, in its secrets column: no column
+// has the token in clear and preview-json shows the placeholder; once
+// sent (the message carries the working link), the sealed link is gone.
+func TestInvitationTokenSealedInEmailJob(t *testing.T) {
+	t.Parallel()
+	// The SMTP server holds its reply, so the job is looked at unsent.
+	srv := smtptest.Start(t, smtptest.Options{ReplyDelay: 500 * time.Millisecond})
+	s := newServer(t, withInvitationMail(srv))
+	project, _ := s.defaultProject()
+	s.must(201, "POST", "/api/projects/"+project+"/invitations", s.admin, map[string]any{"email": "bob@example.com", "role": "editor"})
+	ctx := context.Background()
+	var id, status string
+	var keys []string
+	var sealed *string
+	require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT id::text, status, secret_keys, secrets FROM email_jobs`).Scan(&id, &status, &keys, &sealed))
+	require.NotEqual(t, "completed", status, "looked at before sending")
+	require.Equal(t, []string{"link"}, keys)
+	require.NotNil(t, sealed)
+	var data string
+	require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT data::text FROM email_jobs`).Scan(&data))
+	require.NotContains(t, data, "token=")
+	p := s.must(200, "GET", "/api/superadmin/email-jobs/"+id+"/preview-json", s.admin, nil).JSON(t)
+	require.Contains(t, p["text"], "Accept the invitation: [hidden]")
+	require.NotContains(t, p["text"], "token=")
+	require.NotContains(t, p["html"], "token=")
+
+	token := invitationMail(t, srv, "bob@example.com", "editor")
+	require.Eventually(t, func() bool {
+		require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT status FROM email_jobs`).Scan(&status))
+		return status == "completed"
+	}, 10*time.Second, 10*time.Millisecond)
+	s.requireTokenHidden(token)
+	// The link the message carried works.
+	_, bob := s.newUser("bob@example.com", []string{"admin:read", "admin:write"}, "")
+	s.must(200, "POST", "/api/invitations/accept", bob, map[string]any{"token": token})
 }
 
 func TestInvitationAuth(t *testing.T) {

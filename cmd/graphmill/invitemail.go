@@ -16,6 +16,6 @@ type invitationMailer struct{ *email.Service }
 // EnqueueInvitation implements tenancy.Mailer.
 func (m invitationMailer) EnqueueInvitation(ctx context.Context, tx pgx.Tx, in *tenancy.InvitationEmail) error {
 	return m.Enqueue(ctx, tx, &email.Job{
-		ProjectID: &in.ProjectID, TemplateName: email.TemplateInvitation, ToEmail: in.To, Subject: in.Subject, Data: in.Data,
+		ProjectID: &in.ProjectID, TemplateName: email.TemplateInvitation, ToEmail: in.To, Subject: in.Subject, Data: in.Data, Secrets: in.Secrets,
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/secrets"
 )
 
 // ConcurrencyDefault is the email queue's messages in flight per process:
@@ -26,6 +27,9 @@ type Config struct {
 	// (ParseSettings); both empty turn email off.
 	SMTPURL string
 	From    string
+	// Box seals the jobs' secret template values (Job.Secrets): the box
+	// provider credentials are sealed with.
+	Box *secrets.Box
 	// TLS verifies the SMTP server (nil: the system's roots).
 	TLS *tls.Config
 	// Backoff is the retry delay (nil: jobqueue.BackoffDefault).
@@ -40,6 +44,7 @@ type Service struct {
 	pool      *pgxpool.Pool
 	jobs      *jobqueue.Client
 	templates *Templates
+	box       *secrets.Box
 	worker    *Worker // nil when email is off
 	backoff   func(retry int) time.Duration
 	now       func() time.Time
@@ -48,7 +53,7 @@ type Service struct {
 // NewService returns the service; email is on when c carries SMTP
 // settings.
 func NewService(c Config) (*Service, error) {
-	if c.Pool == nil || c.Jobs == nil {
+	if c.Pool == nil || c.Jobs == nil || c.Box == nil {
 		return nil, errors.New("email: incomplete configuration")
 	}
 	if c.Now == nil {
@@ -62,9 +67,9 @@ func NewService(c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{pool: c.Pool, jobs: c.Jobs, templates: t, backoff: c.Backoff, now: c.Now}
+	s := &Service{pool: c.Pool, jobs: c.Jobs, templates: t, box: c.Box, backoff: c.Backoff, now: c.Now}
 	if on {
-		s.worker = NewWorker(c.Pool, t, NewSender(settings, c.TLS))
+		s.worker = NewWorker(c.Pool, t, c.Box, NewSender(settings, c.TLS))
 	}
 	return s, nil
 }
@@ -72,7 +77,7 @@ func NewService(c Config) (*Service, error) {
 // AddQueue registers the email queue. With email off it is declared only:
 // its existing jobs are listed and rendered, never sent.
 func (s *Service) AddQueue() error {
-	q := jobqueue.QueueConfig{Name: Queue, Table: "email_jobs"}
+	q := DeclareQueue()
 	if s.worker != nil {
 		q = s.worker.Queue(s.backoff)
 		q.Concurrency = ConcurrencyDefault
@@ -91,7 +96,7 @@ func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, j *Job) error {
 	if !s.Enabled() {
 		return nil
 	}
-	return Enqueue(ctx, tx, s.templates, j, s.now())
+	return Enqueue(ctx, tx, s.templates, s.box, j, s.now())
 }
 
 // Preview renders email job id with its stored data, with email on or

@@ -24,7 +24,7 @@ func TestEnqueue(t *testing.T) {
 	data := json.RawMessage(`{"inviterName":"Ada","projectName":"Atlas","role":"project_user","link":"https://graphmill.test/x","expiresAt":"2026-12-01"}`)
 
 	j := Job{TemplateName: TemplateInvitation, ToEmail: "bob@example.com", ToName: "Bob", Subject: "Join Atlas", Data: data}
-	require.NoError(t, Enqueue(ctx, tx, tpl, &j, now))
+	require.NoError(t, Enqueue(ctx, tx, tpl, nil, &j, now))
 	require.NotEqual(t, uuid.Nil, j.ID)
 
 	var status, tmpl, to, name, subject string
@@ -50,7 +50,7 @@ func TestEnqueue(t *testing.T) {
 		{TemplateName: "nope", ToEmail: "bob@example.com", Subject: "s", Data: data},
 		{TemplateName: TemplateInvitation, ToEmail: "bob@example.com", Subject: "s", Data: json.RawMessage(`{}`)},
 	} {
-		require.Error(t, Enqueue(ctx, tx, tpl, &bad, now), "%+v", bad)
+		require.Error(t, Enqueue(ctx, tx, tpl, nil, &bad, now), "%+v", bad)
 	}
 	var n int
 	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM email_jobs`).Scan(&n))

@@ -19,6 +19,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/pgtest"
+	"github.com/graphmill/graphmill/internal/secrets"
 )
 
 // waitFor bounds every wait for a job's status.
@@ -48,7 +49,7 @@ func startWorkerOn(t *testing.T, pool *pgxpool.Pool, srv *smtptest.Server) (enqu
 		PollInterval: 10 * time.Millisecond,
 	})
 	require.NoError(t, err)
-	w := NewWorker(pool, tpl, senderFor(t, srv, "smtp", nil))
+	w := NewWorker(pool, tpl, testBox(t), senderFor(t, srv, "smtp", nil))
 	require.NoError(t, c.AddQueue(w.Queue(func(int) time.Duration { return 0 })))
 	require.NoError(t, c.Start(ctx))
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
@@ -56,7 +57,7 @@ func startWorkerOn(t *testing.T, pool *pgxpool.Pool, srv *smtptest.Server) (enqu
 	enqueue = func(j Job) uuid.UUID {
 		tx, err := pool.Begin(ctx)
 		require.NoError(t, err)
-		require.NoError(t, Enqueue(ctx, tx, tpl, &j, time.Now()))
+		require.NoError(t, Enqueue(ctx, tx, tpl, nil, &j, time.Now()))
 		require.NoError(t, tx.Commit(ctx))
 		return j.ID
 	}
@@ -70,6 +71,14 @@ func startWorkerOn(t *testing.T, pool *pgxpool.Pool, srv *smtptest.Server) (enqu
 		return r
 	}
 	return enqueue, wait
+}
+
+// testBox is a secret box with a fresh key.
+func testBox(t *testing.T) *secrets.Box {
+	t.Helper()
+	box, err := secrets.New(secrets.GenerateKey())
+	require.NoError(t, err)
+	return box
 }
 
 func invitationJob() Job {
@@ -159,7 +168,7 @@ func TestRenderJob(t *testing.T) {
 	tpl, err := NewTemplates()
 	require.NoError(t, err)
 	j := invitationJob()
-	require.NoError(t, Enqueue(ctx, tx, tpl, &j, time.Now()))
+	require.NoError(t, Enqueue(ctx, tx, tpl, nil, &j, time.Now()))
 
 	p, err := RenderJob(ctx, tx, tpl, j.ID)
 	require.NoError(t, err)

@@ -77,6 +77,12 @@ type QueueConfig struct {
 	// BackoffFunc gives the delay before retry number n (1-based);
 	// BackoffDefault when nil.
 	BackoffFunc func(retry int) time.Duration
+	// ClearOnFinal names nullable domain columns of Table that the
+	// statement making a job final (the handler's outcome, FinishInTx, the
+	// reaper, Cancel) sets to NULL: values needed only while the job may
+	// still run (an email's sealed secret template values) go with the
+	// status change, in its transaction.
+	ClearOnFinal []string
 	// OutcomeFunc, when set, is called in the transaction that records the
 	// outcomes of a batch (or of reaped jobs), so that a domain can write
 	// job log entries or events atomically with the status change. An error
@@ -84,7 +90,10 @@ type QueueConfig struct {
 	OutcomeFunc OutcomeFunc
 }
 
-var queueNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
+var (
+	queueNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
+	columnRE    = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+)
 
 // Client runs the queues added to it: claims, heartbeats, reaping and
 // cancellation. Cancel, Retry, the settings operations and Stats work
@@ -180,6 +189,11 @@ func (c *Client) AddQueue(qc QueueConfig) error {
 	}
 	if qc.Concurrency < 1 || qc.Concurrency > MaxBatch || qc.BatchSize < 1 || qc.BatchSize > MaxBatch {
 		return fmt.Errorf("jobqueue: queue %s: concurrency and batch size must be within 1..%d", qc.Name, MaxBatch)
+	}
+	for _, col := range qc.ClearOnFinal {
+		if !columnRE.MatchString(col) {
+			return fmt.Errorf("jobqueue: queue %s: bad column %q to clear", qc.Name, col)
+		}
 	}
 	if qc.ProjectMax < 0 {
 		return fmt.Errorf("jobqueue: queue %s: negative project max", qc.Name)

@@ -373,6 +373,52 @@ func TestCancelInTxTakesEffectAtCommit(t *testing.T) {
 	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
 }
 
+// TestClearOnFinal: the columns a queue clears on final are set to NULL by
+// the statement that ends a job (completed, failed, cancelled), and kept
+// while it may still run (queued for a retry, or not yet claimed).
+func TestClearOnFinal(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `ALTER TABLE jobs ADD COLUMN secret text`)
+	require.NoError(t, err)
+	ids := b.insert(t, jobSpec{}, jobSpec{}, jobSpec{}, jobSpec{runAt: time.Now().Add(time.Hour)}, jobSpec{runAt: time.Now().Add(time.Hour)})
+	done, failed, retried, cancelled, waiting := ids[0], ids[1], ids[2], ids[3], ids[4]
+	_, err = b.pool.Exec(ctx, `UPDATE jobs SET secret = 's'`)
+	require.NoError(t, err)
+	outcome := map[uuid.UUID]error{done: nil, failed: jobqueue.Permanent(errors.New("no")), retried: errors.New("later")}
+	p := b.newProcess(t, opts{queue: jobqueue.QueueConfig{
+		ClearOnFinal: []string{"secret"},
+		BackoffFunc:  func(int) time.Duration { return time.Hour },
+		Handler: jobqueue.EachFunc(func(_ context.Context, j jobqueue.Job) error {
+			return outcome[j.ID]
+		}),
+	}})
+	b.requireStatus(t, done, jobqueue.StatusCompleted)
+	b.requireStatus(t, failed, jobqueue.StatusFailed)
+	require.Eventually(t, func() bool { return b.job(t, retried).RetryCount == 1 }, waitFor, 5*time.Millisecond)
+	require.NoError(t, errOf(p.client.Cancel(ctx, b.pool, queueName, cancelled)))
+	secrets := map[uuid.UUID]*string{}
+	rows, err := b.pool.Query(ctx, `SELECT id, secret FROM jobs`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id uuid.UUID
+		var v *string
+		require.NoError(t, rows.Scan(&id, &v))
+		secrets[id] = v
+	}
+	require.NoError(t, rows.Err())
+	for _, id := range []uuid.UUID{done, failed, cancelled} {
+		require.Nil(t, secrets[id], "a final job's column is cleared")
+	}
+	for _, id := range []uuid.UUID{retried, waiting} {
+		require.NotNil(t, secrets[id], "a job that may still run keeps it")
+	}
+	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{})
+	require.NoError(t, err)
+	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "other", Table: "jobs", ClearOnFinal: []string{"secret; DROP TABLE jobs"}}))
+}
+
 func TestCancelAndRetryRules(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

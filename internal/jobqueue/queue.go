@@ -54,7 +54,7 @@ func newQueue(c *Client, cfg QueueConfig) *queue {
 	return &queue{
 		c:           c,
 		cfg:         cfg,
-		sql:         buildQueries(cfg.Table),
+		sql:         buildQueries(cfg.Table, cfg.ClearOnFinal),
 		wake:        make(chan struct{}, 1),
 		concurrency: cfg.Concurrency,
 		batchSize:   cfg.BatchSize,

@@ -29,8 +29,16 @@ type queries struct {
 
 const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.retry_count, j.max_retries, j.started_at, j.created_at`
 
-func buildQueries(table string) queries {
+// buildQueries builds the SQL of table; clear are the columns set to NULL
+// when a job becomes final (QueueConfig.ClearOnFinal).
+func buildQueries(table string, clear []string) queries {
 	t := pgx.Identifier{table}.Sanitize()
+	final := `u.status IN ('` + strings.Join(names(FinalStatuses()), `', '`) + `')`
+	clearFinal := ""
+	for _, col := range clear {
+		c := pgx.Identifier{col}.Sanitize()
+		clearFinal += `, ` + c + ` = CASE WHEN ` + final + ` THEN NULL ELSE j.` + c + ` END`
+	}
 	var q queries
 	// $1 now, $2 worker, $3 lease end, $4 limit.
 	q.claim = `UPDATE ` + t + ` AS j
@@ -76,7 +84,7 @@ RETURNING ` + jobReturning
 	q.finish = `UPDATE ` + t + ` AS j
 SET status = u.status, retry_count = u.retry_count, run_at = COALESCE(u.run_at, j.run_at),
     error_msg = CASE WHEN u.keep_error THEN j.error_msg ELSE u.error_msg END, completed_at = u.completed_at,
-    locked_by = NULL, locked_until = NULL, updated_at = $1
+    locked_by = NULL, locked_until = NULL, updated_at = $1` + clearFinal + `
 FROM unnest($3::uuid[], $4::int[], $5::text[], $6::int[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::bool[])
      AS u(id, attempt, status, retry_count, run_at, error_msg, completed_at, keep_error)
 WHERE j.id = u.id AND j.status = 'running' AND j.attempt = u.attempt
@@ -242,6 +250,7 @@ type transition struct {
 	notify  string   // selects the notifications from upd and cur; $2 is the channel
 	refusal string   // why a job in another state is refused
 	wake    bool     // notify the queue's channel (else channelCancel)
+	final   bool     // the jobs end: QueueConfig.ClearOnFinal columns are cleared
 }
 
 // cancelling is the transition of Cancel and CancelWhere.
@@ -253,6 +262,7 @@ func cancelling() transition {
 		// A running job's worker (any process) hears of it at commit.
 		notify:  `SELECT pg_notify($2, upd.id::text) FROM upd JOIN cur USING (id) WHERE cur.status = 'running'`,
 		refusal: "only queued or running jobs can be cancelled",
+		final:   true,
 	}
 }
 
@@ -321,6 +331,11 @@ func (q *queue) jobTransition(ctx context.Context, db postgres.DBTX, t transitio
 	channel := channelCancel
 	if t.wake {
 		channel = ChannelPrefix + q.cfg.Name
+	}
+	if t.final {
+		for _, col := range q.cfg.ClearOnFinal {
+			t.set += `, ` + pgx.Identifier{col}.Sanitize() + ` = NULL`
+		}
 	}
 	rows, err := db.Query(ctx, transitionSQL(q.cfg.Table, t, where), append([]any{now, channel, names(t.from)}, args...)...)
 	if err != nil {

@@ -33,7 +33,7 @@ type queueMailer struct {
 func (m *queueMailer) Enabled() bool { return m.on }
 
 func (m *queueMailer) Enqueue(ctx context.Context, tx pgx.Tx, j *email.Job) error {
-	return email.Enqueue(ctx, tx, m.templates, j, time.Now())
+	return email.Enqueue(ctx, tx, m.templates, nil, j, time.Now())
 }
 
 type mailBundle struct {

@@ -80,12 +80,15 @@ type Mailer interface {
 
 // InvitationEmail is the message that carries an invitation's link: the
 // template "invitation" (inviterName, projectName, role, link, expiresAt)
-// rendered with Data.
+// rendered with Data and Secrets.
 type InvitationEmail struct {
 	ProjectID uuid.UUID
 	To        string
 	Subject   string
 	Data      json.RawMessage
+	// Secrets holds the link, whose token is stored only hashed: the
+	// email job keeps it sealed until it is sent (email.Job.Secrets).
+	Secrets map[string]string
 }
 
 // Invitations invites people to projects by email and turns accepted
@@ -175,12 +178,13 @@ func (s *Invitations) invitationEmail(pr Project, address, role, inviter, token 
 		"inviterName": inviter,
 		"projectName": pr.Name,
 		"role":        role,
-		"link":        s.link + "#token=" + token,
 		"expiresAt":   expires.Format("2006-01-02 15:04 UTC"),
 	})
 	// A project name may hold a line break; a subject may not.
 	name := strings.Join(strings.Fields(pr.Name), " ")
-	return &InvitationEmail{ProjectID: pr.ID, To: address, Subject: fmt.Sprintf("You are invited to %s on Graphmill", name), Data: data}
+	return &InvitationEmail{ProjectID: pr.ID, To: address, Subject: fmt.Sprintf("You are invited to %s on Graphmill", name), Data: data,
+		Secrets: map[string]string{"link": s.link + "#token=" + token},
+	}
 }
 
 // bareAddress reports whether s is one address as an email's recipient

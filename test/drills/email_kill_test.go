@@ -51,7 +51,7 @@ func TestEmailKillNineDrill(t *testing.T) {
 			Data: json.RawMessage(fmt.Sprintf(`{"inviterName":"Ada","projectName":"Drill","role":"project_user",`+
 				`"link":"https://graphmill.test/accept?token=t%02d","expiresAt":"2026-12-01"}`, i)),
 		}
-		require.NoError(t, email.Enqueue(ctx, tx, tpl, &j, time.Now()))
+		require.NoError(t, email.Enqueue(ctx, tx, tpl, nil, &j, time.Now()))
 		subjects[j.Subject] = j.ID
 	}
 	require.NoError(t, tx.Commit(ctx))
