@@ -182,7 +182,8 @@ func (s *Invitations) invitationEmail(pr Project, address, role, inviter, token 
 	})
 	// A project name may hold a line break; a subject may not.
 	name := strings.Join(strings.Fields(pr.Name), " ")
-	return &InvitationEmail{ProjectID: pr.ID, To: address, Subject: fmt.Sprintf("You are invited to %s on Graphmill", name), Data: data,
+	return &InvitationEmail{
+		ProjectID: pr.ID, To: address, Subject: fmt.Sprintf("You are invited to %s on Graphmill", name), Data: data,
 		Secrets: map[string]string{"link": s.link + "#token=" + token},
 	}
 }
