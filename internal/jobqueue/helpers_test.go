@@ -261,3 +261,26 @@ func declaredClient(t *testing.T, b *testBundle) *jobqueue.Client {
 	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: queueName, Table: "jobs", Handler: jobqueue.HandlerFunc(nil)}))
 	return c
 }
+
+// blockUntilCancelled is a handler that closes started, waits for its
+// context to end and sends the cause to observed.
+func blockUntilCancelled(started chan struct{}, observed chan error) jobqueue.HandlerFunc {
+	return func(ctx context.Context, _ []jobqueue.Job) []error {
+		close(started)
+		<-ctx.Done()
+		observed <- context.Cause(ctx)
+		return []error{ctx.Err()}
+	}
+}
+
+// requireCancelledWithin requires that the handler reports ErrCancelled on
+// observed within d.
+func requireCancelledWithin(t *testing.T, observed <-chan error, d time.Duration, msg string) {
+	t.Helper()
+	select {
+	case cause := <-observed:
+		require.ErrorIs(t, cause, jobqueue.ErrCancelled)
+	case <-time.After(d):
+		require.FailNow(t, msg)
+	}
+}

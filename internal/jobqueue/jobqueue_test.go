@@ -289,13 +289,7 @@ func TestCancelRunningJob(t *testing.T) {
 	started := make(chan struct{})
 	observed := make(chan error, 1)
 	// Worker process: a long lease, so only the notification can tell it.
-	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: time.Minute, Handler: jobqueue.HandlerFunc(
-		func(ctx context.Context, jobs []jobqueue.Job) []error {
-			close(started)
-			<-ctx.Done()
-			observed <- context.Cause(ctx)
-			return []error{ctx.Err()}
-		})}})
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: time.Minute, Handler: blockUntilCancelled(started, observed)}})
 	// API process: an unstarted client, so the worker hears of the cancel
 	// only through the notification.
 	api, err := jobqueue.NewClient(b.pool, jobqueue.Config{})
@@ -304,14 +298,7 @@ func TestCancelRunningJob(t *testing.T) {
 	id := b.insert(t, jobSpec{})[0]
 	<-started
 	require.NoError(t, errOf(api.Cancel(context.Background(), b.pool, queueName, id)))
-	cancelledAt := time.Now()
-	select {
-	case cause := <-observed:
-		require.ErrorIs(t, cause, jobqueue.ErrCancelled)
-		require.Less(t, time.Since(cancelledAt), time.Second)
-	case <-time.After(time.Second):
-		require.FailNow(t, "the running job's context was not cancelled within a second")
-	}
+	requireCancelledWithin(t, observed, time.Second, "the running job's context was not cancelled within a second")
 	// The worker's failure must not overwrite the cancellation.
 	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
 	r := b.job(t, id)
@@ -329,13 +316,7 @@ func TestCancelInTxTakesEffectAtCommit(t *testing.T) {
 	ctx := context.Background()
 	started := make(chan struct{})
 	observed := make(chan error, 1)
-	p := b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: time.Minute, Handler: jobqueue.HandlerFunc(
-		func(ctx context.Context, jobs []jobqueue.Job) []error {
-			close(started)
-			<-ctx.Done()
-			observed <- context.Cause(ctx)
-			return []error{ctx.Err()}
-		})}})
+	p := b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: time.Minute, Handler: blockUntilCancelled(started, observed)}})
 	id := b.insert(t, jobSpec{})[0]
 	<-started
 
@@ -362,14 +343,7 @@ func TestCancelInTxTakesEffectAtCommit(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	require.NoError(t, tx.Commit(ctx))
-	committedAt := time.Now()
-	select {
-	case cause := <-observed:
-		require.ErrorIs(t, cause, jobqueue.ErrCancelled)
-		require.Less(t, time.Since(committedAt), time.Second)
-	case <-time.After(time.Second):
-		require.FailNow(t, "the committed cancel did not reach the handler within a second")
-	}
+	requireCancelledWithin(t, observed, time.Second, "the committed cancel did not reach the handler within a second")
 	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 200*time.Millisecond, 10*time.Millisecond)
 }
 
@@ -1105,12 +1079,7 @@ func TestCancelWithoutNotifierIsCaughtByHeartbeat(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{
 		Name: queueName, Table: "jobs", Lease: 300 * time.Millisecond,
-		Handler: jobqueue.HandlerFunc(func(ctx context.Context, _ []jobqueue.Job) []error {
-			close(started)
-			<-ctx.Done()
-			observed <- context.Cause(ctx)
-			return []error{ctx.Err()}
-		}),
+		Handler: blockUntilCancelled(started, observed),
 	}))
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
@@ -1119,12 +1088,7 @@ func TestCancelWithoutNotifierIsCaughtByHeartbeat(t *testing.T) {
 	// Cancelled behind the client's back (another process, no notifier).
 	_, err = b.pool.Exec(context.Background(), `UPDATE jobs SET status = 'cancelled' WHERE id = $1`, id)
 	require.NoError(t, err)
-	select {
-	case cause := <-observed:
-		require.ErrorIs(t, cause, jobqueue.ErrCancelled)
-	case <-time.After(waitFor):
-		require.FailNow(t, "the heartbeat did not notice the cancellation")
-	}
+	requireCancelledWithin(t, observed, waitFor, "the heartbeat did not notice the cancellation")
 	requireNever(t, func() bool { return b.job(t, id).Status != "cancelled" }, 100*time.Millisecond, 10*time.Millisecond)
 }
 
