@@ -473,8 +473,8 @@ type graphObjects struct{ *graph.Service }
 type documentExtraction struct{ svc *extraction.Service }
 
 // EnqueueDocument implements document.Extraction.
-func (d *documentExtraction) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, doc uuid.UUID, trigger string, newChunks bool) error {
-	return d.svc.EnqueueDocument(ctx, tx, project, doc, trigger, newChunks)
+func (d *documentExtraction) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, doc uuid.UUID, datasource *uuid.UUID, trigger string, newChunks bool) error {
+	return d.svc.EnqueueDocument(ctx, tx, project, doc, datasource, trigger, newChunks)
 }
 
 // CancelDocumentJobs implements document.Extraction.
