@@ -35,6 +35,7 @@ import (
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/health"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/integration"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
@@ -358,6 +359,17 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 	extraction.Register(api, extractions)
 
+	// Integrations: sources synced into documents on the integration_sync
+	// queue. The registry lists the connectors this server offers.
+	integrations, err := m.integrationService(pool, box, docs)
+	if err != nil {
+		return err
+	}
+	if err := integrations.AddQueue(integration.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	integration.Register(api, integrations)
+
 	// Search: keyword through PostgreSQL, vectors through the in-process
 	// index.
 	m.vectors = vectorindex.New(pool, m.notifier, log, vectorindex.Config{CacheBytes: m.Config.VectorCacheBytes})
@@ -409,6 +421,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 			}
 			return err
 		}},
+		// Scheduled integration syncs (sync_interval_minutes).
+		scheduler.Task{Name: "integration-sync-schedule", Interval: integration.ScheduleInterval, RunInTx: integrations.QueueScheduled},
 		// Daily digests by email: one per user and UTC day (a database rule).
 		scheduler.Task{Name: "notifications-digest", Interval: notification.DigestInterval, RunInTx: m.notifs.SendDigests},
 	)
@@ -625,6 +639,24 @@ func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.
 		KeyAIBaseURL: c.KeyAIBaseURL, AccountAIBaseURL: c.AccountAIBaseURL, Environment: env,
 		LocalEnabled: c.LocalProviderEnabled(), LocalDimension: c.EmbeddingDimension, RPM: c.ProviderRPM, TPM: c.ProviderTPM,
 	}), nil
+}
+
+// integrationService builds the integration domain: the registry of
+// connectors (one per package under internal/connector), every connection
+// of theirs through the egress guard, their caches in the data directory.
+func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *document.Service) (*integration.Service, error) {
+	guard, err := egress.New(m.Config.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
+	}
+	reg, err := integration.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	return integration.NewService(integration.Config{
+		Pool: pool, Jobs: m.jobs, Box: box, Registry: reg, Documents: docs, Egress: guard,
+		CacheDir: filepath.Join(m.Config.DataDir, "integrations"), Logger: m.Logger, Now: m.Now,
+	})
 }
 
 // mcpService builds the MCP server registry with the built-in tool

@@ -1,0 +1,3 @@
+package integration_test
+
+func helperProcess() bool { return false }
