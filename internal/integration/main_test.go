@@ -195,7 +195,9 @@ func (e *extractions) EnqueueDocument(_ context.Context, _ pgx.Tx, _, doc uuid.U
 	return nil
 }
 
-func (e *extractions) CancelDocumentJobs(context.Context, pgx.Tx, uuid.UUID, uuid.UUID) error { return nil }
+func (e *extractions) CancelDocumentJobs(context.Context, pgx.Tx, uuid.UUID, uuid.UUID) error {
+	return nil
+}
 
 func (e *extractions) list() []extractionCall {
 	e.mu.Lock()
@@ -222,10 +224,9 @@ type hits struct {
 }
 
 type setupOpts struct {
-	allow   []string // egress allow list; default loopback
-	start   bool     // start the job client (the sync worker)
-	parsing bool     // also run the document parsing queue
-	pool    *pgxpool.Pool
+	allow []string // egress allow list; default loopback
+	start bool     // start the job client (the sync worker)
+	pool  *pgxpool.Pool
 }
 
 func newKey(t *testing.T) *secrets.Box {
@@ -280,9 +281,7 @@ func setup(t *testing.T, o setupOpts) *bundle {
 	})
 	require.NoError(t, err)
 	require.NoError(t, b.svc.AddQueue(2, 0))
-	if o.parsing {
-		require.NoError(t, b.docs.AddQueues(1, 0))
-	}
+	require.NoError(t, b.docs.AddQueues(1, 0)) // a started client parses what syncs store
 	if o.start {
 		require.NoError(t, jobs.Start(ctx))
 		t.Cleanup(func() {
@@ -344,7 +343,7 @@ func count(t *testing.T, db *pgxpool.Pool, q string, args ...any) int {
 
 // syncRow is a sync job as stored.
 type syncRow struct {
-	Status, Phase, Error                                             string
+	Status, Phase, Error                                           string
 	Total, Processed, Created, Updated, Unchanged, Deleted, Failed int
 }
 
