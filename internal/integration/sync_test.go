@@ -50,7 +50,9 @@ func TestSyncIncremental(t *testing.T) {
 		require.NotNil(t, c.Datasource)
 		require.Equal(t, i.ID, *c.Datasource)
 	}
-	require.Equal(t, 4, count(t, b.pool, `SELECT count(*) FROM documents WHERE datasource_id = $1 AND status = 'parsed'`, i.ID))
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM documents WHERE datasource_id = $1 AND status = 'parsed'`, i.ID) == 4
+	}, 30*time.Second, 20*time.Millisecond)
 	full, err := b.svc.Get(ctx, b.project, "docs")
 	require.NoError(t, err)
 	require.NotNil(t, full.LastSyncAt)
