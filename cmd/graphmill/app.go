@@ -25,6 +25,7 @@ import (
 	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/email"
@@ -66,6 +67,10 @@ type Main struct {
 	Now    func() time.Time
 	// HTTPClient is used for outbound calls (OIDC discovery and keys).
 	HTTPClient *http.Client
+	// Connectors are offered as integrations beside the built-in ones
+	// (integrationService): a build embedding Graphmill, or a test, adds
+	// its own.
+	Connectors []connector.Connector
 	// WorkersOnly runs the job workers and the ops endpoint only (graphmill
 	// worker): no public API, no scheduler, no bootstrap.
 	WorkersOnly bool
@@ -649,7 +654,7 @@ func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *do
 	if err != nil {
 		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
 	}
-	reg, err := integration.NewRegistry()
+	reg, err := integration.NewRegistry(m.Connectors...)
 	if err != nil {
 		return nil, err
 	}

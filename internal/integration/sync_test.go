@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/integration"
 )
 
@@ -230,4 +231,23 @@ func TestSecretsNeverLoggedOrPublished(t *testing.T) {
 	var status string
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status FROM integrations`).Scan(&status))
 	require.Equal(t, integration.StatusError, status, "a sync that gave up puts its integration in error")
+}
+
+// TestDeleteKeepsDocuments: deleting an integration removes it, its sync
+// jobs and their logs; its documents stay, detached, out of the upload
+// deduplication.
+func TestDeleteKeepsDocuments(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	ctx := context.Background()
+	b.src.put("a", "# a\n\ntext")
+	b.create(t, "docs", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	require.NoError(t, b.svc.Delete(ctx, b.project, "docs"))
+	_, err := b.svc.Get(ctx, b.project, "docs")
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM documents WHERE datasource_id IS NULL AND external_id = 'a'`))
+	require.Equal(t, errs.NotFound, errs.CodeOf(b.svc.Delete(ctx, b.project, "docs")))
 }
