@@ -51,8 +51,10 @@ type memSource struct {
 	// the walk); started is closed when the walk begins.
 	gate    chan struct{}
 	started chan struct{}
-	walks   int
-	state   json.RawMessage // the last State the walk saw
+	// delay paces the walk: it waits this long before each item.
+	delay time.Duration
+	walks int
+	state json.RawMessage // the last State the walk saw
 }
 
 func newMemSource() *memSource {
@@ -122,7 +124,7 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	m.mu.Lock()
 	m.walks++
 	m.state = w.State()
-	started, gate := m.started, m.gate
+	started, gate, delay := m.started, m.gate, m.delay
 	ids := make([]string, 0, len(m.items))
 	for id := range m.items {
 		ids = append(ids, id)
@@ -146,6 +148,13 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 		if gate != nil {
 			select {
 			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -224,16 +233,10 @@ type hits struct {
 }
 
 type setupOpts struct {
-	allow []string // egress allow list; default loopback
-	start bool     // start the job client (the sync worker)
+	allow []string      // egress allow list; default loopback
+	start bool          // start the job client (the sync worker)
+	lease time.Duration // the sync jobs' lease (0: the default)
 	pool  *pgxpool.Pool
-}
-
-func newKey(t *testing.T) *secrets.Box {
-	t.Helper()
-	box, err := secrets.New(secretKey)
-	require.NoError(t, err)
-	return box
 }
 
 // secretKey is the tests' sealing key (base64 of 32 bytes).
@@ -262,35 +265,67 @@ func setup(t *testing.T, o setupOpts) *bundle {
 	n := events.NewNotifier(pool, slog.New(slog.DiscardHandler))
 	require.NoError(t, n.Start(ctx))
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })
-	jobs, err := jobqueue.NewClient(pool, jobqueue.Config{Notifier: n, PollInterval: 200 * time.Millisecond, ReapInterval: 100 * time.Millisecond})
-	require.NoError(t, err)
-	b.jobs = jobs
-	b.docs, err = document.NewService(document.Config{Pool: pool, Jobs: jobs, Extraction: b.extract, Embedders: noEmbedder{}, Now: time.Now})
-	require.NoError(t, err)
 	allow := o.allow
 	if allow == nil {
 		allow = []string{"127.0.0.0/8"}
 	}
-	guard, err := egress.New(allow)
+	var err error
+	b.svc, b.docs, b.jobs, err = build(pool, n, b.src, b.extract, allow, o.lease, t.TempDir())
 	require.NoError(t, err)
-	reg, err := integration.NewRegistry(b.src)
-	require.NoError(t, err)
-	b.svc, err = integration.NewService(integration.Config{
-		Pool: pool, Jobs: jobs, Box: newKey(t), Registry: reg, Documents: b.docs, Egress: guard, CacheDir: t.TempDir(),
-		Backoff: func(int) time.Duration { return 10 * time.Millisecond },
-	})
-	require.NoError(t, err)
-	require.NoError(t, b.svc.AddQueue(2, 0))
-	require.NoError(t, b.docs.AddQueues(1, 0)) // a started client parses what syncs store
 	if o.start {
-		require.NoError(t, jobs.Start(ctx))
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = jobs.Stop(sctx)
-		})
+		b.startWorkers(t)
 	}
 	return b
+}
+
+// startWorkers starts the job client: the sync worker and the parsers.
+func (b *bundle) startWorkers(t *testing.T) {
+	t.Helper()
+	require.NoError(t, b.jobs.Start(context.Background()))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.jobs.Stop(sctx)
+	})
+}
+
+// build wires the integration service as app.go does, with src as its
+// only connector and every connection through an egress guard allowing
+// allow; the job client is not started.
+func build(pool *pgxpool.Pool, n *events.Notifier, src connector.Connector, ext *extractions, allow []string, lease time.Duration, cache string,
+) (*integration.Service, *document.Service, *jobqueue.Client, error) {
+	jobs, err := jobqueue.NewClient(pool, jobqueue.Config{Notifier: n, PollInterval: 200 * time.Millisecond, ReapInterval: 100 * time.Millisecond})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	docs, err := document.NewService(document.Config{Pool: pool, Jobs: jobs, Extraction: ext, Embedders: noEmbedder{}, Now: time.Now})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	guard, err := egress.New(allow)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	reg, err := integration.NewRegistry(src)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	box, err := secrets.New(secretKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	svc, err := integration.NewService(integration.Config{
+		Pool: pool, Jobs: jobs, Box: box, Registry: reg, Documents: docs, Egress: guard, CacheDir: cache,
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, Lease: lease,
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := svc.AddQueue(2, 0); err != nil {
+		return nil, nil, nil, err
+	}
+	// A started client parses what syncs store.
+	return svc, docs, jobs, docs.AddQueues(1, 0)
 }
 
 type noEmbedder struct{}

@@ -57,6 +57,9 @@ type Config struct {
 	Now      func() time.Time
 	// Backoff is the retry delay of failed syncs (nil: jobqueue's).
 	Backoff func(retry int) time.Duration
+	// Lease is the sync jobs' lease (0: jobqueue.LeaseDefault): a sync
+	// whose process died runs again once it has expired.
+	Lease time.Duration
 }
 
 // Service is the integration domain.

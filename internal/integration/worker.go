@@ -39,7 +39,7 @@ const (
 func (s *Service) AddQueue(concurrency, projectMax int) error {
 	return s.cfg.Jobs.AddQueue(jobqueue.QueueConfig{
 		Name: Queue, Table: "integration_sync_jobs", Concurrency: concurrency, BatchSize: 1, ProjectMax: projectMax,
-		Handler: jobqueue.EachFunc(s.runSync), BackoffFunc: s.cfg.Backoff, OutcomeFunc: s.syncOutcomes,
+		Handler: jobqueue.EachFunc(s.runSync), BackoffFunc: s.cfg.Backoff, OutcomeFunc: s.syncOutcomes, Lease: s.cfg.Lease,
 	})
 }
 
