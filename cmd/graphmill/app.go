@@ -402,7 +402,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.mcp.Mount(router)
 	mcpregistry.Register(api, m.mcpReg)
 	jobqueue.Register(api, m.jobs)
-	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, docs, embeddings, audit.NewService(pool, m.Now))
+	superSvc, auditLog := superadmin.NewService(pool, ten, docs.DocumentCounts), audit.NewService(pool, m.Now)
+	superadmin.Register(api, superSvc, ten, extractions, docs, embeddings, auditLog)
+	superadmin.RegisterSyncJobs(api, superSvc, integrations, auditLog)
 	superadmin.RegisterEmail(api, m.emails)
 
 	host, _ := os.Hostname()

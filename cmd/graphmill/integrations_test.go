@@ -14,6 +14,20 @@ import (
 	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
+// integrationServer starts a server offering connectors.
+func integrationServer(t *testing.T, connectors ...connector.Connector) *testServer {
+	t.Helper()
+	cfg := testConfig(t, pgtest.NewURL(t))
+	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Now: (&clock{}).Now, Connectors: connectors}
+	require.NoError(t, m.Start(context.Background()))
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	admin := m.AdminToken
+	if admin == "" {
+		admin = cfg.BootstrapToken
+	}
+	return &testServer{t: t, m: m, base: "http://" + m.APIAddr(), admin: admin, client: &http.Client{Timeout: 30 * time.Second}}
+}
+
 // notesSource is a connector of the test: notes held in memory.
 type notesSource struct{ notes map[string]string }
 
@@ -46,16 +60,7 @@ func (n notesSource) Walk(ctx context.Context, _ connector.Env, _ connector.Conf
 // datasourceId, and delete (documents kept, detached).
 func TestIntegrationsAPI(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t, pgtest.NewURL(t))
-	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Now: (&clock{}).Now,
-		Connectors: []connector.Connector{notesSource{notes: map[string]string{"n1": "# One\n\nfirst note", "n2": "# Two\n\nsecond note"}}}}
-	require.NoError(t, m.Start(context.Background()))
-	t.Cleanup(func() { m.Stop(context.Background()) })
-	admin := m.AdminToken
-	if admin == "" {
-		admin = cfg.BootstrapToken
-	}
-	s := &testServer{t: t, m: m, base: "http://" + m.APIAddr(), admin: admin, client: &http.Client{Timeout: 30 * time.Second}}
+	s := integrationServer(t, notesSource{notes: map[string]string{"n1": "# One\n\nfirst note", "n2": "# Two\n\nsecond note"}})
 	project, _ := s.defaultProject()
 	inProject := header{"X-Project-ID", project}
 
@@ -139,4 +144,113 @@ func TestIntegrationsAPI(t *testing.T) {
 	}
 	raw, _ := json.Marshal(docs)
 	require.NotContains(t, string(raw), "SECRET")
+}
+
+// blockedSource is a connector whose walk waits until its context ends.
+type blockedSource struct{ notesSource }
+
+func (blockedSource) Descriptor() connector.Descriptor {
+	d := notesSource{}.Descriptor()
+	d.Name = "blocked"
+	return d
+}
+
+func (blockedSource) Walk(ctx context.Context, _ connector.Env, _ connector.Config, _ connector.Options, w connector.Walker) error {
+	w.Log(ctx, connector.LevelInfo, "waiting for the source", map[string]any{"page": 1})
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestSuperadminSyncJobs: the sync job list (statuses in the sync
+// vocabulary, filters, stats), a job's log, bulk cancel (the running sync
+// stops) and delete, each audited; superadmins only.
+func TestSuperadminSyncJobs(t *testing.T) {
+	t.Parallel()
+	s := integrationServer(t, notesSource{notes: map[string]string{"n1": "# One\n\nfirst"}}, blockedSource{})
+	project, _ := s.defaultProject()
+	inProject := header{"X-Project-ID", project}
+	for _, p := range []string{"notes", "blocked"} {
+		s.must(201, "POST", "/api/integrations", s.admin, map[string]any{"name": p, "display_name": p, "provider_type": p,
+			"config": map[string]any{"endpoint": "https://notes.test", "api_key": "key-SECRET-0001"}}, inProject)
+	}
+	var done, running struct {
+		JobID string `json:"job_id"`
+	}
+	s.must(200, "POST", "/api/integrations/notes/sync", s.admin, nil, inProject).Decode(t, &done)
+	s.must(200, "POST", "/api/integrations/blocked/sync", s.admin, nil, inProject).Decode(t, &running)
+	// The second request while one is active answers with that job.
+	again := s.must(200, "POST", "/api/integrations/blocked/sync", s.admin, nil, inProject).JSON(t)
+	require.Equal(t, false, again["success"])
+	require.Equal(t, "a sync is already in progress", again["message"])
+	require.Equal(t, running.JobID, again["job_id"])
+
+	type page struct {
+		Data  []map[string]any `json:"data"`
+		Stats struct {
+			Total    int            `json:"total"`
+			ByStatus map[string]int `json:"byStatus"`
+		} `json:"stats"`
+		Meta map[string]any `json:"meta"`
+	}
+	var list page
+	require.Eventually(t, func() bool {
+		list = page{}
+		s.must(200, "GET", "/api/superadmin/sync-jobs?status=running", s.admin, nil).Decode(t, &list)
+		return len(list.Data) == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, running.JobID, list.Data[0]["id"])
+	require.Equal(t, "blocked", list.Data[0]["integrationName"])
+	require.Equal(t, "manual", list.Data[0]["triggerType"])
+	require.Eventually(t, func() bool {
+		list = page{}
+		s.must(200, "GET", "/api/superadmin/sync-jobs?projectId="+project, s.admin, nil).Decode(t, &list)
+		return list.Stats.ByStatus["completed"] == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, 2, list.Stats.Total)
+	require.Equal(t, 1, list.Stats.ByStatus["running"])
+	s.must(400, "GET", "/api/superadmin/sync-jobs?status=queued", s.admin, nil)
+
+	var logs struct {
+		Logs []map[string]any `json:"logs"`
+	}
+	s.must(200, "GET", "/api/superadmin/sync-jobs/"+running.JobID+"/logs", s.admin, nil).Decode(t, &logs)
+	require.NotEmpty(t, logs.Logs)
+	msgs := []any{}
+	for _, l := range logs.Logs {
+		msgs = append(msgs, l["message"])
+		require.Contains(t, l, "timestamp")
+		require.Contains(t, l, "level")
+	}
+	require.Contains(t, msgs, "waiting for the source")
+	s.must(404, "GET", "/api/superadmin/sync-jobs/01a20c67-3f4f-73a6-8bdc-ef22c6768706/logs", s.admin, nil)
+
+	_, plain := s.newMember("plain@example.com", []string{"admin:read", "admin:write"}, project, "admin")
+	s.must(403, "GET", "/api/superadmin/sync-jobs", plain, nil)
+	s.must(403, "POST", "/api/superadmin/sync-jobs/cancel", plain, map[string]any{"ids": []string{running.JobID}})
+
+	// Cancel: the running one stops; delete: only finished ones go.
+	c := s.must(200, "POST", "/api/superadmin/sync-jobs/cancel", s.admin, map[string]any{"ids": []string{running.JobID, done.JobID}}).JSON(t)
+	require.Equal(t, float64(1), c["cancelledCount"])
+	require.Eventually(t, func() bool {
+		list = page{}
+		s.must(200, "GET", "/api/superadmin/sync-jobs?status=cancelled", s.admin, nil).Decode(t, &list)
+		return len(list.Data) == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	d := s.must(200, "POST", "/api/superadmin/sync-jobs/delete", s.admin, map[string]any{"ids": []string{running.JobID, done.JobID}}).JSON(t)
+	require.Equal(t, float64(2), d["deletedCount"])
+	list = page{}
+	s.must(200, "GET", "/api/superadmin/sync-jobs", s.admin, nil).Decode(t, &list)
+	require.Empty(t, list.Data)
+	var audits struct {
+		Data []map[string]any `json:"data"`
+	}
+	s.must(200, "GET", "/api/superadmin/audit", s.admin, nil).Decode(t, &audits)
+	actions := []any{}
+	for _, a := range audits.Data {
+		actions = append(actions, a["action"])
+	}
+	require.Contains(t, actions, "sync_jobs.cancel")
+	require.Contains(t, actions, "sync_jobs.delete")
+	// The running sync's worker let go of it: a new sync can run.
+	s.must(200, "POST", "/api/integrations/notes/sync", s.admin, nil, inProject)
 }
