@@ -71,13 +71,19 @@ func TestIntegrationsAPI(t *testing.T) {
 	require.Equal(t, []any{"endpoint"}, avail[0]["required_fields"])
 	require.Equal(t, []any{"api_key", "sync_interval_minutes", "max_delete_fraction"}, avail[0]["optional_fields"])
 
-	body := map[string]any{"name": "kb", "display_name": "Knowledge", "provider_type": "notes",
-		"config": map[string]any{"endpoint": "https://notes.test", "api_key": "key-SECRET-0001"}}
-	r := s.must(400, "POST", "/api/integrations", s.admin, map[string]any{"name": "kb", "display_name": "K", "provider_type": "notes",
-		"config": map[string]any{"api_key": "x"}}, inProject)
+	body := map[string]any{
+		"name": "kb", "display_name": "Knowledge", "provider_type": "notes",
+		"config": map[string]any{"endpoint": "https://notes.test", "api_key": "key-SECRET-0001"},
+	}
+	r := s.must(400, "POST", "/api/integrations", s.admin, map[string]any{
+		"name": "kb", "display_name": "K", "provider_type": "notes",
+		"config": map[string]any{"api_key": "x"},
+	}, inProject)
 	require.Contains(t, r.Detail(t), "config field endpoint is required")
-	r = s.must(400, "POST", "/api/integrations", s.admin, map[string]any{"name": "kb", "display_name": "K", "provider_type": "notes",
-		"config": map[string]any{"endpoint": "https://notes.test", "colour": "red"}}, inProject)
+	r = s.must(400, "POST", "/api/integrations", s.admin, map[string]any{
+		"name": "kb", "display_name": "K", "provider_type": "notes",
+		"config": map[string]any{"endpoint": "https://notes.test", "colour": "red"},
+	}, inProject)
 	require.Contains(t, r.Detail(t), `"colour" is not a field of notes`)
 	r = s.must(201, "POST", "/api/integrations", s.admin, body, inProject)
 	require.NotContains(t, string(r.Body), "SECRET")
@@ -170,8 +176,10 @@ func TestSuperadminSyncJobs(t *testing.T) {
 	project, _ := s.defaultProject()
 	inProject := header{"X-Project-ID", project}
 	for _, p := range []string{"notes", "blocked"} {
-		s.must(201, "POST", "/api/integrations", s.admin, map[string]any{"name": p, "display_name": p, "provider_type": p,
-			"config": map[string]any{"endpoint": "https://notes.test", "api_key": "key-SECRET-0001"}}, inProject)
+		s.must(201, "POST", "/api/integrations", s.admin, map[string]any{
+			"name": p, "display_name": p, "provider_type": p,
+			"config": map[string]any{"endpoint": "https://notes.test", "api_key": "key-SECRET-0001"},
+		}, inProject)
 	}
 	var done, running struct {
 		JobID string `json:"job_id"`

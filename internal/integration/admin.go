@@ -160,4 +160,3 @@ func (s *Service) DeleteSyncJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID
 	}
 	return s.cfg.Jobs.DeleteWhere(ctx, tx, Queue, jobqueue.Where{IDs: ids})
 }
-

@@ -154,8 +154,10 @@ func TestTestNeverEchoesSecrets(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	ctx := context.Background()
-	_, err := b.svc.Create(ctx, b.project, nil, integration.CreateParams{Name: "denied", DisplayName: "D", ProviderType: "mem",
-		Config: map[string]json.RawMessage{"url": raw(b.site.URL + "/denied"), "token": raw("tok-SECRET-123456")}})
+	_, err := b.svc.Create(ctx, b.project, nil, integration.CreateParams{
+		Name: "denied", DisplayName: "D", ProviderType: "mem",
+		Config: map[string]json.RawMessage{"url": raw(b.site.URL + "/denied"), "token": raw("tok-SECRET-123456")},
+	})
 	require.NoError(t, err)
 	res, err := b.svc.Test(ctx, b.project, "denied")
 	require.NoError(t, err)

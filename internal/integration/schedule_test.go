@@ -28,8 +28,10 @@ func TestScheduleQueuesDueSyncs(t *testing.T) {
 	_, err := b.svc.Update(ctx, b.project, "off", integration.UpdateParams{Status: &inactive})
 	require.NoError(t, err)
 	gone := newProject(t, b.pool)
-	_, err = b.svc.Create(ctx, gone, nil, integration.CreateParams{Name: "gone", DisplayName: "G", ProviderType: "mem",
-		Config: b.cfg(map[string]any{"sync_interval_minutes": 10})})
+	_, err = b.svc.Create(ctx, gone, nil, integration.CreateParams{
+		Name: "gone", DisplayName: "G", ProviderType: "mem",
+		Config: b.cfg(map[string]any{"sync_interval_minutes": 10}),
+	})
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `UPDATE projects SET deleted_at = now() WHERE id = $1`, gone)
 	require.NoError(t, err)

@@ -76,8 +76,10 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 	if err != nil {
 		return err
 	}
-	w := &walker{s: s, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: r.ConnectorState,
-		secrets: secretValues(o.desc, o.cfg)}
+	w := &walker{
+		s: s, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: r.ConnectorState,
+		secrets: secretValues(o.desc, o.cfg),
+	}
 	if err := syncJobSetPhase(ctx, s.cfg.Pool, j.ID, PhaseListing, nil, s.now()); err != nil {
 		return err
 	}
