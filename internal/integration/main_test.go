@@ -242,7 +242,7 @@ type setupOpts struct {
 // secretKey is the tests' sealing key (base64 of 32 bytes).
 const secretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
-func setup(t *testing.T, o setupOpts) *bundle {
+func setup(t testing.TB, o setupOpts) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := o.pool
@@ -279,7 +279,7 @@ func setup(t *testing.T, o setupOpts) *bundle {
 }
 
 // startWorkers starts the job client: the sync worker and the parsers.
-func (b *bundle) startWorkers(t *testing.T) {
+func (b *bundle) startWorkers(t testing.TB) {
 	t.Helper()
 	require.NoError(t, b.jobs.Start(context.Background()))
 	t.Cleanup(func() {
@@ -334,7 +334,7 @@ func (noEmbedder) Embedder(context.Context, uuid.UUID) (llm.Embedder, error) {
 	return nil, errors.New("no embedder in these tests")
 }
 
-func newProject(t *testing.T, pool *pgxpool.Pool) uuid.UUID {
+func newProject(t testing.TB, pool *pgxpool.Pool) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	org, project := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
@@ -360,7 +360,7 @@ func raw(v any) json.RawMessage {
 }
 
 // create configures integration name.
-func (b *bundle) create(t *testing.T, name string, extra map[string]any) integration.Integration {
+func (b *bundle) create(t testing.TB, name string, extra map[string]any) integration.Integration {
 	t.Helper()
 	i, err := b.svc.Create(context.Background(), b.project, nil, integration.CreateParams{
 		Name: name, DisplayName: "Source " + name, ProviderType: "mem", Config: b.cfg(extra),
@@ -369,7 +369,7 @@ func (b *bundle) create(t *testing.T, name string, extra map[string]any) integra
 	return i
 }
 
-func count(t *testing.T, db *pgxpool.Pool, q string, args ...any) int {
+func count(t testing.TB, db *pgxpool.Pool, q string, args ...any) int {
 	t.Helper()
 	var n int
 	require.NoError(t, db.QueryRow(context.Background(), q, args...).Scan(&n))
@@ -382,7 +382,7 @@ type syncRow struct {
 	Total, Processed, Created, Updated, Unchanged, Deleted, Failed int
 }
 
-func (b *bundle) job(t *testing.T, id uuid.UUID) syncRow {
+func (b *bundle) job(t testing.TB, id uuid.UUID) syncRow {
 	t.Helper()
 	var r syncRow
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status, phase, COALESCE(error_msg, ''), total_items, processed_items,
@@ -392,7 +392,7 @@ func (b *bundle) job(t *testing.T, id uuid.UUID) syncRow {
 }
 
 // syncAndWait queues a sync and waits for it to end.
-func (b *bundle) syncAndWait(t *testing.T, name string, opts integration.SyncOptions) syncRow {
+func (b *bundle) syncAndWait(t testing.TB, name string, opts integration.SyncOptions) syncRow {
 	t.Helper()
 	res, err := b.svc.Sync(context.Background(), b.project, name, integration.TriggerManual, opts)
 	require.NoError(t, err)
@@ -400,7 +400,7 @@ func (b *bundle) syncAndWait(t *testing.T, name string, opts integration.SyncOpt
 	return b.wait(t, res.JobID)
 }
 
-func (b *bundle) wait(t *testing.T, id uuid.UUID) syncRow {
+func (b *bundle) wait(t testing.TB, id uuid.UUID) syncRow {
 	t.Helper()
 	var r syncRow
 	require.Eventually(t, func() bool {
@@ -411,7 +411,7 @@ func (b *bundle) wait(t *testing.T, id uuid.UUID) syncRow {
 }
 
 // docs lists the project's synced documents: external id to content.
-func (b *bundle) synced(t *testing.T) map[string]string {
+func (b *bundle) synced(t testing.TB) map[string]string {
 	t.Helper()
 	rows, err := b.pool.Query(context.Background(), `SELECT external_id, convert_from(content, 'UTF8') FROM documents WHERE project_id = $1 AND datasource_id IS NOT NULL`, b.project)
 	require.NoError(t, err)
