@@ -251,3 +251,24 @@ func TestDeleteKeepsDocuments(t *testing.T) {
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM documents WHERE datasource_id IS NULL AND external_id = 'a'`))
 	require.Equal(t, errs.NotFound, errs.CodeOf(b.svc.Delete(ctx, b.project, "docs")))
 }
+
+// TestRetriedSyncCountsOnce: a walk that fails after reporting items is
+// retried; the retries do not count again the items an earlier attempt
+// counted, unchanged or stored.
+func TestRetriedSyncCountsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	for _, id := range []string{"a", "b", "c"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.create(t, "docs", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	b.src.put("d", "# d\n\ntext d")
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("the listing broke off")
+	b.src.mu.Unlock()
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "failed", Phase: "listing", Error: "the listing broke off", Total: 4, Processed: 4, Created: 1, Unchanged: 3}, r)
+	require.Equal(t, 5, b.src.walks, "the first sync, then four attempts of the failing one (max_retries 3)")
+	require.Len(t, b.synced(t), 4)
+}

@@ -90,8 +90,10 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 		return fmt.Errorf("create integration cache: %w", err)
 	}
 	walkErr := o.conn.Walk(ctx, s.env(r.ID, FetchTimeout), o.cfg, opts.connector(), w)
-	if walkErr == nil {
-		walkErr = w.flush(ctx)
+	// The unchanged items seen are confirmed even when the walk failed:
+	// a retry does not count them again.
+	if err := w.flush(ctx); walkErr == nil {
+		walkErr = err
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
