@@ -269,6 +269,9 @@ func TestRetriedSyncCountsOnce(t *testing.T) {
 	b.src.mu.Unlock()
 	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
 	require.Equal(t, syncRow{Status: "failed", Phase: "listing", Error: "the listing broke off", Total: 4, Processed: 4, Created: 1, Unchanged: 3}, r)
-	require.Equal(t, 5, b.src.walks, "the first sync, then four attempts of the failing one (max_retries 3)")
+	b.src.mu.Lock()
+	walks := b.src.walks
+	b.src.mu.Unlock()
+	require.Equal(t, 5, walks, "the first sync, then four attempts of the failing one (max_retries 3)")
 	require.Len(t, b.synced(t), 4)
 }
