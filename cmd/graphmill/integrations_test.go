@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
@@ -258,4 +259,65 @@ func TestSuperadminSyncJobs(t *testing.T) {
 	require.Contains(t, actions, "sync_jobs.delete")
 	// The running sync's worker let go of it: a new sync can run.
 	s.must(200, "POST", "/api/integrations/notes/sync", s.admin, nil, inProject)
+}
+
+// refusedSource is a connector whose source refuses the credentials,
+// naming them in its error as a careless client library would.
+type refusedSource struct{ notesSource }
+
+func (refusedSource) Descriptor() connector.Descriptor {
+	d := notesSource{}.Descriptor()
+	d.Name = "refused"
+	return d
+}
+
+func (refusedSource) Walk(_ context.Context, _ connector.Env, cfg connector.Config, _ connector.Options, _ connector.Walker) error {
+	return errs.Errorf(errs.Invalid, "the source refused the key %s", cfg.String("api_key"))
+}
+
+// TestFailedSyncNotifiesWithoutSecrets: a sync that gives up puts its
+// integration in error, tells the project's admins, and publishes
+// integration.sync.completed with status failed; the secret appears in
+// none of them, nor in any response.
+func TestFailedSyncNotifiesWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	s := integrationServer(t, refusedSource{})
+	project, _ := s.defaultProject()
+	inProject := header{"X-Project-ID", project}
+	s.must(201, "POST", "/api/integrations", s.admin, map[string]any{
+		"name": "r", "display_name": "R", "provider_type": "refused",
+		"config": map[string]any{"endpoint": "https://notes.test", "api_key": "key-SECRET-0001"},
+	}, inProject)
+	s.must(200, "POST", "/api/integrations/r/sync", s.admin, nil, inProject)
+	var full map[string]any
+	require.Eventually(t, func() bool {
+		full = s.must(200, "GET", "/api/integrations/r", s.admin, nil, inProject).JSON(t)
+		return full["status"] == "error"
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, "failed", full["last_sync_status"])
+	var notes struct {
+		Data []map[string]any `json:"data"`
+	}
+	require.Eventually(t, func() bool {
+		notes.Data = nil
+		s.must(200, "GET", "/api/notifications", s.admin, nil, inProject).Decode(t, &notes)
+		return len(notes.Data) > 0
+	}, 30*time.Second, 50*time.Millisecond)
+	raw, _ := json.Marshal(notes)
+	require.Contains(t, string(raw), "the source refused the key ***")
+	require.NotContains(t, string(raw), "SECRET")
+	r := s.must(200, "GET", "/api/superadmin/sync-jobs", s.admin, nil)
+	require.NotContains(t, string(r.Body), "SECRET")
+	var events []map[string]any
+	rows, err := s.m.db.pool.Query(context.Background(), `SELECT payload FROM events WHERE type = 'integration.sync.completed'`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var p map[string]any
+		require.NoError(t, rows.Scan(&p))
+		events = append(events, p)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, events, 1)
+	require.Equal(t, "failed", events[0]["status"])
+	require.Equal(t, "the source refused the key ***", events[0]["error"])
 }
