@@ -662,7 +662,7 @@ func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *do
 	}
 	return integration.NewService(integration.Config{
 		Pool: pool, Jobs: m.jobs, Box: box, Registry: reg, Documents: docs, Egress: guard,
-		CacheDir: filepath.Join(m.Config.DataDir, "integrations"), Logger: m.Logger, Now: m.Now,
+		CacheDir: filepath.Join(m.Config.DataDir, "integrations"), MaxItemBytes: m.Config.MaxUploadBytes, Logger: m.Logger, Now: m.Now,
 	})
 }
 

@@ -239,6 +239,9 @@ type setupOpts struct {
 	pool  *pgxpool.Pool
 }
 
+// maxItemBytes bounds the tests' items.
+const maxItemBytes = 64 << 10
+
 // secretKey is the tests' sealing key (base64 of 32 bytes).
 const secretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
@@ -316,7 +319,7 @@ func build(pool *pgxpool.Pool, n *events.Notifier, src connector.Connector, ext 
 	}
 	svc, err := integration.NewService(integration.Config{
 		Pool: pool, Jobs: jobs, Box: box, Registry: reg, Documents: docs, Egress: guard, CacheDir: cache,
-		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, Lease: lease,
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, Lease: lease, MaxItemBytes: maxItemBytes,
 	})
 	if err != nil {
 		return nil, nil, nil, err

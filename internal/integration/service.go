@@ -57,6 +57,10 @@ type Config struct {
 	Now      func() time.Time
 	// Backoff is the retry delay of failed syncs (nil: jobqueue's).
 	Backoff func(retry int) time.Duration
+	// MaxItemBytes bounds an item's content, as GRAPHMILL_MAX_UPLOAD_BYTES
+	// bounds an upload's (0: no bound beyond the document domain's); a
+	// larger item is skipped.
+	MaxItemBytes int64
 	// Lease is the sync jobs' lease (0: jobqueue.LeaseDefault): a sync
 	// whose process died runs again once it has expired.
 	Lease time.Duration

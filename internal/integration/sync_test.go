@@ -3,6 +3,8 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -274,4 +276,35 @@ func TestRetriedSyncCountsOnce(t *testing.T) {
 	b.src.mu.Unlock()
 	require.Equal(t, 5, walks, "the first sync, then four attempts of the failing one (max_retries 3)")
 	require.Len(t, b.synced(t), 4)
+}
+
+// TestSkippedItems: an item too large or of an unsupported format is
+// skipped (counted failed, logged), the walk goes on, and the skip does
+// not stop the deletion of items gone from the source.
+func TestSkippedItems(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	for _, id := range []string{"a", "b", "c"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.create(t, "docs", nil)
+	require.Equal(t, 3, b.syncAndWait(t, "docs", integration.SyncOptions{}).Created)
+	b.src.remove("c")
+	b.src.put("big", "# big\n\n"+strings.Repeat("x", maxItemBytes))
+	b.src.mu.Lock()
+	b.src.items["bin"] = connector.Item{ExternalID: "bin", Filename: "tool.exe", MimeType: "application/x-msdownload", Content: []byte{0x4d, 0x5a, 0, 1}}
+	b.src.mu.Unlock()
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 4, Processed: 4, Unchanged: 2, Failed: 2, Deleted: 1}, r)
+	require.Equal(t, []string{"a", "b"}, sortedKeys(b.synced(t)))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'skipped: the item is larger than%'`))
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

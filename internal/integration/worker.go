@@ -306,10 +306,19 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 	var skip error
 	err := postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
 		now := w.s.now()
-		id, res, err := w.s.cfg.Documents.PutSourced(ctx, tx, document.Sourced{
-			ProjectID: w.project, DatasourceID: w.integration, SyncJobID: w.job.ID, ExternalID: it.ExternalID, Version: it.Version,
-			Title: it.Title, URL: it.URL, Filename: it.Filename, MimeType: it.MimeType, Data: it.Content, Modified: it.Modified,
-		})
+		var (
+			id  uuid.UUID
+			res document.PutResult
+			err error
+		)
+		if limit := w.s.cfg.MaxItemBytes; limit > 0 && int64(len(it.Content)) > limit {
+			err = errs.Errorf(errs.PayloadTooLarge, "the item is larger than %d bytes", limit)
+		} else {
+			id, res, err = w.s.cfg.Documents.PutSourced(ctx, tx, document.Sourced{
+				ProjectID: w.project, DatasourceID: w.integration, SyncJobID: w.job.ID, ExternalID: it.ExternalID, Version: it.Version,
+				Title: it.Title, URL: it.URL, Filename: it.Filename, MimeType: it.MimeType, Data: it.Content, Modified: it.Modified,
+			})
+		}
 		if code := errs.CodeOf(err); code == errs.Invalid || code == errs.PayloadTooLarge {
 			skip = err
 			if err := syncJobCount(ctx, tx, w.job.ID, counts{Total: 1, Processed: 1, Failed: 1}, now); err != nil {
