@@ -153,19 +153,30 @@ func TestIntegrationsAPI(t *testing.T) {
 	require.NotContains(t, string(raw), "SECRET")
 }
 
-// blockedSource is a connector whose walk waits until its context ends.
-type blockedSource struct{ notesSource }
+// walkSource is a connector of the test named name whose walk is walk.
+type walkSource struct {
+	notesSource
+	name string
+	walk func(ctx context.Context, cfg connector.Config, w connector.Walker) error
+}
 
-func (blockedSource) Descriptor() connector.Descriptor {
+func (s walkSource) Descriptor() connector.Descriptor {
 	d := notesSource{}.Descriptor()
-	d.Name = "blocked"
+	d.Name = s.name
 	return d
 }
 
-func (blockedSource) Walk(ctx context.Context, _ connector.Env, _ connector.Config, _ connector.Options, w connector.Walker) error {
-	w.Log(ctx, connector.LevelInfo, "waiting for the source", map[string]any{"page": 1})
-	<-ctx.Done()
-	return ctx.Err()
+func (s walkSource) Walk(ctx context.Context, _ connector.Env, cfg connector.Config, _ connector.Options, w connector.Walker) error {
+	return s.walk(ctx, cfg, w)
+}
+
+// blockedSource is a connector whose walk waits until its context ends.
+func blockedSource() walkSource {
+	return walkSource{name: "blocked", walk: func(ctx context.Context, _ connector.Config, w connector.Walker) error {
+		w.Log(ctx, connector.LevelInfo, "waiting for the source", map[string]any{"page": 1})
+		<-ctx.Done()
+		return ctx.Err()
+	}}
 }
 
 // TestSuperadminSyncJobs: the sync job list (statuses in the sync
@@ -173,7 +184,7 @@ func (blockedSource) Walk(ctx context.Context, _ connector.Env, _ connector.Conf
 // stops) and delete, each audited; superadmins only.
 func TestSuperadminSyncJobs(t *testing.T) {
 	t.Parallel()
-	s := integrationServer(t, notesSource{notes: map[string]string{"n1": "# One\n\nfirst"}}, blockedSource{})
+	s := integrationServer(t, notesSource{notes: map[string]string{"n1": "# One\n\nfirst"}}, blockedSource())
 	project, _ := s.defaultProject()
 	inProject := header{"X-Project-ID", project}
 	for _, p := range []string{"notes", "blocked"} {
@@ -257,22 +268,18 @@ func TestSuperadminSyncJobs(t *testing.T) {
 	}
 	require.Contains(t, actions, "sync_jobs.cancel")
 	require.Contains(t, actions, "sync_jobs.delete")
-	// The running sync's worker let go of it: a new sync can run.
-	s.must(200, "POST", "/api/integrations/notes/sync", s.admin, nil, inProject)
+	// The cancelled sync is no longer active: a new one is queued.
+	again = s.must(200, "POST", "/api/integrations/blocked/sync", s.admin, nil, inProject).JSON(t)
+	require.Equal(t, true, again["success"])
+	require.NotEqual(t, running.JobID, again["job_id"])
 }
 
 // refusedSource is a connector whose source refuses the credentials,
 // naming them in its error as a careless client library would.
-type refusedSource struct{ notesSource }
-
-func (refusedSource) Descriptor() connector.Descriptor {
-	d := notesSource{}.Descriptor()
-	d.Name = "refused"
-	return d
-}
-
-func (refusedSource) Walk(_ context.Context, _ connector.Env, cfg connector.Config, _ connector.Options, _ connector.Walker) error {
-	return errs.Errorf(errs.Invalid, "the source refused the key %s", cfg.String("api_key"))
+func refusedSource() walkSource {
+	return walkSource{name: "refused", walk: func(_ context.Context, cfg connector.Config, _ connector.Walker) error {
+		return errs.Errorf(errs.Invalid, "the source refused the key %s", cfg.String("api_key"))
+	}}
 }
 
 // TestFailedSyncNotifiesWithoutSecrets: a sync that gives up puts its
@@ -281,7 +288,7 @@ func (refusedSource) Walk(_ context.Context, _ connector.Env, cfg connector.Conf
 // none of them, nor in any response.
 func TestFailedSyncNotifiesWithoutSecrets(t *testing.T) {
 	t.Parallel()
-	s := integrationServer(t, refusedSource{})
+	s := integrationServer(t, refusedSource())
 	project, _ := s.defaultProject()
 	inProject := header{"X-Project-ID", project}
 	s.must(201, "POST", "/api/integrations", s.admin, map[string]any{
