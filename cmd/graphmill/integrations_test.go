@@ -108,6 +108,8 @@ func TestIntegrationsAPI(t *testing.T) {
 	s.must(404, "GET", "/api/integrations/nope/public", viewer, nil, inProject)
 	_, outsider := s.newUser("outsider@example.com", []string{"integrations:read"}, "")
 	s.must(404, "GET", "/api/integrations/kb/public", outsider, nil, inProject)
+	s.must(404, "GET", "/api/integrations", s.admin, nil, inProject, header{"X-Org-ID", "01a20c67-3f4f-73a6-8bdc-ef22c6768706"})
+	s.must(401, "GET", "/api/integrations", "", nil, inProject)
 
 	// The masked secret sent back is kept; a new endpoint needs it again.
 	full := s.must(200, "GET", "/api/integrations/kb", s.admin, nil, inProject).JSON(t)
