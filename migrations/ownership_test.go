@@ -39,6 +39,7 @@ func tableOwners() map[string]string {
 		"mcpregistry":     {"mcp_servers", "mcp_server_tools", "mcp_org_tool_settings", "mcp_project_tool_settings"},
 		"email":           {"email_jobs"},
 		"audit":           {"audit_events"},
+		"integration":     {"integrations", "integration_sync_jobs", "integration_sync_logs"},
 	}
 	owners := map[string]string{}
 	for pkg, tables := range byPackage {

@@ -25,6 +25,7 @@ import (
 	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/email"
@@ -35,6 +36,7 @@ import (
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/health"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/integration"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
@@ -65,6 +67,10 @@ type Main struct {
 	Now    func() time.Time
 	// HTTPClient is used for outbound calls (OIDC discovery and keys).
 	HTTPClient *http.Client
+	// Connectors are offered as integrations beside the built-in ones
+	// (integrationService): a build embedding Graphmill, or a test, adds
+	// its own.
+	Connectors []connector.Connector
 	// WorkersOnly runs the job workers and the ops endpoint only (graphmill
 	// worker): no public API, no scheduler, no bootstrap.
 	WorkersOnly bool
@@ -359,6 +365,17 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 	extraction.Register(api, extractions)
 
+	// Integrations: sources synced into documents on the integration_sync
+	// queue. The registry lists the connectors this server offers.
+	integrations, err := m.integrationService(pool, box, docs)
+	if err != nil {
+		return err
+	}
+	if err := integrations.AddQueue(integration.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	integration.Register(api, integrations)
+
 	// Search: keyword through PostgreSQL, vectors through the in-process
 	// index.
 	m.vectors = vectorindex.New(pool, m.notifier, log, vectorindex.Config{CacheBytes: m.Config.VectorCacheBytes})
@@ -386,7 +403,9 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.mcp.Mount(router)
 	mcpregistry.Register(api, m.mcpReg)
 	jobqueue.Register(api, m.jobs)
-	superadmin.Register(api, superadmin.NewService(pool, ten, docs.DocumentCounts), ten, extractions, docs, embeddings, audit.NewService(pool, m.Now))
+	superSvc, auditLog := superadmin.NewService(pool, ten, docs.DocumentCounts), audit.NewService(pool, m.Now)
+	superadmin.Register(api, superSvc, ten, extractions, docs, embeddings, auditLog)
+	superadmin.RegisterSyncJobs(api, superSvc, integrations, auditLog)
 	superadmin.RegisterEmail(api, m.emails)
 
 	host, _ := os.Hostname()
@@ -410,6 +429,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 			}
 			return err
 		}},
+		// Scheduled integration syncs (sync_interval_minutes).
+		scheduler.Task{Name: "integration-sync-schedule", Interval: integration.ScheduleInterval, RunInTx: integrations.QueueScheduled},
 		// Daily digests by email: one per user and UTC day (a database rule).
 		scheduler.Task{Name: "notifications-digest", Interval: notification.DigestInterval, RunInTx: m.notifs.SendDigests},
 	)
@@ -474,8 +495,8 @@ type graphObjects struct{ *graph.Service }
 type documentExtraction struct{ svc *extraction.Service }
 
 // EnqueueDocument implements document.Extraction.
-func (d *documentExtraction) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, doc uuid.UUID, trigger string, newChunks bool) error {
-	return d.svc.EnqueueDocument(ctx, tx, project, doc, trigger, newChunks)
+func (d *documentExtraction) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, doc uuid.UUID, datasource *uuid.UUID, trigger string, newChunks bool) error {
+	return d.svc.EnqueueDocument(ctx, tx, project, doc, datasource, trigger, newChunks)
 }
 
 // CancelDocumentJobs implements document.Extraction.
@@ -626,6 +647,24 @@ func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.
 		KeyAIBaseURL: c.KeyAIBaseURL, AccountAIBaseURL: c.AccountAIBaseURL, Environment: env,
 		LocalEnabled: c.LocalProviderEnabled(), LocalDimension: c.EmbeddingDimension, RPM: c.ProviderRPM, TPM: c.ProviderTPM,
 	}), nil
+}
+
+// integrationService builds the integration domain: the registry of
+// connectors (one per package under internal/connector), every connection
+// of theirs through the egress guard, their caches in the data directory.
+func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *document.Service) (*integration.Service, error) {
+	guard, err := egress.New(m.Config.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
+	}
+	reg, err := integration.NewRegistry(m.Connectors...)
+	if err != nil {
+		return nil, err
+	}
+	return integration.NewService(integration.Config{
+		Pool: pool, Jobs: m.jobs, Box: box, Registry: reg, Documents: docs, Egress: guard,
+		CacheDir: filepath.Join(m.Config.DataDir, "integrations"), MaxItemBytes: m.Config.MaxUploadBytes, Logger: m.Logger, Now: m.Now,
+	})
 }
 
 // mcpService builds the MCP server registry with the built-in tool

@@ -230,7 +230,8 @@ func TestSchedulerMetrics(t *testing.T) {
 	_, noScope := s.newUser("n@example.com", []string{"documents:read"}, "")
 	s.must(401, "GET", "/api/metrics/scheduler", "", nil)
 	s.must(403, "GET", "/api/metrics/scheduler", noScope, nil)
-	// The expiry tasks, the digest, the model catalog refresh and scheduled re-extraction run at start.
+	// The expiry tasks, the digest, the model catalog refresh, scheduled
+	// re-extraction and the integration sync schedule run at start.
 	require.Eventually(t, func() bool {
 		var m struct {
 			Message string `json:"message"`
@@ -244,8 +245,8 @@ func TestSchedulerMetrics(t *testing.T) {
 		for _, task := range m.Tasks {
 			runs[task.Name] = task.Runs
 		}
-		return len(m.Tasks) == 5 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 && runs["notifications-digest"] >= 1 &&
-			runs["provider-models-sync"] >= 1 && runs["scheduled-reextraction"] >= 1 && m.Message != ""
+		return len(m.Tasks) == 6 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 && runs["notifications-digest"] >= 1 &&
+			runs["provider-models-sync"] >= 1 && runs["scheduled-reextraction"] >= 1 && runs["integration-sync-schedule"] >= 1 && m.Message != ""
 	}, 10*time.Second, 50*time.Millisecond)
 }
 
@@ -268,7 +269,7 @@ func TestSchedulerMetricsSanitized(t *testing.T) {
 		s.must(200, "GET", "/api/metrics/scheduler", s.admin, nil).Decode(t, &m)
 		for _, task := range m.Tasks {
 			if task["name"] == "provider-models-sync" {
-				return len(m.Tasks) == 5 && task["runs"].(float64) >= 1
+				return len(m.Tasks) == 6 && task["runs"].(float64) >= 1
 			}
 		}
 		return false

@@ -30,6 +30,8 @@ const (
 	UserDelete                  Action = "user.delete"
 	OrganizationDelete          Action = "organization.delete"
 	ProjectDelete               Action = "project.delete"
+	SyncJobsCancel              Action = "sync_jobs.cancel"
+	SyncJobsDelete              Action = "sync_jobs.delete"
 )
 
 // Actions returns every action, in the order the API documents them.
@@ -37,6 +39,7 @@ func Actions() []Action {
 	return []Action{
 		ExtractionJobsCancel, ExtractionJobsDelete, DocumentParsingJobsDelete, DocumentParsingJobsRetry,
 		EmbeddingJobsDelete, EmbeddingJobsCleanupOrphans, UserDelete, OrganizationDelete, ProjectDelete,
+		SyncJobsCancel, SyncJobsDelete,
 	}
 }
 

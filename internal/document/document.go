@@ -37,6 +37,13 @@ type Document struct {
 	Embedded   int       `json:"embeddedChunks" doc:"Chunks with an embedding."`
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
+	// DatasourceID is the integration the document was synced from, with
+	// the item's source metadata; unset for uploads.
+	DatasourceID  *uuid.UUID `json:"datasourceId,omitempty" db:"datasource_id"`
+	ExternalID    string     `json:"externalId,omitempty" db:"external_id" doc:"The item's id at its source."`
+	SourceURL     string     `json:"sourceUrl,omitempty" db:"source_url"`
+	SourceVersion string     `json:"sourceVersion,omitempty" db:"source_version" doc:"The item's version or ETag at its source."`
+	SourceTitle   string     `json:"sourceTitle,omitempty" db:"source_title"`
 	// Duplicate is set on upload when the same bytes were already in the
 	// project: the existing document is returned and nothing is queued.
 	Duplicate bool `json:"duplicate,omitempty" db:"-"`

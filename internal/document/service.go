@@ -53,17 +53,22 @@ type FailureNotifier interface {
 // (extraction.Service), in the caller's transaction.
 type Extraction interface {
 	// EnqueueDocument queues the extraction a parse calls for, with trigger
-	// as its trigger type; newChunks says that the parse added chunks. The
-	// caller holds the document's lock.
-	EnqueueDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, trigger string, newChunks bool) error
+	// as its trigger type and datasource (nil for an upload) as its
+	// datasourceId; newChunks says that the parse added chunks. The caller
+	// holds the document's lock.
+	EnqueueDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, datasource *uuid.UUID, trigger string, newChunks bool) error
 	// CancelDocumentJobs cancels the document's queued and running
 	// extraction jobs.
 	CancelDocumentJobs(ctx context.Context, tx pgx.Tx, project, document uuid.UUID) error
 }
 
 // extractionTrigger is the trigger type of the extraction a parse queues:
-// the upload was the user's request.
-const extractionTrigger = "manual"
+// the upload was the user's request. extractionTriggerSync is that of a
+// document an integration's sync stored (the spec's datasource sync event).
+const (
+	extractionTrigger     = "manual"
+	extractionTriggerSync = "webhook"
+)
 
 // Config configures a Service.
 type Config struct {
@@ -205,33 +210,39 @@ func (s *Service) Chunks(ctx context.Context, project, id uuid.UUID, limit, offs
 // Errors: not_found.
 func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// NO KEY UPDATE: it waits for a parse in progress, but lets the
-		// foreign-key checks of a job that commits meanwhile through (a job
-		// row updated twice in one transaction checks its document), so that
-		// cancelling that job below cannot deadlock with its commit.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM documents WHERE project_id = $1 AND id = $2 FOR NO KEY UPDATE`, project, id); err != nil {
-			return fmt.Errorf("lock document: %w", err)
-		}
-		jobs, err := jobsOfDocument(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		for _, q := range []string{QueueParsing, QueueChunkEmbedding} {
-			for _, j := range jobs[q] {
-				if _, err := s.jobs.Cancel(ctx, tx, q, j); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
-					return err
-				}
+		return s.DeleteInTx(ctx, tx, project, id)
+	})
+}
+
+// DeleteInTx deletes a document in tx, the caller's transaction, as Delete
+// does. Errors: not_found.
+func (s *Service) DeleteInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
+	// NO KEY UPDATE: it waits for a parse in progress, but lets the
+	// foreign-key checks of a job that commits meanwhile through (a job
+	// row updated twice in one transaction checks its document), so that
+	// cancelling that job below cannot deadlock with its commit.
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM documents WHERE project_id = $1 AND id = $2 FOR NO KEY UPDATE`, project, id); err != nil {
+		return fmt.Errorf("lock document: %w", err)
+	}
+	jobs, err := jobsOfDocument(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{QueueParsing, QueueChunkEmbedding} {
+		for _, j := range jobs[q] {
+			if _, err := s.jobs.Cancel(ctx, tx, q, j); err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
+				return err
 			}
 		}
-		if err := s.extractor.CancelDocumentJobs(ctx, tx, project, id); err != nil {
-			return err
-		}
-		ok, err := documentDelete(ctx, tx, project, id)
-		if err == nil && !ok {
-			err = ErrNotFound
-		}
+	}
+	if err := s.extractor.CancelDocumentJobs(ctx, tx, project, id); err != nil {
 		return err
-	})
+	}
+	ok, err := documentDelete(ctx, tx, project, id)
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return err
 }
 
 // DocumentCounts counts the documents of each project (for superadmin

@@ -22,7 +22,8 @@ import (
 const documentColumns = `d.id, d.project_id, d.filename, d.mime_type, d.size_bytes, encode(d.sha256, 'hex') AS sha256, d.status,
 	COALESCE(d.error, '') AS error, COALESCE(d.format, '') AS format, d.chunk_count,
 	(SELECT count(*) FROM document_chunks c WHERE c.document_id = d.id AND c.embedded_at IS NOT NULL)::int AS embedded,
-	d.created_at, d.updated_at`
+	d.created_at, d.updated_at, d.datasource_id, COALESCE(d.external_id, '') AS external_id, COALESCE(d.source_url, '') AS source_url,
+	COALESCE(d.source_version, '') AS source_version, COALESCE(d.source_title, '') AS source_title`
 
 func documentGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (Document, error) {
 	d, err := postgres.One[Document](ctx, db, ErrNotFound, `SELECT `+documentColumns+` FROM documents d WHERE d.project_id = $1 AND d.id = $2`, project, id)
@@ -126,7 +127,7 @@ func (r *copyRow) end() { *r = binary.BigEndian.AppendUint16(*r, 0xFFFF) }
 
 // documentIDBySum finds the project's document of these bytes.
 func documentIDBySum(ctx context.Context, db postgres.DBTX, project uuid.UUID, sum []byte) (uuid.UUID, bool, error) {
-	id, err := postgres.One[uuid.UUID](ctx, db, nil, `SELECT id FROM documents WHERE project_id = $1 AND sha256 = $2`, project, sum)
+	id, err := postgres.One[uuid.UUID](ctx, db, nil, `SELECT id FROM documents WHERE project_id = $1 AND sha256 = $2 AND external_id IS NULL`, project, sum)
 	if err != nil {
 		return uuid.Nil, false, fmt.Errorf("find document by checksum: %w", err)
 	}
@@ -386,13 +387,21 @@ func chunksMarkExtracted(ctx context.Context, db postgres.DBTX, project uuid.UUI
 }
 
 // documentLockForParse locks a document for the transaction that stores
-// its parse (one parse of a document at a time) and returns its status.
-func documentLockForParse(ctx context.Context, tx pgx.Tx, id uuid.UUID) (string, error) {
-	status, err := postgres.One[string](ctx, tx, ErrNotFound, `SELECT status FROM documents WHERE id = $1 FOR NO KEY UPDATE`, id)
+// its parse (one parse of a document at a time) and returns its status and
+// integration.
+func documentLockForParse(ctx context.Context, tx pgx.Tx, id uuid.UUID) (parseLock, error) {
+	l, err := postgres.One[parseLock](ctx, tx, ErrNotFound, `SELECT status, datasource_id FROM documents WHERE id = $1 FOR NO KEY UPDATE`, id)
 	if err != nil {
-		return "", fmt.Errorf("lock document: %w", err)
+		return parseLock{}, fmt.Errorf("lock document: %w", err)
 	}
-	return status, nil
+	return l, nil
+}
+
+// parseLock is what a parse needs of the document it locked: its status,
+// and its integration when it was synced from one.
+type parseLock struct {
+	Status       string     `db:"status"`
+	DatasourceID *uuid.UUID `db:"datasource_id"`
 }
 
 func parseJobInsert(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, now time.Time) error {

@@ -67,7 +67,7 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 	project := *j.ProjectID
 	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
-		prev, err := documentLockForParse(ctx, tx, docID)
+		lock, err := documentLockForParse(ctx, tx, docID)
 		if errors.Is(err, ErrNotFound) {
 			return jobqueue.Permanent(err) // deleted meanwhile
 		}
@@ -78,10 +78,14 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 		if err != nil {
 			return err
 		}
-		if err := s.extractor.EnqueueDocument(ctx, tx, project, docID, extractionTrigger, synced.inserted > 0); err != nil {
+		trigger := extractionTrigger
+		if lock.DatasourceID != nil {
+			trigger = extractionTriggerSync
+		}
+		if err := s.extractor.EnqueueDocument(ctx, tx, project, docID, lock.DatasourceID, trigger, synced.inserted > 0); err != nil {
 			return err
 		}
-		if prev != StatusParsed || synced.changed() {
+		if lock.Status != StatusParsed || synced.changed() {
 			if err := documentSetStatus(ctx, tx, docID, StatusParsed, string(parsed.Format), "", len(chunks), now); err != nil {
 				return err
 			}

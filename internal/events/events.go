@@ -17,6 +17,9 @@ const (
 	TypeNotification      = "notification"
 	TypeJobCompleted      = "job.completed"
 	TypeDocumentConverted = "document.converted"
+	// TypeIntegrationSyncCompleted ends every sync, successful or not,
+	// with its counts.
+	TypeIntegrationSyncCompleted = "integration.sync.completed"
 )
 
 // Channel carries the id of each committed event to every process.

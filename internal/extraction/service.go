@@ -399,14 +399,16 @@ func round4(v float64) float64 {
 }
 
 // EnqueueDocument queues, in tx, the extraction a parse of document calls
-// for, with trigger as its trigger type, and wakes the workers at commit:
+// for, with trigger as its trigger type and datasource (the integration
+// that synced the document, nil for an upload) as its datasourceId, and
+// wakes the workers at commit:
 // the document's one full_extraction when it has none in any state (a
 // re-parse never adds a second), else, when newChunks (the parse added
 // chunks), an incremental extraction of the chunks not extracted yet,
 // unless an extraction of the document is still queued (it will read
 // them). The caller holds the document's lock.
-func (s *Service) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, trigger string, newChunks bool) error {
-	queued, err := jobInsertForDocument(ctx, tx, project, document, trigger, newChunks, s.now().UTC())
+func (s *Service) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, datasource *uuid.UUID, trigger string, newChunks bool) error {
+	queued, err := jobInsertForDocument(ctx, tx, project, document, datasource, trigger, newChunks, s.now().UTC())
 	if err != nil || !queued {
 		return err
 	}

@@ -65,15 +65,15 @@ func jobInsert(ctx context.Context, db postgres.DBTX, j Job) error {
 
 // jobInsertForDocument queues the extraction a parse of document calls
 // for (see Service.EnqueueDocument) and reports whether it queued one.
-func jobInsertForDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, trigger string, newChunks bool, now time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type)
-		SELECT $1, $2, $3, $3, $3, $4, kind, $6 FROM (
+func jobInsertForDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, datasource *uuid.UUID, trigger string, newChunks bool, now time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type, datasource_id)
+		SELECT $1, $2, $3, $3, $3, $4, kind, $6, $9 FROM (
 			SELECT CASE
 				WHEN NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND job_type = $7) THEN $7
 				WHEN $5 AND NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND status = 'queued') THEN $8
 			END AS kind) AS k
 		WHERE kind IS NOT NULL`,
-		uuid.Must(uuid.NewV7()), project, now, document, newChunks, trigger, JobTypeFull, JobTypeIncremental)
+		uuid.Must(uuid.NewV7()), project, now, document, newChunks, trigger, JobTypeFull, JobTypeIncremental, datasource)
 	if err != nil {
 		return false, fmt.Errorf("queue extraction: %w", err)
 	}

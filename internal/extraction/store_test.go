@@ -115,7 +115,8 @@ func TestJobInsertForDocument(t *testing.T) {
 			f := newStoreFixture(t)
 			now := time.Now().UTC().Truncate(time.Microsecond)
 			f.addJobs(t, now, tt.prior)
-			queued, err := jobInsertForDocument(context.Background(), f.tx, f.project, f.document, TriggerWebhook, tt.newChunks, now)
+			datasource := uuid.Must(uuid.NewV7()) // the integration that synced the document
+			queued, err := jobInsertForDocument(context.Background(), f.tx, f.project, f.document, &datasource, TriggerWebhook, tt.newChunks, now)
 			require.NoError(t, err)
 			require.Equal(t, len(tt.want) == 1, queued)
 			got := f.jobsOf(t, now)
@@ -123,6 +124,10 @@ func TestJobInsertForDocument(t *testing.T) {
 				tt.want = []string{}
 			}
 			require.Equal(t, tt.want, got)
+			var withDatasource int
+			require.NoError(t, f.tx.QueryRow(context.Background(), `SELECT count(*) FROM object_extraction_jobs
+				WHERE document_id = $1 AND created_at = $2 AND datasource_id = $3`, f.document, now, datasource).Scan(&withDatasource))
+			require.Equal(t, len(tt.want), withDatasource, "the queued job carries the datasourceId")
 		})
 	}
 }

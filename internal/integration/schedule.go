@@ -1,0 +1,68 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/jobqueue"
+)
+
+// ScheduleInterval is how often the scheduler looks for due integrations.
+const ScheduleInterval = time.Minute
+
+// scheduleBatch bounds the syncs one scheduler run queues.
+const scheduleBatch = 500
+
+// QueueScheduled queues, in tx (the scheduler's run), a scheduled sync of
+// every active integration of a live project whose next_sync_at has come,
+// and moves its next_sync_at one interval on. An integration whose sync is
+// still queued or running gets none (the one-active rule) and waits for
+// its next time. It is the scheduler task integration-sync-schedule.
+func (s *Service) QueueScheduled(ctx context.Context, tx pgx.Tx) error {
+	now := s.now()
+	rows, err := tx.Query(ctx, `SELECT i.id, i.project_id, i.sync_interval_minutes FROM integrations i JOIN projects p ON p.id = i.project_id
+		WHERE i.next_sync_at <= $1 AND i.status = 'active' AND i.sync_interval_minutes IS NOT NULL AND p.deleted_at IS NULL
+		ORDER BY i.next_sync_at LIMIT $2 FOR UPDATE OF i SKIP LOCKED`, now, scheduleBatch)
+	if err != nil {
+		return fmt.Errorf("find due integrations: %w", err)
+	}
+	type due struct {
+		id, project uuid.UUID
+		minutes     int
+	}
+	var list []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.id, &d.project, &d.minutes); err != nil {
+			rows.Close()
+			return fmt.Errorf("find due integrations: %w", err)
+		}
+		list = append(list, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find due integrations: %w", err)
+	}
+	queued := 0
+	for _, d := range list {
+		_, ok, err := syncJobInsert(ctx, tx, d.project, d.id, TriggerScheduled, SyncOptions{}, now)
+		if err != nil {
+			return err
+		}
+		if ok {
+			queued++
+		}
+		if _, err := tx.Exec(ctx, `UPDATE integrations SET next_sync_at = $2 WHERE id = $1`,
+			d.id, now.Add(time.Duration(d.minutes)*time.Minute)); err != nil {
+			return fmt.Errorf("schedule next sync: %w", err)
+		}
+	}
+	if queued > 0 {
+		return jobqueue.Notify(ctx, tx, Queue)
+	}
+	return nil
+}

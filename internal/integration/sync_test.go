@@ -1,0 +1,310 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/integration"
+)
+
+// TestSyncIncremental: a first sync stores every item as a document of
+// the project (with datasourceId and source metadata) and queues its
+// parsing; a second sync of the unchanged source creates, updates and
+// deletes nothing; an edited item is stored in place and parsed again,
+// its extraction queued with trigger webhook and the datasourceId; a
+// removed item's document is deleted; the connector's state is saved.
+func TestSyncIncremental(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c", "d"} {
+		b.src.put(id, "# "+id+"\n\nThe text of item "+id+".")
+	}
+	i := b.create(t, "docs", nil)
+
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 4, Processed: 4, Created: 4}, r)
+	require.Len(t, b.synced(t), 4)
+	var title, url, version string
+	var ds uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT datasource_id, source_title, source_url, source_version FROM documents WHERE external_id = 'a'`).
+		Scan(&ds, &title, &url, &version))
+	require.Equal(t, i.ID, ds)
+	require.Equal(t, "Title a", title)
+	require.Equal(t, "https://source.test/a", url)
+	require.NotEmpty(t, version)
+	var firstID uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM documents WHERE external_id = 'b'`).Scan(&firstID))
+	// Parsed through the pipeline as uploads are, extraction with the
+	// datasource and trigger webhook.
+	require.Eventually(t, func() bool { return len(b.extract.list()) == 4 }, 30*time.Second, 20*time.Millisecond)
+	for _, c := range b.extract.list() {
+		require.Equal(t, "webhook", c.Trigger)
+		require.NotNil(t, c.Datasource)
+		require.Equal(t, i.ID, *c.Datasource)
+	}
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM documents WHERE datasource_id = $1 AND status = 'parsed'`, i.ID) == 4
+	}, 30*time.Second, 20*time.Millisecond)
+	full, err := b.svc.Get(ctx, b.project, "docs")
+	require.NoError(t, err)
+	require.NotNil(t, full.LastSyncAt)
+	require.Equal(t, "completed", full.LastSyncStatus)
+
+	// Unchanged: nothing moves.
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 4, Processed: 4, Unchanged: 4}, r)
+	require.JSONEq(t, `{"items":4}`, string(b.src.state), "the state saved by the last sync is given back")
+	require.Equal(t, 4, count(t, b.pool, `SELECT count(*) FROM document_parsing_jobs`), "no parse queued")
+
+	// One edited, one removed.
+	b.src.put("b", "# b\n\nThe text of item b, edited.")
+	b.src.remove("d")
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 3, Processed: 3, Unchanged: 2, Updated: 1, Deleted: 1}, r)
+	got := b.synced(t)
+	require.Len(t, got, 3)
+	require.Contains(t, got["b"], "edited")
+	var nowID uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM documents WHERE external_id = 'b'`).Scan(&nowID))
+	require.Equal(t, firstID, nowID, "changed in place")
+	require.Eventually(t, func() bool { return len(b.extract.list()) == 5 }, 30*time.Second, 20*time.Millisecond)
+	last := b.extract.list()[4]
+	require.Equal(t, firstID, last.Document)
+	require.Equal(t, "webhook", last.Trigger)
+
+	// The log tells what happened.
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message = 'deleted: no longer at the source'`))
+	require.Equal(t, 5, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message IN ('created', 'updated')`))
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM events WHERE type = 'integration.sync.completed' AND project_id = $1`, b.project))
+}
+
+// TestDeletionGuard: a listing that fails, a listing with a failed item
+// and an empty listing delete nothing; a full sync deletes beyond
+// max_delete_fraction.
+func TestDeletionGuard(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	for _, id := range []string{"a", "b", "c", "d"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.create(t, "docs", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+
+	// An error after a partial listing: the sync fails, nothing deleted.
+	b.src.remove("a")
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("the server answered 500")
+	b.src.mu.Unlock()
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "failed", r.Status)
+	require.Contains(t, r.Error, "the server answered 500")
+	require.Len(t, b.synced(t), 4)
+	b.src.mu.Lock()
+	b.src.walkErr = nil
+	b.src.failing["b"] = true
+	b.src.mu.Unlock()
+
+	// An item that could not be fetched: the listing is incomplete.
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "completed", r.Status)
+	require.Equal(t, 1, r.Failed)
+	require.Zero(t, r.Deleted)
+	require.Len(t, b.synced(t), 4)
+	b.src.mu.Lock()
+	b.src.failing = map[string]bool{}
+	b.src.items = map[string]connector.Item{}
+	b.src.mu.Unlock()
+
+	// An empty listing: more than half would go, nothing is deleted.
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "completed", r.Status)
+	require.Zero(t, r.Deleted)
+	require.Len(t, b.synced(t), 4)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'deletion guard:%'`))
+
+	// A full sync deletes them.
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{FullSync: true})
+	require.Equal(t, 4, r.Deleted, "%+v", r)
+	require.Empty(t, b.synced(t))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM documents`))
+}
+
+// TestOneActiveSync: concurrent sync requests queue one job; the others
+// answer success false with that job's id.
+func TestOneActiveSync(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.create(t, "docs", nil)
+	const n = 12
+	results := make([]integration.SyncResult, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for k := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := b.svc.Sync(context.Background(), b.project, "docs", integration.TriggerManual, integration.SyncOptions{})
+			if err == nil {
+				results[k] = res
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs`))
+	var job uuid.UUID
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT id FROM integration_sync_jobs`).Scan(&job))
+	queued := 0
+	for _, r := range results {
+		require.Equal(t, job, r.JobID)
+		if r.Success {
+			queued++
+		} else {
+			require.Equal(t, "a sync is already in progress", r.Message)
+		}
+	}
+	require.Equal(t, 1, queued)
+}
+
+// TestCancelSync: a running sync is cancelled; its walk stops and the
+// documents stored so far stay; a new sync may then be queued.
+func TestCancelSync(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.src.gate, b.src.started = make(chan struct{}), make(chan struct{})
+	b.create(t, "docs", nil)
+	res, err := b.svc.Sync(ctx, b.project, "docs", integration.TriggerManual, integration.SyncOptions{})
+	require.NoError(t, err)
+	<-b.src.started
+	b.src.gate <- struct{}{} // one item through
+	require.Eventually(t, func() bool { return b.job(t, res.JobID).Created == 1 }, 10*time.Second, 10*time.Millisecond)
+	_, err = b.jobs.Cancel(ctx, b.pool, integration.Queue, res.JobID)
+	require.NoError(t, err)
+	r := b.wait(t, res.JobID)
+	require.Equal(t, "cancelled", r.Status)
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs WHERE id = $1 AND locked_by IS NULL`, res.JobID) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the worker let go of the job")
+	require.Len(t, b.synced(t), 1)
+	b.src.mu.Lock()
+	b.src.gate = nil
+	b.src.started = nil
+	b.src.mu.Unlock()
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 3, Processed: 3, Created: 2, Unchanged: 1}, r)
+}
+
+// TestSecretsNeverLoggedOrPublished: a connector that logs its token and
+// fails with it in the message leaves no secret in the sync log, the job's
+// error or the events.
+func TestSecretsNeverLoggedOrPublished(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext")
+	b.create(t, "docs", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("upstream refused tok-SECRET-123456")
+	b.src.mu.Unlock()
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "failed", r.Status)
+	require.Equal(t, "upstream refused ***", r.Error)
+	require.Positive(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'listing with token%'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE '%SECRET%' OR details::text LIKE '%SECRET%'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM events WHERE payload::text LIKE '%SECRET%'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs WHERE error_msg LIKE '%SECRET%'`))
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM events WHERE type = 'integration.sync.completed'`))
+	var status string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status FROM integrations`).Scan(&status))
+	require.Equal(t, integration.StatusError, status, "a sync that gave up puts its integration in error")
+}
+
+// TestDeleteKeepsDocuments: deleting an integration removes it, its sync
+// jobs and their logs; its documents stay, detached, out of the upload
+// deduplication.
+func TestDeleteKeepsDocuments(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	ctx := context.Background()
+	b.src.put("a", "# a\n\ntext")
+	b.create(t, "docs", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	require.NoError(t, b.svc.Delete(ctx, b.project, "docs"))
+	_, err := b.svc.Get(ctx, b.project, "docs")
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM documents WHERE datasource_id IS NULL AND external_id = 'a'`))
+	require.Equal(t, errs.NotFound, errs.CodeOf(b.svc.Delete(ctx, b.project, "docs")))
+}
+
+// TestRetriedSyncCountsOnce: a walk that fails after reporting items is
+// retried; the retries do not count again the items an earlier attempt
+// counted, unchanged or stored.
+func TestRetriedSyncCountsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	for _, id := range []string{"a", "b", "c"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.create(t, "docs", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	b.src.put("d", "# d\n\ntext d")
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("the listing broke off")
+	b.src.mu.Unlock()
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "failed", Phase: "listing", Error: "the listing broke off", Total: 4, Processed: 4, Created: 1, Unchanged: 3}, r)
+	b.src.mu.Lock()
+	walks := b.src.walks
+	b.src.mu.Unlock()
+	require.Equal(t, 5, walks, "the first sync, then four attempts of the failing one (max_retries 3)")
+	require.Len(t, b.synced(t), 4)
+}
+
+// TestSkippedItems: an item too large or of an unsupported format is
+// skipped (counted failed, logged), the walk goes on, and the skip does
+// not stop the deletion of items gone from the source.
+func TestSkippedItems(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	for _, id := range []string{"a", "b", "c"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.create(t, "docs", nil)
+	require.Equal(t, 3, b.syncAndWait(t, "docs", integration.SyncOptions{}).Created)
+	b.src.remove("c")
+	b.src.put("big", "# big\n\n"+strings.Repeat("x", maxItemBytes))
+	b.src.mu.Lock()
+	b.src.items["bin"] = connector.Item{ExternalID: "bin", Filename: "tool.exe", MimeType: "application/x-msdownload", Content: []byte{0x4d, 0x5a, 0, 1}}
+	b.src.mu.Unlock()
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 4, Processed: 4, Unchanged: 2, Failed: 2, Deleted: 1}, r)
+	require.Equal(t, []string{"a", "b"}, sortedKeys(b.synced(t)))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'skipped: the item is larger than%'`))
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,408 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// Sync phases, as the job row shows them.
+const (
+	PhasePending  = "pending"
+	PhaseListing  = "listing"
+	PhaseDeleting = "deleting"
+	PhaseDone     = "done"
+)
+
+// Worker defaults.
+const (
+	// ConcurrencyDefault is the syncs in flight per process.
+	ConcurrencyDefault = 2
+	// unchangedBatch is how many unchanged items are confirmed per
+	// transaction.
+	unchangedBatch = 200
+)
+
+// AddQueue registers the integration_sync queue and its worker.
+func (s *Service) AddQueue(concurrency, projectMax int) error {
+	return s.cfg.Jobs.AddQueue(jobqueue.QueueConfig{
+		Name: Queue, Table: "integration_sync_jobs", Concurrency: concurrency, BatchSize: 1, ProjectMax: projectMax,
+		Handler: jobqueue.EachFunc(s.runSync), BackoffFunc: s.cfg.Backoff, OutcomeFunc: s.syncOutcomes, Lease: s.cfg.Lease,
+	})
+}
+
+// permanent reports connector errors another attempt cannot fix: a
+// refused config or destination.
+func permanent(err error) bool {
+	c := errs.CodeOf(err)
+	return c == errs.Invalid || c == errs.FailedPrecondition
+}
+
+// runSync works one sync job: it walks the source through a walker that
+// stores each item as a document in its own transaction (with the job's
+// counters and log), then, after a complete listing, deletes the documents
+// of items no longer at the source (within the deletion guard), and
+// completes the job with the connector's new state.
+func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
+	job, err := syncJobGet(ctx, s.cfg.Pool, j.ID)
+	if err != nil {
+		return jobqueue.Permanent(err)
+	}
+	r, err := integrationGetByID(ctx, s.cfg.Pool, job.IntegrationID)
+	if err != nil {
+		return jobqueue.Permanent(err)
+	}
+	o, err := s.open(r)
+	if err != nil {
+		return jobqueue.Permanent(err)
+	}
+	var opts SyncOptions
+	if err := json.Unmarshal(job.Options, &opts); err != nil {
+		return jobqueue.Permanent(fmt.Errorf("decode sync options: %w", err))
+	}
+	known, err := s.cfg.Documents.SourceStates(ctx, r.ProjectID, r.ID)
+	if err != nil {
+		return err
+	}
+	w := &walker{
+		s: s, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: r.ConnectorState,
+		secrets: secretValues(o.desc, o.cfg),
+	}
+	if err := syncJobSetPhase(ctx, s.cfg.Pool, j.ID, PhaseListing, nil, s.now()); err != nil {
+		return err
+	}
+	w.Log(ctx, connector.LevelInfo, fmt.Sprintf("sync started (attempt %d)", j.Attempt), map[string]any{
+		"provider": r.ProviderType, "trigger": job.Trigger, "known": len(known), "fullSync": opts.FullSync,
+	})
+	if err := os.MkdirAll(s.cacheDir(r.ID), 0o700); err != nil {
+		return fmt.Errorf("create integration cache: %w", err)
+	}
+	walkErr := o.conn.Walk(ctx, s.env(r.ID, FetchTimeout), o.cfg, opts.connector(), w)
+	// The unchanged items seen are confirmed even when the walk failed:
+	// a retry does not count them again.
+	if err := w.flush(ctx); walkErr == nil {
+		walkErr = err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if walkErr != nil {
+		msg := w.redact(walkErr.Error())
+		w.Log(ctx, connector.LevelError, "the listing failed: nothing is deleted", map[string]any{"error": msg})
+		if permanent(walkErr) {
+			return jobqueue.Permanent(errors.New(msg))
+		}
+		return errors.New(msg)
+	}
+	if err := s.deleteMissing(ctx, w, r, opts); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return err
+	}
+	return postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		now := s.now()
+		if err := syncJobSetPhase(ctx, tx, j.ID, PhaseDone, w.newState, now); err != nil {
+			return err
+		}
+		if err := integrationSynced(ctx, tx, r.ID, w.newState, now); err != nil {
+			return err
+		}
+		if err := syncLogInsert(ctx, tx, j.ID, r.ProjectID, connector.LevelInfo, "sync completed", nil, now); err != nil {
+			return err
+		}
+		return s.cfg.Jobs.FinishInTx(ctx, tx, Queue, j, jobqueue.StatusCompleted)
+	})
+}
+
+// deleteMissing deletes the documents of items the complete listing did
+// not report: never after a listing with failed items, and never more
+// than the integration's max_delete_fraction of its documents unless the
+// sync is a full sync (a source answering with an error page or an empty
+// listing must not wipe a project).
+func (s *Service) deleteMissing(ctx context.Context, w *walker, r row, opts SyncOptions) error {
+	if w.failedAny {
+		w.Log(ctx, connector.LevelWarn, "the listing is incomplete (items failed): nothing is deleted", nil)
+		return nil
+	}
+	states, err := s.cfg.Documents.SourceStates(ctx, r.ProjectID, r.ID)
+	if err != nil {
+		return err
+	}
+	var gone []document.SourceState
+	for ext, st := range states {
+		if !w.seen[ext] {
+			gone = append(gone, st)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	limit := r.MaxDeleteFraction * float64(len(states))
+	if !opts.FullSync && float64(len(gone)) > limit {
+		w.Log(ctx, connector.LevelWarn, "deletion guard: too many documents are missing at the source; nothing is deleted (run a full sync to delete them)",
+			map[string]any{"missing": len(gone), "documents": len(states), "maxDeleteFraction": r.MaxDeleteFraction})
+		return nil
+	}
+	if err := syncJobSetPhase(ctx, s.cfg.Pool, w.job.ID, PhaseDeleting, nil, s.now()); err != nil {
+		return err
+	}
+	for _, st := range gone {
+		err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+			err := s.cfg.Documents.DeleteInTx(ctx, tx, r.ProjectID, st.DocumentID)
+			if errs.CodeOf(err) == errs.NotFound {
+				return nil // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			now := s.now()
+			if err := syncJobCount(ctx, tx, w.job.ID, counts{Deleted: 1}, now); err != nil {
+				return err
+			}
+			return syncLogInsert(ctx, tx, w.job.ID, r.ProjectID, connector.LevelInfo, "deleted: no longer at the source",
+				map[string]any{"externalId": w.redact(st.ExternalID), "documentId": st.DocumentID}, now)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncOutcomes records what became of sync jobs: an integration whose sync
+// gave up goes to status error (the notification to its admins comes from
+// the job failure observer), and every final sync publishes
+// integration.sync.completed with its counts.
+func (s *Service) syncOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
+	for _, o := range outcomes {
+		if !o.Status.Final() || o.Job.ProjectID == nil {
+			continue
+		}
+		job, err := syncJobGet(ctx, tx, o.Job.ID)
+		if err != nil {
+			return err
+		}
+		c, err := syncCounts(ctx, tx, o.Job.ID)
+		if err != nil {
+			return err
+		}
+		data := map[string]any{
+			"integrationId": job.IntegrationID, "jobId": o.Job.ID, "status": syncStatus(string(o.Status)), "trigger": job.Trigger,
+			"total": c.Total, "processed": c.Processed, "created": c.Created, "updated": c.Updated,
+			"unchanged": c.Unchanged, "deleted": c.Deleted, "failed": c.Failed,
+		}
+		if o.FinalFailure() {
+			if err := integrationFailed(ctx, tx, job.IntegrationID); err != nil {
+				return err
+			}
+			if o.Err != nil {
+				data["error"] = o.Err.Error() // redacted by runSync
+			}
+		}
+		if _, err := events.Publish(ctx, tx, events.TypeIntegrationSyncCompleted, o.Job.ProjectID, nil, data, s.now()); err != nil {
+			return fmt.Errorf("publish integration.sync.completed: %w", err)
+		}
+	}
+	return nil
+}
+
+// walker is the sync's connector.Walker: it stores items as documents and
+// counts and logs them, each in its own transaction, so that a sync killed
+// midway keeps what it stored. An item a killed attempt already stored
+// (its document records this job) is not counted again.
+type walker struct {
+	s           *Service
+	job         jobqueue.Job
+	project     uuid.UUID
+	integration uuid.UUID
+	known       map[string]document.SourceState
+	seen        map[string]bool
+	secrets     []string
+	state       json.RawMessage
+	newState    json.RawMessage
+	pending     []string // unchanged items not yet confirmed
+	pendingNew  int      // of them, not counted by an earlier attempt
+	failedAny   bool
+}
+
+var _ connector.Walker = (*walker)(nil)
+
+func (w *walker) redact(s string) string { return redact(s, w.secrets) }
+
+// counted reports whether an earlier attempt of this job already counted
+// the item.
+func (w *walker) counted(ext string) bool {
+	st, ok := w.known[ext]
+	return ok && st.SyncJobID != nil && *st.SyncJobID == w.job.ID
+}
+
+// Known implements connector.Walker.
+func (w *walker) Known(externalID string) (string, bool) {
+	st, ok := w.known[externalID]
+	if !ok {
+		return "", false
+	}
+	return st.Version, true
+}
+
+// Unchanged implements connector.Walker.
+func (w *walker) Unchanged(ctx context.Context, externalID string) error {
+	if _, ok := w.known[externalID]; !ok {
+		return fmt.Errorf("connector reported %q unchanged, but no earlier sync stored it", w.redact(externalID))
+	}
+	if w.seen[externalID] {
+		return nil
+	}
+	w.seen[externalID] = true
+	w.pending = append(w.pending, externalID)
+	if !w.counted(externalID) {
+		w.pendingNew++
+	}
+	if len(w.pending) >= unchangedBatch {
+		return w.flush(ctx)
+	}
+	return nil
+}
+
+// flush confirms the pending unchanged items and counts them.
+func (w *walker) flush(ctx context.Context) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	err := postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
+		if err := w.s.cfg.Documents.MarkSourced(ctx, tx, w.project, w.integration, w.job.ID, w.pending); err != nil {
+			return err
+		}
+		n := w.pendingNew
+		return syncJobCount(ctx, tx, w.job.ID, counts{Total: n, Processed: n, Unchanged: n}, w.s.now())
+	})
+	if err != nil {
+		return err
+	}
+	w.pending, w.pendingNew = w.pending[:0], 0
+	return nil
+}
+
+// Item implements connector.Walker.
+func (w *walker) Item(ctx context.Context, it connector.Item) error {
+	if w.seen[it.ExternalID] {
+		return nil // reported twice: the first one counts
+	}
+	w.seen[it.ExternalID] = true
+	already := w.counted(it.ExternalID)
+	var skip error
+	err := postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
+		now := w.s.now()
+		var (
+			id  uuid.UUID
+			res document.PutResult
+			err error
+		)
+		if limit := w.s.cfg.MaxItemBytes; limit > 0 && int64(len(it.Content)) > limit {
+			err = errs.Errorf(errs.PayloadTooLarge, "the item is larger than %d bytes", limit)
+		} else {
+			id, res, err = w.s.cfg.Documents.PutSourced(ctx, tx, document.Sourced{
+				ProjectID: w.project, DatasourceID: w.integration, SyncJobID: w.job.ID, ExternalID: it.ExternalID, Version: it.Version,
+				Title: it.Title, URL: it.URL, Filename: it.Filename, MimeType: it.MimeType, Data: it.Content, Modified: it.Modified,
+			})
+		}
+		if code := errs.CodeOf(err); code == errs.Invalid || code == errs.PayloadTooLarge {
+			skip = err
+			if err := syncJobCount(ctx, tx, w.job.ID, counts{Total: 1, Processed: 1, Failed: 1}, now); err != nil {
+				return err
+			}
+			return syncLogInsert(ctx, tx, w.job.ID, w.project, connector.LevelWarn, "skipped: "+w.redact(err.Error()),
+				map[string]any{"externalId": w.redact(it.ExternalID)}, now)
+		}
+		if err != nil {
+			return err
+		}
+		c := counts{Total: 1, Processed: 1}
+		switch res {
+		case document.PutCreated:
+			c.Created = 1
+		case document.PutUpdated:
+			c.Updated = 1
+		default:
+			c.Unchanged = 1
+			if already {
+				c = counts{}
+			}
+		}
+		if err := syncJobCount(ctx, tx, w.job.ID, c, now); err != nil {
+			return err
+		}
+		if res == document.PutUnchanged {
+			return nil
+		}
+		return syncLogInsert(ctx, tx, w.job.ID, w.project, connector.LevelInfo, string(res),
+			map[string]any{"externalId": w.redact(it.ExternalID), "documentId": id, "version": w.redact(it.Version)}, now)
+	})
+	if err != nil {
+		return err
+	}
+	if skip != nil {
+		return connector.ErrSkipItem
+	}
+	return nil
+}
+
+// Failed implements connector.Walker.
+func (w *walker) Failed(ctx context.Context, externalID string, err error) {
+	w.failedAny = true
+	if w.seen[externalID] {
+		return
+	}
+	w.seen[externalID] = true
+	now := w.s.now()
+	werr := postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
+		if err := syncJobCount(ctx, tx, w.job.ID, counts{Total: 1, Processed: 1, Failed: 1}, now); err != nil {
+			return err
+		}
+		return syncLogInsert(ctx, tx, w.job.ID, w.project, connector.LevelWarn, "failed: "+w.redact(err.Error()),
+			map[string]any{"externalId": w.redact(externalID)}, now)
+	})
+	if werr != nil && ctx.Err() == nil {
+		w.s.cfg.Logger.Warn("recording a failed sync item failed", "job", w.job.ID, "err", werr)
+	}
+}
+
+// Log implements connector.Walker.
+func (w *walker) Log(ctx context.Context, level, message string, details map[string]any) {
+	switch level {
+	case connector.LevelDebug, connector.LevelInfo, connector.LevelWarn, connector.LevelError:
+	default:
+		level = connector.LevelInfo
+	}
+	if details != nil {
+		raw, err := json.Marshal(details)
+		if err == nil {
+			red := map[string]any{}
+			if json.Unmarshal([]byte(w.redact(string(raw))), &red) == nil {
+				details = red
+			}
+		}
+	}
+	if err := syncLogInsert(ctx, w.s.cfg.Pool, w.job.ID, w.project, level, w.redact(message), details, w.s.now()); err != nil && ctx.Err() == nil {
+		w.s.cfg.Logger.Warn("writing a sync log entry failed", "job", w.job.ID, "err", err)
+	}
+}
+
+// State implements connector.Walker.
+func (w *walker) State() json.RawMessage { return w.state }
+
+// SetState implements connector.Walker.
+func (w *walker) SetState(state json.RawMessage) { w.newState = state }
