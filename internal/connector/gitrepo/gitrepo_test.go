@@ -2,6 +2,10 @@ package gitrepo_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +65,7 @@ func TestWalkIncremental(t *testing.T) {
 	require.Equal(t, "text/html", w1.items["site/page.html"].MimeType)
 	require.JSONEq(t, `{"commit":"`+head1+`"}`, string(w1.state))
 	require.Equal(t, int64(1), srv.uploadPacks.Load())
+	require.NotContains(t, srv.lastUploadPack(), "have ")
 	firstPacks := packs(t, env.CacheDir)
 	require.Len(t, firstPacks, 1)
 	shallow, err := os.ReadFile(filepath.Join(env.CacheDir, "repo.git", "shallow"))
@@ -98,6 +103,12 @@ func TestWalkIncremental(t *testing.T) {
 	// The cached clone was fetched into, not cloned again: the first pack
 	// is still there and the new objects came as a thin pack stored loose.
 	require.Equal(t, int64(2), srv.uploadPacks.Load())
+	req := srv.lastUploadPack()
+	require.Contains(t, req, "want "+head2)
+	require.Contains(t, req, "have "+head1)
+	require.Contains(t, req, "shallow "+head1)
+	require.Contains(t, req, "deepen 1")
+	require.Contains(t, req, "thin-pack")
 	require.Equal(t, firstPacks, packs(t, env.CacheDir))
 	require.FileExists(t, filepath.Join(env.CacheDir, "repo.git", "objects", head2[:2], head2[2:]))
 	shallow, err = os.ReadFile(filepath.Join(env.CacheDir, "repo.git", "shallow"))
@@ -292,10 +303,13 @@ func TestTest(t *testing.T) {
 	ctx := context.Background()
 
 	require.NoError(t, c.Test(ctx, env, config(t, map[string]any{"repository_url": repo.url})))
+	require.NotContains(t, srv.lastUploadPack(), "filter", "the server does not allow filters")
+	require.Contains(t, srv.lastUploadPack(), "deepen 1")
 
 	// With partial clones allowed, Test fetches no blobs at all.
 	repo.setConfig("uploadpack.allowFilter", "true")
 	require.NoError(t, c.Test(ctx, env, config(t, map[string]any{"repository_url": repo.url, "branch": "main"})))
+	require.Contains(t, srv.lastUploadPack(), "filter blob:none")
 	entries, err := os.ReadDir(env.CacheDir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "Test leaves nothing in the cache directory")
@@ -443,4 +457,55 @@ func TestDescriptor(t *testing.T) {
 	require.Equal(t, connector.TypeArray, names["include"].Type)
 	require.Equal(t, connector.TypeArray, names["exclude"].Type)
 	require.Equal(t, connector.TypeString, names["branch"].Type)
+}
+
+// cutTransport cuts the body of upload-pack responses after limit bytes,
+// as a connection lost or a process killed mid-fetch would.
+type cutTransport struct {
+	next  http.RoundTripper
+	limit int64
+}
+
+func (c cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err == nil && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(resp.Body, c.limit), resp.Body}
+	}
+	return resp, err
+}
+
+func TestWalkRecoversFromInterruptedFetch(t *testing.T) {
+	t.Parallel()
+	srv := newGitServer(t)
+	repo := srv.newRepo(t, "cut")
+	repo.commit("main", map[string]string{"a.md": "a"})
+	env, _ := newEnv(t)
+	cfg := config(t, map[string]any{"repository_url": repo.url})
+	c := gitrepo.New()
+	w1 := newWalker()
+	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w1))
+
+	random := make([]byte, 200_000)
+	_, err := rand.Read(random)
+	require.NoError(t, err)
+	big := hex.EncodeToString(random)
+	head2 := repo.commit("main", map[string]string{"b.md": "b", "big.txt": big})
+
+	cut := env
+	cut.HTTP = &http.Client{Transport: cutTransport{next: http.DefaultTransport, limit: 50_000}}
+	w2 := w1.next()
+	require.Error(t, c.Walk(context.Background(), cut, cfg, connector.Options{}, w2))
+	require.Equal(t, w1.state, w2.state)
+	// The cut left the new commit in the clone without all of its objects.
+	require.FileExists(t, filepath.Join(env.CacheDir, "repo.git", "objects", head2[:2], head2[2:]))
+
+	w3 := w1.next()
+	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w3))
+	require.Equal(t, []string{"b.md", "big.txt"}, w3.itemIDs())
+	require.Equal(t, big, string(w3.items["big.txt"].Content))
+	require.Equal(t, []string{"a.md"}, w3.unchanged)
+	require.JSONEq(t, `{"commit":"`+head2+`"}`, string(w3.state))
 }

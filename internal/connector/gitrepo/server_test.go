@@ -32,6 +32,17 @@ type gitServer struct {
 
 	uploadPacks atomic.Int64 // POST .../git-upload-pack requests
 	requests    atomic.Int64
+
+	mu      sync.Mutex
+	lastReq string // body of the last upload-pack request
+}
+
+// lastUploadPack is the body of the last upload-pack request (wants,
+// haves, shallows, capabilities, filter).
+func (s *gitServer) lastUploadPack() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastReq
 }
 
 type serverOption func(*gitServer)
@@ -71,6 +82,15 @@ func newGitServer(t testing.TB, opts ...serverOption) *gitServer {
 		}
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 			s.uploadPacks.Add(1)
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			s.mu.Lock()
+			s.lastReq = string(body)
+			s.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		cgiHandler.ServeHTTP(w, r)
 	}))

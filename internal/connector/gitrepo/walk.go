@@ -28,9 +28,11 @@ import (
 // cloneDir is the bare clone's directory inside Env.CacheDir.
 const cloneDir = "repo.git"
 
-// syncedRef points at the last commit walked, so that the cached clone can
-// be inspected with the git CLI.
-const syncedRef = plumbing.ReferenceName("refs/heads/graphmill-synced")
+// fetchedRef points at the last commit fetched completely: it is written
+// only once the commit's pack is stored, so a fetch interrupted midway
+// (killed, cancelled, cut) is redone rather than trusted, and it is the
+// "have" of the next fetch, whose thin pack assumes every object of it.
+const fetchedRef = plumbing.ReferenceName("refs/heads/graphmill-fetched")
 
 // state is the connector state saved by a successful sync.
 type state struct {
@@ -64,21 +66,21 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 		return err
 	}
 
-	prev := previousCommit(w.State(), sto)
 	fetched := false
-	if sto.HasEncodedObject(tip) != nil {
-		var have []plumbing.Hash
-		if !prev.IsZero() {
-			have = []plumbing.Hash{prev}
-		}
+	var have []plumbing.Hash
+	if ref, err := sto.Reference(fetchedRef); err == nil {
+		have = []plumbing.Hash{ref.Hash()}
+	}
+	if len(have) == 0 || have[0] != tip {
 		if err := r.fetch(ctx, sto, tip, have, ""); err != nil {
 			return err
 		}
+		if err := sto.SetReference(plumbing.NewHashReference(fetchedRef, tip)); err != nil {
+			return fmt.Errorf("record fetched commit: %w", err)
+		}
 		fetched = true
 	}
-	if err := sto.SetReference(plumbing.NewHashReference(syncedRef, tip)); err != nil {
-		return fmt.Errorf("record synced commit: %w", err)
-	}
+	prev := previousCommit(w.State(), sto)
 	tree, err := commitTree(sto, tip)
 	if err != nil {
 		return err
@@ -217,14 +219,14 @@ func openClone(dir, repoURL string) (*filesystem.Storage, error) {
 	if err := sto.SetConfig(cfg); err != nil {
 		return nil, fmt.Errorf("write git cache config: %w", err)
 	}
-	if err := sto.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, syncedRef)); err != nil {
+	if err := sto.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, fetchedRef)); err != nil {
 		return nil, fmt.Errorf("write git cache HEAD: %w", err)
 	}
 	return sto, nil
 }
 
 // previousCommit is the commit of the last successful sync when the clone
-// still holds it (a "have" for the fetch), else the zero hash.
+// still holds it (to log what changed since), else the zero hash.
 func previousCommit(raw json.RawMessage, sto storage.Storer) plumbing.Hash {
 	var st state
 	if len(raw) == 0 || json.Unmarshal(raw, &st) != nil || !plumbing.IsHash(st.Commit) {
