@@ -47,21 +47,24 @@ const (
 // with a token as the password.
 const tokenUser = "x-access-token"
 
-// mimeTypes maps the file extensions the connector syncs to the media type
-// handed to the document parser (the formats an upload accepts).
-var mimeTypes = map[string]string{
-	".md":       "text/markdown",
-	".markdown": "text/markdown",
-	".mdown":    "text/markdown",
-	".mkd":      "text/markdown",
-	".mkdn":     "text/markdown",
-	".txt":      "text/plain",
-	".text":     "text/plain",
-	".html":     "text/html",
-	".htm":      "text/html",
-	".xhtml":    "application/xhtml+xml",
-	".pdf":      "application/pdf",
-	".docx":     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+// mimeType is the media type handed to the document parser for a file
+// the connector syncs (the formats an upload accepts), "" for the others.
+func mimeType(name string) string {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".md", ".markdown", ".mdown", ".mkd", ".mkdn":
+		return "text/markdown"
+	case ".txt", ".text":
+		return "text/plain"
+	case ".html", ".htm":
+		return "text/html"
+	case ".xhtml":
+		return "application/xhtml+xml"
+	case ".pdf":
+		return "application/pdf"
+	case ".docx":
+		return "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	}
+	return ""
 }
 
 // Connector is the git connector. The zero value is ready to use.
@@ -207,7 +210,7 @@ func parseGlobs(field string, globs []string) ([]gitignore.Pattern, error) {
 // supported extension, matched by an include glob (when any) and by no
 // exclude glob.
 func (s settings) selects(p string) bool {
-	if _, ok := mimeTypes[strings.ToLower(path.Ext(p))]; !ok {
+	if mimeType(p) == "" {
 		return false
 	}
 	parts := strings.Split(p, "/")

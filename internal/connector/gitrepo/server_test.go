@@ -3,9 +3,9 @@ package gitrepo_test
 import (
 	"bytes"
 	"context"
-	"maps"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -191,13 +191,6 @@ func (w *fakeWalker) next() *fakeWalker {
 	}
 	n.state = w.state
 	return n
-}
-
-func (w *fakeWalker) reset() {
-	w.items = map[string]connector.Item{}
-	w.unchanged = nil
-	w.failed = map[string]error{}
-	w.logs = nil
 }
 
 func (w *fakeWalker) Known(id string) (string, bool) {

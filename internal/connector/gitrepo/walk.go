@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/config"
@@ -140,7 +139,7 @@ func (*Connector) report(ctx context.Context, sto storage.Storer, tree *object.T
 			Title:      path.Base(name),
 			URL:        s.fileURL(branch, name),
 			Filename:   path.Base(name),
-			MimeType:   mimeTypes[strings.ToLower(path.Ext(name))],
+			MimeType:   mimeType(name),
 			Content:    content,
 		})
 		if err != nil && !errors.Is(err, connector.ErrSkipItem) {
