@@ -33,18 +33,28 @@ var baseFiles = map[string]string{
 	"logo.png":       "\x89PNG",
 }
 
+// packs lists the pack files of the cached clone.
 func packs(t *testing.T, cacheDir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(cacheDir, "repo.git", "objects", "pack", "*.pack"))
+	return objectFiles(t, cacheDir, "pack", "*.pack")
+}
+
+// looseObjects lists the loose objects of the cached clone.
+func looseObjects(t *testing.T, cacheDir string) []string {
+	t.Helper()
+	return objectFiles(t, cacheDir, "[0-9a-f][0-9a-f]", "*")
+}
+
+func objectFiles(t *testing.T, cacheDir, dir, file string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(cacheDir, "repo.git", "objects", dir, file))
 	require.NoError(t, err)
 	return files
 }
 
 func TestWalkIncremental(t *testing.T) {
 	t.Parallel()
-	srv := newGitServer(t)
-	repo := srv.newRepo(t, "docs")
-	head1 := repo.commit("main", baseFiles)
+	srv, repo, head1 := servedRepo(t, "docs", baseFiles)
 	env, ct := newEnv(t)
 	cfg := config(t, map[string]any{"repository_url": repo.url, "branch": "main"})
 	c := gitrepo.New()
@@ -148,14 +158,6 @@ func TestWalkIncrementalFetchSendsOnlyNewObjects(t *testing.T) {
 	require.Len(t, packs(t, env.CacheDir), 1)
 }
 
-// looseObjects lists the loose objects of the cached clone.
-func looseObjects(t *testing.T, cacheDir string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(cacheDir, "repo.git", "objects", "[0-9a-f][0-9a-f]", "*"))
-	require.NoError(t, err)
-	return files
-}
-
 func TestWalkGlobs(t *testing.T) {
 	t.Parallel()
 	srv := newGitServer(t)
@@ -191,9 +193,7 @@ func TestWalkGlobs(t *testing.T) {
 
 func TestWalkBranches(t *testing.T) {
 	t.Parallel()
-	srv := newGitServer(t)
-	repo := srv.newRepo(t, "branches")
-	repo.commit("main", map[string]string{"main.md": "main"})
+	_, repo, _ := servedRepo(t, "branches", map[string]string{"main.md": "main"})
 	repo.commit("dev", map[string]string{"dev.md": "dev"})
 	c := gitrepo.New()
 
@@ -213,9 +213,7 @@ func TestWalkBranches(t *testing.T) {
 
 func TestWalkFullSyncAndSkip(t *testing.T) {
 	t.Parallel()
-	srv := newGitServer(t)
-	repo := srv.newRepo(t, "full")
-	repo.commit("main", map[string]string{"a.md": "a", "b.md": "b", "c.md": "c"})
+	_, repo, _ := servedRepo(t, "full", map[string]string{"a.md": "a", "b.md": "b", "c.md": "c"})
 	env, _ := newEnv(t)
 	cfg := config(t, map[string]any{"repository_url": repo.url})
 	c := gitrepo.New()
@@ -263,9 +261,7 @@ func TestWalkRepositoryChangeResetsCache(t *testing.T) {
 func TestWalkBasicAuth(t *testing.T) {
 	t.Parallel()
 	const token = "ghp_s3cretTOKENvalue"
-	srv := newGitServer(t, withToken(token))
-	repo := srv.newRepo(t, "private")
-	repo.commit("main", map[string]string{"doc.md": "private"})
+	_, repo, _ := servedRepo(t, "private", map[string]string{"doc.md": "private"}, withToken(token))
 	env, _ := newEnv(t)
 	c := gitrepo.New()
 
@@ -295,9 +291,7 @@ func TestWalkBasicAuth(t *testing.T) {
 
 func TestTest(t *testing.T) {
 	t.Parallel()
-	srv := newGitServer(t)
-	repo := srv.newRepo(t, "tested")
-	repo.commit("main", map[string]string{"src/a.go": "package a", "docs/a.md": "a"})
+	srv, repo, _ := servedRepo(t, "tested", map[string]string{"src/a.go": "package a", "docs/a.md": "a"})
 	env, _ := newEnv(t)
 	c := gitrepo.New()
 	ctx := context.Background()
@@ -330,9 +324,7 @@ func TestTest(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
-	srv := newGitServer(t)
-	repo := srv.newRepo(t, "guarded")
-	repo.commit("main", map[string]string{"a.md": "a"})
+	srv, repo, _ := servedRepo(t, "guarded", map[string]string{"a.md": "a"})
 	c := gitrepo.New()
 	cfg := config(t, map[string]any{"repository_url": repo.url, "access_token": "tok_abcdef123456"})
 
@@ -357,9 +349,7 @@ func TestUnreachable(t *testing.T) {
 
 func TestWalkCancelled(t *testing.T) {
 	t.Parallel()
-	srv := newGitServer(t)
-	repo := srv.newRepo(t, "cancel")
-	repo.commit("main", map[string]string{"a.md": "a", "b.md": "b"})
+	_, repo, _ := servedRepo(t, "cancel", map[string]string{"a.md": "a", "b.md": "b"})
 	env, _ := newEnv(t)
 	cfg := config(t, map[string]any{"repository_url": repo.url})
 	c := gitrepo.New()
@@ -422,9 +412,7 @@ func TestValidate(t *testing.T) {
 func TestWalkRefusesFileURL(t *testing.T) {
 	t.Parallel()
 	// A local repository the server could read.
-	srv := newGitServer(t)
-	repo := srv.newRepo(t, "local")
-	repo.commit("main", map[string]string{"secret.md": "server disk"})
+	_, repo, _ := servedRepo(t, "local", map[string]string{"secret.md": "server disk"})
 	env, ct := newEnv(t)
 	c := gitrepo.New()
 	for _, u := range []string{"file://" + repo.bare, repo.bare} {
@@ -479,9 +467,7 @@ func (c cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func TestWalkRecoversFromInterruptedFetch(t *testing.T) {
 	t.Parallel()
-	srv := newGitServer(t)
-	repo := srv.newRepo(t, "cut")
-	repo.commit("main", map[string]string{"a.md": "a"})
+	_, repo, _ := servedRepo(t, "cut", map[string]string{"a.md": "a"})
 	env, _ := newEnv(t)
 	cfg := config(t, map[string]any{"repository_url": repo.url})
 	c := gitrepo.New()

@@ -59,6 +59,25 @@ func dial(ctx context.Context, env connector.Env, s settings) (*remote, error) {
 
 func (r *remote) close() { _ = r.sess.Close() }
 
+// connect validates cfg, dials the repository and resolves the branch to
+// sync.
+func connect(ctx context.Context, env connector.Env, cfg connector.Config) (*remote, plumbing.Hash, string, error) {
+	s, err := parseSettings(cfg)
+	if err != nil {
+		return nil, plumbing.ZeroHash, "", err
+	}
+	r, err := dial(ctx, env, s)
+	if err != nil {
+		return nil, plumbing.ZeroHash, "", err
+	}
+	tip, branch, err := r.tip(s.branch)
+	if err != nil {
+		r.close()
+		return nil, plumbing.ZeroHash, "", err
+	}
+	return r, tip, branch, nil
+}
+
 // tip resolves the branch to sync (the remote HEAD's branch when branch is
 // empty) to its commit.
 func (r *remote) tip(branch string) (plumbing.Hash, string, error) {

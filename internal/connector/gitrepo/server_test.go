@@ -274,3 +274,12 @@ func config(t testing.TB, fields map[string]any) connector.Config {
 	}
 	return cfg
 }
+
+// servedRepo starts a server and creates the repository name on it with
+// one commit of files on main, whose hash it returns.
+func servedRepo(t testing.TB, name string, files map[string]string, opts ...serverOption) (*gitServer, *gitRepo, string) {
+	t.Helper()
+	srv := newGitServer(t, opts...)
+	repo := srv.newRepo(t, name)
+	return srv, repo, repo.commit("main", files)
+}

@@ -44,23 +44,16 @@ type state struct {
 // opts.FullSync). Files removed at the source are not reported. The tip is
 // recorded with SetState.
 func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.Config, opts connector.Options, w connector.Walker) error {
-	s, err := parseSettings(cfg)
-	if err != nil {
-		return err
-	}
 	if env.CacheDir == "" {
 		return errors.New("git connector: no cache directory in the environment")
 	}
-	sto, err := openClone(filepath.Join(env.CacheDir, cloneDir), s.url)
-	if err != nil {
-		return err
-	}
-	r, err := dial(ctx, env, s)
+	r, tip, branch, err := connect(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	tip, branch, err := r.tip(s.branch)
+	s := r.s
+	sto, err := openClone(filepath.Join(env.CacheDir, cloneDir), s.url)
 	if err != nil {
 		return err
 	}
@@ -106,6 +99,40 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 
 // report walks tree and reports every selected file.
 func (*Connector) report(ctx context.Context, sto storage.Storer, tree *object.Tree, s settings, branch string, full bool, w connector.Walker) error {
+	return eachFile(tree, s, func(name string, blob plumbing.Hash) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		version := blob.String()
+		if known, ok := w.Known(name); ok && known == version && !full {
+			return w.Unchanged(ctx, name)
+		}
+		content, err := readBlob(sto, blob)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+		err = w.Item(ctx, connector.Item{
+			ExternalID: name,
+			Version:    version,
+			Title:      path.Base(name),
+			URL:        s.fileURL(branch, name),
+			Filename:   path.Base(name),
+			MimeType:   mimeType(name),
+			Content:    content,
+		})
+		if errors.Is(err, connector.ErrSkipItem) {
+			return nil
+		}
+		return err
+	})
+}
+
+// errStop ends eachFile early without an error.
+var errStop = errors.New("stop")
+
+// eachFile calls fn with the path and blob hash of every selected regular
+// file of tree, in tree order, until fn returns an error (errStop: none).
+func eachFile(tree *object.Tree, s settings, fn func(name string, blob plumbing.Hash) error) error {
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
 	for {
@@ -119,30 +146,10 @@ func (*Connector) report(ctx context.Context, sto storage.Storer, tree *object.T
 		if !isFile(entry.Mode) || !s.selects(name) {
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		version := entry.Hash.String()
-		if known, ok := w.Known(name); ok && known == version && !full {
-			if err := w.Unchanged(ctx, name); err != nil {
-				return err
+		if err := fn(name, entry.Hash); err != nil {
+			if errors.Is(err, errStop) {
+				return nil
 			}
-			continue
-		}
-		content, err := readBlob(sto, entry.Hash)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", name, err)
-		}
-		err = w.Item(ctx, connector.Item{
-			ExternalID: name,
-			Version:    version,
-			Title:      path.Base(name),
-			URL:        s.fileURL(branch, name),
-			Filename:   path.Base(name),
-			MimeType:   mimeType(name),
-			Content:    content,
-		})
-		if err != nil && !errors.Is(err, connector.ErrSkipItem) {
 			return err
 		}
 	}
@@ -153,19 +160,12 @@ func (*Connector) report(ctx context.Context, sto storage.Storer, tree *object.T
 // partial clones, into a temporary directory removed afterwards, so it
 // never touches the clone a sync may be using.
 func (*Connector) Test(ctx context.Context, env connector.Env, cfg connector.Config) error {
-	s, err := parseSettings(cfg)
-	if err != nil {
-		return err
-	}
-	r, err := dial(ctx, env, s)
+	r, tip, branch, err := connect(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	tip, branch, err := r.tip(s.branch)
-	if err != nil {
-		return err
-	}
+	s := r.s
 	dir, err := os.MkdirTemp(env.CacheDir, "test-")
 	if err != nil {
 		return fmt.Errorf("git connector test directory: %w", err)
@@ -179,20 +179,18 @@ func (*Connector) Test(ctx context.Context, env connector.Env, cfg connector.Con
 	if err != nil {
 		return err
 	}
-	walker := object.NewTreeWalker(tree, true, nil)
-	defer walker.Close()
-	for {
-		name, entry, err := walker.Next()
-		if errors.Is(err, io.EOF) {
-			return errs.Errorf(errs.BadGateway, "no file on branch %q matches the supported types and globs", branch)
-		}
-		if err != nil {
-			return fmt.Errorf("walk tree: %w", err)
-		}
-		if isFile(entry.Mode) && s.selects(name) {
-			return nil
-		}
+	found := false
+	err = eachFile(tree, s, func(string, plumbing.Hash) error {
+		found = true
+		return errStop
+	})
+	if err != nil {
+		return err
 	}
+	if !found {
+		return errs.Errorf(errs.BadGateway, "no file on branch %q matches the supported types and globs", branch)
+	}
+	return nil
 }
 
 // openClone opens (creating it if needed) the bare clone in dir. A clone
