@@ -67,8 +67,18 @@ func mimeType(name string) string {
 	return ""
 }
 
+// MaxFetchesDefault bounds the incremental fetches into one clone.
+const MaxFetchesDefault = 100
+
 // Connector is the git connector. The zero value is ready to use.
-type Connector struct{}
+type Connector struct {
+	// MaxFetches is how many fetches a cached clone takes before it is
+	// made again from scratch (0: MaxFetchesDefault). Every incremental
+	// fetch adds a shallow boundary and the objects that changed, and
+	// nothing is ever pruned, so a fresh depth-1 clone now and then keeps
+	// the cache the size of one snapshot.
+	MaxFetches int
+}
 
 // New returns the git connector.
 func New() *Connector { return &Connector{} }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,6 +159,37 @@ func TestWalkIncrementalFetchSendsOnlyNewObjects(t *testing.T) {
 	require.Len(t, packs(t, env.CacheDir), 1)
 }
 
+func TestWalkClonesAgainAfterMaxFetches(t *testing.T) {
+	t.Parallel()
+	srv, repo, head1 := servedRepo(t, "maxfetch", map[string]string{"a.md": "a1", "b.md": "b"})
+	env, _ := newEnv(t)
+	cfg := config(t, map[string]any{"repository_url": repo.url})
+	c := &gitrepo.Connector{MaxFetches: 2}
+
+	w1 := newWalker()
+	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w1))
+	head2 := repo.commit("main", map[string]string{"a.md": "a2"})
+	w2 := w1.next()
+	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w2))
+	require.Contains(t, srv.lastUploadPack(), "have "+head1, "second fetch is incremental")
+	require.NotEmpty(t, looseObjects(t, env.CacheDir))
+
+	head3 := repo.commit("main", map[string]string{"a.md": "a3"})
+	w3 := w2.next()
+	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w3))
+	require.NotContains(t, srv.lastUploadPack(), "have ", "the third fetch clones again")
+	require.NotContains(t, srv.lastUploadPack(), "shallow "+head2)
+	require.Empty(t, looseObjects(t, env.CacheDir))
+	require.Len(t, packs(t, env.CacheDir), 1)
+	shallow, err := os.ReadFile(filepath.Join(env.CacheDir, "repo.git", "shallow"))
+	require.NoError(t, err)
+	require.Equal(t, head3, strings.TrimSpace(string(shallow)))
+	// The walk is still incremental for the integration.
+	require.Equal(t, []string{"a.md"}, w3.itemIDs())
+	require.Equal(t, "a3", string(w3.items["a.md"].Content))
+	require.Equal(t, []string{"b.md"}, w3.unchanged)
+}
+
 func TestWalkGlobs(t *testing.T) {
 	t.Parallel()
 	srv := newGitServer(t)
@@ -269,6 +301,10 @@ func TestWalkBasicAuth(t *testing.T) {
 	require.NoError(t, c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url, "access_token": token}), connector.Options{}, w))
 	require.Equal(t, []string{"doc.md"}, w.itemIDs())
 	require.Equal(t, "private", string(w.items["doc.md"].Content))
+	require.NotEmpty(t, w.logs)
+	for _, l := range w.logs {
+		require.NotContains(t, l, token)
+	}
 	require.NoError(t, c.Test(context.Background(), env, config(t, map[string]any{"repository_url": repo.url, "access_token": token})))
 
 	const wrong = "ghp_wrongTOKENvalue"
@@ -363,6 +399,25 @@ func TestWalkCancelled(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Empty(t, w2.items)
 	require.Equal(t, w1.state, w2.state, "no state saved by a cancelled walk")
+}
+
+func TestWalkCancelledInFlight(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hang.Close)
+	env, _ := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- gitrepo.New().Walk(ctx, env, config(t, map[string]any{"repository_url": hang.URL + "/r.git"}), connector.Options{}, newWalker())
+	}()
+	<-entered
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
 }
 
 func TestValidate(t *testing.T) {

@@ -209,9 +209,10 @@ func (s settings) describe(err error) error {
 	if err == nil {
 		return nil
 	}
+	err = unwrapPlumbing(err)
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
+		return s.redactErr(err)
 	case errors.Is(err, transport.ErrAuthenticationRequired):
 		if s.token == "" {
 			return errs.Errorf(errs.BadGateway, "%s requires authentication: set %s", s.host, fieldToken)
@@ -224,7 +225,6 @@ func (s settings) describe(err error) error {
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return errs.Errorf(errs.BadGateway, "repository %s is empty", s.url)
 	}
-	err = unwrapPlumbing(err)
 	var e *errs.Error
 	if errors.As(err, &e) { // the egress guard's refusal
 		return errs.Errorf(errs.BadGateway, "cannot reach %s: %s", s.host, s.redact(e.Message))

@@ -53,7 +53,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	}
 	defer r.close()
 	s := r.s
-	sto, err := openClone(filepath.Join(env.CacheDir, cloneDir), s.url)
+	sto, err := openClone(filepath.Join(env.CacheDir, cloneDir), s.url, c.maxFetches())
 	if err != nil {
 		return err
 	}
@@ -193,13 +193,23 @@ func (*Connector) Test(ctx context.Context, env connector.Env, cfg connector.Con
 	return nil
 }
 
+func (c *Connector) maxFetches() int {
+	if c.MaxFetches > 0 {
+		return c.MaxFetches
+	}
+	return MaxFetchesDefault
+}
+
 // openClone opens (creating it if needed) the bare clone in dir. A clone
-// of another repository (the URL changed) is removed first.
-func openClone(dir, repoURL string) (*filesystem.Storage, error) {
+// of another repository (the URL changed) or one that took maxFetches
+// fetches is removed first.
+func openClone(dir, repoURL string, maxFetches int) (*filesystem.Storage, error) {
 	sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
 	cfg, err := sto.Config()
 	if err == nil {
-		if origin, ok := cfg.Remotes["origin"]; ok && len(origin.URLs) == 1 && origin.URLs[0] == repoURL {
+		origin, ok := cfg.Remotes["origin"]
+		shallow, err := sto.Shallow()
+		if ok && len(origin.URLs) == 1 && origin.URLs[0] == repoURL && err == nil && len(shallow) < maxFetches {
 			return sto, nil
 		}
 	}
