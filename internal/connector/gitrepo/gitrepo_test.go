@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,6 +324,26 @@ func TestWalkBasicAuth(t *testing.T) {
 
 	err = c.Test(context.Background(), env, config(t, map[string]any{"repository_url": repo.url}))
 	require.ErrorContains(t, err, "requires authentication: set access_token")
+}
+
+func TestRedirectToAnotherOriginDropsToken(t *testing.T) {
+	t.Parallel()
+	other, repo, _ := servedRepo(t, "moved", map[string]string{"doc.md": "moved"})
+	var redirected atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirected.Add(1)
+		http.Redirect(w, r, other.url+r.URL.RequestURI(), http.StatusFound)
+	}))
+	t.Cleanup(origin.Close)
+	env, _ := newEnv(t)
+	cfg := config(t, map[string]any{"repository_url": origin.URL + "/moved.git", "access_token": "tok_never_elsewhere"})
+
+	w := newWalker()
+	require.NoError(t, gitrepo.New().Walk(context.Background(), env, cfg, connector.Options{}, w))
+	require.Equal(t, []string{"doc.md"}, w.itemIDs(), "the repository was read at %s", repo.url)
+	require.Positive(t, redirected.Load())
+	require.Positive(t, other.requests.Load())
+	require.Zero(t, other.authorized.Load(), "the token is not sent to the origin a redirect leads to")
 }
 
 func TestTest(t *testing.T) {

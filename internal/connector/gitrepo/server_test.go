@@ -32,6 +32,7 @@ type gitServer struct {
 
 	uploadPacks atomic.Int64 // POST .../git-upload-pack requests
 	requests    atomic.Int64
+	authorized  atomic.Int64 // requests that carried an Authorization header
 
 	mu      sync.Mutex
 	lastReq string // body of the last upload-pack request
@@ -73,6 +74,9 @@ func newGitServer(t testing.TB, opts ...serverOption) *gitServer {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			s.authorized.Add(1)
+		}
 		if s.token != "" {
 			if _, pass, ok := r.BasicAuth(); !ok || pass != s.token {
 				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
