@@ -17,7 +17,8 @@ import (
 // 2 KiB each, in 40 directories) served by git http-backend on loopback:
 // "first" clones into an empty cache and reads every file, "unchanged"
 // re-walks the cached, unchanged repository (ref advertisement, no pack,
-// every file Unchanged).
+// every file Unchanged), "one-changed" re-walks after a commit that edits
+// one file (incremental thin fetch, one Item).
 func BenchmarkWalk2000(b *testing.B) {
 	const n = 2000
 	srv := newGitServer(b)
@@ -54,6 +55,24 @@ func BenchmarkWalk2000(b *testing.B) {
 			require.NoError(b, c.Walk(ctx, env, cfg, connector.Options{}, w))
 			require.Empty(b, w.items)
 			require.Len(b, w.unchanged, n)
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "files/s")
+	})
+
+	b.Run("one-changed", func(b *testing.B) {
+		env, _ := newEnv(b)
+		w := newWalker()
+		require.NoError(b, c.Walk(ctx, env, cfg, connector.Options{}, w))
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			i++
+			repo.commit("main", map[string]string{"docs/d00/file0000.md": fmt.Sprintf("# File 0, edit %d\n", i)})
+			w = w.next()
+			b.StartTimer()
+			require.NoError(b, c.Walk(ctx, env, cfg, connector.Options{}, w))
+			require.Len(b, w.items, 1)
+			require.Len(b, w.unchanged, n-1)
 		}
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "files/s")
 	})

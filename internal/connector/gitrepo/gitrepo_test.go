@@ -346,6 +346,18 @@ func TestRedirectToAnotherOriginDropsToken(t *testing.T) {
 	require.Zero(t, other.authorized.Load(), "the token is not sent to the origin a redirect leads to")
 }
 
+func TestServerErrorBodyNotEchoed(t *testing.T) {
+	t.Parallel()
+	const token = "tok_echoed_by_server"
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad request with "+r.Header.Get("Authorization")+" "+token, http.StatusInternalServerError)
+	}))
+	t.Cleanup(echo.Close)
+	env, _ := newEnv(t)
+	err := gitrepo.New().Test(context.Background(), env, config(t, map[string]any{"repository_url": echo.URL + "/r.git", "access_token": token}))
+	require.EqualError(t, err, strings.TrimPrefix(echo.URL, "http://")+" answered HTTP 500")
+}
+
 func TestTest(t *testing.T) {
 	t.Parallel()
 	srv, repo, _ := servedRepo(t, "tested", map[string]string{"src/a.go": "package a", "docs/a.md": "a"})
