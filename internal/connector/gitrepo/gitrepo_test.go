@@ -221,10 +221,16 @@ func TestWalkGlobs(t *testing.T) {
 	require.Equal(t, []string{"README.md", "blog/post.md", "docs/a.md", "docs/deep/b.markdown", "docs/manual.pdf"}, w.itemIDs())
 	require.Equal(t, "application/pdf", w.items["docs/manual.pdf"].MimeType)
 
-	// Without globs every supported file is synced.
+	// Without globs every supported regular file is synced: not symlinks
+	// (a link could point outside the repository).
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(repo.work, "passwd.txt")))
+	require.NoError(t, os.Symlink("README.md", filepath.Join(repo.work, "alias.md")))
+	repo.commit("main", nil)
 	w = newWalker()
 	require.NoError(t, gitrepo.New().Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url}), connector.Options{}, w))
 	require.Len(t, w.items, 9)
+	require.NotContains(t, w.items, "passwd.txt")
+	require.NotContains(t, w.items, "alias.md")
 	require.Equal(t, "application/vnd.openxmlformats-officedocument.wordprocessingml.document", w.items["docs/spec.docx"].MimeType)
 }
 
