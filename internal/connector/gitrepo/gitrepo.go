@@ -243,12 +243,12 @@ func matchAny(patterns []gitignore.Pattern, parts []string) bool {
 // (GitHub, GitLab), "" elsewhere.
 func (s settings) fileURL(branch, p string) string {
 	base := strings.TrimSuffix(strings.TrimSuffix(s.url, "/"), ".git")
-	escaped := (&url.URL{Path: p}).EscapedPath()
+	rest := (&url.URL{Path: branch + "/" + p}).EscapedPath()
 	switch strings.ToLower(s.host) {
 	case "github.com":
-		return base + "/blob/" + url.PathEscape(branch) + "/" + escaped
+		return base + "/blob/" + rest
 	case "gitlab.com":
-		return base + "/-/blob/" + url.PathEscape(branch) + "/" + escaped
+		return base + "/-/blob/" + rest
 	}
 	return ""
 }
