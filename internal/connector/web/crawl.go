@@ -167,8 +167,9 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	// are chosen under the page cap on every walk.
 	for depth := 0; len(level) > 0 && cr.pages < s.maxPages; depth++ {
 		var children []task
-		for i := 0; i < len(level) && cr.pages < s.maxPages; i += parallel {
+		for i := 0; i < len(level) && cr.pages < s.maxPages; {
 			batch := level[i:min(i+parallel, len(level))]
+			i += len(batch)
 			cr.fetch(ctx, batch)
 			for j := range batch {
 				if cr.pages >= s.maxPages {
