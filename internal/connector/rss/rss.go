@@ -233,17 +233,25 @@ func (*Connector) Walk(ctx context.Context, env connector.Env, cfg connector.Con
 			continue
 		}
 		seen[id] = true
-		next.Items = append(next.Items, id)
-		if err := report(ctx, env, s, w, fi, id, link); err != nil {
+		stored, err := report(ctx, env, s, w, fi, id, link)
+		switch {
+		case err != nil:
 			return err
+		case stored:
+			next.Items = append(next.Items, id)
+		default:
+			// An item failed or was refused: the next walk reads the feed
+			// in full, so that a 304 never vouches for it.
+			next.Version = ""
 		}
 	}
 	return setState(w, next)
 }
 
 // report reports one item: Unchanged when its version is the stored one,
-// else with its content (or its linked page).
-func report(ctx context.Context, env connector.Env, s settings, w connector.Walker, fi *gofeed.Item, id, link string) error {
+// else with its content (or its linked page). stored is false when the
+// item failed or the walker refused it.
+func report(ctx context.Context, env connector.Env, s settings, w connector.Walker, fi *gofeed.Item, id, link string) (stored bool, err error) {
 	body := fi.Content
 	if strings.TrimSpace(body) == "" {
 		body = fi.Description
@@ -254,9 +262,9 @@ func report(ctx context.Context, env connector.Env, s settings, w connector.Walk
 	}
 	if known, ok := w.Known(id); ok && known == version {
 		if err := w.Unchanged(ctx, id); err != nil {
-			return fmt.Errorf("report unchanged item: %w", err)
+			return false, fmt.Errorf("report unchanged item: %w", err)
 		}
-		return nil
+		return true, nil
 	}
 	title := strings.TrimSpace(fi.Title)
 	it := connector.Item{
@@ -268,22 +276,25 @@ func report(ctx context.Context, env connector.Env, s settings, w connector.Walk
 		switch {
 		case err != nil:
 			w.Failed(ctx, id, fmt.Errorf("fetch the linked page: %w", err))
-			return nil
+			return false, nil
 		case resp.Status != http.StatusOK:
 			w.Failed(ctx, id, fmt.Errorf("fetch the linked page %s: HTTP %d", link, resp.Status))
-			return nil
+			return false, nil
 		case !web.IsHTML(resp.Header.Get("Content-Type")):
 			w.Failed(ctx, id, fmt.Errorf("the linked page %s is not HTML (Content-Type %q)", link, resp.Header.Get("Content-Type")))
-			return nil
+			return false, nil
 		}
 		it.Content = resp.Body
 	} else {
 		it.Content = itemHTML(fi, title, link, body)
 	}
-	if err := w.Item(ctx, it); err != nil && !errors.Is(err, connector.ErrSkipItem) {
-		return fmt.Errorf("report item: %w", err)
+	if err := w.Item(ctx, it); err != nil {
+		if errors.Is(err, connector.ErrSkipItem) {
+			return false, nil
+		}
+		return false, fmt.Errorf("report item: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // itemVersion is the item's updated time, else its published time
