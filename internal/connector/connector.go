@@ -161,7 +161,7 @@ type Connector interface {
 	Walk(ctx context.Context, env Env, cfg Config, opts Options, w Walker) error
 }
 
-// ErrSkipItem, returned by Walker.Item, skips an item the integration
+// ErrSkipItem is returned by Walker.Item to skip an item the integration
 // domain refuses (too large, unsupported type) without stopping the walk.
 var ErrSkipItem = errSkipItem{}
 

@@ -145,7 +145,9 @@ type state struct {
 	Settings string `json:"settings"`
 }
 
-func (s settings) key() string { return fmt.Sprintf("max_items=%d fetch_linked_pages=%t", s.maxItems, s.fetchLinked) }
+func (s settings) key() string {
+	return fmt.Sprintf("max_items=%d fetch_linked_pages=%t", s.maxItems, s.fetchLinked)
+}
 
 // fetchFeed fetches and parses the feed; a nil feed means 304 Not
 // Modified.

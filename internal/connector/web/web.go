@@ -25,6 +25,7 @@ package web
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 
@@ -331,22 +332,17 @@ func parseGlobs(field string, globs []string) ([]*regexp.Regexp, error) {
 	return res, nil
 }
 
-// skipExt lists extensions of files that are not HTML pages; links to them
-// are not fetched.
-var skipExt = []string{
-	".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".bmp", ".tif", ".tiff",
-	".css", ".js", ".mjs", ".json", ".map", ".woff", ".woff2", ".ttf", ".eot", ".otf",
-	".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".exe", ".dmg", ".iso", ".apk", ".deb", ".rpm",
-	".mp3", ".mp4", ".m4a", ".wav", ".ogg", ".webm", ".avi", ".mov", ".mkv", ".flac",
-	".pdf", ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".csv",
-}
-
+// notPage says whether a path names a file that is not an HTML page (an
+// image, a script, an archive, a media or office file): links to it are
+// not fetched.
 func notPage(p string) bool {
-	p = strings.ToLower(p)
-	for _, ext := range skipExt {
-		if strings.HasSuffix(p, ext) {
-			return true
-		}
+	switch strings.ToLower(path.Ext(p)) {
+	case ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico", ".bmp", ".tif", ".tiff",
+		".css", ".js", ".mjs", ".json", ".map", ".woff", ".woff2", ".ttf", ".eot", ".otf",
+		".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".exe", ".dmg", ".iso", ".apk", ".deb", ".rpm",
+		".mp3", ".mp4", ".m4a", ".wav", ".ogg", ".webm", ".avi", ".mov", ".mkv", ".flac",
+		".pdf", ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".csv":
+		return true
 	}
 	return false
 }
