@@ -21,6 +21,9 @@ import (
 // version they were read at, so that a page answering 304 still leads the
 // crawl on. URLs are stored once and referenced by index.
 type state struct {
+	// Scope is the include/exclude the links were filtered with: a state
+	// of another scope is dropped (its link lists would miss pages).
+	Scope string      `json:"scope"`
 	URLs  []string    `json:"urls"`
 	Pages []pageLinks `json:"pages"`
 }
@@ -67,9 +70,9 @@ func (b *stateBuilder) add(u, version string, links []string) {
 	b.st.Pages = append(b.st.Pages, p)
 }
 
-func loadState(raw json.RawMessage) map[string]knownPage {
+func loadState(raw json.RawMessage, scope string) map[string]knownPage {
 	var st state
-	if len(raw) == 0 || json.Unmarshal(raw, &st) != nil {
+	if len(raw) == 0 || json.Unmarshal(raw, &st) != nil || st.Scope != scope {
 		return nil
 	}
 	out := make(map[string]knownPage, len(st.Pages))
@@ -124,8 +127,8 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	}
 	cr := &crawl{
 		env: env, client: noRedirect(env.HTTP), s: s, w: w,
-		old:   loadState(w.State()),
-		next:  stateBuilder{index: map[string]int{}},
+		old:   loadState(w.State(), s.scope),
+		next:  stateBuilder{index: map[string]int{}, st: state{Scope: s.scope}},
 		seen:  map[string]bool{},
 		seeds: map[string]bool{},
 	}
@@ -145,6 +148,9 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 		}
 		*dst = append(*dst, task{url: key, depth: depth})
 	}
+	// A start URL that answers 404 is a failure (a site that vanished
+	// must not look like an empty one); a sitemap entry that does is a
+	// stale sitemap, gone like a page.
 	for _, start := range s.starts {
 		u, _ := url.Parse(start)
 		cr.seeds[start] = true
@@ -159,7 +165,6 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 			w.Failed(ctx, s.sitemap, err)
 		}
 		for _, u := range urls {
-			cr.seeds[u.String()] = true
 			enqueue(&level, u, 0)
 		}
 	}
@@ -227,6 +232,12 @@ func (cr *crawl) fetch(ctx context.Context, batch []task) {
 func (cr *crawl) handle(ctx context.Context, t *task) (links []string, redirect bool, err error) {
 	if ctx.Err() != nil {
 		return nil, false, fmt.Errorf("crawl: %w", context.Cause(ctx))
+	}
+	if errors.Is(t.err, ErrTooLarge) {
+		// Not a failure: it would block every deletion of the integration
+		// for good. Not reported, so its earlier document is deleted.
+		cr.w.Log(ctx, connector.LevelWarn, "page larger than the size limit: skipped", map[string]any{"url": t.url, "limit": MaxPageBytes})
+		return nil, false, nil
 	}
 	if t.err != nil {
 		cr.w.Failed(ctx, t.url, t.err)

@@ -15,11 +15,12 @@
 // same-origin target is crawled at the same depth as the redirecting URL.
 //
 // Any failure to fetch a page (network error, 5xx, 429, an unexpected
-// status, a page over the size limit, a failing sitemap) is reported with
-// Walker.Failed, so the listing is incomplete and nothing is deleted. A
-// 404 or 410 of a linked page means the page is gone (it is not reported
-// and its document is deleted after a complete walk); a 404 of a start
-// URL is a failure.
+// status, a failing sitemap) is reported with Walker.Failed, so the
+// listing is incomplete and nothing is deleted. A 404 or 410 of a linked
+// page or a sitemap entry means the page is gone (it is not reported and
+// its document is deleted after a complete walk); a 404 of a start URL is
+// a failure. A page over MaxPageBytes is skipped with a warning. A
+// robots.txt answering 5xx or 429, or not reachable, fails the walk.
 package web
 
 import (
@@ -60,7 +61,8 @@ const (
 	DefaultMaxDepth = 5
 	// MaxMaxDepth is the largest max_depth accepted.
 	MaxMaxDepth = 50
-	// MaxPageBytes is the largest page fetched; a larger one fails.
+	// MaxPageBytes is the largest page read; a larger one is skipped with
+	// a warning (not reported).
 	MaxPageBytes = 10 << 20
 	// maxSitemapBytes bounds one (uncompressed) sitemap document.
 	maxSitemapBytes = 50 << 20
@@ -149,6 +151,7 @@ type settings struct {
 	maxDepth int
 	include  []*regexp.Regexp
 	exclude  []*regexp.Regexp
+	scope    string // include and exclude as given, for the state
 }
 
 func parseSettings(cfg connector.Config) (settings, error) {
@@ -189,6 +192,7 @@ func parseSettings(cfg connector.Config) (settings, error) {
 	if s.exclude, err = parseGlobs(fieldExclude, cfg.Strings(fieldExclude)); err != nil {
 		return s, err
 	}
+	s.scope = fmt.Sprintf("include=%q exclude=%q", cfg.Strings(fieldInclude), cfg.Strings(fieldExclude))
 	for i, start := range s.starts {
 		u, _ := url.Parse(start)
 		if !s.wanted(u) {

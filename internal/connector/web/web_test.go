@@ -398,3 +398,41 @@ func logMessages(w *connectortest.Walker) []string {
 	}
 	return out
 }
+
+func TestWalkScopeChangeDropsTheLinkState(t *testing.T) {
+	t.Parallel()
+	other, _ := offHost(t)
+	s := smallSite(t, other.URL)
+	narrow := cfgFor(map[string]any{"start_urls": []string{s.url("/")}, "exclude": []string{"/b"}})
+	first := walk(t, narrow, connectortest.NewWalker(nil))
+	require.Equal(t, []string{s.url("/"), s.url("/a")}, first.ItemIDs())
+
+	// Widened: the unchanged pages' stored links were filtered by the old
+	// exclude, so they are read again and /b is found.
+	wide := cfgFor(map[string]any{"start_urls": []string{s.url("/")}})
+	second := walk(t, wide, first.Next())
+	require.Equal(t, []string{s.url("/"), s.url("/a"), s.url("/b")}, second.Reported())
+	require.Contains(t, second.ItemIDs(), s.url("/b"))
+}
+
+func TestWalkStaleSitemapEntryIsGone(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	s.set("/sitemap.xml", sitePage{ctype: "application/xml", body: `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` +
+		`<url><loc>` + s.url("/here") + `</loc></url><url><loc>` + s.url("/gone") + `</loc></url></urlset>`})
+	s.html("/here", "Here", `here`)
+	w := walk(t, cfgFor(map[string]any{"sitemap_url": s.url("/sitemap.xml")}), connectortest.NewWalker(nil))
+	require.Equal(t, []string{s.url("/here")}, w.Reported())
+	require.Empty(t, w.FailedItems())
+}
+
+func TestWalkSkipsOversizedPages(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	s.html("/", "Home", `<a href="/huge">huge</a>`)
+	s.html("/huge", "Huge", strings.Repeat("x", web.MaxPageBytes))
+	w := walk(t, cfgFor(map[string]any{"start_urls": []string{s.url("/")}}), connectortest.NewWalker(nil))
+	require.Equal(t, []string{s.url("/")}, w.Reported())
+	require.Empty(t, w.FailedItems())
+	require.Contains(t, logMessages(w), "page larger than the size limit: skipped")
+}
