@@ -56,6 +56,17 @@ func smallSite(t *testing.T, other string) *site {
 	return s
 }
 
+// walkedSmallSite is smallSite after a first walk from /, counts reset.
+func walkedSmallSite(t *testing.T) (*site, connector.Config, *connectortest.Walker) {
+	t.Helper()
+	other, _ := offHost(t)
+	s := smallSite(t, other.URL)
+	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}})
+	first := walk(t, cfg, connectortest.NewWalker(nil))
+	s.resetCounts()
+	return s, cfg, first
+}
+
 func TestWalkFirstSync(t *testing.T) {
 	t.Parallel()
 	other, otherHits := offHost(t)
@@ -84,11 +95,7 @@ func TestWalkFirstSync(t *testing.T) {
 
 func TestWalkUnchangedFetchesNothingInFull(t *testing.T) {
 	t.Parallel()
-	other, _ := offHost(t)
-	s := smallSite(t, other.URL)
-	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}})
-	first := walk(t, cfg, connectortest.NewWalker(nil))
-	s.resetCounts()
+	s, cfg, first := walkedSmallSite(t)
 
 	second := walk(t, cfg, first.Next())
 	require.Empty(t, second.ItemIDs())
@@ -108,11 +115,7 @@ func TestWalkUnchangedFetchesNothingInFull(t *testing.T) {
 
 func TestWalkWithoutLinksInStateFetchesInFull(t *testing.T) {
 	t.Parallel()
-	other, _ := offHost(t)
-	s := smallSite(t, other.URL)
-	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}})
-	first := walk(t, cfg, connectortest.NewWalker(nil))
-	s.resetCounts()
+	s, cfg, first := walkedSmallSite(t)
 
 	// Versions known, but no state (a lost or foreign state): a 304 would
 	// leave the crawl without links, so every page is fetched in full.
@@ -125,10 +128,7 @@ func TestWalkWithoutLinksInStateFetchesInFull(t *testing.T) {
 
 func TestWalkChangedPage(t *testing.T) {
 	t.Parallel()
-	other, _ := offHost(t)
-	s := smallSite(t, other.URL)
-	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}})
-	first := walk(t, cfg, connectortest.NewWalker(nil))
+	s, cfg, first := walkedSmallSite(t)
 	s.html("/a", "Page A", `<p>alpha two</p><a href="/b">B</a><a href="/c">C</a>`)
 	s.html("/c", "Page C", `<p>gamma</p>`)
 	s.resetCounts()
@@ -143,10 +143,7 @@ func TestWalkChangedPage(t *testing.T) {
 
 func TestWalkRemovedPageIsNotReported(t *testing.T) {
 	t.Parallel()
-	other, _ := offHost(t)
-	s := smallSite(t, other.URL)
-	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}})
-	first := walk(t, cfg, connectortest.NewWalker(nil))
+	s, cfg, first := walkedSmallSite(t)
 
 	// /b is gone but /a still links to it (a broken link): 404 is "gone",
 	// not a failure, so the complete listing lets the domain delete it.
@@ -323,9 +320,7 @@ func TestWalkFailsWithoutRobotsOrSite(t *testing.T) {
 
 func TestWalkStopsOnWalkerErrorAndCancel(t *testing.T) {
 	t.Parallel()
-	other, _ := offHost(t)
-	s := smallSite(t, other.URL)
-	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}})
+	s, cfg, _ := walkedSmallSite(t)
 	boom := errors.New("database gone")
 	w := connectortest.NewWalker(nil)
 	w.ItemFunc = func(connector.Item) error { return boom }
