@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -304,4 +305,27 @@ func TestTestConnection(t *testing.T) {
 	require.EqualError(t, test("/empty.xml"), "the feed "+f.url("/empty.xml")+" has no items")
 	f.srv.Close()
 	require.ErrorContains(t, test("/rss.xml"), "fetch feed: ")
+}
+
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestWalkFetchesThroughTheEnvClient(t *testing.T) {
+	t.Parallel()
+	f := newFeedServer(t)
+	f.set("/rss.xml", doc{body: rss2(blogFeed(f)...), ctype: "application/rss+xml"})
+	f.set("/posts/1", doc{body: "<html>1</html>", ctype: "text/html"})
+	f.set("/posts/2", doc{body: "<html>2</html>", ctype: "text/html"})
+	ct := &countingTransport{}
+	w := connectortest.NewWalker(nil)
+	c := cfg(map[string]any{"feed_url": f.url("/rss.xml"), "fetch_linked_pages": true})
+	require.NoError(t, rss.New().Walk(t.Context(), connector.Env{HTTP: &http.Client{Transport: ct}}, c, connector.Options{}, w))
+	require.Len(t, w.ItemIDs(), 3)
+	full, _ := f.counts()
+	require.Equal(t, map[string]int{"/rss.xml": 1, "/posts/1": 1, "/posts/2": 1}, full)
+	require.Equal(t, int64(3), ct.n.Load(), "a request bypassed Env.HTTP")
 }

@@ -108,6 +108,41 @@ type crawl struct {
 	seen   map[string]bool
 	seeds  map[string]bool
 	pages  int
+	// skipped counts the URLs passed over, logged once at the end (one
+	// log entry per URL would flood the sync log).
+	skipped skips
+}
+
+// skips counts the URLs passed over, by reason, with a few examples.
+type skips struct {
+	robots, gone, notHTML skipCount
+}
+
+type skipCount struct {
+	n        int
+	examples []string
+}
+
+func (c *skipCount) add(u string) {
+	c.n++
+	if len(c.examples) < 10 {
+		c.examples = append(c.examples, u)
+	}
+}
+
+func (sk *skips) log(ctx context.Context, w connector.Walker) {
+	for _, r := range []struct {
+		c       *skipCount
+		message string
+	}{
+		{&sk.robots, "pages disallowed by robots.txt were skipped"},
+		{&sk.gone, "linked pages answered 404 or 410 (gone)"},
+		{&sk.notHTML, "linked URLs are not HTML pages and were skipped"},
+	} {
+		if r.c.n > 0 {
+			w.Log(ctx, connector.LevelInfo, fmt.Sprintf("%d %s", r.c.n, r.message), map[string]any{"examples": r.c.examples})
+		}
+	}
 }
 
 // task is one URL to fetch, prepared on the walker's goroutine.
@@ -143,7 +178,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 		}
 		cr.seen[key] = true
 		if !cr.robots.Test(u.RequestURI()) {
-			w.Log(ctx, connector.LevelDebug, "robots.txt disallows a page: skipped", map[string]any{"url": key})
+			cr.skipped.robots.add(key)
 			return
 		}
 		*dst = append(*dst, task{url: key, depth: depth})
@@ -181,6 +216,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 					break
 				}
 				links, redirect, err := cr.handle(ctx, &batch[j])
+				batch[j].resp.Body = nil // reported: do not hold the level's pages
 				if err != nil {
 					return err
 				}
@@ -197,6 +233,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 		}
 		level = children
 	}
+	cr.skipped.log(ctx, w)
 	if cr.pages >= s.maxPages {
 		w.Log(ctx, connector.LevelWarn, fmt.Sprintf("the page cap (max_pages %d) is reached: further pages are not synced", s.maxPages), nil)
 	}
@@ -255,7 +292,7 @@ func (cr *crawl) handle(ctx context.Context, t *task) (links []string, redirect 
 		return kp.links, false, nil
 	case r.Status == http.StatusOK:
 		if !IsHTML(r.Header.Get("Content-Type")) {
-			cr.w.Log(ctx, connector.LevelDebug, "not an HTML page: skipped", map[string]any{"url": t.url, "contentType": r.Header.Get("Content-Type")})
+			cr.skipped.notHTML.add(t.url)
 			return nil, false, nil
 		}
 		base, _ := url.Parse(t.url)
@@ -287,7 +324,7 @@ func (cr *crawl) handle(ctx context.Context, t *task) (links []string, redirect 
 		}
 		return []string{normalize(target).String()}, true, nil
 	case (r.Status == http.StatusNotFound || r.Status == http.StatusGone) && !cr.seeds[t.url]:
-		cr.w.Log(ctx, connector.LevelInfo, "page gone", map[string]any{"url": t.url, "status": r.Status})
+		cr.skipped.gone.add(t.url)
 		return nil, false, nil
 	default:
 		cr.w.Failed(ctx, t.url, fmt.Errorf("fetch %s: HTTP %d", t.url, r.Status))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -151,6 +152,7 @@ func TestWalkRemovedPageIsNotReported(t *testing.T) {
 	second := walk(t, cfg, first.Next())
 	require.Equal(t, []string{s.url("/"), s.url("/a")}, second.Reported())
 	require.Empty(t, second.FailedItems())
+	require.Contains(t, logMessages(second), "1 linked pages answered 404 or 410 (gone)")
 
 	// /a unlinked and removed: not reported either.
 	s.html("/", "Home", `<p>only home</p>`)
@@ -174,6 +176,7 @@ func TestWalkHonoursRobots(t *testing.T) {
 	require.Zero(t, hits["/private/x"])
 	require.Zero(t, hits["/private"])
 	require.Equal(t, 1, hits["/robots.txt"])
+	require.Contains(t, logMessages(w), "2 pages disallowed by robots.txt were skipped")
 }
 
 func TestWalkDepthCap(t *testing.T) {
@@ -430,4 +433,58 @@ func TestWalkSkipsOversizedPages(t *testing.T) {
 	require.Equal(t, []string{s.url("/")}, w.Reported())
 	require.Empty(t, w.FailedItems())
 	require.Contains(t, logMessages(w), "page larger than the size limit: skipped")
+}
+
+// recordingTransport is an Env client's transport that records every
+// request it carries.
+type recordingTransport struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt.mu.Lock()
+	rt.urls = append(rt.urls, r.URL.Path)
+	rt.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestWalkFetchesThroughTheEnvClient(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	s.set("/sitemap.xml", sitePage{ctype: "application/xml", body: `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>` + s.url("/s") + `</loc></url></urlset>`})
+	s.html("/", "Home", `<a href="/old">old</a>`)
+	s.set("/old", sitePage{status: http.StatusMovedPermanently, location: "/new"})
+	s.html("/new", "New", `new`)
+	s.html("/s", "S", `s`)
+	rt := &recordingTransport{}
+	env := connector.Env{HTTP: &http.Client{Transport: rt}}
+	w := connectortest.NewWalker(nil)
+	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}, "sitemap_url": s.url("/sitemap.xml")})
+	require.NoError(t, web.New().Walk(t.Context(), env, cfg, connector.Options{}, w))
+	require.Equal(t, []string{s.url("/"), s.url("/new"), s.url("/s")}, w.ItemIDs())
+	hits, _, _ := s.counts()
+	served := 0
+	for _, n := range hits {
+		served += n
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	require.Len(t, rt.urls, served, "a request bypassed Env.HTTP")
+	require.ElementsMatch(t, []string{"/robots.txt", "/sitemap.xml", "/", "/s", "/old", "/new"}, rt.urls)
+}
+
+func TestTestConnectionSitemapOnly(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	s.set("/sitemap.xml", sitePage{ctype: "application/xml", body: `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>` + s.url("/s") + `</loc></url></urlset>`})
+	s.set("/empty.xml", sitePage{ctype: "application/xml", body: `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"></urlset>`})
+	s.set("/page", sitePage{body: "<html></html>"})
+	test := func(path string) error {
+		return web.New().Test(t.Context(), plainEnv(), cfgFor(map[string]any{"sitemap_url": s.url(path)}))
+	}
+	require.NoError(t, test("/sitemap.xml"))
+	require.EqualError(t, test("/empty.xml"), "the sitemap "+s.url("/empty.xml")+" lists no page")
+	require.ErrorContains(t, test("/page"), "the sitemap cannot be read: sitemap "+s.url("/page")+" is neither a urlset nor a sitemapindex")
+	require.ErrorContains(t, test("/none.xml"), "the sitemap cannot be read: fetch sitemap "+s.url("/none.xml")+": HTTP 404")
 }
