@@ -78,6 +78,7 @@ func BenchmarkWalk2000Pages(b *testing.B) {
 				b.Fatalf("unchanged walk fetched %d pages", len(w.ItemIDs()))
 			}
 		}
+		b.ReportMetric(float64(len(prev.State())), "state-bytes")
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "pages/s")
 	})
 }
