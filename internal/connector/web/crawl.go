@@ -145,11 +145,10 @@ func (sk *skips) log(ctx context.Context, w connector.Walker) {
 	}
 }
 
-// task is one URL to fetch, prepared on the walker's goroutine.
-type task struct {
+// fetched is the outcome of fetching a task.
+type fetched struct {
 	url     string
-	depth   int
-	version string // conditional GET version, "" for a full fetch
+	version string // the conditional GET's version, "" for a full fetch
 	resp    Response
 	err     error
 }
@@ -170,8 +169,8 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	if cr.robots, err = fetchRobots(ctx, env.HTTP, s.origin); err != nil {
 		return err
 	}
-	var level []task
-	enqueue := func(dst *[]task, u *url.URL, depth int) {
+	var level []string // the URLs of the current depth, in discovery order
+	enqueue := func(dst *[]string, u *url.URL) {
 		key := u.String()
 		if cr.seen[key] || !s.inScope(u) {
 			return
@@ -181,7 +180,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 			cr.skipped.robots.add(key)
 			return
 		}
-		*dst = append(*dst, task{url: key, depth: depth})
+		*dst = append(*dst, key)
 	}
 	// A start URL that answers 404 is a failure (a site that vanished
 	// must not look like an empty one); a sitemap entry that does is a
@@ -189,7 +188,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	for _, start := range s.starts {
 		u, _ := url.Parse(start)
 		cr.seeds[start] = true
-		enqueue(&level, u, 0)
+		enqueue(&level, u)
 	}
 	if s.sitemap != "" {
 		urls, err := cr.readSitemaps(ctx, s.sitemap)
@@ -200,23 +199,22 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 			w.Failed(ctx, s.sitemap, err)
 		}
 		for _, u := range urls {
-			enqueue(&level, u, 0)
+			enqueue(&level, u)
 		}
 	}
 	// Breadth-first, level by level, in discovery order: the same pages
 	// are chosen under the page cap on every walk.
 	for depth := 0; len(level) > 0 && cr.pages < s.maxPages; depth++ {
-		var children []task
+		var children []string
 		for i := 0; i < len(level) && cr.pages < s.maxPages; {
 			batch := level[i:min(i+parallel, len(level))]
 			i += len(batch)
-			cr.fetch(ctx, batch)
-			for j := range batch {
+			results := cr.fetch(ctx, batch)
+			for j := range results {
 				if cr.pages >= s.maxPages {
 					break
 				}
-				links, redirect, err := cr.handle(ctx, &batch[j])
-				batch[j].resp.Body = nil // reported: do not hold the level's pages
+				links, redirect, err := cr.handle(ctx, &results[j])
 				if err != nil {
 					return err
 				}
@@ -224,9 +222,9 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 					u, _ := url.Parse(l)
 					switch {
 					case redirect: // a redirect target is crawled at the redirect's depth
-						enqueue(&level, u, depth)
+						enqueue(&level, u)
 					case depth < s.maxDepth:
-						enqueue(&children, u, depth+1)
+						enqueue(&children, u)
 					}
 				}
 			}
@@ -245,28 +243,32 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	return nil
 }
 
-// fetch fetches a batch concurrently; Known is asked here, on the walker's
-// goroutine.
-func (cr *crawl) fetch(ctx context.Context, batch []task) {
-	for i := range batch {
-		if v, ok := cr.w.Known(batch[i].url); ok && v != "" {
-			if kp, ok := cr.old[batch[i].url]; ok && kp.version == v {
-				batch[i].version = v
+// fetch fetches a batch concurrently, results in the batch's order. Known
+// is asked here, on the walker's goroutine; a conditional GET is sent only
+// when the state has the page's links at that version.
+func (cr *crawl) fetch(ctx context.Context, batch []string) []fetched {
+	out := make([]fetched, len(batch))
+	for i, u := range batch {
+		out[i].url = u
+		if v, ok := cr.w.Known(u); ok && v != "" {
+			if kp, ok := cr.old[u]; ok && kp.version == v {
+				out[i].version = v
 			}
 		}
 	}
 	var wg sync.WaitGroup
-	for i := range batch {
+	for i := range out {
 		wg.Go(func() {
-			batch[i].resp, batch[i].err = Get(ctx, cr.client, batch[i].url, batch[i].version, MaxPageBytes)
+			out[i].resp, out[i].err = Get(ctx, cr.client, out[i].url, out[i].version, MaxPageBytes)
 		})
 	}
 	wg.Wait()
+	return out
 }
 
 // handle reports one fetched URL and returns the links to follow (for a
 // redirect, its target). Only the walker's errors stop the crawl.
-func (cr *crawl) handle(ctx context.Context, t *task) (links []string, redirect bool, err error) {
+func (cr *crawl) handle(ctx context.Context, t *fetched) (links []string, redirect bool, err error) {
 	if ctx.Err() != nil {
 		return nil, false, fmt.Errorf("crawl: %w", context.Cause(ctx))
 	}
