@@ -54,6 +54,11 @@ type Descriptor struct {
 	RequiredFields   []Field `json:"required_fields"`
 	OptionalFields   []Field `json:"optional_fields"`
 	DocumentationURL string  `json:"documentation_url"`
+	// Append marks a source that lists only its recent items (a feed): an
+	// item a walk does not report may still exist, so the integration
+	// domain never deletes a document of such an integration for being
+	// unlisted. Not part of the API's view.
+	Append bool `json:"-"`
 }
 
 // Config is an integration's config as stored (decrypted): field name to
@@ -156,7 +161,7 @@ type Connector interface {
 	Walk(ctx context.Context, env Env, cfg Config, opts Options, w Walker) error
 }
 
-// ErrSkipItem, returned by Walker.Item, skips an item the integration
+// ErrSkipItem is returned by Walker.Item to skip an item the integration
 // domain refuses (too large, unsupported type) without stopping the walk.
 var ErrSkipItem = errSkipItem{}
 
