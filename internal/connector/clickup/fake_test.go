@@ -341,7 +341,7 @@ func (w *memWalker) Item(_ context.Context, it connector.Item) error {
 	return nil
 }
 
-func (w *memWalker) Failed(_ context.Context, id string, err error)    { w.failed[id] = err }
+func (w *memWalker) Failed(_ context.Context, id string, err error)      { w.failed[id] = err }
 func (w *memWalker) Log(context.Context, string, string, map[string]any) {}
 func (w *memWalker) State() json.RawMessage                              { return nil }
 func (w *memWalker) SetState(json.RawMessage)                            {}

@@ -116,13 +116,11 @@ func (c *Connector) Test(ctx context.Context, env connector.Env, cfg connector.C
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for obj := range client.ListObjects(ctx, cfg.String(FieldBucket), minio.ListObjectsOptions{
+	first, ok := <-client.ListObjects(ctx, cfg.String(FieldBucket), minio.ListObjectsOptions{
 		Prefix: cfg.String(FieldPrefix), Recursive: true, MaxKeys: 1,
-	}) {
-		if obj.Err != nil {
-			return describe(cfg, obj.Err)
-		}
-		break
+	})
+	if ok && first.Err != nil {
+		return describe(cfg, first.Err)
 	}
 	return nil
 }
