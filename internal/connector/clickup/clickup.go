@@ -100,11 +100,7 @@ func (c *Connector) Validate(cfg connector.Config) error {
 // Test implements connector.Connector: it authenticates, finds the
 // workspace and lists its spaces.
 func (c *Connector) Test(ctx context.Context, env connector.Env, cfg connector.Config) error {
-	cl, err := c.client(env, cfg)
-	if err != nil {
-		return err
-	}
-	teams, err := workspaces(ctx, cl, cfg.String(FieldWorkspaceID))
+	cl, teams, err := c.open(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
@@ -118,11 +114,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	if err != nil {
 		return err
 	}
-	cl, err := c.client(env, cfg)
-	if err != nil {
-		return err
-	}
-	teams, err := workspaces(ctx, cl, cfg.String(FieldWorkspaceID))
+	cl, teams, err := c.open(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
@@ -142,32 +134,30 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	return nil
 }
 
-func (c *Connector) client(env connector.Env, cfg connector.Config) (*client, error) {
+// open authenticates and returns a client with the workspaces to sync:
+// the configured one, or every one the key can see.
+func (c *Connector) open(ctx context.Context, env connector.Env, cfg connector.Config) (*client, []team, error) {
 	if env.HTTP == nil {
-		return nil, errors.New("clickup: no network access given to the connector")
+		return nil, nil, errors.New("clickup: no network access given to the connector")
 	}
-	return &client{http: env.HTTP, base: c.baseURL, key: cfg.String(FieldAPIKey)}, nil
-}
-
-// workspaces returns the workspaces to sync: the configured one, or every
-// one the key can see.
-func workspaces(ctx context.Context, cl *client, want string) ([]team, error) {
+	cl := &client{http: env.HTTP, base: c.baseURL, key: cfg.String(FieldAPIKey)}
 	var ans teamsAnswer
 	if err := cl.get(ctx, "/api/v2/team", nil, &ans); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	want := cfg.String(FieldWorkspaceID)
 	if want == "" {
 		if len(ans.Teams) == 0 {
-			return nil, errors.New("the API key has access to no ClickUp workspace")
+			return nil, nil, errors.New("the API key has access to no ClickUp workspace")
 		}
-		return ans.Teams, nil
+		return cl, ans.Teams, nil
 	}
 	for _, t := range ans.Teams {
 		if t.ID == want {
-			return []team{t}, nil
+			return cl, []team{t}, nil
 		}
 	}
-	return nil, fmt.Errorf("workspace %s is not accessible with this API key", want)
+	return nil, nil, fmt.Errorf("workspace %s is not accessible with this API key", want)
 }
 
 // sourceTypes is the set of source types to sync (both when none given).

@@ -1,7 +1,6 @@
 package clickup_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/connector/clickup"
+	"github.com/graphmill/graphmill/internal/connector/connectortest"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -19,26 +19,17 @@ var (
 	acmeAll   = []string{"doc/d1/p1", "doc/d1/p2", "doc/d2/p3", "task/t1", "task/t2", "task/t3", "task/t4", "task/t5"}
 )
 
-func config(m map[string]any) connector.Config {
-	cfg := connector.Config{}
-	for k, v := range m {
-		raw, _ := json.Marshal(v)
-		cfg[k] = raw
-	}
-	return cfg
-}
-
 func acme() connector.Config {
-	return config(map[string]any{"api_key": testKey, "workspace_id": "9001"})
+	return connectortest.Config(map[string]any{"api_key": testKey, "workspace_id": "9001"})
 }
 
 func env() connector.Env { return connector.Env{HTTP: &http.Client{}} }
 
-func walk(t *testing.T, f *fakeClickUp, cfg connector.Config, opts connector.Options, known map[string]string) *memWalker {
+func walk(t *testing.T, f *fakeClickUp, cfg connector.Config, opts connector.Options, known map[string]string) *connectortest.Walker {
 	t.Helper()
-	w := newWalker(known)
+	w := connectortest.NewWalker(known)
 	require.NoError(t, clickup.New(f.srv.URL).Walk(t.Context(), env(), cfg, opts, w))
-	require.Empty(t, w.failed)
+	require.Empty(t, w.FailedItems())
 	return w
 }
 
@@ -47,10 +38,10 @@ func TestWalkFirstSync(t *testing.T) {
 	f := newFakeClickUp(t)
 	w := walk(t, f, acme(), connector.Options{}, nil)
 
-	require.Equal(t, acmeAll, w.reported(), "every task and doc page of workspace 9001, none of 9002")
-	require.Empty(t, w.unchanged)
+	require.Equal(t, acmeAll, w.Reported(), "every task and doc page of workspace 9001, none of 9002")
+	require.Empty(t, w.UnchangedIDs())
 
-	t1 := w.items["task/t1"]
+	t1 := w.Items()["task/t1"]
 	require.Equal(t, "1700000001000", t1.Version, "a task's version is its date_updated")
 	require.Equal(t, "Fix login", t1.Title)
 	require.Equal(t, "https://app.clickup.com/t/t1", t1.URL)
@@ -63,12 +54,12 @@ func TestWalkFirstSync(t *testing.T) {
 		"- URL: https://app.clickup.com/t/t1\n"+
 		"\nThe **login** form fails.\n", string(t1.Content))
 
-	p2 := w.items["doc/d1/p2"]
+	p2 := w.Items()["doc/d1/p2"]
 	require.Equal(t, "Handbook / Onboarding", p2.Title, "nested pages are synced")
 	require.Equal(t, "1700000200000", p2.Version)
 	require.Equal(t, "https://app.clickup.com/9001/v/dc/d1/p2", p2.URL)
 	require.Equal(t, "# Onboarding\n\n## First day\n\nMeet the team.\n", string(p2.Content))
-	require.Equal(t, "Handbook", w.items["doc/d1/p1"].Title)
+	require.Equal(t, "Handbook", w.Items()["doc/d1/p1"].Title)
 
 	reqs := f.requested()
 	require.Contains(t, reqs, "/api/v2/list/l1/task?archived=false&include_closed=true&include_markdown_description=true&page=0&subtasks=true")
@@ -84,8 +75,8 @@ func TestWalkFirstSync(t *testing.T) {
 func TestWalkEveryWorkspaceWithoutWorkspaceID(t *testing.T) {
 	t.Parallel()
 	f := newFakeClickUp(t)
-	w := walk(t, f, config(map[string]any{"api_key": testKey}), connector.Options{}, nil)
-	require.Equal(t, append(append([]string{}, acmeAll[:3]...), append([]string{"doc/d9/p9"}, append(acmeTasks, "task/t9")...)...), w.reported())
+	w := walk(t, f, connectortest.Config(map[string]any{"api_key": testKey}), connector.Options{}, nil)
+	require.Equal(t, append(append([]string{}, acmeAll[:3]...), append([]string{"doc/d9/p9"}, append(acmeTasks, "task/t9")...)...), w.Reported())
 }
 
 func TestWalkUnchangedAndEditedTask(t *testing.T) {
@@ -93,19 +84,19 @@ func TestWalkUnchangedAndEditedTask(t *testing.T) {
 	f := newFakeClickUp(t)
 	first := walk(t, f, acme(), connector.Options{}, nil)
 
-	again := walk(t, f, acme(), connector.Options{}, first.versions())
-	require.Empty(t, again.items, "nothing changed: nothing to parse again")
-	require.ElementsMatch(t, acmeAll, again.unchanged)
+	again := walk(t, f, acme(), connector.Options{}, first.Versions())
+	require.Empty(t, again.Items(), "nothing changed: nothing to parse again")
+	require.ElementsMatch(t, acmeAll, again.UnchangedIDs())
 
 	f.edit(func() {
 		t2 := f.task("t2")
 		t2.Desc = "Full-text search with ranking."
 		t2.Updated = 1700000999000
 	})
-	next := walk(t, f, acme(), connector.Options{}, again.versions())
-	require.Equal(t, acmeAll, next.reported())
-	require.Len(t, next.items, 1, "only the edited task is reported with content")
-	t2 := next.items["task/t2"]
+	next := walk(t, f, acme(), connector.Options{}, again.Versions())
+	require.Equal(t, acmeAll, next.Reported())
+	require.Len(t, next.Items(), 1, "only the edited task is reported with content")
+	t2 := next.Items()["task/t2"]
 	require.Equal(t, "1700000999000", t2.Version)
 	require.Contains(t, string(t2.Content), "Full-text search with ranking.")
 }
@@ -116,14 +107,14 @@ func TestWalkArchivedTask(t *testing.T) {
 	first := walk(t, f, acme(), connector.Options{}, nil)
 	f.edit(func() { f.task("t3").Archived = true })
 
-	next := walk(t, f, acme(), connector.Options{}, first.versions())
-	require.NotContains(t, next.reported(), "task/t3", "an archived task is gone from the listing")
-	require.Len(t, next.reported(), len(acmeAll)-1)
-	require.Empty(t, next.items)
+	next := walk(t, f, acme(), connector.Options{}, first.Versions())
+	require.NotContains(t, next.Reported(), "task/t3", "an archived task is gone from the listing")
+	require.Len(t, next.Reported(), len(acmeAll)-1)
+	require.Empty(t, next.Items())
 
-	with := walk(t, f, acme(), connector.Options{IncludeArchived: true}, next.versions())
-	require.Equal(t, acmeAll, with.reported(), "includeArchived brings it back")
-	require.Equal(t, []string{"task/t3"}, keys(with.items))
+	with := walk(t, f, acme(), connector.Options{IncludeArchived: true}, next.Versions())
+	require.Equal(t, acmeAll, with.Reported(), "includeArchived brings it back")
+	require.Equal(t, []string{"task/t3"}, with.ItemIDs())
 	require.Contains(t, f.requested(), "/api/v2/list/l1/task?archived=true&include_closed=true&include_markdown_description=true&page=0&subtasks=true")
 }
 
@@ -136,17 +127,17 @@ func TestWalkArchivedContainersAndDocs(t *testing.T) {
 		f.docs["9001"][0].Pages[0].Pages[0].Archived = true // p2
 	})
 	w := walk(t, f, acme(), connector.Options{}, nil)
-	require.Equal(t, []string{"doc/d1/p1", "task/t1", "task/t2", "task/t3", "task/t5"}, w.reported())
+	require.Equal(t, []string{"doc/d1/p1", "task/t1", "task/t2", "task/t3", "task/t5"}, w.Reported())
 
 	all := walk(t, f, acme(), connector.Options{IncludeArchived: true}, nil)
-	require.Equal(t, acmeAll, all.reported())
+	require.Equal(t, acmeAll, all.Reported())
 }
 
 func TestWalkSpaceIDs(t *testing.T) {
 	t.Parallel()
 	f := newFakeClickUp(t)
 	w := walk(t, f, acme(), connector.Options{SpaceIDs: []string{"s2"}}, nil)
-	require.Equal(t, []string{"doc/d2/p3", "task/t5"}, w.reported(),
+	require.Equal(t, []string{"doc/d2/p3", "task/t5"}, w.Reported(),
 		"tasks of space s2 and the docs whose parent is in it (d2 is in its list l3)")
 	reqs := f.requested()
 	require.Zero(t, countPrefix(reqs, "/api/v2/space/s1/"), "space s1 is not walked")
@@ -158,11 +149,11 @@ func TestWalkSourceTypes(t *testing.T) {
 	f := newFakeClickUp(t)
 
 	tasks := walk(t, f, acme(), connector.Options{SourceTypes: []string{"tasks"}}, nil)
-	require.Equal(t, acmeTasks, tasks.reported())
+	require.Equal(t, acmeTasks, tasks.Reported())
 	require.Zero(t, countPrefix(f.requested(), "/api/v3/"), "no docs request")
 
 	docs := walk(t, f, acme(), connector.Options{SourceTypes: []string{"docs"}}, nil)
-	require.Equal(t, acmePages, docs.reported())
+	require.Equal(t, acmePages, docs.Reported())
 	reqs := f.requested()
 	require.Equal(t, []string{
 		"/api/v2/team?",
@@ -171,7 +162,7 @@ func TestWalkSourceTypes(t *testing.T) {
 		"/api/v3/workspaces/9001/docs/d2/pages?content_format=text%2Fmd&max_page_depth=-1",
 	}, reqs, "docs alone need no hierarchy")
 
-	err := clickup.New(f.srv.URL).Walk(t.Context(), env(), acme(), connector.Options{SourceTypes: []string{"comments"}}, newWalker(nil))
+	err := clickup.New(f.srv.URL).Walk(t.Context(), env(), acme(), connector.Options{SourceTypes: []string{"comments"}}, connectortest.NewWalker(nil))
 	require.Equal(t, errs.Invalid, errs.CodeOf(err))
 	require.ErrorContains(t, err, `unknown type "comments"`)
 }
@@ -185,7 +176,7 @@ func TestWalkBatchSize(t *testing.T) {
 		}})
 	})
 	w := walk(t, f, acme(), connector.Options{SourceTypes: []string{"docs"}, BatchSize: 2}, nil)
-	require.Equal(t, append(append([]string{}, acmePages...), "doc/d3/p4"), w.reported())
+	require.Equal(t, append(append([]string{}, acmePages...), "doc/d3/p4"), w.Reported())
 	reqs := f.requested()
 	require.Contains(t, reqs, "/api/v3/workspaces/9001/docs?archived=false&deleted=false&limit=2")
 	require.Contains(t, reqs, "/api/v3/workspaces/9001/docs?archived=false&cursor=2&deleted=false&limit=2",
@@ -193,7 +184,7 @@ func TestWalkBatchSize(t *testing.T) {
 	require.Equal(t, 2, countPrefix(reqs, "/api/v3/workspaces/9001/docs?"))
 
 	big := walk(t, f, acme(), connector.Options{SourceTypes: []string{"docs"}, BatchSize: 1000}, nil)
-	require.Len(t, big.items, 4)
+	require.Len(t, big.Items(), 4)
 	require.Contains(t, f.requested(), "/api/v3/workspaces/9001/docs?archived=false&deleted=false&limit=100", "capped at ClickUp's maximum")
 }
 
@@ -201,7 +192,7 @@ func TestWalkFailsOnAnAPIError(t *testing.T) {
 	t.Parallel()
 	f := newFakeClickUp(t)
 	f.edit(func() { f.status["/api/v2/list/l3/task"] = http.StatusInternalServerError })
-	w := newWalker(nil)
+	w := connectortest.NewWalker(nil)
 	err := clickup.New(f.srv.URL).Walk(t.Context(), env(), acme(), connector.Options{}, w)
 	require.ErrorContains(t, err, "ClickUp answered HTTP 500 for /api/v2/list/l3/task",
 		"an incomplete listing is an error, so that nothing is deleted")
@@ -224,7 +215,7 @@ func TestWalkRateLimitRetried(t *testing.T) {
 	})
 	w := walk(t, f, acme(), connector.Options{SourceTypes: []string{"tasks"}}, nil)
 	f.edit(func() { require.Equal(t, 2, limited) })
-	require.Equal(t, acmeTasks, w.reported())
+	require.Equal(t, acmeTasks, w.Reported())
 	require.Equal(t, 3, countPrefix(f.requested(), "/api/v2/list/l2/task"), "two answers 429, then the retry succeeds")
 
 	f.edit(func() {
@@ -234,7 +225,7 @@ func TestWalkRateLimitRetried(t *testing.T) {
 			return true
 		}
 	})
-	err := clickup.New(f.srv.URL).Walk(t.Context(), env(), acme(), connector.Options{}, newWalker(nil))
+	err := clickup.New(f.srv.URL).Walk(t.Context(), env(), acme(), connector.Options{}, connectortest.NewWalker(nil))
 	require.EqualError(t, err, "ClickUp rate limit exceeded (HTTP 429)", "retries are bounded")
 }
 
@@ -247,15 +238,15 @@ func TestTest(t *testing.T) {
 	reqs := f.requested()
 	require.Equal(t, []string{"/api/v2/team?", "/api/v2/team/9001/space?archived=false"}, reqs)
 
-	bad := config(map[string]any{"api_key": "pk_wrong_" + testKey, "workspace_id": "9001"})
+	bad := connectortest.Config(map[string]any{"api_key": "pk_wrong_" + testKey, "workspace_id": "9001"})
 	err := c.Test(t.Context(), env(), bad)
 	require.EqualError(t, err, "ClickUp rejected the API key (HTTP 401)")
 	require.NotContains(t, err.Error(), testKey)
 
-	err = c.Test(t.Context(), env(), config(map[string]any{"api_key": testKey, "workspace_id": "1234"}))
+	err = c.Test(t.Context(), env(), connectortest.Config(map[string]any{"api_key": testKey, "workspace_id": "1234"}))
 	require.EqualError(t, err, "workspace 1234 is not accessible with this API key")
 
-	err = clickup.New(f.srv.URL).Walk(t.Context(), env(), bad, connector.Options{}, newWalker(nil))
+	err = clickup.New(f.srv.URL).Walk(t.Context(), env(), bad, connector.Options{}, connectortest.NewWalker(nil))
 	require.EqualError(t, err, "ClickUp rejected the API key (HTTP 401)")
 }
 
@@ -263,10 +254,10 @@ func TestValidate(t *testing.T) {
 	t.Parallel()
 	c := clickup.New("")
 	require.NoError(t, c.Validate(acme()))
-	require.NoError(t, c.Validate(config(map[string]any{"api_key": testKey})))
+	require.NoError(t, c.Validate(connectortest.Config(map[string]any{"api_key": testKey})))
 	for field, cfg := range map[string]connector.Config{
-		"api_key":      config(map[string]any{"api_key": " "}),
-		"workspace_id": config(map[string]any{"api_key": testKey, "workspace_id": "../v3/x"}),
+		"api_key":      connectortest.Config(map[string]any{"api_key": " "}),
+		"workspace_id": connectortest.Config(map[string]any{"api_key": testKey, "workspace_id": "../v3/x"}),
 	} {
 		err := c.Validate(cfg)
 		require.Equal(t, errs.Invalid, errs.CodeOf(err), field)
@@ -284,12 +275,4 @@ func TestDescriptor(t *testing.T) {
 	require.True(t, d.RequiredFields[0].Secret)
 	require.Len(t, d.OptionalFields, 1)
 	require.Equal(t, "workspace_id", d.OptionalFields[0].Name)
-}
-
-func keys(m map[string]connector.Item) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -1,18 +1,13 @@
 package clickup_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/graphmill/graphmill/internal/connector"
 )
 
 const testKey = "pk_4242_SECRETKEYVALUE"
@@ -312,56 +307,4 @@ func countPrefix(reqs []string, prefix string) int {
 		}
 	}
 	return n
-}
-
-// memWalker is the integration domain as the connector sees it.
-type memWalker struct {
-	known     map[string]string
-	items     map[string]connector.Item
-	unchanged []string
-	failed    map[string]error
-}
-
-func newWalker(known map[string]string) *memWalker {
-	if known == nil {
-		known = map[string]string{}
-	}
-	return &memWalker{known: known, items: map[string]connector.Item{}, failed: map[string]error{}}
-}
-
-func (w *memWalker) Known(id string) (string, bool) { v, ok := w.known[id]; return v, ok }
-
-func (w *memWalker) Unchanged(_ context.Context, id string) error {
-	w.unchanged = append(w.unchanged, id)
-	return nil
-}
-
-func (w *memWalker) Item(_ context.Context, it connector.Item) error {
-	w.items[it.ExternalID] = it
-	return nil
-}
-
-func (w *memWalker) Failed(_ context.Context, id string, err error)      { w.failed[id] = err }
-func (w *memWalker) Log(context.Context, string, string, map[string]any) {}
-func (w *memWalker) State() json.RawMessage                              { return nil }
-func (w *memWalker) SetState(json.RawMessage)                            {}
-
-func (w *memWalker) versions() map[string]string {
-	out := map[string]string{}
-	for _, id := range w.unchanged {
-		out[id] = w.known[id]
-	}
-	for id, it := range w.items {
-		out[id] = it.Version
-	}
-	return out
-}
-
-func (w *memWalker) reported() []string {
-	out := slices.Clone(w.unchanged)
-	for id := range w.items {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -6,12 +6,10 @@ import (
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/connector/connectortest"
 	"github.com/graphmill/graphmill/internal/connector/s3"
 	"github.com/graphmill/graphmill/internal/errs"
 )
@@ -105,16 +104,7 @@ func (f *fakeS3) config(mod func(c map[string]any)) connector.Config {
 	if mod != nil {
 		mod(c)
 	}
-	return toConfig(c)
-}
-
-func toConfig(m map[string]any) connector.Config {
-	cfg := connector.Config{}
-	for k, v := range m {
-		raw, _ := json.Marshal(v)
-		cfg[k] = raw
-	}
-	return cfg
+	return connectortest.Config(c)
 }
 
 // checkSigV4 verifies an AWS Signature Version 4 header signature and
@@ -166,72 +156,16 @@ func checkSigV4(r *http.Request, secrets map[string]string) string {
 	return ""
 }
 
-// memWalker is the integration domain as the connector sees it: the
-// versions stored by the previous sync and what this walk reports.
-type memWalker struct {
-	known     map[string]string
-	items     map[string]connector.Item
-	unchanged []string
-	failed    map[string]error
-	logs      []string
-	itemErr   func(it connector.Item) error
-}
-
-func newWalker(known map[string]string) *memWalker {
-	if known == nil {
-		known = map[string]string{}
+// walk walks f's bucket with cfg (f.config(nil) when nil) and the cap
+// maxBytes, reporting to w; the walk must succeed.
+func walk(t *testing.T, f *fakeS3, cfg connector.Config, maxBytes int64, w *connectortest.Walker) *connectortest.Walker {
+	t.Helper()
+	if cfg == nil {
+		cfg = f.config(nil)
 	}
-	return &memWalker{known: known, items: map[string]connector.Item{}, failed: map[string]error{}}
+	require.NoError(t, s3.New(maxBytes).Walk(t.Context(), plainEnv(), cfg, connector.Options{}, w))
+	return w
 }
-
-func (w *memWalker) Known(id string) (string, bool) { v, ok := w.known[id]; return v, ok }
-
-func (w *memWalker) Unchanged(_ context.Context, id string) error {
-	w.unchanged = append(w.unchanged, id)
-	return nil
-}
-
-func (w *memWalker) Item(_ context.Context, it connector.Item) error {
-	if w.itemErr != nil {
-		if err := w.itemErr(it); err != nil {
-			return err
-		}
-	}
-	w.items[it.ExternalID] = it
-	return nil
-}
-
-func (w *memWalker) Failed(_ context.Context, id string, err error) { w.failed[id] = err }
-
-func (w *memWalker) Log(_ context.Context, level, message string, details map[string]any) {
-	w.logs = append(w.logs, level+": "+message+" "+toJSON(details))
-}
-
-func (w *memWalker) State() json.RawMessage     { return nil }
-func (w *memWalker) SetState(_ json.RawMessage) {}
-
-// versions is what the integration domain stores after this walk.
-func (w *memWalker) versions() map[string]string {
-	out := map[string]string{}
-	for _, id := range w.unchanged {
-		out[id] = w.known[id]
-	}
-	for id, it := range w.items {
-		out[id] = it.Version
-	}
-	return out
-}
-
-func (w *memWalker) reported() []string {
-	out := append([]string(nil), w.unchanged...)
-	for id := range w.items {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func plainEnv() connector.Env { return connector.Env{HTTP: &http.Client{}} }
 
@@ -247,13 +181,12 @@ func TestWalkFirstSync(t *testing.T) {
 	t.Parallel()
 	f := newFakeS3(t)
 	seed(t, f)
-	w := newWalker(nil)
-	require.NoError(t, s3.New(0).Walk(t.Context(), plainEnv(), f.config(nil), connector.Options{}, w))
+	w := walk(t, f, nil, 0, connectortest.NewWalker(nil))
 
-	require.Equal(t, []string{"docs/a.md", "docs/b.txt", "other/c.html"}, w.reported())
-	require.Empty(t, w.unchanged)
-	require.Empty(t, w.failed)
-	a := w.items["docs/a.md"]
+	require.Equal(t, []string{"docs/a.md", "docs/b.txt", "other/c.html"}, w.Reported())
+	require.Empty(t, w.UnchangedIDs())
+	require.Empty(t, w.FailedItems())
+	a := w.Items()["docs/a.md"]
 	require.Equal(t, "# Alpha\n\nfirst", string(a.Content))
 	require.Equal(t, "text/markdown", a.MimeType)
 	require.Equal(t, "a.md", a.Filename)
@@ -261,8 +194,8 @@ func TestWalkFirstSync(t *testing.T) {
 	require.False(t, a.Modified.IsZero())
 	sum := md5hex("# Alpha\n\nfirst")
 	require.Equal(t, sum, a.Version, "the version is the ETag without quotes")
-	require.Equal(t, "text/plain", w.items["docs/b.txt"].MimeType, "no Content-Type: from the extension")
-	require.Equal(t, "text/html", w.items["other/c.html"].MimeType)
+	require.Equal(t, "text/plain", w.Items()["docs/b.txt"].MimeType, "no Content-Type: from the extension")
+	require.Equal(t, "text/html", w.Items()["other/c.html"].MimeType)
 	require.Equal(t, int64(3), f.gets.Load(), "one download per object, none for the folder marker")
 }
 
@@ -270,15 +203,11 @@ func TestWalkUnchangedDownloadsNothing(t *testing.T) {
 	t.Parallel()
 	f := newFakeS3(t)
 	seed(t, f)
-	c := s3.New(0)
-	first := newWalker(nil)
-	require.NoError(t, c.Walk(t.Context(), plainEnv(), f.config(nil), connector.Options{}, first))
-
+	first := walk(t, f, nil, 0, connectortest.NewWalker(nil))
 	f.resetCounts()
-	again := newWalker(first.versions())
-	require.NoError(t, c.Walk(t.Context(), plainEnv(), f.config(nil), connector.Options{}, again))
-	require.Empty(t, again.items)
-	require.ElementsMatch(t, []string{"docs/a.md", "docs/b.txt", "other/c.html"}, again.unchanged)
+	again := walk(t, f, nil, 0, first.Next())
+	require.Empty(t, again.Items())
+	require.ElementsMatch(t, []string{"docs/a.md", "docs/b.txt", "other/c.html"}, again.UnchangedIDs())
 	require.Zero(t, f.gets.Load(), "no GetObject for an object whose ETag is known")
 }
 
@@ -286,24 +215,21 @@ func TestWalkChangedAndRemovedObjects(t *testing.T) {
 	t.Parallel()
 	f := newFakeS3(t)
 	seed(t, f)
-	c := s3.New(0)
-	first := newWalker(nil)
-	require.NoError(t, c.Walk(t.Context(), plainEnv(), f.config(nil), connector.Options{}, first))
+	first := walk(t, f, nil, 0, connectortest.NewWalker(nil))
 
 	f.put(t, "docs/a.md", "text/markdown", "# Alpha\n\nedited")
 	_, err := f.backend.DeleteObject(testBucket, "docs/b.txt")
 	require.NoError(t, err)
 	f.resetCounts()
 
-	next := newWalker(first.versions())
-	require.NoError(t, c.Walk(t.Context(), plainEnv(), f.config(nil), connector.Options{}, next))
-	require.Equal(t, []string{"docs/a.md", "other/c.html"}, next.reported(), "the removed object is not reported")
-	require.Len(t, next.items, 1)
-	a := next.items["docs/a.md"]
+	next := walk(t, f, nil, 0, first.Next())
+	require.Equal(t, []string{"docs/a.md", "other/c.html"}, next.Reported(), "the removed object is not reported")
+	require.Len(t, next.Items(), 1)
+	a := next.Items()["docs/a.md"]
 	require.Equal(t, "# Alpha\n\nedited", string(a.Content))
 	require.Equal(t, md5hex("# Alpha\n\nedited"), a.Version)
-	require.NotEqual(t, first.items["docs/a.md"].Version, a.Version)
-	require.Equal(t, []string{"other/c.html"}, next.unchanged)
+	require.NotEqual(t, first.Items()["docs/a.md"].Version, a.Version)
+	require.Equal(t, []string{"other/c.html"}, next.UnchangedIDs())
 	require.Equal(t, []string{"docs/a.md"}, f.fetchedKeys(), "only the changed object is downloaded")
 }
 
@@ -311,10 +237,8 @@ func TestWalkPrefix(t *testing.T) {
 	t.Parallel()
 	f := newFakeS3(t)
 	seed(t, f)
-	w := newWalker(nil)
-	cfg := f.config(func(c map[string]any) { c["prefix"] = "docs/" })
-	require.NoError(t, s3.New(0).Walk(t.Context(), plainEnv(), cfg, connector.Options{}, w))
-	require.Equal(t, []string{"docs/a.md", "docs/b.txt"}, w.reported())
+	w := walk(t, f, f.config(func(c map[string]any) { c["prefix"] = "docs/" }), 0, connectortest.NewWalker(nil))
+	require.Equal(t, []string{"docs/a.md", "docs/b.txt"}, w.Reported())
 	require.ElementsMatch(t, []string{"docs/a.md", "docs/b.txt"}, f.fetchedKeys())
 }
 
@@ -323,14 +247,14 @@ func TestWalkSkipsObjectsAboveTheCap(t *testing.T) {
 	f := newFakeS3(t)
 	f.put(t, "small.txt", "text/plain", "tiny")
 	f.put(t, "big.txt", "text/plain", strings.Repeat("x", 64))
-	w := newWalker(nil)
-	require.NoError(t, s3.New(32).Walk(t.Context(), plainEnv(), f.config(nil), connector.Options{}, w))
-	require.Equal(t, []string{"small.txt"}, w.reported())
-	require.Empty(t, w.failed, "a too-large object does not make the listing incomplete")
+	w := walk(t, f, nil, 32, connectortest.NewWalker(nil))
+	require.Equal(t, []string{"small.txt"}, w.Reported())
+	require.Empty(t, w.FailedItems(), "a too-large object does not make the listing incomplete")
 	require.Equal(t, []string{"small.txt"}, f.fetchedKeys(), "the large object is never downloaded")
-	require.Len(t, w.logs, 1)
-	require.Contains(t, w.logs[0], "warn: object larger than the size cap skipped")
-	require.Contains(t, w.logs[0], `"key":"big.txt"`)
+	require.Equal(t, []connectortest.Log{{
+		Level: connector.LevelWarn, Message: "object larger than the size cap skipped",
+		Details: map[string]any{"key": "big.txt", "size": int64(64), "max_bytes": int64(32)},
+	}}, w.Logs())
 }
 
 func TestWalkItemErrors(t *testing.T) {
@@ -339,33 +263,33 @@ func TestWalkItemErrors(t *testing.T) {
 	seed(t, f)
 	c := s3.New(0)
 
-	skip := newWalker(nil)
-	skip.itemErr = func(it connector.Item) error {
+	skip := connectortest.NewWalker(nil)
+	skip.ItemFunc = func(it connector.Item) error {
 		if it.ExternalID == "docs/a.md" {
 			return connector.ErrSkipItem
 		}
 		return nil
 	}
-	require.NoError(t, c.Walk(t.Context(), plainEnv(), f.config(nil), connector.Options{}, skip))
-	require.Equal(t, []string{"docs/b.txt", "other/c.html"}, skip.reported(), "a skipped item does not stop the walk")
+	walk(t, f, nil, 0, skip)
+	require.Equal(t, []string{"docs/b.txt", "other/c.html"}, skip.Reported(), "a skipped item does not stop the walk")
 
 	boom := errors.New("database gone")
-	stop := newWalker(nil)
-	stop.itemErr = func(connector.Item) error { return boom }
+	stop := connectortest.NewWalker(nil)
+	stop.ItemFunc = func(connector.Item) error { return boom }
 	require.ErrorIs(t, c.Walk(t.Context(), plainEnv(), f.config(nil), connector.Options{}, stop), boom)
-	require.Empty(t, stop.items)
+	require.Empty(t, stop.Items())
 }
 
 func TestWalkFailsWhenTheListingFails(t *testing.T) {
 	t.Parallel()
 	f := newFakeS3(t)
 	seed(t, f)
-	w := newWalker(map[string]string{"docs/a.md": "x"})
+	w := connectortest.NewWalker(map[string]string{"docs/a.md": "x"})
 	cfg := f.config(func(c map[string]any) { c["bucket"] = "no-such-bucket" })
 	err := s3.New(0).Walk(t.Context(), plainEnv(), cfg, connector.Options{}, w)
 	require.Error(t, err, "a failed listing must not look complete (it would delete every document)")
 	require.Contains(t, err.Error(), `bucket "no-such-bucket" does not exist`)
-	require.Empty(t, w.reported())
+	require.Empty(t, w.Reported())
 }
 
 func TestWalkUsesTheEnvNetwork(t *testing.T) {
@@ -379,9 +303,9 @@ func TestWalkUsesTheEnvNetwork(t *testing.T) {
 		dials.Add(1)
 		return dialer.DialContext(ctx, network, addr)
 	}}
-	w := newWalker(nil)
+	w := connectortest.NewWalker(nil)
 	require.NoError(t, s3.New(0).Walk(t.Context(), env, f.config(nil), connector.Options{}, w))
-	require.Len(t, w.items, 3)
+	require.Len(t, w.Items(), 3)
 	require.Positive(t, dials.Load(), "connections are dialled through Env.Dial")
 
 	var trips atomic.Int64
@@ -389,15 +313,15 @@ func TestWalkUsesTheEnvNetwork(t *testing.T) {
 		trips.Add(1)
 		return http.DefaultTransport.RoundTrip(r)
 	})}}
-	w = newWalker(nil)
+	w = connectortest.NewWalker(nil)
 	require.NoError(t, s3.New(0).Walk(t.Context(), env, f.config(nil), connector.Options{}, w))
-	require.Len(t, w.items, 3)
+	require.Len(t, w.Items(), 3)
 	require.GreaterOrEqual(t, trips.Load(), int64(4), "the listing and the three downloads go through Env.HTTP's transport")
 
 	refused := connector.Env{Dial: func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("egress refused: private address")
 	}}
-	err := s3.New(0).Walk(t.Context(), refused, f.config(nil), connector.Options{}, newWalker(nil))
+	err := s3.New(0).Walk(t.Context(), refused, f.config(nil), connector.Options{}, connectortest.NewWalker(nil))
 	require.ErrorContains(t, err, "egress refused")
 }
 
@@ -442,7 +366,7 @@ func TestValidate(t *testing.T) {
 	t.Parallel()
 	c := s3.New(0)
 	good := map[string]any{"endpoint": "minio.example.com:9000", "bucket": "my-bucket", "access_key_id": "a", "secret_access_key": "b"}
-	require.NoError(t, c.Validate(toConfig(good)))
+	require.NoError(t, c.Validate(connectortest.Config(good)))
 
 	for _, tc := range []struct {
 		field string
@@ -462,7 +386,7 @@ func TestValidate(t *testing.T) {
 			m[k] = v
 		}
 		m[tc.field] = tc.value
-		err := c.Validate(toConfig(m))
+		err := c.Validate(connectortest.Config(m))
 		require.Error(t, err, "%s=%v", tc.field, tc.value)
 		require.Equal(t, errs.Invalid, errs.CodeOf(err))
 		require.Contains(t, err.Error(), tc.field)
