@@ -324,6 +324,9 @@ func (s *walk) task(ctx context.Context, t *task) error {
 
 // report reports it, or only its id when the stored version is current.
 func (s *walk) report(ctx context.Context, version string, it connector.Item) error {
+	if err := ctx.Err(); err != nil {
+		return err // cancelled: stop between items, not only at the next request
+	}
 	if known, ok := s.w.Known(it.ExternalID); ok && version != "" && known == version {
 		return s.w.Unchanged(ctx, it.ExternalID)
 	}

@@ -1,6 +1,7 @@
 package clickup_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -186,6 +187,25 @@ func TestWalkBatchSize(t *testing.T) {
 	big := walk(t, f, acme(), connector.Options{SourceTypes: []string{"docs"}, BatchSize: 1000}, nil)
 	require.Len(t, big.Items(), 4)
 	require.Contains(t, f.requested(), "/api/v3/workspaces/9001/docs?archived=false&deleted=false&limit=100", "capped at ClickUp's maximum")
+}
+
+func TestWalkStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
+	f := newFakeClickUp(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := connectortest.NewWalker(nil)
+	w.ItemFunc = func(connector.Item) error {
+		cancel()
+		return nil
+	}
+	f.edit(func() { // the first list walked (l2) answers two tasks at once
+		f.tasks["l2"] = append(f.tasks["l2"], &fakeTask{ID: "t6", Name: "Second", Status: "open", Updated: 1700000006000})
+	})
+	err := clickup.New(f.srv.URL).Walk(ctx, env(), acme(), connector.Options{SourceTypes: []string{"tasks"}}, w)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Len(t, w.Items(), 1, "the walk stops at the next item")
+	require.Empty(t, w.UnchangedIDs())
 }
 
 func TestWalkFailsOnAnAPIError(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -110,10 +111,11 @@ func (c *Connector) Validate(cfg connector.Config) error {
 // Test implements connector.Connector: it authenticates and lists at most
 // one object of the bucket (under the prefix).
 func (c *Connector) Test(ctx context.Context, env connector.Env, cfg connector.Config) error {
-	client, err := newClient(env, cfg, testRetries)
+	client, done, err := newClient(env, cfg, testRetries)
 	if err != nil {
 		return err
 	}
+	defer done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	first, ok := <-client.ListObjects(ctx, cfg.String(FieldBucket), minio.ListObjectsOptions{
@@ -127,10 +129,11 @@ func (c *Connector) Test(ctx context.Context, env connector.Env, cfg connector.C
 
 // Walk implements connector.Connector.
 func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.Config, _ connector.Options, w connector.Walker) error {
-	client, err := newClient(env, cfg, walkRetries)
+	client, done, err := newClient(env, cfg, walkRetries)
 	if err != nil {
 		return err
 	}
+	defer done()
 	bucket := cfg.String(FieldBucket)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the listing goroutine when the walk ends early
@@ -138,6 +141,9 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 		Prefix: cfg.String(FieldPrefix), Recursive: true,
 	}) {
 		if obj.Err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return fmt.Errorf("list bucket: %w", describe(cfg, obj.Err))
 		}
 		if err := c.visit(ctx, client, bucket, obj, w); err != nil {
@@ -149,6 +155,9 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 
 // visit reports one listed object to w.
 func (c *Connector) visit(ctx context.Context, client *minio.Client, bucket string, obj minio.ObjectInfo, w connector.Walker) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if strings.HasSuffix(obj.Key, "/") && obj.Size == 0 {
 		return nil // a "folder" marker, not a document
 	}
@@ -233,13 +242,14 @@ func mediaType(contentType, name string) string {
 	return "application/octet-stream"
 }
 
-// newClient builds a minio client whose every connection goes through env.
-func newClient(env connector.Env, cfg connector.Config, retries int) (*minio.Client, error) {
-	transport, err := roundTripper(env)
+// newClient builds a minio client whose every connection goes through
+// env; done releases the connections of a transport built here.
+func newClient(env connector.Env, cfg connector.Config, retries int) (client *minio.Client, done func(), err error) {
+	transport, done, err := roundTripper(env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	client, err := minio.New(cfg.String(FieldEndpoint), &minio.Options{
+	client, err = minio.New(cfg.String(FieldEndpoint), &minio.Options{
 		Creds:      credentials.NewStaticV4(cfg.String(FieldAccessKeyID), cfg.String(FieldSecretAccessKey), ""),
 		Secure:     cfg.Bool(FieldUseSSL, true),
 		Region:     cfg.String(FieldRegion),
@@ -247,27 +257,32 @@ func newClient(env connector.Env, cfg connector.Config, retries int) (*minio.Cli
 		MaxRetries: retries,
 	})
 	if err != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s: %s", FieldEndpoint, err.Error())
+		done()
+		return nil, nil, errs.Errorf(errs.Invalid, "%s: %s", FieldEndpoint, err.Error())
 	}
-	return client, nil
+	return client, done, nil
 }
 
-// roundTripper is env's HTTP transport, or one dialling through env.Dial.
-func roundTripper(env connector.Env) (http.RoundTripper, error) {
+// roundTripper is env's HTTP transport, or one dialling through env.Dial
+// (closed by done).
+func roundTripper(env connector.Env) (rt http.RoundTripper, done func(), err error) {
 	switch {
 	case env.HTTP != nil && env.HTTP.Transport != nil:
-		return env.HTTP.Transport, nil
+		return env.HTTP.Transport, func() {}, nil
 	case env.Dial != nil:
-		return &http.Transport{
-			Proxy:               nil,
-			DialContext:         env.Dial,
-			ForceAttemptHTTP2:   true,
-			MaxIdleConnsPerHost: 4,
-		}, nil
+		t := &http.Transport{
+			DialContext:           env.Dial,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConnsPerHost:   4,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: time.Minute,
+		}
+		return t, t.CloseIdleConnections, nil
 	case env.HTTP != nil:
-		return http.DefaultTransport, nil
+		return http.DefaultTransport, func() {}, nil
 	}
-	return nil, errors.New("s3: no network access given to the connector")
+	return nil, nil, errors.New("s3: no network access given to the connector")
 }
 
 // describe turns an S3 or network error into a message for the operator.

@@ -280,6 +280,23 @@ func TestWalkItemErrors(t *testing.T) {
 	require.Empty(t, stop.Items())
 }
 
+func TestWalkStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
+	f := newFakeS3(t)
+	seed(t, f)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := connectortest.NewWalker(nil)
+	w.ItemFunc = func(connector.Item) error {
+		cancel() // the sync is cancelled while the first item is stored
+		return nil
+	}
+	err := s3.New(0).Walk(ctx, plainEnv(), f.config(nil), connector.Options{}, w)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Len(t, w.Items(), 1, "nothing is fetched after the cancel")
+	require.Equal(t, int64(1), f.gets.Load())
+}
+
 func TestWalkFailsWhenTheListingFails(t *testing.T) {
 	t.Parallel()
 	f := newFakeS3(t)
