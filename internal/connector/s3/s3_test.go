@@ -42,12 +42,15 @@ type fakeS3 struct {
 	fetched []string
 }
 
-func newFakeS3(t *testing.T) *fakeS3 {
+func newFakeS3(t *testing.T) *fakeS3 { return startFakeS3(t, false) }
+
+// startFakeS3 starts the fake, over TLS when tls is set.
+func startFakeS3(t *testing.T, tls bool) *fakeS3 {
 	t.Helper()
 	f := &fakeS3{backend: s3mem.New()}
 	require.NoError(t, f.backend.CreateBucket(testBucket))
 	h := gofakes3.New(f.backend).Server()
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if code := checkSigV4(r, map[string]string{testKeyID: testSecret}); code != "" {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusForbidden)
@@ -63,6 +66,11 @@ func newFakeS3(t *testing.T) *fakeS3 {
 		}
 		h.ServeHTTP(w, r)
 	}))
+	if tls {
+		f.srv.StartTLS()
+	} else {
+		f.srv.Start()
+	}
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -94,11 +102,11 @@ func (f *fakeS3) fetchedKeys() []string {
 
 func (f *fakeS3) config(mod func(c map[string]any)) connector.Config {
 	c := map[string]any{
-		"endpoint":          strings.TrimPrefix(f.srv.URL, "http://"),
+		"endpoint":          f.srv.Listener.Addr().String(),
 		"bucket":            testBucket,
 		"access_key_id":     testKeyID,
 		"secret_access_key": testSecret,
-		"use_ssl":           false,
+		"use_ssl":           f.srv.TLS != nil,
 		"region":            "us-east-1",
 	}
 	if mod != nil {
@@ -340,6 +348,21 @@ func TestWalkUsesTheEnvNetwork(t *testing.T) {
 	}}
 	err := s3.New(0).Walk(t.Context(), refused, f.config(nil), connector.Options{}, connectortest.NewWalker(nil))
 	require.ErrorContains(t, err, "egress refused")
+}
+
+func TestWalkOverTLS(t *testing.T) {
+	t.Parallel()
+	f := startFakeS3(t, true)
+	seed(t, f)
+	cfg := f.config(func(m map[string]any) { delete(m, "use_ssl") }) // https by default
+	w := connectortest.NewWalker(nil)
+	env := connector.Env{HTTP: f.srv.Client()} // trusts the test certificate
+	require.NoError(t, s3.New(0).Walk(t.Context(), env, cfg, connector.Options{}, w))
+	require.Equal(t, []string{"docs/a.md", "docs/b.txt", "other/c.html"}, w.Reported())
+
+	err := s3.New(0).Test(t.Context(), plainEnv(), cfg)
+	require.ErrorContains(t, err, "cannot reach "+f.srv.Listener.Addr().String(), "the default transport does not trust the test certificate")
+	require.NotContains(t, err.Error(), testSecret)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
