@@ -20,13 +20,13 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -270,14 +270,7 @@ func roundTripper(env connector.Env) (rt http.RoundTripper, done func(), err err
 	case env.HTTP != nil && env.HTTP.Transport != nil:
 		return env.HTTP.Transport, func() {}, nil
 	case env.Dial != nil:
-		t := &http.Transport{
-			DialContext:           env.Dial,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConnsPerHost:   4,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: time.Minute,
-		}
+		t := egress.DialTransport(env.Dial)
 		return t, t.CloseIdleConnections, nil
 	case env.HTTP != nil:
 		return http.DefaultTransport, func() {}, nil
