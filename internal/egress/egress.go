@@ -207,9 +207,14 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 // Transport returns an HTTP transport that dials through the guard and
 // ignores proxy environment variables (a proxy would connect for us,
 // unchecked).
-func (g *Guard) Transport() *http.Transport {
+func (g *Guard) Transport() *http.Transport { return DialTransport(g.DialContext) }
+
+// DialTransport returns an HTTP transport that makes every connection
+// with dial (a guard's DialContext) and ignores proxy environment
+// variables.
+func DialTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
-		DialContext:           g.DialContext,
+		DialContext:           dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		IdleConnTimeout:       90 * time.Second,
