@@ -26,6 +26,11 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/connector/clickup"
+	"github.com/graphmill/graphmill/internal/connector/gitrepo"
+	"github.com/graphmill/graphmill/internal/connector/rss"
+	"github.com/graphmill/graphmill/internal/connector/s3"
+	"github.com/graphmill/graphmill/internal/connector/web"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/email"
@@ -68,8 +73,8 @@ type Main struct {
 	// HTTPClient is used for outbound calls (OIDC discovery and keys).
 	HTTPClient *http.Client
 	// Connectors are offered as integrations beside the built-in ones
-	// (integrationService): a build embedding Graphmill, or a test, adds
-	// its own.
+	// (git, web, rss, s3, clickup: integrationService): a build embedding
+	// Graphmill, or a test, adds its own.
 	Connectors []connector.Connector
 	// WorkersOnly runs the job workers and the ops endpoint only (graphmill
 	// worker): no public API, no scheduler, no bootstrap.
@@ -657,7 +662,10 @@ func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *do
 	if err != nil {
 		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
 	}
-	reg, err := integration.NewRegistry(m.Connectors...)
+	builtin := []connector.Connector{
+		gitrepo.New(), web.New(), rss.New(), s3.New(m.Config.MaxUploadBytes), clickup.New(clickup.DefaultBaseURL),
+	}
+	reg, err := integration.NewRegistry(append(builtin, m.Connectors...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -67,10 +67,14 @@ func TestIntegrationsAPI(t *testing.T) {
 
 	var avail []map[string]any
 	s.must(200, "GET", "/api/integrations/available", s.admin, nil).Decode(t, &avail)
-	require.Len(t, avail, 1)
-	require.Equal(t, "notes", avail[0]["name"])
-	require.Equal(t, []any{"endpoint"}, avail[0]["required_fields"])
-	require.Equal(t, []any{"api_key", "sync_interval_minutes", "max_delete_fraction"}, avail[0]["optional_fields"])
+	names := make([]any, len(avail))
+	for i, a := range avail {
+		names[i] = a["name"]
+	}
+	require.Equal(t, []any{"clickup", "git", "notes", "rss", "s3", "web"}, names, "the built-in connectors and the test's, by name")
+	notes := avail[2]
+	require.Equal(t, []any{"endpoint"}, notes["required_fields"])
+	require.Equal(t, []any{"api_key", "sync_interval_minutes", "max_delete_fraction"}, notes["optional_fields"])
 
 	body := map[string]any{
 		"name": "kb", "display_name": "Knowledge", "provider_type": "notes",

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,8 @@ type memSource struct {
 	started chan struct{}
 	// delay paces the walk: it waits this long before each item.
 	delay time.Duration
+	// appendOnly makes the descriptor Append (a feed: lists recent items only).
+	appendOnly atomic.Bool
 	walks int
 	state json.RawMessage // the last State the walk saw
 }
@@ -87,6 +90,7 @@ func (m *memSource) Descriptor() connector.Descriptor {
 			{Name: "verbose", Type: connector.TypeBoolean, Description: "More logs."},
 		},
 		DocumentationURL: "https://docs.test/mem",
+		Append:           m.appendOnly.Load(),
 	}
 }
 

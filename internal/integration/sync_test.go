@@ -140,6 +140,28 @@ func TestDeletionGuard(t *testing.T) {
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM documents`))
 }
 
+// TestAppendSourceNeverDeletes: a source that lists only its recent items
+// (a feed) drops old ones from its listing; their documents stay, even on a
+// full sync.
+func TestAppendSourceNeverDeletes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.appendOnly.Store(true)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.create(t, "feed", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "feed", integration.SyncOptions{}).Status)
+	b.src.remove("a")
+	r := b.syncAndWait(t, "feed", integration.SyncOptions{})
+	require.Equal(t, "completed", r.Status)
+	require.Zero(t, r.Deleted)
+	r = b.syncAndWait(t, "feed", integration.SyncOptions{FullSync: true})
+	require.Equal(t, "completed", r.Status)
+	require.Zero(t, r.Deleted)
+	require.Len(t, b.synced(t), 4)
+}
+
 // TestOneActiveSync: concurrent sync requests queue one job; the others
 // answer success false with that job's id.
 func TestOneActiveSync(t *testing.T) {

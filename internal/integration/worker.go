@@ -106,7 +106,7 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 		}
 		return errors.New(msg)
 	}
-	if err := s.deleteMissing(ctx, w, r, opts); err != nil {
+	if err := s.deleteMissing(ctx, w, r, o.desc, opts); err != nil {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -132,7 +132,12 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 // than the integration's max_delete_fraction of its documents unless the
 // sync is a full sync (a source answering with an error page or an empty
 // listing must not wipe a project).
-func (s *Service) deleteMissing(ctx context.Context, w *walker, r row, opts SyncOptions) error {
+func (s *Service) deleteMissing(ctx context.Context, w *walker, r row, desc connector.Descriptor, opts SyncOptions) error {
+	if desc.Append {
+		// A feed lists only its recent items: one that dropped out of the
+		// listing is old, not deleted at the source.
+		return nil
+	}
 	if w.failedAny {
 		w.Log(ctx, connector.LevelWarn, "the listing is incomplete (items failed): nothing is deleted", nil)
 		return nil
