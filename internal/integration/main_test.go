@@ -56,8 +56,8 @@ type memSource struct {
 	delay time.Duration
 	// appendOnly makes the descriptor Append (a feed: lists recent items only).
 	appendOnly atomic.Bool
-	walks int
-	state json.RawMessage // the last State the walk saw
+	walks      int
+	state      json.RawMessage // the last State the walk saw
 }
 
 func newMemSource() *memSource {
