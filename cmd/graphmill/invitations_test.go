@@ -201,6 +201,14 @@ func TestInvitationSentAcceptedOnce(t *testing.T) {
 func (s *testServer) requireTokenHidden(token string) {
 	s.t.Helper()
 	ctx := context.Background()
+	// The SMTP server has the message before the worker commits the job's
+	// completion: wait for the jobs to be final first.
+	require.Eventually(s.t, func() bool {
+		var open int
+		require.NoError(s.t, s.m.db.pool.QueryRow(ctx,
+			`SELECT count(*) FROM email_jobs WHERE status IN ('queued', 'running')`).Scan(&open))
+		return open == 0
+	}, 10*time.Second, 10*time.Millisecond, "the email jobs finish")
 	var leaks int
 	require.NoError(s.t, s.m.db.pool.QueryRow(ctx,
 		`SELECT count(*) FROM email_jobs e WHERE strpos(e::text, $1) > 0`, token).Scan(&leaks))
