@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // testSite is an httptest web site whose pages a test edits between
-// syncs; it answers conditional GETs by ETag.
+// syncs (paths ending in .xml are RSS feeds); it answers conditional
+// GETs by ETag.
 type testSite struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
@@ -37,7 +39,11 @@ func newTestSite(t testing.TB, pages map[string]string) *testSite {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		ctype := "text/html; charset=utf-8"
+		if strings.HasSuffix(r.URL.Path, ".xml") {
+			ctype = "application/rss+xml"
+		}
+		w.Header().Set("Content-Type", ctype)
 		_, _ = w.Write([]byte(body))
 	}))
 	t.Cleanup(s.srv.Close)
