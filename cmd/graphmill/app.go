@@ -76,6 +76,9 @@ type Main struct {
 	// (git, web, rss, s3, clickup: integrationService): a build embedding
 	// Graphmill, or a test, adds its own.
 	Connectors []connector.Connector
+	// ClickUpBaseURL is the API host of the built-in clickup connector;
+	// empty is clickup.DefaultBaseURL (tests point it at a fake).
+	ClickUpBaseURL string
 	// WorkersOnly runs the job workers and the ops endpoint only (graphmill
 	// worker): no public API, no scheduler, no bootstrap.
 	WorkersOnly bool
@@ -663,7 +666,7 @@ func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *do
 		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
 	}
 	builtin := []connector.Connector{
-		gitrepo.New(), web.New(), rss.New(), s3.New(m.Config.MaxUploadBytes), clickup.New(clickup.DefaultBaseURL),
+		gitrepo.New(), web.New(), rss.New(), s3.New(m.Config.MaxUploadBytes), clickup.New(m.ClickUpBaseURL),
 	}
 	reg, err := integration.NewRegistry(append(builtin, m.Connectors...)...)
 	if err != nil {

@@ -18,13 +18,20 @@ import (
 // integrationServer starts a server offering connectors.
 func integrationServer(t *testing.T, connectors ...connector.Connector) *testServer {
 	t.Helper()
+	return mainServer(t, func(m *Main) { m.Connectors = connectors })
+}
+
+// mainServer starts a server whose Main set adjusts.
+func mainServer(t *testing.T, set func(m *Main)) *testServer {
+	t.Helper()
 	cfg := testConfig(t, pgtest.NewURL(t))
-	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Now: (&clock{}).Now, Connectors: connectors}
+	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Now: (&clock{}).Now}
+	set(m)
 	require.NoError(t, m.Start(context.Background()))
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	admin := m.AdminToken
 	if admin == "" {
-		admin = cfg.BootstrapToken
+		admin = m.Config.BootstrapToken
 	}
 	return &testServer{t: t, m: m, base: "http://" + m.APIAddr(), admin: admin, client: &http.Client{Timeout: 30 * time.Second}}
 }
