@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/connector/connectortest"
+	"github.com/graphmill/graphmill/internal/connector/web"
+)
+
+// benchSitePages is the size of the benchmark's site.
+const benchSitePages = 2000
+
+// newBenchSite serves pages /p/0 .. /p/n-1, page i linking pages 10i+1 ..
+// 10i+10 (a tree of depth 4 for 2,000 pages), each about 2 KiB of distinct
+// text, with an ETag, answering If-None-Match with 304.
+func newBenchSite(b *testing.B, n int) *httptest.Server {
+	b.Helper()
+	filler := strings.Repeat("The scheduler runs every pipeline of the project in order and keeps its history. ", 24)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p/"))
+		if err != nil || id < 0 || id >= n {
+			http.NotFound(w, r)
+			return
+		}
+		tag := fmt.Sprintf(`"v1-%d"`, id)
+		w.Header().Set("ETag", tag)
+		if r.Header.Get("If-None-Match") == tag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "<!DOCTYPE html><html><head><title>Page %d</title></head><body><h1>Page %d</h1><p>Page %d of the handbook. %s</p><ul>", id, id, id, filler)
+		for c := 10*id + 1; c <= 10*id+10 && c < n; c++ {
+			fmt.Fprintf(&sb, `<li><a href="/p/%d">page %d</a></li>`, c, c)
+		}
+		sb.WriteString(`</ul><a href="/p/0">home</a></body></html>`)
+		_, _ = w.Write([]byte(sb.String()))
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// BenchmarkWebSync2000 syncs a 2,000-page loopback site through the whole
+// server (POST .../sync to the job completed), then re-syncs it unchanged
+// once every document is parsed and extracted. It reports pages per second
+// of the first sync, the re-sync's time as a share of the first's
+// (resync-%), and where the first sync's time goes: fetch-% is a walk of
+// the same site by the web connector alone (fetching and reading pages,
+// no database) as a share of the sync, db-% the rest (the integration
+// domain storing documents, counters, log and parse jobs, sharing the
+// cores with the parse jobs that run meanwhile); parse-s is the
+// parse jobs' summed run time, parse-tail-s how long after the sync
+// completed the last document was parsed.
+func BenchmarkWebSync2000(b *testing.B) {
+	var first, again, walk, parse, tail time.Duration
+	for range b.N {
+		b.StopTimer()
+		srv := newBenchSite(b, benchSitePages)
+		cfg := map[string]any{"start_urls": []string{srv.URL + "/p/0"}, "max_pages": benchSitePages, "max_depth": 10}
+		start := time.Now()
+		w := connectortest.NewWalker(nil)
+		require.NoError(b, web.New().Walk(b.Context(), connector.Env{HTTP: &http.Client{}}, connectortest.Config(cfg), connector.Options{}, w))
+		walk += time.Since(start)
+		require.Len(b, w.ItemIDs(), benchSitePages)
+
+		s := newServer(b, withEgressAllow("127.0.0.0/8"))
+		project, _ := s.defaultProject()
+		in := s.createIntegration(project, "site", "web", cfg)
+		b.StartTimer()
+		start = time.Now()
+		require.Equal(b, syncCounts{Total: benchSitePages, Processed: benchSitePages, Created: benchSitePages}, in.sync(nil))
+		first += time.Since(start)
+		b.StopTimer()
+		done := time.Now()
+		require.Eventually(b, func() bool {
+			return s.extractionCount(`SELECT count(*) FROM documents WHERE project_id = $1 AND status = 'parsing'`, project) == 0
+		}, 10*time.Minute, 50*time.Millisecond)
+		tail += time.Since(done)
+		var sum float64
+		require.NoError(b, s.m.db.pool.QueryRow(b.Context(),
+			`SELECT coalesce(sum(extract(epoch FROM completed_at - started_at)), 0) FROM document_parsing_jobs WHERE project_id = $1`, project).Scan(&sum))
+		parse += time.Duration(sum * float64(time.Second))
+		require.Equal(b, benchSitePages, s.extractionCount(`SELECT count(*) FROM documents WHERE project_id = $1 AND status = 'parsed'`, project))
+		in.waitExtractionIdle()
+		b.StartTimer()
+		start = time.Now()
+		require.Equal(b, syncCounts{Total: benchSitePages, Processed: benchSitePages, Unchanged: benchSitePages}, in.sync(nil))
+		again += time.Since(start)
+	}
+	b.ReportMetric(float64(benchSitePages*b.N)/first.Seconds(), "pages/s")
+	b.ReportMetric(100*again.Seconds()/first.Seconds(), "resync-%")
+	b.ReportMetric(100*walk.Seconds()/first.Seconds(), "fetch-%")
+	b.ReportMetric(100-100*walk.Seconds()/first.Seconds(), "db-%")
+	b.ReportMetric(parse.Seconds()/float64(b.N), "parse-s")
+	b.ReportMetric(tail.Seconds()/float64(b.N), "parse-tail-s")
+}
