@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,37 +15,6 @@ import (
 
 // benchSitePages is the size of the benchmark's site.
 const benchSitePages = 2000
-
-// newBenchSite serves pages /p/0 .. /p/n-1, page i linking pages 10i+1 ..
-// 10i+10 (a tree of depth 4 for 2,000 pages), each about 2 KiB of distinct
-// text, with an ETag, answering If-None-Match with 304.
-func newBenchSite(b *testing.B, n int) *httptest.Server {
-	b.Helper()
-	filler := strings.Repeat("The scheduler runs every pipeline of the project in order and keeps its history. ", 24)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p/"))
-		if err != nil || id < 0 || id >= n {
-			http.NotFound(w, r)
-			return
-		}
-		tag := fmt.Sprintf(`"v1-%d"`, id)
-		w.Header().Set("ETag", tag)
-		if r.Header.Get("If-None-Match") == tag {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "<!DOCTYPE html><html><head><title>Page %d</title></head><body><h1>Page %d</h1><p>Page %d of the handbook. %s</p><ul>", id, id, id, filler)
-		for c := 10*id + 1; c <= 10*id+10 && c < n; c++ {
-			fmt.Fprintf(&sb, `<li><a href="/p/%d">page %d</a></li>`, c, c)
-		}
-		sb.WriteString(`</ul><a href="/p/0">home</a></body></html>`)
-		_, _ = w.Write([]byte(sb.String()))
-	}))
-	b.Cleanup(srv.Close)
-	return srv
-}
 
 // BenchmarkWebSync2000 syncs a 2,000-page loopback site through the whole
 // server (POST .../sync to the job completed), then re-syncs it unchanged
@@ -65,7 +31,8 @@ func BenchmarkWebSync2000(b *testing.B) {
 	var first, again, walk, parse, tail time.Duration
 	for range b.N {
 		b.StopTimer()
-		srv := newBenchSite(b, benchSitePages)
+		srv := httptest.NewServer(connectortest.TreeSite(benchSitePages))
+		b.Cleanup(srv.Close)
 		cfg := map[string]any{"start_urls": []string{srv.URL + "/p/0"}, "max_pages": benchSitePages, "max_depth": 10}
 		start := time.Now()
 		w := connectortest.NewWalker(nil)

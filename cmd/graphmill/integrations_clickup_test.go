@@ -44,23 +44,21 @@ func newClickUpFake(t testing.TB, tasks ...*clickUpTask) *clickUpFake {
 	mux.HandleFunc("GET /api/v2/team", func(w http.ResponseWriter, _ *http.Request) {
 		write(w, map[string]any{"teams": []any{map[string]any{"id": "9001", "name": "Acme", "color": "#000", "members": []any{}}}})
 	})
-	mux.HandleFunc("GET /api/v2/team/9001/space", func(w http.ResponseWriter, r *http.Request) {
-		spaces := []any{}
-		if !archived(r) {
-			spaces = append(spaces, map[string]any{"id": "s1", "name": "Engineering", "archived": false})
+	// one answers a hierarchy level of one unarchived node.
+	one := func(key, id, name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			nodes := []any{}
+			if !archived(r) {
+				nodes = append(nodes, map[string]any{"id": id, "name": name, "archived": false})
+			}
+			write(w, map[string]any{key: nodes})
 		}
-		write(w, map[string]any{"spaces": spaces})
-	})
+	}
+	mux.HandleFunc("GET /api/v2/team/9001/space", one("spaces", "s1", "Engineering"))
 	mux.HandleFunc("GET /api/v2/space/s1/folder", func(w http.ResponseWriter, _ *http.Request) {
 		write(w, map[string]any{"folders": []any{}})
 	})
-	mux.HandleFunc("GET /api/v2/space/s1/list", func(w http.ResponseWriter, r *http.Request) {
-		lists := []any{}
-		if !archived(r) {
-			lists = append(lists, map[string]any{"id": "l1", "name": "Sprint", "archived": false})
-		}
-		write(w, map[string]any{"lists": lists})
-	})
+	mux.HandleFunc("GET /api/v2/space/s1/list", one("lists", "l1", "Sprint"))
 	mux.HandleFunc("GET /api/v2/list/l1/task", func(w http.ResponseWriter, r *http.Request) {
 		var match []*clickUpTask
 		for _, t := range f.tasks {
@@ -133,20 +131,12 @@ func TestIntegrationSyncClickUp(t *testing.T) {
 	s.extractionSetThreshold(project, 0)
 	in := s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
 
-	require.Equal(t, syncCounts{Total: 4, Processed: 4, Created: 4}, in.sync(nil))
-	docs := in.docs()
-	require.Len(t, docs, 4)
+	docs := in.firstSync(4, "cobaltine")
 	require.Equal(t, "Fix login", docs["task/t1"].SourceTitle)
 	require.Contains(t, docs, "doc/d1/p1")
-	in.requirePipeline(docs, "cobaltine")
-	var r searchResult
-	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "saffronite", "mode": "keyword", "targets": []string{"chunks"}}, header{"X-Project-ID", project}).Decode(t, &r)
-	require.Len(t, r.Data, 1)
-	require.Equal(t, docs["doc/d1/p1"].ID, r.Data[0].DocumentID)
+	in.requireFound("saffronite", docs["doc/d1/p1"].ID)
 
-	before := in.snapshot()
-	require.Equal(t, syncCounts{Total: 4, Processed: 4, Unchanged: 4}, in.sync(nil))
-	in.requireOnlyMoved(before, nil, nil)
+	before := in.resyncUnchanged()
 
 	fake.mu.Lock()
 	fake.tasks[2].Archived = true

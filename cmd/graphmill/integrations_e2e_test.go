@@ -117,6 +117,18 @@ func (in *syncIntegration) extractionJobs(doc string) int {
 	return in.s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE document_id = $1`, doc)
 }
 
+// firstSync syncs the source for the first time, requires n documents
+// created and through the pipeline (requirePipeline with word), and
+// returns them by external id.
+func (in *syncIntegration) firstSync(n int, word string) map[string]syncDoc {
+	in.s.t.Helper()
+	require.Equal(in.s.t, syncCounts{Total: n, Processed: n, Created: n}, in.sync(nil))
+	docs := in.docs()
+	require.Len(in.s.t, docs, n)
+	in.requirePipeline(docs, word)
+	return docs
+}
+
 // requirePipeline waits until every document of the integration is parsed
 // into chunks and extracted by completed jobs carrying the integration's
 // datasourceId and trigger webhook, requires objects in the graph from
@@ -157,6 +169,19 @@ func (in *syncIntegration) requirePipeline(docs map[string]syncDoc, word string)
 	require.Contains(s.t, ids, r.Data[0].DocumentID, "search for %q", word)
 }
 
+// requireFound requires a keyword search for word to find chunks of the
+// document doc only.
+func (in *syncIntegration) requireFound(word, doc string) {
+	s := in.s
+	s.t.Helper()
+	var r searchResult
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": word, "mode": "keyword", "targets": []string{"chunks"}}, header{"X-Project-ID", in.project}).Decode(s.t, &r)
+	require.NotEmpty(s.t, r.Data, "search for %q", word)
+	for _, h := range r.Data {
+		require.Equal(s.t, doc, h.DocumentID, "search for %q", word)
+	}
+}
+
 // syncSnapshot is what a sync may move of a document: its version and
 // its extraction jobs.
 type syncSnapshot struct {
@@ -172,6 +197,17 @@ func (in *syncIntegration) snapshot() map[string]syncSnapshot {
 		out[ext] = syncSnapshot{version: d.SourceVersion, jobs: in.extractionJobs(d.ID)}
 	}
 	return out
+}
+
+// resyncUnchanged syncs the unchanged source again, requires every
+// document counted unchanged and none moved, and returns their snapshot.
+func (in *syncIntegration) resyncUnchanged() map[string]syncSnapshot {
+	in.s.t.Helper()
+	before := in.snapshot()
+	n := len(before)
+	require.Equal(in.s.t, syncCounts{Total: n, Processed: n, Unchanged: n}, in.sync(nil))
+	in.requireOnlyMoved(before, nil, nil)
+	return before
 }
 
 // requireOnlyMoved requires that, between before and now, only the

@@ -82,22 +82,14 @@ func TestIntegrationSyncGit(t *testing.T) {
 	s.extractionSetThreshold(project, 0)
 	in := s.createIntegration(project, "repo", "git", map[string]any{"repository_url": repo.url, "branch": "main"})
 
-	require.Equal(t, syncCounts{Total: 3, Processed: 3, Created: 3}, in.sync(nil))
-	docs := in.docs()
-	require.Len(t, docs, 3)
+	docs := in.firstSync(3, "obsidiane")
 	require.Contains(t, docs, "docs/team.md")
-	in.requirePipeline(docs, "obsidiane")
 
-	before := in.snapshot()
-	require.Equal(t, syncCounts{Total: 3, Processed: 3, Unchanged: 3}, in.sync(nil))
-	in.requireOnlyMoved(before, nil, nil)
+	before := in.resyncUnchanged()
 
 	repo.commit(map[string]string{"docs/team.md": "# Team\n\nDavid Chen works for Acme Corporation in Toronto on the vermilite console.\n"})
 	require.Equal(t, syncCounts{Total: 3, Processed: 3, Updated: 1, Unchanged: 2}, in.sync(nil))
 	in.waitExtractionIdle()
 	in.requireOnlyMoved(before, []string{"docs/team.md"}, nil)
-	var r searchResult
-	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "vermilite", "mode": "keyword", "targets": []string{"chunks"}}, header{"X-Project-ID", project}).Decode(t, &r)
-	require.Len(t, r.Data, 1)
-	require.Equal(t, docs["docs/team.md"].ID, r.Data[0].DocumentID)
+	in.requireFound("vermilite", docs["docs/team.md"].ID)
 }

@@ -31,16 +31,11 @@ func TestIntegrationSyncRSS(t *testing.T) {
 	s.extractionSetThreshold(project, 0)
 	in := s.createIntegration(project, "news", "rss", map[string]any{"feed_url": site.srv.URL + "/feed.xml"})
 
-	require.Equal(t, syncCounts{Total: 3, Processed: 3, Created: 3}, in.sync(nil))
-	docs := in.docs()
-	require.Len(t, docs, 3)
+	docs := in.firstSync(3, "heliotrope")
 	require.Equal(t, "Orbit 1.0 released", docs["item-1"].SourceTitle)
 	require.Equal(t, "https://orbit.test/item-1", docs["item-1"].SourceURL)
-	in.requirePipeline(docs, "heliotrope")
 
-	before := in.snapshot()
-	require.Equal(t, syncCounts{Total: 3, Processed: 3, Unchanged: 3}, in.sync(nil))
-	in.requireOnlyMoved(before, nil, nil)
+	before := in.resyncUnchanged()
 
 	two[2] = "Thu, 05 Nov 2026 10:00:00 +0000"
 	two[3] = "David Chen of Acme Corporation in Toronto rebuilt the console with the marmalite toolkit."
@@ -48,8 +43,5 @@ func TestIntegrationSyncRSS(t *testing.T) {
 	require.Equal(t, syncCounts{Total: 3, Processed: 3, Updated: 1, Unchanged: 2}, in.sync(nil))
 	in.waitExtractionIdle()
 	in.requireOnlyMoved(before, []string{"item-2"}, nil)
-	var r searchResult
-	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "marmalite", "mode": "keyword", "targets": []string{"chunks"}}, header{"X-Project-ID", project}).Decode(t, &r)
-	require.Len(t, r.Data, 1)
-	require.Equal(t, docs["item-2"].ID, r.Data[0].DocumentID)
+	in.requireFound("marmalite", docs["item-2"].ID)
 }

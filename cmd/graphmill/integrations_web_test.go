@@ -81,25 +81,17 @@ func TestIntegrationSyncWeb(t *testing.T) {
 	s.extractionSetThreshold(project, 0)
 	in := s.createIntegration(project, "site", "web", map[string]any{"start_urls": []string{site.srv.URL + "/"}})
 
-	require.Equal(t, syncCounts{Total: 3, Processed: 3, Created: 3}, in.sync(nil))
-	docs := in.docs()
-	require.Len(t, docs, 3)
+	docs := in.firstSync(3, "quasarine")
 	for _, d := range docs {
 		require.Equal(t, d.ExternalID, d.SourceURL)
 	}
 	require.Equal(t, "Orbit team", docs[site.srv.URL+"/team"].SourceTitle)
-	in.requirePipeline(docs, "quasarine")
 
-	before := in.snapshot()
-	require.Equal(t, syncCounts{Total: 3, Processed: 3, Unchanged: 3}, in.sync(nil))
-	in.requireOnlyMoved(before, nil, nil)
+	before := in.resyncUnchanged()
 
 	site.set("/install", htmlPage("Installing Orbit", "Priya Raman rewrote the installer at Contoso Systems in Lisbon with the zirconflux tool.", "/"))
 	require.Equal(t, syncCounts{Total: 3, Processed: 3, Updated: 1, Unchanged: 2}, in.sync(nil))
 	in.waitExtractionIdle()
 	in.requireOnlyMoved(before, []string{site.srv.URL + "/install"}, nil)
-	var r searchResult
-	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "zirconflux", "mode": "keyword", "targets": []string{"chunks"}}, header{"X-Project-ID", project}).Decode(t, &r)
-	require.Len(t, r.Data, 1)
-	require.Equal(t, docs[site.srv.URL+"/install"].ID, r.Data[0].DocumentID)
+	in.requireFound("zirconflux", docs[site.srv.URL+"/install"].ID)
 }

@@ -5,9 +5,13 @@ package connectortest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/graphmill/graphmill/internal/connector"
@@ -166,6 +170,34 @@ func (w *Walker) Versions() map[string]string {
 		out[id] = it.Version
 	}
 	return out
+}
+
+// TreeSite serves pages /p/0 .. /p/n-1; page i links pages 10i+1 ..
+// 10i+10 (a tree of depth 4 for 2,000 pages), each about 2 KiB, with an
+// ETag, answering If-None-Match with 304 (the benchmarks' web site).
+func TreeSite(n int) http.Handler {
+	filler := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 30)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p/"))
+		if err != nil || id < 0 || id >= n {
+			http.NotFound(w, r)
+			return
+		}
+		tag := fmt.Sprintf(`"v1-%d"`, id)
+		w.Header().Set("ETag", tag)
+		if r.Header.Get("If-None-Match") == tag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "<!DOCTYPE html><html><head><title>Page %d</title></head><body><h1>Page %d</h1><p>%s</p><ul>", id, id, filler)
+		for c := 10*id + 1; c <= 10*id+10 && c < n; c++ {
+			fmt.Fprintf(&sb, `<li><a href="/p/%d">page %d</a></li>`, c, c)
+		}
+		sb.WriteString(`</ul><a href="/p/0">home</a></body></html>`)
+		_, _ = w.Write([]byte(sb.String()))
+	})
 }
 
 // Config builds a connector.Config from Go values.
