@@ -231,6 +231,10 @@ func (s *testServer) runDigestTask() {
 func TestDailyDigestEmailed(t *testing.T) {
 	t.Parallel()
 	s, srv, _ := newInvitingServer(t)
+	// The scheduler runs every task once at start: let that run pass
+	// before anyone chooses the digest, or it may send a digest of the
+	// notifications made so far (and the day's one digest is spent).
+	require.Eventually(t, func() bool { return s.digestRuns() >= 1 }, 20*time.Second, 10*time.Millisecond)
 	rw := []string{"notifications:read", "notifications:write"}
 	reader, readerTok := s.newUser("digest-reader@example.com", rw, "")
 	idle, idleTok := s.newUser("digest-idle@example.com", rw, "")
