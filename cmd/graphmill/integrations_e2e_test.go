@@ -237,13 +237,17 @@ func (in *syncIntegration) requireOnlyMoved(before map[string]syncSnapshot, move
 	require.Len(s.t, now, len(before)-len(gone), "no document appeared")
 }
 
-// waitExtractionIdle waits until no extraction job of the project is
-// queued or running.
+// waitExtractionIdle waits until no parsing or extraction job of the
+// project is queued or running. A sync completes before the parses it
+// queued: a parse queues its extraction when it finishes, so extraction
+// alone can look idle while a parse is still on its way.
 func (in *syncIntegration) waitExtractionIdle() {
 	s := in.s
 	s.t.Helper()
 	require.Eventually(s.t, func() bool {
-		return s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE project_id = $1
-			AND status NOT IN ('completed', 'failed', 'requires_review', 'cancelled')`, in.project) == 0
+		return s.extractionCount(`SELECT (SELECT count(*) FROM document_parsing_jobs WHERE project_id = $1
+			AND status NOT IN ('completed', 'failed', 'requires_review', 'cancelled'))
+			+ (SELECT count(*) FROM object_extraction_jobs WHERE project_id = $1
+			AND status NOT IN ('completed', 'failed', 'requires_review', 'cancelled'))`, in.project) == 0
 	}, 60*time.Second, 50*time.Millisecond)
 }
