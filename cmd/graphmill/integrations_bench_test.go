@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func BenchmarkWebSync2000(b *testing.B) {
 		cfg := map[string]any{"start_urls": []string{srv.URL + "/p/0"}, "max_pages": benchSitePages, "max_depth": 10}
 		start := time.Now()
 		w := connectortest.NewWalker(nil)
-		require.NoError(b, web.New().Walk(b.Context(), connector.Env{HTTP: &http.Client{}}, connectortest.Config(cfg), connector.Options{}, w))
+		require.NoError(b, web.New().Walk(b.Context(), connector.Env{HTTP: connectortest.Client()}, connectortest.Config(cfg), connector.Options{}, w))
 		walk += time.Since(start)
 		require.Len(b, w.ItemIDs(), benchSitePages)
 

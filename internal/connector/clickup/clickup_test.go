@@ -24,7 +24,7 @@ func acme() connector.Config {
 	return connectortest.Config(map[string]any{"api_key": testKey, "workspace_id": "9001"})
 }
 
-func env() connector.Env { return connector.Env{HTTP: &http.Client{}} }
+func env() connector.Env { return connector.Env{HTTP: connectortest.Client()} }
 
 func walk(t *testing.T, f *fakeClickUp, cfg connector.Config, opts connector.Options, known map[string]string) *connectortest.Walker {
 	t.Helper()

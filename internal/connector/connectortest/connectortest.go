@@ -221,3 +221,14 @@ func sortedKeys(m map[string]connector.Item) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Transport returns a transport of the test's own. Connector tests never
+// use http.DefaultTransport: httptest.Server.Close closes that
+// transport's idle connections, and a parallel test's request that just
+// picked one fails with "CloseIdleConnections called".
+func Transport() *http.Transport {
+	return http.DefaultTransport.(*http.Transport).Clone()
+}
+
+// Client returns an HTTP client on a Transport of its own.
+func Client() *http.Client { return &http.Client{Transport: Transport()} }

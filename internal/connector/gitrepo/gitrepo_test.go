@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/connector/connectortest"
 	"github.com/graphmill/graphmill/internal/connector/gitrepo"
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -579,7 +580,7 @@ func TestWalkRecoversFromInterruptedFetch(t *testing.T) {
 	head2 := repo.commit("main", map[string]string{"b.md": "b", "big.txt": big})
 
 	cut := env
-	cut.HTTP = &http.Client{Transport: cutTransport{next: http.DefaultTransport, limit: 50_000}}
+	cut.HTTP = &http.Client{Transport: cutTransport{next: connectortest.Transport(), limit: 50_000}}
 	w2 := w1.next()
 	require.ErrorContains(t, c.Walk(context.Background(), cut, cfg, connector.Options{}, w2), "store pack from")
 	require.Equal(t, w1.state, w2.state)

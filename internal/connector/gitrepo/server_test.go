@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/connector/connectortest"
 )
 
 // gitServer is `git http-backend` (smart HTTP) behind net/http/cgi on
@@ -264,7 +265,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // egress guard is the integration domain's) and a fresh cache directory.
 func newEnv(t testing.TB) (connector.Env, *countingTransport) {
 	t.Helper()
-	ct := &countingTransport{next: http.DefaultTransport}
+	ct := &countingTransport{next: connectortest.Transport()}
 	return connector.Env{HTTP: &http.Client{Transport: ct}, CacheDir: t.TempDir()}, ct
 }
 

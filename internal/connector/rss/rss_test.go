@@ -121,7 +121,7 @@ func walk(t *testing.T, c connector.Config, w *connectortest.Walker) *connectort
 	return w
 }
 
-func env() connector.Env { return connector.Env{HTTP: &http.Client{}} }
+func env() connector.Env { return connector.Env{HTTP: connectortest.Client()} }
 
 func blogFeed(f *feedServer) []rssItem {
 	return []rssItem{
@@ -307,11 +307,14 @@ func TestTestConnection(t *testing.T) {
 	require.ErrorContains(t, test("/rss.xml"), "fetch feed: ")
 }
 
-type countingTransport struct{ n atomic.Int64 }
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
-	return http.DefaultTransport.RoundTrip(r)
+	return c.next.RoundTrip(r)
 }
 
 func TestWalkFetchesThroughTheEnvClient(t *testing.T) {
@@ -320,7 +323,7 @@ func TestWalkFetchesThroughTheEnvClient(t *testing.T) {
 	f.set("/rss.xml", doc{body: rss2(blogFeed(f)...), ctype: "application/rss+xml"})
 	f.set("/posts/1", doc{body: "<html>1</html>", ctype: "text/html"})
 	f.set("/posts/2", doc{body: "<html>2</html>", ctype: "text/html"})
-	ct := &countingTransport{}
+	ct := &countingTransport{next: connectortest.Transport()}
 	w := connectortest.NewWalker(nil)
 	c := cfg(map[string]any{"feed_url": f.url("/rss.xml"), "fetch_linked_pages": true})
 	require.NoError(t, rss.New().Walk(t.Context(), connector.Env{HTTP: &http.Client{Transport: ct}}, c, connector.Options{}, w))

@@ -175,7 +175,7 @@ func walk(t *testing.T, f *fakeS3, cfg connector.Config, maxBytes int64, w *conn
 	return w
 }
 
-func plainEnv() connector.Env { return connector.Env{HTTP: &http.Client{}} }
+func plainEnv() connector.Env { return connector.Env{HTTP: connectortest.Client()} }
 
 func seed(t *testing.T, f *fakeS3) {
 	t.Helper()
@@ -334,9 +334,10 @@ func TestWalkUsesTheEnvNetwork(t *testing.T) {
 	require.Positive(t, dials.Load(), "connections are dialled through Env.Dial")
 
 	var trips atomic.Int64
+	base := connectortest.Transport()
 	env = connector.Env{HTTP: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		trips.Add(1)
-		return http.DefaultTransport.RoundTrip(r)
+		return base.RoundTrip(r)
 	})}}
 	w = connectortest.NewWalker(nil)
 	require.NoError(t, s3.New(0).Walk(t.Context(), env, f.config(nil), connector.Options{}, w))

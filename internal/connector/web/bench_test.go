@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -25,7 +24,7 @@ func BenchmarkWalk2000Pages(b *testing.B) {
 	const n = 2000
 	srv := benchSite(b, n)
 	cfg := connectortest.Config(map[string]any{"start_urls": []string{srv.URL + "/p/0"}, "max_pages": n, "max_depth": 10})
-	env := connector.Env{HTTP: &http.Client{}}
+	env := connector.Env{HTTP: connectortest.Client()}
 	c := web.New()
 	run := func(b *testing.B, w *connectortest.Walker) *connectortest.Walker {
 		b.Helper()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/connector/connectortest"
 )
 
 // site is an httptest web site whose pages a test edits between walks. It
@@ -146,4 +147,4 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(p.body))
 }
 
-func plainEnv() connector.Env { return connector.Env{HTTP: &http.Client{}} }
+func plainEnv() connector.Env { return connector.Env{HTTP: connectortest.Client()} }

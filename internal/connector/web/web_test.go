@@ -438,6 +438,7 @@ func TestWalkSkipsOversizedPages(t *testing.T) {
 // recordingTransport is an Env client's transport that records every
 // request it carries.
 type recordingTransport struct {
+	next http.RoundTripper
 	mu   sync.Mutex
 	urls []string
 }
@@ -446,7 +447,7 @@ func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error)
 	rt.mu.Lock()
 	rt.urls = append(rt.urls, r.URL.Path)
 	rt.mu.Unlock()
-	return http.DefaultTransport.RoundTrip(r)
+	return rt.next.RoundTrip(r)
 }
 
 func TestWalkFetchesThroughTheEnvClient(t *testing.T) {
@@ -457,7 +458,7 @@ func TestWalkFetchesThroughTheEnvClient(t *testing.T) {
 	s.set("/old", sitePage{status: http.StatusMovedPermanently, location: "/new"})
 	s.html("/new", "New", `new`)
 	s.html("/s", "S", `s`)
-	rt := &recordingTransport{}
+	rt := &recordingTransport{next: connectortest.Transport()}
 	env := connector.Env{HTTP: &http.Client{Transport: rt}}
 	w := connectortest.NewWalker(nil)
 	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}, "sitemap_url": s.url("/sitemap.xml")})
