@@ -145,3 +145,26 @@ func TestIntegrationSyncClickUp(t *testing.T) {
 	in.requireOnlyMoved(before, nil, []string{"task/t3"})
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM documents WHERE id = $1`, docs["task/t3"].ID))
 }
+
+// TestIntegrationSyncClickUpNarrowedKeepsOthers: a sync narrowed with
+// source_types [tasks] lists no docs; it deletes none of the doc pages
+// still at the source.
+func TestIntegrationSyncClickUpNarrowedKeepsOthers(t *testing.T) {
+	t.Parallel()
+	fake := newClickUpFake(t,
+		&clickUpTask{ID: "t1", Name: "Fix login", Desc: "Maria Gonzalez of Northwind Labs in Berlin reported the cobaltine login failure.", Updated: 1700000001000},
+		&clickUpTask{ID: "t2", Name: "Add search", Desc: "David Chen of Acme Corporation in Toronto asked for search.", Updated: 1700000002000},
+		&clickUpTask{ID: "t3", Name: "Write tests", Desc: "Priya Raman of Contoso Systems in Madrid covers the API.", Updated: 1700000003000},
+	)
+	s := mainServer(t, func(m *Main) {
+		m.ClickUpBaseURL = fake.srv.URL
+		m.Config.EgressAllow = []string{"127.0.0.0/8"}
+	})
+	project, _ := s.defaultProject()
+	s.extractionSetThreshold(project, 0)
+	in := s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
+	docs := in.firstSync(4, "cobaltine")
+	require.Contains(t, docs, "doc/d1/p1")
+	c := in.sync(map[string]any{"source_types": []string{"tasks"}})
+	require.Zero(t, c.Deleted, "a tasks-only sync deleted the doc pages still at the source: %+v", c)
+}

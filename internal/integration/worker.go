@@ -128,7 +128,8 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 }
 
 // deleteMissing deletes the documents of items the complete listing did
-// not report: never after a listing with failed items, and never more
+// not report: never after a sync narrowed by space_ids or source_types or
+// a listing with failed items, and never more
 // than the integration's max_delete_fraction of its documents unless the
 // sync is a full sync (a source answering with an error page or an empty
 // listing must not wipe a project).
@@ -136,6 +137,13 @@ func (s *Service) deleteMissing(ctx context.Context, w *walker, r row, desc conn
 	if desc.Append {
 		// A feed lists only its recent items: one that dropped out of the
 		// listing is old, not deleted at the source.
+		return nil
+	}
+	if len(opts.SpaceIDs) > 0 || len(opts.SourceTypes) > 0 {
+		// The listing covers only the asked-for spaces or source types: an
+		// item it did not report may well still be at the source.
+		w.Log(ctx, connector.LevelInfo, "the sync is narrowed (space_ids or source_types): nothing is deleted",
+			map[string]any{"spaceIds": len(opts.SpaceIDs), "sourceTypes": opts.SourceTypes})
 		return nil
 	}
 	if w.failedAny {
