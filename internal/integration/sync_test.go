@@ -90,8 +90,8 @@ func TestSyncIncremental(t *testing.T) {
 }
 
 // TestDeletionGuard: a listing that fails, a listing with a failed item
-// and an empty listing delete nothing; a full sync deletes beyond
-// max_delete_fraction.
+// and an empty listing (even on a full sync) delete nothing; a full sync
+// with a non-empty listing deletes beyond max_delete_fraction.
 func TestDeletionGuard(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{start: true})
@@ -126,18 +126,61 @@ func TestDeletionGuard(t *testing.T) {
 	b.src.items = map[string]connector.Item{}
 	b.src.mu.Unlock()
 
-	// An empty listing: more than half would go, nothing is deleted.
+	// An empty listing: nothing is deleted.
 	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
 	require.Equal(t, "completed", r.Status)
 	require.Zero(t, r.Deleted)
 	require.Len(t, b.synced(t), 4)
-	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'deletion guard:%'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'the listing is empty%'`))
 
-	// A full sync deletes them.
+	// A listing of one new item: more than half would go, nothing is deleted.
+	b.src.put("e", "# e\n\ntext e")
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "completed", r.Status)
+	require.Zero(t, r.Deleted)
+	require.Len(t, b.synced(t), 5)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'deletion guard:%'`))
+	b.src.remove("e")
+
+	// An empty listing deletes nothing even on a full sync.
 	r = b.syncAndWait(t, "docs", integration.SyncOptions{FullSync: true})
-	require.Equal(t, 4, r.Deleted, "%+v", r)
-	require.Empty(t, b.synced(t))
-	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM documents`))
+	require.Equal(t, "completed", r.Status)
+	require.Zero(t, r.Deleted)
+	require.Len(t, b.synced(t), 5)
+	require.Equal(t, 2, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'the listing is empty%'`))
+
+	// A full sync with a non-empty listing deletes the missing ones.
+	b.src.put("f", "# f\n\ntext f")
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{FullSync: true})
+	require.Equal(t, 5, r.Deleted, "%+v", r)
+	require.Equal(t, []string{"f"}, sortedKeys(b.synced(t)))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM documents`))
+}
+
+// TestDeletionGuardCountsDocumentsBeforeTheWalk: a listing that replaced
+// every item (4 old gone, 4 new) deletes none of the 4 documents without
+// full_sync: the fraction is taken over the documents the integration had
+// before the walk, not including the ones this run created.
+func TestDeletionGuardCountsDocumentsBeforeTheWalk(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	for _, id := range []string{"a", "b", "c", "d"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.create(t, "docs", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	b.src.mu.Lock()
+	b.src.items = map[string]connector.Item{}
+	b.src.mu.Unlock()
+	for _, id := range []string{"e", "f", "g", "h"} {
+		b.src.put(id, "# "+id+"\n\njunk "+id)
+	}
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "completed", r.Status)
+	require.Equal(t, 4, r.Created)
+	require.Zero(t, r.Deleted, "deleted %d of the 4 documents the integration had (max_delete_fraction 0.5)", r.Deleted)
+	require.Len(t, b.synced(t), 8)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'deletion guard:%' AND details->>'documents' = '4'`))
 }
 
 // TestAppendSourceNeverDeletes: a source that lists only its recent items

@@ -128,11 +128,12 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 }
 
 // deleteMissing deletes the documents of items the complete listing did
-// not report: never after a sync narrowed by space_ids or source_types or
-// a listing with failed items, and never more
-// than the integration's max_delete_fraction of its documents unless the
-// sync is a full sync (a source answering with an error page or an empty
-// listing must not wipe a project).
+// not report: never after a sync narrowed by space_ids or source_types, a
+// listing with failed items or an empty listing (not even on a full
+// sync), and never more than the integration's max_delete_fraction of the
+// documents it had before the walk unless the sync is a full sync (a
+// source answering with an error page or an empty listing must not wipe a
+// project).
 func (s *Service) deleteMissing(ctx context.Context, w *walker, r row, desc connector.Descriptor, opts SyncOptions) error {
 	if desc.Append {
 		// A feed lists only its recent items: one that dropped out of the
@@ -150,6 +151,12 @@ func (s *Service) deleteMissing(ctx context.Context, w *walker, r row, desc conn
 		w.Log(ctx, connector.LevelWarn, "the listing is incomplete (items failed): nothing is deleted", nil)
 		return nil
 	}
+	if len(w.seen) == 0 {
+		// No item and no unchanged one: a source answering with an empty
+		// listing must not wipe a project, not even on a full sync.
+		w.Log(ctx, connector.LevelWarn, "the listing is empty: nothing is deleted", map[string]any{"documents": len(w.known)})
+		return nil
+	}
 	states, err := s.cfg.Documents.SourceStates(ctx, r.ProjectID, r.ID)
 	if err != nil {
 		return err
@@ -163,10 +170,12 @@ func (s *Service) deleteMissing(ctx context.Context, w *walker, r row, desc conn
 	if len(gone) == 0 {
 		return nil
 	}
-	limit := r.MaxDeleteFraction * float64(len(states))
+	// The fraction is of the documents the integration had before the
+	// walk: the ones this run created do not dilute it.
+	limit := r.MaxDeleteFraction * float64(len(w.known))
 	if !opts.FullSync && float64(len(gone)) > limit {
 		w.Log(ctx, connector.LevelWarn, "deletion guard: too many documents are missing at the source; nothing is deleted (run a full sync to delete them)",
-			map[string]any{"missing": len(gone), "documents": len(states), "maxDeleteFraction": r.MaxDeleteFraction})
+			map[string]any{"missing": len(gone), "documents": len(w.known), "maxDeleteFraction": r.MaxDeleteFraction})
 		return nil
 	}
 	if err := syncJobSetPhase(ctx, s.cfg.Pool, w.job.ID, PhaseDeleting, nil, s.now()); err != nil {
