@@ -147,7 +147,9 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	if err := fetch(ctx, env, cfg); err != nil {
 		return err
 	}
-	w.Log(ctx, connector.LevelInfo, "listing with token "+cfg.String("token"), map[string]any{"token": cfg.String("token")})
+	w.Log(ctx, connector.LevelInfo, "listing with token "+cfg.String("token"), map[string]any{
+		"token": cfg.String("token"), "request": map[string]any{"headers": []string{"Bearer " + cfg.String("token")}},
+	})
 	for _, it := range items {
 		if gate != nil {
 			select {

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -298,6 +299,24 @@ func TestSecretsNeverLoggedOrPublished(t *testing.T) {
 	var status string
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status FROM integrations`).Scan(&status))
 	require.Equal(t, integration.StatusError, status, "a sync that gave up puts its integration in error")
+}
+
+// TestSecretWithJSONEscapedCharsNotLogged: a token holding characters
+// JSON escapes (& < >) is redacted in the log's details as well: the
+// details are redacted value by value, not as encoded JSON.
+func TestSecretWithJSONEscapedCharsNotLogged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext")
+	_, err := b.svc.Create(context.Background(), b.project, nil, integration.CreateParams{
+		Name: "docs", DisplayName: "d", ProviderType: "mem",
+		Config: map[string]json.RawMessage{"url": raw(b.site.URL + "/list"), "token": raw("pa&ss<SECRET>word")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE '%SECRET%' OR details::text LIKE '%SECRET%'`))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message = 'listing with token ***' AND details->>'token' = '***'
+		AND details->'request'->'headers'->>0 = 'Bearer ***'`))
 }
 
 // TestDeleteKeepsDocuments: deleting an integration removes it, its sync

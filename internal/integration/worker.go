@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -410,16 +411,54 @@ func (w *walker) Log(ctx context.Context, level, message string, details map[str
 		level = connector.LevelInfo
 	}
 	if details != nil {
-		raw, err := json.Marshal(details)
-		if err == nil {
-			red := map[string]any{}
-			if json.Unmarshal([]byte(w.redact(string(raw))), &red) == nil {
-				details = red
-			}
-		}
+		details = redactDetails(details, w.secrets)
 	}
 	if err := syncLogInsert(ctx, w.s.cfg.Pool, w.job.ID, w.project, level, w.redact(message), details, w.s.now()); err != nil && ctx.Err() == nil {
 		w.s.cfg.Logger.Warn("writing a sync log entry failed", "job", w.job.ID, "err", err)
+	}
+}
+
+// redactDetails returns a connector's log details with every secret
+// replaced in their keys and string values. The details are first
+// brought to their JSON shape (maps, slices, strings, numbers, booleans)
+// so that structs and other types are walked too; the secrets are
+// replaced in the decoded strings, which JSON escaping (& < > " \)
+// cannot hide. Details that cannot be encoded are dropped, never logged
+// unredacted.
+func redactDetails(details map[string]any, secrets []string) map[string]any {
+	raw, err := json.Marshal(details)
+	if err != nil {
+		return map[string]any{"error": "the details could not be encoded"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return map[string]any{"error": "the details could not be encoded"}
+	}
+	out, _ := redactValue(v, secrets).(map[string]any)
+	return out
+}
+
+// redactValue replaces the secrets in v, a decoded JSON value.
+func redactValue(v any, secrets []string) any {
+	switch x := v.(type) {
+	case string:
+		return redact(x, secrets)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[redact(k, secrets)] = redactValue(e, secrets)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactValue(e, secrets)
+		}
+		return out
+	default:
+		return v // json.Number, bool, nil
 	}
 }
 
