@@ -168,3 +168,31 @@ func TestIntegrationSyncClickUpNarrowedKeepsOthers(t *testing.T) {
 	c := in.sync(map[string]any{"source_types": []string{"tasks"}})
 	require.Zero(t, c.Deleted, "a tasks-only sync deleted the doc pages still at the source: %+v", c)
 }
+
+// TestIntegrationSyncClickUpBadSourceType: an unknown source_types value
+// is refused at the API (400 naming the allowed values); no sync is
+// queued and the integration's status stays active.
+func TestIntegrationSyncClickUpBadSourceType(t *testing.T) {
+	t.Parallel()
+	fake := newClickUpFake(t,
+		&clickUpTask{ID: "t1", Name: "Fix login", Desc: "Maria Gonzalez of Northwind Labs in Berlin reported the cobaltine login failure.", Updated: 1700000001000},
+	)
+	s := mainServer(t, func(m *Main) {
+		m.ClickUpBaseURL = fake.srv.URL
+		m.Config.EgressAllow = []string{"127.0.0.0/8"}
+	})
+	project, _ := s.defaultProject()
+	in := s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
+	r := s.must(400, "POST", "/api/integrations/"+in.name+"/sync", s.admin, map[string]any{"source_types": []string{"tasks", "bogus"}}, header{"X-Project-ID", project})
+	require.Contains(t, r.Detail(t), `"bogus"`)
+	require.Contains(t, r.Detail(t), "docs, tasks")
+	var list struct {
+		Stats struct {
+			Total int `json:"total"`
+		} `json:"stats"`
+	}
+	s.must(200, "GET", "/api/superadmin/sync-jobs?projectId="+project, s.admin, nil).Decode(t, &list)
+	require.Zero(t, list.Stats.Total, "a refused sync queued a job")
+	g := s.must(200, "GET", "/api/integrations/cu", s.admin, nil, header{"X-Project-ID", project}).JSON(t)
+	require.Equal(t, "active", g["status"])
+}

@@ -139,6 +139,8 @@ func TestIntegrationsAPI(t *testing.T) {
 	require.True(t, res.Success)
 	require.NotEmpty(t, res.JobID)
 	s.must(400, "POST", "/api/integrations/kb/sync", s.admin, map[string]any{"batchSize": -1}, inProject)
+	r = s.must(400, "POST", "/api/integrations/kb/sync", s.admin, map[string]any{"source_types": []string{"docs"}}, inProject)
+	require.Contains(t, r.Detail(t), "this integration has no source types")
 	var docs struct {
 		Data []map[string]any `json:"data"`
 	}

@@ -59,6 +59,10 @@ type Descriptor struct {
 	// domain never deletes a document of such an integration for being
 	// unlisted. Not part of the API's view.
 	Append bool `json:"-"`
+	// SourceTypes are the values the sync option source_types may hold
+	// (none: the connector has no source types). The integration domain
+	// refuses a sync asking for any other. Not part of the API's view.
+	SourceTypes []string `json:"-"`
 }
 
 // Config is an integration's config as stored (decrypted): field name to

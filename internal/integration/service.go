@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -398,7 +399,8 @@ func (s *Service) Test(ctx context.Context, project uuid.UUID, name string) (Tes
 
 // Sync queues a sync of an integration, unless one is queued or running:
 // then it answers Success false with that job. Errors: not_found,
-// failed_precondition (inactive, or its provider not available).
+// invalid (a source type its connector does not have), failed_precondition
+// (inactive, or its provider not available).
 func (s *Service) Sync(ctx context.Context, project uuid.UUID, name, trigger string, opts SyncOptions) (SyncResult, error) {
 	if opts.BatchSize < 0 || opts.BatchSize > 1000 {
 		return SyncResult{}, errs.New(errs.Invalid, "batchSize must be between 1 and 1000")
@@ -409,8 +411,12 @@ func (s *Service) Sync(ctx context.Context, project uuid.UUID, name, trigger str
 		if err != nil {
 			return err
 		}
-		if _, ok := s.cfg.Registry.Get(r.ProviderType); !ok {
+		conn, ok := s.cfg.Registry.Get(r.ProviderType)
+		if !ok {
 			return errs.Errorf(errs.FailedPrecondition, "integration %s: the provider type %q is not available on this server", r.Name, r.ProviderType)
+		}
+		if err := checkSourceTypes(conn.Descriptor(), opts.SourceTypes); err != nil {
+			return err
 		}
 		if r.Status == StatusInactive {
 			return errs.Errorf(errs.FailedPrecondition, "integration %s is inactive; set its status to active to sync it", r.Name)
@@ -427,4 +433,22 @@ func (s *Service) Sync(ctx context.Context, project uuid.UUID, name, trigger str
 		return jobqueue.Notify(ctx, tx, Queue)
 	})
 	return res, err
+}
+
+// checkSourceTypes refuses sync option source_types outside the
+// connector's: a sync is refused at the API, not failed later by its
+// connector.
+func checkSourceTypes(d connector.Descriptor, types []string) error {
+	if len(types) == 0 {
+		return nil
+	}
+	if len(d.SourceTypes) == 0 {
+		return errs.Errorf(errs.Invalid, "source_types: this integration has no source types (provider %s)", d.Name)
+	}
+	for _, t := range types {
+		if !slices.Contains(d.SourceTypes, t) {
+			return errs.Errorf(errs.Invalid, "source_types: unknown type %q (allowed: %s)", t, strings.Join(d.SourceTypes, ", "))
+		}
+	}
+	return nil
 }

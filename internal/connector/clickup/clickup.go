@@ -82,6 +82,7 @@ func (c *Connector) Descriptor() connector.Descriptor {
 			{Name: FieldWorkspaceID, Type: connector.TypeString, Description: "Id of the workspace to sync; every workspace the key can see when absent."},
 		},
 		DocumentationURL: "https://developer.clickup.com/reference",
+		SourceTypes:      []string{SourceDocs, SourceTasks},
 	}
 }
 

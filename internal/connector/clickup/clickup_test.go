@@ -295,4 +295,5 @@ func TestDescriptor(t *testing.T) {
 	require.True(t, d.RequiredFields[0].Secret)
 	require.Len(t, d.OptionalFields, 1)
 	require.Equal(t, "workspace_id", d.OptionalFields[0].Name)
+	require.Equal(t, []string{clickup.SourceDocs, clickup.SourceTasks}, d.SourceTypes)
 }
