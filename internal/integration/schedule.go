@@ -18,14 +18,15 @@ const ScheduleInterval = time.Minute
 const scheduleBatch = 500
 
 // QueueScheduled queues, in tx (the scheduler's run), a scheduled sync of
-// every active integration of a live project whose next_sync_at has come,
+// every active integration, or one in status error (its next successful
+// sync puts it back to active), of a live project whose next_sync_at has come,
 // and moves its next_sync_at one interval on. An integration whose sync is
 // still queued or running gets none (the one-active rule) and waits for
 // its next time. It is the scheduler task integration-sync-schedule.
 func (s *Service) QueueScheduled(ctx context.Context, tx pgx.Tx) error {
 	now := s.now()
 	rows, err := tx.Query(ctx, `SELECT i.id, i.project_id, i.sync_interval_minutes FROM integrations i JOIN projects p ON p.id = i.project_id
-		WHERE i.next_sync_at <= $1 AND i.status = 'active' AND i.sync_interval_minutes IS NOT NULL AND p.deleted_at IS NULL
+		WHERE i.next_sync_at <= $1 AND i.status IN ('active', 'error') AND i.sync_interval_minutes IS NOT NULL AND p.deleted_at IS NULL
 		ORDER BY i.next_sync_at LIMIT $2 FOR UPDATE OF i SKIP LOCKED`, now, scheduleBatch)
 	if err != nil {
 		return fmt.Errorf("find due integrations: %w", err)

@@ -57,3 +57,18 @@ func TestScheduleQueuesDueSyncs(t *testing.T) {
 	run()
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs`))
 }
+
+// TestScheduleQueuesErrorIntegrations: an integration whose last sync gave
+// up (status error) is still scheduled: its next successful sync puts it
+// back to active without a manual sync.
+func TestScheduleQueuesErrorIntegrations(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	ctx := context.Background()
+	in := b.create(t, "docs", map[string]any{"sync_interval_minutes": 5})
+	_, err := b.pool.Exec(ctx, `UPDATE integrations SET status = 'error', next_sync_at = now() - interval '1 hour'`)
+	require.NoError(t, err)
+	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error { return b.svc.QueueScheduled(ctx, tx) }))
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs WHERE integration_id = $1 AND trigger_type = 'scheduled'`, in.ID),
+		"a due integration in status error got no scheduled sync")
+}
