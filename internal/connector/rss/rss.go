@@ -140,13 +140,15 @@ func parseSettings(cfg connector.Config) (settings, error) {
 type state struct {
 	Version string   `json:"version"`
 	Items   []string `json:"items"`
-	// Settings is the max_items and fetch_linked_pages the items were
-	// listed with: after a change, the feed is read in full again.
+	// Settings is the feed_url, max_items and fetch_linked_pages the items
+	// were listed with: after a change, the feed is read in full again.
 	Settings string `json:"settings"`
 }
 
+// key names the settings a feed's items were listed with: a validator is
+// sent only to the feed (feed_url) that gave it, listed the same way.
 func (s settings) key() string {
-	return fmt.Sprintf("max_items=%d fetch_linked_pages=%t", s.maxItems, s.fetchLinked)
+	return fmt.Sprintf("feed_url=%q max_items=%d fetch_linked_pages=%t", s.feedURL, s.maxItems, s.fetchLinked)
 }
 
 // fetchFeed fetches and parses the feed; a nil feed means 304 Not

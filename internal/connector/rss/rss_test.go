@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -331,4 +332,40 @@ func TestWalkFetchesThroughTheEnvClient(t *testing.T) {
 	full, _ := f.counts()
 	require.Equal(t, map[string]int{"/rss.xml": 1, "/posts/1": 1, "/posts/2": 1}, full)
 	require.Equal(t, int64(3), ct.n.Load(), "a request bypassed Env.HTTP")
+}
+
+// lastModifiedFeed serves body with Last-Modified lm and honours
+// If-Modified-Since.
+func lastModifiedFeed(t *testing.T, body string, lm time.Time) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && !lm.After(ims) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Last-Modified", lm.UTC().Format(http.TimeFormat))
+		w.Header().Set("Content-Type", "application/rss+xml")
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestWalkFeedURLChangeReadsNewFeed: after feed_url changes, the old
+// feed's validator is not sent to the new feed (whose older
+// Last-Modified would answer 304): the new feed is read in full.
+func TestWalkFeedURLChangeReadsNewFeed(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Second)
+	a := lastModifiedFeed(t, rss2(rssItem{guid: "a1", title: "A1", description: "first feed item"}), now)
+	b := lastModifiedFeed(t, rss2(rssItem{guid: "b1", title: "B1", description: "second feed item"}), now.Add(-time.Hour))
+	w1 := walk(t, cfg(map[string]any{"feed_url": a.URL}), connectortest.NewWalker(nil))
+	require.Equal(t, []string{"a1"}, w1.ItemIDs())
+	w2 := walk(t, cfg(map[string]any{"feed_url": b.URL}), w1.Next())
+	require.Equal(t, []string{"b1"}, w2.ItemIDs(), "unchanged reported: %v", w2.UnchangedIDs())
+	require.Empty(t, w2.UnchangedIDs())
+	// The same feed again: its validator is sent, the item is unchanged.
+	w3 := walk(t, cfg(map[string]any{"feed_url": b.URL}), w2.Next())
+	require.Empty(t, w3.ItemIDs())
+	require.Equal(t, []string{"b1"}, w3.UnchangedIDs())
 }
