@@ -176,6 +176,20 @@ func syncJobCount(ctx context.Context, tx pgx.Tx, id uuid.UUID, c counts, now ti
 	return nil
 }
 
+// syncJobStartAttempt sets a sync job's phase to listing at the start of
+// an attempt and takes the failed (and skipped) items an earlier attempt
+// counted out of its counters: they have no document recording the job,
+// so this attempt counts them again if it reaches them. The stored and
+// unchanged items stay counted (a document records the job).
+func syncJobStartAttempt(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) error {
+	_, err := db.Exec(ctx, `UPDATE integration_sync_jobs SET phase = $2, total_items = total_items - failed_items,
+		processed_items = processed_items - failed_items, failed_items = 0, updated_at = $3 WHERE id = $1`, id, PhaseListing, now)
+	if err != nil {
+		return fmt.Errorf("start sync attempt: %w", err)
+	}
+	return nil
+}
+
 func syncJobSetPhase(ctx context.Context, db postgres.DBTX, id uuid.UUID, phase string, state json.RawMessage, now time.Time) error {
 	_, err := db.Exec(ctx, `UPDATE integration_sync_jobs SET phase = $2, connector_state = COALESCE($3, connector_state), updated_at = $4 WHERE id = $1`,
 		id, phase, state, now)

@@ -362,6 +362,25 @@ func TestRetriedSyncCountsOnce(t *testing.T) {
 	require.Len(t, b.synced(t), 4)
 }
 
+// TestRetriedSyncCountsFailedOnce: the failed and skipped items of a sync
+// that is retried are counted once, by the last attempt, not once per
+// attempt.
+func TestRetriedSyncCountsFailedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext a")
+	b.src.put("b", "# b\n\ntext b")
+	b.src.put("big", "# big\n\n"+strings.Repeat("x", maxItemBytes))
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("the listing broke off")
+	b.src.failing["b"] = true
+	b.src.mu.Unlock()
+	b.create(t, "docs", nil)
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "failed", Phase: "listing", Error: "the listing broke off", Total: 3, Processed: 3, Created: 1, Failed: 2}, r)
+	require.Equal(t, 4, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'skipped:%'`), "one skip logged per attempt")
+}
+
 // TestSkippedItems: an item too large or of an unsupported format is
 // skipped (counted failed, logged), the walk goes on, and the skip does
 // not stop the deletion of items gone from the source.

@@ -81,7 +81,7 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 		s: s, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: r.ConnectorState,
 		secrets: secretValues(o.desc, o.cfg),
 	}
-	if err := syncJobSetPhase(ctx, s.cfg.Pool, j.ID, PhaseListing, nil, s.now()); err != nil {
+	if err := syncJobStartAttempt(ctx, s.cfg.Pool, j.ID, s.now()); err != nil {
 		return err
 	}
 	w.Log(ctx, connector.LevelInfo, fmt.Sprintf("sync started (attempt %d)", j.Attempt), map[string]any{
