@@ -264,7 +264,8 @@ func newClient(env connector.Env, cfg connector.Config, retries int) (client *mi
 }
 
 // roundTripper is env's HTTP transport, or one dialling through env.Dial
-// (closed by done).
+// (closed by done). It fails closed: a client without a transport would
+// use http.DefaultTransport, past the egress guard.
 func roundTripper(env connector.Env) (rt http.RoundTripper, done func(), err error) {
 	switch {
 	case env.HTTP != nil && env.HTTP.Transport != nil:
@@ -272,10 +273,8 @@ func roundTripper(env connector.Env) (rt http.RoundTripper, done func(), err err
 	case env.Dial != nil:
 		t := egress.DialTransport(env.Dial)
 		return t, t.CloseIdleConnections, nil
-	case env.HTTP != nil:
-		return http.DefaultTransport, func() {}, nil
 	}
-	return nil, nil, errors.New("s3: no network access given to the connector")
+	return nil, nil, errors.New("s3: no network access given to the connector (neither an HTTP transport nor a dialer)")
 }
 
 // describe turns an S3 or network error into a message for the operator.

@@ -35,11 +35,12 @@ const (
 // fakeS3 is a gofakes3 server behind a SigV4 check (gofakes3 checks no
 // signature) that counts the object downloads it serves.
 type fakeS3 struct {
-	backend *s3mem.Backend
-	srv     *httptest.Server
-	gets    atomic.Int64 // GET or HEAD of one object
-	mu      sync.Mutex
-	fetched []string
+	backend  *s3mem.Backend
+	srv      *httptest.Server
+	gets     atomic.Int64 // GET or HEAD of one object
+	requests atomic.Int64 // every request
+	mu       sync.Mutex
+	fetched  []string
 }
 
 func newFakeS3(t *testing.T) *fakeS3 { return startFakeS3(t, false) }
@@ -51,6 +52,7 @@ func startFakeS3(t *testing.T, tls bool) *fakeS3 {
 	require.NoError(t, f.backend.CreateBucket(testBucket))
 	h := gofakes3.New(f.backend).Server()
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.requests.Add(1)
 		if code := checkSigV4(r, map[string]string{testKeyID: testSecret}); code != "" {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusForbidden)
@@ -349,6 +351,18 @@ func TestWalkUsesTheEnvNetwork(t *testing.T) {
 	}}
 	err := s3.New(0).Walk(t.Context(), refused, f.config(nil), connector.Options{}, connectortest.NewWalker(nil))
 	require.ErrorContains(t, err, "egress refused")
+
+	// A client without a transport (http.DefaultTransport, past the
+	// egress guard) and no Env at all are refused: nothing reaches the
+	// endpoint.
+	served := f.requests.Load()
+	for _, env := range []connector.Env{{HTTP: &http.Client{}}, {}} {
+		w = connectortest.NewWalker(nil)
+		err = s3.New(0).Walk(t.Context(), env, f.config(nil), connector.Options{}, w)
+		require.ErrorContains(t, err, "no network access given to the connector")
+		require.Empty(t, w.Items())
+	}
+	require.Equal(t, served, f.requests.Load())
 }
 
 func TestWalkOverTLS(t *testing.T) {
