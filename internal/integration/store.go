@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -121,22 +122,38 @@ func syncJobInsert(ctx context.Context, tx pgx.Tx, project, integration uuid.UUI
 		return uuid.Nil, false, fmt.Errorf("encode sync options: %w", err)
 	}
 	id := uuid.Must(uuid.NewV7())
-	tag, err := tx.Exec(ctx, `INSERT INTO integration_sync_jobs (id, project_id, run_at, created_at, updated_at, integration_id, trigger_type, options)
-		VALUES ($1, $2, $3, $3, $3, $4, $5, $6)
-		ON CONFLICT (integration_id) WHERE status IN ('queued', 'running') DO NOTHING`,
-		id, project, now, integration, trigger, raw)
-	if err != nil {
-		return uuid.Nil, false, fmt.Errorf("queue sync: %w", err)
+	// The active sync may finish between the insert and the select (each
+	// statement sees what is committed when it starts): then the insert
+	// is tried again.
+	for range insertTries {
+		tag, err := tx.Exec(ctx, `INSERT INTO integration_sync_jobs (id, project_id, run_at, created_at, updated_at, integration_id, trigger_type, options)
+			VALUES ($1, $2, $3, $3, $3, $4, $5, $6)
+			ON CONFLICT (integration_id) WHERE status IN ('queued', 'running') DO NOTHING`,
+			id, project, now, integration, trigger, raw)
+		if err != nil {
+			return uuid.Nil, false, fmt.Errorf("queue sync: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return id, true, nil
+		}
+		active, err := postgres.One[uuid.UUID](ctx, tx, errNoActiveSync,
+			`SELECT id FROM integration_sync_jobs WHERE integration_id = $1 AND status IN ('queued', 'running')`, integration)
+		if errors.Is(err, errNoActiveSync) {
+			continue
+		}
+		if err != nil {
+			return uuid.Nil, false, fmt.Errorf("find active sync: %w", err)
+		}
+		return active, false, nil
 	}
-	if tag.RowsAffected() == 1 {
-		return id, true, nil
-	}
-	active, err := postgres.One[uuid.UUID](ctx, tx, nil, `SELECT id FROM integration_sync_jobs WHERE integration_id = $1 AND status IN ('queued', 'running')`, integration)
-	if err != nil {
-		return uuid.Nil, false, fmt.Errorf("find active sync: %w", err)
-	}
-	return active, false, nil
+	return uuid.Nil, false, fmt.Errorf("queue sync: the active sync kept changing (%d tries)", insertTries)
 }
+
+// insertTries bounds syncJobInsert's tries.
+const insertTries = 3
+
+// errNoActiveSync is syncJobInsert's select finding no active sync.
+var errNoActiveSync = errors.New("no active sync")
 
 // syncJob is a sync job's domain columns.
 type syncJob struct {
