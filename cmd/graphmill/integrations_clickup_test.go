@@ -111,13 +111,11 @@ func newClickUpFake(t testing.TB, tasks ...*clickUpTask) *clickUpFake {
 	return f
 }
 
-// TestIntegrationSyncClickUp: the tasks and docs of a ClickUp workspace
-// (a fake speaking its API), synced through the whole server, become
-// parsed, extracted, searchable documents; a re-sync of the unchanged
-// workspace moves nothing; one archived task deletes its document and
-// nothing else moves.
-func TestIntegrationSyncClickUp(t *testing.T) {
-	t.Parallel()
+// clickUpWorkspace starts the ClickUp fake with three tasks and a server
+// reaching it, and creates the integration "cu" of its workspace in the
+// default project (extraction threshold 0).
+func clickUpWorkspace(t *testing.T) (*clickUpFake, *testServer, string, *syncIntegration) {
+	t.Helper()
 	fake := newClickUpFake(t,
 		&clickUpTask{ID: "t1", Name: "Fix login", Desc: "Maria Gonzalez of Northwind Labs in Berlin reported the cobaltine login failure.", Updated: 1700000001000},
 		&clickUpTask{ID: "t2", Name: "Add search", Desc: "David Chen of Acme Corporation in Toronto asked for search.", Updated: 1700000002000},
@@ -129,7 +127,17 @@ func TestIntegrationSyncClickUp(t *testing.T) {
 	})
 	project, _ := s.defaultProject()
 	s.extractionSetThreshold(project, 0)
-	in := s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
+	return fake, s, project, s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
+}
+
+// TestIntegrationSyncClickUp: the tasks and docs of a ClickUp workspace
+// (a fake speaking its API), synced through the whole server, become
+// parsed, extracted, searchable documents; a re-sync of the unchanged
+// workspace moves nothing; one archived task deletes its document and
+// nothing else moves.
+func TestIntegrationSyncClickUp(t *testing.T) {
+	t.Parallel()
+	fake, s, _, in := clickUpWorkspace(t)
 
 	docs := in.firstSync(4, "cobaltine")
 	require.Equal(t, "Fix login", docs["task/t1"].SourceTitle)
@@ -151,18 +159,7 @@ func TestIntegrationSyncClickUp(t *testing.T) {
 // still at the source.
 func TestIntegrationSyncClickUpNarrowedKeepsOthers(t *testing.T) {
 	t.Parallel()
-	fake := newClickUpFake(t,
-		&clickUpTask{ID: "t1", Name: "Fix login", Desc: "Maria Gonzalez of Northwind Labs in Berlin reported the cobaltine login failure.", Updated: 1700000001000},
-		&clickUpTask{ID: "t2", Name: "Add search", Desc: "David Chen of Acme Corporation in Toronto asked for search.", Updated: 1700000002000},
-		&clickUpTask{ID: "t3", Name: "Write tests", Desc: "Priya Raman of Contoso Systems in Madrid covers the API.", Updated: 1700000003000},
-	)
-	s := mainServer(t, func(m *Main) {
-		m.ClickUpBaseURL = fake.srv.URL
-		m.Config.EgressAllow = []string{"127.0.0.0/8"}
-	})
-	project, _ := s.defaultProject()
-	s.extractionSetThreshold(project, 0)
-	in := s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
+	_, _, _, in := clickUpWorkspace(t)
 	docs := in.firstSync(4, "cobaltine")
 	require.Contains(t, docs, "doc/d1/p1")
 	c := in.sync(map[string]any{"source_types": []string{"tasks"}})
@@ -174,15 +171,7 @@ func TestIntegrationSyncClickUpNarrowedKeepsOthers(t *testing.T) {
 // queued and the integration's status stays active.
 func TestIntegrationSyncClickUpBadSourceType(t *testing.T) {
 	t.Parallel()
-	fake := newClickUpFake(t,
-		&clickUpTask{ID: "t1", Name: "Fix login", Desc: "Maria Gonzalez of Northwind Labs in Berlin reported the cobaltine login failure.", Updated: 1700000001000},
-	)
-	s := mainServer(t, func(m *Main) {
-		m.ClickUpBaseURL = fake.srv.URL
-		m.Config.EgressAllow = []string{"127.0.0.0/8"}
-	})
-	project, _ := s.defaultProject()
-	in := s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
+	_, s, project, in := clickUpWorkspace(t)
 	r := s.must(400, "POST", "/api/integrations/"+in.name+"/sync", s.admin, map[string]any{"source_types": []string{"tasks", "bogus"}}, header{"X-Project-ID", project})
 	require.Contains(t, r.Detail(t), `"bogus"`)
 	require.Contains(t, r.Detail(t), "docs, tasks")

@@ -401,6 +401,17 @@ func (b *bundle) job(t testing.TB, id uuid.UUID) syncRow {
 }
 
 // syncAndWait queues a sync and waits for it to end.
+// firstSync puts the items ids at the source, creates the integration
+// "docs" and syncs it.
+func (b *bundle) firstSync(t testing.TB, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.create(t, "docs", nil)
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+}
+
 func (b *bundle) syncAndWait(t testing.TB, name string, opts integration.SyncOptions) syncRow {
 	t.Helper()
 	res, err := b.svc.Sync(context.Background(), b.project, name, integration.TriggerManual, opts)

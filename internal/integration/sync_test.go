@@ -96,11 +96,7 @@ func TestSyncIncremental(t *testing.T) {
 func TestDeletionGuard(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{start: true})
-	for _, id := range []string{"a", "b", "c", "d"} {
-		b.src.put(id, "# "+id+"\n\ntext "+id)
-	}
-	b.create(t, "docs", nil)
-	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	b.firstSync(t, "a", "b", "c", "d")
 
 	// An error after a partial listing: the sync fails, nothing deleted.
 	b.src.remove("a")
@@ -165,11 +161,7 @@ func TestDeletionGuard(t *testing.T) {
 func TestDeletionGuardCountsDocumentsBeforeTheWalk(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{start: true})
-	for _, id := range []string{"a", "b", "c", "d"} {
-		b.src.put(id, "# "+id+"\n\ntext "+id)
-	}
-	b.create(t, "docs", nil)
-	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	b.firstSync(t, "a", "b", "c", "d")
 	b.src.mu.Lock()
 	b.src.items = map[string]connector.Item{}
 	b.src.mu.Unlock()
