@@ -46,8 +46,10 @@ type memSource struct {
 	items map[string]connector.Item
 	// walkErr ends the walk with an error after the items.
 	walkErr error
-	// failing items are reported as Failed.
-	failing map[string]bool
+	// failing items are reported as Failed, from walk number failFrom on
+	// (0: every walk).
+	failing  map[string]bool
+	failFrom int
 	// gate, when set, is received from before each item (the test paces
 	// the walk); started is closed when the walk begins.
 	gate    chan struct{}
@@ -139,6 +141,9 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 		items[i] = m.items[id]
 	}
 	failing := maps(m.failing)
+	if m.walks < m.failFrom {
+		failing = nil
+	}
 	walkErr := m.walkErr
 	m.mu.Unlock()
 	if started != nil {

@@ -373,6 +373,24 @@ func TestRetriedSyncCountsFailedOnce(t *testing.T) {
 	require.Equal(t, 4, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'skipped:%'`), "one skip logged per attempt")
 }
 
+// TestRetriedSyncCountsEachItemOnce: an item an earlier attempt stored
+// that fails in a later attempt is logged but not counted again.
+func TestRetriedSyncCountsEachItemOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext a")
+	b.src.put("b", "# b\n\ntext b")
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("the listing broke off")
+	b.src.failing["b"] = true
+	b.src.failFrom = 2 // b is stored by the first attempt, fails in the others
+	b.src.mu.Unlock()
+	b.create(t, "docs", nil)
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "failed", Phase: "listing", Error: "the listing broke off", Total: 2, Processed: 2, Created: 2}, r)
+	require.Equal(t, 3, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'failed:%'`), "one failure logged per later attempt")
+}
+
 // TestSkippedItems: an item too large or of an unsupported format is
 // skipped (counted failed, logged), the walk goes on, and the skip does
 // not stop the deletion of items gone from the source.

@@ -344,7 +344,11 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 		}
 		if code := errs.CodeOf(err); code == errs.Invalid || code == errs.PayloadTooLarge {
 			skip = err
-			if err := syncJobCount(ctx, tx, w.job.ID, counts{Total: 1, Processed: 1, Failed: 1}, now); err != nil {
+			c := counts{Total: 1, Processed: 1, Failed: 1}
+			if already {
+				c = counts{} // an earlier attempt stored and counted it
+			}
+			if err := syncJobCount(ctx, tx, w.job.ID, c, now); err != nil {
 				return err
 			}
 			return syncLogInsert(ctx, tx, w.job.ID, w.project, connector.LevelWarn, "skipped: "+w.redact(err.Error()),
@@ -390,9 +394,13 @@ func (w *walker) Failed(ctx context.Context, externalID string, err error) {
 		return
 	}
 	w.seen[externalID] = true
+	c := counts{Total: 1, Processed: 1, Failed: 1}
+	if w.counted(externalID) {
+		c = counts{} // an earlier attempt stored and counted it
+	}
 	now := w.s.now()
 	werr := postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
-		if err := syncJobCount(ctx, tx, w.job.ID, counts{Total: 1, Processed: 1, Failed: 1}, now); err != nil {
+		if err := syncJobCount(ctx, tx, w.job.ID, c, now); err != nil {
 			return err
 		}
 		return syncLogInsert(ctx, tx, w.job.ID, w.project, connector.LevelWarn, "failed: "+w.redact(err.Error()),
