@@ -209,9 +209,21 @@ func (s *Service) Chunks(ctx context.Context, project, id uuid.UUID, limit, offs
 // jobs are cancelled (their workers stop within a second and roll back).
 // Errors: not_found.
 func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
-	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		return s.DeleteInTx(ctx, tx, project, id)
-	})
+	// A job of the document that is running stops when its cancel commits
+	// (the NOTIFY), not before: until then its handler writes on (logs, LLM
+	// calls referencing the job) and may deadlock with this transaction's
+	// cascade. The victim, when it is this transaction, runs again; the
+	// handler's writes are then committed or gone.
+	var err error
+	for range 3 {
+		err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+			return s.DeleteInTx(ctx, tx, project, id)
+		})
+		if !postgres.IsDeadlock(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // DeleteInTx deletes a document in tx, the caller's transaction, as Delete

@@ -85,6 +85,14 @@ func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) e
 	return nil
 }
 
+// IsDeadlock reports whether err is PostgreSQL's deadlock_detected: the
+// transaction was chosen as the victim and rolled back; running it again
+// is safe.
+func IsDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
 // IsUniqueViolation reports whether err is a unique-constraint violation of
 // the named constraint (any constraint when name is empty).
 func IsUniqueViolation(err error, name string) bool {

@@ -256,3 +256,35 @@ func TestCollectPageOf(t *testing.T) {
 	_, _, err = postgres.CollectPageOf[pet](rows)
 	require.Error(t, err, "no total column")
 }
+
+// TestIsDeadlock: two transactions locking two rows in opposite orders;
+// PostgreSQL rolls one back with deadlock_detected, which IsDeadlock
+// recognises (and no other error).
+func TestIsDeadlock(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `CREATE TABLE dl (id int PRIMARY KEY); INSERT INTO dl VALUES (1), (2)`)
+	require.NoError(t, err)
+	locked := make(chan struct{}, 2)
+	lockBoth := func(first, second int) error {
+		return postgres.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM dl WHERE id = $1 FOR UPDATE`, first); err != nil {
+				return err
+			}
+			locked <- struct{}{} // nobody receives: len counts the first locks taken
+			for len(locked) < 2 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			_, err := tx.Exec(ctx, `SELECT 1 FROM dl WHERE id = $1 FOR UPDATE`, second)
+			return err
+		})
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- lockBoth(1, 2) }()
+	go func() { errc <- lockBoth(2, 1) }()
+	a, b := <-errc, <-errc
+	require.True(t, postgres.IsDeadlock(a) != postgres.IsDeadlock(b), "one victim: %v / %v", a, b)
+	require.False(t, postgres.IsDeadlock(errors.New("deadlock detected")))
+	require.False(t, postgres.IsDeadlock(nil))
+}
