@@ -84,7 +84,7 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 		state = job.Checkpoint
 	}
 	w := &walker{
-		s: s, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: state,
+		s: s, ctx: ctx, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: state,
 		secrets: secretValues(o.desc, o.cfg),
 	}
 	if err := syncJobStartAttempt(ctx, s.cfg.Pool, j.ID, s.now()); err != nil {
@@ -254,7 +254,10 @@ func (s *Service) syncOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobque
 // midway keeps what it stored. An item a killed attempt already stored
 // (its document records this job) is not counted again.
 type walker struct {
-	s           *Service
+	s *Service
+	// ctx is the sync's, for SetState (which has none): the checkpoint
+	// is written when the connector records it.
+	ctx         context.Context
 	job         jobqueue.Job
 	project     uuid.UUID
 	integration uuid.UUID
@@ -263,7 +266,7 @@ type walker struct {
 	secrets     []string
 	state       json.RawMessage
 	newState    json.RawMessage
-	dirty       bool     // newState not yet checkpointed on the job row
+	dirty       bool     // newState not yet checkpointed on the job row (its write failed)
 	pending     []string // unchanged items not yet confirmed
 	pendingNew  int      // of them, not counted by an earlier attempt
 	failedAny   bool
@@ -507,7 +510,17 @@ func redactValue(v any, secrets []string) any {
 func (w *walker) State() json.RawMessage { return w.state }
 
 // SetState implements connector.Walker. The state is checkpointed on the
-// job row with the next commit (an item, a batch of unchanged ones, the
-// end of the walk); the integration's state is replaced only when the
-// sync succeeds.
-func (w *walker) SetState(state json.RawMessage) { w.newState, w.dirty = state, true }
+// job row at once (if that fails, with the next commit: an item, a batch
+// of unchanged ones, the end of the walk), so a retry of the job resumes
+// from it; the integration's state is replaced only when the sync
+// succeeds.
+func (w *walker) SetState(state json.RawMessage) {
+	w.newState, w.dirty = state, true
+	err := postgres.WithTx(w.ctx, w.s.cfg.Pool, func(tx pgx.Tx) error { return w.checkpoint(w.ctx, tx) })
+	if err != nil {
+		w.dirty = true
+		if w.ctx.Err() == nil {
+			w.s.cfg.Logger.Warn("checkpointing a sync failed", "job", w.job.ID, "err", err)
+		}
+	}
+}
