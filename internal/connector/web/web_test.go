@@ -108,10 +108,17 @@ func TestWalkUnchangedFetchesNothingInFull(t *testing.T) {
 	require.Empty(t, second.FailedItems())
 
 	// The state carries on: a third walk is still all 304s.
+	requireAllNotModified(t, s, cfg, second, 3)
+}
+
+// requireAllNotModified walks again after prev: its n pages all answer
+// 304.
+func requireAllNotModified(t *testing.T, s *site, cfg connector.Config, prev *connectortest.Walker, n int) {
+	t.Helper()
 	s.resetCounts()
-	third := walk(t, cfg, second.Next())
-	require.Len(t, third.UnchangedIDs(), 3)
-	_, full, _ = s.counts()
+	next := walk(t, cfg, prev.Next())
+	require.Len(t, next.UnchangedIDs(), n)
+	_, full, _ := s.counts()
 	require.Empty(t, full)
 }
 
@@ -526,11 +533,7 @@ func TestWalkInterruptedResumesFromCheckpoint(t *testing.T) {
 	require.Equal(t, 3, notModified)
 
 	// The final state holds every page: a next walk is all 304s.
-	s.resetCounts()
-	next := walk(t, cfg, retry.Next())
-	require.Len(t, next.UnchangedIDs(), 6)
-	_, full, _ = s.counts()
-	require.Empty(t, full)
+	requireAllNotModified(t, s, cfg, retry, 6)
 }
 
 func TestWalkCheckpointKeepsPagesNotReached(t *testing.T) {
