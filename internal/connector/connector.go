@@ -130,9 +130,14 @@ type Walker interface {
 	// Log writes an entry to the sync job's log.
 	Log(ctx context.Context, level, message string, details map[string]any)
 	// State is the connector's own state saved by the last successful
-	// sync (a commit hash, a cursor); nil on the first sync.
+	// sync (a commit hash, a cursor), or, on a retry of a sync that broke
+	// off, the state that sync last recorded; nil on the first sync.
 	State() json.RawMessage
-	// SetState records the state to save when this sync succeeds.
+	// SetState records the state to save when this sync succeeds. It is
+	// also the sync's checkpoint: a connector may call it during the walk
+	// with a state valid for the items reported so far, and a retry of
+	// the same sync starts from it. It writes to the database: call it
+	// at checkpoints, not per item.
 	SetState(state json.RawMessage)
 }
 

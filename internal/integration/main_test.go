@@ -60,6 +60,14 @@ type memSource struct {
 	appendOnly atomic.Bool
 	walks      int
 	state      json.RawMessage // the last State the walk saw
+	// states are the States every walk saw, in order.
+	states []json.RawMessage
+	// checkpoint makes the walk record {"through": id} with SetState
+	// after each item it reports.
+	checkpoint bool
+	// breakAfter, when > 0, makes the next walk fail after reporting that
+	// many items (then it is cleared).
+	breakAfter int
 }
 
 func newMemSource() *memSource {
@@ -130,7 +138,10 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	m.mu.Lock()
 	m.walks++
 	m.state = w.State()
+	m.states = append(m.states, m.state)
 	started, gate, delay := m.started, m.gate, m.delay
+	checkpoint, breakAfter := m.checkpoint, m.breakAfter
+	m.breakAfter = 0
 	ids := make([]string, 0, len(m.items))
 	for id := range m.items {
 		ids = append(ids, id)
@@ -155,7 +166,13 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	w.Log(ctx, connector.LevelInfo, "listing with token "+cfg.String("token"), map[string]any{
 		"token": cfg.String("token"), "request": map[string]any{"headers": []string{"Bearer " + cfg.String("token")}},
 	})
-	for _, it := range items {
+	for i, it := range items {
+		if checkpoint && i > 0 {
+			w.SetState(json.RawMessage(fmt.Sprintf(`{"through":%q}`, items[i-1].ExternalID)))
+		}
+		if breakAfter > 0 && i == breakAfter {
+			return errors.New("the listing broke off midway")
+		}
 		if gate != nil {
 			select {
 			case <-gate:

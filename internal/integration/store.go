@@ -162,10 +162,13 @@ type syncJob struct {
 	IntegrationID uuid.UUID       `db:"integration_id"`
 	Trigger       string          `db:"trigger_type"`
 	Options       json.RawMessage `db:"options"`
+	// Checkpoint is the connector state an earlier attempt of the job
+	// last recorded; nil when none did.
+	Checkpoint json.RawMessage `db:"connector_state"`
 }
 
 func syncJobGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (syncJob, error) {
-	j, err := postgres.One[syncJob](ctx, db, ErrSyncNotFound, `SELECT id, project_id, integration_id, trigger_type, options FROM integration_sync_jobs WHERE id = $1`, id)
+	j, err := postgres.One[syncJob](ctx, db, ErrSyncNotFound, `SELECT id, project_id, integration_id, trigger_type, options, connector_state FROM integration_sync_jobs WHERE id = $1`, id)
 	if err != nil {
 		return syncJob{}, fmt.Errorf("load sync job: %w", err)
 	}
@@ -203,6 +206,15 @@ func syncJobStartAttempt(ctx context.Context, db postgres.DBTX, id uuid.UUID, no
 		processed_items = processed_items - failed_items, failed_items = 0, updated_at = $3 WHERE id = $1`, id, PhaseListing, now)
 	if err != nil {
 		return fmt.Errorf("start sync attempt: %w", err)
+	}
+	return nil
+}
+
+// syncJobCheckpoint saves the connector state a sync job's walk recorded
+// so far: a retry of the job starts from it.
+func syncJobCheckpoint(ctx context.Context, tx pgx.Tx, id uuid.UUID, state json.RawMessage) error {
+	if _, err := tx.Exec(ctx, `UPDATE integration_sync_jobs SET connector_state = $2 WHERE id = $1`, id, state); err != nil {
+		return fmt.Errorf("checkpoint sync job: %w", err)
 	}
 	return nil
 }

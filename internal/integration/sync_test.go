@@ -421,3 +421,53 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestRetriedSyncResumesFromCheckpoint: the state a connector records
+// during a walk is checkpointed on the job; the retry of a sync that
+// broke off midway starts from it (not from the integration's state),
+// without duplicating documents; the integration's state is replaced only
+// when a sync succeeds.
+func TestRetriedSyncResumesFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+		b.src.put(id, "# "+id+"\n\ntext "+id)
+	}
+	b.src.mu.Lock()
+	b.src.checkpoint, b.src.breakAfter = true, 3
+	b.src.mu.Unlock()
+	b.create(t, "docs", nil)
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 6, Processed: 6, Created: 6}, r)
+	b.src.mu.Lock()
+	states := b.src.states
+	b.src.mu.Unlock()
+	require.Len(t, states, 2)
+	require.Nil(t, states[0], "a first sync starts without state")
+	require.JSONEq(t, `{"through":"c"}`, string(states[1]), "the retry starts from the checkpoint")
+	require.Equal(t, 6, count(t, b.pool, `SELECT count(*) FROM documents WHERE datasource_id IS NOT NULL`))
+	require.Equal(t, 6, count(t, b.pool, `SELECT count(*) FROM document_parsing_jobs`), "one parse per document")
+	stateOf := func(q string) string {
+		t.Helper()
+		var st string
+		require.NoError(t, b.pool.QueryRow(context.Background(), q).Scan(&st))
+		return st
+	}
+	require.JSONEq(t, `{"items":6}`, stateOf(`SELECT connector_state::text FROM integrations`))
+
+	// A sync that keeps failing checkpoints on its job; the integration
+	// keeps the last successful sync's state.
+	b.src.put("g", "# g\n\ntext g")
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("the listing broke off")
+	b.src.mu.Unlock()
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "failed", r.Status)
+	require.JSONEq(t, `{"items":6}`, stateOf(`SELECT connector_state::text FROM integrations`))
+	require.JSONEq(t, `{"items":7}`, stateOf(`SELECT connector_state::text FROM integration_sync_jobs WHERE status = 'failed'`))
+	b.src.mu.Lock()
+	states = b.src.states
+	b.src.mu.Unlock()
+	require.JSONEq(t, `{"items":6}`, string(states[2]), "a new sync starts from the integration's state")
+	require.JSONEq(t, `{"items":7}`, string(states[3]), "its retry from its checkpoint")
+}

@@ -77,8 +77,14 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 	if err != nil {
 		return err
 	}
+	// A retry of the job resumes from the state its earlier attempt
+	// checkpointed; else from the last successful sync's.
+	state := r.ConnectorState
+	if len(job.Checkpoint) > 0 {
+		state = job.Checkpoint
+	}
 	w := &walker{
-		s: s, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: r.ConnectorState,
+		s: s, ctx: ctx, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: state,
 		secrets: secretValues(o.desc, o.cfg),
 	}
 	if err := syncJobStartAttempt(ctx, s.cfg.Pool, j.ID, s.now()); err != nil {
@@ -86,6 +92,7 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 	}
 	w.Log(ctx, connector.LevelInfo, fmt.Sprintf("sync started (attempt %d)", j.Attempt), map[string]any{
 		"provider": r.ProviderType, "trigger": job.Trigger, "known": len(known), "fullSync": opts.FullSync,
+		"checkpoint": len(job.Checkpoint) > 0,
 	})
 	if err := os.MkdirAll(s.cacheDir(r.ID), 0o700); err != nil {
 		return fmt.Errorf("create integration cache: %w", err)
@@ -247,7 +254,10 @@ func (s *Service) syncOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobque
 // midway keeps what it stored. An item a killed attempt already stored
 // (its document records this job) is not counted again.
 type walker struct {
-	s           *Service
+	s *Service
+	// ctx is the sync's, for SetState (which has none): the checkpoint
+	// is written when the connector records it.
+	ctx         context.Context
 	job         jobqueue.Job
 	project     uuid.UUID
 	integration uuid.UUID
@@ -256,6 +266,7 @@ type walker struct {
 	secrets     []string
 	state       json.RawMessage
 	newState    json.RawMessage
+	dirty       bool     // newState not yet checkpointed on the job row (its write failed)
 	pending     []string // unchanged items not yet confirmed
 	pendingNew  int      // of them, not counted by an earlier attempt
 	failedAny   bool
@@ -300,12 +311,34 @@ func (w *walker) Unchanged(ctx context.Context, externalID string) error {
 	return nil
 }
 
-// flush confirms the pending unchanged items and counts them.
+// checkpoint saves, in tx, the state the connector last recorded on the
+// job row, if it changed. The state is one the connector may resume
+// from; the items it covers are committed (or their document's version
+// does not match, and Known tells the connector so).
+func (w *walker) checkpoint(ctx context.Context, tx pgx.Tx) error {
+	if !w.dirty {
+		return nil
+	}
+	if err := syncJobCheckpoint(ctx, tx, w.job.ID, w.newState); err != nil {
+		return err
+	}
+	w.dirty = false
+	return nil
+}
+
+// flush confirms the pending unchanged items and counts them, and
+// checkpoints the connector's state.
 func (w *walker) flush(ctx context.Context) error {
-	if len(w.pending) == 0 {
+	if len(w.pending) == 0 && !w.dirty {
 		return nil
 	}
 	err := postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
+		if err := w.checkpoint(ctx, tx); err != nil {
+			return err
+		}
+		if len(w.pending) == 0 {
+			return nil
+		}
 		if err := w.s.cfg.Documents.MarkSourced(ctx, tx, w.project, w.integration, w.job.ID, w.pending); err != nil {
 			return err
 		}
@@ -328,6 +361,9 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 	already := w.counted(it.ExternalID)
 	var skip error
 	err := postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
+		if err := w.checkpoint(ctx, tx); err != nil {
+			return err
+		}
 		now := w.s.now()
 		var (
 			id  uuid.UUID
@@ -473,5 +509,18 @@ func redactValue(v any, secrets []string) any {
 // State implements connector.Walker.
 func (w *walker) State() json.RawMessage { return w.state }
 
-// SetState implements connector.Walker.
-func (w *walker) SetState(state json.RawMessage) { w.newState = state }
+// SetState implements connector.Walker. The state is checkpointed on the
+// job row at once (if that fails, with the next commit: an item, a batch
+// of unchanged ones, the end of the walk), so a retry of the job resumes
+// from it; the integration's state is replaced only when the sync
+// succeeds.
+func (w *walker) SetState(state json.RawMessage) {
+	w.newState, w.dirty = state, true
+	err := postgres.WithTx(w.ctx, w.s.cfg.Pool, func(tx pgx.Tx) error { return w.checkpoint(w.ctx, tx) })
+	if err != nil {
+		w.dirty = true
+		if w.ctx.Err() == nil {
+			w.s.cfg.Logger.Warn("checkpointing a sync failed", "job", w.job.ID, "err", err)
+		}
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,7 @@ type stateBuilder struct {
 	index map[string]int
 	st    state
 	links int
+	pages map[string]bool // the pages added
 }
 
 func (b *stateBuilder) ref(u string) int {
@@ -59,9 +62,10 @@ func (b *stateBuilder) ref(u string) int {
 // add records a page's links unless the state's link budget is spent (the
 // page is then fetched in full next time).
 func (b *stateBuilder) add(u, version string, links []string) {
-	if version == "" || b.links+len(links) > maxStateLinks {
+	if version == "" || b.pages[u] || b.links+len(links) > maxStateLinks {
 		return
 	}
+	b.pages[u] = true
 	b.links += len(links)
 	p := pageLinks{URL: b.ref(u), Version: version, Links: make([]int, 0, len(links))}
 	for _, l := range links {
@@ -96,6 +100,21 @@ func loadState(raw json.RawMessage, scope string) map[string]knownPage {
 	return out
 }
 
+// checkpoint is the state to resume an interrupted walk from: the pages
+// this walk read so far, then the previous state's pages it has not
+// reached yet (within the same link budget), so that a retry sends
+// conditional GETs for both.
+func (b *stateBuilder) checkpoint(old map[string]knownPage) state {
+	cp := stateBuilder{
+		index: maps.Clone(b.index), links: b.links, pages: maps.Clone(b.pages),
+		st: state{Scope: b.st.Scope, URLs: slices.Clone(b.st.URLs), Pages: slices.Clone(b.st.Pages)},
+	}
+	for _, u := range slices.Sorted(maps.Keys(old)) {
+		cp.add(u, old[u].version, old[u].links)
+	}
+	return cp.st
+}
+
 // crawl is one walk of a site.
 type crawl struct {
 	env    connector.Env
@@ -108,6 +127,8 @@ type crawl struct {
 	seen   map[string]bool
 	seeds  map[string]bool
 	pages  int
+	// saved is the page count at the last checkpoint.
+	saved int
 	// skipped counts the URLs passed over, logged once at the end (one
 	// log entry per URL would flood the sync log).
 	skipped skips
@@ -162,7 +183,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	cr := &crawl{
 		env: env, client: noRedirect(env.HTTP), s: s, w: w,
 		old:   loadState(w.State(), s.scope),
-		next:  stateBuilder{index: map[string]int{}, st: state{Scope: s.scope}},
+		next:  stateBuilder{index: map[string]int{}, pages: map[string]bool{}, st: state{Scope: s.scope}},
 		seen:  map[string]bool{},
 		seeds: map[string]bool{},
 	}
@@ -218,6 +239,9 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 				if err != nil {
 					return err
 				}
+				if err := cr.checkpoint(false); err != nil {
+					return err
+				}
 				for _, l := range links {
 					u, _ := url.Parse(l)
 					switch {
@@ -230,6 +254,9 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 			}
 		}
 		level = children
+		if err := cr.checkpoint(true); err != nil {
+			return err
+		}
 	}
 	cr.skipped.log(ctx, w)
 	if cr.pages >= s.maxPages {
@@ -240,6 +267,23 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 		return fmt.Errorf("encode web state: %w", err)
 	}
 	w.SetState(raw)
+	return nil
+}
+
+// checkpoint records the state to resume from (Walker.SetState) at the
+// end of a depth level and every checkpointPages pages: a walk
+// interrupted midway is retried with conditional GETs for the pages it
+// read. The final state (at the end of Walk) keeps only the pages read.
+func (cr *crawl) checkpoint(levelEnd bool) error {
+	if cr.pages == cr.saved || (!levelEnd && cr.pages-cr.saved < checkpointPages) {
+		return nil
+	}
+	raw, err := json.Marshal(cr.next.checkpoint(cr.old))
+	if err != nil {
+		return fmt.Errorf("encode web state: %w", err)
+	}
+	cr.saved = cr.pages
+	cr.w.SetState(raw)
 	return nil
 }
 

@@ -70,6 +70,10 @@ const (
 	maxSitemaps = 50
 	// maxStateLinks bounds the links kept in the state over all pages.
 	maxStateLinks = 200000
+	// checkpointPages is how many pages are read between two checkpoints
+	// of the state within a depth level (each one encodes the whole
+	// state).
+	checkpointPages = 500
 	// parallel is how many fetches run at once: polite to the site, and
 	// net/http's default idle connections per host (more fetches at once
 	// than kept connections dial anew; measured slower).

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -107,10 +108,17 @@ func TestWalkUnchangedFetchesNothingInFull(t *testing.T) {
 	require.Empty(t, second.FailedItems())
 
 	// The state carries on: a third walk is still all 304s.
+	requireAllNotModified(t, s, cfg, second, 3)
+}
+
+// requireAllNotModified walks again after prev: its n pages all answer
+// 304.
+func requireAllNotModified(t *testing.T, s *site, cfg connector.Config, prev *connectortest.Walker, n int) {
+	t.Helper()
 	s.resetCounts()
-	third := walk(t, cfg, second.Next())
-	require.Len(t, third.UnchangedIDs(), 3)
-	_, full, _ = s.counts()
+	next := walk(t, cfg, prev.Next())
+	require.Len(t, next.UnchangedIDs(), n)
+	_, full, _ := s.counts()
 	require.Empty(t, full)
 }
 
@@ -488,4 +496,69 @@ func TestTestConnectionSitemapOnly(t *testing.T) {
 	require.EqualError(t, test("/empty.xml"), "the sitemap "+s.url("/empty.xml")+" lists no page")
 	require.ErrorContains(t, test("/page"), "the sitemap cannot be read: sitemap "+s.url("/page")+" is neither a urlset nor a sitemapindex")
 	require.ErrorContains(t, test("/none.xml"), "the sitemap cannot be read: fetch sitemap "+s.url("/none.xml")+": HTTP 404")
+}
+
+func TestWalkInterruptedResumesFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	// A chain / -> /p1 -> ... -> /p5: one page per depth level.
+	s := newSite(t)
+	s.html("/", "Home", `<a href="/p1">1</a>`)
+	for i := 1; i <= 5; i++ {
+		s.html(fmt.Sprintf("/p%d", i), fmt.Sprintf("P%d", i), fmt.Sprintf(`<a href="/p%d">next</a>`, i+1))
+	}
+	cfg := cfgFor(map[string]any{"start_urls": []string{s.url("/")}})
+
+	// The first walk is interrupted after its third page.
+	ctx, cancel := context.WithCancel(t.Context())
+	first := connectortest.NewWalker(nil)
+	n := 0
+	first.ItemFunc = func(connector.Item) error {
+		if n++; n == 3 {
+			cancel()
+		}
+		return nil
+	}
+	require.ErrorIs(t, web.New().Walk(ctx, plainEnv(), cfg, connector.Options{}, first), context.Canceled)
+	require.Equal(t, []string{s.url("/"), s.url("/p1"), s.url("/p2")}, first.ItemIDs())
+	require.NotEmpty(t, first.State(), "no checkpoint before the interruption")
+
+	// The retry starts from the checkpoint: the three pages read answer
+	// 304, only the others are fetched in full.
+	s.resetCounts()
+	retry := walk(t, cfg, first.Next())
+	require.Equal(t, []string{s.url("/"), s.url("/p1"), s.url("/p2")}, retry.UnchangedIDs())
+	require.Equal(t, []string{s.url("/p3"), s.url("/p4"), s.url("/p5")}, retry.ItemIDs())
+	_, full, notModified := s.counts()
+	require.Equal(t, map[string]int{"/p3": 1, "/p4": 1, "/p5": 1}, full)
+	require.Equal(t, 3, notModified)
+
+	// The final state holds every page: a next walk is all 304s.
+	requireAllNotModified(t, s, cfg, retry, 6)
+}
+
+func TestWalkCheckpointKeepsPagesNotReached(t *testing.T) {
+	t.Parallel()
+	s, cfg, first := walkedSmallSite(t)
+	s.html("/a", "Page A", `<p>alpha changed</p><a href="/b">B</a>`)
+
+	// An incremental walk interrupted at the changed /a (depth 1): its
+	// checkpoint (level 0) still has /b from the previous state, so the
+	// retry sends a conditional GET for /b too; /a, read after the
+	// checkpoint, is fetched again.
+	ctx, cancel := context.WithCancel(t.Context())
+	second := first.Next()
+	second.ItemFunc = func(connector.Item) error { cancel(); return nil }
+	require.ErrorIs(t, web.New().Walk(ctx, plainEnv(), cfg, connector.Options{}, second), context.Canceled)
+	require.NotEmpty(t, second.State())
+	known := first.Versions()
+	for id, v := range second.Versions() {
+		known[id] = v
+	}
+	retry := connectortest.NewWalker(known)
+	retry.SetState(second.State())
+	s.resetCounts()
+	walk(t, cfg, retry)
+	_, full, notModified := s.counts()
+	require.Equal(t, map[string]int{"/a": 1}, full)
+	require.Equal(t, 2, notModified)
 }
