@@ -24,36 +24,13 @@ const (
 	StatusCancelled  = "cancelled"
 )
 
-// statuses pairs every email status with its job status, in list order.
-var statuses = [...]struct { //nolint:gochecknoglobals // constant table
-	email string
-	job   jobqueue.Status
-}{
-	{StatusPending, jobqueue.StatusQueued},
-	{StatusProcessing, jobqueue.StatusRunning},
-	{StatusSent, jobqueue.StatusCompleted},
-	{StatusFailed, jobqueue.StatusFailed},
-	{StatusCancelled, jobqueue.StatusCancelled},
-}
-
-// jobStatus is the job status of email status s (false: not one).
-func jobStatus(s string) (jobqueue.Status, bool) {
-	for _, st := range statuses {
-		if st.email == s {
-			return st.job, true
-		}
-	}
-	return "", false
-}
-
-// emailStatus is the email status of job status s.
-func emailStatus(s jobqueue.Status) string {
-	for _, st := range statuses {
-		if st.job == s {
-			return st.email
-		}
-	}
-	return string(s)
+// vocabulary pairs every email status with its job status, in list order.
+var vocabulary = jobqueue.Vocabulary{ //nolint:gochecknoglobals // constant table
+	{Name: StatusPending, Status: jobqueue.StatusQueued},
+	{Name: StatusProcessing, Status: jobqueue.StatusRunning},
+	{Name: StatusSent, Status: jobqueue.StatusCompleted},
+	{Name: StatusFailed, Status: jobqueue.StatusFailed},
+	{Name: StatusCancelled, Status: jobqueue.StatusCancelled},
 }
 
 // ErrBadStatus is the answer to a status outside the email vocabulary.
@@ -92,14 +69,6 @@ type AdminFilter struct {
 	Limit, Offset int
 }
 
-// StatusCount is how many jobs of an email status there are, and how many
-// of them carry an error.
-type StatusCount struct {
-	Status     string
-	Count      int
-	WithErrors int
-}
-
 // adminWhere is the filter of the list and its stats (which leave out the
 // status, $4 of the list).
 const adminWhere = `($1 = '' OR lower(j.to_email) = lower($1))
@@ -108,10 +77,10 @@ const adminWhere = `($1 = '' OR lower(j.to_email) = lower($1))
 // AdminJobs lists the email jobs, newest first, with the total, and
 // counts them per email status over the same filters except status (every
 // status, zeros included). Errors: invalid_argument (unknown status).
-func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminEmailJob, int, []StatusCount, error) {
+func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminEmailJob, int, []jobqueue.NamedCount, error) {
 	var status jobqueue.Status
 	if f.Status != "" {
-		st, ok := jobStatus(f.Status)
+		st, ok := vocabulary.Status(f.Status)
 		if !ok {
 			return nil, 0, nil, ErrBadStatus
 		}
@@ -132,36 +101,18 @@ func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminEmailJob
 		var st jobqueue.Status
 		err := r.Scan(&j.ID, &j.ProjectID, &j.ProjectName, &j.OrganizationName, &j.TemplateName, &j.ToEmail, &j.ToName, &j.Subject, &st,
 			&j.Attempt, &j.RetryCount, &j.MaxRetries, &j.Priority, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.CompletedAt, &j.DurationMs)
-		j.Status = emailStatus(st)
+		j.Status = vocabulary.Name(st)
 		return j, err
 	})
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("list email jobs: %w", err)
 	}
-	srows, _ := s.pool.Query(ctx, `SELECT j.status, count(*)::int, count(j.error_msg)::int FROM email_jobs j
+	counts, err := jobqueue.CountByStatus(ctx, s.pool, `SELECT j.status, count(*)::int, count(j.error_msg)::int FROM email_jobs j
 		WHERE `+adminWhere+` GROUP BY j.status`, recipient, f.From, f.To)
-	byJob, err := pgx.CollectRows(srows, func(r pgx.CollectableRow) (StatusCount, error) {
-		var c StatusCount
-		err := r.Scan(&c.Status, &c.Count, &c.WithErrors)
-		return c, err
-	})
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("count email jobs: %w", err)
 	}
 	// The list's total is the stats' count of the status filtered to (of
 	// every status without one): no second count over the same rows.
-	total := 0
-	counts := make([]StatusCount, len(statuses))
-	for i, st := range statuses {
-		counts[i].Status = st.email
-		for _, c := range byJob {
-			if c.Status == string(st.job) {
-				counts[i].Count, counts[i].WithErrors = c.Count, c.WithErrors
-			}
-		}
-		if status == "" || status == st.job {
-			total += counts[i].Count
-		}
-	}
-	return list, total, counts, nil
+	return list, jobqueue.CountOf(counts, string(status)), vocabulary.Counts(counts), nil
 }

@@ -16,23 +16,19 @@ import (
 // SyncStatuses are the sync job statuses (the spec's), mapped at the edge
 // from the job column block: queued is pending. A sync never asks for
 // review.
-func SyncStatuses() []string {
-	return []string{"pending", "running", "completed", "failed", "cancelled"}
+func SyncStatuses() []string { return syncVocabulary.Names() }
+
+// syncVocabulary pairs every sync status with its job status.
+var syncVocabulary = jobqueue.Vocabulary{ //nolint:gochecknoglobals // constant table
+	{Name: "pending", Status: jobqueue.StatusQueued},
+	{Name: "running", Status: jobqueue.StatusRunning},
+	{Name: "completed", Status: jobqueue.StatusCompleted},
+	{Name: "failed", Status: jobqueue.StatusFailed},
+	{Name: "cancelled", Status: jobqueue.StatusCancelled},
 }
 
 // ErrBadSyncStatus answers a status filter outside SyncStatuses.
 var ErrBadSyncStatus = errs.New(errs.Invalid, "status must be one of pending, running, completed, failed, cancelled")
-
-// jobStatusOf is the job status of sync status s.
-func jobStatusOf(s string) (jobqueue.Status, bool) {
-	switch s {
-	case "pending":
-		return jobqueue.StatusQueued, true
-	case "running", "completed", "failed", "cancelled":
-		return jobqueue.Status(s), true
-	}
-	return "", false
-}
 
 // AdminSyncJob is a sync job as the superadmin list shows it: the job
 // record (status in the sync vocabulary) with its integration, trigger,
@@ -53,24 +49,16 @@ type AdminSyncJob struct {
 	FailedItems     int       `json:"failedItems" db:"failed_items"`
 }
 
-// SyncStatusCount is how many sync jobs of a sync status there are, and
-// how many of them carry an error.
-type SyncStatusCount struct {
-	Status     string
-	Count      int
-	WithErrors int
-}
-
 // AdminSyncJobs lists every project's sync jobs, newest first, with their
 // status in the sync vocabulary, and counts them per status over the same
 // filters except status (f.Status is a sync status). Errors:
 // invalid_argument (unknown status).
-func (s *Service) AdminSyncJobs(ctx context.Context, f jobqueue.ListFilter) ([]AdminSyncJob, []SyncStatusCount, error) {
+func (s *Service) AdminSyncJobs(ctx context.Context, f jobqueue.ListFilter) ([]AdminSyncJob, int, []jobqueue.NamedCount, error) {
 	status := ""
 	if f.Status != "" {
-		st, ok := jobStatusOf(f.Status)
+		st, ok := syncVocabulary.Status(f.Status)
 		if !ok {
-			return nil, nil, ErrBadSyncStatus
+			return nil, 0, nil, ErrBadSyncStatus
 		}
 		status = string(st)
 	}
@@ -84,26 +72,17 @@ func (s *Service) AdminSyncJobs(ctx context.Context, f jobqueue.ListFilter) ([]A
 		f.ProjectID, f.HasError, status, f.Limit, f.Offset)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminSyncJob])
 	if err != nil {
-		return nil, nil, fmt.Errorf("list sync jobs: %w", err)
+		return nil, 0, nil, fmt.Errorf("list sync jobs: %w", err)
 	}
 	for i := range list {
-		list[i].Status = syncStatus(list[i].Status)
+		list[i].Status = syncVocabulary.Name(jobqueue.Status(list[i].Status))
 	}
 	counts, err := jobqueue.CountByStatus(ctx, s.cfg.Pool, `SELECT j.status, count(*)::int, count(j.error_msg)::int
 		FROM integration_sync_jobs j WHERE `+jobqueue.ListWhere+` GROUP BY j.status`, f.ProjectID, f.HasError)
 	if err != nil {
-		return nil, nil, fmt.Errorf("count sync jobs: %w", err)
+		return nil, 0, nil, fmt.Errorf("count sync jobs: %w", err)
 	}
-	out := make([]SyncStatusCount, 0, len(SyncStatuses()))
-	for _, st := range SyncStatuses() {
-		js, _ := jobStatusOf(st)
-		for _, c := range counts {
-			if c.Status == js {
-				out = append(out, SyncStatusCount{Status: st, Count: c.Count, WithErrors: c.WithErrors})
-			}
-		}
-	}
-	return list, out, nil
+	return list, jobqueue.CountOf(counts, status), syncVocabulary.Counts(counts), nil
 }
 
 // LogEntry is one entry of a sync job's log.

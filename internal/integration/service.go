@@ -129,21 +129,9 @@ func record(r row) Integration {
 		Status: r.Status, LastSyncAt: r.LastSyncAt, NextSyncAt: r.NextSyncAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if r.LastJobStatus != nil {
-		i.LastSyncStatus = syncStatus(*r.LastJobStatus)
+		i.LastSyncStatus = syncVocabulary.Name(jobqueue.Status(*r.LastJobStatus))
 	}
 	return i
-}
-
-// syncStatus maps a job's status to the sync job vocabulary (queued shown
-// as pending).
-func syncStatus(s string) string {
-	switch jobqueue.Status(s) {
-	case jobqueue.StatusQueued:
-		return "pending"
-	case jobqueue.StatusRequiresReview:
-		return string(jobqueue.StatusCompleted)
-	}
-	return s
 }
 
 // List lists a project's integrations, by name, without their config.

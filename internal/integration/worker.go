@@ -230,7 +230,7 @@ func (s *Service) syncOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobque
 			return err
 		}
 		data := map[string]any{
-			"integrationId": job.IntegrationID, "jobId": o.Job.ID, "status": syncStatus(string(o.Status)), "trigger": job.Trigger,
+			"integrationId": job.IntegrationID, "jobId": o.Job.ID, "status": syncVocabulary.Name(o.Status), "trigger": job.Trigger,
 			"total": c.Total, "processed": c.Processed, "created": c.Created, "updated": c.Updated,
 			"unchanged": c.Unchanged, "deleted": c.Deleted, "failed": c.Failed,
 		}

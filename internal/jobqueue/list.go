@@ -169,3 +169,64 @@ func (f ListFilter) Check() error {
 	}
 	return nil
 }
+
+// Vocabulary is the status words a list shows in place of the job
+// column's (DESIGN 6: email's pending, processing, sent; sync's pending),
+// each with the job status it stands for, in list order.
+type Vocabulary []VocabularyWord
+
+// VocabularyWord is one status word of a Vocabulary.
+type VocabularyWord struct {
+	Name   string
+	Status Status
+}
+
+// Status is the job status of the word name (false: not a word of v).
+func (v Vocabulary) Status(name string) (Status, bool) {
+	for _, w := range v {
+		if w.Name == name {
+			return w.Status, true
+		}
+	}
+	return "", false
+}
+
+// Name is the word for job status st (st itself when v has none).
+func (v Vocabulary) Name(st Status) string {
+	for _, w := range v {
+		if w.Status == st {
+			return w.Name
+		}
+	}
+	return string(st)
+}
+
+// Names are v's words, in list order.
+func (v Vocabulary) Names() []string {
+	out := make([]string, len(v))
+	for i, w := range v {
+		out[i] = w.Name
+	}
+	return out
+}
+
+// NamedCount is a StatusCount under its word in a Vocabulary.
+type NamedCount struct {
+	Name       string
+	Count      int
+	WithErrors int
+}
+
+// Counts renames counts (from CountByStatus) to v's words, in v's order.
+func (v Vocabulary) Counts(counts []StatusCount) []NamedCount {
+	out := make([]NamedCount, len(v))
+	for i, w := range v {
+		out[i].Name = w.Name
+		for _, c := range counts {
+			if c.Status == w.Status {
+				out[i].Count, out[i].WithErrors = c.Count, c.WithErrors
+			}
+		}
+	}
+	return out
+}

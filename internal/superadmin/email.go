@@ -47,9 +47,7 @@ func (h emailHandlers) listEmailJobs(ctx context.Context, in *emailJobsIn) (*htt
 	}
 	f := email.AdminFilter{Status: in.Status, Recipient: in.Recipient, From: from, To: to, Limit: in.Limit, Offset: (in.Page - 1) * in.Limit}
 	list, total, counts, err := h.emails.AdminJobs(ctx, f)
-	return replyJobs(list, total, in.PageParams, counts, func(c email.StatusCount) (string, int, int) {
-		return c.Status, c.Count, c.WithErrors
-	}, err)
+	return replyJobs(list, total, in.PageParams, counts, namedCount, err)
 }
 
 func (h emailHandlers) previewEmailJob(ctx context.Context, in *emailJobIn) (*httpapi.Out[email.Preview], error) {

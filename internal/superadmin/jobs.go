@@ -117,6 +117,9 @@ func replyJobs[T, C any](list []T, total int, p PageParams, counts []C, count fu
 // replyQueueJobs is replyJobs for a list in the job engine's vocabulary
 // (counted over the list's filters but status): the page's total is its
 // status's count.
+// namedCount reads a count in a list's own status words.
+func namedCount(c jobqueue.NamedCount) (string, int, int) { return c.Name, c.Count, c.WithErrors }
+
 func replyQueueJobs[T any](list []T, counts []jobqueue.StatusCount, f JobFilters, err error) (*httpapi.Out[Paged[T]], error) {
 	return replyJobs(list, jobqueue.CountOf(counts, f.Status), f.PageParams, counts, func(c jobqueue.StatusCount) (string, int, int) {
 		return string(c.Status), c.Count, c.WithErrors

@@ -54,16 +54,8 @@ func (h syncHandlers) listSyncJobs(ctx context.Context, in *syncJobsIn) (*httpap
 	if err != nil {
 		return nil, err
 	}
-	list, counts, err := h.integrations.AdminSyncJobs(ctx, f)
-	total := 0
-	for _, c := range counts {
-		if in.Status == "" || c.Status == in.Status {
-			total += c.Count
-		}
-	}
-	return replyJobs(list, total, in.PageParams, counts, func(c integration.SyncStatusCount) (string, int, int) {
-		return c.Status, c.Count, c.WithErrors
-	}, err)
+	list, total, counts, err := h.integrations.AdminSyncJobs(ctx, f)
+	return replyJobs(list, total, in.PageParams, counts, namedCount, err)
 }
 
 func (h syncHandlers) syncJobLogs(ctx context.Context, in *syncJobIn) (*httpapi.Out[integration.SyncJobLog], error) {
