@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/connector/connectortest"
 	"github.com/graphmill/graphmill/internal/connector/gitrepo"
 )
 
@@ -33,15 +34,15 @@ func BenchmarkWalk2000(b *testing.B) {
 	ctx := context.Background()
 
 	// walk walks once and checks what was reported.
-	walk := func(b *testing.B, env connector.Env, w *fakeWalker, items, unchanged int) {
+	walk := func(b *testing.B, env connector.Env, w *connectortest.Walker, items, unchanged int) {
 		require.NoError(b, c.Walk(ctx, env, cfg, connector.Options{}, w))
-		require.Len(b, w.items, items)
-		require.Len(b, w.unchanged, unchanged)
+		require.Len(b, w.Items(), items)
+		require.Len(b, w.UnchangedIDs(), unchanged)
 	}
 	// synced is a cache and a walker after a first sync.
-	synced := func(b *testing.B) (connector.Env, *fakeWalker) {
+	synced := func(b *testing.B) (connector.Env, *connectortest.Walker) {
 		env, _ := newEnv(b)
-		w := newWalker()
+		w := connectortest.NewWalker(nil)
 		walk(b, env, w, n, 0)
 		return env, w
 	}
@@ -54,7 +55,7 @@ func BenchmarkWalk2000(b *testing.B) {
 			dir, err := os.MkdirTemp(root, "cache-")
 			require.NoError(b, err)
 			env.CacheDir = dir
-			walk(b, env, newWalker(), n, 0)
+			walk(b, env, connectortest.NewWalker(nil), n, 0)
 		}
 		report(b)
 	})
@@ -62,7 +63,7 @@ func BenchmarkWalk2000(b *testing.B) {
 	b.Run("unchanged", func(b *testing.B) {
 		env, first := synced(b)
 		for b.Loop() {
-			walk(b, env, first.next(), 0, n)
+			walk(b, env, first.Next(), 0, n)
 		}
 		report(b)
 	})
@@ -74,7 +75,7 @@ func BenchmarkWalk2000(b *testing.B) {
 			b.StopTimer()
 			i++
 			repo.commit("main", map[string]string{"docs/d00/file0000.md": fmt.Sprintf("# File 0, edit %d\n", i)})
-			w = w.next()
+			w = w.Next()
 			b.StartTimer()
 			walk(b, env, w, 1, n-1)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -68,19 +69,19 @@ func TestWalkIncremental(t *testing.T) {
 	ctx := context.Background()
 
 	// First walk: every selected file is an Item with its content and blob hash.
-	w1 := newWalker()
+	w1 := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(ctx, env, cfg, connector.Options{}, w1))
-	require.Equal(t, []string{"README.md", "docs/guide.md", "docs/old.txt", "notes/keep.md", "site/page.html"}, w1.itemIDs())
-	require.Empty(t, w1.unchanged)
-	for id, it := range w1.items {
+	require.Equal(t, []string{"README.md", "docs/guide.md", "docs/old.txt", "notes/keep.md", "site/page.html"}, w1.ItemIDs())
+	require.Empty(t, w1.UnchangedIDs())
+	for id, it := range w1.Items() {
 		require.Equal(t, baseFiles[id], string(it.Content), id)
 		require.Equal(t, repo.blob(id), it.Version, id)
 		require.Equal(t, filepath.Base(id), it.Filename)
 	}
-	require.Equal(t, "text/markdown", w1.items["docs/guide.md"].MimeType)
-	require.Equal(t, "text/plain", w1.items["docs/old.txt"].MimeType)
-	require.Equal(t, "text/html", w1.items["site/page.html"].MimeType)
-	require.JSONEq(t, `{"commit":"`+head1+`"}`, string(w1.state))
+	require.Equal(t, "text/markdown", w1.Items()["docs/guide.md"].MimeType)
+	require.Equal(t, "text/plain", w1.Items()["docs/old.txt"].MimeType)
+	require.Equal(t, "text/html", w1.Items()["site/page.html"].MimeType)
+	require.JSONEq(t, `{"commit":"`+head1+`"}`, string(w1.State()))
 	require.Equal(t, int64(1), srv.uploadPacks.Load())
 	require.NotContains(t, srv.lastUploadPack(), "have ")
 	firstPacks := packs(t, env.CacheDir)
@@ -90,13 +91,13 @@ func TestWalkIncremental(t *testing.T) {
 	require.Equal(t, head1, strings.TrimSpace(string(shallow)), "the clone is shallow at the tip")
 
 	// Second walk of the unchanged repository: all Unchanged, no pack fetched.
-	w2 := w1.next()
+	w2 := w1.Next()
 	require.NoError(t, c.Walk(ctx, env, cfg, connector.Options{}, w2))
-	require.Empty(t, w2.items)
-	require.ElementsMatch(t, w1.itemIDs(), w2.unchanged)
+	require.Empty(t, w2.Items())
+	require.ElementsMatch(t, w1.ItemIDs(), w2.UnchangedIDs())
 	require.Equal(t, int64(1), srv.uploadPacks.Load(), "nothing fetched for an unchanged repository")
 	require.Equal(t, firstPacks, packs(t, env.CacheDir))
-	require.JSONEq(t, `{"commit":"`+head1+`"}`, string(w2.state))
+	require.JSONEq(t, `{"commit":"`+head1+`"}`, string(w2.State()))
 
 	// A commit edits one file, adds one and removes one.
 	head2 := repo.commit("main", map[string]string{
@@ -104,18 +105,21 @@ func TestWalkIncremental(t *testing.T) {
 		"docs/new.md":   "# New\n",
 		"src/other.go":  "package main\n",
 	}, "docs/old.txt")
-	w3 := w2.next()
+	w3 := w2.Next()
 	require.NoError(t, c.Walk(ctx, env, cfg, connector.Options{}, w3))
-	require.Equal(t, []string{"docs/guide.md", "docs/new.md"}, w3.itemIDs())
-	require.Equal(t, "# Guide\nv2\n", string(w3.items["docs/guide.md"].Content))
-	require.Equal(t, repo.blob("docs/guide.md"), w3.items["docs/guide.md"].Version)
-	require.Equal(t, "# New\n", string(w3.items["docs/new.md"].Content))
-	require.ElementsMatch(t, []string{"README.md", "notes/keep.md", "site/page.html"}, w3.unchanged)
-	require.NotContains(t, w3.unchanged, "docs/old.txt")
-	require.JSONEq(t, `{"commit":"`+head2+`"}`, string(w3.state))
-	require.Len(t, w3.logs, 1)
-	require.Contains(t, w3.logs[0], `"changes":{"added":1,"deleted":1,"modified":1}`)
-	require.Contains(t, w3.logs[0], `"previous_commit":"`+head1+`"`)
+	require.Equal(t, []string{"docs/guide.md", "docs/new.md"}, w3.ItemIDs())
+	require.Equal(t, "# Guide\nv2\n", string(w3.Items()["docs/guide.md"].Content))
+	require.Equal(t, repo.blob("docs/guide.md"), w3.Items()["docs/guide.md"].Version)
+	require.Equal(t, "# New\n", string(w3.Items()["docs/new.md"].Content))
+	require.ElementsMatch(t, []string{"README.md", "notes/keep.md", "site/page.html"}, w3.UnchangedIDs())
+	require.NotContains(t, w3.UnchangedIDs(), "docs/old.txt")
+	require.JSONEq(t, `{"commit":"`+head2+`"}`, string(w3.State()))
+	logs := w3.Logs()
+	require.Len(t, logs, 1)
+	details, err := json.Marshal(logs[0].Details)
+	require.NoError(t, err)
+	require.Contains(t, string(details), `"changes":{"added":1,"deleted":1,"modified":1}`)
+	require.Contains(t, string(details), `"previous_commit":"`+head1+`"`)
 
 	// The cached clone was fetched into, not cloned again: the first pack
 	// is still there and the new objects came as a thin pack stored loose.
@@ -148,17 +152,17 @@ func TestWalkIncrementalFetchSendsOnlyNewObjects(t *testing.T) {
 	env, _ := newEnv(t)
 	cfg := config(t, map[string]any{"repository_url": repo.url})
 	c := gitrepo.New()
-	w1 := newWalker()
+	w1 := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w1))
-	require.Len(t, w1.items, 200)
+	require.Len(t, w1.Items(), 200)
 	require.Len(t, packs(t, env.CacheDir), 1)
 	require.Empty(t, looseObjects(t, env.CacheDir))
 
 	repo.commit("main", map[string]string{"docs/one-more.md": "one more"})
-	w2 := w1.next()
+	w2 := w1.Next()
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w2))
-	require.Equal(t, []string{"docs/one-more.md"}, w2.itemIDs())
-	require.Len(t, w2.unchanged, 200)
+	require.Equal(t, []string{"docs/one-more.md"}, w2.ItemIDs())
+	require.Len(t, w2.UnchangedIDs(), 200)
 	// The server sent the new commit, its two trees and the one new blob,
 	// not the 200 unchanged blobs again.
 	require.Len(t, looseObjects(t, env.CacheDir), 4)
@@ -172,16 +176,16 @@ func TestWalkClonesAgainAfterMaxFetches(t *testing.T) {
 	cfg := config(t, map[string]any{"repository_url": repo.url})
 	c := &gitrepo.Connector{MaxFetches: 2}
 
-	w1 := newWalker()
+	w1 := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w1))
 	head2 := repo.commit("main", map[string]string{"a.md": "a2"})
-	w2 := w1.next()
+	w2 := w1.Next()
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w2))
 	require.Contains(t, srv.lastUploadPack(), "have "+head1, "second fetch is incremental")
 	require.NotEmpty(t, looseObjects(t, env.CacheDir))
 
 	head3 := repo.commit("main", map[string]string{"a.md": "a3"})
-	w3 := w2.next()
+	w3 := w2.Next()
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w3))
 	require.NotContains(t, srv.lastUploadPack(), "have ", "the third fetch clones again")
 	require.NotContains(t, srv.lastUploadPack(), "shallow "+head2)
@@ -191,9 +195,9 @@ func TestWalkClonesAgainAfterMaxFetches(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, head3, strings.TrimSpace(string(shallow)))
 	// The walk is still incremental for the integration.
-	require.Equal(t, []string{"a.md"}, w3.itemIDs())
-	require.Equal(t, "a3", string(w3.items["a.md"].Content))
-	require.Equal(t, []string{"b.md"}, w3.unchanged)
+	require.Equal(t, []string{"a.md"}, w3.ItemIDs())
+	require.Equal(t, "a3", string(w3.Items()["a.md"].Content))
+	require.Equal(t, []string{"b.md"}, w3.UnchangedIDs())
 }
 
 func TestWalkGlobs(t *testing.T) {
@@ -217,22 +221,22 @@ func TestWalkGlobs(t *testing.T) {
 		"include":        []string{"docs/**", "/README.md", "blog/*.md"},
 		"exclude":        []string{"drafts/", "*.docx"},
 	})
-	w := newWalker()
+	w := connectortest.NewWalker(nil)
 	require.NoError(t, gitrepo.New().Walk(context.Background(), env, cfg, connector.Options{}, w))
-	require.Equal(t, []string{"README.md", "blog/post.md", "docs/a.md", "docs/deep/b.markdown", "docs/manual.pdf"}, w.itemIDs())
-	require.Equal(t, "application/pdf", w.items["docs/manual.pdf"].MimeType)
+	require.Equal(t, []string{"README.md", "blog/post.md", "docs/a.md", "docs/deep/b.markdown", "docs/manual.pdf"}, w.ItemIDs())
+	require.Equal(t, "application/pdf", w.Items()["docs/manual.pdf"].MimeType)
 
 	// Without globs every supported regular file is synced: not symlinks
 	// (a link could point outside the repository).
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(repo.work, "passwd.txt")))
 	require.NoError(t, os.Symlink("README.md", filepath.Join(repo.work, "alias.md")))
 	repo.commit("main", nil)
-	w = newWalker()
+	w = connectortest.NewWalker(nil)
 	require.NoError(t, gitrepo.New().Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url}), connector.Options{}, w))
-	require.Len(t, w.items, 9)
-	require.NotContains(t, w.items, "passwd.txt")
-	require.NotContains(t, w.items, "alias.md")
-	require.Equal(t, "application/vnd.openxmlformats-officedocument.wordprocessingml.document", w.items["docs/spec.docx"].MimeType)
+	require.Len(t, w.Items(), 9)
+	require.NotContains(t, w.Items(), "passwd.txt")
+	require.NotContains(t, w.Items(), "alias.md")
+	require.Equal(t, "application/vnd.openxmlformats-officedocument.wordprocessingml.document", w.Items()["docs/spec.docx"].MimeType)
 }
 
 func TestWalkBranches(t *testing.T) {
@@ -243,15 +247,15 @@ func TestWalkBranches(t *testing.T) {
 
 	// No branch: the remote HEAD's (main).
 	env, _ := newEnv(t)
-	w := newWalker()
+	w := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url}), connector.Options{}, w))
-	require.Equal(t, []string{"main.md"}, w.itemIDs())
+	require.Equal(t, []string{"main.md"}, w.ItemIDs())
 
-	w = newWalker()
+	w = connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url, "branch": "dev"}), connector.Options{}, w))
-	require.Equal(t, []string{"dev.md", "main.md"}, w.itemIDs())
+	require.Equal(t, []string{"dev.md", "main.md"}, w.ItemIDs())
 
-	err := c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url, "branch": "nope"}), connector.Options{}, newWalker())
+	err := c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url, "branch": "nope"}), connector.Options{}, connectortest.NewWalker(nil))
 	require.EqualError(t, err, `branch "nope" not found in `+repo.url)
 }
 
@@ -263,22 +267,30 @@ func TestWalkFullSyncAndSkip(t *testing.T) {
 	c := gitrepo.New()
 
 	// ErrSkipItem from the walker skips one item and the walk goes on.
-	w1 := newWalker()
-	w1.skip = map[string]bool{"b.md": true}
+	w1 := connectortest.NewWalker(nil)
+	var offered []string
+	w1.ItemFunc = func(it connector.Item) error {
+		offered = append(offered, it.ExternalID)
+		if it.ExternalID == "b.md" {
+			return connector.ErrSkipItem
+		}
+		return nil
+	}
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w1))
-	require.Equal(t, []string{"a.md", "b.md", "c.md"}, w1.itemIDs())
+	require.Equal(t, []string{"a.md", "b.md", "c.md"}, offered)
+	require.Equal(t, []string{"a.md", "c.md"}, w1.ItemIDs())
 
 	// The skipped item is not known, so it is offered again; the others are unchanged.
-	w2 := w1.next()
+	w2 := w1.Next()
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w2))
-	require.Equal(t, []string{"b.md"}, w2.itemIDs())
-	require.ElementsMatch(t, []string{"a.md", "c.md"}, w2.unchanged)
+	require.Equal(t, []string{"b.md"}, w2.ItemIDs())
+	require.ElementsMatch(t, []string{"a.md", "c.md"}, w2.UnchangedIDs())
 
 	// A full sync reports every file with its content.
-	w3 := w2.next()
+	w3 := w2.Next()
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{FullSync: true}, w3))
-	require.Equal(t, []string{"a.md", "b.md", "c.md"}, w3.itemIDs())
-	require.Empty(t, w3.unchanged)
+	require.Equal(t, []string{"a.md", "b.md", "c.md"}, w3.ItemIDs())
+	require.Empty(t, w3.UnchangedIDs())
 }
 
 func TestWalkRepositoryChangeResetsCache(t *testing.T) {
@@ -291,14 +303,14 @@ func TestWalkRepositoryChangeResetsCache(t *testing.T) {
 	env, _ := newEnv(t)
 	c := gitrepo.New()
 
-	w1 := newWalker()
+	w1 := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": one.url}), connector.Options{}, w1))
-	require.Equal(t, []string{"one.md"}, w1.itemIDs())
+	require.Equal(t, []string{"one.md"}, w1.ItemIDs())
 
-	w2 := w1.next()
+	w2 := w1.Next()
 	require.NoError(t, c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": two.url}), connector.Options{}, w2))
-	require.Equal(t, []string{"two.md"}, w2.itemIDs())
-	require.Empty(t, w2.unchanged)
+	require.Equal(t, []string{"two.md"}, w2.ItemIDs())
+	require.Empty(t, w2.UnchangedIDs())
 	require.Len(t, packs(t, env.CacheDir), 1, "the other repository's clone was removed")
 }
 
@@ -309,13 +321,15 @@ func TestWalkBasicAuth(t *testing.T) {
 	env, _ := newEnv(t)
 	c := gitrepo.New()
 
-	w := newWalker()
+	w := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url, "access_token": token}), connector.Options{}, w))
-	require.Equal(t, []string{"doc.md"}, w.itemIDs())
-	require.Equal(t, "private", string(w.items["doc.md"].Content))
-	require.NotEmpty(t, w.logs)
-	for _, l := range w.logs {
-		require.NotContains(t, l, token)
+	require.Equal(t, []string{"doc.md"}, w.ItemIDs())
+	require.Equal(t, "private", string(w.Items()["doc.md"].Content))
+	require.NotEmpty(t, w.Logs())
+	for _, l := range w.Logs() {
+		line, err := json.Marshal(l)
+		require.NoError(t, err)
+		require.NotContains(t, string(line), token)
 	}
 	require.NoError(t, c.Test(context.Background(), env, config(t, map[string]any{"repository_url": repo.url, "access_token": token})))
 
@@ -327,11 +341,11 @@ func TestWalkBasicAuth(t *testing.T) {
 	require.NotContains(t, err.Error(), token)
 	require.Equal(t, errs.BadGateway, errs.CodeOf(err))
 
-	w = newWalker()
+	w = connectortest.NewWalker(nil)
 	err = c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url, "access_token": wrong}), connector.Options{}, w)
 	require.ErrorContains(t, err, "refused the access token")
 	require.NotContains(t, err.Error(), wrong)
-	require.Empty(t, w.items)
+	require.Empty(t, w.Items())
 
 	err = c.Test(context.Background(), env, config(t, map[string]any{"repository_url": repo.url}))
 	require.ErrorContains(t, err, "requires authentication: set access_token")
@@ -349,9 +363,9 @@ func TestRedirectToAnotherOriginDropsToken(t *testing.T) {
 	env, _ := newEnv(t)
 	cfg := config(t, map[string]any{"repository_url": origin.URL + "/moved.git", "access_token": "tok_never_elsewhere"})
 
-	w := newWalker()
+	w := connectortest.NewWalker(nil)
 	require.NoError(t, gitrepo.New().Walk(context.Background(), env, cfg, connector.Options{}, w))
-	require.Equal(t, []string{"doc.md"}, w.itemIDs(), "the repository was read at %s", repo.url)
+	require.Equal(t, []string{"doc.md"}, w.ItemIDs(), "the repository was read at %s", repo.url)
 	require.Positive(t, redirected.Load())
 	require.Positive(t, other.requests.Load())
 	require.Zero(t, other.authorized.Load(), "the token is not sent to the origin a redirect leads to")
@@ -416,7 +430,7 @@ func TestUnreachable(t *testing.T) {
 	err = c.Test(context.Background(), env, cfg)
 	require.ErrorContains(t, err, "cannot reach "+strings.TrimPrefix(srv.url, "http://")+": ")
 	require.NotContains(t, err.Error(), "tok_abcdef123456")
-	err = c.Walk(context.Background(), env, cfg, connector.Options{}, newWalker())
+	err = c.Walk(context.Background(), env, cfg, connector.Options{}, connectortest.NewWalker(nil))
 	require.ErrorContains(t, err, "cannot reach ")
 	require.Zero(t, srv.requests.Load())
 
@@ -433,16 +447,16 @@ func TestWalkCancelled(t *testing.T) {
 	env, _ := newEnv(t)
 	cfg := config(t, map[string]any{"repository_url": repo.url})
 	c := gitrepo.New()
-	w1 := newWalker()
+	w1 := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w1))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	w2 := w1.next()
+	w2 := w1.Next()
 	err := c.Walk(ctx, env, cfg, connector.Options{FullSync: true}, w2)
 	require.ErrorIs(t, err, context.Canceled)
-	require.Empty(t, w2.items)
-	require.Equal(t, w1.state, w2.state, "no state saved by a cancelled walk")
+	require.Empty(t, w2.Items())
+	require.Equal(t, w1.State(), w2.State(), "no state saved by a cancelled walk")
 }
 
 func TestWalkCancelledInFlight(t *testing.T) {
@@ -457,7 +471,7 @@ func TestWalkCancelledInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- gitrepo.New().Walk(ctx, env, config(t, map[string]any{"repository_url": hang.URL + "/r.git"}), connector.Options{}, newWalker())
+		done <- gitrepo.New().Walk(ctx, env, config(t, map[string]any{"repository_url": hang.URL + "/r.git"}), connector.Options{}, connectortest.NewWalker(nil))
 	}()
 	<-entered
 	cancel()
@@ -515,10 +529,10 @@ func TestWalkRefusesFileURL(t *testing.T) {
 	env, ct := newEnv(t)
 	c := gitrepo.New()
 	for _, u := range []string{"file://" + repo.bare, repo.bare} {
-		w := newWalker()
+		w := connectortest.NewWalker(nil)
 		err := c.Walk(context.Background(), env, config(t, map[string]any{"repository_url": u}), connector.Options{}, w)
 		require.Equal(t, errs.Invalid, errs.CodeOf(err), u)
-		require.Empty(t, w.items)
+		require.Empty(t, w.Items())
 		require.Equal(t, errs.Invalid, errs.CodeOf(c.Test(context.Background(), env, config(t, map[string]any{"repository_url": u}))))
 	}
 	require.Zero(t, ct.n.Load())
@@ -570,7 +584,7 @@ func TestWalkRecoversFromInterruptedFetch(t *testing.T) {
 	env, _ := newEnv(t)
 	cfg := config(t, map[string]any{"repository_url": repo.url})
 	c := gitrepo.New()
-	w1 := newWalker()
+	w1 := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w1))
 
 	random := make([]byte, 200_000)
@@ -581,19 +595,19 @@ func TestWalkRecoversFromInterruptedFetch(t *testing.T) {
 
 	cut := env
 	cut.HTTP = &http.Client{Transport: cutTransport{next: connectortest.Transport(), limit: 50_000}}
-	w2 := w1.next()
+	w2 := w1.Next()
 	require.ErrorContains(t, c.Walk(context.Background(), cut, cfg, connector.Options{}, w2), "store pack from")
-	require.Equal(t, w1.state, w2.state)
+	require.Equal(t, w1.State(), w2.State())
 	// A cut usually leaves the new commit in the clone without its tree
 	// (the pack sends commits first); make sure it does.
 	copyObject(t, repo.bare, filepath.Join(env.CacheDir, "repo.git"), head2)
 
-	w3 := w1.next()
+	w3 := w1.Next()
 	require.NoError(t, c.Walk(context.Background(), env, cfg, connector.Options{}, w3))
-	require.Equal(t, []string{"b.md", "big.txt"}, w3.itemIDs())
-	require.Equal(t, big, string(w3.items["big.txt"].Content))
-	require.Equal(t, []string{"a.md"}, w3.unchanged)
-	require.JSONEq(t, `{"commit":"`+head2+`"}`, string(w3.state))
+	require.Equal(t, []string{"b.md", "big.txt"}, w3.ItemIDs())
+	require.Equal(t, big, string(w3.Items()["big.txt"].Content))
+	require.Equal(t, []string{"a.md"}, w3.UnchangedIDs())
+	require.JSONEq(t, `{"commit":"`+head2+`"}`, string(w3.State()))
 }
 
 // copyObject copies one object between two repositories' object stores.

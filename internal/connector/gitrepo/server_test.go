@@ -2,17 +2,14 @@ package gitrepo_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,91 +160,6 @@ func (r *gitRepo) blob(p string) string {
 func (r *gitRepo) setConfig(key, value string) {
 	r.t.Helper()
 	r.git(r.bare, "config", key, value)
-}
-
-// fakeWalker is the integration domain's side of a walk: the versions
-// stored by earlier syncs and what this walk reported.
-type fakeWalker struct {
-	mu        sync.Mutex
-	known     map[string]string
-	state     json.RawMessage
-	items     map[string]connector.Item
-	unchanged []string
-	failed    map[string]error
-	logs      []string
-	skip      map[string]bool // Item answers ErrSkipItem for these
-}
-
-func newWalker() *fakeWalker {
-	return &fakeWalker{known: map[string]string{}}
-}
-
-// next is the walker of the following sync: it knows what this one stored
-// and its saved state, and has reported nothing yet.
-func (w *fakeWalker) next() *fakeWalker {
-	n := newWalker()
-	for id, v := range w.known {
-		n.known[id] = v
-	}
-	for id, it := range w.items {
-		if !w.skip[id] {
-			n.known[id] = it.Version
-		}
-	}
-	n.state = w.state
-	return n
-}
-
-func (w *fakeWalker) Known(id string) (string, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	v, ok := w.known[id]
-	return v, ok
-}
-
-func (w *fakeWalker) Unchanged(_ context.Context, id string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.unchanged = append(w.unchanged, id)
-	return nil
-}
-
-func (w *fakeWalker) Item(_ context.Context, it connector.Item) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.items == nil {
-		w.items = map[string]connector.Item{}
-	}
-	w.items[it.ExternalID] = it
-	if w.skip[it.ExternalID] {
-		return connector.ErrSkipItem
-	}
-	return nil
-}
-
-func (w *fakeWalker) Failed(_ context.Context, id string, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.failed == nil {
-		w.failed = map[string]error{}
-	}
-	w.failed[id] = err
-}
-
-func (w *fakeWalker) Log(_ context.Context, level, message string, details map[string]any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	d, _ := json.Marshal(details)
-	w.logs = append(w.logs, level+" "+message+" "+string(d))
-}
-
-func (w *fakeWalker) State() json.RawMessage { return w.state }
-
-func (w *fakeWalker) SetState(s json.RawMessage) { w.state = s }
-
-// itemIDs are the reported items' ids, sorted.
-func (w *fakeWalker) itemIDs() []string {
-	return slices.Sorted(maps.Keys(w.items))
 }
 
 // countingTransport counts the requests that went through Env.HTTP.
