@@ -94,3 +94,21 @@ func TestCountByStatus(t *testing.T) {
 	require.Equal(t, 2, jobqueue.CountOf(counts, "failed"))
 	require.Zero(t, jobqueue.CountOf(counts, "running"))
 }
+
+func TestVocabulary(t *testing.T) {
+	t.Parallel()
+	v := jobqueue.Vocabulary{
+		{Name: "pending", Status: jobqueue.StatusQueued},
+		{Name: "sent", Status: jobqueue.StatusCompleted},
+	}
+	st, ok := v.Status("sent")
+	require.True(t, ok)
+	require.Equal(t, jobqueue.StatusCompleted, st)
+	_, ok = v.Status("completed")
+	require.False(t, ok, "a job column word is not a list word")
+	require.Equal(t, "pending", v.Name(jobqueue.StatusQueued))
+	require.Equal(t, "failed", v.Name(jobqueue.StatusFailed), "no word: the job status")
+	require.Equal(t, []string{"pending", "sent"}, v.Names())
+	counts := []jobqueue.StatusCount{{Status: jobqueue.StatusCompleted, Count: 4, WithErrors: 1}, {Status: jobqueue.StatusFailed, Count: 2}}
+	require.Equal(t, []jobqueue.NamedCount{{Name: "pending"}, {Name: "sent", Count: 4, WithErrors: 1}}, v.Counts(counts))
+}
