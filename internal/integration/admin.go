@@ -13,12 +13,8 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-// SyncStatuses are the sync job statuses (the spec's), mapped at the edge
-// from the job column block: queued is pending. A sync never asks for
-// review.
-func SyncStatuses() []string { return syncVocabulary.Names() }
-
-// syncVocabulary pairs every sync status with its job status.
+// syncVocabulary pairs every sync job status (the spec's) with its job
+// status: queued is pending. A sync never asks for review.
 var syncVocabulary = jobqueue.Vocabulary{ //nolint:gochecknoglobals // constant table
 	{Name: "pending", Status: jobqueue.StatusQueued},
 	{Name: "running", Status: jobqueue.StatusRunning},

@@ -201,15 +201,6 @@ func (v Vocabulary) Name(st Status) string {
 	return string(st)
 }
 
-// Names are v's words, in list order.
-func (v Vocabulary) Names() []string {
-	out := make([]string, len(v))
-	for i, w := range v {
-		out[i] = w.Name
-	}
-	return out
-}
-
 // NamedCount is a StatusCount under its word in a Vocabulary.
 type NamedCount struct {
 	Name       string
