@@ -890,12 +890,9 @@ func TestExtractionProviderFailure(t *testing.T) {
 	doc := s.extractionUpload(project, "engine.md", "# Engine\n\nAda Lovelace worked with Charles Babbage.")
 	s.waitDocument(project, doc)
 	id := s.extractionJobOf(doc)
-	// FailNext fails the next request of any kind: the chunk embeddings
-	// must be done first, or one of them takes the failure.
-	require.Eventually(t, func() bool {
-		return s.extractionCount(`SELECT count(*) FROM chunk_embedding_jobs WHERE project_id = $1 AND status IN ('queued', 'running')`, project) == 0
-	}, 30*time.Second, 10*time.Millisecond)
-	gemini.FailNext(1, 400, "", "")
+	// Only the extraction call fails: an embedding or a model-list
+	// request meanwhile must not take the failure.
+	gemini.FailNextOn(llmtest.EndpointGenerate, 1, 400)
 	require.NoError(t, s.m.jobs.Resume(ctx, "object_extraction"))
 	j := s.extractionWaitJob(id, "failed", "completed")
 	require.Equal(t, "failed", j.Status)

@@ -84,7 +84,7 @@ func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 		g.serveStream(w, r, model, req.Body)
 		return
 	}
-	g.api(w, func() (any, int) {
+	g.api(w, endpoint, func() (any, int) {
 		switch endpoint {
 		case EndpointModels:
 			return g.modelsPage(r.URL.Query().Get("pageToken"), geminiModel, "models")

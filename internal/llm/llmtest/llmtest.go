@@ -85,6 +85,7 @@ type failure struct {
 	status     int
 	retryAfter string
 	body       string
+	only       Endpoint // "" fails a request to any endpoint
 }
 
 // Fake is the state and behaviour shared by the Gemini and Vertex fakes.
@@ -126,10 +127,22 @@ func (f *Fake) FailNext(n, status int, retryAfter, body string) {
 	if body == "" {
 		body = ErrorBody(status, http.StatusText(status), "")
 	}
+	f.failNext("", n, failure{status: status, retryAfter: retryAfter, body: body})
+}
+
+// FailNextOn is FailNext for requests to endpoint e only (the status's
+// Google error body, no Retry-After): other requests, such as a catalog
+// refresh running meanwhile, go through.
+func (f *Fake) FailNextOn(e Endpoint, n, status int) {
+	f.failNext(e, n, failure{status: status, body: ErrorBody(status, http.StatusText(status), "")})
+}
+
+func (f *Fake) failNext(e Endpoint, n int, fl failure) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	fl.only = e
 	for range n {
-		f.failures = append(f.failures, failure{status: status, retryAfter: retryAfter, body: body})
+		f.failures = append(f.failures, fl)
 	}
 }
 
@@ -209,16 +222,17 @@ func (f *Fake) record(r *http.Request, e Endpoint, model string) (*Request, erro
 	return &req, nil
 }
 
-// nextFailure pops a programmed failure.
-func (f *Fake) nextFailure() (failure, bool) {
+// nextFailure pops the first programmed failure for a request to e.
+func (f *Fake) nextFailure(e Endpoint) (failure, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.failures) == 0 {
-		return failure{}, false
+	for i, fl := range f.failures {
+		if fl.only == "" || fl.only == e {
+			f.failures = append(f.failures[:i:i], f.failures[i+1:]...)
+			return fl, true
+		}
 	}
-	fl := f.failures[0]
-	f.failures = f.failures[1:]
-	return fl, true
+	return failure{}, false
 }
 
 func (f *Fake) isMalformed() bool {
@@ -234,8 +248,8 @@ func (f *Fake) dispatch(w http.ResponseWriter, r *http.Request) {
 
 // serveFailure answers the next programmed failure, if any, and says
 // whether it did.
-func (f *Fake) serveFailure(w http.ResponseWriter) bool {
-	fl, ok := f.nextFailure()
+func (f *Fake) serveFailure(w http.ResponseWriter, e Endpoint) bool {
+	fl, ok := f.nextFailure(e)
 	if !ok {
 		return false
 	}
@@ -250,8 +264,8 @@ func (f *Fake) serveFailure(w http.ResponseWriter) bool {
 
 // api runs the shared steps of an API request after authentication:
 // programmed failures, malformed mode, then handle.
-func (f *Fake) api(w http.ResponseWriter, handle func() (any, int)) {
-	if f.serveFailure(w) {
+func (f *Fake) api(w http.ResponseWriter, e Endpoint, handle func() (any, int)) {
+	if f.serveFailure(w, e) {
 		return
 	}
 	if f.isMalformed() {

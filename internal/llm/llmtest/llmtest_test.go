@@ -85,6 +85,14 @@ func TestGeminiFake(t *testing.T) {
 	status, _, _ = do(t, g.Client(), http.MethodPost, gen, key, body)
 	require.Equal(t, 200, status)
 
+	// A failure for one endpoint waits for a request to it.
+	g.FailNextOn(llmtest.EndpointGenerate, 1, 400)
+	status, _, _ = do(t, g.Client(), http.MethodGet, g.URL()+"/v1beta/models", key, "")
+	require.Equal(t, 200, status, "the model list is not a generate request")
+	status, _, out = do(t, g.Client(), http.MethodPost, gen, key, body)
+	require.Equal(t, 400, status)
+	require.Contains(t, out, "INVALID_ARGUMENT")
+
 	g.SetMalformed(true)
 	status, _, out = do(t, g.Client(), http.MethodPost, gen, key, body)
 	require.Equal(t, 200, status)
@@ -113,7 +121,7 @@ func TestGeminiFake(t *testing.T) {
 	status, _, _ = do(t, g.Client(), http.MethodPost, g.URL()+"/v1beta/models/other:batchEmbedContents", key, `{"requests":[`+reqs[0]+`]}`)
 	require.Equal(t, 400, status, "request model must match the URL")
 
-	require.Equal(t, 6, g.Count(llmtest.EndpointGenerate), "refused and failed requests count too")
+	require.Equal(t, 7, g.Count(llmtest.EndpointGenerate), "refused and failed requests count too")
 	require.Equal(t, 3, g.Count(llmtest.EndpointEmbed))
 	require.Len(t, g.Requests(), 9)
 

@@ -118,7 +118,7 @@ func (f *Fake) serveStream(w http.ResponseWriter, r *http.Request, model string,
 		writeError(w, http.StatusBadRequest, "streamGenerateContent without alt=sse is not faked")
 		return
 	}
-	if f.serveFailure(w) {
+	if f.serveFailure(w, EndpointStream) {
 		return
 	}
 	var sr streamRequest

@@ -179,7 +179,7 @@ func (v *Vertex) serve(w http.ResponseWriter, r *http.Request) {
 		v.serveStream(w, r, model, req.Body)
 		return
 	}
-	v.api(w, func() (any, int) {
+	v.api(w, endpoint, func() (any, int) {
 		switch {
 		case endpoint == EndpointModels:
 			return v.modelsPage(r.URL.Query().Get("pageToken"), vertexModel, "publisherModels")
