@@ -123,7 +123,7 @@ func TestGeminiFake(t *testing.T) {
 
 	require.Equal(t, 7, g.Count(llmtest.EndpointGenerate), "refused and failed requests count too")
 	require.Equal(t, 3, g.Count(llmtest.EndpointEmbed))
-	require.Len(t, g.Requests(), 9)
+	require.Len(t, g.Requests(), 11)
 
 	status, _, _ = do(t, g.Client(), http.MethodGet, g.URL()+"/v1/other", key, "")
 	require.Equal(t, 404, status)
