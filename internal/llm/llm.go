@@ -42,9 +42,31 @@ const (
 
 // Purposes of a generation request. The real providers only pass them
 // along; the local provider chooses its heuristic by them.
+//
+// The three discovery purposes share one wire contract (schema discovery,
+// internal/discovery, sends the JSON Schema of these shapes; the local
+// provider answers in them):
+//
+//   - PurposeDiscovery: Text holds a batch of documents, each as
+//     <document id="UUID" name="NAME">\n...text...\n</document>. The
+//     response is {"types": [T]} where T is {"type_name", "description",
+//     "properties": {name: {"type": "string|number|integer|boolean|array",
+//     "description"}}, "required_properties": [name], "instances": [{"name",
+//     "quote" (verbatim from the document), "document_id"}], "confidence"
+//     (0..1)}.
+//   - PurposeDiscoveryRefine: Text is a merged candidate list {"types": [T]};
+//     the response is the revised list in the same shape (types merged,
+//     split or renamed; instances kept with their types).
+//   - PurposeDiscoveryRelationships: Text is {"types": [T]} followed by a
+//     blank line and the documents as for PurposeDiscovery. The response
+//     is {"relationships": [{"source_type", "target_type",
+//     "relation_type", "description", "cardinality"
+//     ("one_to_one|one_to_many|many_to_many"), "confidence"}]}.
 const (
-	PurposeExtraction = "extraction"
-	PurposeDiscovery  = "discovery"
+	PurposeExtraction             = "extraction"
+	PurposeDiscovery              = "discovery"
+	PurposeDiscoveryRefine        = "discovery_refine"
+	PurposeDiscoveryRelationships = "discovery_relationships"
 )
 
 // Model types reported by ListModels.
