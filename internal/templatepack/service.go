@@ -205,20 +205,28 @@ func (s *Service) Install(ctx context.Context, project, id uuid.UUID, by *uuid.U
 	var out InstalledPack
 	var created bool
 	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		ok, err := packVisible(ctx, tx, []uuid.UUID{project}, id)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrNotFound
-		}
-		if created, err = install(ctx, tx, project, id, by, s.now().UTC()); err != nil {
+		var err error
+		if created, err = s.InstallInTx(ctx, tx, project, id, by); err != nil {
 			return err
 		}
 		out, err = installedGet(ctx, tx, project, id)
 		return err
 	})
 	return out, created, err
+}
+
+// InstallInTx is Install in the caller's transaction (a discovery
+// finalize installs the pack it makes), reporting only whether the pack
+// was not installed before. Errors: not_found.
+func (s *Service) InstallInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, by *uuid.UUID) (bool, error) {
+	ok, err := packVisible(ctx, tx, []uuid.UUID{project}, id)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, ErrNotFound
+	}
+	return install(ctx, tx, project, id, by, s.now().UTC())
 }
 
 // Uninstall removes pack id from project. Errors: not_found (not
