@@ -217,7 +217,7 @@ func (s *Service) Finalize(ctx context.Context, project, id uuid.UUID, p Finaliz
 		var pack templatepack.Pack
 		var err error
 		if p.Mode == ModeCreate {
-			pack, err = s.cfg.Packs.CreatePack(ctx, tx, project, in)
+			pack, err = s.cfg.Packs.CreatePack(ctx, tx, project, in, p.By)
 			out.Message = fmt.Sprintf("created template pack %q (version %s) with %d object types and %d relationship types",
 				pack.Name, pack.Version, len(in.ObjectTypes), len(in.RelationshipTypes))
 		} else {

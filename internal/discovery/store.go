@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/provider"
 )
 
 // jobRow is a discovery_jobs row as the API and the worker read it.
@@ -150,9 +151,12 @@ func jobSetPack(ctx context.Context, tx pgx.Tx, id, pack uuid.UUID, now time.Tim
 
 // callRow is one row of discovery_llm_calls.
 type callRow struct {
-	Call
-	JobID     uuid.UUID
-	ProjectID uuid.UUID
+	provider.Call
+	JobID          uuid.UUID
+	ProjectID      uuid.UUID
+	Phase          string
+	Step           int
+	RequestPayload json.RawMessage
 }
 
 func callInsert(ctx context.Context, db postgres.DBTX, c callRow) error {

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// discType is a discovered type as the API answers it.
+type discType struct {
+	TypeName           string         `json:"type_name"`
+	Description        string         `json:"description"`
+	Properties         map[string]any `json:"properties"`
+	RequiredProperties []string       `json:"required_properties"`
+	ExampleInstances   []struct {
+		Name       string `json:"name"`
+		Quote      string `json:"quote"`
+		DocumentID string `json:"document_id"`
+	} `json:"example_instances"`
+	Frequency           int     `json:"frequency"`
+	Confidence          float64 `json:"confidence"`
+	MatchesExistingType string  `json:"matches_existing_type"`
+}
+
+// discRel is a discovered relationship.
+type discRel struct {
+	SourceType   string  `json:"source_type"`
+	TargetType   string  `json:"target_type"`
+	RelationType string  `json:"relation_type"`
+	Description  string  `json:"description"`
+	Cardinality  string  `json:"cardinality"`
+	Confidence   float64 `json:"confidence"`
+	Frequency    int     `json:"frequency"`
+}
+
+// discJob is a discovery job status response.
+type discJob struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Progress struct {
+		Phase              string `json:"phase"`
+		CurrentStep        int    `json:"current_step"`
+		TotalSteps         int    `json:"total_steps"`
+		DocumentsProcessed int    `json:"documents_processed"`
+		DocumentsTotal     int    `json:"documents_total"`
+		Message            string `json:"message"`
+	} `json:"progress"`
+	CreatedAt               string     `json:"created_at"`
+	StartedAt               string     `json:"started_at"`
+	CompletedAt             string     `json:"completed_at"`
+	ErrorMessage            string     `json:"error_message"`
+	DiscoveredTypes         []discType `json:"discovered_types"`
+	DiscoveredRelationships []discRel  `json:"discovered_relationships"`
+	TemplatePackID          string     `json:"template_pack_id"`
+}
+
+// discUploadRepo uploads real documents of this repository (its README,
+// its docs) and an HTML page, waits until they are parsed and returns
+// their ids in upload order.
+func (s *testServer) discUploadRepo(project string) []string {
+	s.t.Helper()
+	files := []struct{ path, name, mime string }{
+		{"../../README.md", "README.md", "text/markdown"},
+		{"../../docs/architecture.md", "architecture.md", "text/markdown"},
+		{"../../docs/decisions.md", "decisions.md", "text/markdown"},
+		{"testdata/discovery/operations.html", "operations.html", "text/html"},
+	}
+	var ids []string
+	for _, f := range files {
+		data, err := os.ReadFile(f.path)
+		require.NoError(s.t, err)
+		var d docBody
+		r := s.uploadFile(s.admin, project, f.name, f.mime, data)
+		require.Equal(s.t, 201, r.Status, string(r.Body))
+		r.Decode(s.t, &d)
+		ids = append(ids, d.ID)
+	}
+	for _, id := range ids {
+		require.Equal(s.t, "parsed", s.waitDocument(project, id).Status)
+	}
+	return ids
+}
+
+// discStart starts a discovery job and returns its id.
+func (s *testServer) discStart(token, project string, body map[string]any) string {
+	s.t.Helper()
+	var out struct {
+		JobID string `json:"jobId"`
+	}
+	s.must(201, "POST", "/api/discovery-jobs", token, body, header{"X-Project-ID", project}).Decode(s.t, &out)
+	require.NotEmpty(s.t, out.JobID)
+	return out.JobID
+}
+
+// discGet reads a job.
+func (s *testServer) discGet(project, id string) discJob {
+	s.t.Helper()
+	var j discJob
+	s.must(200, "GET", "/api/discovery-jobs/"+id, s.admin, nil, header{"X-Project-ID", project}).Decode(s.t, &j)
+	return j
+}
+
+// discWait waits until a job is in one of statuses.
+func (s *testServer) discWait(project, id string, statuses ...string) discJob {
+	s.t.Helper()
+	var j discJob
+	require.Eventually(s.t, func() bool {
+		j = s.discGet(project, id)
+		return slices.Contains(statuses, j.Status)
+	}, time.Minute, 20*time.Millisecond, "discovery job %s never reached %v", id, statuses)
+	return j
+}
+
+// discDocText is a document's parsed text (its chunks in order).
+func (s *testServer) discDocText(id string) string {
+	s.t.Helper()
+	var text string
+	require.NoError(s.t, s.m.db.pool.QueryRow(context.Background(),
+		`SELECT coalesce(string_agg(text, ' ' ORDER BY chunk_index), '') FROM document_chunks WHERE document_id = $1`, id).Scan(&text))
+	return strings.Join(strings.Fields(text), " ")
+}
+
+// discRequireResult checks what every discovery answers: types stably
+// ordered (frequency descending, then name), example instances (at most
+// 5) quoted verbatim from the job's documents, frequencies and
+// confidences in range, relationships between known types.
+func (s *testServer) discRequireResult(j discJob, docs []string) {
+	s.t.Helper()
+	require.NotEmpty(s.t, j.DiscoveredTypes, "types found")
+	texts := map[string]string{}
+	for _, d := range docs {
+		texts[d] = s.discDocText(d)
+	}
+	names := map[string]bool{}
+	for i, typ := range j.DiscoveredTypes {
+		names[typ.TypeName] = true
+		if i > 0 {
+			prev := j.DiscoveredTypes[i-1]
+			require.True(s.t, prev.Frequency > typ.Frequency || (prev.Frequency == typ.Frequency && prev.TypeName < typ.TypeName),
+				"ordered by frequency, then name: %s (%d) before %s (%d)", prev.TypeName, prev.Frequency, typ.TypeName, typ.Frequency)
+		}
+		require.LessOrEqual(s.t, len(typ.ExampleInstances), 5)
+		require.GreaterOrEqual(s.t, typ.Confidence, 0.0)
+		require.LessOrEqual(s.t, typ.Confidence, 1.0)
+		require.LessOrEqual(s.t, typ.Frequency, len(docs))
+		for _, e := range typ.ExampleInstances {
+			text, ok := texts[e.DocumentID]
+			require.True(s.t, ok, "%s: instance %q names a document of the job", typ.TypeName, e.Name)
+			require.Contains(s.t, text, strings.Join(strings.Fields(e.Quote), " "), "%s: the quote of %q is verbatim from its document", typ.TypeName, e.Name)
+		}
+	}
+	for _, r := range j.DiscoveredRelationships {
+		require.Contains(s.t, []string{"one_to_one", "one_to_many", "many_to_many"}, r.Cardinality)
+		require.NotEmpty(s.t, r.RelationType)
+	}
+}
+
+// discCalls counts a job's call log and its usage ledger rows, and sums
+// the logged tokens.
+func (s *testServer) discCalls(job string) (calls, ledger, tokens int) {
+	s.t.Helper()
+	ctx := context.Background()
+	pool := s.m.db.pool
+	require.NoError(s.t, pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(total_tokens), 0) FROM discovery_llm_calls WHERE job_id = $1`, job).Scan(&calls, &tokens))
+	require.NoError(s.t, pool.QueryRow(ctx, `SELECT count(*) FROM provider_usage WHERE job_id = $1 AND operation = 'generate'`, job).Scan(&ledger))
+	return calls, ledger, tokens
+}
+
+// discTypesLine describes types for a test log.
+func discTypesLine(ts []discType) string {
+	var b strings.Builder
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		var ex []string
+		for _, e := range t.ExampleInstances {
+			ex = append(ex, e.Name)
+		}
+		fmt.Fprintf(&b, "%s (freq %d, conf %.2f, e.g. %s)", t.TypeName, t.Frequency, t.Confidence, strings.Join(ex, "; "))
+	}
+	return b.String()
+}
+
+// TestDiscoveryLocalOverRepositoryDocuments is the issue's "Done when"
+// with the local provider: over this repository's README files, its
+// architecture notes and an HTML page, discovery completes with types
+// whose example instances are quoted from the documents, every call is
+// in the call log and the usage ledger, the progress went out as events;
+// finalizing makes a pack (version 1, installed) that extraction then
+// uses: the re-extracted documents give objects of the discovered types.
+func TestDiscoveryLocalOverRepositoryDocuments(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	docs := s.discUploadRepo(project)
+	id := s.discStart(s.admin, project, map[string]any{"document_ids": docs, "batch_size": 2})
+	j := s.discWait(project, id, "completed", "failed")
+	require.Equal(t, "completed", j.Status, j.ErrorMessage)
+	require.Equal(t, "done", j.Progress.Phase)
+	require.Equal(t, j.Progress.TotalSteps, j.Progress.CurrentStep)
+	require.Equal(t, len(docs), j.Progress.DocumentsProcessed)
+	require.NotEmpty(t, j.StartedAt)
+	require.NotEmpty(t, j.CompletedAt)
+	s.discRequireResult(j, docs)
+
+	calls, ledger, tokens := s.discCalls(id)
+	require.GreaterOrEqual(t, calls, 2+1, "two batches and at least the relationships or a refine call")
+	require.Equal(t, calls, ledger, "every call is on the usage ledger, attributed to the job")
+	t.Logf("local discovery over %d documents: %d calls, %d tokens; %d types: %s; %d relationships",
+		len(docs), calls, tokens, len(j.DiscoveredTypes), discTypesLine(j.DiscoveredTypes), len(j.DiscoveredRelationships))
+
+	// Deterministic: the same documents give the same result.
+	again := s.discWait(project, s.discStart(s.admin, project, map[string]any{"document_ids": docs, "batch_size": 2}), "completed", "failed")
+	require.Equal(t, j.DiscoveredTypes, again.DiscoveredTypes)
+	require.Equal(t, j.DiscoveredRelationships, again.DiscoveredRelationships)
+
+	// The progress went out on the event stream, and job.completed.
+	require.Positive(t, s.extractionCount(`SELECT count(*) FROM events WHERE type = 'discovery.progress' AND payload->>'jobId' = $1`, id))
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM events WHERE type = 'job.completed' AND payload->>'jobId' = $1
+		AND payload->>'queue' = 'schema_discovery' AND payload->>'status' = 'completed'`, id))
+
+	// Finalize: a new pack of the types, installed; extraction uses it.
+	var included []map[string]any
+	typeNames := map[string]bool{}
+	for _, typ := range j.DiscoveredTypes {
+		typeNames[typ.TypeName] = true
+		included = append(included, map[string]any{
+			"type_name": typ.TypeName, "description": typ.Description, "properties": typ.Properties,
+			"required_properties": typ.RequiredProperties, "example_instances": typ.ExampleInstances, "frequency": typ.Frequency,
+		})
+	}
+	var rels []map[string]any
+	for _, r := range j.DiscoveredRelationships {
+		if typeNames[r.SourceType] && typeNames[r.TargetType] {
+			rels = append(rels, map[string]any{"source_type": r.SourceType, "target_type": r.TargetType, "relation_type": r.RelationType,
+				"description": r.Description, "cardinality": r.Cardinality})
+		}
+	}
+	var fin struct {
+		TemplatePackID string `json:"template_pack_id"`
+		Message        string `json:"message"`
+	}
+	before := s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE job_type = 'reextraction'`)
+	s.must(200, "POST", "/api/discovery-jobs/"+id+"/finalize", s.admin, map[string]any{
+		"packName": "Repository schema", "mode": "create", "includedTypes": included, "includedRelationships": rels, "reextract": true,
+	}, header{"X-Project-ID", project}).Decode(t, &fin)
+	require.NotEmpty(t, fin.TemplatePackID)
+	require.Contains(t, fin.Message, "installed")
+	require.Equal(t, fin.TemplatePackID, s.discGet(project, id).TemplatePackID)
+	require.Equal(t, "completed", s.discGet(project, id).Status, "the job stays completed")
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM project_template_packs WHERE project_id = $1 AND pack_id = $2`, project, fin.TemplatePackID))
+	require.Equal(t, len(docs), s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE job_type = 'reextraction'`)-before)
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE job_type = 'reextraction' AND status IN ('queued', 'running')`) == 0
+	}, time.Minute, 50*time.Millisecond)
+	var got []string
+	rows, err := s.m.db.pool.Query(context.Background(), `SELECT DISTINCT o.type FROM graph_objects o
+		JOIN graph_object_provenance p ON p.object_id = o.id JOIN object_extraction_jobs j ON j.id = p.extraction_job_id
+		WHERE o.project_id = $1 AND j.job_type = 'reextraction' ORDER BY 1`, project)
+	require.NoError(t, err)
+	for rows.Next() {
+		var typ string
+		require.NoError(t, rows.Scan(&typ))
+		got = append(got, typ)
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, got, "the reextraction found objects")
+	for _, typ := range got {
+		require.True(t, typeNames[typ], "object type %s is one of the discovered types", typ)
+	}
+	t.Logf("extraction with the discovered pack: objects of %v", got)
+}
