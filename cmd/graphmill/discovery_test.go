@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
 
 // discType is a discovered type as the API answers it.
@@ -276,4 +281,165 @@ func TestDiscoveryLocalOverRepositoryDocuments(t *testing.T) {
 		require.True(t, typeNames[typ], "object type %s is one of the discovered types", typ)
 	}
 	t.Logf("extraction with the discovered pack: objects of %v", got)
+}
+
+// discCount counts a fake's discovery requests (by their schema).
+func discCount(n *atomic.Int64, schema string) {
+	if strings.Contains(schema, `"type_name"`) || strings.Contains(schema, `"relation_type"`) {
+		n.Add(1)
+	}
+}
+
+// discFakeVocabulary is what the fake models of the provider tests
+// "recognise" in a document: names of things by type.
+func discFakeVocabulary() map[string][]string {
+	return map[string][]string{
+		"Provider": {"key-ai", "account-ai", "Ollama", "vLLM"},
+		"Queue":    {"document_parsing", "object_extraction", "chunk_embedding", "schema_discovery"},
+		"Person":   {"Ada Lovelace", "Grace Hopper", "Alan Turing"},
+	}
+}
+
+var discDocRE = regexp.MustCompile(`(?s)<document id="([^"]+)" name="[^"]*">\n(.*?)\n</document>`)
+
+// discFakeAnswer is a fake model speaking the discovery wire contract
+// (internal/llm) and extraction's: it tells the purpose by the response
+// schema, finds the vocabulary's names in the documents with the line
+// that holds each as its quote, gives the refined list back unchanged
+// and proposes one relationship; as an extractor it returns the
+// vocabulary's objects of the types the schema allows.
+func discFakeAnswer(prompt, schema string) string {
+	switch {
+	case strings.Contains(schema, `"relation_type"`):
+		return `{"relationships": [{"source_type": "Person", "target_type": "Queue", "relation_type": "MAINTAINS",
+			"description": "A person maintains the worker of a queue.", "cardinality": "one_to_many", "confidence": 0.8}]}`
+	case strings.Contains(schema, `"type_name"`) && !strings.Contains(prompt, "<document id="):
+		i := strings.Index(prompt, `{"types":`)
+		return prompt[i:]
+	case strings.Contains(schema, `"type_name"`):
+		type inst struct {
+			Name  string `json:"name"`
+			Quote string `json:"quote"`
+			Doc   string `json:"document_id"`
+		}
+		var types []map[string]any
+		vocab := discFakeVocabulary()
+		for _, typ := range []string{"Person", "Provider", "Queue"} {
+			var ins []inst
+			for _, m := range discDocRE.FindAllStringSubmatch(prompt, -1) {
+				for _, line := range strings.Split(m[2], "\n") {
+					for _, name := range vocab[typ] {
+						if strings.Contains(line, name) && !slices.ContainsFunc(ins, func(x inst) bool { return x.Name == name && x.Doc == m[1] }) {
+							ins = append(ins, inst{Name: name, Quote: strings.TrimSpace(line), Doc: m[1]})
+						}
+					}
+				}
+			}
+			if len(ins) == 0 {
+				continue
+			}
+			types = append(types, map[string]any{
+				"type_name": typ, "description": "A " + strings.ToLower(typ) + " named in the documents.",
+				"properties":          map[string]any{"role": map[string]any{"type": "string", "description": "What it does."}},
+				"required_properties": []string{}, "instances": ins, "confidence": 0.9,
+			})
+		}
+		b, _ := json.Marshal(map[string]any{"types": types})
+		return string(b)
+	default: // extraction
+		var objs []map[string]any
+		for typ, names := range discFakeVocabulary() {
+			if !strings.Contains(schema, `"`+typ+`"`) {
+				continue
+			}
+			for _, n := range names {
+				if strings.Contains(prompt, n) {
+					objs = append(objs, map[string]any{"type": typ, "name": n, "confidence": 0.9})
+				}
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"objects": objs, "relationships": []any{}})
+		return string(b)
+	}
+}
+
+// testDiscoveryThroughFake runs discovery and finalize on s, whose
+// provider is a fake answering with discFakeAnswer: the types found are
+// the vocabulary's that occur, each instance quoted from its document;
+// the refine pass changes nothing and ends the iterations; the
+// relationship is kept; every call is logged; the pack made of the types
+// is what the re-extraction then uses.
+func testDiscoveryThroughFake(t *testing.T, s *testServer, calls func() int) {
+	project, _ := s.defaultProject()
+	docs := s.discUploadRepo(project)
+	before := calls()
+	id := s.discStart(s.admin, project, map[string]any{"document_ids": docs, "batch_size": 2, "max_iterations": 5})
+	j := s.discWait(project, id, "completed", "failed")
+	require.Equal(t, "completed", j.Status, j.ErrorMessage)
+	s.discRequireResult(j, docs)
+	var names []string
+	for _, typ := range j.DiscoveredTypes {
+		names = append(names, typ.TypeName)
+		require.NotEmpty(t, typ.ExampleInstances)
+		require.Contains(t, typ.Properties, "role")
+	}
+	slices.Sort(names)
+	require.Equal(t, []string{"Person", "Provider", "Queue"}, names)
+	require.Len(t, j.DiscoveredRelationships, 1)
+	require.Equal(t, discRel{SourceType: "Person", TargetType: "Queue", RelationType: "MAINTAINS", Description: "A person maintains the worker of a queue.",
+		Cardinality: "one_to_many", Confidence: 0.8, Frequency: 1}, j.DiscoveredRelationships[0])
+	n, ledger, tokens := s.discCalls(id)
+	require.Equal(t, 2+1+1, n, "two batches, one refine that changed nothing (of 4 allowed), one relationships call")
+	require.Equal(t, n, ledger)
+	require.Equal(t, n, calls()-before, "the provider saw each call once")
+	require.Positive(t, tokens)
+
+	var included []map[string]any
+	for _, typ := range j.DiscoveredTypes {
+		included = append(included, map[string]any{"type_name": typ.TypeName, "description": typ.Description, "properties": typ.Properties,
+			"required_properties": []string{}, "example_instances": typ.ExampleInstances, "frequency": typ.Frequency})
+	}
+	s.must(200, "POST", "/api/discovery-jobs/"+id+"/finalize", s.admin, map[string]any{
+		"packName": "Fake schema", "mode": "create", "includedTypes": included, "reextract": true,
+		"includedRelationships": []map[string]any{{"source_type": "Person", "target_type": "Queue", "relation_type": "MAINTAINS", "cardinality": "one_to_many"}},
+	}, header{"X-Project-ID", project})
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE job_type = 'reextraction' AND status IN ('completed', 'requires_review')`) == len(docs)
+	}, time.Minute, 50*time.Millisecond)
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1 AND type = 'Person' AND name = 'Ada Lovelace'`, project),
+		"extraction used the discovered types")
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1 AND type = 'Provider' AND name = 'Ollama'`, project))
+}
+
+// TestDiscoveryThroughKeyAI: the flow against the Gemini fake, with its
+// structured output (responseJsonSchema).
+func TestDiscoveryThroughKeyAI(t *testing.T) {
+	t.Parallel()
+	const apiKey = "AIzaSy-discovery-key-1234"
+	gemini := llmtest.NewGemini(t, apiKey)
+	var n atomic.Int64
+	gemini.SetGenerate(func(c llmtest.GenerateCall) string {
+		discCount(&n, string(c.Schema))
+		return discFakeAnswer(strings.Join(c.Parts, "\n"), string(c.Schema))
+	})
+	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
+	testDiscoveryThroughFake(t, s, func() int { return int(n.Load()) })
+}
+
+// TestDiscoveryThroughOpenAI: the flow against the OpenAI-compatible
+// fake, with its structured output (response_format json_schema).
+func TestDiscoveryThroughOpenAI(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewOpenAI(t)
+	var n atomic.Int64
+	fake.SetChat(func(c llmtest.OpenAIChat) string {
+		discCount(&n, string(c.Schema)+c.Messages[0].Content)
+		var text []string
+		for _, m := range c.Messages {
+			text = append(text, m.Content)
+		}
+		return discFakeAnswer(strings.Join(text, "\n"), string(c.Schema))
+	})
+	s := newServer(t, withOpenAI(fake.URL(), "", "llama3.1:8b", "nomic-embed-text"), withoutLocalProvider)
+	testDiscoveryThroughFake(t, s, func() int { return int(n.Load()) })
 }

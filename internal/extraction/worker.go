@@ -240,7 +240,6 @@ func requestPayload(req llm.GenerateRequest, gen Generator, types *templatepack.
 	return raw
 }
 
-
 // pendingRel is a relationship of a response, resolved once every window
 // is in.
 type pendingRel struct {
