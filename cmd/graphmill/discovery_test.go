@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
@@ -442,4 +443,126 @@ func TestDiscoveryThroughOpenAI(t *testing.T) {
 	})
 	s := newServer(t, withOpenAI(fake.URL(), "", "llama3.1:8b", "nomic-embed-text"), withoutLocalProvider)
 	testDiscoveryThroughFake(t, s, func() int { return int(n.Load()) })
+}
+
+// discParsed uploads a small markdown document and waits until it is
+// parsed.
+func (s *testServer) discParsed(project, name, content string) string {
+	s.t.Helper()
+	var d docBody
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": name, "content": content}, header{"X-Project-ID", project}).Decode(s.t, &d)
+	require.Equal(s.t, "parsed", s.waitDocument(project, d.ID).Status)
+	return d.ID
+}
+
+// TestDiscoveryStartValidation: every bad request answers 400 naming
+// what is wrong, and queues nothing.
+func TestDiscoveryStartValidation(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	doc := s.discParsed(project, "a.md", "# A\n\nAda Lovelace wrote notes.")
+	other := s.graphNewProject(org, "other")
+	foreign := s.discParsed(other, "b.md", "# B\n\nGrace Hopper wrote a compiler.")
+	many := make([]string, 501)
+	for i := range many {
+		many[i] = uuid.NewString()
+	}
+	for _, c := range []struct {
+		name   string
+		body   map[string]any
+		detail string
+	}{
+		{"no documents field", map[string]any{}, "document_ids"},
+		{"empty documents", map[string]any{"document_ids": []string{}}, "at least one document"},
+		{"too many documents", map[string]any{"document_ids": many}, "at most 500"},
+		{"malformed id", map[string]any{"document_ids": []string{"nope"}}, `"nope" is not a document id`},
+		{"unknown document", map[string]any{"document_ids": []string{many[0]}}, many[0] + " is not a document of this project"},
+		{"another project's document", map[string]any{"document_ids": []string{foreign}}, foreign + " is not a document of this project"},
+		{"duplicate", map[string]any{"document_ids": []string{doc, doc}}, "twice"},
+		{"batch_size 0", map[string]any{"document_ids": []string{doc}, "batch_size": 0}, "batch_size must be between 1 and 50"},
+		{"batch_size 51", map[string]any{"document_ids": []string{doc}, "batch_size": 51}, "batch_size must be between 1 and 50"},
+		{"min_confidence below 0", map[string]any{"document_ids": []string{doc}, "min_confidence": -0.1}, "min_confidence must be between 0 and 1"},
+		{"min_confidence above 1", map[string]any{"document_ids": []string{doc}, "min_confidence": 1.5}, "min_confidence must be between 0 and 1"},
+		{"max_iterations 0", map[string]any{"document_ids": []string{doc}, "max_iterations": 0}, "max_iterations must be between 1 and 10"},
+		{"max_iterations 11", map[string]any{"document_ids": []string{doc}, "max_iterations": 11}, "max_iterations must be between 1 and 10"},
+		{"unknown field", map[string]any{"document_ids": []string{doc}, "batchSize": 3}, "batchSize"},
+	} {
+		r := s.do("POST", "/api/discovery-jobs", s.admin, c.body, header{"X-Project-ID", project})
+		require.Equal(t, 400, r.Status, "%s: %s", c.name, r.Body)
+		require.Contains(t, r.Detail(t)+string(r.Body), c.detail, c.name)
+	}
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM discovery_jobs`), "nothing queued")
+
+	// The defaults are stored with a valid job.
+	id := s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc}})
+	var opts string
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT options::text FROM discovery_jobs WHERE id = $1`, id).Scan(&opts))
+	require.JSONEq(t, `{"batch_size": 5, "min_confidence": 0.5, "include_relationships": true, "max_iterations": 3}`, opts)
+}
+
+// TestDiscoveryAuthAndTenancy: no token 401; a token without the scope
+// or a viewer starting a job 403; another project's job 404 on every
+// route that names one; the list holds only the project's jobs.
+func TestDiscoveryAuthAndTenancy(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	doc := s.discParsed(project, "a.md", "# A\n\nAda Lovelace wrote notes.")
+	id := s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc}})
+	s.discWait(project, id, "completed")
+	hp := header{"X-Project-ID", project}
+	routes := []struct{ method, path string }{
+		{"GET", "/api/discovery-jobs"}, {"POST", "/api/discovery-jobs"}, {"GET", "/api/discovery-jobs/" + id},
+		{"POST", "/api/discovery-jobs/" + id + "/cancel"}, {"POST", "/api/discovery-jobs/" + id + "/finalize"},
+	}
+	for _, r := range routes {
+		require.Equal(t, 401, s.do(r.method, r.path, "", map[string]any{}, hp).Status, "%s %s without a token", r.method, r.path)
+	}
+	// Scopes and roles.
+	_, viewer := s.newMember("viewer@example.com", []string{"discovery:read", "discovery:write"}, project, "viewer")
+	require.Equal(t, 200, s.do("GET", "/api/discovery-jobs", viewer, nil, hp).Status)
+	require.Equal(t, 200, s.do("GET", "/api/discovery-jobs/"+id, viewer, nil, hp).Status)
+	require.Equal(t, 403, s.do("POST", "/api/discovery-jobs", viewer, map[string]any{"document_ids": []string{doc}}, hp).Status, "a viewer cannot start")
+	require.Equal(t, 403, s.do("POST", "/api/discovery-jobs/"+id+"/finalize", viewer, map[string]any{"packName": "x", "mode": "create", "includedTypes": []any{}}, hp).Status)
+	_, reader := s.newMember("reader@example.com", []string{"discovery:read"}, project, "editor")
+	require.Equal(t, 403, s.do("POST", "/api/discovery-jobs", reader, map[string]any{"document_ids": []string{doc}}, hp).Status, "without discovery:write")
+	_, noScope := s.newMember("noscope@example.com", []string{"documents:read"}, project, "editor")
+	require.Equal(t, 403, s.do("GET", "/api/discovery-jobs", noScope, nil, hp).Status, "without discovery:read")
+	_, editor := s.newMember("editor@example.com", []string{"discovery:read", "discovery:write"}, project, "editor")
+	second := s.discStart(editor, project, map[string]any{"document_ids": []string{doc}})
+	var creator string
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT u.primary_email FROM discovery_jobs j JOIN users u ON u.id = j.created_by WHERE j.id = $1`, second).Scan(&creator))
+	require.Equal(t, "editor@example.com", creator, "the job records who started it")
+
+	// Another project: its members see neither the job nor the list entry.
+	_, org := s.defaultProject()
+	other := s.graphNewProject(org, "other")
+	_, outsider := s.newMember("outsider@example.com", []string{"discovery:read", "discovery:write"}, other, "admin")
+	ho := header{"X-Project-ID", other}
+	for _, r := range routes[2:] {
+		res := s.do(r.method, r.path, outsider, map[string]any{"packName": "x", "mode": "create", "includedTypes": []any{}}, ho)
+		require.Equal(t, 404, res.Status, "%s %s of another project: %s", r.method, r.path, res.Body)
+		res = s.do(r.method, r.path, outsider, map[string]any{"packName": "x", "mode": "create", "includedTypes": []any{}}, hp)
+		require.Equal(t, 404, res.Status, "%s %s naming a project the caller is not in", r.method, r.path)
+	}
+	var list struct {
+		Data  []map[string]any `json:"data"`
+		Total int              `json:"total"`
+	}
+	s.must(200, "GET", "/api/discovery-jobs", outsider, nil, ho).Decode(t, &list)
+	require.Empty(t, list.Data)
+	require.Zero(t, list.Total)
+	require.Equal(t, 404, s.do("GET", "/api/discovery-jobs/not-a-uuid", s.admin, nil, hp).Status)
+
+	// The list: newest first, paged, list items without started_at and
+	// error_message, queued shown as pending.
+	s.must(200, "GET", "/api/discovery-jobs?limit=1", s.admin, nil, hp).Decode(t, &list)
+	require.Equal(t, 2, list.Total)
+	require.Len(t, list.Data, 1)
+	require.Equal(t, second, list.Data[0]["id"])
+	require.NotContains(t, list.Data[0], "started_at")
+	require.NotContains(t, list.Data[0], "error_message")
+	require.Contains(t, []any{"pending", "running", "completed"}, list.Data[0]["status"])
+	require.Equal(t, 400, s.do("GET", "/api/discovery-jobs?limit=0", s.admin, nil, hp).Status)
 }

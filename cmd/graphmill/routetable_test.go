@@ -185,6 +185,14 @@ func (f *routeFixtures) id(t *testing.T, kind string) string {
 		}
 		s.must(200, "GET", "/api/superadmin/me", s.admin, nil).Decode(t, &me)
 		out.ID = s.notify(me.UserID, notification.Params{Title: "route", Message: "table"}).ID
+	case "discovery-job":
+		var started struct {
+			JobID string `json:"jobId"`
+		}
+		doc := f.id(t, "document")
+		s.waitDocument(f.project, doc)
+		s.must(201, "POST", "/api/discovery-jobs", s.admin, map[string]any{"document_ids": []string{doc}}, hp).Decode(t, &started)
+		out.ID = started.JobID
 	case "template-pack":
 		out.ID = s.graphCreatePack(f.project, graphPack("Route"))
 	case "org":
