@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
+	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
 // discType is a discovered type as the API answers it.
@@ -565,4 +568,127 @@ func TestDiscoveryAuthAndTenancy(t *testing.T) {
 	require.NotContains(t, list.Data[0], "error_message")
 	require.Contains(t, []any{"pending", "running", "completed"}, list.Data[0]["status"])
 	require.Equal(t, 400, s.do("GET", "/api/discovery-jobs?limit=0", s.admin, nil, hp).Status)
+}
+
+// discBlockingGemini is a Gemini fake whose discovery batch calls after
+// the first free ones wait until released (or the test ends); the others
+// answer with discFakeAnswer. batches counts the batch calls received.
+type discBlockingGemini struct {
+	*llmtest.Gemini
+	release chan struct{}
+	batches atomic.Int64
+}
+
+func newDiscBlockingGemini(t *testing.T, apiKey string, free int64) *discBlockingGemini {
+	g := &discBlockingGemini{Gemini: llmtest.NewGemini(t, apiKey), release: make(chan struct{})}
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(g.release) }) })
+	g.SetGenerate(func(c llmtest.GenerateCall) string {
+		prompt := strings.Join(c.Parts, "\n")
+		if strings.Contains(prompt, "<document id=") && strings.Contains(string(c.Schema), `"type_name"`) {
+			if g.batches.Add(1) > free {
+				select {
+				case <-g.release:
+				case <-time.After(time.Minute):
+				}
+			}
+		}
+		return discFakeAnswer(prompt, string(c.Schema))
+	})
+	return g
+}
+
+// TestDiscoveryCancelRunning: a running job (its second batch call in
+// flight) is cancelled: it stops within seconds, its status is
+// cancelled, the batch committed before stays and nothing after it is
+// written; a second cancel answers 409, and so does a finalize.
+func TestDiscoveryCancelRunning(t *testing.T) {
+	t.Parallel()
+	const apiKey = "AIzaSy-discovery-cancel-1234"
+	g := newDiscBlockingGemini(t, apiKey, 1)
+	s := newServer(t, withKeyAI(g.URL(), apiKey), withoutLocalProvider)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	docs := []string{
+		s.discParsed(project, "a.md", "# A\n\nAda Lovelace maintains the extraction pipeline."),
+		s.discParsed(project, "b.md", "# B\n\nGrace Hopper maintains the job engine."),
+	}
+	id := s.discStart(s.admin, project, map[string]any{"document_ids": docs, "batch_size": 1})
+	require.Eventually(t, func() bool { return g.batches.Load() == 2 }, 30*time.Second, 10*time.Millisecond, "the second batch's call is in flight")
+	running := s.discGet(project, id)
+	require.Equal(t, "running", running.Status)
+	require.Equal(t, 1, running.Progress.CurrentStep, "the first batch is committed")
+
+	var cancelled discJob
+	s.must(200, "POST", "/api/discovery-jobs/"+id+"/cancel", s.admin, nil, hp).Decode(t, &cancelled)
+	require.Equal(t, "cancelled", cancelled.Status)
+	// The worker stops: its in-flight call ends as cancelled in the call
+	// log, and the job's lease is released.
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM discovery_llm_calls WHERE job_id = $1 AND status = 'error' AND error_message LIKE 'cancelled%'`, id) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the call in flight was cancelled")
+	j := s.discGet(project, id)
+	require.Equal(t, "cancelled", j.Status)
+	require.Equal(t, 1, s.extractionCount(`SELECT jsonb_array_length(batch_proposals) FROM discovery_jobs WHERE id = $1`, id), "only the first batch")
+	require.Empty(t, j.DiscoveredTypes)
+	r := s.do("POST", "/api/discovery-jobs/"+id+"/cancel", s.admin, nil, hp)
+	require.Equal(t, 409, r.Status)
+	require.Contains(t, r.Detail(t), "is cancelled")
+	r = s.do("POST", "/api/discovery-jobs/"+id+"/finalize", s.admin, map[string]any{
+		"packName": "x", "mode": "create", "includedTypes": []map[string]any{{"type_name": "Person", "description": "", "properties": map[string]any{}}},
+	}, hp)
+	require.Equal(t, 409, r.Status)
+	require.Contains(t, r.Detail(t), "only completed jobs can be finalized")
+	require.Equal(t, int64(2), g.batches.Load(), "no call after the cancel")
+}
+
+// TestDiscoveryResumesAfterRestart: the server stops while a job's
+// second batch call is in flight; a server started on the same database
+// resumes the job after its first batch (committed before the stop):
+// the first batch is not asked again, and the job completes with the
+// types of both batches.
+func TestDiscoveryResumesAfterRestart(t *testing.T) {
+	t.Parallel()
+	const apiKey = "AIzaSy-discovery-restart-1234"
+	g := newDiscBlockingGemini(t, apiKey, 1)
+	url := pgtest.NewURL(t)
+	a := startServer(t, url, withKeyAI(g.URL(), apiKey), withoutLocalProvider, func(c *config.Config) { c.ShutdownTimeout = 500 * time.Millisecond })
+	project, _ := a.defaultProject()
+	docs := []string{
+		a.discParsed(project, "a.md", "# A\n\nAda Lovelace maintains the extraction pipeline."),
+		a.discParsed(project, "b.md", "# B\n\nGrace Hopper maintains the schema_discovery queue."),
+	}
+	id := a.discStart(a.admin, project, map[string]any{"document_ids": docs, "batch_size": 1})
+	require.Eventually(t, func() bool { return g.batches.Load() == 2 }, 30*time.Second, 10*time.Millisecond)
+	a.m.Stop(context.Background())
+
+	g2 := llmtest.NewGemini(t, apiKey)
+	var asked []string
+	var mu sync.Mutex
+	g2.SetGenerate(func(c llmtest.GenerateCall) string {
+		prompt := strings.Join(c.Parts, "\n")
+		for _, m := range discDocRE.FindAllStringSubmatch(prompt, -1) {
+			if strings.Contains(string(c.Schema), `"type_name"`) {
+				mu.Lock()
+				asked = append(asked, m[1])
+				mu.Unlock()
+			}
+		}
+		return discFakeAnswer(prompt, string(c.Schema))
+	})
+	b := startServer(t, url, withKeyAI(g2.URL(), apiKey), withoutLocalProvider, func(c *config.Config) { c.BootstrapToken = a.admin })
+	j := b.discWait(project, id, "completed", "failed")
+	require.Equal(t, "completed", j.Status, j.ErrorMessage)
+	mu.Lock()
+	require.Equal(t, []string{docs[1]}, asked, "only the unfinished batch is asked again")
+	mu.Unlock()
+	var names []string
+	for _, typ := range j.DiscoveredTypes {
+		names = append(names, typ.TypeName)
+	}
+	slices.Sort(names)
+	require.Equal(t, []string{"Person", "Queue"}, names, "the types of both batches")
+	require.Equal(t, 1, b.extractionCount(`SELECT count(*) FROM discovery_llm_calls WHERE job_id = $1 AND phase = 'analyzing' AND step = 1`, id),
+		"the finished batch was called once")
+	require.Equal(t, 1, b.extractionCount(`SELECT count(*) FROM discovery_llm_calls WHERE job_id = $1 AND phase = 'analyzing' AND step = 2 AND status = 'success'`, id))
 }
