@@ -692,3 +692,102 @@ func TestDiscoveryResumesAfterRestart(t *testing.T) {
 		"the finished batch was called once")
 	require.Equal(t, 1, b.extractionCount(`SELECT count(*) FROM discovery_llm_calls WHERE job_id = $1 AND phase = 'analyzing' AND step = 2 AND status = 'success'`, id))
 }
+
+// TestDiscoveryFinalize: the finalize rules. Bad bodies answer 400 (an
+// update without existingPackId among them) and change nothing; an
+// update of a pack the caller cannot see answers 404; create makes
+// version 1 (installed unless install is false); update writes a new
+// version of the pack with the included types merged in and keeps the
+// previous version in the history.
+func TestDiscoveryFinalize(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	doc := s.discParsed(project, "a.md", "# A\n\nAda Lovelace maintains the extraction pipeline.")
+	id := s.discWait(project, s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc}}), "completed").ID
+	path := "/api/discovery-jobs/" + id + "/finalize"
+	service := map[string]any{
+		"type_name": "Service", "description": "A running service.",
+		"properties":          map[string]any{"port": map[string]any{"type": "integer", "description": "Its port."}},
+		"required_properties": []string{"port"},
+	}
+	for _, c := range []struct {
+		name   string
+		body   map[string]any
+		detail string
+	}{
+		{"update without existingPackId", map[string]any{"packName": "P", "mode": "update", "includedTypes": []any{service}}, "existingPackId is required when mode is update"},
+		{"bad mode", map[string]any{"packName": "P", "mode": "replace", "includedTypes": []any{service}}, "mode"},
+		{"no pack name", map[string]any{"packName": " ", "mode": "create", "includedTypes": []any{service}}, "packName is required"},
+		{"no types", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{}}, "at least one type"},
+		{"required property not a property", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{map[string]any{
+			"type_name": "Service", "description": "", "properties": map[string]any{}, "required_properties": []string{"port"},
+		}}}, `required property "port" is not among its properties`},
+		{"property not a schema", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{map[string]any{
+			"type_name": "Service", "description": "", "properties": map[string]any{"port": 8080},
+		}}}, `property "port" must be a named JSON Schema object`},
+		{"invalid property schema", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{map[string]any{
+			"type_name": "Service", "description": "", "properties": map[string]any{"port": map[string]any{"type": "whole number"}},
+		}}}, "Service"},
+		{"duplicate type", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{service, service}}, "appears twice"},
+		{"relationship to an unknown type", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{service},
+			"includedRelationships": []any{map[string]any{"source_type": "Service", "target_type": "Spaceship", "relation_type": "RUNS_ON", "cardinality": "one_to_many"}}},
+			`type "Spaceship" is neither included nor an existing type`},
+		{"bad cardinality", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{service},
+			"includedRelationships": []any{map[string]any{"source_type": "Service", "target_type": "Person", "relation_type": "RUNS", "cardinality": "several"}}},
+			"cardinality"},
+	} {
+		r := s.do("POST", path, s.admin, c.body, hp)
+		require.Equal(t, 400, r.Status, "%s: %s", c.name, r.Body)
+		require.Contains(t, r.Detail(t)+string(r.Body), c.detail, c.name)
+	}
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM template_packs WHERE project_id = $1`, project), "nothing made")
+
+	// Another organization's pack is not visible: 404.
+	var otherOrg struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": "elsewhere"}).Decode(t, &otherOrg)
+	foreignPack := s.graphCreatePack(s.graphNewProject(otherOrg.ID, "elsewhere"), graphPack("Foreign"))
+	_, editor := s.newMember("editor@example.com", []string{"discovery:read", "discovery:write"}, project, "editor")
+	r := s.do("POST", path, editor, map[string]any{"packName": "P", "mode": "update", "existingPackId": foreignPack, "includedTypes": []any{service}}, hp)
+	require.Equal(t, 404, r.Status, string(r.Body))
+
+	// Create: version 1, installed; a relationship to an installed type
+	// (Person, of the default pack) is accepted.
+	var fin struct {
+		TemplatePackID string `json:"template_pack_id"`
+		Message        string `json:"message"`
+	}
+	s.must(200, "POST", path, editor, map[string]any{"packName": "Services", "mode": "create", "includedTypes": []any{service},
+		"includedRelationships": []any{map[string]any{"source_type": "Person", "target_type": "Service", "relation_type": "OPERATES", "cardinality": "one_to_many"}},
+	}, hp).Decode(t, &fin)
+	pack := fin.TemplatePackID
+	require.Equal(t, pack, s.discGet(project, id).TemplatePackID)
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM project_template_packs WHERE project_id = $1 AND pack_id = $2`, project, pack))
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM template_pack_versions WHERE pack_id = $1`, pack))
+	var source, schema string
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT source, object_types->0->>'schema' FROM template_packs WHERE id = $1`, pack).Scan(&source, &schema))
+	require.Equal(t, "discovery", source)
+	require.JSONEq(t, `{"type": "object", "additionalProperties": true, "required": ["port"],
+		"properties": {"port": {"type": "integer", "description": "Its port."}}}`, schema)
+	r = s.do("POST", path, editor, map[string]any{"packName": "Services", "mode": "create", "includedTypes": []any{service}}, hp)
+	require.Equal(t, 409, r.Status, "the name is taken: %s", r.Body)
+
+	// Update: a new version with the type merged in, the old one kept.
+	queue := map[string]any{"type_name": "Queue", "description": "A job queue.", "properties": map[string]any{}}
+	s.must(200, "POST", path, editor, map[string]any{"packName": "Services", "mode": "update", "existingPackId": pack, "includedTypes": []any{queue},
+		"install": false}, hp).Decode(t, &fin)
+	require.Equal(t, pack, fin.TemplatePackID)
+	require.Contains(t, fin.Message, "updated template pack")
+	require.Equal(t, 2, s.extractionCount(`SELECT count(*) FROM template_pack_versions WHERE pack_id = $1`, pack))
+	require.Equal(t, 2, s.extractionCount(`SELECT jsonb_array_length(object_types) FROM template_packs WHERE id = $1`, pack), "Service kept, Queue added")
+	require.Equal(t, 1, s.extractionCount(`SELECT jsonb_array_length(object_types) FROM template_pack_versions WHERE pack_id = $1 AND number = 1`, pack),
+		"version 1 is kept as it was")
+
+	// install false: the pack is made but not installed.
+	s.must(200, "POST", path, editor, map[string]any{"packName": "Queues", "mode": "create", "includedTypes": []any{queue}, "install": false}, hp).Decode(t, &fin)
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM project_template_packs WHERE pack_id = $1`, fin.TemplatePackID))
+	require.NotContains(t, fin.Message, "installed")
+}
