@@ -392,6 +392,14 @@ func testDiscoveryThroughFake(t *testing.T, s *testServer, calls func() int) {
 	require.Len(t, j.DiscoveredRelationships, 1)
 	require.Equal(t, discRel{SourceType: "Person", TargetType: "Queue", RelationType: "MAINTAINS", Description: "A person maintains the worker of a queue.",
 		Cardinality: "one_to_many", Confidence: 0.8, Frequency: 1}, j.DiscoveredRelationships[0])
+	raw := s.must(200, "GET", "/api/discovery-jobs/"+id, s.admin, nil, header{"X-Project-ID", project}).Body
+	require.NotContains(t, string(raw), "null", "empty lists are [], unset fields omitted")
+	require.GreaterOrEqual(t, s.extractionCount(`SELECT count(*) FROM events WHERE type = 'discovery.progress' AND payload->>'jobId' = $1`, id), 2+1+1,
+		"a progress event per batch, refinement and the relationships pass")
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM events WHERE type = 'discovery.progress' AND payload->>'jobId' = $1
+		AND payload->'progress'->>'phase' = 'done' AND payload->>'status' = 'completed'`, id))
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM events WHERE type = 'job.completed' AND payload->>'jobId' = $1
+		AND payload->>'queue' = 'schema_discovery' AND payload->>'status' = 'completed'`, id))
 	n, ledger, tokens := s.discCalls(id)
 	require.Equal(t, 2+1+1, n, "two batches, one refine that changed nothing (of 4 allowed), one relationships call")
 	require.Equal(t, n, ledger)

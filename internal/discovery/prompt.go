@@ -81,6 +81,7 @@ func fromWire(ws []wireType, docs map[uuid.UUID]string) (out []Type, dropped int
 		t := Type{
 			TypeName: strings.TrimSpace(w.TypeName), Description: strings.TrimSpace(w.Description),
 			Properties: cleanProperties(w.Properties), Confidence: min(max(w.Confidence, 0), 1), ExampleInstances: []Instance{},
+			RequiredProperties: []string{},
 		}
 		if t.TypeName == "" {
 			dropped++
