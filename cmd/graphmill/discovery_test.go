@@ -248,8 +248,10 @@ func TestDiscoveryLocalOverRepositoryDocuments(t *testing.T) {
 	var rels []map[string]any
 	for _, r := range j.DiscoveredRelationships {
 		if typeNames[r.SourceType] && typeNames[r.TargetType] {
-			rels = append(rels, map[string]any{"source_type": r.SourceType, "target_type": r.TargetType, "relation_type": r.RelationType,
-				"description": r.Description, "cardinality": r.Cardinality})
+			rels = append(rels, map[string]any{
+				"source_type": r.SourceType, "target_type": r.TargetType, "relation_type": r.RelationType,
+				"description": r.Description, "cardinality": r.Cardinality,
+			})
 		}
 	}
 	var fin struct {
@@ -318,8 +320,8 @@ func discFakeAnswer(prompt, schema string) string {
 		return `{"relationships": [{"source_type": "Person", "target_type": "Queue", "relation_type": "MAINTAINS",
 			"description": "A person maintains the worker of a queue.", "cardinality": "one_to_many", "confidence": 0.8}]}`
 	case strings.Contains(schema, `"type_name"`) && !strings.Contains(prompt, "<document id="):
-		i := strings.Index(prompt, `{"types":`)
-		return prompt[i:]
+		_, list, _ := strings.Cut(prompt, `{"types":`)
+		return `{"types":` + list
 	case strings.Contains(schema, `"type_name"`):
 		type inst struct {
 			Name  string `json:"name"`

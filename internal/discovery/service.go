@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -348,11 +346,4 @@ func (s *Service) Usage(ctx context.Context, project, id uuid.UUID) (Usage, erro
 		return Usage{}, err
 	}
 	return callTotals(ctx, s.cfg.Pool, id)
-}
-
-// names lists ss for a message.
-func names(ss []string) string {
-	ss = slices.Clone(ss)
-	slices.Sort(ss)
-	return strings.Join(ss, ", ")
 }

@@ -58,7 +58,8 @@ func TestDiscoveryKillNineDrill(t *testing.T) {
 			b, _ := json.Marshal(map[string]any{"types": types})
 			return string(b)
 		case strings.Contains(schema, `"type_name"`):
-			return prompt[strings.Index(prompt, `{"types":`):]
+			_, list, _ := strings.Cut(prompt, `{"types":`)
+			return `{"types":` + list
 		default:
 			return `{"objects": [], "relationships": []}`
 		}
