@@ -392,8 +392,10 @@ func testDiscoveryThroughFake(t *testing.T, s *testServer, calls func() int) {
 	slices.Sort(names)
 	require.Equal(t, []string{"Person", "Provider", "Queue"}, names)
 	require.Len(t, j.DiscoveredRelationships, 1)
-	require.Equal(t, discRel{SourceType: "Person", TargetType: "Queue", RelationType: "MAINTAINS", Description: "A person maintains the worker of a queue.",
-		Cardinality: "one_to_many", Confidence: 0.8, Frequency: 1}, j.DiscoveredRelationships[0])
+	require.Equal(t, discRel{
+		SourceType: "Person", TargetType: "Queue", RelationType: "MAINTAINS", Description: "A person maintains the worker of a queue.",
+		Cardinality: "one_to_many", Confidence: 0.8, Frequency: 1,
+	}, j.DiscoveredRelationships[0])
 	raw := s.must(200, "GET", "/api/discovery-jobs/"+id, s.admin, nil, header{"X-Project-ID", project}).Body
 	require.NotContains(t, string(raw), "null", "empty lists are [], unset fields omitted")
 	require.GreaterOrEqual(t, s.extractionCount(`SELECT count(*) FROM events WHERE type = 'discovery.progress' AND payload->>'jobId' = $1`, id), 2+1+1,
@@ -410,8 +412,10 @@ func testDiscoveryThroughFake(t *testing.T, s *testServer, calls func() int) {
 
 	var included []map[string]any
 	for _, typ := range j.DiscoveredTypes {
-		included = append(included, map[string]any{"type_name": typ.TypeName, "description": typ.Description, "properties": typ.Properties,
-			"required_properties": []string{}, "example_instances": typ.ExampleInstances, "frequency": typ.Frequency})
+		included = append(included, map[string]any{
+			"type_name": typ.TypeName, "description": typ.Description, "properties": typ.Properties,
+			"required_properties": []string{}, "example_instances": typ.ExampleInstances, "frequency": typ.Frequency,
+		})
 	}
 	s.must(200, "POST", "/api/discovery-jobs/"+id+"/finalize", s.admin, map[string]any{
 		"packName": "Fake schema", "mode": "create", "includedTypes": included, "reextract": true,
@@ -526,8 +530,11 @@ func TestDiscoveryAuthAndTenancy(t *testing.T) {
 	s.discWait(project, id, "completed")
 	hp := header{"X-Project-ID", project}
 	routes := []struct{ method, path string }{
-		{"GET", "/api/discovery-jobs"}, {"POST", "/api/discovery-jobs"}, {"GET", "/api/discovery-jobs/" + id},
-		{"POST", "/api/discovery-jobs/" + id + "/cancel"}, {"POST", "/api/discovery-jobs/" + id + "/finalize"},
+		{"GET", "/api/discovery-jobs"},
+		{"POST", "/api/discovery-jobs"},
+		{"GET", "/api/discovery-jobs/" + id},
+		{"POST", "/api/discovery-jobs/" + id + "/cancel"},
+		{"POST", "/api/discovery-jobs/" + id + "/finalize"},
 	}
 	for _, r := range routes {
 		require.Equal(t, 401, s.do(r.method, r.path, "", map[string]any{}, hp).Status, "%s %s without a token", r.method, r.path)
@@ -741,12 +748,22 @@ func TestDiscoveryFinalize(t *testing.T) {
 			"type_name": "Service", "description": "", "properties": map[string]any{"port": map[string]any{"type": "whole number"}},
 		}}}, "Service"},
 		{"duplicate type", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{service, service}}, "appears twice"},
-		{"relationship to an unknown type", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{service},
-			"includedRelationships": []any{map[string]any{"source_type": "Service", "target_type": "Spaceship", "relation_type": "RUNS_ON", "cardinality": "one_to_many"}}},
-			`type "Spaceship" is neither included nor an existing type`},
-		{"bad cardinality", map[string]any{"packName": "P", "mode": "create", "includedTypes": []any{service},
-			"includedRelationships": []any{map[string]any{"source_type": "Service", "target_type": "Person", "relation_type": "RUNS", "cardinality": "several"}}},
-			"cardinality"},
+		{
+			"relationship to an unknown type",
+			map[string]any{
+				"packName": "P", "mode": "create", "includedTypes": []any{service},
+				"includedRelationships": []any{map[string]any{"source_type": "Service", "target_type": "Spaceship", "relation_type": "RUNS_ON", "cardinality": "one_to_many"}},
+			},
+			`type "Spaceship" is neither included nor an existing type`,
+		},
+		{
+			"bad cardinality",
+			map[string]any{
+				"packName": "P", "mode": "create", "includedTypes": []any{service},
+				"includedRelationships": []any{map[string]any{"source_type": "Service", "target_type": "Person", "relation_type": "RUNS", "cardinality": "several"}},
+			},
+			"cardinality",
+		},
 	} {
 		r := s.do("POST", path, s.admin, c.body, hp)
 		require.Equal(t, 400, r.Status, "%s: %s", c.name, r.Body)
@@ -770,7 +787,8 @@ func TestDiscoveryFinalize(t *testing.T) {
 		TemplatePackID string `json:"template_pack_id"`
 		Message        string `json:"message"`
 	}
-	s.must(200, "POST", path, editor, map[string]any{"packName": "Services", "mode": "create", "includedTypes": []any{service},
+	s.must(200, "POST", path, editor, map[string]any{
+		"packName": "Services", "mode": "create", "includedTypes": []any{service},
 		"includedRelationships": []any{map[string]any{"source_type": "Person", "target_type": "Service", "relation_type": "OPERATES", "cardinality": "one_to_many"}},
 	}, hp).Decode(t, &fin)
 	pack := fin.TemplatePackID
@@ -787,8 +805,10 @@ func TestDiscoveryFinalize(t *testing.T) {
 
 	// Update: a new version with the type merged in, the old one kept.
 	queue := map[string]any{"type_name": "Queue", "description": "A job queue.", "properties": map[string]any{}}
-	s.must(200, "POST", path, editor, map[string]any{"packName": "Services", "mode": "update", "existingPackId": pack, "includedTypes": []any{queue},
-		"install": false}, hp).Decode(t, &fin)
+	s.must(200, "POST", path, editor, map[string]any{
+		"packName": "Services", "mode": "update", "existingPackId": pack, "includedTypes": []any{queue},
+		"install": false,
+	}, hp).Decode(t, &fin)
 	require.Equal(t, pack, fin.TemplatePackID)
 	require.Contains(t, fin.Message, "updated template pack")
 	require.Equal(t, 2, s.extractionCount(`SELECT count(*) FROM template_pack_versions WHERE pack_id = $1`, pack))
