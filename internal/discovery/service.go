@@ -50,20 +50,6 @@ type StartParams struct {
 	CreatedBy *uuid.UUID
 }
 
-// Job is the spec's discovery job status response.
-type Job struct {
-	ID                      uuid.UUID      `json:"id"`
-	Status                  string         `json:"status" enum:"pending,running,completed,failed,cancelled"`
-	Progress                Progress       `json:"progress"`
-	CreatedAt               time.Time      `json:"created_at"`
-	StartedAt               *time.Time     `json:"started_at,omitempty"`
-	CompletedAt             *time.Time     `json:"completed_at,omitempty"`
-	ErrorMessage            string         `json:"error_message,omitempty"`
-	DiscoveredTypes         []Type         `json:"discovered_types"`
-	DiscoveredRelationships []Relationship `json:"discovered_relationships"`
-	TemplatePackID          *uuid.UUID     `json:"template_pack_id,omitempty"`
-}
-
 // ListItem is the spec's discovery job list item: the status response
 // without started_at and error_message.
 type ListItem struct {
@@ -75,6 +61,13 @@ type ListItem struct {
 	DiscoveredTypes         []Type         `json:"discovered_types"`
 	DiscoveredRelationships []Relationship `json:"discovered_relationships"`
 	TemplatePackID          *uuid.UUID     `json:"template_pack_id,omitempty"`
+}
+
+// Job is the spec's discovery job status response.
+type Job struct {
+	ListItem
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	ErrorMessage string     `json:"error_message,omitempty"`
 }
 
 // Started is the answer of POST /api/discovery-jobs (DESIGN 5).
@@ -269,10 +262,10 @@ func totalSteps(batches int, o Options) int {
 }
 
 func (r jobRow) job() Job {
-	j := Job{
-		ID: r.ID, Status: vocabulary.Name(r.Status), Progress: r.Progress, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
-		CompletedAt: r.CompletedAt, DiscoveredTypes: r.Types, DiscoveredRelationships: r.Relationships, TemplatePackID: r.TemplatePackID,
-	}
+	j := Job{ListItem: ListItem{
+		ID: r.ID, Status: vocabulary.Name(r.Status), Progress: r.Progress, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt,
+		DiscoveredTypes: r.Types, DiscoveredRelationships: r.Relationships, TemplatePackID: r.TemplatePackID,
+	}, StartedAt: r.StartedAt}
 	if r.ErrorMsg != nil {
 		j.ErrorMessage = *r.ErrorMsg
 	}
@@ -308,11 +301,7 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, limit, offset int
 	}
 	out := make([]ListItem, len(rows))
 	for i, r := range rows {
-		j := r.job()
-		out[i] = ListItem{
-			ID: j.ID, Status: j.Status, Progress: j.Progress, CreatedAt: j.CreatedAt, CompletedAt: j.CompletedAt,
-			DiscoveredTypes: j.DiscoveredTypes, DiscoveredRelationships: j.DiscoveredRelationships, TemplatePackID: j.TemplatePackID,
-		}
+		out[i] = r.job().ListItem
 	}
 	return out, total, nil
 }

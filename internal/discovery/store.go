@@ -164,18 +164,11 @@ func callInsert(ctx context.Context, db postgres.DBTX, c callRow) error {
 		output_tokens, total_tokens, cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload, error_message)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 		c.ID, c.JobID, c.ProjectID, c.Phase, c.Step, c.Provider, c.ModelName, c.Status, c.InputTokens, c.OutputTokens, c.TotalTokens,
-		c.CostUSD, c.DurationMs, c.StartedAt, c.CompletedAt, jsonOrNull(c.RequestPayload), jsonOrNull(c.ResponsePayload), postgres.NullIfEmpty(c.ErrorMessage))
+		c.CostUSD, c.DurationMs, c.StartedAt, c.CompletedAt, postgres.NullIfEmpty(string(c.RequestPayload)), postgres.NullIfEmpty(string(c.ResponsePayload)), postgres.NullIfEmpty(c.ErrorMessage))
 	if err != nil {
 		return fmt.Errorf("write discovery llm call: %w", err)
 	}
 	return nil
-}
-
-func jsonOrNull(raw json.RawMessage) any {
-	if len(raw) == 0 {
-		return nil
-	}
-	return string(raw)
 }
 
 // callTotals sums a job's call log.

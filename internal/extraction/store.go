@@ -219,18 +219,11 @@ func callInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, c LLMC
 		total_tokens, cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload, error_message)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		c.ID, c.JobID, project, c.Provider, c.ModelName, c.Status, c.InputTokens, c.OutputTokens, c.TotalTokens, c.CostUSD,
-		c.DurationMs, c.StartedAt, c.CompletedAt, nullJSON(c.RequestPayload), nullJSON(c.ResponsePayload), postgres.NullIfEmpty(c.ErrorMessage))
+		c.DurationMs, c.StartedAt, c.CompletedAt, postgres.NullIfEmpty(string(c.RequestPayload)), postgres.NullIfEmpty(string(c.ResponsePayload)), postgres.NullIfEmpty(c.ErrorMessage))
 	if err != nil {
 		return fmt.Errorf("write llm call: %w", err)
 	}
 	return nil
-}
-
-func nullJSON(raw json.RawMessage) any {
-	if len(raw) == 0 {
-		return nil
-	}
-	return string(raw)
 }
 
 func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]CallLog, int, error) {
