@@ -329,9 +329,7 @@ func (p *proposal) document(doc sourceDocument, lex *lexicon) {
 	}
 	p.definitionLists(doc, lines)
 	p.nameLists(doc, lines)
-	p.endpoints(doc, a)
-	p.files(doc, a)
-	p.headers(doc, a)
+	p.patterns(doc, a)
 	p.upperSnake(doc, a, envPrefixes)
 	structural := slices.Clone(p.list)
 	for _, e := range a.entities {
@@ -756,60 +754,66 @@ func nameItem(s string) bool {
 	return !strings.HasSuffix(s, ".")
 }
 
-var endpointRe = regexp.MustCompile(`\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(/[^\s,;()` + "`" + `"']*)`)
-
-// endpoints proposes Endpoint from "METHOD /path" mentions.
-func (p *proposal) endpoints(doc sourceDocument, a *analysis) {
-	ms := endpointRe.FindAllStringSubmatchIndex(doc.text, -1)
-	if len(ms) == 0 || len(a.sentences) == 0 {
-		return
-	}
-	b := p.typ("Endpoint", "An HTTP endpoint of an API: a method and a path.", map[string]discoveryProperty{
-		"method": {Type: "string", Description: "HTTP method"},
-		"path":   {Type: "string", Description: "URL path, with its parameters"},
-	}, []string{"method", "path"}, 0.6, 0.05, 0.85)
-	for _, m := range ms {
-		path := strings.TrimRight(doc.text[m[4]:m[5]], ".:")
-		name := doc.text[m[2]:m[3]] + " " + path
-		b.add(doc, name, quoteAt(doc.text, a.sentences[sentenceAt(a.sentences, m[0])], m[0]))
-	}
-}
-
 var (
+	endpointRe   = regexp.MustCompile(`\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(/(?:[^\s,;()` + "`" + `"']*[^\s,;()` + "`" + `"'.:])?)`)
 	sourceFileRe = regexp.MustCompile(`(?:\b|^)((?:[\w.-]+/)*[\w-]+(?:[\w.-]*[\w-])?\.(?:go|py|js|mjs|ts|tsx|jsx|java|kt|rs|c|h|cc|cpp|hpp|cs|rb|php|swift|scala|sql|sh|proto))\b`)
 	headerRe     = regexp.MustCompile(`\b(X-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)\b|\b([A-Z][A-Za-z0-9]*(?:-[A-Z][A-Za-z0-9]*)*)\s+header\b`)
 )
 
-// files proposes Source File from paths of source code ("a/b/c.go").
-func (p *proposal) files(doc sourceDocument, a *analysis) {
-	ms := sourceFileRe.FindAllStringSubmatchIndex(doc.text, -1)
-	if len(ms) == 0 || len(a.sentences) == 0 {
-		return
-	}
-	b := p.typ("Source File", "A file of source code.", map[string]discoveryProperty{
-		"path":     {Type: "string", Description: "Path of the file in its repository"},
-		"language": {Type: "string", Description: "Programming language, by the file's extension"},
-	}, []string{"path"}, 0.6, 0.05, 0.85)
-	for _, m := range ms {
-		b.add(doc, doc.text[m[2]:m[3]], quoteAt(doc.text, a.sentences[sentenceAt(a.sentences, m[2])], m[2]))
+// patternType is a type whose instances a regular expression finds: the
+// instance is the text of the first group that matched, or with whole,
+// the whole match.
+type patternType struct {
+	re                *regexp.Regexp
+	whole             bool
+	name, description string
+	props             map[string]discoveryProperty
+	required          []string
+}
+
+// patternTypes are the types found by pattern: HTTP endpoints, source
+// files and HTTP headers.
+func patternTypes() []patternType {
+	str := func(d string) discoveryProperty { return discoveryProperty{Type: "string", Description: d} }
+	return []patternType{
+		{
+			re: endpointRe, whole: true, name: "Endpoint", description: "An HTTP endpoint of an API: a method and a path.",
+			props:    map[string]discoveryProperty{"method": str("HTTP method"), "path": str("URL path, with its parameters")},
+			required: []string{"method", "path"},
+		},
+		{
+			re: sourceFileRe, name: "Source File", description: "A file of source code.",
+			props:    map[string]discoveryProperty{"path": str("Path of the file in its repository"), "language": str("Programming language, by the file's extension")},
+			required: []string{"path"},
+		},
+		{
+			re: headerRe, name: "HTTP Header", description: "A header of HTTP requests or responses.",
+			props: map[string]discoveryProperty{"value": str("What the header carries")},
+		},
 	}
 }
 
-// headers proposes HTTP Header from "X-..." names and "<Name> header".
-func (p *proposal) headers(doc sourceDocument, a *analysis) {
-	ms := headerRe.FindAllStringSubmatchIndex(doc.text, -1)
-	if len(ms) == 0 || len(a.sentences) == 0 {
+// patterns proposes the pattern types found in a document.
+func (p *proposal) patterns(doc sourceDocument, a *analysis) {
+	if len(a.sentences) == 0 {
 		return
 	}
-	b := p.typ("HTTP Header", "A header of HTTP requests or responses.", map[string]discoveryProperty{
-		"value": {Type: "string", Description: "What the header carries"},
-	}, nil, 0.6, 0.05, 0.85)
-	for _, m := range ms {
-		g := 2
-		if m[2] < 0 {
-			g = 4
+	for _, pt := range patternTypes() {
+		ms := pt.re.FindAllStringSubmatchIndex(doc.text, -1)
+		if len(ms) == 0 {
+			continue
 		}
-		b.add(doc, doc.text[m[g]:m[g+1]], quoteAt(doc.text, a.sentences[sentenceAt(a.sentences, m[g])], m[g]))
+		b := p.typ(pt.name, pt.description, pt.props, pt.required, 0.6, 0.05, 0.85)
+		for _, m := range ms {
+			start, end := m[0], m[1]
+			for g := 2; !pt.whole && g < len(m); g += 2 {
+				if m[g] >= 0 {
+					start, end = m[g], m[g+1]
+					break
+				}
+			}
+			b.add(doc, strings.Join(strings.Fields(doc.text[start:end]), " "), quoteAt(doc.text, a.sentences[sentenceAt(a.sentences, start)], start))
+		}
 	}
 }
 
@@ -931,33 +935,26 @@ func refineCandidates(text string) (any, error) {
 	return map[string]json.RawMessage{"types": in.Types}, nil
 }
 
-// relationVerbs name a relationship by the verb between two mentions.
+// relationVerb names a relationship by a verb between two mentions, ""
+// for none.
 func relationVerb(w string) string {
-	switch w {
-	case "uses", "use", "used":
-		return "USES"
-	case "contains", "contain", "includes", "include":
-		return "CONTAINS"
-	case "returns", "return", "returned":
-		return "RETURNS"
-	case "creates", "create", "created":
-		return "CREATES"
-	case "runs", "run", "ran":
-		return "RUNS"
-	case "owns", "own", "owned":
-		return "OWNS"
-	case "maintains", "maintain", "maintained":
-		return "MAINTAINS"
-	case "requires", "require", "required", "needs":
-		return "REQUIRES"
-	case "calls", "call", "called":
-		return "CALLS"
-	case "configures", "configure", "configured", "sets":
-		return "CONFIGURES"
-	case "hosts", "host", "hosted":
-		return "HOSTS"
-	case "funds", "funded", "sponsors", "sponsored":
-		return "FUNDS"
+	for _, v := range [][2]string{
+		{"USES", "uses use used"},
+		{"CONTAINS", "contains contain includes include"},
+		{"RETURNS", "returns return returned"},
+		{"CREATES", "creates create created"},
+		{"RUNS", "runs run ran"},
+		{"OWNS", "owns own owned"},
+		{"MAINTAINS", "maintains maintain maintained"},
+		{"REQUIRES", "requires require required needs"},
+		{"CALLS", "calls call called"},
+		{"CONFIGURES", "configures configure configured sets"},
+		{"HOSTS", "hosts host hosted"},
+		{"FUNDS", "funds funded sponsors sponsored"},
+	} {
+		if slices.Contains(strings.Fields(v[1]), w) {
+			return v[0]
+		}
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/llm"
 )
 
@@ -210,21 +211,12 @@ func TestLocalDiscoveryRefine(t *testing.T) {
 	require.Equal(t, llm.ErrorInvalid, le.Kind)
 }
 
-type wireRelationship struct {
-	SourceType   string  `json:"source_type"`
-	TargetType   string  `json:"target_type"`
-	RelationType string  `json:"relation_type"`
-	Description  string  `json:"description"`
-	Cardinality  string  `json:"cardinality"`
-	Confidence   float64 `json:"confidence"`
-}
-
-func discoverRelationships(t *testing.T, types string, docs ...[2]string) []wireRelationship {
+func discoverRelationships(t *testing.T, types string, docs ...[2]string) []discovery.Relationship {
 	t.Helper()
 	res, err := llm.NewLocal(0).Generate(context.Background(), "", llm.GenerateRequest{Purpose: llm.PurposeDiscoveryRelationships, Text: types + "\n\n" + discoveryText(docs...)})
 	require.NoError(t, err)
 	var out struct {
-		Relationships []wireRelationship `json:"relationships"`
+		Relationships []discovery.Relationship `json:"relationships"`
 	}
 	require.NoError(t, json.Unmarshal(res.JSON, &out))
 	require.NotNil(t, out.Relationships)
@@ -242,12 +234,12 @@ func TestLocalDiscoveryRelationships(t *testing.T) {
 	b := "Ann Lee and Bo Chen both work on Gizmo and Widget Core."
 	rels := discoverRelationships(t, types, [2]string{docA, a}, [2]string{docB, b})
 	require.Len(t, rels, 3)
-	byName := map[string]wireRelationship{}
+	byName := map[string]discovery.Relationship{}
 	for _, r := range rels {
 		byName[r.RelationType] = r
 	}
 	// Two sentences, a verb between the mentions; one person, two projects.
-	require.Equal(t, wireRelationship{
+	require.Equal(t, discovery.Relationship{
 		SourceType: "Person", TargetType: "Project", RelationType: "MAINTAINS", Cardinality: "one_to_many", Confidence: 0.75,
 		Description: byName["MAINTAINS"].Description,
 	}, byName["MAINTAINS"])
