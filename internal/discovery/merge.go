@@ -9,11 +9,11 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/templatepack"
+	"github.com/graphmill/graphmill/internal/typename"
 )
 
 // Merging of proposals. Every rule below is deterministic: the same
@@ -637,93 +637,14 @@ func foldName(s string) string {
 	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
 }
 
-// NameKey is the normalised form of a type name: words split at case
-// changes and separators, lower-cased, the last singularised, joined
-// ("Software_Projects", "software project" and "SoftwareProject" give
-// "softwareproject").
-func NameKey(name string) string {
-	words := splitWords(name)
-	if len(words) == 0 {
-		return ""
-	}
-	words[len(words)-1] = singular(words[len(words)-1])
-	return strings.Join(words, "")
-}
+// NameKey is the normalised form of a type name (typename.Key):
+// "Software_Projects", "software project" and "SoftwareProject" give
+// "softwareproject".
+func NameKey(name string) string { return typename.Key(name) }
 
-// PropertyKey is the normalised form of a property or relation name: case
-// and separators only ("first_name", "firstName" and "First Name" give
-// "firstname").
-func PropertyKey(name string) string {
-	return strings.Join(splitWords(name), "")
-}
-
-// splitWords splits at non-alphanumerics and at lower-to-upper case
-// changes ("HTTPServer" gives "http", "server"), lower-cased.
-func splitWords(s string) []string {
-	var out []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	rs := []rune(s)
-	for i, r := range rs {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush()
-			continue
-		}
-		if unicode.IsUpper(r) && len(cur) > 0 {
-			prev := cur[len(cur)-1]
-			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
-			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
-				flush()
-			}
-		}
-		cur = append(cur, r)
-	}
-	flush()
-	return out
-}
-
-// irregularPlural maps an irregular plural to its singular.
-func irregularPlural(w string) (string, bool) {
-	s, ok := map[string]string{
-		"people": "person", "children": "child", "men": "man", "women": "woman",
-		"mice": "mouse", "feet": "foot", "teeth": "tooth", "geese": "goose",
-		"criteria": "criterion", "phenomena": "phenomenon", "indices": "index",
-		"matrices": "matrix", "vertices": "vertex", "analyses": "analysis",
-		"theses": "thesis", "hypotheses": "hypothesis", "leaves": "leaf",
-		"lives": "life", "wives": "wife", "knives": "knife", "halves": "half",
-	}[w]
-	return s, ok
-}
-
-// singular is an English word's singular by the common rules: irregular
-// plurals; -ies to -y; -sses, -uses, -xes, -zzes, -ches, -shes drop -es;
-// a final -s is dropped unless the word ends in -ss, -us or -is or is
-// short (bus, gas, news stay).
-func singular(w string) string {
-	if s, ok := irregularPlural(w); ok {
-		return s
-	}
-	n := len(w)
-	switch {
-	case n <= 3:
-		return w
-	case strings.HasSuffix(w, "ies") && n > 4:
-		return w[:n-3] + "y"
-	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "uses"), strings.HasSuffix(w, "xes"),
-		strings.HasSuffix(w, "zzes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"):
-		return w[:n-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"), w == "news", w == "series", w == "species":
-		return w
-	case strings.HasSuffix(w, "s"):
-		return w[:n-1]
-	}
-	return w
-}
+// PropertyKey is the normalised form of a property or relation name
+// (typename.PropertyKey): "first_name" and "firstName" give "firstname".
+func PropertyKey(name string) string { return typename.PropertyKey(name) }
 
 // MergeRelationships maps the relationships' ends onto types and merges
 // them:
