@@ -789,7 +789,10 @@ func TestDiscoveryFinalize(t *testing.T) {
 	}
 	s.must(200, "POST", path, editor, map[string]any{
 		"packName": "Services", "mode": "create", "includedTypes": []any{service},
-		"includedRelationships": []any{map[string]any{"source_type": "Person", "target_type": "Service", "relation_type": "OPERATES", "cardinality": "one_to_many"}},
+		"includedRelationships": []any{
+			map[string]any{"source_type": "Person", "target_type": "Service", "relation_type": "OPERATES", "cardinality": "one_to_many"},
+			map[string]any{"source_type": "Organization", "target_type": "Service", "relation_type": "OPERATES", "cardinality": "one_to_many"},
+		},
 	}, hp).Decode(t, &fin)
 	pack := fin.TemplatePackID
 	require.Equal(t, pack, s.discGet(project, id).TemplatePackID)
@@ -798,6 +801,10 @@ func TestDiscoveryFinalize(t *testing.T) {
 	var source, schema string
 	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT source, object_types->0->>'schema' FROM template_packs WHERE id = $1`, pack).Scan(&source, &schema))
 	require.Equal(t, "discovery", source)
+	var rels string
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT relationship_types::text FROM template_packs WHERE id = $1`, pack).Scan(&rels))
+	require.JSONEq(t, `[{"name": "OPERATES", "sourceType": "*", "targetType": "Service", "description": "", "cardinality": "one-to-many"}]`, rels,
+		"one relation between several types: the differing end widened to any type")
 	require.JSONEq(t, `{"type": "object", "additionalProperties": true, "required": ["port"],
 		"properties": {"port": {"type": "integer", "description": "Its port."}}}`, schema)
 	r = s.do("POST", path, editor, map[string]any{"packName": "Services", "mode": "create", "includedTypes": []any{service}}, hp)

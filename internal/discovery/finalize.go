@@ -131,7 +131,7 @@ func packInput(job uuid.UUID, p FinalizeParams, known map[string]bool) (template
 		}
 		in.ObjectTypes = append(in.ObjectTypes, templatepack.ObjectType{Name: name, Description: t.Description, Schema: schema, Examples: examples})
 	}
-	seen := map[string]bool{}
+	byName := map[string]int{}
 	for i, r := range p.IncludedRelationships {
 		for _, end := range []string{r.SourceType, r.TargetType} {
 			if !included[end] && !known[end] {
@@ -146,15 +146,38 @@ func packInput(job uuid.UUID, p FinalizeParams, known map[string]bool) (template
 		if name == "" {
 			return in, errs.Errorf(errs.Invalid, "includedRelationships[%d]: relation_type is required", i)
 		}
-		if seen[name] {
-			return in, errs.Errorf(errs.Invalid, "includedRelationships: %q appears twice (a relationship type has one source and one target type)", name)
+		rt := templatepack.RelationshipType{Name: name, SourceType: r.SourceType, TargetType: r.TargetType, Description: r.Description, Cardinality: c}
+		k, dup := byName[name]
+		if !dup {
+			byName[name] = len(in.RelationshipTypes)
+			in.RelationshipTypes = append(in.RelationshipTypes, rt)
+			continue
 		}
-		seen[name] = true
-		in.RelationshipTypes = append(in.RelationshipTypes, templatepack.RelationshipType{
-			Name: name, SourceType: r.SourceType, TargetType: r.TargetType, Description: r.Description, Cardinality: c,
-		})
+		// A pack's relationship type has one source and one target type:
+		// the same relation between other types widens the differing end
+		// to any type.
+		in.RelationshipTypes[k] = widen(in.RelationshipTypes[k], rt)
 	}
 	return in, nil
+}
+
+// widen is relationship type a, of the same name as b, covering b's
+// ends too: a differing end becomes any type (templatepack.Any), a
+// differing cardinality many-to-many, an empty description b's.
+func widen(a, b templatepack.RelationshipType) templatepack.RelationshipType {
+	if a.SourceType != b.SourceType {
+		a.SourceType = templatepack.Any
+	}
+	if a.TargetType != b.TargetType {
+		a.TargetType = templatepack.Any
+	}
+	if a.Cardinality != b.Cardinality {
+		a.Cardinality = templatepack.ManyToMany
+	}
+	if a.Description == "" {
+		a.Description = b.Description
+	}
+	return a
 }
 
 // Finalize makes a template pack of a completed job of project: a new
