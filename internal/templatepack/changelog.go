@@ -138,8 +138,8 @@ func diffPacks(old, p Pack) Changelog {
 	return c
 }
 
-func objectName(o ObjectType) string     { return o.Name }
-func relName(r RelationshipType) string  { return r.Name }
+func objectName(o ObjectType) string    { return o.Name }
+func relName(r RelationshipType) string { return r.Name }
 func refOf(r RelationshipType) RelationshipRef {
 	return RelationshipRef{Name: r.Name, SourceType: r.SourceType, TargetType: r.TargetType}
 }
