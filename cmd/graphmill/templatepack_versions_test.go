@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/templatepack"
 )
@@ -39,22 +40,13 @@ type packVersionBody struct {
 	RelationshipTypes []templatepack.RelationshipType `json:"relationshipTypes"`
 }
 
-type packVersionList struct {
-	Data   []packVersionBody `json:"data"`
-	Total  int               `json:"total"`
-	Limit  int               `json:"limit"`
-	Offset int               `json:"offset"`
-}
-
 func TestTemplatePackVersionsAPI(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, org := s.defaultProject()
-	var org2 struct {
-		ID string `json:"id"`
-	}
-	s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": "elsewhere"}).Decode(t, &org2)
-	far := s.graphCreatePack(s.graphNewProject(org2.ID, "far"), graphPack("Far widgets"))
+	var elsewhere struct{ ID string }
+	s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": "elsewhere"}).Decode(t, &elsewhere)
+	far := s.graphCreatePack(s.graphNewProject(elsewhere.ID, "far"), graphPack("Far widgets"))
 	sibling := s.graphNewProject(org, "sibling")
 	own := s.graphCreatePack(project, graphPack("Widgets"))
 
@@ -90,7 +82,7 @@ func TestTemplatePackVersionsAPI(t *testing.T) {
 	require.Contains(t, s.must(400, "GET", versions+"?offset=-1", reader, nil).Detail(t), "offset")
 
 	// The history, newest first.
-	var list packVersionList
+	var list httpapi.List[packVersionBody]
 	s.must(200, "GET", versions, reader, nil).Decode(t, &list)
 	require.Equal(t, 2, list.Total)
 	require.Equal(t, 50, list.Limit)

@@ -197,26 +197,13 @@ func TestSeedBuiltinWritesVersions(t *testing.T) {
 	}), list[0].Changelog)
 }
 
-// basePack is the pack ExtendPack tests extend: Widget (size required),
-// Person, USES from Person to Widget.
+// basePack is the pack ExtendPack tests extend: widgetPack with a Person
+// of no description and no required property.
 func basePack() templatepack.PackInput {
-	return templatepack.PackInput{
-		Name: "Base", Source: templatepack.SourceManual,
-		ObjectTypes: []templatepack.ObjectType{{
-			Name: "Widget", Description: "A widget.",
-			Schema: map[string]any{
-				"type":       "object",
-				"properties": map[string]any{"size": map[string]any{"type": "integer", "minimum": 1}},
-				"required":   []any{"size"},
-			},
-		}, {
-			Name: "Person", Description: "",
-			Schema: map[string]any{"type": "object", "properties": map[string]any{"badge": map[string]any{"type": "string"}}},
-		}},
-		RelationshipTypes: []templatepack.RelationshipType{
-			{Name: "USES", SourceType: "Person", TargetType: "Widget", Cardinality: templatepack.ManyToMany, Description: "uses"},
-		},
-	}
+	in := widgetPack("Base")
+	in.ObjectTypes[1].Description = ""
+	delete(in.ObjectTypes[1].Schema, "required")
+	return in
 }
 
 func TestExtendPackMerges(t *testing.T) {
@@ -226,7 +213,7 @@ func TestExtendPackMerges(t *testing.T) {
 	p := b.createBy(t, basePack(), &user)
 
 	in := templatepack.PackInput{
-		Name: "ignored", Description: "From discovery.", Source: templatepack.SourceDiscovery,
+		Name: "ignored", Description: "From discovery.", Source: templatepack.SourceManual,
 		ObjectTypes: []templatepack.ObjectType{{
 			Name: "widget", Description: "Another description.",
 			Schema: map[string]any{"type": "object", "properties": map[string]any{
@@ -249,7 +236,7 @@ func TestExtendPackMerges(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1.0.1", got.Version)
 	require.Equal(t, "Base", got.Name, "the pack keeps its name")
-	require.Equal(t, templatepack.SourceManual, got.Source, "and its source")
+	require.Equal(t, templatepack.SourceDiscovery, got.Source, "and its source")
 	require.Equal(t, "From discovery.", got.Description, "an empty description is filled")
 
 	require.Equal(t, []templatepack.ObjectType{{
