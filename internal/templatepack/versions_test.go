@@ -2,6 +2,7 @@ package templatepack_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -477,4 +478,42 @@ func TestMigrationBackfillsVersions(t *testing.T) {
 		c.TypesAdded = []string{"B", "A"}
 		c.RelationshipTypesAdded = []templatepack.RelationshipRef{{Name: "R", SourceType: "A", TargetType: "*"}}
 	}), log)
+}
+
+// BenchmarkExtendPack extends a pack of 100 object types (10 properties
+// each) by 20 types: 10 of its types with 2 more properties and every
+// property schema changed, and 10 types added by the first op and
+// changed by the others. Each op is a transaction that writes a new
+// version.
+func BenchmarkExtendPack(bb *testing.B) {
+	b := setup(bb)
+	ctx := context.Background()
+	objectType := func(name string, props int, seed int) templatepack.ObjectType {
+		p := map[string]any{}
+		for i := range props {
+			p["p"+strconv.Itoa(i)] = map[string]any{"type": "string", "maxLength": seed + i}
+		}
+		return templatepack.ObjectType{Name: name, Description: "Type " + name, Schema: map[string]any{"type": "object", "properties": p}}
+	}
+	base := templatepack.PackInput{Name: "Bench"}
+	for i := range 100 {
+		base.ObjectTypes = append(base.ObjectTypes, objectType("T"+strconv.Itoa(i), 10, 1))
+	}
+	var p templatepack.Pack
+	require.NoError(bb, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		var err error
+		p, err = b.svc.CreatePack(ctx, tx, b.project, base, nil)
+		return err
+	}))
+	bb.ResetTimer()
+	for n := 0; bb.Loop(); n++ {
+		var in templatepack.PackInput
+		for i := range 10 {
+			in.ObjectTypes = append(in.ObjectTypes, objectType("T"+strconv.Itoa(i*10), 12, n+2), objectType("N"+strconv.Itoa(i), 5, n+2))
+		}
+		require.NoError(bb, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+			_, err := b.svc.ExtendPack(ctx, tx, b.project, p.ID, in, nil)
+			return err
+		}))
+	}
 }
