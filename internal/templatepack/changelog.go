@@ -85,63 +85,60 @@ func diffPacks(old, p Pack) Changelog {
 		c.PackFieldsChanged = append(c.PackFieldsChanged, "source")
 	}
 
-	oldObjects := map[string]ObjectType{}
-	for _, o := range old.ObjectTypes {
-		oldObjects[o.Name] = o
-	}
-	newObjects := map[string]bool{}
-	for _, o := range p.ObjectTypes {
-		newObjects[o.Name] = true
-		was, ok := oldObjects[o.Name]
-		if !ok {
-			c.TypesAdded = append(c.TypesAdded, o.Name)
-			continue
-		}
-		if tc, changed := diffObject(was, o); changed {
-			c.TypesChanged = append(c.TypesChanged, tc)
-		}
-	}
-	for _, o := range old.ObjectTypes {
-		if !newObjects[o.Name] {
-			c.TypesRemoved = append(c.TypesRemoved, o.Name)
-		}
-	}
+	diffLists(old.ObjectTypes, p.ObjectTypes, objectName,
+		func(o ObjectType) { c.TypesAdded = append(c.TypesAdded, o.Name) },
+		func(was, o ObjectType) {
+			if tc, changed := diffObject(was, o); changed {
+				c.TypesChanged = append(c.TypesChanged, tc)
+			}
+		},
+		func(o ObjectType) { c.TypesRemoved = append(c.TypesRemoved, o.Name) })
 	if !sameOrder(names(old.ObjectTypes, objectName), names(p.ObjectTypes, objectName)) {
 		c.PackFieldsChanged = append(c.PackFieldsChanged, "objectTypeOrder")
 	}
-
-	oldRels := map[string]RelationshipType{}
-	for _, r := range old.RelationshipTypes {
-		oldRels[r.Name] = r
-	}
-	newRels := map[string]bool{}
-	for _, r := range p.RelationshipTypes {
-		newRels[r.Name] = true
-		was, ok := oldRels[r.Name]
-		if !ok {
-			c.RelationshipTypesAdded = append(c.RelationshipTypesAdded, refOf(r))
-			continue
-		}
-		if fields := diffRelationship(was, r); len(fields) > 0 {
-			c.RelationshipTypesChanged = append(c.RelationshipTypesChanged,
-				RelationshipChange{Name: r.Name, SourceType: r.SourceType, TargetType: r.TargetType, FieldsChanged: fields})
-		}
-	}
-	for _, r := range old.RelationshipTypes {
-		if !newRels[r.Name] {
-			c.RelationshipTypesRemoved = append(c.RelationshipTypesRemoved, refOf(r))
-		}
-	}
+	diffLists(old.RelationshipTypes, p.RelationshipTypes, relName,
+		func(r RelationshipType) { c.RelationshipTypesAdded = append(c.RelationshipTypesAdded, refOf(r)) },
+		func(was, r RelationshipType) {
+			if fields := diffRelationship(was, r); len(fields) > 0 {
+				c.RelationshipTypesChanged = append(c.RelationshipTypesChanged,
+					RelationshipChange{Name: r.Name, SourceType: r.SourceType, TargetType: r.TargetType, FieldsChanged: fields})
+			}
+		},
+		func(r RelationshipType) { c.RelationshipTypesRemoved = append(c.RelationshipTypesRemoved, refOf(r)) })
 	if !sameOrder(names(old.RelationshipTypes, relName), names(p.RelationshipTypes, relName)) {
 		c.PackFieldsChanged = append(c.PackFieldsChanged, "relationshipTypeOrder")
 	}
 	return c
 }
 
-func objectName(o ObjectType) string     { return o.Name }
-func relName(r RelationshipType) string  { return r.Name }
+func objectName(o ObjectType) string    { return o.Name }
+func relName(r RelationshipType) string { return r.Name }
 func refOf(r RelationshipType) RelationshipRef {
 	return RelationshipRef{Name: r.Name, SourceType: r.SourceType, TargetType: r.TargetType}
+}
+
+// diffLists matches the elements of was and now by name: it calls added
+// for those only in now and changed for those in both (in now's order),
+// then removed for those only in was (in was's order).
+func diffLists[T any](was, now []T, name func(T) string, added func(T), changed func(was, now T), removed func(T)) {
+	before := make(map[string]T, len(was))
+	for _, v := range was {
+		before[name(v)] = v
+	}
+	after := make(map[string]bool, len(now))
+	for _, v := range now {
+		after[name(v)] = true
+		if w, ok := before[name(v)]; ok {
+			changed(w, v)
+		} else {
+			added(v)
+		}
+	}
+	for _, v := range was {
+		if !after[name(v)] {
+			removed(v)
+		}
+	}
 }
 
 func names[T any](list []T, name func(T) string) []string {

@@ -25,7 +25,7 @@ type testBundle struct {
 	project uuid.UUID
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
