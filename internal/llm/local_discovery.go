@@ -197,10 +197,10 @@ func tagAttr(tag, name string) string {
 // or at most quoteMax bytes of it around offset at, cut at spaces.
 func quoteAt(text string, s span, at int) string {
 	lo, hi := s.start, s.end
-	for lo < hi && unicode.IsSpace(rune(text[lo])) {
+	for lo < hi && asciiSpace(text[lo]) {
 		lo++
 	}
-	for hi > lo && unicode.IsSpace(rune(text[hi-1])) {
+	for hi > lo && asciiSpace(text[hi-1]) {
 		hi--
 	}
 	if hi-lo <= quoteMax {
@@ -225,6 +225,25 @@ func quoteAt(text string, s span, at int) string {
 		to--
 	}
 	return strings.TrimSpace(text[from:to])
+}
+
+func asciiSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v'
+}
+
+// foldSameLength lower-cases s rune by rune, keeping a rune whose lower
+// case has another UTF-8 length, so that offsets into the result are
+// offsets into s.
+func foldSameLength(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if l := unicode.ToLower(r); utf8.RuneLen(l) == utf8.RuneLen(r) {
+			r = l
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // sentenceAt is the index of the sentence containing offset p (the last
@@ -1003,7 +1022,7 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 		names[i] = map[string]string{}
 		for _, ins := range t.Instances {
 			if n := strings.TrimSpace(ins.Name); n != "" {
-				names[i][strings.ToLower(n)] = n
+				names[i][foldSameLength(n)] = n
 			}
 		}
 	}
@@ -1014,7 +1033,7 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 			continue
 		}
 		for _, ins := range t.Instances {
-			names[i][strings.ToLower(ins.Name)] = ins.Name
+			names[i][foldSameLength(ins.Name)] = ins.Name
 		}
 	}
 	type occurrence struct {
@@ -1033,7 +1052,7 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 	var order []*acc
 	rules := relRules()
 	for _, doc := range docs {
-		lower := strings.ToLower(doc.text)
+		lower := foldSameLength(doc.text)
 		for _, s := range splitSentences(doc.text, lex) {
 			var occ []occurrence
 			for ti := range in.Types {

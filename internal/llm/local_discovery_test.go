@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -291,4 +292,18 @@ func TestLocalDiscoveryQuotesAndLimits(t *testing.T) {
 	types = discover(t, discoveryText([2]string{docA, rows.String()}))
 	require.Len(t, types["Part"].Instances, 20)
 	require.Equal(t, "integer", types["Part"].Properties["weight"]["type"])
+}
+
+func TestLocalDiscoveryUnicode(t *testing.T) {
+	t.Parallel()
+	// A sentence ending in "à" (bytes C3 A0): no byte of it is taken for
+	// space; "İ" lower-cases to another length: offsets stay right.
+	text := "Ünal wrote (İİİ): Alice Johnson works for Acme Corp in Berlin, voilà"
+	types := discover(t, discoveryText([2]string{docA, text}))
+	q := types["Person"].Instances[0].Quote
+	require.True(t, utf8.ValidString(q))
+	require.Equal(t, text, q)
+	rels := discoverRelationships(t, `{"types": [{"type_name": "Person"}, {"type_name": "Organization"}]}`, [2]string{docA, text})
+	require.NotEmpty(t, rels)
+	require.Equal(t, "WORKS_FOR", rels[0].RelationType)
 }
