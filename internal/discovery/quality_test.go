@@ -92,7 +92,7 @@ type wireType struct {
 	Confidence float64 `json:"confidence"`
 }
 
-func loadQualitySet(t *testing.T) (labelSet, []qualityDoc) {
+func loadQualitySet(t testing.TB) (labelSet, []qualityDoc) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "quality", "expected.json"))
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func loadQualitySet(t *testing.T) (labelSet, []qualityDoc) {
 
 // discoverBatch asks the local provider for one batch's proposal and
 // checks the quotes and document ids of its instances.
-func discoverBatch(t *testing.T, c llm.Client, batch []qualityDoc) discovery.Proposal {
+func discoverBatch(t testing.TB, c llm.Client, batch []qualityDoc) discovery.Proposal {
 	t.Helper()
 	var text strings.Builder
 	byID := map[uuid.UUID]qualityDoc{}
@@ -355,4 +355,21 @@ func checkRelationshipQuality(t *testing.T, set labelSet, c llm.Client, docs []q
 	t.Logf("relationships: plausible %s; not %v", p, wrong)
 	require.NotEmpty(t, rels)
 	require.GreaterOrEqual(t, p.value(), qualityRelationPrecisionMin, "relationship precision; not plausible %v", wrong)
+}
+
+// BenchmarkLocalDiscovery is the local provider's discovery of the whole
+// labelled set (one op: every batch of two documents once, then Merge).
+func BenchmarkLocalDiscovery(b *testing.B) {
+	_, docs := loadQualitySet(b)
+	c := llm.NewLocal(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		var ps []discovery.Proposal
+		for batch := range slices.Chunk(docs, 2) {
+			ps = append(ps, discoverBatch(b, c, batch))
+		}
+		if _, err := discovery.Merge(context.Background(), ps, discovery.MergeOptions{MinConfidence: 0.5}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
