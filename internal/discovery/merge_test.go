@@ -333,8 +333,10 @@ func BenchmarkMerge(b *testing.B) {
 		p := discovery.Proposal{DocumentIDs: []uuid.UUID{doc}}
 		for k := range 20 {
 			base := fmt.Sprintf("Kind%c%c", 'A'+rune((batch+k)%80/8), 'a'+rune((batch+k)%8))
-			tp := discovery.Type{TypeName: spellings[batch%5](base), Description: "About " + base, Confidence: 0.7,
-				Properties: map[string]any{"size": map[string]any{"type": "integer"}, "label": map[string]any{"type": "string"}}}
+			tp := discovery.Type{
+				TypeName: spellings[batch%5](base), Description: "About " + base, Confidence: 0.7,
+				Properties: map[string]any{"size": map[string]any{"type": "integer"}, "label": map[string]any{"type": "string"}},
+			}
 			for i := range 10 {
 				tp.ExampleInstances = append(tp.ExampleInstances, discovery.Instance{Name: fmt.Sprintf("%s %d", base, i), Quote: "q", DocumentID: doc})
 			}
