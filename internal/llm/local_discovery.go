@@ -28,37 +28,37 @@ import (
 //     0.9.
 //   - Tables (rows of cells separated by '|', a header row first): one
 //     type per table, named by the header of the first column, or by the
-//     heading before the table when that header is generic (Name, Title,
-//     ID, ...); "Environment Variable" when most first cells are
-//     UPPER_SNAKE names and the document speaks of the environment. The
-//     other columns are its properties (integer, number or boolean when
-//     every value of the column is one, else string; required when no
-//     value is empty), the first cells its instances; confidence 0.6,
-//     +0.05 per further row, at most 0.85.
+//     heading before the table (three words at most) when that header is
+//     generic (Name, Title, ID, ...); "Environment Variable" when most
+//     first cells are UPPER_SNAKE names and the document speaks of the
+//     environment. The other columns are its properties (integer, number
+//     or boolean when every value of the column is one, else string;
+//     required when no value is empty), the first cells its instances (a
+//     command line without its options); confidence 0.6, +0.05 per
+//     further row, at most 0.85.
 //   - Definition lists (two or more consecutive lines "Term: definition"
 //     or "Term - definition", bullets allowed, a definition of three words
 //     or more): a type named by the heading before them ("Term" when there
 //     is none or it is Glossary, Definitions, ...), property definition;
 //     confidence 0.55, +0.05 per further term, at most 0.8.
 //   - Name lists (three or more consecutive bullet lines of one to four
-//     words, capitalised, without punctuation) under a heading that is a
-//     plural ("Sponsors", "Supported formats"): a type named by the
-//     heading's singular; confidence 0.55, +0.05 per item, at most 0.75.
-//   - HTTP endpoints ("GET /v3/accounts/{id}"): Endpoint, properties
-//     method and path; confidence 0.6, +0.05 per further one, at most
-//     0.85.
-//   - Source files ("internal/auth/rule.go", by the extensions of
-//     programming languages): Source File, properties path and language;
-//     HTTP headers ("X-Request-ID", "the Retry-After header"): HTTP
-//     Header; confidence as endpoints.
+//     words, capitalised, without punctuation) under a heading of at most
+//     three words that is a plural ("Sponsors", "Supported formats"): a
+//     type named by the heading's singular; confidence 0.55, +0.05 per
+//     item, at most 0.75.
+//   - Patterns (patternTypes): HTTP endpoints ("GET /v3/accounts/{id}",
+//     Endpoint, properties method and path), source files
+//     ("internal/auth/rule.go", by the extensions of programming
+//     languages; Source File, properties path and language) and HTTP
+//     headers ("X-Request-ID", "the Retry-After header"; HTTP Header);
+//     confidence 0.6, +0.05 per further one, at most 0.85.
 //   - UPPER_SNAKE names in prose: Error Code when it starts with ERR;
 //     else Environment Variable when a table lists it as one or the
-//     sentence speaks of the
-//     environment or variables; else Error Code when it speaks of an error
-//     or a code; else Environment Variable when the name shares its first
-//     part with one (of a sentence or a table) that is; an all-caps word listed with
-//     one ("RATE_LIMITED or INTERNAL") is of its kind; confidence as
-//     endpoints.
+//     sentence speaks of the environment or variables; else Error Code
+//     when it speaks of an error or a code; else Environment Variable when
+//     the name shares its first part with one (of a sentence or a table)
+//     that is; an all-caps word listed with one ("RATE_LIMITED or
+//     INTERNAL") is of its kind; confidence as patterns.
 //
 // Entities come last: a Concept whose name a structural type has in the
 // same document is left to it.
@@ -85,8 +85,8 @@ import (
 // targets), else many_to_many (the vocabulary has no many_to_one; a
 // RELATED_TO seen many to one is turned round to one_to_many). Ordered
 // by confidence (descending), then source, relation and target.
-// Confidence 0.5, +0.1 per further sentence, +0.15
-// with a cue word, at most 0.9 (0.7 for RELATED_TO).
+// Confidence 0.5, +0.1 per further sentence, +0.15 with a cue word, at
+// most 0.9 (0.7 for RELATED_TO).
 
 const (
 	quoteMax                = 300
