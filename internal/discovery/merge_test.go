@@ -315,3 +315,39 @@ func TestMergeRelationships(t *testing.T) {
 	require.Equal(t, out, discovery.MergeRelationships(slices.Concat(rels[3:], rels[:3]), types, existing), "stable whatever the input order")
 	require.Empty(t, discovery.MergeRelationships(rels[5:], types, nil))
 }
+
+// BenchmarkMerge merges 100 batch proposals of 20 types with 10
+// instances each: 80 base names in five spellings (the plural merges
+// with the name, the others stay apart), so 400 name groups to compare.
+func BenchmarkMerge(b *testing.B) {
+	spellings := []func(string) string{
+		func(s string) string { return s },
+		func(s string) string { return s + "s" },
+		func(s string) string { return "the_" + s },
+		func(s string) string { return s + " Item" },
+		func(s string) string { return s + "Record" },
+	}
+	var ps []discovery.Proposal
+	for batch := range 100 {
+		doc := uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "doc %d", batch))
+		p := discovery.Proposal{DocumentIDs: []uuid.UUID{doc}}
+		for k := range 20 {
+			base := fmt.Sprintf("Kind%c%c", 'A'+rune((batch+k)%80/8), 'a'+rune((batch+k)%8))
+			tp := discovery.Type{
+				TypeName: spellings[batch%5](base), Description: "About " + base, Confidence: 0.7,
+				Properties: map[string]any{"size": map[string]any{"type": "integer"}, "label": map[string]any{"type": "string"}},
+			}
+			for i := range 10 {
+				tp.ExampleInstances = append(tp.ExampleInstances, discovery.Instance{Name: fmt.Sprintf("%s %d", base, i), Quote: "q", DocumentID: doc})
+			}
+			p.Types = append(p.Types, tp)
+		}
+		ps = append(ps, p)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := discovery.Merge(context.Background(), ps, discovery.MergeOptions{MinConfidence: 0.5}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

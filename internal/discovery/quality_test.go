@@ -31,6 +31,7 @@ const (
 	qualityInstancePrecisionMin = 0.85
 	qualityInstanceRecallMin    = 0.75
 	qualityExamplePrecisionMin  = 0.85
+	qualityRelationPrecisionMin = 0.7
 )
 
 type labelType struct {
@@ -46,8 +47,9 @@ type labelDocument struct {
 }
 
 type labelSet struct {
-	Types     []labelType     `json:"types"`
-	Documents []labelDocument `json:"documents"`
+	Types         []labelType     `json:"types"`
+	Documents     []labelDocument `json:"documents"`
+	Relationships [][2]string     `json:"relationships"`
 }
 
 // typeOf is the label type a discovered type name is, or nil.
@@ -90,7 +92,7 @@ type wireType struct {
 	Confidence float64 `json:"confidence"`
 }
 
-func loadQualitySet(t *testing.T) (labelSet, []qualityDoc) {
+func loadQualitySet(t testing.TB) (labelSet, []qualityDoc) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "quality", "expected.json"))
 	require.NoError(t, err)
@@ -109,7 +111,7 @@ func loadQualitySet(t *testing.T) (labelSet, []qualityDoc) {
 
 // discoverBatch asks the local provider for one batch's proposal and
 // checks the quotes and document ids of its instances.
-func discoverBatch(t *testing.T, c llm.Client, batch []qualityDoc) discovery.Proposal {
+func discoverBatch(t testing.TB, c llm.Client, batch []qualityDoc) discovery.Proposal {
 	t.Helper()
 	var text strings.Builder
 	byID := map[uuid.UUID]qualityDoc{}
@@ -186,6 +188,7 @@ func TestLocalDiscoveryQuality(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, discovery.Same(merged, again), "deterministic")
 			checkMergedQuality(t, set, docByID, merged)
+			checkRelationshipQuality(t, set, c, docs, merged)
 		})
 	}
 }
@@ -293,4 +296,80 @@ func checkMergedQuality(t *testing.T, set labelSet, docByID map[uuid.UUID]labelD
 	require.GreaterOrEqual(t, typeP.value(), qualityTypePrecisionMin, "type precision; not expected %v", wrongTypes)
 	require.GreaterOrEqual(t, typeR.value(), qualityTypeRecallMin, "type recall; missed %v", missedTypes)
 	require.GreaterOrEqual(t, exP.value(), qualityExamplePrecisionMin, "example precision; wrong %v", wrongExamples)
+}
+
+// checkRelationshipQuality asks the local provider for the relationships
+// between the merged types over all documents, merges them as a job does
+// and measures the share whose type pair is a labelled one.
+func checkRelationshipQuality(t *testing.T, set labelSet, c llm.Client, docs []qualityDoc, merged []discovery.Type) {
+	t.Helper()
+	type wireInstance struct {
+		Name       string    `json:"name"`
+		Quote      string    `json:"quote"`
+		DocumentID uuid.UUID `json:"document_id"`
+	}
+	type wire struct {
+		TypeName  string         `json:"type_name"`
+		Instances []wireInstance `json:"instances"`
+	}
+	var in struct {
+		Types []wire `json:"types"`
+	}
+	for _, mt := range merged {
+		w := wire{TypeName: mt.TypeName}
+		for _, e := range mt.ExampleInstances {
+			w.Instances = append(w.Instances, wireInstance(e))
+		}
+		in.Types = append(in.Types, w)
+	}
+	b, err := json.Marshal(in)
+	require.NoError(t, err)
+	var text strings.Builder
+	text.Write(b)
+	text.WriteString("\n\n")
+	for _, d := range docs {
+		fmt.Fprintf(&text, "<document id=\"%s\" name=\"%s\">\n%s\n</document>\n", d.id, html.EscapeString(d.label.File), d.text)
+	}
+	res, err := c.Generate(context.Background(), "", llm.GenerateRequest{Purpose: llm.PurposeDiscoveryRelationships, Text: text.String()})
+	require.NoError(t, err)
+	var out struct {
+		Relationships []discovery.Relationship `json:"relationships"`
+	}
+	require.NoError(t, json.Unmarshal(res.JSON, &out))
+	rels := discovery.MergeRelationships(out.Relationships, merged, nil)
+	var p ratio
+	var wrong []string
+	for _, r := range rels {
+		t.Logf("relationship %s -%s-> %s %s confidence %.2f", r.SourceType, r.RelationType, r.TargetType, r.Cardinality, r.Confidence)
+		require.Contains(t, []string{discovery.OneToOne, discovery.OneToMany, discovery.ManyToMany}, r.Cardinality)
+		p.total++
+		a, b := set.typeOf(r.SourceType), set.typeOf(r.TargetType)
+		if a != nil && b != nil && slices.ContainsFunc(set.Relationships, func(pair [2]string) bool {
+			return (pair[0] == a.Name && pair[1] == b.Name) || (pair[0] == b.Name && pair[1] == a.Name)
+		}) {
+			p.hit++
+			continue
+		}
+		wrong = append(wrong, r.SourceType+" "+r.RelationType+" "+r.TargetType)
+	}
+	t.Logf("relationships: plausible %s; not %v", p, wrong)
+	require.NotEmpty(t, rels)
+	require.GreaterOrEqual(t, p.value(), qualityRelationPrecisionMin, "relationship precision; not plausible %v", wrong)
+}
+
+// BenchmarkLocalDiscovery is the local provider's discovery of the whole
+// labelled set (one op: every batch of two documents once, then Merge).
+func BenchmarkLocalDiscovery(b *testing.B) {
+	_, docs := loadQualitySet(b)
+	c := llm.NewLocal(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		var ps []discovery.Proposal
+		for batch := range slices.Chunk(docs, 2) {
+			ps = append(ps, discoverBatch(b, c, batch))
+		}
+		if _, err := discovery.Merge(context.Background(), ps, discovery.MergeOptions{MinConfidence: 0.5}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

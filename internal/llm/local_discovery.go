@@ -28,37 +28,37 @@ import (
 //     0.9.
 //   - Tables (rows of cells separated by '|', a header row first): one
 //     type per table, named by the header of the first column, or by the
-//     heading before the table when that header is generic (Name, Title,
-//     ID, ...); "Environment Variable" when most first cells are
-//     UPPER_SNAKE names and the document speaks of the environment. The
-//     other columns are its properties (integer, number or boolean when
-//     every value of the column is one, else string; required when no
-//     value is empty), the first cells its instances; confidence 0.6,
-//     +0.05 per further row, at most 0.85.
+//     heading before the table (three words at most) when that header is
+//     generic (Name, Title, ID, ...); "Environment Variable" when most
+//     first cells are UPPER_SNAKE names and the document speaks of the
+//     environment. The other columns are its properties (integer, number
+//     or boolean when every value of the column is one, else string;
+//     required when no value is empty), the first cells its instances (a
+//     command line without its options); confidence 0.6, +0.05 per
+//     further row, at most 0.85.
 //   - Definition lists (two or more consecutive lines "Term: definition"
 //     or "Term - definition", bullets allowed, a definition of three words
 //     or more): a type named by the heading before them ("Term" when there
 //     is none or it is Glossary, Definitions, ...), property definition;
 //     confidence 0.55, +0.05 per further term, at most 0.8.
 //   - Name lists (three or more consecutive bullet lines of one to four
-//     words, capitalised, without punctuation) under a heading that is a
-//     plural ("Sponsors", "Supported formats"): a type named by the
-//     heading's singular; confidence 0.55, +0.05 per item, at most 0.75.
-//   - HTTP endpoints ("GET /v3/accounts/{id}"): Endpoint, properties
-//     method and path; confidence 0.6, +0.05 per further one, at most
-//     0.85.
-//   - Source files ("internal/auth/rule.go", by the extensions of
-//     programming languages): Source File, properties path and language;
-//     HTTP headers ("X-Request-ID", "the Retry-After header"): HTTP
-//     Header; confidence as endpoints.
+//     words, capitalised, without punctuation) under a heading of at most
+//     three words that is a plural ("Sponsors", "Supported formats"): a
+//     type named by the heading's singular; confidence 0.55, +0.05 per
+//     item, at most 0.75.
+//   - Patterns (patternTypes): HTTP endpoints ("GET /v3/accounts/{id}",
+//     Endpoint, properties method and path), source files
+//     ("internal/auth/rule.go", by the extensions of programming
+//     languages; Source File, properties path and language) and HTTP
+//     headers ("X-Request-ID", "the Retry-After header"; HTTP Header);
+//     confidence 0.6, +0.05 per further one, at most 0.85.
 //   - UPPER_SNAKE names in prose: Error Code when it starts with ERR;
 //     else Environment Variable when a table lists it as one or the
-//     sentence speaks of the
-//     environment or variables; else Error Code when it speaks of an error
-//     or a code; else Environment Variable when the name shares its first
-//     part with one (of a sentence or a table) that is; an all-caps word listed with
-//     one ("RATE_LIMITED or INTERNAL") is of its kind; confidence as
-//     endpoints.
+//     sentence speaks of the environment or variables; else Error Code
+//     when it speaks of an error or a code; else Environment Variable when
+//     the name shares its first part with one (of a sentence or a table)
+//     that is; an all-caps word listed with one ("RATE_LIMITED or
+//     INTERNAL") is of its kind; confidence as patterns.
 //
 // Entities come last: a Concept whose name a structural type has in the
 // same document is left to it.
@@ -73,17 +73,20 @@ import (
 // PurposeDiscoveryRelationships: the instances of each given type (those
 // listed, and those the detectors above find in the documents for a type
 // of the same normalised name or, for entity classes, a synonym) are
-// looked up in every sentence; two instances of different types in one
-// sentence are a co-occurrence. The relation is relRules' for two entity
-// classes (cue words between the mentions choose it), else the first
-// relation verb between the mentions (USES, CONTAINS, ...), else
+// looked up, as written, in every sentence (a table row is one); two
+// instances of different types in one sentence are a co-occurrence. The
+// relation is relRules' for two entity classes (cue words between the
+// mentions choose it; none in table rows), else the first relation verb
+// between the mentions outside tables (USES, CONTAINS, ...), else
 // RELATED_TO; the source is the first mentioned unless the rule swaps
-// them. Ordered by confidence (descending), then source, relation and
-// target. Cardinality comes from the instance pairs seen: one_to_one when
-// no instance is paired with two others, one_to_many when only sources
-// are (one source, several targets), else many_to_many (the vocabulary
-// has no many_to_one). Confidence 0.5, +0.1 per further sentence, +0.15
-// with a cue word, at most 0.9 (0.7 for RELATED_TO).
+// them, and for RELATED_TO the type given first. Cardinality comes from
+// the instance pairs seen: one_to_one when no instance is paired with
+// two others, one_to_many when only sources are (one source, several
+// targets), else many_to_many (the vocabulary has no many_to_one; a
+// RELATED_TO seen many to one is turned round to one_to_many). Ordered
+// by confidence (descending), then source, relation and target.
+// Confidence 0.5, +0.1 per further sentence, +0.15 with a cue word, at
+// most 0.9 (0.7 for RELATED_TO).
 
 const (
 	quoteMax                = 300
@@ -197,10 +200,10 @@ func tagAttr(tag, name string) string {
 // or at most quoteMax bytes of it around offset at, cut at spaces.
 func quoteAt(text string, s span, at int) string {
 	lo, hi := s.start, s.end
-	for lo < hi && unicode.IsSpace(rune(text[lo])) {
+	for lo < hi && asciiSpace(text[lo]) {
 		lo++
 	}
-	for hi > lo && unicode.IsSpace(rune(text[hi-1])) {
+	for hi > lo && asciiSpace(text[hi-1]) {
 		hi--
 	}
 	if hi-lo <= quoteMax {
@@ -225,6 +228,10 @@ func quoteAt(text string, s span, at int) string {
 		to--
 	}
 	return strings.TrimSpace(text[from:to])
+}
+
+func asciiSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v'
 }
 
 // sentenceAt is the index of the sentence containing offset p (the last
@@ -984,7 +991,7 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 	}
 	// The names to look for, per type: the listed instances and the
 	// instances the detectors find for the type.
-	names := make([]map[string]string, len(in.Types)) // folded -> as written
+	names := make([]map[string]bool, len(in.Types))
 	typeFor := func(name string) int {
 		key, class := typename.Key(name), typeClass(name)
 		for i, t := range in.Types {
@@ -1000,10 +1007,10 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 		return -1
 	}
 	for i, t := range in.Types {
-		names[i] = map[string]string{}
+		names[i] = map[string]bool{}
 		for _, ins := range t.Instances {
 			if n := strings.TrimSpace(ins.Name); n != "" {
-				names[i][strings.ToLower(n)] = n
+				names[i][n] = true
 			}
 		}
 	}
@@ -1014,7 +1021,7 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 			continue
 		}
 		for _, ins := range t.Instances {
-			names[i][strings.ToLower(ins.Name)] = ins.Name
+			names[i][ins.Name] = true
 		}
 	}
 	type occurrence struct {
@@ -1033,13 +1040,12 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 	var order []*acc
 	rules := relRules()
 	for _, doc := range docs {
-		lower := strings.ToLower(doc.text)
-		for _, s := range splitSentences(doc.text, lex) {
+		for _, s := range relationSentences(doc.text, lex) {
 			var occ []occurrence
 			for ti := range in.Types {
-				for folded, n := range names[ti] {
-					if at := wordIndex(lower[s.start:s.end], folded); at >= 0 {
-						occ = append(occ, occurrence{ti, s.start + at, s.start + at + len(folded), n})
+				for n := range names[ti] {
+					if at := wordIndex(doc.text[s.start:s.end], n); at >= 0 {
+						occ = append(occ, occurrence{ti, s.start + at, s.start + at + len(n), n})
 					}
 				}
 			}
@@ -1049,6 +1055,7 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 				}
 				return strings.Compare(x.name, y.name)
 			})
+			row := strings.Contains(doc.text[s.start:s.end], " | ")
 			seen := map[string]bool{}
 			for x := 0; x < len(occ); x++ {
 				for y := x + 1; y < len(occ); y++ {
@@ -1056,7 +1063,10 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 					if ox.typ == oy.typ || oy.start < ox.end {
 						continue
 					}
-					between := sentenceWords(doc.text[ox.end:oy.start])
+					var between map[string]bool
+					if !row {
+						between = sentenceWords(doc.text[ox.end:oy.start])
+					}
 					src, tgt := ox, oy
 					rel, cued := "", false
 					cx, cy := typeClass(in.Types[ox.typ].TypeName), typeClass(in.Types[oy.typ].TypeName)
@@ -1068,13 +1078,18 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 						}
 					} else {
 						for _, w := range strings.Fields(strings.ToLower(doc.text[ox.end:oy.start])) {
-							if v := relationVerb(strings.Trim(w, ".,;:()\"'")); v != "" {
+							if v := relationVerb(strings.Trim(w, ".,;:()\"'")); v != "" && !row {
 								rel, cued = v, true
 								break
 							}
 						}
-						if rel == "" {
-							rel = relatedTo
+					}
+					if rel == "" || rel == relatedTo {
+						// RELATED_TO is symmetric: one direction, by the
+						// order of the types given.
+						rel = relatedTo
+						if src.typ > tgt.typ {
+							src, tgt = tgt, src
 						}
 					}
 					st, tt := in.Types[src.typ].TypeName, in.Types[tgt.typ].TypeName
@@ -1090,7 +1105,7 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 						r.count++
 					}
 					r.cued = r.cued || cued
-					sn, tn := strings.ToLower(src.name), strings.ToLower(tgt.name)
+					sn, tn := src.name, tgt.name
 					if r.targets[sn] == nil {
 						r.targets[sn] = map[string]bool{}
 					}
@@ -1117,6 +1132,10 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 			card = "one_to_one"
 		case maxS <= 1:
 			card = "one_to_many"
+		case maxT <= 1 && r.rel == relatedTo:
+			// Many sources to one target: a symmetric relation is turned
+			// round rather than called many_to_many.
+			r.src, r.tgt, card = r.tgt, r.src, "one_to_many"
 		}
 		c := 0.5 + 0.1*float64(r.count-1)
 		if r.cued {
@@ -1140,6 +1159,32 @@ func relationships(text string, lex *lexicon) (discoveryRelationships, error) {
 			strings.Compare(a.RelationType, b.RelationType), strings.Compare(a.TargetType, b.TargetType))
 	})
 	return out, nil
+}
+
+// relationSentences are the sentences of text, each table row ("a | b")
+// one of its own.
+func relationSentences(text string, lex *lexicon) []span {
+	var out []span
+	for _, s := range splitSentences(text, lex) {
+		if !strings.Contains(text[s.start:s.end], " | ") {
+			out = append(out, s)
+			continue
+		}
+		start := s.start
+		for start < s.end {
+			end := strings.IndexByte(text[start:s.end], '\n')
+			if end < 0 {
+				end = s.end
+			} else {
+				end += start + 1
+			}
+			if strings.TrimSpace(text[start:end]) != "" {
+				out = append(out, span{start, end})
+			}
+			start = end
+		}
+	}
+	return out
 }
 
 // wordIndex is the offset of the first whole-word occurrence of w in s,

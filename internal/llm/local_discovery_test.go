@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -261,6 +262,21 @@ func TestLocalDiscoveryRelationships(t *testing.T) {
 	require.True(t, found[[3]string{"People", "WORKS_FOR", "Company"}], "%v", rels)
 	require.True(t, found[[3]string{"Company", "HEADQUARTERED_IN", "Place"}], "%v", rels)
 
+	// Table rows are sentences of their own and give no verb cue; a
+	// RELATED_TO seen many to one is turned round; instances are matched
+	// as written ("widget core" is not Widget Core).
+	table := "Performer | Stage | Note\nThe Gannets | Quay Stage | uses the big amp\nSaltwire | Quay Stage | opens\nMaren Holt | Chapel Room | acoustic\nThe Gannets praise widget core."
+	rels = discoverRelationships(t, `{"types": [
+		{"type_name": "Performer", "instances": [{"name": "The Gannets"}, {"name": "Saltwire"}, {"name": "Maren Holt"}]},
+		{"type_name": "Stage", "instances": [{"name": "Quay Stage"}, {"name": "Chapel Room"}]},
+		{"type_name": "Project", "instances": [{"name": "Widget Core"}]}]}`, [2]string{docA, table})
+	require.Len(t, rels, 1, "%v", rels)
+	require.Equal(t, "Stage", rels[0].SourceType)
+	require.Equal(t, "Performer", rels[0].TargetType)
+	require.Equal(t, "RELATED_TO", rels[0].RelationType)
+	require.Equal(t, "one_to_many", rels[0].Cardinality)
+	require.InDelta(t, 0.7, rels[0].Confidence, 1e-9, "three rows")
+
 	require.Empty(t, discoverRelationships(t, `{"types": [{"type_name": "Person"}]}`, [2]string{docA, sampleText}), "one type: nothing to relate")
 	_, err := llm.NewLocal(0).Generate(context.Background(), "", llm.GenerateRequest{Purpose: llm.PurposeDiscoveryRelationships, Text: "<document>"})
 	var le *llm.Error
@@ -291,4 +307,18 @@ func TestLocalDiscoveryQuotesAndLimits(t *testing.T) {
 	types = discover(t, discoveryText([2]string{docA, rows.String()}))
 	require.Len(t, types["Part"].Instances, 20)
 	require.Equal(t, "integer", types["Part"].Properties["weight"]["type"])
+}
+
+func TestLocalDiscoveryUnicode(t *testing.T) {
+	t.Parallel()
+	// A sentence ending in "à" (bytes C3 A0): no byte of it is taken for
+	// space; "İ" lower-cases to another length: offsets stay right.
+	text := "Ünal wrote (İİİ): Alice Johnson works for Acme Corp in Berlin, voilà"
+	types := discover(t, discoveryText([2]string{docA, text}))
+	q := types["Person"].Instances[0].Quote
+	require.True(t, utf8.ValidString(q))
+	require.Equal(t, text, q)
+	rels := discoverRelationships(t, `{"types": [{"type_name": "Person"}, {"type_name": "Organization"}]}`, [2]string{docA, text})
+	require.NotEmpty(t, rels)
+	require.Equal(t, "WORKS_FOR", rels[0].RelationType)
 }
