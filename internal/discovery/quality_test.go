@@ -303,24 +303,16 @@ func checkMergedQuality(t *testing.T, set labelSet, docByID map[uuid.UUID]labelD
 // and measures the share whose type pair is a labelled one.
 func checkRelationshipQuality(t *testing.T, set labelSet, c llm.Client, docs []qualityDoc, merged []discovery.Type) {
 	t.Helper()
-	type wireInstance struct {
-		Name       string    `json:"name"`
-		Quote      string    `json:"quote"`
-		DocumentID uuid.UUID `json:"document_id"`
-	}
+	// The wire's instances are discovery.Instance's JSON.
 	type wire struct {
-		TypeName  string         `json:"type_name"`
-		Instances []wireInstance `json:"instances"`
+		TypeName  string               `json:"type_name"`
+		Instances []discovery.Instance `json:"instances"`
 	}
 	var in struct {
 		Types []wire `json:"types"`
 	}
 	for _, mt := range merged {
-		w := wire{TypeName: mt.TypeName}
-		for _, e := range mt.ExampleInstances {
-			w.Instances = append(w.Instances, wireInstance(e))
-		}
-		in.Types = append(in.Types, w)
+		in.Types = append(in.Types, wire{TypeName: mt.TypeName, Instances: mt.ExampleInstances})
 	}
 	b, err := json.Marshal(in)
 	require.NoError(t, err)

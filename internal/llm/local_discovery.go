@@ -7,6 +7,7 @@ import (
 	"html"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -130,13 +131,15 @@ type discoveryRelationships struct {
 	Relationships []discoveryRelationship `json:"relationships"`
 }
 
-// sourceDocument is one <document> block of a discovery request.
+// sourceDocument is one <document> block of a discovery request (its
+// name attribute is not used).
 type sourceDocument struct {
-	id, name, text string
+	id, text string
 }
 
 // parseDocuments reads the <document id="..." name="...">...</document>
-// blocks of text; text without any is one document without an id.
+// blocks of text (attribute values quoted with HTML entities or Go
+// escapes); text without any is one document without an id.
 func parseDocuments(text string) []sourceDocument {
 	var out []sourceDocument
 	rest := text
@@ -145,16 +148,12 @@ func parseDocuments(text string) []sourceDocument {
 		if i < 0 {
 			break
 		}
-		if after := rest[i+len("<document"):]; after == "" || (after[0] != ' ' && after[0] != '>') {
-			rest = after
+		attrs, n, ok := parseTag(rest[i+len("<document"):])
+		if !ok {
+			rest = rest[i+len("<document"):]
 			continue
 		}
-		tagEnd := strings.IndexByte(rest[i:], '>')
-		if tagEnd < 0 {
-			break
-		}
-		tag := rest[i : i+tagEnd]
-		body := rest[i+tagEnd+1:]
+		body := rest[i+len("<document")+n:]
 		body = strings.TrimPrefix(strings.TrimPrefix(body, "\r"), "\n")
 		end := strings.Index(body, "</document>")
 		last := end < 0
@@ -162,8 +161,7 @@ func parseDocuments(text string) []sourceDocument {
 			end = len(body)
 		}
 		out = append(out, sourceDocument{
-			id:   tagAttr(tag, "id"),
-			name: tagAttr(tag, "name"),
+			id:   attrs["id"],
 			text: strings.TrimSuffix(strings.TrimSuffix(body[:end], "\n"), "\r"),
 		})
 		if last {
@@ -177,22 +175,49 @@ func parseDocuments(text string) []sourceDocument {
 	return out
 }
 
-// tagAttr is the unescaped value of name="..." in a tag.
-func tagAttr(tag, name string) string {
-	for rest := tag; ; {
-		i := strings.Index(rest, name+`="`)
-		if i < 0 {
-			return ""
+// parseTag reads the attributes of a tag from just after its name to its
+// '>': name="value" pairs separated by spaces. n is the length read.
+func parseTag(s string) (attrs map[string]string, n int, ok bool) {
+	attrs = map[string]string{}
+	i := 0
+	for {
+		for i < len(s) && asciiSpace(s[i]) {
+			i++
 		}
-		if i > 0 && rest[i-1] != ' ' {
-			rest = rest[i+len(name):]
-			continue
+		if i >= len(s) {
+			return nil, 0, false
 		}
-		v := rest[i+len(name)+2:]
-		if j := strings.IndexByte(v, '"'); j >= 0 {
-			v = v[:j]
+		if s[i] == '>' {
+			return attrs, i + 1, true
 		}
-		return html.UnescapeString(v)
+		j := i
+		for j < len(s) && (isWordRune(rune(s[j])) || s[j] == '-' || s[j] == '_') && s[j] < utf8.RuneSelf {
+			j++
+		}
+		if j == i || j+1 >= len(s) || s[j] != '=' || s[j+1] != '"' {
+			return nil, 0, false
+		}
+		name := s[i:j]
+		k, escaped := j+2, false
+		for k < len(s) && s[k] != '"' {
+			if s[k] == '\\' {
+				escaped = true
+				k++
+			}
+			k++
+		}
+		if k >= len(s) {
+			return nil, 0, false
+		}
+		raw := s[j+2 : k]
+		v := html.UnescapeString(raw)
+		if escaped {
+			if u, err := strconv.Unquote(`"` + raw + `"`); err == nil {
+				v = u
+			}
+		}
+		attrs[name] = v
+		i = k + 1
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -293,6 +294,13 @@ func TestLocalDiscoveryQuotesAndLimits(t *testing.T) {
 	require.LessOrEqual(t, len(q), 300)
 	require.Contains(t, long, q, "a cut quote is still verbatim")
 	require.Contains(t, q, "Alice Johnson")
+
+	// Attributes quoted the Go way (%q), a '>' and quotes in the name.
+	types = discover(t, fmt.Sprintf("<document name=%q id=%q>\n%s\n</document>\n<document id=%q name=\"plain\">\nBob Smith left.\n</document>",
+		`notes "v2" > draft.md`, docA, "Alice Johnson works for Acme Corp.", docB))
+	require.Equal(t, []string{"Alice Johnson"}, instanceNames(types["Person"], docA))
+	require.Equal(t, "Alice Johnson works for Acme Corp.", types["Person"].Instances[0].Quote)
+	require.Equal(t, []string{"Bob Smith"}, instanceNames(types["Person"], docB))
 
 	// Without document blocks the text is one document without an id.
 	types = discover(t, "Alice Johnson works for Acme Corp.")
