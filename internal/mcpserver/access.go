@@ -67,6 +67,9 @@ type toolRule struct {
 	// enabled, when set, reports whether the tool is switched on for the
 	// project.
 	enabled func(ctx context.Context, project uuid.UUID) (bool, error)
+	// notInToolbox leaves the tool out of the in-process tool box
+	// (Server.Tools).
+	notInToolbox bool
 }
 
 // deny says why c may not use the tool of rule r ("" when it may).
