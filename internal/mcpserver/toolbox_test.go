@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -290,4 +291,28 @@ func TestModelToolName(t *testing.T) {
 	}
 	require.Equal(t, "notes:find_all", ModelToolName("notes/find_all"))
 	require.Equal(t, 2, strings.Count(ModelToolName("notes/find/all"), ":"), "a changed name is hashed")
+}
+
+func TestResultContent(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		res  *mcp.CallToolResult
+		want string
+	}{
+		{&mcp.CallToolResult{StructuredContent: map[string]any{"a": 1}, Content: []mcp.Content{&mcp.TextContent{Text: "ignored"}}}, `{"a":1}`},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: ` {"b": [1]} `}}}, `{"b":[1]}`},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `[1, 2]`}}}, `[1,2]`},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `true`}}}, `"true"`},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"a":`}}}, `"{\"a\":"`},
+		{&mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: "one"}, &mcp.ImageContent{MIMEType: "image/png", Data: []byte{1}},
+			&mcp.ResourceLink{URI: "file:///x"}, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///y", Text: "embedded"}},
+		}}, `"one\n[image image/png]\n[resource file:///x]\nembedded"`},
+		{&mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"a": 1}, Content: []mcp.Content{&mcp.TextContent{Text: "bad"}}}, `"bad"`},
+		{&mcp.CallToolResult{}, `""`},
+	} {
+		got, err := resultContent(tt.res)
+		require.NoError(t, err)
+		require.JSONEq(t, tt.want, string(got))
+	}
 }
