@@ -20,6 +20,9 @@ type caller struct {
 	principal *auth.Principal
 	project   uuid.UUID
 	org       uuid.UUID
+	// replay marks an in-process call that repeats one whose outcome is
+	// unknown (Replay).
+	replay bool
 }
 
 // sessionOwner names the token and project a session belongs to: a

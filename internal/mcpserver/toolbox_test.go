@@ -34,11 +34,15 @@ func (d projectDirectory) ProjectOrg(_ context.Context, project uuid.UUID) (uuid
 
 func (d projectDirectory) OrgLive(context.Context, uuid.UUID) (bool, error) { return true, nil }
 
-// recordingGraph creates objects and records each creation.
+// recordingGraph creates objects (of type Person) and relationships,
+// unique by type and key or by type and ends as the graph's, and records
+// each creation.
 type recordingGraph struct {
 	Graph
 	mu      sync.Mutex
 	created []graph.CreateObjectParams
+	objects []graph.Object
+	rels    []graph.Relationship
 }
 
 func (g *recordingGraph) CreateObject(_ context.Context, project uuid.UUID, p graph.CreateObjectParams) (graph.Object, error) {
@@ -47,8 +51,54 @@ func (g *recordingGraph) CreateObject(_ context.Context, project uuid.UUID, p gr
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	key := p.Key
+	if key == "" {
+		key = p.Name
+	}
+	for _, o := range g.objects {
+		if o.Type == p.Type && graph.NormalizeKey(o.Key) == graph.NormalizeKey(key) {
+			return graph.Object{}, errs.Errorf(errs.Conflict, "an object of type %s with this key already exists: %s", o.Type, o.ID)
+		}
+	}
 	g.created = append(g.created, p)
-	return graph.Object{ID: uuid.New(), ProjectID: project, Type: p.Type, Name: p.Name, Key: p.Name}, nil
+	o := graph.Object{ID: uuid.New(), ProjectID: project, Type: p.Type, Name: p.Name, Key: key, CreatedBy: p.CreatedBy}
+	g.objects = append(g.objects, o)
+	return o, nil
+}
+
+func (g *recordingGraph) ObjectByKey(_ context.Context, _ uuid.UUID, typ, key string) (graph.Object, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range g.objects {
+		if o.Type == typ && graph.NormalizeKey(o.Key) == graph.NormalizeKey(key) {
+			return o, nil
+		}
+	}
+	return graph.Object{}, errs.New(errs.NotFound, "object not found")
+}
+
+func (g *recordingGraph) CreateRelationship(_ context.Context, project uuid.UUID, p graph.CreateRelationshipParams) (graph.Relationship, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range g.rels {
+		if r.Type == p.Type && r.SourceID == p.SourceID && r.TargetID == p.TargetID {
+			return graph.Relationship{}, errs.Errorf(errs.Conflict, "this relationship already exists: %s", r.ID)
+		}
+	}
+	r := graph.Relationship{ID: uuid.New(), ProjectID: project, Type: p.Type, SourceID: p.SourceID, TargetID: p.TargetID}
+	g.rels = append(g.rels, r)
+	return r, nil
+}
+
+func (g *recordingGraph) RelationshipByEnds(_ context.Context, _ uuid.UUID, typ string, source, target uuid.UUID) (graph.Relationship, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range g.rels {
+		if r.Type == typ && r.SourceID == source && r.TargetID == target {
+			return r, nil
+		}
+	}
+	return graph.Relationship{}, errs.New(errs.NotFound, "relationship not found")
 }
 
 // settings disables the named built-in tools.
@@ -315,4 +365,57 @@ func TestResultContent(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, tt.want, string(got))
 	}
+}
+
+func TestToolboxReplayReturnsWhatTheCallCreated(t *testing.T) {
+	t.Parallel()
+	b := boxSetup(t, nil)
+	ctx := t.Context()
+	p := b.principal(auth.AllScopes, auth.ProjectEditor)
+	args := json.RawMessage(`{"type":"Person","name":"Ada Lovelace"}`)
+	out, isErr, err := b.srv.Call(ctx, p, b.project, ToolGraphCreateObject, args)
+	require.NoError(t, err)
+	require.False(t, isErr)
+	var first graph.Object
+	require.NoError(t, json.Unmarshal(out, &first))
+
+	// Made again, the call conflicts; replayed, it is the object created.
+	out, isErr, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateObject, args)
+	require.NoError(t, err)
+	require.True(t, isErr)
+	require.Contains(t, string(out), "already exists: "+first.ID.String())
+	out, isErr, err = b.srv.Call(Replay(ctx), p, b.project, ToolGraphCreateObject, args)
+	require.NoError(t, err)
+	require.False(t, isErr, string(out))
+	var again graph.Object
+	require.NoError(t, json.Unmarshal(out, &again))
+	require.Equal(t, first.ID, again.ID)
+	require.Len(t, b.graph.created, 1, "created once")
+
+	// Not the caller's object, or another name under the same key: the
+	// conflict stands.
+	other := b.principal(auth.AllScopes, auth.ProjectEditor)
+	_, isErr, err = b.srv.Call(Replay(ctx), other, b.project, ToolGraphCreateObject, args)
+	require.NoError(t, err)
+	require.True(t, isErr, "another user's object")
+	_, isErr, err = b.srv.Call(Replay(ctx), p, b.project, ToolGraphCreateObject, json.RawMessage(`{"type":"Person","name":"Ada","key":"ada lovelace"}`))
+	require.NoError(t, err)
+	require.True(t, isErr, "another name")
+
+	rel := json.RawMessage(`{"type":"KNOWS","sourceId":"` + first.ID.String() + `","targetId":"` + uuid.NewString() + `"}`)
+	out, isErr, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateRelationship, rel)
+	require.NoError(t, err)
+	require.False(t, isErr)
+	var r1 graph.Relationship
+	require.NoError(t, json.Unmarshal(out, &r1))
+	_, isErr, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateRelationship, rel)
+	require.NoError(t, err)
+	require.True(t, isErr)
+	out, isErr, err = b.srv.Call(Replay(ctx), p, b.project, ToolGraphCreateRelationship, rel)
+	require.NoError(t, err)
+	require.False(t, isErr)
+	var r2 graph.Relationship
+	require.NoError(t, json.Unmarshal(out, &r2))
+	require.Equal(t, r1.ID, r2.ID)
+	require.Len(t, b.graph.rels, 1)
 }
