@@ -20,8 +20,8 @@ type caller struct {
 	principal *auth.Principal
 	project   uuid.UUID
 	org       uuid.UUID
-	// replay marks an in-process call that repeats one whose outcome is
-	// unknown (Replay).
+	// replay marks an in-process call that may repeat one whose outcome
+	// is unknown (Server.Call).
 	replay bool
 }
 

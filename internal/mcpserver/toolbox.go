@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/llm"
@@ -124,10 +125,20 @@ func (s *Server) Tools(ctx context.Context, p *auth.Principal, project uuid.UUID
 // stands for: a built-in name or "server/tool") as p in project, with
 // args (a JSON object), through the MCP server. The tool's own failures
 // (bad arguments, a service's refusal, the external tool's error) are
-// (their description, true, nil). A call that repeats one whose outcome
-// is unknown takes a Replay context. Errors: permission_denied for a tool
+// (their description, true, nil). Errors: permission_denied for a tool
 // Tools does not list for p; those of authorising p (see Tools); others
 // for failures of the infrastructure.
+//
+// A call whose ctx carries a run's tool call key (agent.WithCallKey) may
+// repeat one whose outcome is unknown (a run resumed after a crash during
+// the call makes it again): the creating graph tools then return what
+// such a call created instead of a conflict. graph_create_object returns
+// the live object of the same type and key that the same user created
+// under the same name; graph_create_relationship the relationship of the
+// same type and ends. The other built-in tools need nothing:
+// graph_update_object sets values, documents_upload_text returns the
+// existing document for the same content, the rest only read. External
+// tools are called again as they are.
 func (s *Server) Call(ctx context.Context, p *auth.Principal, project uuid.UUID, name string, args json.RawMessage) (json.RawMessage, bool, error) {
 	c, err := s.inProcessCaller(ctx, p, project)
 	if err != nil {
@@ -185,20 +196,6 @@ func (s *Server) Call(ctx context.Context, p *auth.Principal, project uuid.UUID,
 	return content, res.IsError, nil
 }
 
-type replayKey struct{}
-
-// Replay marks the tool calls made with the returned context (Call) as
-// repeats of calls whose outcome is unknown: a run that resumes after a
-// crash during a tool call makes it again this way. The graph tools then
-// return what the earlier call created instead of a conflict:
-// graph_create_object the live object of the same type and key that the
-// same user created under the same name, graph_create_relationship the
-// relationship of the same type and ends. The other built-in tools need
-// nothing: graph_update_object sets values, documents_upload_text returns
-// the existing document for the same content, the rest only read.
-// External tools are called again as they are.
-func Replay(ctx context.Context) context.Context { return context.WithValue(ctx, replayKey{}, true) }
-
 // inProcessCaller authorises p for project as the MCP routes do (a live
 // project p can see; a project-scoped token bound to it).
 func (s *Server) inProcessCaller(ctx context.Context, p *auth.Principal, project uuid.UUID) (*caller, error) {
@@ -210,8 +207,7 @@ func (s *Server) inProcessCaller(ctx context.Context, p *auth.Principal, project
 	if err != nil {
 		return nil, err
 	}
-	replay, _ := ctx.Value(replayKey{}).(bool)
-	return &caller{principal: p, project: acc.ProjectID, org: acc.OrgID, replay: replay}, nil
+	return &caller{principal: p, project: acc.ProjectID, org: acc.OrgID, replay: agent.CallKeyFrom(ctx) != ""}, nil
 }
 
 // toolbox lists c's tools (see Tools).

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
@@ -367,7 +368,7 @@ func TestResultContent(t *testing.T) {
 	}
 }
 
-func TestToolboxReplayReturnsWhatTheCallCreated(t *testing.T) {
+func TestToolboxKeyedCallReturnsWhatTheCallCreated(t *testing.T) {
 	t.Parallel()
 	b := boxSetup(t, nil)
 	ctx := t.Context()
@@ -379,12 +380,13 @@ func TestToolboxReplayReturnsWhatTheCallCreated(t *testing.T) {
 	var first graph.Object
 	require.NoError(t, json.Unmarshal(out, &first))
 
-	// Made again, the call conflicts; replayed, it is the object created.
+	// Made again, the call conflicts; made again with a run's call key, it
+	// is the object created.
 	out, isErr, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateObject, args)
 	require.NoError(t, err)
 	require.True(t, isErr)
 	require.Contains(t, string(out), "already exists: "+first.ID.String())
-	out, isErr, err = b.srv.Call(Replay(ctx), p, b.project, ToolGraphCreateObject, args)
+	out, isErr, err = b.srv.Call(agent.WithCallKey(ctx, "run/3"), p, b.project, ToolGraphCreateObject, args)
 	require.NoError(t, err)
 	require.False(t, isErr, string(out))
 	var again graph.Object
@@ -395,10 +397,10 @@ func TestToolboxReplayReturnsWhatTheCallCreated(t *testing.T) {
 	// Not the caller's object, or another name under the same key: the
 	// conflict stands.
 	other := b.principal(auth.AllScopes, auth.ProjectEditor)
-	_, isErr, err = b.srv.Call(Replay(ctx), other, b.project, ToolGraphCreateObject, args)
+	_, isErr, err = b.srv.Call(agent.WithCallKey(ctx, "run/3"), other, b.project, ToolGraphCreateObject, args)
 	require.NoError(t, err)
 	require.True(t, isErr, "another user's object")
-	_, isErr, err = b.srv.Call(Replay(ctx), p, b.project, ToolGraphCreateObject, json.RawMessage(`{"type":"Person","name":"Ada","key":"ada lovelace"}`))
+	_, isErr, err = b.srv.Call(agent.WithCallKey(ctx, "run/3"), p, b.project, ToolGraphCreateObject, json.RawMessage(`{"type":"Person","name":"Ada","key":"ada lovelace"}`))
 	require.NoError(t, err)
 	require.True(t, isErr, "another name")
 
@@ -411,7 +413,7 @@ func TestToolboxReplayReturnsWhatTheCallCreated(t *testing.T) {
 	_, isErr, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateRelationship, rel)
 	require.NoError(t, err)
 	require.True(t, isErr)
-	out, isErr, err = b.srv.Call(Replay(ctx), p, b.project, ToolGraphCreateRelationship, rel)
+	out, isErr, err = b.srv.Call(agent.WithCallKey(ctx, "run/3"), p, b.project, ToolGraphCreateRelationship, rel)
 	require.NoError(t, err)
 	require.False(t, isErr)
 	var r2 graph.Relationship

@@ -300,9 +300,9 @@ func (s *Server) getObject(ctx context.Context, c *caller, in getObjectIn) (any,
 	return objectWithRelationships{Object: o, Relationships: nonNil(rels), RelationshipsTotal: total}, nil
 }
 
-// createObject is graph_create_object. Replayed (Replay), a conflict with
-// an object of the same type and key that the caller created under the
-// same name is that object: the call being replayed created it.
+// createObject is graph_create_object. Repeated (Server.Call), a conflict
+// with an object of the same type and key that the caller created under
+// the same name is that object: the call repeated created it.
 func (s *Server) createObject(ctx context.Context, c *caller, in createObjectIn) (any, error) {
 	user := c.principal.UserID
 	o, err := s.cfg.Graph.CreateObject(ctx, c.project, graph.CreateObjectParams{
@@ -349,7 +349,7 @@ func (s *Server) createRelationship(ctx context.Context, c *caller, in createRel
 		Type: in.Type, SourceID: src, TargetID: tgt, Properties: in.Properties, Confidence: in.Confidence,
 	})
 	if c.replay && errs.CodeOf(err) == errs.Conflict {
-		// Replayed: the relationship the call being replayed created.
+		// Repeated: the relationship the call repeated created.
 		if prev, perr := s.cfg.Graph.RelationshipByEnds(ctx, c.project, in.Type, src, tgt); perr == nil {
 			return prev, nil
 		}
