@@ -41,7 +41,11 @@ func (r *fakeRegistry) ListTools(context.Context, uuid.UUID) ([]RegistryTool, er
 
 func (r *fakeRegistry) CallTool(_ context.Context, _ uuid.UUID, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	r.calls = append(r.calls, server+"/"+tool)
-	if server != "weather" {
+	known := server == "weather"
+	for _, t := range r.tools {
+		known = known || (t.Server == "weather" && t.ServerID.String() == server)
+	}
+	if !known {
 		return nil, errs.Errorf(errs.NotFound, "no enabled server %q in this project", server)
 	}
 	raw, _ := json.Marshal(args)
