@@ -1,0 +1,219 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// agentRun is a run as the API answers it.
+type agentRun struct {
+	ID       string `json:"id"`
+	AgentID  string `json:"agentId"`
+	Status   string `json:"status"`
+	Input    string `json:"input"`
+	Output   string `json:"output"`
+	Error    string `json:"error"`
+	Question *struct {
+		ID        string          `json:"id"`
+		Kind      string          `json:"kind"`
+		Text      string          `json:"text"`
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+		ExpiresAt time.Time       `json:"expiresAt"`
+	} `json:"question"`
+	Steps []struct {
+		Index      int             `json:"index"`
+		Kind       string          `json:"kind"`
+		Tool       string          `json:"tool"`
+		Input      json.RawMessage `json:"input"`
+		Output     json.RawMessage `json:"output"`
+		IsError    bool            `json:"isError"`
+		DurationMs int64           `json:"durationMs"`
+		StartedAt  time.Time       `json:"startedAt"`
+	} `json:"steps"`
+	InputTokens  int64      `json:"inputTokens"`
+	OutputTokens int64      `json:"outputTokens"`
+	CostUSD      float64    `json:"costUsd"`
+	CreatedAt    time.Time  `json:"createdAt"`
+	StartedAt    *time.Time `json:"startedAt"`
+	CompletedAt  *time.Time `json:"completedAt"`
+}
+
+// stepKinds lists a run's steps as kind or kind:tool.
+func (r agentRun) stepKinds() []string {
+	out := []string{}
+	for i, s := range r.Steps {
+		if s.Index != i {
+			out = append(out, "index?")
+		}
+		if s.Tool != "" {
+			out = append(out, s.Kind+":"+s.Tool)
+		} else {
+			out = append(out, s.Kind)
+		}
+	}
+	return out
+}
+
+// agentCreate defines an agent in project as token and returns its id.
+func (s *testServer) agentCreate(token, project string, body map[string]any) string {
+	s.t.Helper()
+	var out struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/agents", token, body, header{"X-Project-ID", project}).Decode(s.t, &out)
+	return out.ID
+}
+
+// agentStart starts a run as token.
+func (s *testServer) agentStart(token, agent, input string) agentRun {
+	s.t.Helper()
+	var r agentRun
+	s.must(201, "POST", "/api/agents/"+agent+"/runs", token, map[string]any{"input": input}).Decode(s.t, &r)
+	return r
+}
+
+// agentRunGet reads a run as token.
+func (s *testServer) agentRunGet(token, run string) agentRun {
+	s.t.Helper()
+	var r agentRun
+	s.must(200, "GET", "/api/agent-runs/"+run, token, nil).Decode(s.t, &r)
+	return r
+}
+
+// agentWait waits until the run has one of statuses.
+func (s *testServer) agentWait(token, run string, statuses ...string) agentRun {
+	s.t.Helper()
+	var r agentRun
+	require.Eventually(s.t, func() bool {
+		r = s.agentRunGet(token, run)
+		return slices.Contains(statuses, r.Status)
+	}, 30*time.Second, 20*time.Millisecond, "run %s never became %v", run, statuses)
+	return r
+}
+
+// agentEvents reads from frames the events of run (agent_run.status,
+// agent.question, its job.completed and its notifications) until the
+// one for which done reports true, as "type" or "type:status".
+func agentEvents(t *testing.T, frames <-chan sseFrame, run string, done func(string) bool) []string {
+	t.Helper()
+	var out []string
+	for {
+		f := nextEvent(t, frames)
+		typ, _ := f.Data["type"].(string)
+		data, _ := f.Data["data"].(map[string]any)
+		var e string
+		switch typ {
+		case "agent_run.status":
+			if data["runId"] == run {
+				e = typ + ":" + data["status"].(string)
+			}
+		case "agent.question":
+			if data["runId"] == run {
+				e = typ
+			}
+		case "job.completed":
+			if data["jobId"] == run {
+				e = typ + ":" + data["status"].(string)
+			}
+		case "notification":
+			n, _ := data["notification"].(map[string]any)
+			if n["sourceId"] == run {
+				e = typ
+			}
+		}
+		if e == "" {
+			continue
+		}
+		out = append(out, e)
+		if done(e) {
+			return out
+		}
+	}
+}
+
+// The local provider's planner drives a whole run offline: search, ask
+// the user, create a graph object, answer. Every step is recorded, the
+// events arrive in order, the starting user is notified with a link, and
+// the object exists once.
+func TestAgentRunLocal(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	frames, _ := s.openStream(s.admin, 0)
+
+	agentID := s.agentCreate(s.admin, project, map[string]any{
+		"name": "Founder finder", "description": "finds founders", "instructions": "Find who founded the company and record them.",
+		"tools": []string{"search", "graph_create_object"},
+	})
+	input := "Who founded Acme?\nASK: Which name should the founder's record have?\nCALL: graph_create_object {\"type\":\"Person\",\"name\":\"Ada Lovelace\"}"
+	run := s.agentStart(s.admin, agentID, input)
+	require.Equal(t, "queued", run.Status)
+	require.Equal(t, agentID, run.AgentID)
+	require.Empty(t, run.Steps)
+
+	waiting := s.agentWait(s.admin, run.ID, "waiting_for_input")
+	require.NotNil(t, waiting.Question)
+	require.Equal(t, "question", waiting.Question.Kind)
+	require.Equal(t, "Which name should the founder's record have?", waiting.Question.Text)
+	require.Equal(t, []string{"model", "tool:search", "model"}, waiting.stepKinds())
+	require.Equal(t, []string{
+		"agent_run.status:queued", "agent_run.status:running", "agent_run.status:waiting_for_input", "agent.question", "notification",
+	}, agentEvents(t, frames, run.ID, func(e string) bool { return e == "notification" }))
+
+	var inbox struct {
+		Data []struct {
+			Title     string `json:"title"`
+			Message   string `json:"message"`
+			ActionURL string `json:"actionUrl"`
+			SourceID  string `json:"sourceId"`
+		} `json:"data"`
+	}
+	s.must(200, "GET", "/api/notifications?category=agents", s.admin, nil).Decode(t, &inbox)
+	require.Len(t, inbox.Data, 1)
+	require.Equal(t, "Agent Founder finder has a question", inbox.Data[0].Title)
+	require.Equal(t, waiting.Question.Text, inbox.Data[0].Message)
+	require.Equal(t, "/projects/"+project+"/agent-runs/"+run.ID, inbox.Data[0].ActionURL)
+
+	var answered agentRun
+	s.must(200, "POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "Ada Lovelace"}).Decode(t, &answered)
+	require.Contains(t, []string{"queued", "running", "completed"}, answered.Status)
+	require.Nil(t, answered.Question)
+
+	done := s.agentWait(s.admin, run.ID, "completed", "failed")
+	require.Equal(t, "completed", done.Status, done.Error)
+	require.Equal(t, []string{
+		"model", "tool:search", "model", "tool:ask_user", "model", "tool:graph_create_object", "model",
+	}, done.stepKinds())
+	require.JSONEq(t, `{"answer":"Ada Lovelace"}`, string(done.Steps[3].Output))
+	require.JSONEq(t, `{"type":"Person","name":"Ada Lovelace"}`, string(done.Steps[5].Input))
+	require.False(t, done.Steps[5].IsError, string(done.Steps[5].Output))
+	require.Contains(t, done.Output, "From 3 tool result(s):")
+	require.Contains(t, done.Output, "- ask_user: Ada Lovelace")
+	require.Positive(t, done.InputTokens)
+	require.Positive(t, done.OutputTokens)
+	require.NotNil(t, done.StartedAt)
+	require.NotNil(t, done.CompletedAt)
+	require.Equal(t, []string{
+		"agent_run.status:queued", "agent_run.status:running", "agent_run.status:completed", "job.completed:completed",
+	}, agentEvents(t, frames, run.ID, func(e string) bool { return e == "job.completed:completed" }))
+
+	var objects struct {
+		Data []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"data"`
+	}
+	s.must(200, "GET", "/api/graph/objects?type=Person", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &objects)
+	n := 0
+	for _, o := range objects.Data {
+		if o.Name == "Ada Lovelace" {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "the object is created once")
+}
