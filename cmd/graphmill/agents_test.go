@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
 
 // agentRun is a run as the API answers it.
@@ -216,4 +221,146 @@ func TestAgentRunLocal(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, n, "the object is created once")
+}
+
+// agentScript is the scripted model of the fake-provider runs: after n
+// tool results it searches, asks the user, creates the object named by
+// the answer, then answers. It records the tools each request declared.
+type agentScript struct {
+	mu    sync.Mutex
+	tools [][]string
+}
+
+// next is the scripted step after results (the tool results so far, as
+// JSON objects): a call (name, arguments) or the final text.
+func (a *agentScript) next(declared []string, results []map[string]any) (name string, args map[string]any, text string) {
+	a.mu.Lock()
+	a.tools = append(a.tools, declared)
+	a.mu.Unlock()
+	switch len(results) {
+	case 0:
+		return "search", map[string]any{"query": "Acme founder"}, ""
+	case 1:
+		return "ask_user", map[string]any{"question": "Which name should the record have?"}, ""
+	case 2:
+		return "graph_create_object", map[string]any{"type": "Person", "name": results[1]["answer"]}, ""
+	}
+	return "", nil, "Recorded the founder."
+}
+
+// declared is the tools of every request so far.
+func (a *agentScript) declared() [][]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.tools)
+}
+
+// TestAgentRunProviders drives the run with the key-ai (Gemini) fake and
+// the OpenAI-compatible fake making the tool calls. The run is started by
+// an editor whose token lacks documents:write: the tools sent to the model
+// are the agent's tools that user may use, plus ask_user, at every step
+// (documents_upload_text is never offered, nor a tool the agent does not
+// list). Tokens and cost are the sums of the ledger's calls for the run.
+func TestAgentRunProviders(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"key-ai", "openai"} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			script := &agentScript{}
+			var opts []serverOption
+			switch provider {
+			case "key-ai":
+				const apiKey = "AIzaSy-agent-key-1234"
+				g := llmtest.NewGemini(t, apiKey)
+				g.SetStream(func(c llmtest.StreamCall) []llmtest.Part {
+					var declared []string
+					for _, d := range c.Tools {
+						declared = append(declared, d.Name)
+					}
+					var results []map[string]any
+					for _, content := range c.Contents {
+						for _, p := range content.Parts {
+							if p.FunctionResponse != nil {
+								out, _ := p.FunctionResponse.Response["output"].(map[string]any)
+								results = append(results, out)
+							}
+						}
+					}
+					name, args, text := script.next(declared, results)
+					if name == "" {
+						return []llmtest.Part{{Text: text}}
+					}
+					return []llmtest.Part{{FunctionCall: &llmtest.FunctionCall{Name: name, Args: args}}}
+				})
+				opts = append(opts, withKeyAI(g.URL(), apiKey), withoutLocalProvider)
+			case "openai":
+				o := llmtest.NewOpenAI(t)
+				o.SetChatStream(func(c llmtest.OpenAIChat) []llmtest.OpenAIDelta {
+					var declared []string
+					for _, d := range c.Tools {
+						declared = append(declared, d.Name)
+					}
+					var results []map[string]any
+					for _, m := range c.Messages {
+						if m.Role == "tool" {
+							var out map[string]any
+							_ = json.Unmarshal([]byte(m.Content), &out)
+							results = append(results, out)
+						}
+					}
+					name, args, text := script.next(declared, results)
+					if name == "" {
+						return []llmtest.OpenAIDelta{{Content: text}}
+					}
+					raw, _ := json.Marshal(args)
+					return []llmtest.OpenAIDelta{{Call: &llmtest.OpenAICall{ID: fmt.Sprintf("call-%d", len(results)), Name: name, Arguments: string(raw)}}}
+				})
+				opts = append(opts, withOpenAI(o.URL(), "", "llama3.1:8b", "nomic-embed-text"), withoutLocalProvider)
+			}
+			s := newServer(t, opts...)
+			project, _ := s.defaultProject()
+			agentID := s.agentCreate(s.admin, project, map[string]any{
+				"name": "Founder finder", "instructions": "Find the founder and record them.",
+				"tools": []string{"search", "graph_create_object", "documents_upload_text"},
+			})
+			_, editor := s.newMember("agent-editor@example.com",
+				[]string{"agents:read", "agents:run", "search:read", "graph:read", "graph:write", "documents:read", "notifications:read"}, project, "editor")
+
+			run := s.agentStart(editor, agentID, "Who founded Acme? Record them.")
+			waiting := s.agentWait(editor, run.ID, "waiting_for_input", "failed")
+			require.Equal(t, "waiting_for_input", waiting.Status, waiting.Error)
+			require.Equal(t, "Which name should the record have?", waiting.Question.Text)
+			s.must(200, "POST", "/api/agent-runs/"+run.ID+"/answer", editor, map[string]any{"answer": "Ada Lovelace"})
+			done := s.agentWait(editor, run.ID, "completed", "failed")
+			require.Equal(t, "completed", done.Status, done.Error)
+			require.Equal(t, "Recorded the founder.", done.Output)
+			require.Equal(t, []string{
+				"model", "tool:search", "model", "tool:ask_user", "model", "tool:graph_create_object", "model",
+			}, done.stepKinds())
+			require.False(t, done.Steps[5].IsError, string(done.Steps[5].Output))
+
+			for i, tools := range script.declared() {
+				slices.Sort(tools)
+				require.Equal(t, []string{"ask_user", "graph_create_object", "search"}, tools, "request %d", i)
+			}
+			require.Len(t, script.declared(), 4)
+
+			var n int
+			require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT count(*) FROM graph_objects
+				WHERE project_id = $1 AND type = 'Person' AND name = 'Ada Lovelace' AND deleted_at IS NULL`, project).Scan(&n))
+			require.Equal(t, 1, n)
+			var calls int
+			var in, out int64
+			var cost float64
+			require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT count(*), sum(text_tokens + image_tokens + video_tokens + audio_tokens)::int8, sum(output_tokens)::int8,
+				sum(estimated_cost_usd)::float8 FROM provider_usage WHERE job_id = $1 AND operation = 'generate'`, run.ID).Scan(&calls, &in, &out, &cost))
+			require.Equal(t, 4, calls, "one ledger row per model step, attributed to the run")
+			require.Equal(t, in, done.InputTokens)
+			require.Equal(t, out, done.OutputTokens)
+			require.InDelta(t, cost, done.CostUSD, 1e-12)
+			if provider == "key-ai" {
+				require.Positive(t, done.CostUSD, "the catalog prices Gemini")
+			}
+		})
+	}
 }
