@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
 
@@ -363,4 +366,272 @@ func TestAgentRunProviders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// agentQuestionStatus is the stored status of a run's questions.
+func (s *testServer) agentQuestionStatus(run string) []string {
+	s.t.Helper()
+	rows, err := s.m.db.pool.Query(context.Background(), `SELECT status FROM agent_run_questions WHERE run_id = $1 ORDER BY created_at`, run)
+	require.NoError(s.t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(s.t, err)
+	return out
+}
+
+// TestAgentRunCancel cancels a run in every status that has not ended:
+// queued (the queue paused), running (its model call in flight),
+// waiting for input; then a second cancel, and one of a completed run,
+// are 409. The run ends cancelled at once, publishes its status and
+// job.completed, closes its question, and takes no further step.
+func TestAgentRunCancel(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	calls := make(chan struct{}, 10)
+	o := llmtest.NewOpenAI(t)
+	o.SetChatStream(func(llmtest.OpenAIChat) []llmtest.OpenAIDelta {
+		calls <- struct{}{}
+		<-release
+		return []llmtest.OpenAIDelta{{Content: "too late"}}
+	})
+	t.Cleanup(func() { close(release) })
+	slow := newServer(t, withOpenAI(o.URL(), "", "llama3.1:8b", "nomic-embed-text"), withoutLocalProvider)
+	s := newServer(t)
+	ctx := context.Background()
+
+	cancel := func(srv *testServer, run string) agentRun {
+		t.Helper()
+		var r agentRun
+		srv.must(200, "POST", "/api/agent-runs/"+run+"/cancel", srv.admin, nil).Decode(t, &r)
+		require.Equal(t, "cancelled", r.Status)
+		require.Nil(t, r.Question)
+		return r
+	}
+
+	t.Run("Queued", func(t *testing.T) {
+		project, _ := s.defaultProject()
+		require.NoError(t, s.m.jobs.Pause(ctx, "agent_run"))
+		id := s.agentCreate(s.admin, project, map[string]any{"name": "queued", "instructions": "i", "tools": []string{}})
+		frames, _ := s.openStream(s.admin, 0)
+		run := s.agentStart(s.admin, id, "hello")
+		cancel(s, run.ID)
+		require.Equal(t, []string{"agent_run.status:queued", "agent_run.status:cancelled", "job.completed:cancelled"},
+			agentEvents(t, frames, run.ID, func(e string) bool { return e == "job.completed:cancelled" }))
+		require.NoError(t, s.m.jobs.Resume(ctx, "agent_run"))
+		got := s.agentRunGet(s.admin, run.ID)
+		require.Equal(t, "cancelled", got.Status)
+		require.Empty(t, got.Steps)
+		requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/cancel", s.admin, nil), 409, "failed_precondition")
+	})
+
+	t.Run("WaitingForInput", func(t *testing.T) {
+		project, _ := s.defaultProject()
+		id := s.agentCreate(s.admin, project, map[string]any{"name": "waiting", "instructions": "i", "tools": []string{}})
+		run := s.agentStart(s.admin, id, "ASK: Which one?")
+		require.Equal(t, "waiting_for_input", s.agentWait(s.admin, run.ID, "waiting_for_input").Status)
+		got := cancel(s, run.ID)
+		require.Equal(t, []string{"model"}, got.stepKinds())
+		require.Equal(t, []string{"cancelled"}, s.agentQuestionStatus(run.ID))
+		requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "this"}), 409, "failed_precondition")
+		requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/cancel", s.admin, nil), 409, "failed_precondition")
+	})
+
+	t.Run("Completed", func(t *testing.T) {
+		project, _ := s.defaultProject()
+		id := s.agentCreate(s.admin, project, map[string]any{"name": "done", "instructions": "i", "tools": []string{}})
+		run := s.agentStart(s.admin, id, "nothing to do")
+		require.Equal(t, "completed", s.agentWait(s.admin, run.ID, "completed", "failed").Status)
+		r := requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/cancel", s.admin, nil), 409, "failed_precondition")
+		require.Contains(t, r["detail"], "is completed")
+	})
+
+	t.Run("Running", func(t *testing.T) {
+		project, _ := slow.defaultProject()
+		id := slow.agentCreate(slow.admin, project, map[string]any{"name": "running", "instructions": "i", "tools": []string{}})
+		run := slow.agentStart(slow.admin, id, "hello")
+		<-calls // the model call is in flight
+		require.Equal(t, "running", slow.agentRunGet(slow.admin, run.ID).Status)
+		cancel(slow, run.ID)
+		got := slow.agentRunGet(slow.admin, run.ID)
+		require.Equal(t, "cancelled", got.Status)
+		require.Empty(t, got.Steps)
+	})
+}
+
+// TestAgentAPI: definitions are checked at save (tools the caller may
+// use, requireApprovalFor among them, maxSteps, the model, a unique name),
+// bad input is 400 with a detail, and runs are their starting user's:
+// another member sees the agent but not the run (404, absent from lists),
+// nor can cancel or answer it; a viewer cannot define or run agents.
+func TestAgentAPI(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	_, editor := s.newMember("agents-editor@example.com", []string{"agents:read", "agents:run", "graph:read", "graph:write", "search:read"}, project, "editor")
+	_, viewer := s.newMember("agents-viewer@example.com", []string{"agents:read", "agents:run", "graph:read", "search:read"}, project, "viewer")
+
+	bad := func(token string, body map[string]any, detail string) {
+		t.Helper()
+		r := requireProblem(t, s.do("POST", "/api/agents", token, body, hp), 400, "invalid_argument")
+		require.Contains(t, r["detail"], detail)
+	}
+	ok := map[string]any{"name": "a", "instructions": "i", "tools": []string{"search"}}
+	with := func(k string, v any) map[string]any {
+		m := map[string]any{}
+		for kk, vv := range ok {
+			m[kk] = vv
+		}
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	bad(editor, with("tools", []string{"documents_upload_text"}), `"documents_upload_text" is not a tool you may use in this project`)
+	bad(editor, with("tools", []string{"no_such_tool"}), `"no_such_tool" is not a tool you may use`)
+	bad(editor, with("tools", []string{"web/search"}), `"web/search" is not a tool you may use`)
+	bad(editor, with("requireApprovalFor", []string{"graph_create_object"}), `requireApprovalFor: "graph_create_object" is not one of the agent's tools`)
+	bad(editor, with("maxSteps", 0), "maxSteps")
+	bad(editor, with("maxSteps", 51), "maxSteps")
+	bad(editor, with("instructions", nil), "instructions")
+	bad(editor, with("name", ""), "name")
+	bad(editor, with("model", "no-such-model"), `model: "no-such-model" is not a model this project's provider offers`)
+	bad(editor, with("unknown", 1), "unknown")
+	requireProblem(t, s.do("POST", "/api/agents", viewer, ok, hp), 403, "permission_denied")
+
+	var a struct {
+		ID                 string   `json:"id"`
+		Name               string   `json:"name"`
+		Tools              []string `json:"tools"`
+		MaxSteps           int      `json:"maxSteps"`
+		RequireApprovalFor []string `json:"requireApprovalFor"`
+		Model              string   `json:"model"`
+	}
+	s.must(201, "POST", "/api/agents", editor, with("tools", []string{"search", "search", "ask_user"}), hp).Decode(t, &a)
+	require.Equal(t, []string{"search", "ask_user"}, a.Tools)
+	require.Equal(t, 10, a.MaxSteps, "the default")
+	require.Equal(t, []string{}, a.RequireApprovalFor)
+	requireProblem(t, s.do("POST", "/api/agents", editor, ok, hp), 409, "conflict")
+
+	// PATCH: an absent field is unchanged; the checks apply again.
+	s.must(200, "PATCH", "/api/agents/"+a.ID, editor, map[string]any{"maxSteps": 3, "tools": []string{"search", "graph_create_object"},
+		"requireApprovalFor": []string{"graph_create_object"}, "model": "local/heuristic-v1"}).Decode(t, &a)
+	require.Equal(t, "a", a.Name)
+	require.Equal(t, 3, a.MaxSteps)
+	require.Equal(t, []string{"graph_create_object"}, a.RequireApprovalFor)
+	require.Equal(t, "local/heuristic-v1", a.Model)
+	r := requireProblem(t, s.do("PATCH", "/api/agents/"+a.ID, editor, map[string]any{"tools": []string{"search"}}), 400, "invalid_argument")
+	require.Contains(t, r["detail"], "requireApprovalFor")
+	requireProblem(t, s.do("PATCH", "/api/agents/"+a.ID, editor, map[string]any{"maxSteps": 99}), 400, "invalid_argument")
+	requireProblem(t, s.do("PATCH", "/api/agents/"+a.ID, viewer, map[string]any{"maxSteps": 2}), 403, "permission_denied")
+	requireProblem(t, s.do("GET", "/api/agents/"+uuid.NewString(), editor, nil), 404, "not_found")
+	requireProblem(t, s.do("GET", "/api/agents/not-a-uuid", editor, nil), 404, "not_found")
+
+	// Runs are the starting user's.
+	requireProblem(t, s.do("POST", "/api/agents/"+a.ID+"/runs", editor, map[string]any{"input": ""}), 400, "invalid_argument")
+	requireProblem(t, s.do("POST", "/api/agents/"+a.ID+"/runs", editor, map[string]any{}), 400, "invalid_argument")
+	requireProblem(t, s.do("POST", "/api/agents/"+a.ID+"/runs", viewer, map[string]any{"input": "x"}), 403, "permission_denied")
+	run := s.agentStart(editor, a.ID, "ASK: Which year?")
+	s.agentWait(editor, run.ID, "waiting_for_input")
+	s.must(200, "GET", "/api/agents/"+a.ID, viewer, nil)
+	for _, token := range []string{viewer, s.admin} {
+		requireProblem(t, s.do("GET", "/api/agent-runs/"+run.ID, token, nil), 404, "not_found")
+		var list struct {
+			Data  []agentRun `json:"data"`
+			Total int        `json:"total"`
+		}
+		s.must(200, "GET", "/api/agents/"+a.ID+"/runs", token, nil).Decode(t, &list)
+		require.Empty(t, list.Data)
+		require.Zero(t, list.Total)
+	}
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/cancel", s.admin, nil), 404, "not_found")
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "1999"}), 404, "not_found")
+	var mine struct {
+		Data  []agentRun `json:"data"`
+		Total int        `json:"total"`
+	}
+	s.must(200, "GET", "/api/agents/"+a.ID+"/runs?limit=1", editor, nil).Decode(t, &mine)
+	require.Equal(t, 1, mine.Total)
+	require.Equal(t, run.ID, mine.Data[0].ID)
+	require.Equal(t, "waiting_for_input", mine.Data[0].Status)
+	requireProblem(t, s.do("GET", "/api/agents/"+a.ID+"/runs?limit=0", editor, nil), 400, "invalid_argument")
+
+	// Answers must match the question.
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", editor, map[string]any{"approve": true}), 400, "invalid_argument")
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", editor, map[string]any{"answer": " "}), 400, "invalid_argument")
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", editor, map[string]any{}), 400, "invalid_argument")
+	s.must(200, "POST", "/api/agent-runs/"+run.ID+"/answer", editor, map[string]any{"answer": "1999"})
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", editor, map[string]any{"answer": "2000"}), 409, "failed_precondition")
+	require.Equal(t, "completed", s.agentWait(editor, run.ID, "completed", "failed").Status)
+
+	// Deleting the agent deletes its runs.
+	s.must(204, "DELETE", "/api/agents/"+a.ID, editor, nil)
+	requireProblem(t, s.do("GET", "/api/agents/"+a.ID, editor, nil), 404, "not_found")
+	requireProblem(t, s.do("GET", "/api/agent-runs/"+run.ID, editor, nil), 404, "not_found")
+	var n int
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT count(*) FROM agent_run_steps WHERE run_id = $1`, run.ID).Scan(&n))
+	require.Zero(t, n)
+}
+
+// TestAgentApproval: a tool of requireApprovalFor asks before it runs,
+// with its arguments; refused, the tool does not run and the model is
+// told; approved, it runs once.
+func TestAgentApproval(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	id := s.agentCreate(s.admin, project, map[string]any{"name": "careful", "instructions": "i",
+		"tools": []string{"graph_create_object"}, "requireApprovalFor": []string{"graph_create_object"}})
+	input := `CALL: graph_create_object {"type":"Person","name":"Grace Hopper"}`
+	count := func() int {
+		var n int
+		require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT count(*) FROM graph_objects
+			WHERE project_id = $1 AND name = 'Grace Hopper' AND deleted_at IS NULL`, project).Scan(&n))
+		return n
+	}
+	for _, approve := range []bool{false, true} {
+		run := s.agentStart(s.admin, id, input)
+		w := s.agentWait(s.admin, run.ID, "waiting_for_input")
+		require.Equal(t, "approval", w.Question.Kind)
+		require.Equal(t, "graph_create_object", w.Question.Tool)
+		require.JSONEq(t, `{"type":"Person","name":"Grace Hopper"}`, string(w.Question.Arguments))
+		require.Zero(t, count(), "not run before the approval")
+		requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "yes"}), 400, "invalid_argument")
+		s.must(200, "POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"approve": approve})
+		done := s.agentWait(s.admin, run.ID, "completed", "failed")
+		require.Equal(t, "completed", done.Status, done.Error)
+		require.Equal(t, []string{"model", "tool:graph_create_object", "model"}, done.stepKinds())
+		if approve {
+			require.False(t, done.Steps[1].IsError, string(done.Steps[1].Output))
+			require.Equal(t, 1, count())
+		} else {
+			require.True(t, done.Steps[1].IsError)
+			require.JSONEq(t, `{"error":"the user declined to run graph_create_object"}`, string(done.Steps[1].Output))
+			require.Contains(t, done.Output, "graph_create_object failed: the user declined")
+			require.Zero(t, count())
+		}
+	}
+}
+
+// TestAgentQuestionExpires: an unanswered question fails the run once
+// GRAPHMILL_AGENT_QUESTION_TIMEOUT has passed, saying so; the question is
+// expired and the run's end is published.
+func TestAgentQuestionExpires(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, func(c *config.Config) { c.AgentQuestionTimeout = time.Hour })
+	project, _ := s.defaultProject()
+	id := s.agentCreate(s.admin, project, map[string]any{"name": "asker", "instructions": "i", "tools": []string{}})
+	run := s.agentStart(s.admin, id, "ASK: Anyone there?")
+	w := s.agentWait(s.admin, run.ID, "waiting_for_input")
+	require.WithinDuration(t, time.Now().Add(time.Hour), w.Question.ExpiresAt, time.Minute)
+	frames, _ := s.openStream(s.admin, 0)
+	s.clock.Advance(time.Hour + time.Minute)
+	done := s.agentWait(s.admin, run.ID, "failed", "completed")
+	require.Equal(t, "failed", done.Status)
+	require.Equal(t, "the question was not answered within 1h0m0s", done.Error)
+	require.Equal(t, []string{"expired"}, s.agentQuestionStatus(run.ID))
+	require.Equal(t, []string{"agent_run.status:running", "agent_run.status:failed", "job.completed:failed"},
+		agentEvents(t, frames, run.ID, func(e string) bool { return e == "job.completed:failed" }))
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "me"}), 409, "failed_precondition")
 }
