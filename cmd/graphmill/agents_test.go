@@ -515,8 +515,10 @@ func TestAgentAPI(t *testing.T) {
 	requireProblem(t, s.do("POST", "/api/agents", editor, ok, hp), 409, "conflict")
 
 	// PATCH: an absent field is unchanged; the checks apply again.
-	s.must(200, "PATCH", "/api/agents/"+a.ID, editor, map[string]any{"maxSteps": 3, "tools": []string{"search", "graph_create_object"},
-		"requireApprovalFor": []string{"graph_create_object"}, "model": "local/heuristic-v1"}).Decode(t, &a)
+	s.must(200, "PATCH", "/api/agents/"+a.ID, editor, map[string]any{
+		"maxSteps": 3, "tools": []string{"search", "graph_create_object"},
+		"requireApprovalFor": []string{"graph_create_object"}, "model": "local/heuristic-v1",
+	}).Decode(t, &a)
 	require.Equal(t, "a", a.Name)
 	require.Equal(t, 3, a.MaxSteps)
 	require.Equal(t, []string{"graph_create_object"}, a.RequireApprovalFor)
@@ -581,8 +583,10 @@ func TestAgentApproval(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, _ := s.defaultProject()
-	id := s.agentCreate(s.admin, project, map[string]any{"name": "careful", "instructions": "i",
-		"tools": []string{"graph_create_object"}, "requireApprovalFor": []string{"graph_create_object"}})
+	id := s.agentCreate(s.admin, project, map[string]any{
+		"name": "careful", "instructions": "i",
+		"tools": []string{"graph_create_object"}, "requireApprovalFor": []string{"graph_create_object"},
+	})
 	input := `CALL: graph_create_object {"type":"Person","name":"Grace Hopper"}`
 	count := func() int {
 		var n int
