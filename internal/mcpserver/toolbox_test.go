@@ -189,11 +189,11 @@ func TestToolboxListsWhatTheCallerMayUse(t *testing.T) {
 
 	tools, err = b.srv.Tools(ctx, b.principal(auth.AllScopes, auth.ProjectAdmin), b.project)
 	require.NoError(t, err)
-	require.Regexp(t, `^My_Notes:find_all:[0-9a-f]{8}$`, ModelToolName("My Notes/find/all"))
+	require.Regexp(t, `^My_Notes_find_all:[0-9a-f]{8}$`, llm.ToolName("My Notes/find/all"))
 	want := []string{
 		ToolDocumentsGet, ToolDocumentsList, ToolDocumentsUploadText, ToolGraphCreateObject, ToolGraphCreateRelationship,
 		ToolGraphGetObject, ToolGraphListRelationships, ToolGraphNeighbors, ToolGraphSearchObjects, ToolGraphUpdateObject,
-		ModelToolName("My Notes/find/all"), ToolSearch, ToolWebSearch, "weather:forecast",
+		llm.ToolName("My Notes/find/all"), ToolSearch, ToolWebSearch, "weather:forecast",
 	}
 	sort.Strings(want)
 	require.Equal(t, want, modelNames(tools), "every tool, the registry's own two left out, external ones by name")
@@ -320,28 +320,6 @@ func TestToolboxAuthorisesTheProject(t *testing.T) {
 	p.BoundProject = b.project
 	_, err = b.srv.Tools(ctx, p, b.other)
 	require.Equal(t, errs.PermissionDenied, errs.CodeOf(err), "a token bound to another project")
-}
-
-func TestModelToolName(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, ToolGraphCreateObject, ModelToolName(ToolGraphCreateObject))
-	require.Equal(t, ToolRegistryCall, ModelToolName(ToolRegistryCall), "not an external name")
-	require.Equal(t, "weather:forecast", ModelToolName("weather/forecast"))
-	require.Equal(t, "w.x-1:a_b.c", ModelToolName(ExternalToolName("w.x-1", "a_b.c")))
-
-	seen := map[string]string{}
-	for _, name := range []string{
-		"My Notes/find", "My_Notes/find", "notes/find/all", "notes/find_all", "ö/ü", "_/_",
-		strings.Repeat("s", 40) + "/" + strings.Repeat("t", 40), strings.Repeat("s", 40) + "/" + strings.Repeat("t", 41),
-		"a:b/c", strings.Repeat("x", 200) + "/" + strings.Repeat("y", 300),
-	} {
-		m := ModelToolName(name)
-		require.Regexp(t, `^[A-Za-z0-9_.:-]{1,64}$`, m, name)
-		require.NotContains(t, seen, m, "%s and %s", name, seen[m])
-		seen[m] = name
-	}
-	require.Equal(t, "notes:find_all", ModelToolName("notes/find_all"))
-	require.Equal(t, 2, strings.Count(ModelToolName("notes/find/all"), ":"), "a changed name is hashed")
 }
 
 func TestResultContent(t *testing.T) {
