@@ -73,18 +73,18 @@ var (
 
 // Agent is a definition.
 type Agent struct {
-	ID                 uuid.UUID  `json:"id"`
-	ProjectID          uuid.UUID  `json:"projectId"`
-	Name               string     `json:"name"`
-	Description        string     `json:"description"`
-	Instructions       string     `json:"instructions"`
-	Model              string     `json:"model,omitempty" doc:"The generative model; the project's default when absent."`
-	Tools              []string   `json:"tools" doc:"Tool names as the built-in MCP server lists them, server/tool for external ones."`
-	MaxSteps           int        `json:"maxSteps"`
-	RequireApprovalFor []string   `json:"requireApprovalFor" doc:"Tools that ask the user before they run."`
-	CreatedBy          *uuid.UUID `json:"createdBy,omitempty"`
-	CreatedAt          time.Time  `json:"createdAt"`
-	UpdatedAt          time.Time  `json:"updatedAt"`
+	ID                 uuid.UUID  `json:"id" db:"id"`
+	ProjectID          uuid.UUID  `json:"projectId" db:"project_id"`
+	Name               string     `json:"name" db:"name"`
+	Description        string     `json:"description" db:"description"`
+	Instructions       string     `json:"instructions" db:"instructions"`
+	Model              string     `json:"model,omitempty" db:"model" doc:"The generative model; the project's default when absent."`
+	Tools              []string   `json:"tools" db:"tools" doc:"Tool names as the built-in MCP server lists them, server/tool for external ones."`
+	MaxSteps           int        `json:"maxSteps" db:"max_steps"`
+	RequireApprovalFor []string   `json:"requireApprovalFor" db:"require_approval_for" doc:"Tools that ask the user before they run."`
+	CreatedBy          *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
+	CreatedAt          time.Time  `json:"createdAt" db:"created_at"`
+	UpdatedAt          time.Time  `json:"updatedAt" db:"updated_at"`
 }
 
 // CreateParams defines an agent.
@@ -125,18 +125,18 @@ type Question struct {
 
 // Run is one run of an agent.
 type Run struct {
-	ID           uuid.UUID `json:"id"`
-	AgentID      uuid.UUID `json:"agentId"`
-	Status       string    `json:"status" enum:"queued,running,waiting_for_input,completed,failed,cancelled"`
-	Input        string    `json:"input"`
-	Output       string    `json:"output,omitempty"`
-	Error        string    `json:"error,omitempty"`
-	Question     *Question `json:"question,omitempty"`
-	Steps        []Step    `json:"steps"`
-	InputTokens  int64     `json:"inputTokens"`
-	OutputTokens int64     `json:"outputTokens"`
-	CostUSD      float64   `json:"costUsd"`
-	CreatedAt    time.Time `json:"createdAt"`
+	ID           uuid.UUID  `json:"id"`
+	AgentID      uuid.UUID  `json:"agentId"`
+	Status       string     `json:"status" enum:"queued,running,waiting_for_input,completed,failed,cancelled"`
+	Input        string     `json:"input"`
+	Output       string     `json:"output,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	Question     *Question  `json:"question,omitempty"`
+	Steps        []Step     `json:"steps"`
+	InputTokens  int64      `json:"inputTokens"`
+	OutputTokens int64      `json:"outputTokens"`
+	CostUSD      float64    `json:"costUsd"`
+	CreatedAt    time.Time  `json:"createdAt"`
 	StartedAt    *time.Time `json:"startedAt,omitempty"`
 	CompletedAt  *time.Time `json:"completedAt,omitempty"`
 }
