@@ -24,9 +24,8 @@ import (
 // (the same access check, argument checks and handlers), and external
 // tools through mcp-servers/call.
 
-// ExternalToolName is the name agent definitions and run steps give a
-// tool of an external MCP server: "server/tool". A model is given
-// llm.ToolName of it ("server:tool" for plain names).
+// ExternalToolName is the name agent definitions, run steps and the tool
+// box give a tool of an external MCP server: "server/tool".
 func ExternalToolName(server, tool string) string { return server + "/" + tool }
 
 // boxTool is one tool of a caller's tool box.
@@ -38,8 +37,10 @@ type boxTool struct {
 	external *RegistryTool
 }
 
-// Tools lists the tools p may use in project, named as a model is given
-// them (llm.ToolName; built-in names are unchanged): the built-in tools p's scopes, project role and the
+// Tools lists the tools p may use in project, by the names the built-in
+// server lists them and ExternalToolName's "server/tool" (a name a model
+// is not given as it is: llm.Tool's rule forbids '/'; its user maps it):
+// the built-in tools p's scopes, project role and the
 // project's tool settings allow, and, when p may use mcp-servers/call, the
 // enabled tools of the project's enabled external MCP servers. Left out:
 // mcp-servers/list and mcp-servers/call themselves (an agent gets each
@@ -64,8 +65,7 @@ func (s *Server) Tools(ctx context.Context, p *auth.Principal, project uuid.UUID
 	return out, nil
 }
 
-// Call runs the tool name (its llm.ToolName as Tools lists it, or the name
-// it stands for: a built-in name or "server/tool") as p in project, with
+// Call runs the tool name (as Tools lists it) as p in project, with
 // args (a JSON object), through the MCP server. The tool's own failures
 // (bad arguments, a service's refusal, the external tool's error) are
 // (their description, true, nil). Errors: permission_denied for a tool
@@ -93,7 +93,7 @@ func (s *Server) Call(ctx context.Context, p *auth.Principal, project uuid.UUID,
 	}
 	var found *boxTool
 	for i := range box {
-		if box[i].tool.Name == name || box[i].name == name {
+		if box[i].name == name {
 			found = &box[i]
 			break
 		}
@@ -186,22 +186,22 @@ func (s *Server) toolbox(ctx context.Context, c *caller) ([]boxTool, error) {
 	}
 	seen := map[string]bool{}
 	for _, t := range out {
-		seen[t.tool.Name] = true
+		seen[t.name] = true
 	}
 	for i := range ext {
 		t := &ext[i]
 		name := ExternalToolName(t.Server, t.Name)
-		model := llm.ToolName(name)
-		if seen[model] {
-			s.logger.WarnContext(ctx, "external tool left out of the tool box: its name collides", "tool", name)
+		if seen[name] {
+			// "a/b" + "c" and "a" + "b/c": the first listed wins.
+			s.logger.WarnContext(ctx, "external tool left out of the tool box: its name is taken", "tool", name)
 			continue
 		}
-		seen[model] = true
+		seen[name] = true
 		desc := t.Description
 		if desc == "" {
 			desc = "Tool " + t.Name + " of the MCP server " + t.Server + "."
 		}
-		out = append(out, boxTool{name: name, external: t, tool: llm.Tool{Name: model, Description: desc, Parameters: t.InputSchema}})
+		out = append(out, boxTool{name: name, external: t, tool: llm.Tool{Name: name, Description: desc, Parameters: t.InputSchema}})
 	}
 	return out, nil
 }
