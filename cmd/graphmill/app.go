@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/graphmill/graphmill/internal/activity"
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
@@ -410,6 +411,22 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	regTools.reg = m.mcpReg
 	m.mcp.Mount(router)
 	mcpregistry.Register(api, m.mcpReg)
+	// Agents: runs on the agent_run queue, with the built-in MCP server's
+	// tool box and the project's generative model.
+	agents, err := agent.NewService(agent.Config{
+		Pool: pool, Jobs: m.jobs, Toolbox: m.mcp, Principals: tenancy.NewDirectory(pool, m.Now), Notifier: m.notifs,
+		QuestionTimeout: m.Config.AgentQuestionTimeout, Logger: log, Now: m.Now,
+		Models: func(ctx context.Context, project uuid.UUID, model string) (agent.Model, error) {
+			return providers.ResolveModel(ctx, project, provider.Generative, model)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := agents.AddQueue(agent.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	agent.Register(api, agents)
 	jobqueue.Register(api, m.jobs)
 	superSvc, auditLog := superadmin.NewService(pool, ten, docs.DocumentCounts), audit.NewService(pool, m.Now)
 	superadmin.Register(api, superSvc, ten, extractions, docs, embeddings, auditLog)

@@ -185,6 +185,10 @@ func (f *routeFixtures) id(t *testing.T, kind string) string {
 		}
 		s.must(200, "GET", "/api/superadmin/me", s.admin, nil).Decode(t, &me)
 		out.ID = s.notify(me.UserID, notification.Params{Title: "route", Message: "table"}).ID
+	case "agent":
+		out.ID = s.agentCreate(s.admin, f.project, map[string]any{"name": "route", "instructions": "route", "tools": []string{}})
+	case "agent-run":
+		out.ID = s.agentStart(s.admin, f.id(t, "agent"), "route").ID
 	case "template-pack":
 		out.ID = s.graphCreatePack(f.project, graphPack("Route"))
 	case "org":

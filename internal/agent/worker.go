@@ -184,11 +184,13 @@ func (w *worker) principal(ctx context.Context) (*auth.Principal, error) {
 	return &p, nil
 }
 
-// toolSet is what a step offers the model: the tools under names every
-// provider accepts, and the real name of each.
+// toolSet is what a step offers the model: the tools as the Toolbox
+// lists them (under the names a model is given, which every provider
+// accepts), and the definition's name of each (a built-in name or
+// server/tool), which the steps record.
 type toolSet struct {
 	list []llm.Tool
-	real map[string]string // model-facing name -> real name
+	real map[string]string // model-facing name -> definition's name
 }
 
 // tools are the agent's tools that p may use now, plus ask_user.
@@ -201,38 +203,19 @@ func (w *worker) tools(ctx context.Context, p *auth.Principal) (toolSet, error) 
 	if err != nil {
 		return toolSet{}, fmt.Errorf("list tools: %w", err)
 	}
+	byModel := map[string]string{}
+	for _, d := range w.def.Tools {
+		byModel[toolName(d)] = d
+	}
 	for _, t := range all {
-		if !slices.Contains(w.def.Tools, t.Name) || t.Name == llm.ToolAskUser {
+		d, ok := byModel[t.Name]
+		if !ok || d == llm.ToolAskUser || set.real[t.Name] != "" {
 			continue
 		}
-		name := modelName(t.Name)
-		for i := 2; set.real[name] != ""; i++ {
-			name = fmt.Sprintf("%s_%d", modelName(t.Name)[:min(len(modelName(t.Name)), 60)], i)
-		}
-		set.real[name] = t.Name
-		t.Name = name
+		set.real[t.Name] = d
 		set.list = append(set.list, t)
 	}
 	return set, nil
-}
-
-// modelName is a tool's name as providers accept it ([A-Za-z0-9_-], at
-// most 64): an external server/tool becomes server__tool.
-func modelName(name string) string {
-	var b strings.Builder
-	for _, r := range strings.ReplaceAll(name, "/", "__") {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	s := b.String()
-	if len(s) > 64 {
-		s = s[:64]
-	}
-	return s
 }
 
 // replayed is a run's conversation rebuilt from its steps.
