@@ -396,9 +396,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// The built-in MCP server and the registry of external ones need each
 	// other: the server's registry and web search tools call the registry,
 	// whose built-in tool catalogue and settings are the server's tools.
-	regTools := &mcpRegistryTools{}
+	// Its agent tools call the agents, which run with its tool box.
+	regTools, agentTools := &mcpRegistryTools{}, &mcpAgents{}
 	m.mcp, err = mcpserver.New(mcpserver.Config{
-		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools,
+		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Agents: agentTools,
 		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
 		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(),
 	})
@@ -426,6 +427,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := agents.AddQueue(agent.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
+	agentTools.Service = agents
 	agent.Register(api, agents)
 	jobqueue.Register(api, m.jobs)
 	superSvc, auditLog := superadmin.NewService(pool, ten, docs.DocumentCounts), audit.NewService(pool, m.Now)
@@ -544,6 +546,9 @@ func (q queryEmbedders) QueryEmbedder(ctx context.Context, project uuid.UUID, mo
 	}
 	return h, h.Model() == model, nil
 }
+
+// mcpAgents gives the built-in MCP server the agents, built after it.
+type mcpAgents struct{ *agent.Service }
 
 // mcpRegistryTools gives the built-in MCP server the registry's external
 // tools, web search and built-in tool settings.

@@ -2,12 +2,9 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -27,64 +24,9 @@ import (
 // (the same access check, argument checks and handlers), and external
 // tools through mcp-servers/call.
 
-// modelNameMax bounds a tool name a model sees (llm.Tool.Name).
-const modelNameMax = 64
-
-// modelName is the rule of llm.Tool.Name.
-var (
-	modelName = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`) //nolint:gochecknoglobals // compiled pattern, constant
-	// plainPart is a server or tool name that a model name carries as it
-	// is.
-	plainPart = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`) //nolint:gochecknoglobals // compiled pattern, constant
-	// badRune is what a model name cannot carry.
-	badRune = regexp.MustCompile(`[^A-Za-z0-9_.-]`) //nolint:gochecknoglobals // compiled pattern, constant
-)
-
-// ExternalToolName is the name agent definitions and run steps give a
-// tool of an external MCP server: "server/tool".
+// ExternalToolName is the name agent definitions, run steps and the tool
+// box give a tool of an external MCP server: "server/tool".
 func ExternalToolName(server, tool string) string { return server + "/" + tool }
-
-// ModelToolName is the name a model sees for the tool named name (a
-// built-in tool's name, or ExternalToolName's "server/tool"): built-in
-// names as they are (they satisfy llm.Tool's rule); "server/tool" as
-// "server:tool" when both parts are letters, digits, '_', '.', '-' and
-// the whole fits in 64 characters; otherwise "server:tool:hash", each part
-// with its other characters replaced by '_' and shortened, hash 8 hex
-// digits of the SHA-256 of name. No built-in name holds ':', a plain
-// external name holds one, a hashed one two: the names never collide
-// (save a hash collision among hashed ones, which Tools drops). Call
-// takes either name.
-func ModelToolName(name string) string {
-	server, tool, external := splitExternal(name)
-	if !external {
-		return name
-	}
-	if plainPart.MatchString(server) && plainPart.MatchString(tool) && len(server)+1+len(tool) <= modelNameMax {
-		return server + ":" + tool
-	}
-	sum := sha256.Sum256([]byte(name))
-	hash := hex.EncodeToString(sum[:4])
-	s := shorten(badRune.ReplaceAllString(server, "_"), 20)
-	t := shorten(badRune.ReplaceAllString(tool, "_"), modelNameMax-len(s)-2-len(hash))
-	return s + ":" + t + ":" + hash
-}
-
-// splitExternal splits "server/tool" at its first '/'; the registry's
-// own tools (mcp-servers/list, mcp-servers/call) are built-in names.
-func splitExternal(name string) (server, tool string, ok bool) {
-	if name == ToolRegistryList || name == ToolRegistryCall {
-		return "", "", false
-	}
-	server, tool, ok = strings.Cut(name, "/")
-	return server, tool, ok
-}
-
-func shorten(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
 
 // boxTool is one tool of a caller's tool box.
 type boxTool struct {
@@ -95,8 +37,10 @@ type boxTool struct {
 	external *RegistryTool
 }
 
-// Tools lists the tools p may use in project, as a model sees them
-// (ModelToolName): the built-in tools p's scopes, project role and the
+// Tools lists the tools p may use in project, by the names the built-in
+// server lists them and ExternalToolName's "server/tool" (a name a model
+// is not given as it is: llm.Tool's rule forbids '/'; its user maps it):
+// the built-in tools p's scopes, project role and the
 // project's tool settings allow, and, when p may use mcp-servers/call, the
 // enabled tools of the project's enabled external MCP servers. Left out:
 // mcp-servers/list and mcp-servers/call themselves (an agent gets each
@@ -121,8 +65,7 @@ func (s *Server) Tools(ctx context.Context, p *auth.Principal, project uuid.UUID
 	return out, nil
 }
 
-// Call runs the tool name (its ModelToolName, or the name Tools' entry
-// stands for: a built-in name or "server/tool") as p in project, with
+// Call runs the tool name (as Tools lists it) as p in project, with
 // args (a JSON object), through the MCP server. The tool's own failures
 // (bad arguments, a service's refusal, the external tool's error) are
 // (their description, true, nil). Errors: permission_denied for a tool
@@ -150,7 +93,7 @@ func (s *Server) Call(ctx context.Context, p *auth.Principal, project uuid.UUID,
 	}
 	var found *boxTool
 	for i := range box {
-		if box[i].tool.Name == name || box[i].name == name {
+		if box[i].name == name {
 			found = &box[i]
 			break
 		}
@@ -243,22 +186,22 @@ func (s *Server) toolbox(ctx context.Context, c *caller) ([]boxTool, error) {
 	}
 	seen := map[string]bool{}
 	for _, t := range out {
-		seen[t.tool.Name] = true
+		seen[t.name] = true
 	}
 	for i := range ext {
 		t := &ext[i]
 		name := ExternalToolName(t.Server, t.Name)
-		model := ModelToolName(name)
-		if seen[model] || !modelName.MatchString(model) {
-			s.logger.WarnContext(ctx, "external tool left out of the tool box: its name collides", "tool", name)
+		if seen[name] {
+			// "a/b" + "c" and "a" + "b/c": the first listed wins.
+			s.logger.WarnContext(ctx, "external tool left out of the tool box: its name is taken", "tool", name)
 			continue
 		}
-		seen[model] = true
+		seen[name] = true
 		desc := t.Description
 		if desc == "" {
 			desc = "Tool " + t.Name + " of the MCP server " + t.Server + "."
 		}
-		out = append(out, boxTool{name: name, external: t, tool: llm.Tool{Name: model, Description: desc, Parameters: t.InputSchema}})
+		out = append(out, boxTool{name: name, external: t, tool: llm.Tool{Name: name, Description: desc, Parameters: t.InputSchema}})
 	}
 	return out, nil
 }

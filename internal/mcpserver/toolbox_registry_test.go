@@ -71,12 +71,12 @@ func TestToolboxCallsExternalServers(t *testing.T) {
 
 	tools, err := b.srv.Tools(ctx, p, project)
 	require.NoError(t, err)
-	require.Equal(t, []string{"remote:add", "remote:echo"}, modelNames(tools))
+	require.Equal(t, []string{"remote/add", "remote/echo"}, toolNamesOf(tools))
 	for _, tool := range tools {
 		require.Equal(t, "object", tool.Parameters["type"], "the schema the server reported")
 	}
 
-	out, isErr, err := b.srv.Call(ctx, p, project, "remote:add", json.RawMessage(`{"a":2,"b":40}`))
+	out, isErr, err := b.srv.Call(ctx, p, project, "remote/add", json.RawMessage(`{"a":2,"b":40}`))
 	require.NoError(t, err)
 	require.False(t, isErr)
 	require.JSONEq(t, `"42"`, string(out), "text that is not a JSON object or array stays text")
@@ -84,7 +84,7 @@ func TestToolboxCallsExternalServers(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, isErr)
 	require.JSONEq(t, `"echo: hi"`, string(out))
-	out, isErr, err = b.srv.Call(ctx, p, project, "remote:echo", json.RawMessage(`{"text":"fail"}`))
+	out, isErr, err = b.srv.Call(ctx, p, project, "remote/echo", json.RawMessage(`{"text":"fail"}`))
 	require.NoError(t, err)
 	require.True(t, isErr, "the external tool's own error")
 	require.JSONEq(t, `"asked to fail"`, string(out))
@@ -100,8 +100,8 @@ func TestToolboxCallsExternalServers(t *testing.T) {
 	}
 	tools, err = b.srv.Tools(ctx, p, project)
 	require.NoError(t, err)
-	require.Equal(t, []string{"remote:echo"}, modelNames(tools))
-	_, _, err = b.srv.Call(ctx, p, project, "remote:add", json.RawMessage(`{"a":1,"b":1}`))
+	require.Equal(t, []string{"remote/echo"}, toolNamesOf(tools))
+	_, _, err = b.srv.Call(ctx, p, project, "remote/add", json.RawMessage(`{"a":1,"b":1}`))
 	require.Equal(t, errs.PermissionDenied, errs.CodeOf(err))
 
 	// A disabled server's tools likewise.
@@ -110,6 +110,6 @@ func TestToolboxCallsExternalServers(t *testing.T) {
 	tools, err = b.srv.Tools(ctx, p, project)
 	require.NoError(t, err)
 	require.Empty(t, tools)
-	_, _, err = b.srv.Call(ctx, p, project, "remote:echo", json.RawMessage(`{"text":"hi"}`))
+	_, _, err = b.srv.Call(ctx, p, project, "remote/echo", json.RawMessage(`{"text":"hi"}`))
 	require.Equal(t, errs.PermissionDenied, errs.CodeOf(err))
 }

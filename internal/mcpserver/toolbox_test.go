@@ -160,7 +160,7 @@ func (b *boxBundle) principal(scopes auth.Scopes, role auth.ProjectRole) *auth.P
 	}
 }
 
-func modelNames(tools []llm.Tool) []string {
+func toolNamesOf(tools []llm.Tool) []string {
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name
@@ -178,33 +178,31 @@ func TestToolboxListsWhatTheCallerMayUse(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		ToolGraphGetObject, ToolGraphListRelationships, ToolGraphNeighbors, ToolGraphSearchObjects,
-	}, modelNames(tools), "graph:read alone: the reading graph tools")
+	}, toolNamesOf(tools), "graph:read alone: the reading graph tools")
 
 	tools, err = b.srv.Tools(ctx, b.principal(auth.Scopes(0).With(auth.GraphRead).With(auth.GraphWrite), auth.ProjectViewer), b.project)
 	require.NoError(t, err)
-	require.NotContains(t, modelNames(tools), ToolGraphCreateObject, "graph:write needs the editor role")
+	require.NotContains(t, toolNamesOf(tools), ToolGraphCreateObject, "graph:write needs the editor role")
 	tools, err = b.srv.Tools(ctx, b.principal(auth.Scopes(0).With(auth.GraphWrite), auth.ProjectEditor), b.project)
 	require.NoError(t, err)
-	require.Equal(t, []string{ToolGraphCreateObject, ToolGraphCreateRelationship, ToolGraphUpdateObject}, modelNames(tools))
+	require.Equal(t, []string{ToolGraphCreateObject, ToolGraphCreateRelationship, ToolGraphUpdateObject}, toolNamesOf(tools))
 
 	tools, err = b.srv.Tools(ctx, b.principal(auth.AllScopes, auth.ProjectAdmin), b.project)
 	require.NoError(t, err)
-	require.Regexp(t, `^My_Notes:find_all:[0-9a-f]{8}$`, ModelToolName("My Notes/find/all"))
 	want := []string{
 		ToolDocumentsGet, ToolDocumentsList, ToolDocumentsUploadText, ToolGraphCreateObject, ToolGraphCreateRelationship,
 		ToolGraphGetObject, ToolGraphListRelationships, ToolGraphNeighbors, ToolGraphSearchObjects, ToolGraphUpdateObject,
-		ModelToolName("My Notes/find/all"), ToolSearch, ToolWebSearch, "weather:forecast",
+		"My Notes/find/all", ToolSearch, ToolWebSearch, "weather/forecast",
 	}
 	sort.Strings(want)
-	require.Equal(t, want, modelNames(tools), "every tool, the registry's own two left out, external ones by name")
+	require.Equal(t, want, toolNamesOf(tools), "every tool, the registry's own two left out, external ones by name")
 	for _, tool := range tools {
-		require.Regexp(t, `^[A-Za-z0-9_.:-]{1,64}$`, tool.Name)
 		require.NotEmpty(t, tool.Description, tool.Name)
-		if tool.Name == "weather:forecast" {
+		if tool.Name == "weather/forecast" {
 			require.Equal(t, "Forecast a city's weather.", tool.Description)
 			continue
 		}
-		if !strings.Contains(tool.Name, ":") {
+		if !strings.Contains(tool.Name, "/") {
 			require.Equal(t, "object", tool.Parameters["type"], tool.Name)
 		}
 	}
@@ -213,7 +211,7 @@ func TestToolboxListsWhatTheCallerMayUse(t *testing.T) {
 	b.web.enabled = false
 	tools, err = b.srv.Tools(ctx, b.principal(auth.AllScopes, auth.ProjectAdmin), b.project)
 	require.NoError(t, err)
-	require.NotContains(t, modelNames(tools), ToolWebSearch)
+	require.NotContains(t, toolNamesOf(tools), ToolWebSearch)
 }
 
 func TestToolboxExternalToolsNeedTheRegistryCallTool(t *testing.T) {
@@ -223,12 +221,12 @@ func TestToolboxExternalToolsNeedTheRegistryCallTool(t *testing.T) {
 	tools, err := b.srv.Tools(ctx, b.principal(auth.Scopes(0).With(auth.MCPUse), auth.ProjectViewer), b.project)
 	require.NoError(t, err)
 	require.Len(t, tools, 2)
-	require.Equal(t, "weather:forecast", modelNames(tools)[1])
+	require.Equal(t, []string{"My Notes/find/all", "weather/forecast"}, toolNamesOf(tools))
 
 	b = boxSetup(t, nil, ToolRegistryCall)
 	tools, err = b.srv.Tools(ctx, b.principal(auth.AllScopes, auth.ProjectAdmin), b.project)
 	require.NoError(t, err)
-	require.NotContains(t, modelNames(tools), "weather:forecast", "mcp-servers/call disabled: no external tools")
+	require.NotContains(t, toolNamesOf(tools), "weather/forecast", "mcp-servers/call disabled: no external tools")
 	_, _, err = b.srv.Call(ctx, b.principal(auth.AllScopes, auth.ProjectAdmin), b.project, "weather/forecast", json.RawMessage(`{}`))
 	require.Equal(t, errs.PermissionDenied, errs.CodeOf(err))
 	require.Empty(t, b.reg.calls)
@@ -241,7 +239,7 @@ func TestToolboxDisabledToolNeverListedAndRefused(t *testing.T) {
 	p := b.principal(auth.AllScopes, auth.ProjectAdmin)
 	tools, err := b.srv.Tools(ctx, p, b.project)
 	require.NoError(t, err)
-	require.NotContains(t, modelNames(tools), ToolGraphCreateObject)
+	require.NotContains(t, toolNamesOf(tools), ToolGraphCreateObject)
 
 	_, _, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateObject, json.RawMessage(`{"type":"Person","name":"Ada"}`))
 	require.Equal(t, errs.PermissionDenied, errs.CodeOf(err))
@@ -291,8 +289,8 @@ func TestToolboxCallRunsTheToolAsTheCaller(t *testing.T) {
 	require.Contains(t, string(out), "NUL")
 	require.Len(t, b.graph.created, 1)
 
-	// External tools by their model name or their own, through the registry.
-	out, isErr, err = b.srv.Call(ctx, p, b.project, "weather:forecast", json.RawMessage(`{"city":"Paris"}`))
+	// External tools by "server/tool", through the registry.
+	out, isErr, err = b.srv.Call(ctx, p, b.project, "weather/forecast", json.RawMessage(`{"city":"Paris"}`))
 	require.NoError(t, err)
 	require.False(t, isErr)
 	require.JSONEq(t, `"sunny {\"city\":\"Paris\"}"`, string(out))
@@ -300,7 +298,7 @@ func TestToolboxCallRunsTheToolAsTheCaller(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{b.reg.tools[0].ServerID.String() + "/forecast", b.reg.tools[0].ServerID.String() + "/forecast"}, b.reg.calls,
 		"the server is named by id")
-	out, isErr, err = b.srv.Call(ctx, p, b.project, "weather:forecast", json.RawMessage(`[1]`))
+	out, isErr, err = b.srv.Call(ctx, p, b.project, "weather/forecast", json.RawMessage(`[1]`))
 	require.NoError(t, err)
 	require.True(t, isErr)
 	require.JSONEq(t, `"the arguments must be a JSON object"`, string(out))
@@ -320,28 +318,6 @@ func TestToolboxAuthorisesTheProject(t *testing.T) {
 	p.BoundProject = b.project
 	_, err = b.srv.Tools(ctx, p, b.other)
 	require.Equal(t, errs.PermissionDenied, errs.CodeOf(err), "a token bound to another project")
-}
-
-func TestModelToolName(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, ToolGraphCreateObject, ModelToolName(ToolGraphCreateObject))
-	require.Equal(t, ToolRegistryCall, ModelToolName(ToolRegistryCall), "not an external name")
-	require.Equal(t, "weather:forecast", ModelToolName("weather/forecast"))
-	require.Equal(t, "w.x-1:a_b.c", ModelToolName(ExternalToolName("w.x-1", "a_b.c")))
-
-	seen := map[string]string{}
-	for _, name := range []string{
-		"My Notes/find", "My_Notes/find", "notes/find/all", "notes/find_all", "ö/ü", "_/_",
-		strings.Repeat("s", 40) + "/" + strings.Repeat("t", 40), strings.Repeat("s", 40) + "/" + strings.Repeat("t", 41),
-		"a:b/c", strings.Repeat("x", 200) + "/" + strings.Repeat("y", 300),
-	} {
-		m := ModelToolName(name)
-		require.Regexp(t, `^[A-Za-z0-9_.:-]{1,64}$`, m, name)
-		require.NotContains(t, seen, m, "%s and %s", name, seen[m])
-		seen[m] = name
-	}
-	require.Equal(t, "notes:find_all", ModelToolName("notes/find_all"))
-	require.Equal(t, 2, strings.Count(ModelToolName("notes/find/all"), ":"), "a changed name is hashed")
 }
 
 func TestResultContent(t *testing.T) {

@@ -79,7 +79,11 @@ func addTool[In any](s *Server, t *mcp.Tool, rule toolRule, props map[string][]p
 }
 
 func (s *Server) addTools() error {
-	for _, add := range []func() error{s.addGraphTools, s.addDocumentTools, s.addSearchTools} {
+	adds := []func() error{s.addGraphTools, s.addDocumentTools, s.addSearchTools}
+	if s.cfg.Agents != nil {
+		adds = append(adds, s.addAgentTools)
+	}
+	for _, add := range adds {
 		if err := add(); err != nil {
 			return err
 		}
