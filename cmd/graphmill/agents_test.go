@@ -626,10 +626,13 @@ func TestAgentQuestionExpires(t *testing.T) {
 	s := newServer(t, func(c *config.Config) { c.AgentQuestionTimeout = time.Hour })
 	project, _ := s.defaultProject()
 	id := s.agentCreate(s.admin, project, map[string]any{"name": "asker", "instructions": "i", "tools": []string{}})
+	frames, _ := s.openStream(s.admin, 0)
 	run := s.agentStart(s.admin, id, "ASK: Anyone there?")
 	w := s.agentWait(s.admin, run.ID, "waiting_for_input")
 	require.WithinDuration(t, time.Now().Add(time.Hour), w.Question.ExpiresAt, time.Minute)
-	frames, _ := s.openStream(s.admin, 0)
+	require.Equal(t, []string{
+		"agent_run.status:queued", "agent_run.status:running", "agent_run.status:waiting_for_input", "agent.question", "notification",
+	}, agentEvents(t, frames, run.ID, func(e string) bool { return e == "notification" }))
 	s.clock.Advance(time.Hour + time.Minute)
 	done := s.agentWait(s.admin, run.ID, "failed", "completed")
 	require.Equal(t, "failed", done.Status)

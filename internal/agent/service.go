@@ -228,7 +228,7 @@ func (s *Service) check(ctx context.Context, p *auth.Principal, a *Agent) error 
 		}
 	}
 	for _, t := range a.Tools {
-		if !available[toolName(t)] {
+		if !available[t] {
 			return errs.Errorf(errs.Invalid, "tools: %q is not a tool you may use in this project (unknown, disabled, or it needs a scope or role you lack)", t)
 		}
 	}
