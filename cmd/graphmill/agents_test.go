@@ -642,3 +642,20 @@ func TestAgentQuestionExpires(t *testing.T) {
 		agentEvents(t, frames, run.ID, func(e string) bool { return e == "job.completed:failed" }))
 	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "me"}), 409, "failed_precondition")
 }
+
+// TestAgentNoProvider: without any generative model, naming a model is
+// refused (409 failed_precondition) and a run fails at once saying why.
+func TestAgentNoProvider(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, withoutLocalProvider)
+	project, _ := s.defaultProject()
+	r := requireProblem(t, s.do("POST", "/api/agents", s.admin, map[string]any{"name": "m", "instructions": "i", "tools": []string{}, "model": "gpt-4o"},
+		header{"X-Project-ID", project}), 409, "failed_precondition")
+	require.Contains(t, r["detail"], "no generative model is configured")
+	id := s.agentCreate(s.admin, project, map[string]any{"name": "n", "instructions": "i", "tools": []string{}})
+	run := s.agentStart(s.admin, id, "hello")
+	done := s.agentWait(s.admin, run.ID, "failed", "completed")
+	require.Equal(t, "failed", done.Status)
+	require.Equal(t, "no generative model is configured for this project", done.Error)
+	require.Empty(t, done.Steps)
+}

@@ -33,7 +33,7 @@ type Model interface {
 // Models resolves the model a project's agent uses: name, or the
 // project's default generative model when name is empty. A name the
 // project's provider does not have gives another model (the caller
-// compares Model()).
+// compares Model()); no model at all is errs.FailedPrecondition.
 type Models func(ctx context.Context, project uuid.UUID, name string) (Model, error)
 
 // Principals rebuilds a user's current rights (tenancy.Directory).

@@ -103,6 +103,9 @@ func (w *worker) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 func (w *worker) loop(ctx context.Context) error {
 	model, err := w.s.cfg.Models(ctx, w.run.ProjectID, w.def.Model)
 	if err != nil {
+		if errs.CodeOf(err) == errs.FailedPrecondition {
+			return jobqueue.Permanent(err)
+		}
 		return fmt.Errorf("resolve the agent's model: %w", err)
 	}
 	if w.def.Model != "" && model.Model() != w.def.Model {
