@@ -205,6 +205,7 @@ func TestAgentRunLocal(t *testing.T) {
 	require.Positive(t, done.InputTokens)
 	require.Positive(t, done.OutputTokens)
 	require.NotNil(t, done.StartedAt)
+	require.Equal(t, done.Steps[0].StartedAt, *done.StartedAt, "a run started with its first step, before the question")
 	require.NotNil(t, done.CompletedAt)
 	require.Equal(t, []string{
 		"agent_run.status:queued", "agent_run.status:running", "agent_run.status:completed", "job.completed:completed",
@@ -641,6 +642,7 @@ func TestAgentQuestionExpires(t *testing.T) {
 	require.Equal(t, []string{"agent_run.status:running", "agent_run.status:failed", "job.completed:failed"},
 		agentEvents(t, frames, run.ID, func(e string) bool { return e == "job.completed:failed" }))
 	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "me"}), 409, "failed_precondition")
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/cancel", s.admin, nil), 409, "failed_precondition")
 }
 
 // TestAgentNoProvider: without any generative model, naming a model is
