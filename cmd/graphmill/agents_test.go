@@ -515,8 +515,10 @@ func TestAgentAPI(t *testing.T) {
 	requireProblem(t, s.do("POST", "/api/agents", editor, ok, hp), 409, "conflict")
 
 	// PATCH: an absent field is unchanged; the checks apply again.
-	s.must(200, "PATCH", "/api/agents/"+a.ID, editor, map[string]any{"maxSteps": 3, "tools": []string{"search", "graph_create_object"},
-		"requireApprovalFor": []string{"graph_create_object"}, "model": "local/heuristic-v1"}).Decode(t, &a)
+	s.must(200, "PATCH", "/api/agents/"+a.ID, editor, map[string]any{
+		"maxSteps": 3, "tools": []string{"search", "graph_create_object"},
+		"requireApprovalFor": []string{"graph_create_object"}, "model": "local/heuristic-v1",
+	}).Decode(t, &a)
 	require.Equal(t, "a", a.Name)
 	require.Equal(t, 3, a.MaxSteps)
 	require.Equal(t, []string{"graph_create_object"}, a.RequireApprovalFor)
@@ -581,8 +583,10 @@ func TestAgentApproval(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, _ := s.defaultProject()
-	id := s.agentCreate(s.admin, project, map[string]any{"name": "careful", "instructions": "i",
-		"tools": []string{"graph_create_object"}, "requireApprovalFor": []string{"graph_create_object"}})
+	id := s.agentCreate(s.admin, project, map[string]any{
+		"name": "careful", "instructions": "i",
+		"tools": []string{"graph_create_object"}, "requireApprovalFor": []string{"graph_create_object"},
+	})
 	input := `CALL: graph_create_object {"type":"Person","name":"Grace Hopper"}`
 	count := func() int {
 		var n int
@@ -622,10 +626,13 @@ func TestAgentQuestionExpires(t *testing.T) {
 	s := newServer(t, func(c *config.Config) { c.AgentQuestionTimeout = time.Hour })
 	project, _ := s.defaultProject()
 	id := s.agentCreate(s.admin, project, map[string]any{"name": "asker", "instructions": "i", "tools": []string{}})
+	frames, _ := s.openStream(s.admin, 0)
 	run := s.agentStart(s.admin, id, "ASK: Anyone there?")
 	w := s.agentWait(s.admin, run.ID, "waiting_for_input")
 	require.WithinDuration(t, time.Now().Add(time.Hour), w.Question.ExpiresAt, time.Minute)
-	frames, _ := s.openStream(s.admin, 0)
+	require.Equal(t, []string{
+		"agent_run.status:queued", "agent_run.status:running", "agent_run.status:waiting_for_input", "agent.question", "notification",
+	}, agentEvents(t, frames, run.ID, func(e string) bool { return e == "notification" }))
 	s.clock.Advance(time.Hour + time.Minute)
 	done := s.agentWait(s.admin, run.ID, "failed", "completed")
 	require.Equal(t, "failed", done.Status)
@@ -634,4 +641,21 @@ func TestAgentQuestionExpires(t *testing.T) {
 	require.Equal(t, []string{"agent_run.status:running", "agent_run.status:failed", "job.completed:failed"},
 		agentEvents(t, frames, run.ID, func(e string) bool { return e == "job.completed:failed" }))
 	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "me"}), 409, "failed_precondition")
+}
+
+// TestAgentNoProvider: without any generative model, naming a model is
+// refused (409 failed_precondition) and a run fails at once saying why.
+func TestAgentNoProvider(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, withoutLocalProvider)
+	project, _ := s.defaultProject()
+	r := requireProblem(t, s.do("POST", "/api/agents", s.admin, map[string]any{"name": "m", "instructions": "i", "tools": []string{}, "model": "gpt-4o"},
+		header{"X-Project-ID", project}), 409, "failed_precondition")
+	require.Contains(t, r["detail"], "no generative model is configured")
+	id := s.agentCreate(s.admin, project, map[string]any{"name": "n", "instructions": "i", "tools": []string{}})
+	run := s.agentStart(s.admin, id, "hello")
+	done := s.agentWait(s.admin, run.ID, "failed", "completed")
+	require.Equal(t, "failed", done.Status)
+	require.Equal(t, "no generative model is configured for this project", done.Error)
+	require.Empty(t, done.Steps)
 }

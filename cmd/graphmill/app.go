@@ -37,6 +37,7 @@ import (
 	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/embeddingpolicy"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/graph"
@@ -421,7 +422,11 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		Pool: pool, Jobs: m.jobs, Toolbox: m.mcp, Integrations: integrations, Principals: tenancy.NewDirectory(pool, m.Now), Notifier: m.notifs,
 		QuestionTimeout: m.Config.AgentQuestionTimeout, Logger: log, Now: m.Now,
 		Models: func(ctx context.Context, project uuid.UUID, model string) (agent.Model, error) {
-			return providers.ResolveModel(ctx, project, provider.Generative, model)
+			h, err := providers.ResolveModel(ctx, project, provider.Generative, model)
+			if errors.Is(err, provider.ErrNoProvider) {
+				return nil, errs.New(errs.FailedPrecondition, "no generative model is configured for this project")
+			}
+			return h, err
 		},
 	})
 	if err != nil {

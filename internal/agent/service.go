@@ -33,7 +33,7 @@ type Model interface {
 // Models resolves the model a project's agent uses: name, or the
 // project's default generative model when name is empty. A name the
 // project's provider does not have gives another model (the caller
-// compares Model()).
+// compares Model()); no model at all is errs.FailedPrecondition.
 type Models func(ctx context.Context, project uuid.UUID, name string) (Model, error)
 
 // Principals rebuilds a user's current rights (tenancy.Directory).
@@ -245,7 +245,7 @@ func (s *Service) check(ctx context.Context, p *auth.Principal, a *Agent) error 
 		}
 	}
 	for _, t := range a.Tools {
-		if !available[toolName(t)] {
+		if !available[t] {
 			return errs.Errorf(errs.Invalid, "tools: %q is not a tool you may use in this project (unknown, disabled, or it needs a scope or role you lack)", t)
 		}
 	}

@@ -15,12 +15,14 @@ var (
 	toolNameBad  = regexp.MustCompile(`[^A-Za-z0-9_.-]`)         //nolint:gochecknoglobals // compiled pattern, constant
 )
 
-// toolName is the name the Toolbox gives a model for the tool a
-// definition names (a built-in name, or an external "server/tool"): the
-// name itself when every provider accepts it, else server:tool, else a
-// cleaned name with 8 hex digits of its SHA-256. It is the rule of the
-// built-in MCP server's tool box (agentx's llm.ToolName, which replaces
-// this copy once merged).
+// toolName is the name a model is given for a tool (a built-in name, or
+// an external "server/tool", which breaks llm.Tool.Name's rule): the name
+// itself when it keeps the rule and holds no ':'; else, holding no ':',
+// the name with '/' turned into ':' when that keeps the rule; else the
+// name with every character outside [A-Za-z0-9_.-] turned into '_',
+// shortened, then ':' and 8 hex digits of its SHA-256. Distinct names
+// give distinct results save for a hash collision (the worker then
+// offers the first tool only).
 func toolName(name string) string {
 	if !strings.Contains(name, ":") {
 		if toolNameRule.MatchString(name) {

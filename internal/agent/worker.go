@@ -103,6 +103,9 @@ func (w *worker) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 func (w *worker) loop(ctx context.Context) error {
 	model, err := w.s.cfg.Models(ctx, w.run.ProjectID, w.def.Model)
 	if err != nil {
+		if errs.CodeOf(err) == errs.FailedPrecondition {
+			return jobqueue.Permanent(err)
+		}
 		return fmt.Errorf("resolve the agent's model: %w", err)
 	}
 	if w.def.Model != "" && model.Model() != w.def.Model {
@@ -184,16 +187,17 @@ func (w *worker) principal(ctx context.Context) (*auth.Principal, error) {
 	return &p, nil
 }
 
-// toolSet is what a step offers the model: the tools as the Toolbox
-// lists them (under the names a model is given, which every provider
-// accepts), and the definition's name of each (a built-in name or
-// server/tool), which the steps record.
+// toolSet is what a step offers the model: the agent's tools the
+// Toolbox lists for the starting user, each under the name a model is
+// given (toolName: server/tool becomes server:tool), and the real name
+// of each, which the Toolbox is called with and the steps record.
 type toolSet struct {
 	list []llm.Tool
-	real map[string]string // model-facing name -> definition's name
+	real map[string]string // model-facing name -> real name
 }
 
-// tools are the agent's tools that p may use now, plus ask_user.
+// tools are the agent's tools that p may use now, plus ask_user. A tool
+// whose model-facing name another one took already is left out.
 func (w *worker) tools(ctx context.Context, p *auth.Principal) (toolSet, error) {
 	set := toolSet{list: []llm.Tool{askUserTool()}, real: map[string]string{llm.ToolAskUser: llm.ToolAskUser}}
 	if w.s.cfg.Toolbox == nil {
@@ -203,16 +207,13 @@ func (w *worker) tools(ctx context.Context, p *auth.Principal) (toolSet, error) 
 	if err != nil {
 		return toolSet{}, fmt.Errorf("list tools: %w", err)
 	}
-	byModel := map[string]string{}
-	for _, d := range w.def.Tools {
-		byModel[toolName(d)] = d
-	}
 	for _, t := range all {
-		d, ok := byModel[t.Name]
-		if !ok || d == llm.ToolAskUser || set.real[t.Name] != "" {
+		name := toolName(t.Name)
+		if !slices.Contains(w.def.Tools, t.Name) || set.real[name] != "" {
 			continue
 		}
-		set.real[t.Name] = d
+		set.real[name] = t.Name
+		t.Name = name
 		set.list = append(set.list, t)
 	}
 	return set, nil
