@@ -73,18 +73,21 @@ var (
 
 // Agent is a definition.
 type Agent struct {
-	ID                 uuid.UUID  `json:"id" db:"id"`
-	ProjectID          uuid.UUID  `json:"projectId" db:"project_id"`
-	Name               string     `json:"name" db:"name"`
-	Description        string     `json:"description" db:"description"`
-	Instructions       string     `json:"instructions" db:"instructions"`
-	Model              string     `json:"model,omitempty" db:"model" doc:"The generative model; the project's default when absent."`
-	Tools              []string   `json:"tools" db:"tools" doc:"Tool names as the built-in MCP server lists them, server/tool for external ones."`
-	MaxSteps           int        `json:"maxSteps" db:"max_steps"`
-	RequireApprovalFor []string   `json:"requireApprovalFor" db:"require_approval_for" doc:"Tools that ask the user before they run."`
-	CreatedBy          *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
-	CreatedAt          time.Time  `json:"createdAt" db:"created_at"`
-	UpdatedAt          time.Time  `json:"updatedAt" db:"updated_at"`
+	ID                   uuid.UUID  `json:"id" db:"id"`
+	ProjectID            uuid.UUID  `json:"projectId" db:"project_id"`
+	Name                 string     `json:"name" db:"name"`
+	Description          string     `json:"description" db:"description"`
+	Instructions         string     `json:"instructions" db:"instructions"`
+	Model                string     `json:"model,omitempty" db:"model" doc:"The generative model; the project's default when absent."`
+	Tools                []string   `json:"tools" db:"tools" doc:"Tool names as the built-in MCP server lists them, server/tool for external ones."`
+	MaxSteps             int        `json:"maxSteps" db:"max_steps"`
+	RequireApprovalFor   []string   `json:"requireApprovalFor" db:"require_approval_for" doc:"Tools that ask the user before they run."`
+	Schedule             string     `json:"schedule,omitempty" db:"schedule" doc:"A cron expression (minute hour day-of-month month day-of-week, UTC unless it starts with CRON_TZ=<zone>; or @hourly, @daily, @weekly, @monthly, @every <duration> of a minute or more): the scheduler starts a run at each of its times."`
+	NextRunAt            *time.Time `json:"nextRunAt,omitempty" db:"next_run_at" doc:"When the schedule starts the next run."`
+	TriggerIntegrationID *uuid.UUID `json:"triggerIntegrationId,omitempty" db:"trigger_integration_id" format:"uuid" doc:"An integration of the project: every sync of it that ends (integration.sync.completed) starts a run."`
+	CreatedBy            *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
+	CreatedAt            time.Time  `json:"createdAt" db:"created_at"`
+	UpdatedAt            time.Time  `json:"updatedAt" db:"updated_at"`
 }
 
 // CreateParams defines an agent.
@@ -92,6 +95,10 @@ type CreateParams struct {
 	Name, Description, Instructions, Model string
 	Tools, RequireApprovalFor              []string
 	MaxSteps                               int // 0: MaxStepsDefault
+	// Schedule ("" for none) and TriggerIntegrationID (nil for none)
+	// start runs without a caller (Agent).
+	Schedule             string
+	TriggerIntegrationID *uuid.UUID
 }
 
 // Update is a partial update: nil fields stay as they are.
@@ -99,6 +106,9 @@ type Update struct {
 	Name, Description, Instructions, Model *string
 	Tools, RequireApprovalFor              *[]string
 	MaxSteps                               *int
+	// Schedule "" and TriggerIntegrationID uuid.Nil remove them.
+	Schedule             *string
+	TriggerIntegrationID *uuid.UUID
 }
 
 // Step is one step of a run.

@@ -5,8 +5,10 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
@@ -26,25 +28,29 @@ type (
 	}
 	createIn struct {
 		Body struct {
-			Name               string   `json:"name" minLength:"1" maxLength:"200"`
-			Description        string   `json:"description,omitempty" maxLength:"2000"`
-			Instructions       string   `json:"instructions" minLength:"1" maxLength:"100000"`
-			Model              string   `json:"model,omitempty" maxLength:"200" doc:"A generative model of the project's provider; its default when absent."`
-			Tools              []string `json:"tools" maxItems:"100" doc:"Tools the agent may call: names the built-in MCP server lists, server/tool for external ones. ask_user is always offered."`
-			MaxSteps           int      `json:"maxSteps,omitempty" minimum:"1" maximum:"50" default:"10" doc:"The model steps a run may take."`
-			RequireApprovalFor []string `json:"requireApprovalFor,omitempty" maxItems:"100" doc:"Tools among tools that ask the user before they run."`
+			Name                 string     `json:"name" minLength:"1" maxLength:"200"`
+			Description          string     `json:"description,omitempty" maxLength:"2000"`
+			Instructions         string     `json:"instructions" minLength:"1" maxLength:"100000"`
+			Model                string     `json:"model,omitempty" maxLength:"200" doc:"A generative model of the project's provider; its default when absent."`
+			Tools                []string   `json:"tools" maxItems:"100" doc:"Tools the agent may call: names the built-in MCP server lists, server/tool for external ones. ask_user is always offered."`
+			MaxSteps             int        `json:"maxSteps,omitempty" minimum:"1" maximum:"50" default:"10" doc:"The model steps a run may take."`
+			RequireApprovalFor   []string   `json:"requireApprovalFor,omitempty" maxItems:"100" doc:"Tools among tools that ask the user before they run."`
+			Schedule             string     `json:"schedule,omitempty" maxLength:"200" doc:"A cron expression: the scheduler starts a run at each of its times (see Agent)."`
+			TriggerIntegrationID *uuid.UUID `json:"triggerIntegrationId,omitempty" format:"uuid" doc:"An integration of the project whose every ended sync starts a run."`
 		}
 	}
 	updateIn struct {
 		ID   string `path:"id"`
 		Body struct {
-			Name               *string   `json:"name,omitempty" minLength:"1" maxLength:"200"`
-			Description        *string   `json:"description,omitempty" maxLength:"2000"`
-			Instructions       *string   `json:"instructions,omitempty" minLength:"1" maxLength:"100000"`
-			Model              *string   `json:"model,omitempty" maxLength:"200" doc:"An empty string goes back to the project's default."`
-			Tools              *[]string `json:"tools,omitempty" maxItems:"100"`
-			MaxSteps           *int      `json:"maxSteps,omitempty" minimum:"1" maximum:"50"`
-			RequireApprovalFor *[]string `json:"requireApprovalFor,omitempty" maxItems:"100"`
+			Name                 *string   `json:"name,omitempty" minLength:"1" maxLength:"200"`
+			Description          *string   `json:"description,omitempty" maxLength:"2000"`
+			Instructions         *string   `json:"instructions,omitempty" minLength:"1" maxLength:"100000"`
+			Model                *string   `json:"model,omitempty" maxLength:"200" doc:"An empty string goes back to the project's default."`
+			Tools                *[]string `json:"tools,omitempty" maxItems:"100"`
+			MaxSteps             *int      `json:"maxSteps,omitempty" minimum:"1" maximum:"50"`
+			RequireApprovalFor   *[]string `json:"requireApprovalFor,omitempty" maxItems:"100"`
+			Schedule             *string   `json:"schedule,omitempty" maxLength:"200" doc:"An empty string removes the schedule."`
+			TriggerIntegrationID *string   `json:"triggerIntegrationId,omitempty" doc:"An integration's id; an empty string removes the trigger."`
 		}
 	}
 	startIn struct {
@@ -97,7 +103,7 @@ func (h handlers) create(ctx context.Context, in *createIn) (*httpapi.Created[Ag
 	b := in.Body
 	return httpapi.ReplyCreated(h.svc.CreateAgent(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ProjectID, CreateParams{
 		Name: b.Name, Description: b.Description, Instructions: b.Instructions, Model: b.Model, Tools: b.Tools,
-		MaxSteps: b.MaxSteps, RequireApprovalFor: b.RequireApprovalFor,
+		MaxSteps: b.MaxSteps, RequireApprovalFor: b.RequireApprovalFor, Schedule: b.Schedule, TriggerIntegrationID: b.TriggerIntegrationID,
 	}))
 }
 
@@ -113,10 +119,21 @@ func (h handlers) get(ctx context.Context, _ *agentIn) (*httpapi.Out[Agent], err
 
 func (h handlers) update(ctx context.Context, in *updateIn) (*httpapi.Out[Agent], error) {
 	a, b := auth.AccessFrom(ctx), in.Body
-	return httpapi.Reply(h.svc.UpdateAgent(ctx, auth.PrincipalFrom(ctx), a.ProjectID, a.ResourceID, Update{
+	u := Update{
 		Name: b.Name, Description: b.Description, Instructions: b.Instructions, Model: b.Model, Tools: b.Tools,
-		MaxSteps: b.MaxSteps, RequireApprovalFor: b.RequireApprovalFor,
-	}))
+		MaxSteps: b.MaxSteps, RequireApprovalFor: b.RequireApprovalFor, Schedule: b.Schedule,
+	}
+	if raw := b.TriggerIntegrationID; raw != nil {
+		id := uuid.Nil
+		if *raw != "" {
+			var err error
+			if id, err = uuid.Parse(*raw); err != nil {
+				return nil, errs.New(errs.Invalid, "triggerIntegrationId must be an integration's id (a UUID) or empty")
+			}
+		}
+		u.TriggerIntegrationID = &id
+	}
+	return httpapi.Reply(h.svc.UpdateAgent(ctx, auth.PrincipalFrom(ctx), a.ProjectID, a.ResourceID, u))
 }
 
 func (h handlers) delete(ctx context.Context, _ *agentIn) (*httpapi.NoContent, error) {

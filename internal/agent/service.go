@@ -56,10 +56,13 @@ type Config struct {
 	Pool *pgxpool.Pool
 	Jobs *jobqueue.Client
 	// Toolbox gives runs their tools; nil: only ask_user.
-	Toolbox    Toolbox
-	Models     Models
-	Principals Principals
-	Notifier   Notifier
+	Toolbox Toolbox
+	// Integrations checks an agent's trigger integration; nil: agents
+	// cannot have one.
+	Integrations Integrations
+	Models       Models
+	Principals   Principals
+	Notifier     Notifier
 	// QuestionTimeout is how long a question waits for its answer
 	// (QuestionTimeoutDefault when 0).
 	QuestionTimeout time.Duration
@@ -129,7 +132,11 @@ func (s *Service) CreateAgent(ctx context.Context, p *auth.Principal, project uu
 	if a.MaxSteps == 0 {
 		a.MaxSteps = MaxStepsDefault
 	}
+	a.Schedule, a.TriggerIntegrationID = strings.TrimSpace(in.Schedule), in.TriggerIntegrationID
 	if err := s.check(ctx, p, &a); err != nil {
+		return Agent{}, err
+	}
+	if err := s.checkTriggers(ctx, &a, true); err != nil {
 		return Agent{}, err
 	}
 	if err := agentInsert(ctx, s.cfg.Pool, a); err != nil {
@@ -165,7 +172,17 @@ func (s *Service) UpdateAgent(ctx context.Context, p *auth.Principal, project, i
 		set(&a.Tools, u.Tools, nil)
 		set(&a.RequireApprovalFor, u.RequireApprovalFor, nil)
 		set(&a.MaxSteps, u.MaxSteps, nil)
+		set(&a.Schedule, u.Schedule, strings.TrimSpace)
+		if u.TriggerIntegrationID != nil {
+			a.TriggerIntegrationID = u.TriggerIntegrationID
+			if *u.TriggerIntegrationID == uuid.Nil {
+				a.TriggerIntegrationID = nil
+			}
+		}
 		if err := s.check(ctx, p, &a); err != nil {
+			return err
+		}
+		if err := s.checkTriggers(ctx, &a, u.Schedule != nil); err != nil {
 			return err
 		}
 		a.UpdatedAt = s.now()
@@ -273,29 +290,37 @@ func (s *Service) StartRun(ctx context.Context, p *auth.Principal, project, id u
 		if err != nil {
 			return err
 		}
-		v := runInsertValues{
-			ID: uuid.Must(uuid.NewV7()), ProjectID: project, AgentID: a.ID, CreatedBy: p.UserID, Scopes: p.Scopes.Names(),
-			Trigger: TriggerManual, Input: input, Now: s.now(),
-			Definition: definition{
-				Name: a.Name, Instructions: a.Instructions, Model: a.Model, Tools: a.Tools, MaxSteps: a.MaxSteps,
-				RequireApprovalFor: a.RequireApprovalFor,
-			},
-		}
-		if err := runInsert(ctx, tx, v); err != nil {
-			return err
-		}
-		if err := jobqueue.Notify(ctx, tx, Queue); err != nil {
-			return err
-		}
-		if r, err = runByID(ctx, tx, v.ID); err != nil {
-			return err
-		}
-		return s.publishStatus(ctx, tx, r)
+		r, err = s.startInTx(ctx, tx, a, p.UserID, p.Scopes.Names(), TriggerManual, input)
+		return err
 	})
 	if err != nil {
 		return Run{}, err
 	}
 	return r.run(), nil
+}
+
+// startInTx queues, in tx, a run of a with input as user with scopes, and
+// publishes its status.
+func (s *Service) startInTx(ctx context.Context, tx pgx.Tx, a Agent, user uuid.UUID, scopes []string, trigger, input string) (runRow, error) {
+	v := runInsertValues{
+		ID: uuid.Must(uuid.NewV7()), ProjectID: a.ProjectID, AgentID: a.ID, CreatedBy: user, Scopes: scopes,
+		Trigger: trigger, Input: input, Now: s.now(),
+		Definition: definition{
+			Name: a.Name, Instructions: a.Instructions, Model: a.Model, Tools: a.Tools, MaxSteps: a.MaxSteps,
+			RequireApprovalFor: a.RequireApprovalFor,
+		},
+	}
+	if err := runInsert(ctx, tx, v); err != nil {
+		return runRow{}, err
+	}
+	if err := jobqueue.Notify(ctx, tx, Queue); err != nil {
+		return runRow{}, err
+	}
+	r, err := runByID(ctx, tx, v.ID)
+	if err != nil {
+		return runRow{}, err
+	}
+	return r, s.publishStatus(ctx, tx, r)
 }
 
 // GetRun returns a run of project started by user, with its steps and

@@ -14,14 +14,14 @@ import (
 )
 
 const agentColumns = `id, project_id, name, description, instructions, COALESCE(model, '') AS model, tools, max_steps,
-	require_approval_for, created_by, created_at, updated_at`
+	require_approval_for, COALESCE(schedule, '') AS schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at`
 
 func agentInsert(ctx context.Context, db postgres.DBTX, a Agent) error {
 	_, err := db.Exec(ctx, `INSERT INTO agents (id, project_id, name, description, instructions, model, tools, max_steps,
-		require_approval_for, created_by, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+		require_approval_for, schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
 		a.ID, a.ProjectID, a.Name, a.Description, a.Instructions, postgres.NullIfEmpty(a.Model), a.Tools, a.MaxSteps,
-		a.RequireApprovalFor, a.CreatedBy, a.CreatedAt)
+		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.CreatedBy, a.CreatedAt)
 	return agentWriteErr(err)
 }
 
@@ -60,9 +60,10 @@ func agentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, 
 
 func agentUpdate(ctx context.Context, db postgres.DBTX, a Agent) error {
 	_, err := db.Exec(ctx, `UPDATE agents SET name = $3, description = $4, instructions = $5, model = $6, tools = $7,
-		max_steps = $8, require_approval_for = $9, updated_at = $10 WHERE project_id = $1 AND id = $2`,
+		max_steps = $8, require_approval_for = $9, schedule = $10, next_run_at = $11, trigger_integration_id = $12, updated_at = $13
+		WHERE project_id = $1 AND id = $2`,
 		a.ProjectID, a.ID, a.Name, a.Description, a.Instructions, postgres.NullIfEmpty(a.Model), a.Tools, a.MaxSteps,
-		a.RequireApprovalFor, a.UpdatedAt)
+		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.UpdatedAt)
 	return agentWriteErr(err)
 }
 
