@@ -452,6 +452,13 @@ func TestAgentRunCancel(t *testing.T) {
 		<-calls // the model call is in flight
 		require.Equal(t, "running", slow.agentRunGet(slow.admin, run.ID).Status)
 		cancel(slow, run.ID)
+		// The handler's model call is cut short (the ledger records it
+		// failed) and no step is recorded.
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, slow.m.db.pool.QueryRow(ctx, `SELECT count(*) FROM provider_usage WHERE job_id = $1 AND status = 'error'`, run.ID).Scan(&n))
+			return n == 1
+		}, 10*time.Second, 20*time.Millisecond)
 		got := slow.agentRunGet(slow.admin, run.ID)
 		require.Equal(t, "cancelled", got.Status)
 		require.Empty(t, got.Steps)
