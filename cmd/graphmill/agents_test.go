@@ -330,6 +330,7 @@ func TestAgentRunProviders(t *testing.T) {
 			_, editor := s.newMember("agent-editor@example.com",
 				[]string{"agents:read", "agents:run", "search:read", "graph:read", "graph:write", "documents:read", "notifications:read"}, project, "editor")
 
+			frames, _ := s.openStream(editor, 0)
 			run := s.agentStart(editor, agentID, "Who founded Acme? Record them.")
 			waiting := s.agentWait(editor, run.ID, "waiting_for_input", "failed")
 			require.Equal(t, "waiting_for_input", waiting.Status, waiting.Error)
@@ -341,7 +342,13 @@ func TestAgentRunProviders(t *testing.T) {
 			require.Equal(t, []string{
 				"model", "tool:search", "model", "tool:ask_user", "model", "tool:graph_create_object", "model",
 			}, done.stepKinds())
+			require.False(t, done.Steps[1].IsError, string(done.Steps[1].Output))
+			require.JSONEq(t, `{"answer":"Ada Lovelace"}`, string(done.Steps[3].Output))
 			require.False(t, done.Steps[5].IsError, string(done.Steps[5].Output))
+			require.Equal(t, []string{
+				"agent_run.status:queued", "agent_run.status:running", "agent_run.status:waiting_for_input", "agent.question", "notification",
+				"agent_run.status:queued", "agent_run.status:running", "agent_run.status:completed", "job.completed:completed",
+			}, agentEvents(t, frames, run.ID, func(e string) bool { return e == "job.completed:completed" }))
 
 			for i, tools := range script.declared() {
 				slices.Sort(tools)
