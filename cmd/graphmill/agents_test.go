@@ -205,6 +205,7 @@ func TestAgentRunLocal(t *testing.T) {
 	require.Positive(t, done.InputTokens)
 	require.Positive(t, done.OutputTokens)
 	require.NotNil(t, done.StartedAt)
+	require.Equal(t, done.Steps[0].StartedAt, *done.StartedAt, "a run started with its first step, before the question")
 	require.NotNil(t, done.CompletedAt)
 	require.Equal(t, []string{
 		"agent_run.status:queued", "agent_run.status:running", "agent_run.status:completed", "job.completed:completed",
@@ -451,6 +452,13 @@ func TestAgentRunCancel(t *testing.T) {
 		<-calls // the model call is in flight
 		require.Equal(t, "running", slow.agentRunGet(slow.admin, run.ID).Status)
 		cancel(slow, run.ID)
+		// The handler's model call is cut short (the ledger records it
+		// failed) and no step is recorded.
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, slow.m.db.pool.QueryRow(ctx, `SELECT count(*) FROM provider_usage WHERE job_id = $1 AND status = 'error'`, run.ID).Scan(&n))
+			return n == 1
+		}, 10*time.Second, 20*time.Millisecond)
 		got := slow.agentRunGet(slow.admin, run.ID)
 		require.Equal(t, "cancelled", got.Status)
 		require.Empty(t, got.Steps)
@@ -641,6 +649,7 @@ func TestAgentQuestionExpires(t *testing.T) {
 	require.Equal(t, []string{"agent_run.status:running", "agent_run.status:failed", "job.completed:failed"},
 		agentEvents(t, frames, run.ID, func(e string) bool { return e == "job.completed:failed" }))
 	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/answer", s.admin, map[string]any{"answer": "me"}), 409, "failed_precondition")
+	requireProblem(t, s.do("POST", "/api/agent-runs/"+run.ID+"/cancel", s.admin, nil), 409, "failed_precondition")
 }
 
 // TestAgentNoProvider: without any generative model, naming a model is
@@ -658,4 +667,57 @@ func TestAgentNoProvider(t *testing.T) {
 	require.Equal(t, "failed", done.Status)
 	require.Equal(t, "no generative model is configured for this project", done.Error)
 	require.Empty(t, done.Steps)
+}
+
+// TestAgentRightsRecheckedEachStep: the starting user is demoted to viewer
+// while the model decides to create an object: the next step no longer
+// offers graph_create_object, the call the model made is a failed step
+// (the tool never runs), and the object does not exist.
+func TestAgentRightsRecheckedEachStep(t *testing.T) {
+	t.Parallel()
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var declared [][]string
+	o := llmtest.NewOpenAI(t)
+	o.SetChatStream(func(c llmtest.OpenAIChat) []llmtest.OpenAIDelta {
+		var names []string
+		for _, d := range c.Tools {
+			names = append(names, d.Name)
+		}
+		slices.Sort(names)
+		mu.Lock()
+		declared = append(declared, names)
+		n := len(declared)
+		mu.Unlock()
+		for _, m := range c.Messages {
+			if m.Role == "tool" {
+				return []llmtest.OpenAIDelta{{Content: "could not: " + m.Content}}
+			}
+		}
+		if n == 1 {
+			close(inFlight)
+			<-release
+		}
+		return []llmtest.OpenAIDelta{{Call: &llmtest.OpenAICall{ID: "c1", Name: "graph_create_object", Arguments: `{"type":"Person","name":"Mary Jackson"}`}}}
+	})
+	s := newServer(t, withOpenAI(o.URL(), "", "llama3.1:8b", "nomic-embed-text"), withoutLocalProvider)
+	project, _ := s.defaultProject()
+	userID, editor := s.newMember("demoted@example.com", []string{"agents:read", "agents:run", "search:read", "graph:read", "graph:write"}, project, "editor")
+	id := s.agentCreate(editor, project, map[string]any{"name": "creator", "instructions": "i", "tools": []string{"search", "graph_create_object"}})
+	run := s.agentStart(editor, id, "Record Mary Jackson.")
+	<-inFlight
+	s.addMember(project, userID, "viewer")
+	close(release)
+
+	done := s.agentWait(editor, run.ID, "completed", "failed")
+	require.Equal(t, "completed", done.Status, done.Error)
+	require.Equal(t, []string{"model", "tool:graph_create_object", "model"}, done.stepKinds())
+	require.True(t, done.Steps[1].IsError)
+	require.JSONEq(t, `{"error":"tool graph_create_object is not available to this run"}`, string(done.Steps[1].Output))
+	mu.Lock()
+	require.Equal(t, [][]string{{"ask_user", "graph_create_object", "search"}, {"ask_user", "search"}}, declared)
+	mu.Unlock()
+	var n int
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT count(*) FROM graph_objects WHERE project_id = $1 AND name = 'Mary Jackson'`, project).Scan(&n))
+	require.Zero(t, n)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -225,7 +226,7 @@ func (s *Service) DeleteAgent(ctx context.Context, project, id uuid.UUID) error 
 // requireApprovalFor (among the tools) and the model.
 func (s *Service) check(ctx context.Context, p *auth.Principal, a *Agent) error {
 	switch {
-	case a.Name == "" || len(a.Name) > 200:
+	case a.Name == "" || utf8.RuneCountInString(a.Name) > 200:
 		return errs.New(errs.Invalid, "name must be 1 to 200 characters")
 	case strings.TrimSpace(a.Instructions) == "":
 		return errs.New(errs.Invalid, "instructions must not be empty")

@@ -111,12 +111,15 @@ type runRow struct {
 }
 
 // runColumns map the job's status to the run's: a queued job with an
-// open question waits for input; requires_review is never used.
+// open question waits for input; requires_review is never used. A run
+// started when its first step did (a woken job's started_at is its
+// latest start: jobqueue.Wake).
 const runColumns = `r.id, r.project_id, r.agent_id, r.created_by, r.scopes, r.trigger_type, r.status AS job_status,
 	CASE WHEN r.status = 'queued' AND EXISTS (SELECT 1 FROM agent_run_questions q WHERE q.run_id = r.id AND q.status = 'open')
 	     THEN 'waiting_for_input' ELSE r.status END AS status,
 	r.input, COALESCE(r.output, '') AS output, CASE WHEN r.status = 'failed' THEN COALESCE(r.error_msg, '') ELSE '' END AS error,
-	r.definition, r.input_tokens, r.output_tokens, r.cost_usd, r.created_at, r.started_at, r.completed_at`
+	r.definition, r.input_tokens, r.output_tokens, r.cost_usd, r.created_at,
+	COALESCE((SELECT min(s.started_at) FROM agent_run_steps s WHERE s.run_id = r.id), r.started_at) AS started_at, r.completed_at`
 
 func (r runRow) def() (definition, error) {
 	var d definition

@@ -348,8 +348,10 @@ func (c *Client) WaitInTx(ctx context.Context, tx pgx.Tx, queue string, j Job, u
 }
 
 // Wake makes a queued job of queue due now and wakes the workers: the end
-// of a wait (WaitInTx) before its time. db is a pool or the caller's
-// transaction. It is one statement.
+// of a wait (WaitInTx) before its time. The job starts afresh: its
+// started_at is cleared, so that the rate-limit hour (RateLimitMaxWait)
+// counts from its next start, not from before a wait of any length. db is
+// a pool or the caller's transaction. It is one statement.
 //
 // Errors: errs.NotFound for an unknown id; errs.FailedPrecondition when the
 // job is not queued.

@@ -1281,10 +1281,19 @@ func TestWaitInTx(t *testing.T) {
 		"the engine leaves a waiting job queued")
 	require.Equal(t, int32(1), count(jobqueue.StatusQueued), "the hooks ran in the waiting transaction")
 
+	startedAt := func() *time.Time {
+		var at *time.Time
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT started_at FROM jobs WHERE id = $1`, id).Scan(&at))
+		return at
+	}
+	first := startedAt()
+	require.NotNil(t, first)
 	ch, err := p.client.Wake(ctx, b.pool, queueName, id)
 	require.NoError(t, err)
 	require.Equal(t, jobqueue.StatusQueued, ch.Status)
+	require.True(t, ch.StartedAt.IsZero(), "a woken job starts afresh (the rate-limit hour)")
 	row = b.requireStatus(t, id, jobqueue.StatusCompleted)
+	require.True(t, startedAt().After(*first))
 	require.Equal(t, 2, row.Attempt)
 	require.Zero(t, row.RetryCount)
 	require.Equal(t, int32(1), count(jobqueue.StatusCompleted))

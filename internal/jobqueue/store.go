@@ -284,7 +284,7 @@ func waking() transition {
 	return transition{
 		verb:    "wake",
 		from:    []Status{StatusQueued},
-		set:     `run_at = $1, updated_at = $1`,
+		set:     `run_at = $1, started_at = NULL, updated_at = $1`,
 		notify:  `SELECT pg_notify($2, '') WHERE EXISTS (SELECT 1 FROM upd)`,
 		refusal: "only queued jobs can be woken",
 		wake:    true,
