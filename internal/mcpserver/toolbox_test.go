@@ -130,7 +130,7 @@ type boxBundle struct {
 
 // boxSetup builds a server whose tool settings disable the named tools,
 // over two projects of one organization.
-func boxSetup(t *testing.T, registry Registry, disabled ...string) *boxBundle {
+func boxSetup(t testing.TB, registry Registry, disabled ...string) *boxBundle {
 	t.Helper()
 	b := &boxBundle{graph: &recordingGraph{}, web: &fakeWeb{enabled: true}, project: uuid.New(), other: uuid.New()}
 	org := uuid.New()
@@ -389,4 +389,24 @@ func TestToolboxKeyedCallReturnsWhatTheCallCreated(t *testing.T) {
 	b.created(t, true, p, ToolGraphCreateRelationship, rel, &r2)
 	require.Equal(t, r1.ID, r2.ID)
 	require.Len(t, b.graph.rels, 1)
+}
+
+func (g *recordingGraph) ListObjects(context.Context, uuid.UUID, graph.ObjectFilter) ([]graph.Object, int, error) {
+	return nil, 0, nil
+}
+
+// BenchmarkToolboxCall is one in-process tool call (graph_search_objects
+// over a graph that answers at once): the caller's authorisation, the
+// listing of the tool box and the in-memory MCP session the call goes
+// through, i.e. what the tool box adds to the tool itself.
+func BenchmarkToolboxCall(b *testing.B) {
+	box := boxSetup(b, &fakeRegistry{})
+	p := box.principal(auth.AllScopes, auth.ProjectViewer)
+	args := json.RawMessage(`{"text":"ada"}`)
+	ctx := b.Context()
+	for b.Loop() {
+		if _, isErr, err := box.srv.Call(ctx, p, box.project, ToolGraphSearchObjects, args); err != nil || isErr {
+			b.Fatal(err, isErr)
+		}
+	}
 }
