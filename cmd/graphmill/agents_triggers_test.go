@@ -116,6 +116,7 @@ func TestAgentSchedule(t *testing.T) {
 	runs := s.agentRuns(s.admin, id)
 	require.Len(t, runs, 1, "one run, whichever process leads")
 	require.True(t, strings.HasPrefix(runs[0].Input, `Scheduled run (schedule "*/5 * * * *") at `), runs[0].Input)
+	require.Equal(t, "schedule", runs[0].Trigger)
 	done := s.agentWait(s.admin, runs[0].ID, "completed", "failed")
 	require.Equal(t, "completed", done.Status, done.Error)
 	require.Equal(t, []string{"model", "tool:search", "model"}, done.stepKinds())
@@ -193,6 +194,7 @@ func TestAgentIntegrationTrigger(t *testing.T) {
 	require.Len(t, runs, 3, "exactly one run per sync")
 	for _, run := range runs {
 		require.True(t, strings.HasPrefix(run.Input, "The integration "+in.id+" finished a sync (status completed)."), run.Input)
+		require.Equal(t, "integration", run.Trigger)
 		n := 0
 		for job := range jobs {
 			if strings.Contains(run.Input, `"jobId":"`+job+`"`) {
