@@ -22,6 +22,7 @@ type agentRun struct {
 	ID       string `json:"id"`
 	AgentID  string `json:"agentId"`
 	Status   string `json:"status"`
+	Trigger  string `json:"trigger"`
 	Input    string `json:"input"`
 	Output   string `json:"output"`
 	Error    string `json:"error"`

@@ -47,32 +47,30 @@ func (s *testServer) agentCount(q string, args ...any) int {
 	return n
 }
 
-// agentScheduleRuns is how many times the agent-schedule task has run.
-func (s *testServer) agentScheduleRuns() int {
+// schedulerTaskRuns is how many times the scheduler task name has run.
+func (s *testServer) schedulerTaskRuns(name string) int {
 	s.t.Helper()
-	var n int
-	require.NoError(s.t, s.m.db.pool.QueryRow(context.Background(),
-		`SELECT coalesce((SELECT runs FROM scheduler_tasks WHERE name = 'agent-schedule'), 0)::int`).Scan(&n))
-	return n
+	return s.agentCount(`SELECT coalesce((SELECT runs FROM scheduler_tasks WHERE name = $1), 0)::int`, name)
 }
 
-// runAgentSchedule moves the clocks of every server forward by d and
-// waits for the scheduler leader (whichever it is) to run agent-schedule
-// at the new time, without error.
-func (s *testServer) runAgentSchedule(d time.Duration, others ...*testServer) {
+// runSchedulerTask moves the clocks of s and others (servers on the same
+// database) forward by d (at least the task's interval) and waits for the
+// scheduler leader, whichever it is, to run the task name at the new
+// time, without error.
+func (s *testServer) runSchedulerTask(name string, d time.Duration, others ...*testServer) {
 	s.t.Helper()
 	// The run at start-up first, so that it is not taken for this one.
-	require.Eventually(s.t, func() bool { return s.agentScheduleRuns() > 0 }, 20*time.Second, 20*time.Millisecond)
-	before := s.agentScheduleRuns()
+	require.Eventually(s.t, func() bool { return s.schedulerTaskRuns(name) > 0 }, 20*time.Second, 20*time.Millisecond)
+	before := s.schedulerTaskRuns(name)
 	s.clock.Advance(d)
 	for _, o := range others {
 		o.clock.Advance(d)
 	}
-	require.Eventually(s.t, func() bool { return s.agentScheduleRuns() > before }, 20*time.Second, 20*time.Millisecond,
-		"agent-schedule did not run")
+	require.Eventually(s.t, func() bool { return s.schedulerTaskRuns(name) > before }, 20*time.Second, 20*time.Millisecond,
+		"%s did not run", name)
 	var lastErr string
 	require.NoError(s.t, s.m.db.pool.QueryRow(context.Background(),
-		`SELECT coalesce(last_error, '') FROM scheduler_tasks WHERE name = 'agent-schedule'`).Scan(&lastErr))
+		`SELECT coalesce(last_error, '') FROM scheduler_tasks WHERE name = $1`, name).Scan(&lastErr))
 	require.Empty(s.t, lastErr)
 }
 
@@ -114,10 +112,11 @@ func TestAgentSchedule(t *testing.T) {
 	require.Nil(t, s.agentGet(s.admin, unscheduled).NextRunAt)
 
 	// Due: one run, started by the scheduler as the agent's creator.
-	s.runAgentSchedule(6*time.Minute, other)
+	s.runSchedulerTask("agent-schedule", 6*time.Minute, other)
 	runs := s.agentRuns(s.admin, id)
 	require.Len(t, runs, 1, "one run, whichever process leads")
 	require.True(t, strings.HasPrefix(runs[0].Input, `Scheduled run (schedule "*/5 * * * *") at `), runs[0].Input)
+	require.Equal(t, "schedule", runs[0].Trigger)
 	done := s.agentWait(s.admin, runs[0].ID, "completed", "failed")
 	require.Equal(t, "completed", done.Status, done.Error)
 	require.Equal(t, []string{"model", "tool:search", "model"}, done.stepKinds())
@@ -128,9 +127,9 @@ func TestAgentSchedule(t *testing.T) {
 	// A scheduled run that has not ended holds the next ones back.
 	ctx := context.Background()
 	require.NoError(t, s.m.jobs.Pause(ctx, agent.Queue))
-	s.runAgentSchedule(6*time.Minute, other)
+	s.runSchedulerTask("agent-schedule", 6*time.Minute, other)
 	require.Len(t, s.agentRuns(s.admin, id), 2)
-	s.runAgentSchedule(6*time.Minute, other)
+	s.runSchedulerTask("agent-schedule", 6*time.Minute, other)
 	runs = s.agentRuns(s.admin, id)
 	require.Len(t, runs, 2, "the queued one holds the next back")
 	require.Equal(t, "queued", runs[0].Status)
@@ -142,7 +141,7 @@ func TestAgentSchedule(t *testing.T) {
 	s.must(200, "PATCH", "/api/agents/"+id, s.admin, map[string]any{"schedule": ""}).Decode(t, &patched)
 	require.Empty(t, patched.Schedule)
 	require.Nil(t, patched.NextRunAt)
-	s.runAgentSchedule(6*time.Minute, other)
+	s.runSchedulerTask("agent-schedule", 6*time.Minute, other)
 	require.Len(t, s.agentRuns(s.admin, id), 2)
 }
 
@@ -195,6 +194,7 @@ func TestAgentIntegrationTrigger(t *testing.T) {
 	require.Len(t, runs, 3, "exactly one run per sync")
 	for _, run := range runs {
 		require.True(t, strings.HasPrefix(run.Input, "The integration "+in.id+" finished a sync (status completed)."), run.Input)
+		require.Equal(t, "integration", run.Trigger)
 		n := 0
 		for job := range jobs {
 			if strings.Contains(run.Input, `"jobId":"`+job+`"`) {

@@ -792,6 +792,7 @@ func TestMCPServerAgentTools(t *testing.T) {
 	var run agentRun
 	mcpSrvOK(t, cs, "agents_run", map[string]any{"agentId": agentID, "input": "looms\nASK: Which loom?"}, &run)
 	require.Equal(t, "waiting_for_input", run.Status, run.Error)
+	require.Equal(t, "manual", run.Trigger)
 	require.NotNil(t, run.Question)
 	require.Equal(t, "Which loom?", run.Question.Text)
 	require.Equal(t, run.Status, s.agentRunGet(editor, run.ID).Status, "the run the HTTP API shows")

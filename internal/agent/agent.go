@@ -138,6 +138,7 @@ type Run struct {
 	ID           uuid.UUID  `json:"id"`
 	AgentID      uuid.UUID  `json:"agentId"`
 	Status       string     `json:"status" enum:"queued,running,waiting_for_input,completed,failed,cancelled"`
+	Trigger      string     `json:"trigger" enum:"manual,schedule,integration" doc:"What started the run: a caller, the agent's schedule, or a sync of its trigger integration."`
 	Input        string     `json:"input"`
 	Output       string     `json:"output,omitempty"`
 	Error        string     `json:"error,omitempty"`

@@ -131,7 +131,7 @@ func (r runRow) def() (definition, error) {
 
 func (r runRow) run() Run {
 	return Run{
-		ID: r.ID, AgentID: r.AgentID, Status: r.Status, Input: r.Input, Output: r.Output, Error: r.Error, Steps: []Step{},
+		ID: r.ID, AgentID: r.AgentID, Status: r.Status, Trigger: r.Trigger, Input: r.Input, Output: r.Output, Error: r.Error, Steps: []Step{},
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD, CreatedAt: r.CreatedAt,
 		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
 	}

@@ -130,7 +130,7 @@ type boxBundle struct {
 
 // boxSetup builds a server whose tool settings disable the named tools,
 // over two projects of one organization.
-func boxSetup(t *testing.T, registry Registry, disabled ...string) *boxBundle {
+func boxSetup(t testing.TB, registry Registry, disabled ...string) *boxBundle {
 	t.Helper()
 	b := &boxBundle{graph: &recordingGraph{}, web: &fakeWeb{enabled: true}, project: uuid.New(), other: uuid.New()}
 	org := uuid.New()
@@ -344,56 +344,69 @@ func TestResultContent(t *testing.T) {
 	}
 }
 
+// created calls the creating tool name as p, with a run's call key when
+// keyed, and decodes what it created into out (nil: it must fail).
+func (b *boxBundle) created(t *testing.T, keyed bool, p *auth.Principal, name, args string, out any) string {
+	t.Helper()
+	ctx := t.Context()
+	if keyed {
+		ctx = agent.WithCallKey(ctx, "run/3")
+	}
+	content, isErr, err := b.srv.Call(ctx, p, b.project, name, json.RawMessage(args))
+	require.NoError(t, err)
+	require.Equal(t, out == nil, isErr, string(content))
+	if out != nil {
+		require.NoError(t, json.Unmarshal(content, out))
+	}
+	return string(content)
+}
+
 func TestToolboxKeyedCallReturnsWhatTheCallCreated(t *testing.T) {
 	t.Parallel()
 	b := boxSetup(t, nil)
-	ctx := t.Context()
 	p := b.principal(auth.AllScopes, auth.ProjectEditor)
-	args := json.RawMessage(`{"type":"Person","name":"Ada Lovelace"}`)
-	out, isErr, err := b.srv.Call(ctx, p, b.project, ToolGraphCreateObject, args)
-	require.NoError(t, err)
-	require.False(t, isErr)
-	var first graph.Object
-	require.NoError(t, json.Unmarshal(out, &first))
+	args := `{"type":"Person","name":"Ada Lovelace"}`
+	var first, again graph.Object
+	b.created(t, false, p, ToolGraphCreateObject, args, &first)
 
 	// Made again, the call conflicts; made again with a run's call key, it
 	// is the object created.
-	out, isErr, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateObject, args)
-	require.NoError(t, err)
-	require.True(t, isErr)
-	require.Contains(t, string(out), "already exists: "+first.ID.String())
-	out, isErr, err = b.srv.Call(agent.WithCallKey(ctx, "run/3"), p, b.project, ToolGraphCreateObject, args)
-	require.NoError(t, err)
-	require.False(t, isErr, string(out))
-	var again graph.Object
-	require.NoError(t, json.Unmarshal(out, &again))
+	require.Contains(t, b.created(t, false, p, ToolGraphCreateObject, args, nil), "already exists: "+first.ID.String())
+	b.created(t, true, p, ToolGraphCreateObject, args, &again)
 	require.Equal(t, first.ID, again.ID)
 	require.Len(t, b.graph.created, 1, "created once")
 
 	// Not the caller's object, or another name under the same key: the
 	// conflict stands.
 	other := b.principal(auth.AllScopes, auth.ProjectEditor)
-	_, isErr, err = b.srv.Call(agent.WithCallKey(ctx, "run/3"), other, b.project, ToolGraphCreateObject, args)
-	require.NoError(t, err)
-	require.True(t, isErr, "another user's object")
-	_, isErr, err = b.srv.Call(agent.WithCallKey(ctx, "run/3"), p, b.project, ToolGraphCreateObject, json.RawMessage(`{"type":"Person","name":"Ada","key":"ada lovelace"}`))
-	require.NoError(t, err)
-	require.True(t, isErr, "another name")
+	b.created(t, true, other, ToolGraphCreateObject, args, nil)
+	b.created(t, true, p, ToolGraphCreateObject, `{"type":"Person","name":"Ada","key":"ada lovelace"}`, nil)
 
-	rel := json.RawMessage(`{"type":"KNOWS","sourceId":"` + first.ID.String() + `","targetId":"` + uuid.NewString() + `"}`)
-	out, isErr, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateRelationship, rel)
-	require.NoError(t, err)
-	require.False(t, isErr)
-	var r1 graph.Relationship
-	require.NoError(t, json.Unmarshal(out, &r1))
-	_, isErr, err = b.srv.Call(ctx, p, b.project, ToolGraphCreateRelationship, rel)
-	require.NoError(t, err)
-	require.True(t, isErr)
-	out, isErr, err = b.srv.Call(agent.WithCallKey(ctx, "run/3"), p, b.project, ToolGraphCreateRelationship, rel)
-	require.NoError(t, err)
-	require.False(t, isErr)
-	var r2 graph.Relationship
-	require.NoError(t, json.Unmarshal(out, &r2))
+	rel := `{"type":"KNOWS","sourceId":"` + first.ID.String() + `","targetId":"` + uuid.NewString() + `"}`
+	var r1, r2 graph.Relationship
+	b.created(t, false, p, ToolGraphCreateRelationship, rel, &r1)
+	b.created(t, false, p, ToolGraphCreateRelationship, rel, nil)
+	b.created(t, true, p, ToolGraphCreateRelationship, rel, &r2)
 	require.Equal(t, r1.ID, r2.ID)
 	require.Len(t, b.graph.rels, 1)
+}
+
+func (g *recordingGraph) ListObjects(context.Context, uuid.UUID, graph.ObjectFilter) ([]graph.Object, int, error) {
+	return nil, 0, nil
+}
+
+// BenchmarkToolboxCall is one in-process tool call (graph_search_objects
+// over a graph that answers at once): the caller's authorisation, the
+// listing of the tool box and the in-memory MCP session the call goes
+// through, i.e. what the tool box adds to the tool itself.
+func BenchmarkToolboxCall(b *testing.B) {
+	box := boxSetup(b, &fakeRegistry{})
+	p := box.principal(auth.AllScopes, auth.ProjectViewer)
+	args := json.RawMessage(`{"text":"ada"}`)
+	ctx := b.Context()
+	for b.Loop() {
+		if _, isErr, err := box.srv.Call(ctx, p, box.project, ToolGraphSearchObjects, args); err != nil || isErr {
+			b.Fatal(err, isErr)
+		}
+	}
 }

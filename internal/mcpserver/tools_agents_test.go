@@ -114,17 +114,7 @@ func agentSetup(t *testing.T) *agentBundle {
 // connect opens an in-memory session as user with scopes and role.
 func (b *agentBundle) connect(t *testing.T, user uuid.UUID, scopes auth.Scopes, role auth.ProjectRole) *mcp.ClientSession {
 	t.Helper()
-	c := &caller{
-		principal: &auth.Principal{UserID: user, Kind: auth.KindAPIToken, Scopes: scopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{b.project: role}},
-		project:   b.project,
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := b.srv.mcp.Connect(withCaller(t.Context(), c), st, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
+	_, cs := connectAs(t, b.srv, user, b.project, scopes, role)
 	return cs
 }
 
