@@ -41,6 +41,7 @@ func tableOwners() map[string]string {
 		"audit":           {"audit_events"},
 		"integration":     {"integrations", "integration_sync_jobs", "integration_sync_logs"},
 		"discovery":       {"discovery_jobs", "discovery_llm_calls"},
+		"agent":           {"agents", "agent_runs", "agent_run_steps", "agent_run_questions"},
 	}
 	owners := map[string]string{}
 	for pkg, tables := range byPackage {
