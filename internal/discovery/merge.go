@@ -21,9 +21,10 @@ import (
 // the ties come in.
 //
 //   - Names are normalised (NameKey): split at case changes, spaces,
-//     '_', '-', '.', '/'; lower-cased; the last word singularised;
-//     joined without separators. "Software_Projects", "software project"
-//     and "SoftwareProject" are all "softwareproject".
+//     '_', '-', '.', '/'; lower-cased; the last word reduced to the stem
+//     its plurals share (typename.Key); joined without separators.
+//     "Software_Projects", "software project" and "SoftwareProject" are
+//     all "softwareproject"; "Movies" and "Movie" both "movy".
 //   - Candidates whose keys are near-duplicates are merged: string
 //     similarity of the keys (1 - Levenshtein distance / longer length) at
 //     least nameSimilarityMin (0.9: "Organisation"/"Organization" merge,
@@ -47,8 +48,8 @@ import (
 //     arrays give an array of the reconciled item types; any other
 //     conflict gives string; no type at all gives string. Only type,
 //     description and items are kept of a property's schema.
-//   - A property is required when every merged candidate that has the
-//     property requires it.
+//   - A property is required when every merged candidate requires it
+//     (not when the only candidate that lists it does).
 //   - Instances are de-duplicated by (case-folded name, document); of
 //     duplicates the smallest (name, quote) is kept. Frequency is the
 //     number of distinct documents among them, or the largest Frequency a
@@ -402,13 +403,15 @@ func bestDescription(cands []candidate) string {
 }
 
 // mergeProperties unions the candidates' properties and reconciles their
-// types; required are those required by every candidate that has them.
+// types; required are those every candidate requires (a property that
+// some candidates lack is optional, however many of the others require
+// it).
 func mergeProperties(cands []candidate, ex *templatepack.ObjectType) (map[string]any, []string) {
 	type prop struct {
 		spellings map[string]int
 		types     []map[string]any
 		descs     []candidate // description carriers, confidence from the type
-		has, req  int
+		req       int
 	}
 	exSpelling := map[string]string{}
 	if ex != nil {
@@ -435,7 +438,6 @@ func mergeProperties(cands []candidate, ex *templatepack.ObjectType) (map[string
 				props[k] = p
 			}
 			p.spellings[n]++
-			p.has++
 			if required[k] {
 				p.req++
 			}
@@ -457,7 +459,7 @@ func mergeProperties(cands []candidate, ex *templatepack.ObjectType) (map[string
 			schema["description"] = d
 		}
 		out[name] = schema
-		if p.req == p.has {
+		if p.req == len(cands) {
 			required = append(required, name)
 		}
 	}
@@ -566,9 +568,12 @@ func matchExisting(key string, v []float32, existing []templatepack.ObjectType, 
 	return best
 }
 
+// synonyms reports whether two name keys are listed in one synonym set
+// (its words compared by their keys too).
 func synonyms(a, b string) bool {
 	for _, set := range synonymSets() {
-		if slices.Contains(set, a) && slices.Contains(set, b) {
+		in := func(k string) bool { return slices.ContainsFunc(set, func(w string) bool { return NameKey(w) == k }) }
+		if in(a) && in(b) {
 			return true
 		}
 	}
