@@ -113,7 +113,7 @@ type Packs interface {
 	TypesFor(ctx context.Context, project uuid.UUID) (*templatepack.Types, error)
 	GetPack(ctx context.Context, p *auth.Principal, id uuid.UUID) (templatepack.Pack, error)
 	CreatePack(ctx context.Context, tx pgx.Tx, project uuid.UUID, in templatepack.PackInput, by *uuid.UUID) (templatepack.Pack, error)
-	ExtendPack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in templatepack.PackInput, by *uuid.UUID) (templatepack.Pack, error)
+	ExtendPack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in templatepack.PackInput, by *uuid.UUID) (templatepack.Extended, error)
 	InstallInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, by *uuid.UUID) (bool, error)
 }
 
