@@ -233,9 +233,16 @@ func TestMergeRequiredByEveryCandidate(t *testing.T) {
 func TestMergePlurals(t *testing.T) {
 	t.Parallel()
 	for _, p := range [][2]string{
-		{"Movie", "Movies"}, {"Cookie", "Cookies"}, {"House", "Houses"}, {"Cause", "Causes"},
-		{"Clause", "Clauses"}, {"Warehouse", "Warehouses"}, {"Status", "Statuses"}, {"Address", "Addresses"},
-		{"Process", "Processes"}, {"Analysis", "Analyses"},
+		{"Movie", "Movies"},
+		{"Cookie", "Cookies"},
+		{"House", "Houses"},
+		{"Cause", "Causes"},
+		{"Clause", "Clauses"},
+		{"Warehouse", "Warehouses"},
+		{"Status", "Statuses"},
+		{"Address", "Addresses"},
+		{"Process", "Processes"},
+		{"Analysis", "Analyses"},
 	} {
 		out := merge(t, discovery.MergeOptions{},
 			discovery.Proposal{DocumentIDs: docs[:1], Types: []discovery.Type{typ(p[0], 0.8, inst("A", 0))}},

@@ -51,13 +51,34 @@ func TestSingular(t *testing.T) {
 func TestKeyPlurals(t *testing.T) {
 	t.Parallel()
 	for _, p := range [][2]string{
-		{"Movie", "Movies"}, {"Cookie", "Cookies"}, {"Hoagie", "Hoagies"}, {"House", "Houses"},
-		{"Cause", "Causes"}, {"Clause", "Clauses"}, {"Warehouse", "Warehouses"}, {"Purchase", "Purchases"},
-		{"Case", "Cases"}, {"Excuse", "Excuses"}, {"Use", "Uses"}, {"Cache", "Caches"}, {"Niche", "Niches"},
-		{"Size", "Sizes"}, {"Axe", "Axes"}, {"Tie", "Ties"}, {"Company", "Companies"},
-		{"Status", "Statuses"}, {"Bus", "Buses"}, {"Campus", "Campuses"}, {"Analysis", "Analyses"},
-		{"Address", "Addresses"}, {"Process", "Processes"}, {"Box", "Boxes"}, {"Church", "Churches"},
-		{"Crisis", "Crises"}, {"Person", "People"}, {"Software House", "software_houses"},
+		{"Movie", "Movies"},
+		{"Cookie", "Cookies"},
+		{"Hoagie", "Hoagies"},
+		{"House", "Houses"},
+		{"Cause", "Causes"},
+		{"Clause", "Clauses"},
+		{"Warehouse", "Warehouses"},
+		{"Purchase", "Purchases"},
+		{"Case", "Cases"},
+		{"Excuse", "Excuses"},
+		{"Use", "Uses"},
+		{"Cache", "Caches"},
+		{"Niche", "Niches"},
+		{"Size", "Sizes"},
+		{"Axe", "Axes"},
+		{"Tie", "Ties"},
+		{"Company", "Companies"},
+		{"Status", "Statuses"},
+		{"Bus", "Buses"},
+		{"Campus", "Campuses"},
+		{"Analysis", "Analyses"},
+		{"Address", "Addresses"},
+		{"Process", "Processes"},
+		{"Box", "Boxes"},
+		{"Church", "Churches"},
+		{"Crisis", "Crises"},
+		{"Person", "People"},
+		{"Software House", "software_houses"},
 	} {
 		require.Equal(t, typename.Key(p[0]), typename.Key(p[1]), "%s / %s", p[0], p[1])
 	}
@@ -65,9 +86,19 @@ func TestKeyPlurals(t *testing.T) {
 		require.Equal(t, strings.ToLower(w), typename.Key(w), "%s is its own singular", w)
 	}
 	for _, p := range [][2]string{
-		{"Plane", "Plan"}, {"Rate", "Rat"}, {"Note", "Not"}, {"Rates", "Rat"}, {"Status", "State"},
-		{"News", "New"}, {"Series", "Sery"}, {"Process", "Proces"}, {"Address", "Adres"},
-		{"House", "Horse"}, {"Cause", "Case"}, {"Movie", "Move"}, {"Analysis", "Analyst"},
+		{"Plane", "Plan"},
+		{"Rate", "Rat"},
+		{"Note", "Not"},
+		{"Rates", "Rat"},
+		{"Status", "State"},
+		{"News", "New"},
+		{"Series", "Sery"},
+		{"Process", "Proces"},
+		{"Address", "Adres"},
+		{"House", "Horse"},
+		{"Cause", "Case"},
+		{"Movie", "Move"},
+		{"Analysis", "Analyst"},
 	} {
 		require.NotEqual(t, typename.Key(p[0]), typename.Key(p[1]), "%s / %s", p[0], p[1])
 	}
