@@ -232,18 +232,11 @@ func TestMergeRequiredByEveryCandidate(t *testing.T) {
 // plural is formed; words that are not plurals of one another stay apart.
 func TestMergePlurals(t *testing.T) {
 	t.Parallel()
-	for _, p := range [][2]string{
-		{"Movie", "Movies"},
-		{"Cookie", "Cookies"},
-		{"House", "Houses"},
-		{"Cause", "Causes"},
-		{"Clause", "Clauses"},
-		{"Warehouse", "Warehouses"},
-		{"Status", "Statuses"},
-		{"Address", "Addresses"},
-		{"Process", "Processes"},
-		{"Analysis", "Analyses"},
+	for singular, plural := range map[string]string{
+		"Movie": "Movies", "Cookie": "Cookies", "House": "Houses", "Cause": "Causes", "Clause": "Clauses",
+		"Warehouse": "Warehouses", "Status": "Statuses", "Address": "Addresses", "Process": "Processes", "Analysis": "Analyses",
 	} {
+		p := [2]string{singular, plural}
 		out := merge(t, discovery.MergeOptions{},
 			discovery.Proposal{DocumentIDs: docs[:1], Types: []discovery.Type{typ(p[0], 0.8, inst("A", 0))}},
 			discovery.Proposal{DocumentIDs: docs[1:2], Types: []discovery.Type{typ(p[1], 0.8, inst("B", 1))}},
