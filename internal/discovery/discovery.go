@@ -63,6 +63,10 @@ type Type struct {
 	// MatchesExistingType names the installed type the candidate
 	// corresponds to ("" when it is new).
 	MatchesExistingType string `json:"matches_existing_type,omitempty" doc:"Name of the installed object type this type corresponds to, if any."`
+	// Documents are all the documents instances were found in (the
+	// examples are capped; Frequency is its length), carried by the
+	// worker through merging and refinement; not on the wire.
+	Documents []uuid.UUID `json:"-"`
 }
 
 // Relationship is one discovered relationship type.
