@@ -598,13 +598,16 @@ func TestDiscoveryAuthAndTenancy(t *testing.T) {
 type discBlockingGemini struct {
 	*llmtest.Gemini
 	release chan struct{}
+	once    sync.Once
 	batches atomic.Int64
 }
 
+// Release lets the waiting calls (and every later one) answer.
+func (g *discBlockingGemini) Release() { g.once.Do(func() { close(g.release) }) }
+
 func newDiscBlockingGemini(t *testing.T, apiKey string, free int64) *discBlockingGemini {
 	g := &discBlockingGemini{Gemini: llmtest.NewGemini(t, apiKey), release: make(chan struct{})}
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(g.release) }) })
+	t.Cleanup(g.Release)
 	g.SetGenerate(func(c llmtest.GenerateCall) string {
 		prompt := strings.Join(c.Parts, "\n")
 		if strings.Contains(prompt, "<document id=") && strings.Contains(string(c.Schema), `"type_name"`) {

@@ -77,7 +77,7 @@ func TestRefinedFromWire(t *testing.T) {
 		{TypeName: "Human", Confidence: 0.9, Instances: []wireInstance{
 			{Name: "Ada L.", Quote: " Ada  maintains part 0. ", DocumentID: d[0].String()},
 			{Name: "Mallory", Quote: "Mallory approved the wire transfer.", DocumentID: d[0].String()}, // in no document
-			{Name: "Graphmill", Quote: "Graphmill is a server.", DocumentID: d[7].String()},             // Project merged in
+			{Name: "Graphmill", Quote: "Graphmill is a server.", DocumentID: d[7].String()},            // Project merged in
 		}},
 		{TypeName: "Engineer", Confidence: 0.9, Instances: []wireInstance{{Name: "Grace", Quote: "Grace maintains part 1.", DocumentID: d[1].String()}}}, // split off Person
 		{TypeName: "Ghost", Confidence: 0.9, Instances: []wireInstance{{Name: "Casper", Quote: "Casper haunts.", DocumentID: d[2].String()}}},

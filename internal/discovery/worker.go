@@ -245,7 +245,9 @@ func (r *run) batch(ctx context.Context, b int, batches [][]uuid.UUID) error {
 		if err := r.call(ctx, PhaseAnalyzing, b+1, req, map[string]any{"batch": b + 1, "batches": len(batches), "documentIds": p.DocumentIDs}, &wt); err != nil {
 			return err
 		}
-		p.Types, _ = fromWire(wt.Types, sent)
+		if types, _ := fromWire(wt.Types, sent); types != nil {
+			p.Types = types
+		}
 	}
 	skipped := len(ids) - len(docs)
 	r.skipped += skipped
@@ -383,20 +385,22 @@ func (r *run) merge(ctx context.Context) ([]Type, error) {
 		if err != nil {
 			return nil, err
 		}
-		if reason != "" {
+		stop := true
+		switch {
+		case reason != "":
 			r.pr.Message = fmt.Sprintf("refinement %d rejected (%s): kept the previous %d types", it, reason, len(merged))
 			r.s.cfg.Logger.Warn("discovery refinement rejected", "job", r.job.ID, "iteration", it, "reason", reason)
-			break
-		}
-		same := Same(merged, next)
-		merged = next
-		if same {
+		case Same(merged, next):
 			r.pr.Message = fmt.Sprintf("refinement %d changed nothing: %d types", it, len(merged))
-			break
+		default:
+			merged, stop = next, false
+			r.pr.Message = fmt.Sprintf("refinement %d: %d types", it, len(merged))
 		}
-		r.pr.Message = fmt.Sprintf("refinement %d: %d types", it, len(merged))
 		if err := r.progress(ctx); err != nil {
 			return nil, err
+		}
+		if stop {
+			break
 		}
 	}
 	return merged, nil
