@@ -40,6 +40,21 @@ func callChars(inputTokens int) int {
 	return inputTokens * 3
 }
 
+// relationshipPer is the characters of each of n documents the
+// relationships call sends: an equal share of relationshipCharsMax (or
+// of budget, when smaller), at least relationshipDocMin.
+func relationshipPer(budget, n int) int {
+	return max(min(relationshipCharsMax, budget)/max(n, 1), relationshipDocMin)
+}
+
+// relationshipCount is how many documents of per characters the
+// relationships call sends beside typesChars characters of types: as
+// many as fit in relationshipCharsMax and what budget leaves, at least
+// one.
+func relationshipCount(budget, typesChars, per int) int {
+	return max(min(relationshipCharsMax, budget-typesChars)/max(per, 1), 1)
+}
+
 // perDocument is the characters of each of n documents a call of budget
 // characters carries: their share of the budget, at most
 // documentCharsMax.

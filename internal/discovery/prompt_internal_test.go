@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -164,4 +165,46 @@ func TestCallBudget(t *testing.T) {
 	require.Equal(t, 1920, perDocument(callChars(0), 50), "50 documents share the budget")
 	require.LessOrEqual(t, 50*perDocument(callChars(0), 50), callChars(0))
 	require.Equal(t, 24000, perDocument(callChars(1048576), 50))
+}
+
+// TestRelationshipDocuments: the relationships call of a job of 500
+// documents carries at most relationshipCharsMax characters of them
+// (not 500 x 500), the documents holding instances first, from the
+// clipped texts kept when the batches read them.
+func TestRelationshipDocuments(t *testing.T) {
+	t.Parallel()
+	ids := make([]uuid.UUID, DocumentsMax)
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	budget := callChars(0)
+	r := &run{w: work{DocumentIDs: ids}, relPer: relationshipPer(budget, len(ids)), docs: map[uuid.UUID]string{}}
+	require.Equal(t, relationshipDocMin, r.relPer)
+	for i, id := range ids {
+		r.docs[id] = strings.Repeat("x", r.relPer)
+		if i == 7 {
+			r.docs[id] = "" // deleted or without text
+		}
+	}
+	types := []Type{
+		{TypeName: "Person", Documents: []uuid.UUID{ids[499], ids[7]}},
+		{TypeName: "Queue", ExampleInstances: []Instance{{Name: "email", Quote: "q", DocumentID: ids[250]}}},
+	}
+	n := relationshipCount(budget, 2000, r.relPer)
+	require.Equal(t, relationshipCharsMax/relationshipDocMin, n)
+	docs, err := r.relationshipDocuments(t.Context(), types, n)
+	require.NoError(t, err)
+	require.Len(t, docs, n)
+	require.Equal(t, []uuid.UUID{ids[250], ids[499], ids[0]}, []uuid.UUID{docs[0].ID, docs[1].ID, docs[2].ID}, "documents with instances first, in the job's order")
+	require.LessOrEqual(t, len(documentsText(docs, r.relPer)), relationshipCharsMax+n*100, "text and tags")
+	total := 0
+	for _, d := range docs {
+		require.NotEqual(t, ids[7], d.ID, "no empty document")
+		total += len(d.Text)
+	}
+	require.LessOrEqual(t, total, relationshipCharsMax)
+
+	// Few documents share the cap; a small budget lowers it.
+	require.Equal(t, relationshipCharsMax/4, relationshipPer(budget, 4))
+	require.Equal(t, 1, relationshipCount(budget, budget, relationshipDocMin), "at least one document")
 }

@@ -101,7 +101,7 @@ func (s *Service) run(ctx context.Context, j jobqueue.Job) error {
 	}
 	r := &run{s: s, job: j, project: w.ProjectID, w: w, types: types, gen: gen, docs: map[uuid.UUID]string{}, budget: callChars(limit)}
 	if w.Options.IncludeRelationships {
-		r.relPer = max(min(relationshipCharsMax, r.budget)/max(len(w.DocumentIDs), 1), relationshipDocMin)
+		r.relPer = relationshipPer(r.budget, len(w.DocumentIDs))
 	}
 	batches := r.batches()
 	done := min(len(w.Proposals), len(batches))
@@ -451,7 +451,7 @@ func (r *run) relationships(ctx context.Context, types []Type) ([]Relationship, 
 	if err != nil {
 		return nil, fmt.Errorf("encode types: %w", err)
 	}
-	docs, err := r.relationshipDocuments(ctx, types, max(min(relationshipCharsMax, r.budget-len(in))/r.relPer, 1))
+	docs, err := r.relationshipDocuments(ctx, types, relationshipCount(r.budget, len(in), r.relPer))
 	if err != nil {
 		return nil, err
 	}
