@@ -299,22 +299,29 @@ func documentsText(docs []batchDoc, perDoc int) string {
 
 // existingTypes describes the project's installed types for the prompts.
 func existingTypes(t *templatepack.Types) string {
-	if t == nil || len(t.Objects) == 0 {
-		return "The project has no object types yet."
-	}
-	var b strings.Builder
-	b.WriteString("The project already has these object types. When the documents mention things of one of them, use exactly its name (never rename it, never propose a synonym of it) and add only properties the documents show:\n")
-	for _, o := range t.Objects {
-		var props []string
-		if p, ok := o.Schema["properties"].(map[string]any); ok {
-			for k := range p {
-				props = append(props, k)
+	var lines []string
+	if t != nil {
+		for _, o := range t.Objects {
+			var props []string
+			if p, ok := o.Schema["properties"].(map[string]any); ok {
+				for k := range p {
+					props = append(props, k)
+				}
 			}
+			slices.Sort(props)
+			lines = append(lines, fmt.Sprintf("%s: %s (properties: %s)", o.Name, oneLine(o.Description), strings.Join(props, ", ")))
 		}
-		slices.Sort(props)
-		fmt.Fprintf(&b, "- %s: %s (properties: %s)\n", o.Name, oneLine(o.Description), strings.Join(props, ", "))
 	}
-	return b.String()
+	return listing("The project has no object types yet.",
+		"The project already has these object types. When the documents mention things of one of them, use exactly its name (never rename it, never propose a synonym of it) and add only properties the documents show:", lines)
+}
+
+// listing is none when lines is empty, else head and a "- " line each.
+func listing(none, head string, lines []string) string {
+	if len(lines) == 0 {
+		return none
+	}
+	return head + "\n- " + strings.Join(lines, "\n- ") + "\n"
 }
 
 func oneLine(s string) string { return clip(fold(s), 300) }
@@ -338,15 +345,14 @@ const refinePrompt = `Below is the merged list of candidate object types found i
 // existingRelationships describes the project's installed relationship
 // types for the relationships prompt.
 func existingRelationships(t *templatepack.Types) string {
-	if t == nil || len(t.Relationships) == 0 {
-		return "The project has no relationship types yet."
+	var lines []string
+	if t != nil {
+		for _, r := range t.Relationships {
+			lines = append(lines, fmt.Sprintf("%s: %s -> %s: %s", r.Name, r.SourceType, r.TargetType, oneLine(r.Description)))
+		}
 	}
-	var b strings.Builder
-	b.WriteString("The project already has these relationship types. When the documents show such a link, use exactly its name (never a synonym of it):\n")
-	for _, r := range t.Relationships {
-		fmt.Fprintf(&b, "- %s: %s -> %s: %s\n", r.Name, r.SourceType, r.TargetType, oneLine(r.Description))
-	}
-	return b.String()
+	return listing("The project has no relationship types yet.",
+		"The project already has these relationship types. When the documents show such a link, use exactly its name (never a synonym of it):", lines)
 }
 
 // relationshipsPrompt is the instruction of the relationships call.
