@@ -227,6 +227,9 @@ func TestDiscoveryLocalOverRepositoryDocuments(t *testing.T) {
 	calls, ledger, tokens := s.discCalls(id)
 	require.GreaterOrEqual(t, calls, 2+1, "two batches and at least the relationships or a refine call")
 	require.Equal(t, calls, ledger, "every call is on the usage ledger, attributed to the job")
+	embeds := s.extractionCount(`SELECT count(*) FROM discovery_llm_calls WHERE job_id = $1 AND request_payload->>'purpose' = 'embed' AND status = 'success'`, id)
+	require.Positive(t, embeds, "the embedding calls of merging are logged")
+	require.Equal(t, embeds, s.extractionCount(`SELECT count(*) FROM provider_usage WHERE job_id = $1 AND operation = 'embed'`, id), "and on the ledger")
 	t.Logf("local discovery over %d documents: %d calls, %d tokens; %d types: %s; %d relationships",
 		len(docs), calls, tokens, len(j.DiscoveredTypes), discTypesLine(j.DiscoveredTypes), len(j.DiscoveredRelationships))
 
