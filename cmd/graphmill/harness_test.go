@@ -232,5 +232,5 @@ var allScopes = []string{
 	"graph:read", "graph:write", "search:read", "mcp:use", "mcp:admin", "providers:read", "providers:write",
 	"tasks:read", "tasks:write", "notifications:read", "notifications:write", "user-activity:read",
 	"user-activity:write", "integrations:read", "integrations:write", "discovery:read", "discovery:write",
-	"schema:read", "schema:write",
+	"schema:read", "schema:write", "chat:use", "agents:read", "agents:run",
 }

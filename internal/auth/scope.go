@@ -39,6 +39,9 @@ const (
 	DiscoveryWrite
 	SchemaRead
 	SchemaWrite
+	ChatUse
+	AgentsRead
+	AgentsRun
 	scopeCount
 )
 
@@ -47,7 +50,7 @@ var scopeNames = [scopeCount]string{ //nolint:gochecknoglobals // constant table
 	"graph:read", "graph:write", "search:read", "mcp:use", "mcp:admin", "providers:read", "providers:write",
 	"tasks:read", "tasks:write", "notifications:read", "notifications:write", "user-activity:read",
 	"user-activity:write", "integrations:read", "integrations:write", "discovery:read", "discovery:write",
-	"schema:read", "schema:write",
+	"schema:read", "schema:write", "chat:use", "agents:read", "agents:run",
 }
 
 // String is the scope's wire name.
@@ -126,15 +129,17 @@ const (
 // (tokens, new organizations), inbox and history; viewers read everything
 // of their projects, search and use MCP tools; editors also change content
 // and resolve tasks; admins also manage providers, MCP servers, schemas,
-// integrations and discovery. A new scope must be placed here.
+// integrations and discovery. Chat and reading agents are for viewers,
+// running agents for editors (agents change content through their tools).
+// A new scope must be placed here.
 func scopeLevel(s Scope) level {
 	switch s {
 	case AdminRead, AdminWrite, NotificationsRead, NotificationsWrite, UserActivityRead, UserActivityWrite:
 		return levelPerson
 	case ExtractionRead, DocumentsRead, GraphRead, SearchRead, MCPUse, ProvidersRead, TasksRead,
-		IntegrationsRead, DiscoveryRead, SchemaRead:
+		IntegrationsRead, DiscoveryRead, SchemaRead, ChatUse, AgentsRead:
 		return levelViewer
-	case ExtractionWrite, DocumentsWrite, GraphWrite, TasksWrite:
+	case ExtractionWrite, DocumentsWrite, GraphWrite, TasksWrite, AgentsRun:
 		return levelEditor
 	case MCPAdmin, ProvidersWrite, IntegrationsWrite, DiscoveryWrite, SchemaWrite:
 		return levelAdmin

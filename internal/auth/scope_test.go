@@ -16,13 +16,13 @@ const designScopes = `admin:read admin:write extraction:read extraction:write
   mcp:use mcp:admin providers:read providers:write tasks:read tasks:write
   notifications:read notifications:write user-activity:read
   user-activity:write integrations:read integrations:write discovery:read
-  discovery:write schema:read schema:write`
+  discovery:write schema:read schema:write chat:use agents:read agents:run`
 
 func TestAllScopes(t *testing.T) {
 	t.Parallel()
 
 	names := auth.AllScopes.Names()
-	require.Len(t, names, 25)
+	require.Len(t, names, 28)
 	require.Equal(t, strings.Fields(designScopes), names)
 	for _, n := range names {
 		s, ok := auth.ParseScope(n)
@@ -127,8 +127,8 @@ func TestRoleScopes(t *testing.T) {
 	}
 	person := parse("admin:read admin:write notifications:read notifications:write user-activity:read user-activity:write")
 	viewer := person | parse(`extraction:read documents:read graph:read search:read mcp:use providers:read tasks:read
-		integrations:read discovery:read schema:read`)
-	editor := viewer | parse("extraction:write documents:write graph:write tasks:write")
+		integrations:read discovery:read schema:read chat:use agents:read`)
+	editor := viewer | parse("extraction:write documents:write graph:write tasks:write agents:run")
 	p, o := uuid.New(), uuid.New()
 	for _, tc := range []struct {
 		name string
