@@ -24,6 +24,7 @@ import (
 	"github.com/graphmill/graphmill/internal/activity"
 	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/chat"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/connector/clickup"
@@ -391,6 +392,23 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		Index: m.vectors, Embedders: queryEmbedders{providers},
 	}})
 	search.Register(api, searches)
+
+	// Chat: answers grounded on the search and the graph, by the
+	// project's generative model.
+	chats, err := chat.NewService(chat.Config{
+		Pool: pool, Search: searches, Graph: graphs, Logger: log, Now: m.Now,
+		ModelFunc: func(ctx context.Context, project uuid.UUID) (chat.Model, error) {
+			h, err := providers.Resolve(ctx, project, provider.Generative)
+			if errors.Is(err, provider.ErrNoProvider) {
+				return nil, chat.ErrNoProvider
+			}
+			return h, err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	chat.Register(api, chats)
 
 	// The built-in MCP server and the registry of external ones need each
 	// other: the server's registry and web search tools call the registry,

@@ -68,6 +68,10 @@ func (c *localClient) Chat(ctx context.Context, model string, req ChatRequest) (
 	if user < 0 {
 		return nil, &Error{Kind: ErrorInvalid, Message: "local chat: the request has no user message"}
 	}
+	switch req.Purpose {
+	case PurposeGroundedAnswer, PurposeSummary:
+		return c.chatText(start, req, req.Messages[user].Text)
+	}
 	plan, notes, words := localPlan(req.Messages[user].Text, req.Tools)
 	turn := req.Messages[user+1:]
 	res := &ChatResult{Model: LocalGenerateModel}
