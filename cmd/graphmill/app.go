@@ -415,7 +415,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// whose built-in tool catalogue and settings are the server's tools.
 	regTools := &mcpRegistryTools{}
 	m.mcp, err = mcpserver.New(mcpserver.Config{
-		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools,
+		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Chat: chats,
 		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
 		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(),
 	})

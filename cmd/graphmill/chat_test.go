@@ -646,3 +646,54 @@ func chatCalls(fake *llmtest.OpenAI) []llmtest.OpenAIChat {
 	}
 	return out
 }
+
+// TestChatOverMCP: chat_send starts a session or continues one of the
+// caller's and returns the grounded answer with its citations;
+// chat_sessions_list lists the caller's sessions; another user's session
+// is not found; a token without chat:use sees neither tool.
+func TestChatOverMCP(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	docs := chatUpload(t, s, project)
+	cs := mcpSrvConnect(t, s, mcpSrvProjectToken(s, project, allScopes))
+
+	type sent struct {
+		SessionID string      `json:"sessionId"`
+		Message   chatMessage `json:"message"`
+	}
+	var first sent
+	mcpSrvOK(t, cs, "chat_send", map[string]any{"content": "When was the Saltmere lamp electrified?", "title": "Harbour"}, &first)
+	require.Contains(t, first.Message.Content, "electrified in 1958")
+	require.NotEmpty(t, first.Message.Citations)
+	require.Equal(t, docs["harbour.md"], first.Message.Citations[0].DocumentID)
+	var again sent
+	mcpSrvOK(t, cs, "chat_send", map[string]any{"sessionId": first.SessionID, "content": "What colours is the Saltmere lighthouse painted?"}, &again)
+	require.Equal(t, first.SessionID, again.SessionID)
+	require.Contains(t, again.Message.Content, "red and white")
+
+	var list struct {
+		Sessions []chatSession `json:"sessions"`
+		Total    int           `json:"total"`
+	}
+	mcpSrvOK(t, cs, "chat_sessions_list", map[string]any{}, &list)
+	require.Equal(t, 1, list.Total)
+	require.Equal(t, "Harbour", list.Sessions[0].Title)
+	var got chatSession
+	s.must(200, "GET", "/api/chat/sessions/"+first.SessionID, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
+	require.Len(t, got.Messages, 4, "both turns stored")
+
+	// Another user's session.
+	_, bob := s.newMember("bob@example.com", []string{"chat:use"}, project, "viewer")
+	bobs := s.chatSession(bob, project)
+	require.Equal(t, "no chat session of yours with id "+bobs+" in this project",
+		mcpSrvErr(t, cs, "chat_send", map[string]any{"sessionId": bobs, "content": "hello"}))
+	require.Equal(t, 0, s.extractionCount(`SELECT count(*) FROM chat_messages WHERE session_id = $1`, bobs))
+
+	// Without chat:use: not listed, and refused.
+	without := mcpSrvConnect(t, s, mcpSrvProjectToken(s, project, []string{"search:read", "graph:read"}))
+	require.NotContains(t, mcpSrvToolNames(t, without), "chat_send")
+	require.NotContains(t, mcpSrvToolNames(t, without), "chat_sessions_list")
+	require.Equal(t, "tool chat_send needs the scope chat:use, which this token lacks",
+		mcpSrvErr(t, without, "chat_send", map[string]any{"content": "hello"}))
+}

@@ -157,7 +157,7 @@ type mcpSrvRel struct {
 // mcpSrvAllTools is what a caller with every scope sees; web_search is
 // missing while no key is configured at any level.
 var mcpSrvAllTools = []string{
-	"documents_get", "documents_list", "documents_upload_text",
+	"chat_send", "chat_sessions_list", "documents_get", "documents_list", "documents_upload_text",
 	"graph_create_object", "graph_create_relationship", "graph_get_object", "graph_list_relationships",
 	"graph_neighbors", "graph_search_objects", "graph_update_object", "mcp-servers/call", "mcp-servers/list", "search",
 }
@@ -601,6 +601,10 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 	var obj mcpSrvObject
 	s.must(201, "POST", "/api/graph/objects", s.admin, map[string]any{"type": "Concept", "name": "Jacquard loom"},
 		header{"X-Project-ID", project}).Decode(t, &obj)
+	var doc docBody
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "bakery.md", "content": "# Bakery\n\nThe Cobblestone bakery opens at six in the morning."},
+		header{"X-Project-ID", project}).Decode(t, &doc)
+	s.waitDocument(project, doc.ID)
 
 	dir := t.TempDir()
 	script, err := os.ReadFile("testdata/mcp-interop/client.mjs")
@@ -614,7 +618,7 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 	out, err := install.CombinedOutput()
 	require.NoError(t, err, "npm install @modelcontextprotocol/sdk@%s: %s", mcpSrvTypeScriptSDK, out)
 
-	run := exec.CommandContext(ctx, node, "client.mjs", s.base, token, project, "jacquard")
+	run := exec.CommandContext(ctx, node, "client.mjs", s.base, token, project, "jacquard", "When does the Cobblestone bakery open?")
 	run.Dir = dir
 	var stderr strings.Builder
 	run.Stderr = &stderr
@@ -643,6 +647,13 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 		Tools     []string   `json:"tools"`
 		Search    toolResult `json:"search"`
 		Missing   toolResult `json:"missing"`
+		Chat      struct {
+			IsError           bool `json:"isError"`
+			StructuredContent struct {
+				SessionID string      `json:"sessionId"`
+				Message   chatMessage `json:"message"`
+			} `json:"structuredContent"`
+		} `json:"chat"`
 	}
 	var got struct {
 		Streamable run1 `json:"streamable"`
@@ -660,6 +671,11 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 		require.Contains(t, r.Search.Content[0].Text, obj.ID, name)
 		require.True(t, r.Missing.IsError, name)
 		require.Equal(t, "no object with id 00000000-0000-0000-0000-000000000000 in this project", r.Missing.Content[0].Text, name)
+		require.False(t, r.Chat.IsError, name)
+		require.NotEmpty(t, r.Chat.StructuredContent.SessionID, name)
+		require.Contains(t, r.Chat.StructuredContent.Message.Content, "The Cobblestone bakery opens at six in the morning.", name)
+		require.Len(t, r.Chat.StructuredContent.Message.Citations, 1, name)
+		require.Equal(t, doc.ID, r.Chat.StructuredContent.Message.Citations[0].DocumentID, name)
 	}
 	require.NotNil(t, got.Streamable.SessionID)
 	require.NotEmpty(t, *got.Streamable.SessionID, "the streamable transport is stateful by default")

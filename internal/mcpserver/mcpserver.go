@@ -114,6 +114,8 @@ type Config struct {
 	// Settings, when set, switches tools on and off per project (the
 	// built-in tool settings of the MCP registry).
 	Settings ToolSettings
+	// Chat, when set, adds the chat tools.
+	Chat Chat
 }
 
 // ToolSettings says which built-in tools are enabled for a project, all at

@@ -78,7 +78,7 @@ func addTool[In any](s *Server, t *mcp.Tool, rule toolRule, props map[string][]p
 }
 
 func (s *Server) addTools() error {
-	for _, add := range []func() error{s.addGraphTools, s.addDocumentTools, s.addSearchTools} {
+	for _, add := range []func() error{s.addGraphTools, s.addDocumentTools, s.addSearchTools, s.addChatTools} {
 		if err := add(); err != nil {
 			return err
 		}

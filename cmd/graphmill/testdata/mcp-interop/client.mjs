@@ -1,16 +1,17 @@
 // Interop client for Graphmill's built-in MCP server, run by
 // TestMCPServerInteropTypeScript with the official TypeScript SDK.
 //
-// usage: node client.mjs <baseUrl> <token> <projectId> <query>
+// usage: node client.mjs <baseUrl> <token> <projectId> <query> <question>
 //
 // Over the streamable HTTP transport (and then the SSE transport) it
-// initializes, lists the tools, calls search with the query and calls
-// graph_get_object with an unknown id, then prints one JSON document.
+// initializes, lists the tools, calls search with the query, calls
+// graph_get_object with an unknown id and asks chat_send the question (in
+// a new session), then prints one JSON document.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 
-const [base, token, project, query] = process.argv.slice(2);
+const [base, token, project, query, question] = process.argv.slice(2);
 const requestInit = { headers: { Authorization: `Bearer ${token}` } };
 
 async function run(transport) {
@@ -22,12 +23,14 @@ async function run(transport) {
     name: "graph_get_object",
     arguments: { id: "00000000-0000-0000-0000-000000000000" },
   });
+  const chat = await client.callTool({ name: "chat_send", arguments: { content: question } });
   const out = {
     server: client.getServerVersion(),
     sessionId: transport.sessionId ?? null,
     tools: tools.tools.map((t) => t.name).sort(),
     search,
     missing,
+    chat,
   };
   if (transport.terminateSession) {
     await transport.terminateSession();
