@@ -6,10 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -60,7 +63,7 @@ var chatDocs = []struct{ name, text string }{
 
 // chatUpload uploads chatDocs into project and waits until they are
 // parsed and embedded; it returns the document ids by name.
-func chatUpload(t *testing.T, s *testServer, project string) map[string]string {
+func chatUpload(t testing.TB, s *testServer, project string) map[string]string {
 	t.Helper()
 	hp := header{"X-Project-ID", project}
 	ids := map[string]string{}
@@ -696,4 +699,77 @@ func TestChatOverMCP(t *testing.T) {
 	require.NotContains(t, mcpSrvToolNames(t, without), "chat_sessions_list")
 	require.Equal(t, "tool chat_send needs the scope chat:use, which this token lacks",
 		mcpSrvErr(t, without, "chat_send", map[string]any{"content": "hello"}))
+}
+
+// TestChatClientGoneMidStream: when the client disconnects during a
+// streamed reply, the model call is cancelled, the question stays stored
+// and no answer is stored; the call is on the ledger as failed.
+func TestChatClientGoneMidStream(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewOpenAI(t)
+	started, upstreamGone := make(chan struct{}, 1), make(chan struct{}, 1)
+	// A model that streams one delta and then hangs; everything else goes
+	// to the fake.
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/chat/completions" && bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama3.1:8b",`+
+				`"choices":[{"index":0,"delta":{"role":"assistant","content":"Partial answer"}}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+			started <- struct{}{}
+			<-r.Context().Done()
+			upstreamGone <- struct{}{}
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, strings.TrimSuffix(fake.URL(), "/v1")+r.URL.Path, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		defer res.Body.Close()
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		_, _ = io.Copy(w, res.Body)
+	}))
+	t.Cleanup(model.Close)
+	s := newServer(t, withOpenAI(model.URL+"/v1", "", "llama3.1:8b", "nomic-embed-text"))
+	project, _ := s.defaultProject()
+	chatUpload(t, s, project)
+	session := s.chatSession(s.admin, project)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	raw, err := json.Marshal(map[string]any{"content": "Who designed the zephyrine turbine?"})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(ctx, "POST", s.base+"/api/chat/sessions/"+session+"/messages", bytes.NewReader(raw))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+s.admin)
+	req.Header.Set("X-Project-ID", project)
+	res, err := s.client.Do(req)
+	require.NoError(t, err)
+	<-started
+	sc := bufio.NewScanner(res.Body)
+	require.True(t, sc.Scan())
+	require.Equal(t, "event: message.delta", sc.Text())
+	require.True(t, sc.Scan())
+	require.Equal(t, `data: {"delta":"Partial answer","type":"message.delta"}`, sc.Text())
+	cancel() // the client goes
+	_ = res.Body.Close()
+	<-upstreamGone // the model call was cancelled
+
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM provider_usage WHERE project_id = $1 AND job_id IS NULL AND status = 'error'`, project) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	var got chatSession
+	s.must(200, "GET", "/api/chat/sessions/"+session, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
+	require.Len(t, got.Messages, 1, "the question only")
+	require.Equal(t, "user", got.Messages[0].Role)
 }

@@ -39,6 +39,13 @@ const (
 	QuoteMax = 300
 	// keywordWordsMax bounds the words of the keyword query.
 	keywordWordsMax = 30
+	// CommonWordMatches is the number of chunks (estimated over all
+	// projects) beyond which a question's word is left out of the keyword
+	// query.
+	CommonWordMatches = 1000
+	// searchQueryMax bounds the question searched (the search API's own
+	// bound).
+	searchQueryMax = 2000
 )
 
 // systemPrompt is the instruction of every grounded answer.
@@ -133,10 +140,9 @@ func objectChunks(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids 
 	return out, nil
 }
 
-// keywordQuery is the keyword side's query for a question: its words,
-// OR-ed (websearch syntax), so that a chunk needs not hold every word of
-// the question to be found; ranking still prefers those holding more.
-func keywordQuery(question string) string {
+// questionWords are the words of a question (letters and digits), at
+// most keywordWordsMax, the operator word "or" left out.
+func questionWords(question string) []string {
 	var words []string
 	for _, w := range strings.FieldsFunc(question, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r > 127)
@@ -144,15 +150,41 @@ func keywordQuery(question string) string {
 		if len(words) == keywordWordsMax {
 			break
 		}
-		if strings.EqualFold(w, "or") {
-			continue
+		if !strings.EqualFold(w, "or") {
+			words = append(words, w)
 		}
-		words = append(words, w)
 	}
+	return words
+}
+
+// keywordQuery is the keyword side's query for a question (websearch
+// syntax): its words OR-ed, so that a chunk need not hold every word of
+// the question to be found (ranking prefers those holding more), except
+// the words that PostgreSQL's statistics of the chunks' text expect in
+// more than CommonWordMatches chunks: they say little about a chunk, and
+// ranking every chunk they match is what a keyword search costs. With
+// no word left, the question itself (every word required).
+func keywordQuery(ctx context.Context, db postgres.DBTX, question string) (string, error) {
+	words := questionWords(question)
 	if len(words) == 0 {
-		return question
+		return question, nil
 	}
-	return strings.Join(words, " or ")
+	rows, _ := db.Query(ctx, `WITH mce AS (
+			SELECT u.e, u.f FROM pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS u (e, f)
+			WHERE s.schemaname = current_schema() AND s.tablename = 'document_chunks' AND s.attname = 'tsv'),
+		n AS (SELECT greatest(reltuples, 0) AS rows FROM pg_class WHERE oid = 'document_chunks'::regclass)
+		SELECT w FROM unnest($1::text[]) WITH ORDINALITY AS q (w, i)
+		WHERE coalesce((SELECT max(mce.f) FROM unnest(tsvector_to_array(to_tsvector('english', q.w))) AS l (x)
+			JOIN mce ON mce.e = l.x), 0) * (SELECT rows FROM n) <= $2
+		ORDER BY i`, words, CommonWordMatches)
+	rare, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("keyword query: %w", err)
+	}
+	if len(rare) == 0 {
+		return question, nil
+	}
+	return strings.Join(rare, " or "), nil
 }
 
 // retrieve finds the grounding material of question in project: the
@@ -161,8 +193,15 @@ func keywordQuery(question string) string {
 // shares a source with that chunk when the chunk was found too. Objects
 // without provenance are left out: every source traces to a document.
 func (s *Service) retrieve(ctx context.Context, project uuid.UUID, question string) ([]source, error) {
+	if r := []rune(question); len(r) > searchQueryMax {
+		question = string(r[:searchQueryMax])
+	}
+	kw, err := keywordQuery(ctx, s.cfg.Pool, question)
+	if err != nil {
+		return nil, err
+	}
 	res, err := s.cfg.Search.Search(ctx, project, search.Request{
-		Query: question, KeywordQuery: keywordQuery(question), Mode: search.ModeHybrid, Limit: RetrieveLimit,
+		Query: question, KeywordQuery: kw, Mode: search.ModeHybrid, Limit: RetrieveLimit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/llm/llmtest"
+)
+
+// chatTurnTiming is what one streamed turn took, as the client saw it.
+type chatTurnTiming struct {
+	firstDelta, total, retrieval time.Duration
+}
+
+// chatTimedTurn asks question with Accept: text/event-stream and times
+// the first message.delta event and the message.completed one; the
+// retrieval time is the server's (Server-Timing).
+func (s *testServer) chatTimedTurn(tb testing.TB, project, session, question string) chatTurnTiming {
+	raw, err := json.Marshal(map[string]any{"content": question})
+	require.NoError(tb, err)
+	req, err := http.NewRequestWithContext(context.Background(), "POST", s.base+"/api/chat/sessions/"+session+"/messages", bytes.NewReader(raw))
+	require.NoError(tb, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+s.admin)
+	req.Header.Set("X-Project-ID", project)
+	start := time.Now()
+	res, err := s.client.Do(req)
+	require.NoError(tb, err)
+	defer res.Body.Close()
+	require.Equal(tb, 200, res.StatusCode)
+	var out chatTurnTiming
+	dur, ok := strings.CutPrefix(res.Header.Get("Server-Timing"), "retrieval;dur=")
+	require.True(tb, ok, res.Header.Get("Server-Timing"))
+	ms, err := strconv.ParseFloat(dur, 64)
+	require.NoError(tb, err)
+	out.retrieval = time.Duration(ms * float64(time.Millisecond))
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		switch sc.Text() {
+		case "event: message.delta":
+			if out.firstDelta == 0 {
+				out.firstDelta = time.Since(start)
+			}
+		case "event: message.completed":
+			out.total = time.Since(start)
+		case "event: error":
+			tb.Fatalf("the turn failed")
+		}
+	}
+	require.NoError(tb, sc.Err())
+	require.NotZero(tb, out.total, "no message.completed")
+	return out
+}
+
+// chatReport reports the percentiles of the turns' timings.
+func chatReport(b *testing.B, what string, turns []chatTurnTiming) {
+	pct := func(get func(chatTurnTiming) time.Duration, p float64) float64 {
+		d := make([]time.Duration, len(turns))
+		for i, t := range turns {
+			d[i] = get(t)
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return float64(d[min(len(d)-1, int(p*float64(len(d))))].Microseconds()) / 1000
+	}
+	first := func(t chatTurnTiming) time.Duration { return t.firstDelta }
+	total := func(t chatTurnTiming) time.Duration { return t.total }
+	retrieval := func(t chatTurnTiming) time.Duration { return t.retrieval }
+	b.ReportMetric(pct(first, 0.5), "first-token-p50-ms")
+	b.ReportMetric(pct(total, 0.5), "total-p50-ms")
+	b.ReportMetric(pct(retrieval, 0.5), "retrieval-p50-ms")
+	b.ReportMetric(pct(retrieval, 0.95), "retrieval-p95-ms")
+	b.Logf("%s (%d turns): first token p50 %.1f ms, p95 %.1f ms; total p50 %.1f ms, p95 %.1f ms; retrieval p50 %.1f ms, p95 %.1f ms",
+		what, len(turns), pct(first, 0.5), pct(first, 0.95), pct(total, 0.5), pct(total, 0.95), pct(retrieval, 0.5), pct(retrieval, 0.95))
+}
+
+// chatBenchLatency is the fake model's fixed latency before it answers.
+const chatBenchLatency = 100 * time.Millisecond
+
+// BenchmarkChatTurn measures streamed chat turns end to end through the
+// API against the OpenAI-compatible fake answering after a fixed latency
+// (chatBenchLatency) in ten deltas: time to the first streamed delta,
+// total reply time, and the retrieval part (hybrid search of the
+// question, its embedding by the fake, the graph neighbourhood, chunk
+// texts), over the chat test documents.
+//
+//	go test ./cmd/graphmill -run '^$' -bench 'ChatTurn$' -benchtime 50x
+func BenchmarkChatTurn(b *testing.B) {
+	fake := llmtest.NewOpenAI(b)
+	fake.SetChatStream(func(c llmtest.OpenAIChat) []llmtest.OpenAIDelta {
+		out := []llmtest.OpenAIDelta{}
+		for _, d := range fakeAnswer(c.Messages[len(c.Messages)-1].Content) {
+			out = append(out, llmtest.OpenAIDelta{Content: d})
+		}
+		return append(out, llmtest.OpenAIDelta{Content: " More"}, llmtest.OpenAIDelta{Content: " words"}, llmtest.OpenAIDelta{Content: " follow."})
+	})
+	s := newServer(b, withOpenAI(fake.URL(), "", "llama3.1:8b", "nomic-embed-text"))
+	project, _ := s.defaultProject()
+	chatUpload(b, s, project)
+	fake.SetRateLimit(0, chatBenchLatency)
+	session := s.chatSession(s.admin, project)
+	s.chatTimedTurn(b, project, session, chatLabelled[0].question) // warm up
+	turns := make([]chatTurnTiming, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		turns = append(turns, s.chatTimedTurn(b, project, s.chatSession(s.admin, project), chatLabelled[i%len(chatLabelled)].question))
+	}
+	b.StopTimer()
+	chatReport(b, fmt.Sprintf("chat turn, model latency %v", chatBenchLatency), turns)
+}
+
+// BenchmarkChatRetrieval100k measures chat turns over a project of
+// 100,000 chunks (768-dimension local embeddings, written by COPY as the
+// pipeline would have) with the local provider: retrieval percentiles
+// (target: p95 under 50 ms), first delta and total. The first turn loads
+// the vector index.
+//
+//	go test ./cmd/graphmill -run '^$' -bench ChatRetrieval100k -benchtime 200x -timeout 30m
+func BenchmarkChatRetrieval100k(b *testing.B) {
+	const chunks = 100_000
+	s := newServer(b)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	var d docBody
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "seed.md", "content": "# Seed\n\nseed", "mimeType": "text/markdown"}, hp).Decode(b, &d)
+	s.waitDocument(project, d.ID)
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	vocab := make([]string, 5000)
+	for i := range vocab {
+		var w strings.Builder
+		for range 4 + rng.IntN(6) {
+			w.WriteByte(byte('a' + rng.IntN(26)))
+		}
+		vocab[i] = w.String()
+	}
+	texts := make([]string, chunks)
+	for i := range texts {
+		words := make([]string, 60)
+		for j := range words {
+			words[j] = vocab[int(float64(len(vocab))*rng.Float64()*rng.Float64())] // Zipf-like
+		}
+		texts[i] = strings.Join(words, " ") + "."
+	}
+	emb := llm.NewLocalEmbedder(768)
+	vecs, err := emb.Embed(context.Background(), texts)
+	require.NoError(b, err)
+	now := time.Now()
+	rows := make([][]any, chunks)
+	for i := range rows {
+		rows[i] = []any{
+			uuid.Must(uuid.NewV7()), project, d.ID, 1000 + i, texts[i], 0, len(texts[i]), []string{}, 60,
+			vecs[i], llm.LocalEmbedModel, 768, now, now,
+		}
+	}
+	_, err = s.m.db.pool.CopyFrom(context.Background(), pgx.Identifier{"document_chunks"},
+		[]string{
+			"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "heading_path",
+			"token_count", "embedding", "embedding_model", "embedding_dim", "embedded_at", "created_at",
+		}, pgx.CopyFromRows(rows))
+	require.NoError(b, err)
+	_, err = s.m.db.pool.Exec(context.Background(), `ANALYZE document_chunks`)
+	require.NoError(b, err)
+
+	questions := make([]string, 64)
+	for i := range questions {
+		questions[i] = "What do the sources say about " + vocab[rng.IntN(200)] + " and " + vocab[rng.IntN(2000)] + " " + vocab[rng.IntN(len(vocab))] + "?"
+	}
+	session := s.chatSession(s.admin, project)
+	start := time.Now()
+	s.chatTimedTurn(b, project, session, "warm up")
+	b.Logf("first turn (loads %d vectors into the index): %v", chunks, time.Since(start))
+
+	turns := make([]chatTurnTiming, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		turns = append(turns, s.chatTimedTurn(b, project, s.chatSession(s.admin, project), questions[i%len(questions)]))
+	}
+	b.StopTimer()
+	chatReport(b, fmt.Sprintf("chat turn over %d chunks, local provider", chunks), turns)
+}
