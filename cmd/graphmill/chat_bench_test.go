@@ -9,22 +9,17 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
 
 // chatTurnTiming is what one streamed turn took, as the client saw it.
 type chatTurnTiming struct {
-	firstDelta, total, retrieval time.Duration
+	firstDelta, total, retrieval, search time.Duration
 }
 
 // chatTimedTurn asks question with Accept: text/event-stream and times
@@ -45,11 +40,11 @@ func (s *testServer) chatTimedTurn(tb testing.TB, project, session, question str
 	defer res.Body.Close()
 	require.Equal(tb, 200, res.StatusCode)
 	var out chatTurnTiming
-	dur, ok := strings.CutPrefix(res.Header.Get("Server-Timing"), "retrieval;dur=")
-	require.True(tb, ok, res.Header.Get("Server-Timing"))
-	ms, err := strconv.ParseFloat(dur, 64)
-	require.NoError(tb, err)
-	out.retrieval = time.Duration(ms * float64(time.Millisecond))
+	var retrieval, search float64
+	_, err = fmt.Sscanf(res.Header.Get("Server-Timing"), "retrieval;dur=%g, search;dur=%g", &retrieval, &search)
+	require.NoError(tb, err, res.Header.Get("Server-Timing"))
+	out.retrieval = time.Duration(retrieval * float64(time.Millisecond))
+	out.search = time.Duration(search * float64(time.Millisecond))
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -82,12 +77,14 @@ func chatReport(b *testing.B, what string, turns []chatTurnTiming) {
 	first := func(t chatTurnTiming) time.Duration { return t.firstDelta }
 	total := func(t chatTurnTiming) time.Duration { return t.total }
 	retrieval := func(t chatTurnTiming) time.Duration { return t.retrieval }
+	search := func(t chatTurnTiming) time.Duration { return t.search }
 	b.ReportMetric(pct(first, 0.5), "first-token-p50-ms")
 	b.ReportMetric(pct(total, 0.5), "total-p50-ms")
 	b.ReportMetric(pct(retrieval, 0.5), "retrieval-p50-ms")
 	b.ReportMetric(pct(retrieval, 0.95), "retrieval-p95-ms")
-	b.Logf("%s (%d turns): first token p50 %.1f ms, p95 %.1f ms; total p50 %.1f ms, p95 %.1f ms; retrieval p50 %.1f ms, p95 %.1f ms",
-		what, len(turns), pct(first, 0.5), pct(first, 0.95), pct(total, 0.5), pct(total, 0.95), pct(retrieval, 0.5), pct(retrieval, 0.95))
+	b.Logf("%s (%d turns): first token p50 %.1f ms, p95 %.1f ms; total p50 %.1f ms, p95 %.1f ms; retrieval p50 %.1f ms, p95 %.1f ms "+
+		"(of which hybrid search p50 %.1f ms, p95 %.1f ms)", what, len(turns), pct(first, 0.5), pct(first, 0.95), pct(total, 0.5), pct(total, 0.95),
+		pct(retrieval, 0.5), pct(retrieval, 0.95), pct(search, 0.5), pct(search, 0.95))
 }
 
 // chatBenchLatency is the fake model's fixed latency before it answers.
@@ -104,11 +101,7 @@ const chatBenchLatency = 100 * time.Millisecond
 func BenchmarkChatTurn(b *testing.B) {
 	fake := llmtest.NewOpenAI(b)
 	fake.SetChatStream(func(c llmtest.OpenAIChat) []llmtest.OpenAIDelta {
-		out := []llmtest.OpenAIDelta{}
-		for _, d := range fakeAnswer(c.Messages[len(c.Messages)-1].Content) {
-			out = append(out, llmtest.OpenAIDelta{Content: d})
-		}
-		return append(out, llmtest.OpenAIDelta{Content: " More"}, llmtest.OpenAIDelta{Content: " words"}, llmtest.OpenAIDelta{Content: " follow."})
+		return append(fakeOpenAIAnswer(c), llmtest.OpenAIDelta{Content: " More"}, llmtest.OpenAIDelta{Content: " words"}, llmtest.OpenAIDelta{Content: " follow."})
 	})
 	s := newServer(b, withOpenAI(fake.URL(), "", "llama3.1:8b", "nomic-embed-text"))
 	project, _ := s.defaultProject()
@@ -142,41 +135,7 @@ func BenchmarkChatRetrieval100k(b *testing.B) {
 	s.waitDocument(project, d.ID)
 
 	rng := rand.New(rand.NewPCG(3, 4))
-	vocab := make([]string, 5000)
-	for i := range vocab {
-		var w strings.Builder
-		for range 4 + rng.IntN(6) {
-			w.WriteByte(byte('a' + rng.IntN(26)))
-		}
-		vocab[i] = w.String()
-	}
-	texts := make([]string, chunks)
-	for i := range texts {
-		words := make([]string, 60)
-		for j := range words {
-			words[j] = vocab[int(float64(len(vocab))*rng.Float64()*rng.Float64())] // Zipf-like
-		}
-		texts[i] = strings.Join(words, " ") + "."
-	}
-	emb := llm.NewLocalEmbedder(768)
-	vecs, err := emb.Embed(context.Background(), texts)
-	require.NoError(b, err)
-	now := time.Now()
-	rows := make([][]any, chunks)
-	for i := range rows {
-		rows[i] = []any{
-			uuid.Must(uuid.NewV7()), project, d.ID, 1000 + i, texts[i], 0, len(texts[i]), []string{}, 60,
-			vecs[i], llm.LocalEmbedModel, 768, now, now,
-		}
-	}
-	_, err = s.m.db.pool.CopyFrom(context.Background(), pgx.Identifier{"document_chunks"},
-		[]string{
-			"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "heading_path",
-			"token_count", "embedding", "embedding_model", "embedding_dim", "embedded_at", "created_at",
-		}, pgx.CopyFromRows(rows))
-	require.NoError(b, err)
-	_, err = s.m.db.pool.Exec(context.Background(), `ANALYZE document_chunks`)
-	require.NoError(b, err)
+	vocab := benchChunks(b, s, project, d.ID, chunks, rng)
 
 	questions := make([]string, 64)
 	for i := range questions {
@@ -188,10 +147,19 @@ func BenchmarkChatRetrieval100k(b *testing.B) {
 	b.Logf("first turn (loads %d vectors into the index): %v", chunks, time.Since(start))
 
 	turns := make([]chatTurnTiming, 0, b.N)
+	searches := make([]chatTurnTiming, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		turns = append(turns, s.chatTimedTurn(b, project, s.chatSession(s.admin, project), questions[i%len(questions)]))
+		q := questions[i%len(questions)]
+		turns = append(turns, s.chatTimedTurn(b, project, s.chatSession(s.admin, project), q))
+		// The search API with the same question, at the same time, for
+		// comparison (its keyword side requires every word).
+		t0 := time.Now()
+		s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": q, "limit": 8}, hp)
+		d := time.Since(t0)
+		searches = append(searches, chatTurnTiming{firstDelta: d, total: d, retrieval: d, search: d})
 	}
 	b.StopTimer()
 	chatReport(b, fmt.Sprintf("chat turn over %d chunks, local provider", chunks), turns)
+	chatReport(b, "POST /api/search of the same questions, interleaved (client-side time)", searches)
 }

@@ -50,14 +50,8 @@ type Session struct {
 
 // SessionWithMessages is a session and all its messages, oldest first.
 type SessionWithMessages struct {
-	ID        uuid.UUID  `json:"id"`
-	ProjectID uuid.UUID  `json:"projectId"`
-	UserID    uuid.UUID  `json:"userId"`
-	Title     string     `json:"title"`
-	AgentID   *uuid.UUID `json:"agentId,omitempty"`
-	CreatedAt time.Time  `json:"createdAt"`
-	UpdatedAt time.Time  `json:"updatedAt"`
-	Messages  []Message  `json:"messages"`
+	Session
+	Messages []Message `json:"messages"`
 }
 
 // Message is one message of a session: the user's question, or the
@@ -99,8 +93,5 @@ func (s Session) withMessages(msgs []Message) SessionWithMessages {
 	if msgs == nil {
 		msgs = []Message{}
 	}
-	return SessionWithMessages{
-		ID: s.ID, ProjectID: s.ProjectID, UserID: s.UserID, Title: s.Title, AgentID: s.AgentID,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Messages: msgs,
-	}
+	return SessionWithMessages{Session: s, Messages: msgs}
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -161,9 +162,10 @@ func questionWords(question string) []string {
 // syntax): its words OR-ed, so that a chunk need not hold every word of
 // the question to be found (ranking prefers those holding more), except
 // the words that PostgreSQL's statistics of the chunks' text expect in
-// more than CommonWordMatches chunks: they say little about a chunk, and
-// ranking every chunk they match is what a keyword search costs. With
-// no word left, the question itself (every word required).
+// more than CommonWordMatches chunks (they say little about a chunk, and
+// ranking every chunk they match is what a keyword search costs) and the
+// stop words. With no word left, the question itself (every word
+// required).
 func keywordQuery(ctx context.Context, db postgres.DBTX, question string) (string, error) {
 	words := questionWords(question)
 	if len(words) == 0 {
@@ -174,7 +176,7 @@ func keywordQuery(ctx context.Context, db postgres.DBTX, question string) (strin
 			WHERE s.schemaname = current_schema() AND s.tablename = 'document_chunks' AND s.attname = 'tsv'),
 		n AS (SELECT greatest(reltuples, 0) AS rows FROM pg_class WHERE oid = 'document_chunks'::regclass)
 		SELECT w FROM unnest($1::text[]) WITH ORDINALITY AS q (w, i)
-		WHERE coalesce((SELECT max(mce.f) FROM unnest(tsvector_to_array(to_tsvector('english', q.w))) AS l (x)
+		WHERE length(to_tsvector('english', q.w)) > 0 AND coalesce((SELECT max(mce.f) FROM unnest(tsvector_to_array(to_tsvector('english', q.w))) AS l (x)
 			JOIN mce ON mce.e = l.x), 0) * (SELECT rows FROM n) <= $2
 		ORDER BY i`, words, CommonWordMatches)
 	rare, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -192,7 +194,7 @@ func keywordQuery(ctx context.Context, db postgres.DBTX, question string) (strin
 // facts, its neighbourhood and the chunk it was extracted from, and
 // shares a source with that chunk when the chunk was found too. Objects
 // without provenance are left out: every source traces to a document.
-func (s *Service) retrieve(ctx context.Context, project uuid.UUID, question string) ([]source, error) {
+func (s *Service) retrieve(ctx context.Context, project uuid.UUID, question string, timing *Timing) ([]source, error) {
 	if r := []rune(question); len(r) > searchQueryMax {
 		question = string(r[:searchQueryMax])
 	}
@@ -200,11 +202,15 @@ func (s *Service) retrieve(ctx context.Context, project uuid.UUID, question stri
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	res, err := s.cfg.Search.Search(ctx, project, search.Request{
 		Query: question, KeywordQuery: kw, Mode: search.ModeHybrid, Limit: RetrieveLimit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
+	}
+	if timing != nil {
+		timing.Search = time.Since(start)
 	}
 	var chunkIDs, objectIDs []uuid.UUID
 	for _, h := range res.Data {

@@ -124,8 +124,7 @@ func (h handlers) rename(ctx context.Context, in *renameIn) (*httpapi.Out[Sessio
 	if in.Body.Title == nil {
 		// Nothing to change: the session as it is.
 		s, err := h.svc.GetSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID)
-		return httpapi.Reply(Session{ID: s.ID, ProjectID: s.ProjectID, UserID: s.UserID, Title: s.Title, AgentID: s.AgentID,
-			CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}, err)
+		return httpapi.Reply(s.Session, err)
 	}
 	return httpapi.Reply(h.svc.RenameSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID, *in.Body.Title))
 }
@@ -179,9 +178,11 @@ func (h handlers) send(ctx context.Context, in *sendIn) (*huma.StreamResponse, e
 	}}, nil
 }
 
-// serverTiming is the Server-Timing header of a turn: retrieval, in ms.
+// serverTiming is the Server-Timing header of a turn: retrieval and its
+// search, in ms.
 func serverTiming(t Timing) string {
-	return fmt.Sprintf("retrieval;dur=%.3f", float64(t.Retrieval.Microseconds())/1000)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return fmt.Sprintf("retrieval;dur=%.3f, search;dur=%.3f", ms(t.Retrieval), ms(t.Search))
 }
 
 // stream writes a reply as server-sent events.

@@ -160,7 +160,8 @@ type SendParams struct {
 
 // Timing is how long the parts of a turn took.
 type Timing struct {
-	Retrieval time.Duration
+	// Retrieval is the whole retrieval; Search its hybrid search.
+	Retrieval, Search time.Duration
 }
 
 // turn is one turn being answered.
@@ -238,7 +239,7 @@ func titleOf(content string) string {
 // and stores its reply.
 func (s *Service) answer(ctx context.Context, t *turn) (Message, error) {
 	start := time.Now()
-	found, err := s.retrieve(ctx, t.project, t.question.Content)
+	found, err := s.retrieve(ctx, t.project, t.question.Content, t.p.Timing)
 	if err != nil {
 		return Message{}, modelError(err) // the query's embedding may fail upstream
 	}
@@ -264,8 +265,8 @@ func (s *Service) answer(ctx context.Context, t *turn) (Message, error) {
 	if limit <= 0 {
 		limit = InputBudgetDefault
 	}
-	question := llm.EstimateTokens(t.question.Content) + llm.EstimateTokens(systemPrompt)
-	msgs, err := s.history(ctx, t, model, limit/4)
+	question := llm.EstimateTokens(t.question.Content)
+	msgs, err := s.history(ctx, t, model, limit/4) // the system prompt first
 	if err != nil {
 		return Message{}, err
 	}
