@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -145,9 +146,7 @@ func objectChunks(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids 
 // most keywordWordsMax, the operator word "or" left out.
 func questionWords(question string) []string {
 	var words []string
-	for _, w := range strings.FieldsFunc(question, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r > 127)
-	}) {
+	for _, w := range strings.FieldsFunc(question, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if len(words) == keywordWordsMax {
 			break
 		}

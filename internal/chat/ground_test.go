@@ -54,8 +54,8 @@ func TestCitations(t *testing.T) {
 	reply := "Bearings need grease quarterly [2]. The turbine dates from 1921 [1][2]. Nothing [7]."
 	got := citations(reply, sources)
 	require.Len(t, got, 2)
-	require.Equal(t, Citation{Index: 1, ChunkID: sources[0].chunkID, DocumentID: sources[0].documentID, DocumentName: "a.md",
-		Quote: "The turbine was designed in 1921."}, got[0])
+	want := Citation{Index: 1, ChunkID: sources[0].chunkID, DocumentID: sources[0].documentID, DocumentName: "a.md", Quote: "The turbine was designed in 1921."}
+	require.Equal(t, want, got[0])
 	require.Equal(t, 2, got[1].Index)
 	require.Equal(t, &obj, got[1].ObjectID)
 	require.Equal(t, "Bearings need grease every quarter.", got[1].Quote)

@@ -34,8 +34,8 @@ func TestLocalGroundedAnswer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, res.Text, again.Text, "deterministic")
 
-	none, err := c.Chat(context.Background(), "", llm.ChatRequest{Purpose: llm.PurposeGroundedAnswer, Messages: []llm.Message{{Role: llm.RoleUser,
-		Text: strings.Replace(prompt, "How often do turbine bearings need grease?", "Quelle heure est-il?", 1)}}})
+	other := strings.Replace(prompt, "How often do turbine bearings need grease?", "Quelle heure est-il?", 1)
+	none, err := c.Chat(context.Background(), "", llm.ChatRequest{Purpose: llm.PurposeGroundedAnswer, Messages: []llm.Message{{Role: llm.RoleUser, Text: other}}})
 	require.NoError(t, err)
 	require.Equal(t, llm.LocalExtractiveLabel+" the retrieved sources do not answer this question.", none.Text)
 }
@@ -44,8 +44,10 @@ func TestLocalSummary(t *testing.T) {
 	t.Parallel()
 	res, err := llm.NewLocal(16).Chat(context.Background(), "", llm.ChatRequest{
 		Purpose: llm.PurposeSummary,
-		Messages: []llm.Message{{Role: llm.RoleSystem, Text: "Summarise"}, {Role: llm.RoleUser,
-			Text: "summary: Earlier talk. More.\n\nuser: Who built it? Tell me.\n\nassistant: Ottoline built it. In 1921."}},
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Text: "Summarise"},
+			{Role: llm.RoleUser, Text: "summary: Earlier talk. More.\n\nuser: Who built it? Tell me.\n\nassistant: Ottoline built it. In 1921."},
+		},
 	})
 	require.NoError(t, err)
 	require.Equal(t, llm.LocalSummaryLabel+"\n- summary: Earlier talk.\n- user: Who built it?\n- assistant: Ottoline built it.", res.Text)
