@@ -27,6 +27,10 @@ const (
 var (
 	localSourceRe   = regexp.MustCompile(`(?s)<source index="(\d+)"[^>]*>\n(.*?)\n</source>`) //nolint:gochecknoglobals // compiled pattern, constant
 	localQuestionRe = regexp.MustCompile(`(?s)<question>\n(.*?)\n</question>`)                //nolint:gochecknoglobals // compiled pattern, constant
+	// localMarkerRe matches what reads as a citation marker inside a
+	// source's own text (a document's "[3]"): dropped from quotes, so that
+	// it cannot pass for a citation of the answer.
+	localMarkerRe = regexp.MustCompile(`\s*\[\d{1,3}\]`) //nolint:gochecknoglobals // compiled pattern, constant
 )
 
 // localStopWords are the function words a question's words are matched
@@ -81,7 +85,7 @@ func localExtract(text string) string {
 		if err != nil {
 			continue
 		}
-		for i, s := range Sentences(m[2]) {
+		for i, s := range Sentences(localMarkerRe.ReplaceAllString(m[2], "")) {
 			seen := map[string]bool{}
 			for _, w := range StemWords(s) {
 				if want[w] {

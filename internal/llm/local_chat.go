@@ -47,7 +47,9 @@ const localSummaryMax = 8
 // strings and numbers in document order (at most 8; "nothing" when none),
 // then a line per call not made. With no result and no note it answers "No
 // tool was called for: <words>". The answer goes to OnDelta word by word.
-// Token counts are estimates (EstimateTokens).
+// Token counts are estimates (EstimateTokens). A request with the purpose
+// PurposeGroundedAnswer or PurposeSummary is answered without the planner
+// (see those purposes).
 func (c *localClient) Chat(ctx context.Context, model string, req ChatRequest) (*ChatResult, error) {
 	if model != "" && model != LocalGenerateModel {
 		return nil, &Error{Kind: ErrorInvalid, Message: fmt.Sprintf("local chat: unknown model %q (the local provider chats with %s)", model, LocalGenerateModel)}
