@@ -31,7 +31,7 @@ func tableOwners() map[string]string {
 		"embedding":       {"graph_embedding_jobs", "graph_object_embeddings"},
 		"embeddingpolicy": {"embedding_policies"},
 		"graph":           {"graph_objects", "graph_relationships", "graph_object_provenance", "graph_relationship_provenance"},
-		"templatepack":    {"template_packs", "project_template_packs"},
+		"templatepack":    {"template_packs", "project_template_packs", "template_pack_versions"},
 		"provider":        {"provider_models", "org_provider_credentials", "org_provider_models", "project_provider_policies", "provider_usage"},
 		"task":            {"tasks"},
 		"notification":    {"notifications", "notification_preferences", "notification_digests"},
@@ -41,6 +41,7 @@ func tableOwners() map[string]string {
 		"audit":           {"audit_events"},
 		"integration":     {"integrations", "integration_sync_jobs", "integration_sync_logs"},
 		"chat":            {"chat_sessions", "chat_messages"},
+		"discovery":       {"discovery_jobs", "discovery_llm_calls"},
 	}
 	owners := map[string]string{}
 	for pkg, tables := range byPackage {

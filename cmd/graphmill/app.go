@@ -32,6 +32,7 @@ import (
 	"github.com/graphmill/graphmill/internal/connector/rss"
 	"github.com/graphmill/graphmill/internal/connector/s3"
 	"github.com/graphmill/graphmill/internal/connector/web"
+	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/email"
@@ -373,6 +374,23 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	extraction.Register(api, extractions)
+
+	// Schema discovery: the schema_discovery worker proposes types from a
+	// project's documents; finalize makes them a template pack.
+	discoveries, err := discovery.NewService(discovery.Config{
+		Pool: pool, Jobs: m.jobs, Documents: docs, Packs: packs, Extractions: extractions, Logger: log, Now: m.Now,
+		Generators: func(ctx context.Context, project uuid.UUID) (provider.Generator, error) {
+			return providers.Resolve(ctx, project, provider.Generative)
+		},
+		Embedders: providers.Embedder,
+	})
+	if err != nil {
+		return err
+	}
+	if err := discoveries.AddQueue(discovery.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	discovery.Register(api, discoveries)
 
 	// Integrations: sources synced into documents on the integration_sync
 	// queue. The registry lists the connectors this server offers.

@@ -42,7 +42,7 @@ func (s *testServer) graphCreatePack(project string, in templatepack.PackInput) 
 	var p templatepack.Pack
 	err = postgres.WithTx(context.Background(), s.pool(), func(tx pgx.Tx) error {
 		var err error
-		p, err = svc.CreatePack(context.Background(), tx, uuid.MustParse(project), in)
+		p, err = svc.CreatePack(context.Background(), tx, uuid.MustParse(project), in, nil)
 		return err
 	})
 	require.NoError(s.t, err)

@@ -187,6 +187,14 @@ func (f *routeFixtures) id(t *testing.T, kind string) string {
 		out.ID = s.notify(me.UserID, notification.Params{Title: "route", Message: "table"}).ID
 	case "chat-session":
 		s.must(201, "POST", "/api/chat/sessions", s.admin, map[string]any{"title": "route"}, hp).Decode(t, &out)
+	case "discovery-job":
+		var started struct {
+			JobID string `json:"jobId"`
+		}
+		doc := f.id(t, "document")
+		s.waitDocument(f.project, doc)
+		s.must(201, "POST", "/api/discovery-jobs", s.admin, map[string]any{"document_ids": []string{doc}}, hp).Decode(t, &started)
+		out.ID = started.JobID
 	case "template-pack":
 		out.ID = s.graphCreatePack(f.project, graphPack("Route"))
 	case "org":

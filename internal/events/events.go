@@ -20,6 +20,8 @@ const (
 	// TypeIntegrationSyncCompleted ends every sync, successful or not,
 	// with its counts.
 	TypeIntegrationSyncCompleted = "integration.sync.completed"
+	// TypeDiscoveryProgress carries a discovery job's progress as it goes.
+	TypeDiscoveryProgress = "discovery.progress"
 )
 
 // Channel carries the id of each committed event to every process.

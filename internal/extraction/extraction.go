@@ -16,6 +16,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/provider"
 )
 
 // Queue is the job queue of extraction jobs (table
@@ -118,29 +119,18 @@ type LogEntry struct {
 	CreatedAt time.Time       `json:"createdAt" db:"created_at"`
 }
 
-// LLMCall is one LLM call of an extraction job, as the call log keeps it.
+// LLMCall is one LLM call of an extraction job, as the call log keeps it:
+// the provider's record of the call, its job and what was asked.
 type LLMCall struct {
-	ID              uuid.UUID
-	JobID           uuid.UUID
-	Provider        string
-	ModelName       string
-	Status          string // success or error
-	InputTokens     int
-	OutputTokens    int
-	TotalTokens     int
-	CostUSD         float64
-	DurationMs      int
-	StartedAt       time.Time
-	CompletedAt     *time.Time
-	RequestPayload  json.RawMessage
-	ResponsePayload json.RawMessage
-	ErrorMessage    string
+	provider.Call
+	JobID          uuid.UUID
+	RequestPayload json.RawMessage
 }
 
 // LLM call statuses.
 const (
-	CallSuccess = "success"
-	CallError   = "error"
+	CallSuccess = provider.CallSuccess
+	CallError   = provider.CallError
 )
 
 // Statistics summarises a project's extraction jobs.

@@ -415,6 +415,19 @@ func (s *Service) EnqueueDocument(ctx context.Context, tx pgx.Tx, project, docum
 	return jobqueue.Notify(ctx, tx, Queue)
 }
 
+// EnqueueReextraction queues, in tx, a manual reextraction of each of
+// documents of project that is parsed and has no extraction queued (by
+// the user by, when not nil), and wakes the workers at commit: a
+// discovery finalize's new types take effect on the documents it read.
+// It returns how many jobs it queued.
+func (s *Service) EnqueueReextraction(ctx context.Context, tx pgx.Tx, project uuid.UUID, documents []uuid.UUID, by *uuid.UUID) (int, error) {
+	n, err := jobsInsertReextraction(ctx, tx, project, documents, by, s.now().UTC())
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, jobqueue.Notify(ctx, tx, Queue)
+}
+
 // CancelDocumentJobs cancels, in tx and one statement, the queued and
 // running extraction jobs of a document (a running one's worker stops
 // within a second).

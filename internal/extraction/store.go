@@ -80,6 +80,25 @@ func jobInsertForDocument(ctx context.Context, tx pgx.Tx, project, document uuid
 	return tag.RowsAffected() == 1, nil
 }
 
+// jobsInsertReextraction queues the reextractions of
+// Service.EnqueueReextraction and returns how many it queued.
+func jobsInsertReextraction(ctx context.Context, tx pgx.Tx, project uuid.UUID, documents []uuid.UUID, by *uuid.UUID, now time.Time) (int, error) {
+	ids := make([]uuid.UUID, len(documents))
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7())
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type, created_by)
+		SELECT n.id, d.project_id, $3, $3, $3, d.id, $4, $5, $6
+		FROM unnest($1::uuid[], $2::uuid[]) AS n(id, doc)
+		JOIN documents d ON d.id = n.doc AND d.project_id = $7 AND d.status = 'parsed'
+		WHERE NOT EXISTS (SELECT 1 FROM object_extraction_jobs j WHERE j.document_id = d.id AND j.status = 'queued')`,
+		ids, documents, now, JobTypeReextraction, TriggerManual, by, project)
+	if err != nil {
+		return 0, fmt.Errorf("queue reextraction: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 func jobStats(ctx context.Context, db postgres.DBTX, project uuid.UUID, now time.Time) (Statistics, error) {
 	st := Statistics{
 		ByStatus:  map[string]int64{"queued": 0, "running": 0, "completed": 0, "failed": 0, "cancelled": 0, "requires_review": 0},
@@ -200,18 +219,11 @@ func callInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, c LLMC
 		total_tokens, cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload, error_message)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		c.ID, c.JobID, project, c.Provider, c.ModelName, c.Status, c.InputTokens, c.OutputTokens, c.TotalTokens, c.CostUSD,
-		c.DurationMs, c.StartedAt, c.CompletedAt, nullJSON(c.RequestPayload), nullJSON(c.ResponsePayload), postgres.NullIfEmpty(c.ErrorMessage))
+		c.DurationMs, c.StartedAt, c.CompletedAt, postgres.NullIfEmpty(string(c.RequestPayload)), postgres.NullIfEmpty(string(c.ResponsePayload)), postgres.NullIfEmpty(c.ErrorMessage))
 	if err != nil {
 		return fmt.Errorf("write llm call: %w", err)
 	}
 	return nil
-}
-
-func nullJSON(raw json.RawMessage) any {
-	if len(raw) == 0 {
-		return nil
-	}
-	return string(raw)
 }
 
 func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offset int) ([]CallLog, int, error) {

@@ -26,8 +26,6 @@ import (
 // Worker defaults.
 const (
 	ConcurrencyDefault = 2
-	// responsePayloadMax bounds the response kept in the call log.
-	responsePayloadMax = 256 << 10
 	// excerptMax bounds the source text quoted in a call's request payload.
 	excerptMax = 500
 	// reviewObjectsMax bounds the objects listed in a review task.
@@ -177,33 +175,8 @@ func (s *Service) extractWindow(ctx context.Context, l *jobLog, gen Generator, t
 		map[string]any{"window": i + 1, "windows": n, "chunkIds": ids, "chunkIndexes": indexes, "tokens": w.tokens})
 	text := w.text()
 	req := llm.GenerateRequest{Purpose: llm.PurposeExtraction, System: systemInstruction, Prompt: prompt, Text: text, Schema: schema}
-	startedAt := s.now().UTC()
-	t0 := time.Now()
-	out, err := gen.Generate(ctx, req)
-	dur := time.Since(t0)
-	call := LLMCall{
-		ID: uuid.Must(uuid.NewV7()), JobID: l.job.ID, Provider: gen.Provider(), ModelName: gen.Model(), Status: CallSuccess,
-		DurationMs: int(dur.Milliseconds()), StartedAt: startedAt,
-	}
-	done := startedAt.Add(dur)
-	call.CompletedAt = &done
-	call.RequestPayload = requestPayload(req, gen, types, i, n, ids, indexes, w.tokens)
-	if err != nil {
-		call.Status = CallError
-		call.ErrorMessage = jobqueue.Clip(err.Error(), 2000)
-		if ctx.Err() != nil {
-			call.ErrorMessage = "cancelled: " + call.ErrorMessage
-		}
-	} else {
-		if out.Model != "" {
-			call.ModelName = out.Model
-		}
-		call.InputTokens = int(out.Usage.InputText + out.Usage.InputImage + out.Usage.InputVideo + out.Usage.InputAudio)
-		call.OutputTokens = int(out.Usage.Output)
-		call.TotalTokens = call.InputTokens + call.OutputTokens
-		call.CostUSD = gen.Cost(out.Usage)
-		call.ResponsePayload = responsePayload(out.JSON)
-	}
+	out, c, err := provider.GenerateCall(ctx, gen, req, s.now().UTC())
+	call := LLMCall{Call: c, JobID: l.job.ID, RequestPayload: requestPayload(req, gen, types, i, n, ids, indexes, w.tokens)}
 	s.recordCall(ctx, l, call, i+1)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -263,17 +236,6 @@ func requestPayload(req llm.GenerateRequest, gen Generator, types *templatepack.
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return nil
-	}
-	return raw
-}
-
-func responsePayload(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	if len(raw) > responsePayloadMax || !json.Valid(raw) {
-		out, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(raw)})
-		return out
 	}
 	return raw
 }

@@ -70,9 +70,11 @@ func (c *localClient) ListModels(context.Context) ([]ModelInfo, error) {
 
 // Generate implements Client. model must be LocalGenerateModel or empty.
 // PurposeExtraction returns objects and relationships found in req.Text,
-// restricted to the type enums of req.Schema; PurposeDiscovery proposes
-// types and relationship types; any other purpose returns a minimal
-// instance of req.Schema. The same request always gives the same bytes.
+// restricted to the type enums of req.Schema; the three discovery
+// purposes answer in the shapes written on PurposeDiscovery (see
+// local_discovery.go for the heuristics); any other purpose returns a
+// minimal instance of req.Schema. The same request always gives the same
+// bytes.
 func (c *localClient) Generate(ctx context.Context, model string, req GenerateRequest) (*GenerateResult, error) {
 	if model != "" && model != LocalGenerateModel {
 		return nil, &Error{Kind: ErrorInvalid, Message: fmt.Sprintf("local generate: unknown model %q (the local provider generates with %s)", model, LocalGenerateModel)}
@@ -87,7 +89,17 @@ func (c *localClient) Generate(ctx context.Context, model string, req GenerateRe
 		a := analyse(req.Text, c.lex)
 		out = extraction(a, allowedEnum(req.Schema, "objects"), allowedEnum(req.Schema, "relationships"))
 	case PurposeDiscovery:
-		out = discovery(analyse(req.Text, c.lex))
+		out = discover(req.Text, c.lex)
+	case PurposeDiscoveryRefine:
+		var err error
+		if out, err = refineCandidates(req.Text); err != nil {
+			return nil, err
+		}
+	case PurposeDiscoveryRelationships:
+		var err error
+		if out, err = relationships(req.Text, c.lex); err != nil {
+			return nil, err
+		}
 	default:
 		out = minimalInstance(req.Schema)
 	}

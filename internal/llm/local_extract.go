@@ -31,33 +31,6 @@ type extractionOutput struct {
 	Relationships []extractedRelationship `json:"relationships"`
 }
 
-type discoveredProperty struct {
-	Type        string `json:"type"`
-	Description string `json:"description"`
-}
-
-type discoveredType struct {
-	Name        string                        `json:"name"`
-	Description string                        `json:"description"`
-	Properties  map[string]discoveredProperty `json:"properties"`
-	Required    []string                      `json:"required"`
-	Examples    []string                      `json:"examples"`
-	Confidence  float64                       `json:"confidence"`
-}
-
-type discoveredRelationship struct {
-	Name        string  `json:"name"`
-	SourceType  string  `json:"sourceType"`
-	TargetType  string  `json:"targetType"`
-	Description string  `json:"description"`
-	Confidence  float64 `json:"confidence"`
-}
-
-type discoveryOutput struct {
-	Types         []discoveredType         `json:"types"`
-	Relationships []discoveredRelationship `json:"relationships"`
-}
-
 // classSynonyms lists, for each class, the type names it maps onto, best
 // first. An allowed type matches a class when its normalised name equals a
 // synonym, or failing that contains one.
@@ -333,95 +306,33 @@ func extraction(a *analysis, objectTypes, relTypes []string) extractionOutput {
 }
 
 // classProperties are the properties proposed for a discovered class.
-func classProperties(class string) (string, map[string]discoveredProperty) {
-	str := func(d string) discoveredProperty { return discoveredProperty{Type: "string", Description: d} }
+func classProperties(class string) (string, map[string]discoveryProperty) {
+	str := func(d string) discoveryProperty { return discoveryProperty{Type: "string", Description: d} }
 	switch class {
 	case classPerson:
-		return "A person named in the documents.", map[string]discoveredProperty{
+		return "A person named in the documents.", map[string]discoveryProperty{
 			"role":        str("Job title or role of the person"),
 			"affiliation": str("Organization the person belongs to"),
 		}
 	case classOrganization:
-		return "A company, institution or other organization.", map[string]discoveredProperty{
+		return "A company, institution or other organization.", map[string]discoveryProperty{
 			"industry":     str("Sector the organization works in"),
 			"headquarters": str("Where the organization is based"),
 		}
 	case classLocation:
-		return "A place: city, country, region or site.", map[string]discoveredProperty{
+		return "A place: city, country, region or site.", map[string]discoveryProperty{
 			"kind":    str("City, country, region, site, ..."),
 			"country": str("Country the place is in"),
 		}
 	case classEvent:
-		return "Something that happened or takes place at a time.", map[string]discoveredProperty{
+		return "Something that happened or takes place at a time.", map[string]discoveryProperty{
 			"date":     str("When it happened (ISO 8601 date when known)"),
 			"location": str("Where it happened"),
 		}
 	default:
-		return "A named concept, product, technology or topic.", map[string]discoveredProperty{
+		return "A named concept, product, technology or topic.", map[string]discoveryProperty{
 			"definition": str("Short definition"),
 			"domain":     str("Field the concept belongs to"),
 		}
 	}
-}
-
-// discovery is the local discovery response: one type per entity class
-// found, with the most mentioned names as examples and a confidence that
-// grows with how many distinct names and mentions support it, and the
-// relationship types found between them.
-func discovery(a *analysis) discoveryOutput {
-	out := discoveryOutput{Types: []discoveredType{}, Relationships: []discoveredRelationship{}}
-	byClass := map[string][]*entity{}
-	var classes []string
-	for _, e := range a.entities {
-		if byClass[e.class] == nil {
-			classes = append(classes, e.class)
-		}
-		byClass[e.class] = append(byClass[e.class], e)
-	}
-	for _, c := range classes {
-		es := slices.Clone(byClass[c])
-		slices.SortStableFunc(es, func(x, y *entity) int { return len(y.mentions) - len(x.mentions) })
-		mentions := 0
-		var examples []string
-		for _, e := range es {
-			mentions += len(e.mentions)
-			if len(examples) < 5 {
-				examples = append(examples, e.name)
-			}
-		}
-		desc, props := classProperties(c)
-		out.Types = append(out.Types, discoveredType{
-			Name:        c,
-			Description: desc,
-			Properties:  props,
-			Required:    []string{},
-			Examples:    examples,
-			Confidence:  round2(min(0.9, 0.5+0.1*float64(len(es)-1)+0.02*float64(mentions-len(es)))),
-		})
-	}
-	type relType struct {
-		name, source, target string
-		count                int
-	}
-	var rels []*relType
-	for _, r := range a.relationships(func(*entity) string { return "ok" }, nil) {
-		i := slices.IndexFunc(rels, func(x *relType) bool {
-			return x.name == r.name && x.source == r.source.class && x.target == r.target.class
-		})
-		if i >= 0 {
-			rels[i].count += r.count
-			continue
-		}
-		rels = append(rels, &relType{name: r.name, source: r.source.class, target: r.target.class, count: r.count})
-	}
-	for _, r := range rels {
-		out.Relationships = append(out.Relationships, discoveredRelationship{
-			Name:        r.name,
-			SourceType:  r.source,
-			TargetType:  r.target,
-			Description: fmt.Sprintf("%s %s %s, seen %d time(s)", r.source, strings.ToLower(strings.ReplaceAll(r.name, "_", " ")), r.target, r.count),
-			Confidence:  round2(min(0.9, 0.5+0.1*float64(r.count-1))),
-		})
-	}
-	return out
 }

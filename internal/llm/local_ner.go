@@ -73,7 +73,7 @@ func newLexicon() *lexicon {
 		// "<name> was born", "<name> is married".
 		personPassives: wordSet("born raised educated married appointed elected knighted buried"),
 		roles:          wordSet("ceo cto cfo coo cio cmo vp svp evp founder cofounder co-founder chairman chairwoman chair director minister governor mayor"),
-		ignore:         wordSet("i ceo cto cfo coo cio cmo vp svp evp phd mba ok faq tbd etc am pm gmt utc"),
+		ignore:         wordSet("i ceo cto cfo coo cio cmo vp svp evp phd mba ok faq tbd etc am pm gmt utc kib mib gib tib kb mb gb tb"),
 		techAcronyms:   wordSet("api apis sql json xml html css http https pdf csv url uri ai ml llm llms gpu cpu ram ssd os ui ux sdk cli rest grpc tcp ip dns vm vms iot nlp kpi roi saas"),
 		orgSuffixes:    wordSet(lexOrgSuffixes),
 		orgHeads:       wordSet("university institute bank college ministry department academy society council museum school federation bureau office"),
@@ -843,9 +843,9 @@ strip:
 		return nil
 	}
 	// Context: the two words before the name (skipping an article) and the
-	// two after it.
+	// two after it, within its table cell.
 	var before []string
-	for p := k - 1; p >= 0 && len(before) < 2; p-- {
+	for p := k - 1; p >= 0 && len(before) < 2 && !strings.Contains(toks[p+1].gap, "|"); p-- {
 		w := toks[p].lower
 		if len(before) == 0 && (w == "the" || w == "a" || w == "an") {
 			continue
@@ -856,9 +856,9 @@ strip:
 	prev, prev2 := before[0], before[1]
 	var next, next2 string
 	appositive := false
-	if j < len(toks) {
+	if j < len(toks) && !strings.Contains(toks[j].gap, "|") {
 		next = toks[j].lower
-		if j+1 < len(toks) {
+		if j+1 < len(toks) && !strings.Contains(toks[j+1].gap, "|") {
 			next2 = toks[j+1].lower
 		}
 		if toks[j].gap == "," {

@@ -237,52 +237,6 @@ func TestLocalExtractionHeuristics(t *testing.T) {
 	}
 }
 
-func TestLocalDiscovery(t *testing.T) {
-	t.Parallel()
-	res, err := llm.NewLocal(0).Generate(context.Background(), "", llm.GenerateRequest{Purpose: llm.PurposeDiscovery, Text: sampleText})
-	require.NoError(t, err)
-	var out struct {
-		Types []struct {
-			Name       string                       `json:"name"`
-			Properties map[string]map[string]string `json:"properties"`
-			Required   []string                     `json:"required"`
-			Examples   []string                     `json:"examples"`
-			Confidence float64                      `json:"confidence"`
-		} `json:"types"`
-		Relationships []struct {
-			Name       string  `json:"name"`
-			SourceType string  `json:"sourceType"`
-			TargetType string  `json:"targetType"`
-			Confidence float64 `json:"confidence"`
-		} `json:"relationships"`
-	}
-	require.NoError(t, json.Unmarshal(res.JSON, &out))
-	examples := map[string][]string{}
-	conf := map[string]float64{}
-	for _, ty := range out.Types {
-		examples[ty.Name] = ty.Examples
-		conf[ty.Name] = ty.Confidence
-		require.NotEmpty(t, ty.Properties)
-		for _, p := range ty.Properties {
-			require.Equal(t, "string", p["type"])
-		}
-		require.NotNil(t, ty.Required)
-	}
-	require.Equal(t, map[string][]string{
-		"Person":       {"Alice Johnson", "Bob Smith"},
-		"Organization": {"Acme Corp", "Globex Inc"},
-		"Location":     {"Berlin", "Paris"},
-		"Event":        {"Graph Summit"},
-		"Concept":      {"PostgreSQL"},
-	}, examples)
-	require.Greater(t, conf["Organization"], conf["Concept"], "more mentions, more confidence")
-	found := false
-	for _, r := range out.Relationships {
-		found = found || (r.Name == "WORKS_FOR" && r.SourceType == "Person" && r.TargetType == "Organization")
-	}
-	require.True(t, found)
-}
-
 func TestLocalGenericInstance(t *testing.T) {
 	t.Parallel()
 	schema := map[string]any{

@@ -21,6 +21,14 @@ type (
 		ProjectID string `path:"projectId"`
 		httpapi.PageParams
 	}
+	versionsIn struct {
+		ID string `path:"id"`
+		httpapi.PageParams
+	}
+	versionIn struct {
+		ID      string `path:"id"`
+		Version string `path:"version" doc:"A version of the pack, as its version field shows it (1.0.2)."`
+	}
 	installIn struct {
 		ProjectID string `path:"projectId"`
 		PackID    string `path:"packId"`
@@ -38,6 +46,10 @@ func Register(api huma.API, svc *Service) {
 	huma.Register(api, httpapi.Op("list-template-packs", http.MethodGet, "/api/template-packs",
 		"List the template packs you can see: built-in ones and those of your projects' organizations", read), h.listTemplatePacks)
 	huma.Register(api, httpapi.Op("get-template-pack", http.MethodGet, "/api/template-packs/{id}", "Get a template pack", read.WithOwner(pack)), h.getTemplatePack)
+	huma.Register(api, httpapi.Op("list-template-pack-versions", http.MethodGet, "/api/template-packs/{id}/versions",
+		"List the versions of a template pack, newest first, with what each changed", read.WithOwner(pack)), h.listTemplatePackVersions)
+	huma.Register(api, httpapi.Op("get-template-pack-version", http.MethodGet, "/api/template-packs/{id}/versions/{version}",
+		"Get a version of a template pack with the pack's definition as of that version", read.WithOwner(pack).WithKeys("version")), h.getTemplatePackVersion)
 	huma.Register(api, httpapi.Op("list-installed-template-packs", http.MethodGet, "/api/projects/{projectId}/template-packs",
 		"List the packs installed in a project, in install order (none: the built-in default pack applies)", projectRead), h.listInstalledTemplatePacks)
 	huma.Register(api, httpapi.Op("install-template-pack", http.MethodPost, "/api/projects/{projectId}/template-packs/{packId}",
@@ -59,6 +71,15 @@ func (h handlers) listTemplatePacks(ctx context.Context, in *listIn) (*httpapi.O
 
 func (h handlers) getTemplatePack(ctx context.Context, _ *packIn) (*httpapi.Out[Pack], error) {
 	return httpapi.Reply(h.svc.GetPack(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ResourceID))
+}
+
+func (h handlers) listTemplatePackVersions(ctx context.Context, in *versionsIn) (*httpapi.Out[httpapi.List[PackVersion]], error) {
+	list, total, err := h.svc.ListVersions(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ResourceID, in.Limit, in.Offset)
+	return httpapi.ReplyList(list, total, in.PageParams, err)
+}
+
+func (h handlers) getTemplatePackVersion(ctx context.Context, in *versionIn) (*httpapi.Out[PackVersionDetail], error) {
+	return httpapi.Reply(h.svc.GetVersion(ctx, auth.PrincipalFrom(ctx), auth.AccessFrom(ctx).ResourceID, in.Version))
 }
 
 func (h handlers) listInstalledTemplatePacks(ctx context.Context, in *installedListIn) (*httpapi.Out[httpapi.List[InstalledPack]], error) {

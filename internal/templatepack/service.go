@@ -65,8 +65,8 @@ func NewService(pool *pgxpool.Pool, projects Projects, now func() time.Time) (*S
 }
 
 // SeedBuiltin writes the built-in packs to the database: inserted when
-// missing, updated with a bumped version when their definition changed,
-// untouched otherwise. Idempotent, and safe to run from several processes
+// missing, updated with a bumped version (and a version row) when their
+// definition changed, untouched otherwise. Idempotent, and safe to run from several processes
 // at once; the server runs it at start, like the migrations. It is not a
 // long-running part (no Start/Stop): it runs nothing in the background.
 func (s *Service) SeedBuiltin(ctx context.Context) error {
@@ -84,12 +84,11 @@ func (s *Service) SeedBuiltin(ctx context.Context) error {
 		switch {
 		case errs.CodeOf(err) == errs.NotFound:
 			p.ID, p.Version = uuid.Must(uuid.NewV7()), VersionInitial
-			return packInsert(ctx, tx, p)
+			return insertFirstVersion(ctx, tx, p, nil)
 		case err != nil:
 			return err
 		}
-		p.ID, p.Version = old.ID, BumpVersion(old.Version)
-		_, err = packUpdate(ctx, tx, p)
+		_, err = s.writeVersion(ctx, tx, old, p, nil)
 		return err
 	})
 }
@@ -171,18 +170,26 @@ func (s *Service) ListPacks(ctx context.Context, p *auth.Principal, limit, offse
 
 // GetPack returns a pack p can see. Errors: not_found.
 func (s *Service) GetPack(ctx context.Context, p *auth.Principal, id uuid.UUID) (Pack, error) {
+	if err := s.checkVisible(ctx, p, id); err != nil {
+		return Pack{}, err
+	}
+	return packGet(ctx, s.pool, id)
+}
+
+// checkVisible answers not_found unless p can see pack id.
+func (s *Service) checkVisible(ctx context.Context, p *auth.Principal, id uuid.UUID) error {
 	projects, err := s.projects.VisibleProjects(ctx, p, nil)
 	if err != nil {
-		return Pack{}, err
+		return err
 	}
 	ok, err := packVisible(ctx, s.pool, projects, id)
 	if err != nil {
-		return Pack{}, err
+		return err
 	}
 	if !ok {
-		return Pack{}, ErrNotFound
+		return ErrNotFound
 	}
-	return packGet(ctx, s.pool, id)
+	return nil
 }
 
 // PackOrg returns the organization whose projects share pack id (none for
@@ -205,20 +212,28 @@ func (s *Service) Install(ctx context.Context, project, id uuid.UUID, by *uuid.U
 	var out InstalledPack
 	var created bool
 	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		ok, err := packVisible(ctx, tx, []uuid.UUID{project}, id)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrNotFound
-		}
-		if created, err = install(ctx, tx, project, id, by, s.now().UTC()); err != nil {
+		var err error
+		if created, err = s.InstallInTx(ctx, tx, project, id, by); err != nil {
 			return err
 		}
 		out, err = installedGet(ctx, tx, project, id)
 		return err
 	})
 	return out, created, err
+}
+
+// InstallInTx is Install in the caller's transaction (a discovery
+// finalize installs the pack it makes), reporting only whether the pack
+// was not installed before. Errors: not_found.
+func (s *Service) InstallInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, by *uuid.UUID) (bool, error) {
+	ok, err := packVisible(ctx, tx, []uuid.UUID{project}, id)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, ErrNotFound
+	}
+	return install(ctx, tx, project, id, by, s.now().UTC())
 }
 
 // Uninstall removes pack id from project. Errors: not_found (not
@@ -260,10 +275,11 @@ func (s *Service) packFrom(in PackInput) (Pack, error) {
 }
 
 // CreatePack stores a new pack owned by project in the caller's
-// transaction (version 1.0.0). It is not installed anywhere. Errors:
-// invalid_argument (a bad definition or schema), conflict (the project
-// has a pack of that name).
-func (s *Service) CreatePack(ctx context.Context, tx pgx.Tx, project uuid.UUID, in PackInput) (Pack, error) {
+// transaction (version 1.0.0, the first of its history, written by by
+// when not nil). It is not installed anywhere; the projects of project's
+// organization see it. Errors: invalid_argument (a bad definition or
+// schema), conflict (the project has a pack of that name).
+func (s *Service) CreatePack(ctx context.Context, tx pgx.Tx, project uuid.UUID, in PackInput, by *uuid.UUID) (Pack, error) {
 	if project == uuid.Nil {
 		return Pack{}, ErrProjectRequired
 	}
@@ -276,41 +292,34 @@ func (s *Service) CreatePack(ctx context.Context, tx pgx.Tx, project uuid.UUID, 
 	}
 	now := s.now().UTC()
 	p.ID, p.ProjectID, p.Version, p.CreatedAt, p.UpdatedAt = uuid.Must(uuid.NewV7()), &project, VersionInitial, now, now
-	if err := packInsert(ctx, tx, p); err != nil {
+	if err := insertFirstVersion(ctx, tx, p, by); err != nil {
 		return Pack{}, err
 	}
 	return packGet(ctx, tx, p.ID)
 }
 
+// insertFirstVersion stores the new pack p and its first version row.
+func insertFirstVersion(ctx context.Context, tx pgx.Tx, p Pack, by *uuid.UUID) error {
+	if err := packInsert(ctx, tx, p); err != nil {
+		return err
+	}
+	return versionInsert(ctx, tx, p, firstChangelog(p), by)
+}
+
 // UpdatePack replaces the definition of project's pack id in the caller's
 // transaction; when it differs from the stored one the patch version is
-// bumped and updatedAt set (projects using it see the new types at once).
+// bumped, updatedAt set (projects using it see the new types at once)
+// and a version row written (by by, when not nil) with the changelog.
 // Errors: invalid_argument, not_found (no such pack of project),
 // failed_precondition (a built-in pack), conflict (name taken).
-func (s *Service) UpdatePack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in PackInput) (Pack, error) {
+func (s *Service) UpdatePack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in PackInput, by *uuid.UUID) (Pack, error) {
 	p, err := s.packFrom(in)
 	if err != nil {
 		return Pack{}, err
 	}
-	old, err := packGet(ctx, tx, id)
+	old, err := lockOwnPack(ctx, tx, project, id)
 	if err != nil {
 		return Pack{}, err
 	}
-	if old.ProjectID == nil {
-		return Pack{}, ErrBuiltinReadOnly
-	}
-	if *old.ProjectID != project {
-		return Pack{}, ErrNotFound
-	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM template_packs WHERE id = $1 FOR UPDATE`, id); err != nil {
-		return Pack{}, fmt.Errorf("lock template pack: %w", err)
-	}
-	if old, err = packGet(ctx, tx, id); err != nil {
-		return Pack{}, err
-	}
-	p.ID, p.ProjectID, p.Version, p.UpdatedAt = id, old.ProjectID, BumpVersion(old.Version), s.now().UTC()
-	if _, err := packUpdate(ctx, tx, p); err != nil {
-		return Pack{}, err
-	}
-	return packGet(ctx, tx, id)
+	return s.writeVersion(ctx, tx, old, p, by)
 }

@@ -73,6 +73,15 @@ func packGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Pack, error) 
 	return r.toPack()
 }
 
+// packGetForUpdate returns pack id, locked.
+func packGetForUpdate(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Pack, error) {
+	r, err := postgres.One[packRow](ctx, db, ErrNotFound, `SELECT `+packColumns+` FROM template_packs p WHERE p.id = $1 FOR UPDATE`, id)
+	if err != nil {
+		return Pack{}, fmt.Errorf("lock template pack: %w", err)
+	}
+	return r.toPack()
+}
+
 // packGetBuiltinForUpdate returns the built-in pack called name, locked.
 func packGetBuiltinForUpdate(ctx context.Context, db postgres.DBTX, name string) (Pack, error) {
 	r, err := postgres.One[packRow](ctx, db, ErrNotFound, `SELECT `+packColumns+` FROM template_packs p WHERE p.project_id IS NULL AND lower(p.name) = lower($1) FOR UPDATE`, name)
@@ -113,13 +122,9 @@ func packVisible(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, id
 
 // packInsert stores a new pack.
 func packInsert(ctx context.Context, db postgres.DBTX, p Pack) error {
-	ot, err := json.Marshal(p.ObjectTypes)
+	ot, rt, err := encodeTypes(p)
 	if err != nil {
-		return fmt.Errorf("encode object types: %w", err)
-	}
-	rt, err := json.Marshal(p.RelationshipTypes)
-	if err != nil {
-		return fmt.Errorf("encode relationship types: %w", err)
+		return err
 	}
 	_, err = db.Exec(ctx, `INSERT INTO template_packs (id, project_id, name, version, description, source, object_types, relationship_types, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
@@ -133,29 +138,33 @@ func packInsert(ctx context.Context, db postgres.DBTX, p Pack) error {
 	return nil
 }
 
-// packUpdate replaces a pack's definition and version when the
-// definition differs from the stored one, and reports whether it did.
-func packUpdate(ctx context.Context, db postgres.DBTX, p Pack) (bool, error) {
-	ot, err := json.Marshal(p.ObjectTypes)
+// packUpdate replaces a pack's definition and version.
+func packUpdate(ctx context.Context, db postgres.DBTX, p Pack) error {
+	ot, rt, err := encodeTypes(p)
 	if err != nil {
-		return false, fmt.Errorf("encode object types: %w", err)
+		return err
 	}
-	rt, err := json.Marshal(p.RelationshipTypes)
-	if err != nil {
-		return false, fmt.Errorf("encode relationship types: %w", err)
-	}
-	tag, err := db.Exec(ctx, `UPDATE template_packs SET name = $2, version = $3, description = $4, source = $5,
-		object_types = $6, relationship_types = $7, updated_at = $8
-		WHERE id = $1 AND (name <> $2 OR description IS DISTINCT FROM $4 OR source <> $5
-		                   OR object_types <> $6::jsonb OR relationship_types <> $7::jsonb)`,
+	_, err = db.Exec(ctx, `UPDATE template_packs SET name = $2, version = $3, description = $4, source = $5,
+		object_types = $6, relationship_types = $7, updated_at = $8 WHERE id = $1`,
 		p.ID, p.Name, p.Version, postgres.NullIfEmpty(p.Description), p.Source, ot, rt, p.UpdatedAt)
 	if postgres.IsUniqueViolation(err, "template_packs_project_name") {
-		return false, ErrNameTaken
+		return ErrNameTaken
 	}
 	if err != nil {
-		return false, fmt.Errorf("update template pack: %w", err)
+		return fmt.Errorf("update template pack: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return nil
+}
+
+// encodeTypes is the JSON of p's object and relationship types.
+func encodeTypes(p Pack) (objects, rels []byte, err error) {
+	if objects, err = json.Marshal(p.ObjectTypes); err != nil {
+		return nil, nil, fmt.Errorf("encode object types: %w", err)
+	}
+	if rels, err = json.Marshal(p.RelationshipTypes); err != nil {
+		return nil, nil, fmt.Errorf("encode relationship types: %w", err)
+	}
+	return objects, rels, nil
 }
 
 // installedList pages the packs installed in project, in install order.

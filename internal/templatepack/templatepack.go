@@ -83,7 +83,8 @@ type InstalledPack struct {
 }
 
 // PackInput is the definition of a project's own pack, for CreatePack and
-// UpdatePack. Source is discovery or manual (empty: manual).
+// UpdatePack, or the types ExtendPack merges into one. Source is discovery
+// or manual (empty: manual).
 type PackInput struct {
 	Name              string
 	Description       string

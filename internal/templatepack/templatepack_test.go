@@ -25,7 +25,7 @@ type testBundle struct {
 	project uuid.UUID
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
@@ -44,7 +44,7 @@ func (b *testBundle) create(t *testing.T, in templatepack.PackInput) (templatepa
 	var out templatepack.Pack
 	err := postgres.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = b.svc.CreatePack(context.Background(), tx, b.project, in)
+		out, err = b.svc.CreatePack(context.Background(), tx, b.project, in, nil)
 		return err
 	})
 	return out, err
@@ -55,7 +55,7 @@ func (b *testBundle) update(t *testing.T, id uuid.UUID, in templatepack.PackInpu
 	var out templatepack.Pack
 	err := postgres.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = b.svc.UpdatePack(context.Background(), tx, b.project, id, in)
+		out, err = b.svc.UpdatePack(context.Background(), tx, b.project, id, in, nil)
 		return err
 	})
 	return out, err

@@ -1,0 +1,262 @@
+package discovery
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/templatepack"
+)
+
+// Text bounds of a request.
+const (
+	// documentCharsMax bounds the text of one document in a batch.
+	documentCharsMax = 24000
+	// relationshipCharsMax bounds the documents' text in the
+	// relationships call.
+	relationshipCharsMax = 48000
+	// quoteMax bounds a kept quote.
+	quoteMax = 500
+)
+
+const systemInstruction = `You design the schema of a knowledge graph: the kinds of things (object types) and the kinds of links between them (relationship types) that a set of documents talks about. You answer only with JSON in the requested shape. You never invent facts: every instance you give is quoted verbatim from a document.`
+
+// wireType is a type as the discovery purposes exchange it (the
+// contract in internal/llm: instances, not example_instances).
+type wireType struct {
+	TypeName           string         `json:"type_name"`
+	Description        string         `json:"description"`
+	Properties         map[string]any `json:"properties"`
+	RequiredProperties []string       `json:"required_properties"`
+	Instances          []wireInstance `json:"instances"`
+	Confidence         float64        `json:"confidence"`
+}
+
+type wireInstance struct {
+	Name       string `json:"name"`
+	Quote      string `json:"quote"`
+	DocumentID string `json:"document_id"`
+}
+
+type wireTypes struct {
+	Types []wireType `json:"types"`
+}
+
+type wireRelationships struct {
+	Relationships []Relationship `json:"relationships"`
+}
+
+// toWire is ts as the refine and relationships calls send them.
+func toWire(ts []Type) wireTypes {
+	out := wireTypes{Types: make([]wireType, len(ts))}
+	for i, t := range ts {
+		w := wireType{
+			TypeName: t.TypeName, Description: t.Description, Properties: t.Properties, RequiredProperties: t.RequiredProperties,
+			Instances: make([]wireInstance, len(t.ExampleInstances)), Confidence: t.Confidence,
+		}
+		if w.Properties == nil {
+			w.Properties = map[string]any{}
+		}
+		if w.RequiredProperties == nil {
+			w.RequiredProperties = []string{}
+		}
+		for k, e := range t.ExampleInstances {
+			w.Instances[k] = wireInstance{Name: e.Name, Quote: e.Quote, DocumentID: e.DocumentID.String()}
+		}
+		out.Types[i] = w
+	}
+	return out
+}
+
+// fromWire reads an answer's types: names trimmed, nameless types and
+// instances dropped, confidence clamped, instances kept only when their
+// document is one of docs (by id) and, when docs has its text, their
+// quote is in it (whitespace folded); the quote is then the document's
+// own words. dropped counts what was dropped.
+func fromWire(ws []wireType, docs map[uuid.UUID]string) (out []Type, dropped int) {
+	for _, w := range ws {
+		t := Type{
+			TypeName: strings.TrimSpace(w.TypeName), Description: strings.TrimSpace(w.Description),
+			Properties: cleanProperties(w.Properties), Confidence: min(max(w.Confidence, 0), 1), ExampleInstances: []Instance{},
+			RequiredProperties: []string{},
+		}
+		if t.TypeName == "" {
+			dropped++
+			continue
+		}
+		for _, r := range w.RequiredProperties {
+			if _, ok := t.Properties[r]; ok && !slices.Contains(t.RequiredProperties, r) {
+				t.RequiredProperties = append(t.RequiredProperties, r)
+			}
+		}
+		for _, in := range w.Instances {
+			id, err := uuid.Parse(strings.TrimSpace(in.DocumentID))
+			name := strings.TrimSpace(in.Name)
+			text, known := docs[id]
+			if err != nil || !known || name == "" {
+				dropped++
+				continue
+			}
+			quote := fold(in.Quote)
+			if text != "" && (quote == "" || !strings.Contains(fold(text), quote)) {
+				dropped++
+				continue
+			}
+			t.ExampleInstances = append(t.ExampleInstances, Instance{Name: name, Quote: clip(quote, quoteMax), DocumentID: id})
+		}
+		out = append(out, t)
+	}
+	return out, dropped
+}
+
+// cleanProperties keeps the properties that are named JSON Schema
+// objects.
+func cleanProperties(in map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range in {
+		k = strings.TrimSpace(k)
+		if m, ok := v.(map[string]any); ok && k != "" {
+			out[k] = m
+		}
+	}
+	return out
+}
+
+// fold collapses runs of white space to one space and trims.
+func fold(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+// batchDoc is one document of a batch.
+type batchDoc struct {
+	ID   uuid.UUID
+	Name string
+	Text string
+}
+
+// documentsText renders docs as the discovery purposes want them, each
+// text bounded to perDoc characters.
+func documentsText(docs []batchDoc, perDoc int) string {
+	var b strings.Builder
+	for i, d := range docs {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "<document id=%q name=%q>\n%s\n</document>", d.ID.String(), d.Name, clip(d.Text, perDoc))
+	}
+	return b.String()
+}
+
+// existingTypes describes the project's installed types for the prompts.
+func existingTypes(t *templatepack.Types) string {
+	if t == nil || len(t.Objects) == 0 {
+		return "The project has no object types yet."
+	}
+	var b strings.Builder
+	b.WriteString("The project already has these object types. When the documents mention things of one of them, use exactly its name (never rename it, never propose a synonym of it) and add only properties the documents show:\n")
+	for _, o := range t.Objects {
+		var props []string
+		if p, ok := o.Schema["properties"].(map[string]any); ok {
+			for k := range p {
+				props = append(props, k)
+			}
+		}
+		slices.Sort(props)
+		fmt.Fprintf(&b, "- %s: %s (properties: %s)\n", o.Name, oneLine(o.Description), strings.Join(props, ", "))
+	}
+	return b.String()
+}
+
+func oneLine(s string) string { return clip(fold(s), 300) }
+
+// discoveryPrompt is the instruction of a batch's call.
+func discoveryPrompt(t *templatepack.Types) string {
+	return existingTypes(t) + `
+Read the documents below and propose the object types they are about: kinds of things (a Software Project, a Person, a Configuration Setting), not the things themselves. For each type give:
+- type_name: a singular noun phrase in PascalCase (SoftwareProject);
+- description: one sentence on what the type stands for;
+- properties: the facts the documents give about such things, as a JSON Schema property map (name -> {"type": string|number|integer|boolean|array, "description"}); leave out the name itself;
+- required_properties: properties every instance has;
+- instances: the things of this type the documents name, each with its name, a quote copied verbatim from the document that mentions it (one sentence or line, at most 300 characters) and the document's id from its <document> tag;
+- confidence: 0 to 1, how clearly the documents show the type.
+Propose only types with at least one instance.`
+}
+
+// refinePrompt is the instruction of a refine call.
+const refinePrompt = `Below is the merged list of candidate object types found in a project's documents, as JSON. Improve it: merge types that stand for the same kind of thing, split a type that mixes unrelated kinds, and rename types whose names are unclear. Keep every instance with its type (unchanged quotes and document ids), keep the names of the project's existing types, and keep types that need no change exactly as they are. Answer with the whole revised list in the same shape. If nothing should change, answer with the list unchanged.`
+
+// relationshipsPrompt is the instruction of the relationships call.
+func relationshipsPrompt(t *templatepack.Types) string {
+	return existingTypes(t) + `
+Below are the object types discovered in the project's documents (JSON), followed by the documents. Propose the relationship types between these types (and the project's existing types) that the documents show: source_type and target_type (type names), relation_type (UPPER_SNAKE_CASE verb phrase, e.g. DEPENDS_ON), a one-sentence description, cardinality (one_to_one, one_to_many or many_to_many) and confidence (0 to 1).`
+}
+
+// Response schemas of the three purposes.
+func typesSchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	property := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"type":        map[string]any{"type": "string", "enum": []any{"string", "number", "integer", "boolean", "array"}},
+			"description": str,
+		},
+		"required": []any{"type", "description"},
+	}
+	instance := map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"name": str, "quote": str, "document_id": str},
+		"required":   []any{"name", "quote", "document_id"},
+	}
+	typ := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"type_name":           str,
+			"description":         str,
+			"properties":          map[string]any{"type": "object", "additionalProperties": property},
+			"required_properties": map[string]any{"type": "array", "items": str},
+			"instances":           map[string]any{"type": "array", "items": instance},
+			"confidence":          map[string]any{"type": "number", "minimum": 0, "maximum": 1},
+		},
+		"required": []any{"type_name", "description", "properties", "required_properties", "instances", "confidence"},
+	}
+	return map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"types": map[string]any{"type": "array", "items": typ}},
+		"required":   []any{"types"},
+	}
+}
+
+func relationshipsSchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	rel := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"source_type": str, "target_type": str, "relation_type": str, "description": str,
+			"cardinality": map[string]any{"type": "string", "enum": []any{OneToOne, OneToMany, ManyToMany}},
+			"confidence":  map[string]any{"type": "number", "minimum": 0, "maximum": 1},
+		},
+		"required": []any{"source_type", "target_type", "relation_type", "description", "cardinality", "confidence"},
+	}
+	return map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"relationships": map[string]any{"type": "array", "items": rel}},
+		"required":   []any{"relationships"},
+	}
+}
+
+// decode reads a response into v.
+func decode(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("the answer is not in the requested shape: %w", err)
+	}
+	return nil
+}
