@@ -127,15 +127,9 @@ func BenchmarkChatTurn(b *testing.B) {
 //	go test ./cmd/graphmill -run '^$' -bench ChatRetrieval100k -benchtime 200x -timeout 30m
 func BenchmarkChatRetrieval100k(b *testing.B) {
 	const chunks = 100_000
-	s := newServer(b)
-	project, _ := s.defaultProject()
-	hp := header{"X-Project-ID", project}
-	var d docBody
-	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "seed.md", "content": "# Seed\n\nseed", "mimeType": "text/markdown"}, hp).Decode(b, &d)
-	s.waitDocument(project, d.ID)
-
 	rng := rand.New(rand.NewPCG(3, 4))
-	vocab := benchChunks(b, s, project, d.ID, chunks, rng)
+	s, project, vocab := benchCorpus(b, chunks, rng)
+	hp := header{"X-Project-ID", project}
 
 	questions := make([]string, 64)
 	for i := range questions {

@@ -368,9 +368,19 @@ var chatLabelled = []struct{ question, answer string }{
 	{"What is the bakery's sourdough starter called?", "Gertrude"},
 }
 
-// chatPrecision asks every labelled question in a new session and returns
-// the citation precision (cited chunks holding the answer over all
-// citations) and how many answers cite at least one chunk holding it.
+// chatRequirePrecision asks every labelled question in a new session,
+// logs the citation precision (cited chunks holding the answer over all
+// citations) and how many answers cite a chunk holding it, and requires
+// at least minPrecision and all answers but one.
+func chatRequirePrecision(t *testing.T, s *testServer, project, what string, minPrecision float64) {
+	t.Helper()
+	precision, answered := chatPrecision(t, s, project)
+	t.Logf("%s: citation precision %.2f, %d/%d questions cite a chunk holding the answer", what, precision, answered, len(chatLabelled))
+	require.GreaterOrEqual(t, precision, minPrecision, what)
+	require.GreaterOrEqual(t, answered, len(chatLabelled)-1, what)
+}
+
+// chatPrecision is the figures of chatRequirePrecision.
 func chatPrecision(t *testing.T, s *testServer, project string) (precision float64, answered int) {
 	t.Helper()
 	good, all := 0, 0
@@ -448,11 +458,7 @@ func TestChatLocalExtractive(t *testing.T) {
 	require.Equal(t, llm.LocalExtractiveLabel+" the retrieved sources do not answer this question.", none.Content)
 	require.Empty(t, none.Citations)
 
-	// The labelled set.
-	precision, answered := chatPrecision(t, s, project)
-	t.Logf("local provider: citation precision %.2f, %d/%d questions cite a chunk holding the answer", precision, answered, len(chatLabelled))
-	require.GreaterOrEqual(t, precision, 0.6)
-	require.GreaterOrEqual(t, answered, len(chatLabelled)-1)
+	chatRequirePrecision(t, s, project, "local provider", 0.6)
 }
 
 // TestChatStreamsThroughOpenAI: an OpenAI-compatible model's streamed
@@ -526,11 +532,7 @@ func TestChatStreamsThroughOpenAI(t *testing.T) {
 		require.Equal(t, map[bool]string{true: "assistant", false: "user"}[i == 1], m.Role, i)
 	}
 
-	// The labelled set.
-	precision, answered := chatPrecision(t, s, project)
-	t.Logf("openai fake: citation precision %.2f, %d/%d questions cite a chunk holding the answer", precision, answered, len(chatLabelled))
-	require.GreaterOrEqual(t, precision, 0.8)
-	require.GreaterOrEqual(t, answered, len(chatLabelled)-1)
+	chatRequirePrecision(t, s, project, "openai fake", 0.8)
 }
 
 // TestChatKeyAIPriced: through the Gemini API fake the reply is priced

@@ -25,15 +25,9 @@ import (
 //	go test ./cmd/graphmill -run '^$' -bench SearchHybrid100k -benchtime 200x -timeout 30m
 func BenchmarkSearchHybrid100k(b *testing.B) {
 	const chunks = 100_000
-	s := newServer(b)
-	project, _ := s.defaultProject()
-	hp := header{"X-Project-ID", project}
-	var d docBody
-	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "seed.md", "content": "# Seed\n\nseed", "mimeType": "text/markdown"}, hp).Decode(b, &d)
-	s.waitDocument(project, d.ID)
-
 	rng := rand.New(rand.NewPCG(1, 2))
-	vocab := benchChunks(b, s, project, d.ID, chunks, rng)
+	s, project, vocab := benchCorpus(b, chunks, rng)
+	hp := header{"X-Project-ID", project}
 
 	queries := make([]string, 64)
 	for i := range queries {
@@ -63,10 +57,21 @@ func BenchmarkSearchHybrid100k(b *testing.B) {
 	b.Logf("%s", fmt.Sprintf("hybrid search over %d chunks: p50 %.1f ms, p99 %.1f ms (%d queries)", chunks, pct(0.5), pct(0.99), len(lat)))
 }
 
-// benchChunks writes n chunks of 60 words (Zipf-like over a vocabulary of
-// 5,000 random words, which it returns) with their 768-dimension local
-// embeddings into document doc of project by COPY, as the pipeline would
-// have, and analyzes the table.
+// benchCorpus starts a server whose default project holds a seed
+// document and n chunks of 60 words (Zipf-like over a vocabulary of 5,000
+// random words, which it returns) with their 768-dimension local
+// embeddings, written by COPY, as the pipeline would have, and analyzed.
+func benchCorpus(b *testing.B, n int, rng *rand.Rand) (s *testServer, project string, vocab []string) {
+	s = newServer(b)
+	project, _ = s.defaultProject()
+	var d docBody
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "seed.md", "content": "# Seed\n\nseed", "mimeType": "text/markdown"},
+		header{"X-Project-ID", project}).Decode(b, &d)
+	s.waitDocument(project, d.ID)
+	return s, project, benchChunks(b, s, project, d.ID, n, rng)
+}
+
+// benchChunks writes the chunks of benchCorpus into document doc.
 func benchChunks(b *testing.B, s *testServer, project, doc string, n int, rng *rand.Rand) []string {
 	vocab := make([]string, 5000)
 	for i := range vocab {
