@@ -59,6 +59,14 @@ var chatDocs = []struct{ name, text string }{
 	{"orchard.md", "# Orchards\n\nApple orchards in Brackenridge are pruned in late February. The Brackenridge orchard covers 40 hectares."},
 	{"harbour.md", "# Harbour\n\nThe Saltmere harbour lighthouse is painted red and white. Its lamp was electrified in 1958."},
 	{"bakery.md", "# Bakery\n\nThe Cobblestone bakery opens at six in the morning. Its sourdough starter is called Gertrude."},
+	// Distractors: the same words about other things.
+	{"turbine-history.md", "# Turbine history\n\nEarly wind turbines were designed by many engineers. " +
+		"The Brackenridge turbine was installed in 1950 and needs lubrication every month."},
+	{"lighthouses.md", "# Lighthouses\n\nThe Northpoint lighthouse is painted black and yellow. Its lamp was converted to LED in 2004."},
+	{"bakeries.md", "# Other bakeries\n\nThe Millstone bakery opens at seven. Its rye starter is called Bruno."},
+	// Written after the local provider's rule was set (held out).
+	{"garden.md", "# Garden\n\nThe Lindqvist garden grows blue poppies. Its greenhouse was built in 1887."},
+	{"parks.md", "# Parks\n\nThe Ashford park grows red tulips. Its greenhouse was rebuilt in 1990."},
 }
 
 // chatUpload uploads chatDocs into project and waits until they are
@@ -366,6 +374,14 @@ var chatLabelled = []struct{ question, answer string }{
 	{"When was the Saltmere lamp electrified?", "1958"},
 	{"When does the Cobblestone bakery open?", "six in the morning"},
 	{"What is the bakery's sourdough starter called?", "Gertrude"},
+	{"When does the Millstone bakery open?", "seven"},
+	{"What colours is the Northpoint lighthouse painted?", "black and yellow"},
+	{"How often does the Brackenridge turbine need lubrication?", "every month"},
+	{"When was the Northpoint lamp converted to LED?", "2004"},
+	// Held out (see chatDocs).
+	{"What does the Lindqvist garden grow?", "blue poppies"},
+	{"When was the Ashford greenhouse rebuilt?", "1990"},
+	{"When was the Lindqvist greenhouse built?", "1887"},
 }
 
 // chatRequirePrecision asks every labelled question in a new session,
@@ -422,7 +438,12 @@ func TestChatLocalExtractive(t *testing.T) {
 	require.Contains(t, m.Content, "Quillwort bearings need lubrication every quarter with whale-free grease.")
 	require.Equal(t, llm.LocalGenerateModel, m.Model)
 	require.NotEmpty(t, m.Citations)
-	c := m.Citations[0]
+	var c chatCitation
+	for _, cc := range m.Citations {
+		if cc.DocumentName == "zephyr.md" {
+			c = cc
+		}
+	}
 	text, doc := chatChunkText(t, s, project, c.ChunkID)
 	require.Contains(t, text, "every quarter")
 	require.Equal(t, docs["zephyr.md"], doc)
@@ -458,7 +479,7 @@ func TestChatLocalExtractive(t *testing.T) {
 	require.Equal(t, llm.LocalExtractiveLabel+" the retrieved sources do not answer this question.", none.Content)
 	require.Empty(t, none.Citations)
 
-	chatRequirePrecision(t, s, project, "local provider", 0.6)
+	chatRequirePrecision(t, s, project, "local provider", 0.8)
 }
 
 // TestChatStreamsThroughOpenAI: an OpenAI-compatible model's streamed

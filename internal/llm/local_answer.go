@@ -62,9 +62,10 @@ func (c *localClient) chatText(start time.Time, req ChatRequest, text string) (*
 }
 
 // localExtract is the extractive answer: the sentences of the sources that
-// share the most question words (at least one, and at least half as many
-// as the best), best first, at most localAnswerSentences, each followed by
-// its source's marker.
+// share the most question words (at least one, and at least three quarters
+// as many as the best: at half, sentences about other things sharing the
+// question's common words came in), best first, at most
+// localAnswerSentences, each followed by its source's marker.
 func localExtract(text string) string {
 	q := ""
 	if m := localQuestionRe.FindStringSubmatch(text); m != nil {
@@ -107,7 +108,7 @@ func localExtract(text string) string {
 	quoted := map[string]bool{}
 	n := 0
 	for _, c := range cands {
-		if n == localAnswerSentences || 2*c.score < best {
+		if n == localAnswerSentences || 4*c.score < 3*best {
 			break
 		}
 		if quoted[c.sentence] {

@@ -14,7 +14,7 @@ func TestLocalGroundedAnswer(t *testing.T) {
 	t.Parallel()
 	c := llm.NewLocal(16)
 	prompt := "<source index=\"1\" document=\"a.md\">\n# Turbines\nThe turbine was designed by Ottoline. It is grey.\n</source>\n\n" +
-		"<source index=\"2\" document=\"b.md\">\nBearings need grease every quarter [7]. Turbine bearings are small.\n</source>\n\n" +
+		"<source index=\"2\" document=\"b.md\">\nBearings need grease every quarter [7]. Small turbine bearings need oil.\n</source>\n\n" +
 		"<question>\nHow often do turbine bearings need grease?\n</question>"
 	var deltas []string
 	res, err := c.Chat(context.Background(), "", llm.ChatRequest{
@@ -24,7 +24,7 @@ func TestLocalGroundedAnswer(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, llm.LocalExtractiveLabel+" the passages that best match the question.\n\n"+
-		"- Bearings need grease every quarter. [2]\n- Turbine bearings are small. [2]", res.Text, "sentences sharing under half the best's words are left out; the source's own [7] is not quoted")
+		"- Bearings need grease every quarter. [2]\n- Small turbine bearings need oil. [2]", res.Text, "sentences sharing under three quarters of the best's words are left out; the source's own [7] is not quoted")
 	require.Equal(t, res.Text, strings.Join(deltas, ""))
 	require.Equal(t, llm.LocalGenerateModel, res.Model)
 	require.Positive(t, res.Usage.InputText)
