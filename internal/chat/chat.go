@@ -25,9 +25,6 @@ const (
 const (
 	TitleMax   = 200
 	ContentMax = 20000
-	// SendTimeout bounds one turn (retrieval, summary, reply): the route
-	// deadline of every API request.
-	SendTimeout = 60 * time.Second
 )
 
 // Errors.
