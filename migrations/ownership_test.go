@@ -42,6 +42,7 @@ func tableOwners() map[string]string {
 		"integration":     {"integrations", "integration_sync_jobs", "integration_sync_logs"},
 		"chat":            {"chat_sessions", "chat_messages"},
 		"discovery":       {"discovery_jobs", "discovery_llm_calls"},
+		"agent":           {"agents", "agent_runs", "agent_run_steps", "agent_run_questions"},
 	}
 	owners := map[string]string{}
 	for pkg, tables := range byPackage {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/graphmill/graphmill/internal/activity"
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/chat"
@@ -38,6 +39,7 @@ import (
 	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/embeddingpolicy"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/graph"
@@ -394,7 +396,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 
 	// Integrations: sources synced into documents on the integration_sync
 	// queue. The registry lists the connectors this server offers.
-	integrations, err := m.integrationService(pool, box, docs)
+	// A sync that ends starts the runs of the agents it triggers (the
+	// agents are built later, with the MCP server's tool box).
+	syncAgents := &agentSyncs{}
+	integrations, err := m.integrationService(pool, box, docs, syncAgents)
 	if err != nil {
 		return err
 	}
@@ -431,9 +436,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// The built-in MCP server and the registry of external ones need each
 	// other: the server's registry and web search tools call the registry,
 	// whose built-in tool catalogue and settings are the server's tools.
-	regTools := &mcpRegistryTools{}
+	// Its agent tools call the agents, which run with its tool box.
+	regTools, agentTools := &mcpRegistryTools{}, &mcpAgents{}
 	m.mcp, err = mcpserver.New(mcpserver.Config{
-		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Chat: chats,
+		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Chat: chats, Agents: agentTools,
 		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
 		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(),
 	})
@@ -446,6 +452,27 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	regTools.reg = m.mcpReg
 	m.mcp.Mount(router)
 	mcpregistry.Register(api, m.mcpReg)
+	// Agents: runs on the agent_run queue, with the built-in MCP server's
+	// tool box and the project's generative model.
+	agents, err := agent.NewService(agent.Config{
+		Pool: pool, Jobs: m.jobs, Toolbox: m.mcp, Integrations: integrations, Principals: tenancy.NewDirectory(pool, m.Now), Notifier: m.notifs,
+		QuestionTimeout: m.Config.AgentQuestionTimeout, Logger: log, Now: m.Now,
+		Models: func(ctx context.Context, project uuid.UUID, model string) (agent.Model, error) {
+			h, err := providers.ResolveModel(ctx, project, provider.Generative, model)
+			if errors.Is(err, provider.ErrNoProvider) {
+				return nil, errs.New(errs.FailedPrecondition, "no generative model is configured for this project")
+			}
+			return h, err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := agents.AddQueue(agent.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
+		return err
+	}
+	agentTools.Service, syncAgents.svc = agents, agents
+	agent.Register(api, agents)
 	jobqueue.Register(api, m.jobs)
 	superSvc, auditLog := superadmin.NewService(pool, ten, docs.DocumentCounts), audit.NewService(pool, m.Now)
 	superadmin.Register(api, superSvc, ten, extractions, docs, embeddings, auditLog)
@@ -475,6 +502,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		}},
 		// Scheduled integration syncs (sync_interval_minutes).
 		scheduler.Task{Name: "integration-sync-schedule", Interval: integration.ScheduleInterval, RunInTx: integrations.QueueScheduled},
+		// Agents on a schedule (their cron expressions).
+		scheduler.Task{Name: "agent-schedule", Interval: agent.ScheduleInterval, RunInTx: agents.QueueScheduled},
 		// Daily digests by email: one per user and UTC day (a database rule).
 		scheduler.Task{Name: "notifications-digest", Interval: notification.DigestInterval, RunInTx: m.notifs.SendDigests},
 	)
@@ -563,6 +592,18 @@ func (q queryEmbedders) QueryEmbedder(ctx context.Context, project uuid.UUID, mo
 	}
 	return h, h.Model() == model, nil
 }
+
+// agentSyncs starts the runs of the agents a sync triggers, in the
+// transaction that ends the sync.
+type agentSyncs struct{ svc *agent.Service }
+
+// SyncEnded implements integration.SyncListener.
+func (a *agentSyncs) SyncEnded(ctx context.Context, tx pgx.Tx, e integration.SyncEnded) error {
+	return a.svc.StartForSync(ctx, tx, agent.IntegrationSync(e))
+}
+
+// mcpAgents gives the built-in MCP server the agents, built after it.
+type mcpAgents struct{ *agent.Service }
 
 // mcpRegistryTools gives the built-in MCP server the registry's external
 // tools, web search and built-in tool settings.
@@ -696,7 +737,7 @@ func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.
 // integrationService builds the integration domain: the registry of
 // connectors (one per package under internal/connector), every connection
 // of theirs through the egress guard, their caches in the data directory.
-func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *document.Service) (*integration.Service, error) {
+func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *document.Service, listener integration.SyncListener) (*integration.Service, error) {
 	guard, err := egress.New(m.Config.EgressAllow)
 	if err != nil {
 		return nil, fmt.Errorf("GRAPHMILL_EGRESS_ALLOW: %w", err)
@@ -711,6 +752,7 @@ func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *do
 	return integration.NewService(integration.Config{
 		Pool: pool, Jobs: m.jobs, Box: box, Registry: reg, Documents: docs, Egress: guard,
 		CacheDir: filepath.Join(m.Config.DataDir, "integrations"), MaxItemBytes: m.Config.MaxUploadBytes, Logger: m.Logger, Now: m.Now,
+		Listener: listener,
 	})
 }
 

@@ -978,28 +978,12 @@ func TestDeleteDocumentCancelsRunningExtraction(t *testing.T) {
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1`, project))
 }
 
-// extractionSchedulerRuns is how many times the scheduled-reextraction
-// task has run.
-func (s *testServer) extractionSchedulerRuns() int {
-	s.t.Helper()
-	return s.extractionCount(`SELECT coalesce((SELECT runs FROM scheduler_tasks WHERE name = 'scheduled-reextraction'), 0)::int`)
-}
-
 // extractionRunScheduled moves the clock forward by d (at least the task's
 // 10 minutes) and waits for the scheduler to run scheduled-reextraction
 // at the new time.
 func (s *testServer) extractionRunScheduled(d time.Duration) {
 	s.t.Helper()
-	// The run at start-up first, so that it is not taken for this one.
-	require.Eventually(s.t, func() bool { return s.extractionSchedulerRuns() > 0 }, 20*time.Second, 20*time.Millisecond)
-	before := s.extractionSchedulerRuns()
-	s.clock.Advance(d)
-	require.Eventually(s.t, func() bool { return s.extractionSchedulerRuns() > before }, 20*time.Second, 20*time.Millisecond,
-		"scheduled-reextraction did not run")
-	var lastErr string
-	require.NoError(s.t, s.m.db.pool.QueryRow(context.Background(),
-		`SELECT coalesce(last_error, '') FROM scheduler_tasks WHERE name = 'scheduled-reextraction'`).Scan(&lastErr))
-	require.Empty(s.t, lastErr)
+	s.runSchedulerTask("scheduled-reextraction", d)
 }
 
 // extractionReextractions lists a project's reextraction jobs.

@@ -81,7 +81,7 @@ func TestJobMetrics(t *testing.T) {
 	for _, q := range m.Queues {
 		names = append(names, q.Queue)
 	}
-	require.ElementsMatch(t, []string{"document_parsing", "chunk_embedding", "object_extraction", "graph_embedding", "email", "integration_sync", "schema_discovery"}, names)
+	require.ElementsMatch(t, []string{"document_parsing", "chunk_embedding", "object_extraction", "graph_embedding", "email", "integration_sync", "schema_discovery", "agent_run"}, names)
 	for _, q := range m.Queues {
 		if q.Queue == "object_extraction" {
 			require.EqualValues(t, 1, q.Total, "parsing queued the extraction")

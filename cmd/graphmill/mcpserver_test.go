@@ -157,7 +157,7 @@ type mcpSrvRel struct {
 // mcpSrvAllTools is what a caller with every scope sees; web_search is
 // missing while no key is configured at any level.
 var mcpSrvAllTools = []string{
-	"chat_send", "chat_sessions_list", "documents_get", "documents_list", "documents_upload_text",
+	"agent_run_answer", "agent_run_get", "agents_list", "agents_run", "chat_send", "chat_sessions_list", "documents_get", "documents_list", "documents_upload_text",
 	"graph_create_object", "graph_create_relationship", "graph_get_object", "graph_list_relationships",
 	"graph_neighbors", "graph_search_objects", "graph_update_object", "mcp-servers/call", "mcp-servers/list", "search",
 }
@@ -586,7 +586,8 @@ const mcpSrvTypeScriptSDK = "1.32.2"
 
 // TestMCPServerInteropTypeScript runs the official TypeScript SDK's client
 // (testdata/mcp-interop/client.mjs) against the server over both
-// transports: initialize, list tools, call search, get a tool error. It
+// transports: initialize, list tools, call search, get a tool error, run
+// an agent to its end (agents_run). It
 // needs node and npm (and the npm registry, or a warm ~/.npm cache).
 func TestMCPServerInteropTypeScript(t *testing.T) {
 	t.Parallel()
@@ -605,6 +606,9 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "bakery.md", "content": "# Bakery\n\nThe Cobblestone bakery opens at six in the morning."},
 		header{"X-Project-ID", project}).Decode(t, &doc)
 	s.waitDocument(project, doc.ID)
+	agentID := s.agentCreate(s.admin, project, map[string]any{
+		"name": "Looms", "instructions": "Search the project and report.", "tools": []string{"search"},
+	})
 
 	dir := t.TempDir()
 	script, err := os.ReadFile("testdata/mcp-interop/client.mjs")
@@ -618,7 +622,7 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 	out, err := install.CombinedOutput()
 	require.NoError(t, err, "npm install @modelcontextprotocol/sdk@%s: %s", mcpSrvTypeScriptSDK, out)
 
-	run := exec.CommandContext(ctx, node, "client.mjs", s.base, token, project, "jacquard", "When does the Cobblestone bakery open?")
+	run := exec.CommandContext(ctx, node, "client.mjs", s.base, token, project, "jacquard", agentID, "When does the Cobblestone bakery open?")
 	run.Dir = dir
 	var stderr strings.Builder
 	run.Stderr = &stderr
@@ -647,7 +651,11 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 		Tools     []string   `json:"tools"`
 		Search    toolResult `json:"search"`
 		Missing   toolResult `json:"missing"`
-		Chat      struct {
+		AgentRun  struct {
+			IsError           bool     `json:"isError"`
+			StructuredContent agentRun `json:"structuredContent"`
+		} `json:"agentRun"`
+		Chat struct {
 			IsError           bool `json:"isError"`
 			StructuredContent struct {
 				SessionID string      `json:"sessionId"`
@@ -671,6 +679,16 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 		require.Contains(t, r.Search.Content[0].Text, obj.ID, name)
 		require.True(t, r.Missing.IsError, name)
 		require.Equal(t, "no object with id 00000000-0000-0000-0000-000000000000 in this project", r.Missing.Content[0].Text, name)
+		// The run ends within the wait: the local planner searches with
+		// the input, then answers from what it found.
+		run := r.AgentRun.StructuredContent
+		require.False(t, r.AgentRun.IsError, name)
+		require.Equal(t, "completed", run.Status, "%s: %s", name, run.Error)
+		require.Equal(t, agentID, run.AgentID, name)
+		require.Equal(t, "jacquard", run.Input, name)
+		require.Equal(t, []string{"model", "tool:search", "model"}, run.stepKinds(), name)
+		require.Contains(t, run.Output, "Jacquard loom", name)
+		require.Equal(t, run.ID, s.agentRunGet(s.admin, run.ID).ID, "the run is the token's user's")
 		require.False(t, r.Chat.IsError, name)
 		require.NotEmpty(t, r.Chat.StructuredContent.SessionID, name)
 		require.Contains(t, r.Chat.StructuredContent.Message.Content, "The Cobblestone bakery opens at six in the morning.", name)
@@ -756,4 +774,68 @@ func TestMCPServerWithRegistry(t *testing.T) {
 	res = mcpSrvCall(t, cs, "mcp-servers/call", map[string]any{"server": "calc", "tool": "add", "arguments": map[string]any{"a": 1, "b": 1}})
 	require.True(t, res.IsError)
 	require.Contains(t, mcpSrvText(res), "disabled")
+}
+
+// TestMCPServerAgentTools: over MCP, an editor lists the agents, runs one
+// that asks a question (agents_run returns it waiting, with the question),
+// answers it (agent_run_answer returns it ended) and reads it; the run is
+// the same one the HTTP API shows. Another member does not see it; a
+// viewer sees the reading tools only; a token without the agent scopes
+// none of them.
+func TestMCPServerAgentTools(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	agentID := s.agentCreate(s.admin, project, map[string]any{
+		"name": "Asker", "instructions": "Ask, then report.", "tools": []string{"search"},
+	})
+	_, editor := s.newMember("mcp-agent-editor@example.com", []string{"agents:read", "agents:run", "search:read"}, project, "editor")
+	cs := mcpSrvConnect(t, s, editor, hp)
+	require.Subset(t, mcpSrvToolNames(t, cs), []string{"agent_run_answer", "agent_run_get", "agents_list", "agents_run"})
+
+	var list struct {
+		Agents []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"agents"`
+		Total int `json:"total"`
+	}
+	mcpSrvOK(t, cs, "agents_list", map[string]any{}, &list)
+	require.Equal(t, 1, list.Total)
+	require.Equal(t, agentID, list.Agents[0].ID)
+
+	var run agentRun
+	mcpSrvOK(t, cs, "agents_run", map[string]any{"agentId": agentID, "input": "looms\nASK: Which loom?"}, &run)
+	require.Equal(t, "waiting_for_input", run.Status, run.Error)
+	require.Equal(t, "manual", run.Trigger)
+	require.NotNil(t, run.Question)
+	require.Equal(t, "Which loom?", run.Question.Text)
+	require.Equal(t, run.Status, s.agentRunGet(editor, run.ID).Status, "the run the HTTP API shows")
+
+	var done agentRun
+	mcpSrvOK(t, cs, "agent_run_answer", map[string]any{"runId": run.ID, "answer": "the Jacquard loom"}, &done)
+	require.Equal(t, "completed", done.Status, done.Error)
+	require.Contains(t, done.Output, "ask_user: the Jacquard loom")
+	var got agentRun
+	mcpSrvOK(t, cs, "agent_run_get", map[string]any{"runId": run.ID}, &got)
+	require.Equal(t, done.Output, got.Output)
+	require.Equal(t, []string{"model", "tool:search", "model", "tool:ask_user", "model"}, got.stepKinds())
+	require.Contains(t, mcpSrvErr(t, cs, "agent_run_answer", map[string]any{"runId": run.ID, "answer": "again"}),
+		"only a run waiting for input can be answered")
+
+	// Another member's session does not find the run.
+	_, other := s.newMember("mcp-agent-other@example.com", []string{"agents:read", "agents:run"}, project, "editor")
+	require.Equal(t, "no agent run of yours with id "+run.ID+" in this project",
+		mcpSrvErr(t, mcpSrvConnect(t, s, other, hp), "agent_run_get", map[string]any{"runId": run.ID}))
+
+	// A viewer reads; a token without the agent scopes sees none.
+	_, viewer := s.newMember("mcp-agent-viewer@example.com", []string{"agents:read", "agents:run"}, project, "viewer")
+	require.Equal(t, []string{"agent_run_get", "agents_list"}, mcpSrvToolNames(t, mcpSrvConnect(t, s, viewer, hp)))
+	require.Contains(t, mcpSrvErr(t, mcpSrvConnect(t, s, viewer, hp), "agents_run", map[string]any{"agentId": agentID, "input": "x"}),
+		"needs the project role editor")
+	_, plain := s.newMember("mcp-agent-plain@example.com", []string{"graph:read"}, project, "editor")
+	for _, name := range mcpSrvToolNames(t, mcpSrvConnect(t, s, plain, hp)) {
+		require.NotContains(t, name, "agent")
+	}
 }

@@ -231,7 +231,8 @@ func TestSchedulerMetrics(t *testing.T) {
 	s.must(401, "GET", "/api/metrics/scheduler", "", nil)
 	s.must(403, "GET", "/api/metrics/scheduler", noScope, nil)
 	// The expiry tasks, the digest, the model catalog refresh, scheduled
-	// re-extraction and the integration sync schedule run at start.
+	// re-extraction, the integration sync schedule and the agent schedule
+	// run at start.
 	require.Eventually(t, func() bool {
 		var m struct {
 			Message string `json:"message"`
@@ -245,8 +246,9 @@ func TestSchedulerMetrics(t *testing.T) {
 		for _, task := range m.Tasks {
 			runs[task.Name] = task.Runs
 		}
-		return len(m.Tasks) == 6 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 && runs["notifications-digest"] >= 1 &&
-			runs["provider-models-sync"] >= 1 && runs["scheduled-reextraction"] >= 1 && runs["integration-sync-schedule"] >= 1 && m.Message != ""
+		return len(m.Tasks) == 7 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 && runs["notifications-digest"] >= 1 &&
+			runs["provider-models-sync"] >= 1 && runs["scheduled-reextraction"] >= 1 && runs["integration-sync-schedule"] >= 1 &&
+			runs["agent-schedule"] >= 1 && m.Message != ""
 	}, 10*time.Second, 50*time.Millisecond)
 }
 
@@ -269,7 +271,7 @@ func TestSchedulerMetricsSanitized(t *testing.T) {
 		s.must(200, "GET", "/api/metrics/scheduler", s.admin, nil).Decode(t, &m)
 		for _, task := range m.Tasks {
 			if task["name"] == "provider-models-sync" {
-				return len(m.Tasks) == 6 && task["runs"].(float64) >= 1
+				return len(m.Tasks) == 7 && task["runs"].(float64) >= 1
 			}
 		}
 		return false

@@ -195,6 +195,10 @@ func (f *routeFixtures) id(t *testing.T, kind string) string {
 		s.waitDocument(f.project, doc)
 		s.must(201, "POST", "/api/discovery-jobs", s.admin, map[string]any{"document_ids": []string{doc}}, hp).Decode(t, &started)
 		out.ID = started.JobID
+	case "agent":
+		out.ID = s.agentCreate(s.admin, f.project, map[string]any{"name": "route", "instructions": "route", "tools": []string{}})
+	case "agent-run":
+		out.ID = s.agentStart(s.admin, f.id(t, "agent"), "route").ID
 	case "template-pack":
 		out.ID = s.graphCreatePack(f.project, graphPack("Route"))
 	case "org":

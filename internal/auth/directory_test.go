@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
@@ -110,4 +112,35 @@ func BenchmarkAuthenticateParallel(b *testing.B) {
 	})
 	b.StopTimer()
 	require.EqualValues(b, 1, dir.tokenLookups.Load())
+}
+
+// TestPrincipalOfUser: the directory rebuilds a user's rights without a
+// credential (an agent run's, at every step): memberships and the
+// superadmin grant as of now, no scopes; a deleted or unknown user is
+// unauthenticated.
+func TestPrincipalOfUser(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	token, err := tenancy.NewService(pool, nil, time.Now).Bootstrap(ctx, "")
+	require.NoError(t, err)
+	dir := tenancy.NewDirectory(pool, time.Now)
+	admin, err := dir.PrincipalByTokenHash(ctx, auth.HashToken(token))
+	require.NoError(t, err)
+
+	p, err := dir.PrincipalOfUser(ctx, admin.UserID)
+	require.NoError(t, err)
+	require.Equal(t, admin.UserID, p.UserID)
+	require.True(t, p.Superadmin)
+	require.Equal(t, admin.OrgRoles, p.OrgRoles)
+	require.Equal(t, admin.ProjectRoles, p.ProjectRoles)
+	require.Zero(t, p.Scopes)
+	require.Zero(t, p.TokenID)
+
+	_, err = dir.PrincipalOfUser(ctx, uuid.New())
+	require.Equal(t, errs.Unauthenticated, errs.CodeOf(err))
+	_, err = pool.Exec(ctx, `UPDATE users SET deleted_at = now() WHERE id = $1`, admin.UserID)
+	require.NoError(t, err)
+	_, err = dir.PrincipalOfUser(ctx, admin.UserID)
+	require.Equal(t, errs.Unauthenticated, errs.CodeOf(err))
 }

@@ -142,6 +142,9 @@ type Config struct {
 	MCPStdio string `env:"MCP_STDIO" envDefault:"superadmin"`
 	// MCPCallTimeout bounds one MCP tool call, inspect or sync.
 	MCPCallTimeout time.Duration `env:"MCP_CALL_TIMEOUT" envDefault:"60s"`
+	// AgentQuestionTimeout is how long an agent run's question waits for
+	// its answer; then the run fails with that reason.
+	AgentQuestionTimeout time.Duration `env:"AGENT_QUESTION_TIMEOUT" envDefault:"24h"`
 	// MCPIdleTimeout stops stdio MCP server processes unused this long.
 	MCPIdleTimeout time.Duration `env:"MCP_IDLE_TIMEOUT" envDefault:"5m"`
 	// MCPStdioUser is the user stdio MCP servers run as (empty: nobody when
@@ -272,6 +275,9 @@ func (c Config) Validate() error {
 	}
 	if c.MCPCallTimeout <= 0 || c.MCPIdleTimeout <= 0 {
 		return fmt.Errorf("GRAPHMILL_MCP_CALL_TIMEOUT and GRAPHMILL_MCP_IDLE_TIMEOUT must be positive")
+	}
+	if c.AgentQuestionTimeout <= 0 {
+		return fmt.Errorf("GRAPHMILL_AGENT_QUESTION_TIMEOUT must be positive")
 	}
 	if c.MCPMaxResponseBytes < 0 || c.MCPMaxConcurrentCalls < 0 || c.MCPMaxConcurrentCallsTotal < 0 {
 		return fmt.Errorf("GRAPHMILL_MCP_MAX_RESPONSE_BYTES, GRAPHMILL_MCP_MAX_CONCURRENT_CALLS and GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL must not be negative")
@@ -422,6 +428,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mcpStdio", c.MCPStdio),
 		slog.Duration("mcpCallTimeout", c.MCPCallTimeout),
 		slog.Duration("mcpIdleTimeout", c.MCPIdleTimeout),
+		slog.Duration("agentQuestionTimeout", c.AgentQuestionTimeout),
 		slog.String("mcpStdioUser", c.MCPStdioUser),
 		slog.Int64("mcpMaxResponseBytes", c.MCPMaxResponseBytes),
 		slog.Int("mcpMaxConcurrentCalls", c.MCPMaxConcurrentCalls),

@@ -29,6 +29,7 @@ func TestLoadDefaults(t *testing.T) {
 		EventHeartbeat: 15 * time.Second, MaxUploadBytes: 100 << 20, MaxJSONUploadBytes: 10 << 20, MaxConcurrentUploads: 8, EmbeddingDimension: 768, ParseConcurrency: 2, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
 		MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
 		MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
+		AgentQuestionTimeout: 24 * time.Hour,
 	}, c, "unprefixed variables must not be read")
 	require.False(t, c.Production())
 	require.Equal(t, slog.LevelInfo, c.SlogLevel())
@@ -71,6 +72,7 @@ func TestLoad(t *testing.T) {
 					LocalProvider: &no, ProviderRPM: 60, ModelSyncInterval: 24 * time.Hour, VectorCacheBytes: 1 << 30,
 					MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
 					MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
+					AgentQuestionTimeout: 24 * time.Hour,
 				}, c)
 				require.False(t, c.LocalProviderEnabled())
 				require.True(t, c.Production())
@@ -82,7 +84,7 @@ func TestLoad(t *testing.T) {
 			env: []string{
 				"GRAPHMILL_MCP_REGISTRY_URL=http://registry.local/", "GRAPHMILL_MCP_STDIO=enabled", "GRAPHMILL_MCP_CALL_TIMEOUT=5s",
 				"GRAPHMILL_EGRESS_ALLOW=127.0.0.0/8,intranet.local:8443", "WEB_SEARCH_API_KEY=ws-key", "GRAPHMILL_WEB_SEARCH_BASE_URL=http://brave.local",
-				"GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL=32",
+				"GRAPHMILL_MCP_MAX_CONCURRENT_CALLS_TOTAL=32", "GRAPHMILL_AGENT_QUESTION_TIMEOUT=90m",
 			},
 			check: func(t *testing.T, c config.Config) {
 				t.Helper()
@@ -93,6 +95,7 @@ func TestLoad(t *testing.T) {
 				require.Equal(t, "ws-key", c.WebSearchAPIKey, "read unprefixed, as the contract names it")
 				require.Equal(t, "http://brave.local", c.WebSearchBaseURL)
 				require.Equal(t, 32, c.MCPMaxConcurrentCallsTotal)
+				require.Equal(t, 90*time.Minute, c.AgentQuestionTimeout)
 			},
 		},
 		{
@@ -274,6 +277,7 @@ func TestValidate(t *testing.T) {
 		LogLevel: "info", LogFormat: "json", AuthCacheTTL: time.Second, OIDCTokenMaxLifetime: time.Hour, DBMaxConns: 2,
 		MaxUploadBytes: 1, MaxJSONUploadBytes: 1, MaxConcurrentUploads: 1, EmbeddingDimension: 8, ParseConcurrency: 1, ModelSyncInterval: time.Hour, VectorCacheBytes: 1 << 20,
 		MCPStdio: "superadmin", MCPCallTimeout: time.Second, MCPIdleTimeout: time.Second,
+		AgentQuestionTimeout: time.Hour,
 	}
 	tests := []struct {
 		name    string
@@ -281,6 +285,7 @@ func TestValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "Valid", change: func(*config.Config) {}},
+		{name: "AgentQuestionTimeout", change: func(c *config.Config) { c.AgentQuestionTimeout = 0 }, wantErr: "GRAPHMILL_AGENT_QUESTION_TIMEOUT must be positive"},
 		{name: "EmptyEnvironment", change: func(c *config.Config) { c.Environment = "" }, wantErr: "GRAPHMILL_ENVIRONMENT"},
 		{name: "Production", change: func(c *config.Config) { c.Environment = config.EnvProduction }, wantErr: "GRAPHMILL_DATABASE_URL"},
 		{name: "ProductionWithDatabase", change: func(c *config.Config) {

@@ -640,3 +640,33 @@ func TestDeleteSuggestionsWaitsForEmbeddingWriters(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_object_embeddings`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_embedding_jobs`))
 }
+
+func TestObjectByKeyAndRelationshipByEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ada, err := b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Person", Name: "Ada Lovelace"})
+	require.NoError(t, err)
+	org, err := b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Organization", Name: "Engines", Key: "engines-co"})
+	require.NoError(t, err)
+
+	got, err := b.svc.ObjectByKey(ctx, b.project, "Person", "ADA  lovelace!")
+	require.NoError(t, err)
+	require.Equal(t, ada.ID, got.ID, "the key is compared normalised")
+	_, err = b.svc.ObjectByKey(ctx, b.project, "Organization", "Ada Lovelace")
+	require.Equal(t, errs.NotFound, errs.CodeOf(err), "another type")
+	_, err = b.svc.ObjectByKey(ctx, uuid.Must(uuid.NewV7()), "Person", "Ada Lovelace")
+	require.Equal(t, errs.NotFound, errs.CodeOf(err), "another project")
+
+	rel, err := b.svc.CreateRelationship(ctx, b.project, graph.CreateRelationshipParams{Type: "WORKS_FOR", SourceID: ada.ID, TargetID: org.ID})
+	require.NoError(t, err)
+	gotRel, err := b.svc.RelationshipByEnds(ctx, b.project, "WORKS_FOR", ada.ID, org.ID)
+	require.NoError(t, err)
+	require.Equal(t, rel.ID, gotRel.ID)
+	_, err = b.svc.RelationshipByEnds(ctx, b.project, "WORKS_FOR", org.ID, ada.ID)
+	require.Equal(t, errs.NotFound, errs.CodeOf(err), "the other direction")
+
+	require.NoError(t, b.svc.DeleteObject(ctx, b.project, ada.ID))
+	_, err = b.svc.ObjectByKey(ctx, b.project, "Person", "Ada Lovelace")
+	require.Equal(t, errs.NotFound, errs.CodeOf(err), "a deleted object")
+}

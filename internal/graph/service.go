@@ -205,6 +205,17 @@ func (s *Service) GetObject(ctx context.Context, project, id uuid.UUID) (Object,
 	return objectGet(ctx, s.pool, project, id, false)
 }
 
+// ObjectByKey returns the live object of project with type typ whose
+// natural key is key after normalisation (NormalizeKey): the object a
+// CreateObject of that type and key conflicts with. Errors: not_found.
+func (s *Service) ObjectByKey(ctx context.Context, project uuid.UUID, typ, key string) (Object, error) {
+	id, err := objectIDByKey(ctx, s.pool, project, typ, NormalizeKey(key))
+	if err != nil {
+		return Object{}, err
+	}
+	return objectGet(ctx, s.pool, project, id, false)
+}
+
 func checkPage(limit, offset int) error {
 	if limit < 1 || limit > ListLimitMax {
 		return errs.Errorf(errs.Invalid, "limit must be between 1 and %d", ListLimitMax)
@@ -430,6 +441,17 @@ func (s *Service) ListRelationships(ctx context.Context, project uuid.UUID, f Re
 
 // GetRelationship returns a relationship of project. Errors: not_found.
 func (s *Service) GetRelationship(ctx context.Context, project, id uuid.UUID) (Relationship, error) {
+	return relationshipGet(ctx, s.pool, project, id)
+}
+
+// RelationshipByEnds returns the relationship of project of type typ from
+// source to target: the one a CreateRelationship of the same conflicts
+// with. Errors: not_found.
+func (s *Service) RelationshipByEnds(ctx context.Context, project uuid.UUID, typ string, source, target uuid.UUID) (Relationship, error) {
+	id, err := relationshipIDByEnds(ctx, s.pool, project, typ, source, target)
+	if err != nil {
+		return Relationship{}, err
+	}
 	return relationshipGet(ctx, s.pool, project, id)
 }
 

@@ -265,6 +265,8 @@ type setupOpts struct {
 	start bool          // start the job client (the sync worker)
 	lease time.Duration // the sync jobs' lease (0: the default)
 	pool  *pgxpool.Pool
+	// listener is told of every sync that ended.
+	listener integration.SyncListener
 }
 
 // maxItemBytes bounds the tests' items.
@@ -301,7 +303,7 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		allow = []string{"127.0.0.0/8"}
 	}
 	var err error
-	b.svc, b.docs, b.jobs, err = build(pool, n, b.src, b.extract, allow, o.lease, t.TempDir())
+	b.svc, b.docs, b.jobs, err = build(pool, n, b.src, b.extract, allow, o.lease, t.TempDir(), func(c *integration.Config) { c.Listener = o.listener })
 	require.NoError(t, err)
 	if o.start {
 		b.startWorkers(t)
@@ -324,6 +326,7 @@ func (b *bundle) startWorkers(t testing.TB) {
 // only connector and every connection through an egress guard allowing
 // allow; the job client is not started.
 func build(pool *pgxpool.Pool, n *events.Notifier, src connector.Connector, ext *extractions, allow []string, lease time.Duration, cache string,
+	opts ...func(*integration.Config),
 ) (*integration.Service, *document.Service, *jobqueue.Client, error) {
 	jobs, err := jobqueue.NewClient(pool, jobqueue.Config{Notifier: n, PollInterval: 200 * time.Millisecond, ReapInterval: 100 * time.Millisecond})
 	if err != nil {
@@ -345,10 +348,14 @@ func build(pool *pgxpool.Pool, n *events.Notifier, src connector.Connector, ext 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	svc, err := integration.NewService(integration.Config{
+	cfg := integration.Config{
 		Pool: pool, Jobs: jobs, Box: box, Registry: reg, Documents: docs, Egress: guard, CacheDir: cache,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, Lease: lease, MaxItemBytes: maxItemBytes,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	svc, err := integration.NewService(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -65,6 +65,29 @@ type Config struct {
 	// Lease is the sync jobs' lease (0: jobqueue.LeaseDefault): a sync
 	// whose process died runs again once it has expired.
 	Lease time.Duration
+	// Listener, when set, is told of every sync that ended (agents
+	// triggered by a sync).
+	Listener SyncListener
+}
+
+// SyncListener is told of every sync that ended, the one its
+// integration.sync.completed event reports, in the transaction that
+// records the end (the job's final status and the event): what it writes
+// commits with them, so once per sync, whichever process ends it. It runs
+// in a savepoint: its error is logged and loses only its own writes,
+// never the sync's end.
+type SyncListener interface {
+	SyncEnded(ctx context.Context, tx pgx.Tx, e SyncEnded) error
+}
+
+// SyncEnded is a sync that ended.
+type SyncEnded struct {
+	ProjectID, IntegrationID, JobID uuid.UUID
+	// Status is the sync's final status (completed, failed, cancelled).
+	Status string
+	// Data is the data of its integration.sync.completed event (trigger,
+	// counts, error).
+	Data map[string]any
 }
 
 // Service is the integration domain.
@@ -145,6 +168,16 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, limit, offset int
 		out[i] = record(r)
 	}
 	return out, total, nil
+}
+
+// IntegrationProject is the project of integration id. Errors:
+// not_found.
+func (s *Service) IntegrationProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	r, err := integrationGetByID(ctx, s.cfg.Pool, id)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return r.ProjectID, nil
 }
 
 // Get returns the full view of an integration: its config with secrets

@@ -245,6 +245,12 @@ func (s *Service) syncOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobque
 		if _, err := events.Publish(ctx, tx, events.TypeIntegrationSyncCompleted, o.Job.ProjectID, nil, data, s.now()); err != nil {
 			return fmt.Errorf("publish integration.sync.completed: %w", err)
 		}
+		if l := s.cfg.Listener; l != nil {
+			e := SyncEnded{ProjectID: *o.Job.ProjectID, IntegrationID: job.IntegrationID, JobID: o.Job.ID, Status: syncVocabulary.Name(o.Status), Data: data}
+			if err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return l.SyncEnded(ctx, sp, e) }); err != nil {
+				s.cfg.Logger.ErrorContext(ctx, "sync listener failed: the sync ends without its writes", "job", o.Job.ID, "err", err)
+			}
+		}
 	}
 	return nil
 }

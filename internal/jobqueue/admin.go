@@ -316,3 +316,45 @@ func (c *Client) FinishBatchInTx(ctx context.Context, tx pgx.Tx, queue string, j
 	q.callHooks(ctx, tx, ups, ids)
 	return nil
 }
+
+// WaitInTx puts the running job j back in the queue until until, in tx,
+// the handler's transaction, without counting a failure: a job that waits
+// for something outside the engine (an agent run's question to a person)
+// records what it waits for and gives its worker back in one commit. Wake
+// (or until coming) runs it again, from its handler's start. As with
+// FinishInTx, the queue's outcome hooks run in tx (with status queued),
+// ErrCancelled means the job is no longer running at this attempt under
+// this client (the caller rolls tx back), and the handler then returns nil:
+// the engine finds the job no longer running and leaves it.
+func (c *Client) WaitInTx(ctx context.Context, tx pgx.Tx, queue string, j Job, until time.Time) error {
+	q, err := c.queue(queue)
+	if err != nil {
+		return err
+	}
+	if j.Queue != "" && j.Queue != queue {
+		return fmt.Errorf("wait in tx: job %s belongs to queue %s, not %s", j.ID, j.Queue, queue)
+	}
+	ups := []update{{job: j, decision: decision{status: StatusQueued, retryCount: j.RetryCount, runAt: &until}}}
+	ids, err := q.jobFinish(ctx, tx, c.now(), &c.workerID, ups)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return ErrCancelled
+	}
+	q.account(ups, ids)
+	q.callHooks(ctx, tx, ups, ids)
+	return nil
+}
+
+// Wake makes a queued job of queue due now and wakes the workers: the end
+// of a wait (WaitInTx) before its time. The job starts afresh: its
+// started_at is cleared, so that the rate-limit hour (RateLimitMaxWait)
+// counts from its next start, not from before a wait of any length. db is
+// a pool or the caller's transaction. It is one statement.
+//
+// Errors: errs.NotFound for an unknown id; errs.FailedPrecondition when the
+// job is not queued.
+func (c *Client) Wake(ctx context.Context, db postgres.DBTX, queue string, id uuid.UUID) (Changed, error) {
+	return c.transitionOne(ctx, db, queue, waking(), id)
+}

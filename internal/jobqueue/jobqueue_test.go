@@ -1219,3 +1219,97 @@ func fill(n int, err error) []error {
 	}
 	return out
 }
+
+// TestWaitInTx: a handler that must wait for something outside the
+// engine puts its job back in the queue until a time, in its own
+// transaction, without counting a failure; the engine leaves the job as
+// the handler left it. Wake makes it due at once; it runs again and
+// completes. Wake refuses a job that is not queued; WaitInTx one that is
+// no longer running here.
+func TestWaitInTx(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var p *process
+	var outcomes sync.Map // status -> count
+	cancelNext := make(chan struct{}, 1)
+	waitErr := make(chan error, 1)
+	p = b.newProcess(t, opts{queue: jobqueue.QueueConfig{
+		Handler: jobqueue.EachFunc(func(ctx context.Context, j jobqueue.Job) error {
+			if j.Attempt > 1 {
+				return nil
+			}
+			wctx := context.WithoutCancel(ctx)
+			select {
+			case <-cancelNext:
+				require.NoError(t, errOf(p.client.Cancel(wctx, b.pool, queueName, j.ID)))
+			default:
+			}
+			err := postgres.WithTx(wctx, b.pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(wctx, `INSERT INTO job_logs (job_id, status, message) VALUES ($1, 'queued', 'waiting')`, j.ID); err != nil {
+					return err
+				}
+				return p.client.WaitInTx(wctx, tx, queueName, j, time.Now().Add(time.Hour))
+			})
+			waitErr <- err
+			return nil
+		}),
+		OutcomeFunc: func(_ context.Context, _ pgx.Tx, outs []jobqueue.Outcome) error {
+			for _, o := range outs {
+				n, _ := outcomes.LoadOrStore(o.Status, new(atomic.Int32))
+				n.(*atomic.Int32).Add(1)
+			}
+			return nil
+		},
+	}})
+	count := func(s jobqueue.Status) int32 {
+		n, ok := outcomes.Load(s)
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int32).Load()
+	}
+
+	id := b.insert(t, jobSpec{})[0]
+	require.NoError(t, <-waitErr)
+	row := b.requireStatus(t, id, jobqueue.StatusQueued)
+	require.WithinDuration(t, time.Now().Add(time.Hour), row.RunAt, time.Minute)
+	require.Zero(t, row.RetryCount)
+	require.Nil(t, row.LockedBy)
+	require.Nil(t, row.ErrorMsg)
+	requireNever(t, func() bool { return b.job(t, id).Status != "queued" }, 300*time.Millisecond, 10*time.Millisecond,
+		"the engine leaves a waiting job queued")
+	require.Equal(t, int32(1), count(jobqueue.StatusQueued), "the hooks ran in the waiting transaction")
+
+	startedAt := func() *time.Time {
+		var at *time.Time
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT started_at FROM jobs WHERE id = $1`, id).Scan(&at))
+		return at
+	}
+	first := startedAt()
+	require.NotNil(t, first)
+	ch, err := p.client.Wake(ctx, b.pool, queueName, id)
+	require.NoError(t, err)
+	require.Equal(t, jobqueue.StatusQueued, ch.Status)
+	require.True(t, ch.StartedAt.IsZero(), "a woken job starts afresh (the rate-limit hour)")
+	row = b.requireStatus(t, id, jobqueue.StatusCompleted)
+	require.True(t, startedAt().After(*first))
+	require.Equal(t, 2, row.Attempt)
+	require.Zero(t, row.RetryCount)
+	require.Equal(t, int32(1), count(jobqueue.StatusCompleted))
+
+	_, err = p.client.Wake(ctx, b.pool, queueName, id)
+	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err))
+	_, err = p.client.Wake(ctx, b.pool, queueName, uuid.New())
+	require.Equal(t, errs.NotFound, errs.CodeOf(err))
+
+	// Cancelled before the handler's commit: WaitInTx refuses and the
+	// handler's writes roll back.
+	cancelNext <- struct{}{}
+	second := b.insert(t, jobSpec{})[0]
+	require.ErrorIs(t, <-waitErr, jobqueue.ErrCancelled)
+	b.requireStatus(t, second, jobqueue.StatusCancelled)
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM job_logs WHERE job_id = $1 AND message = 'waiting'`, second).Scan(&n))
+	require.Zero(t, n)
+}

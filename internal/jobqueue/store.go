@@ -279,6 +279,18 @@ func retrying() transition {
 	}
 }
 
+// waking is the transition of Wake.
+func waking() transition {
+	return transition{
+		verb:    "wake",
+		from:    []Status{StatusQueued},
+		set:     `run_at = $1, started_at = NULL, updated_at = $1`,
+		notify:  `SELECT pg_notify($2, '') WHERE EXISTS (SELECT 1 FROM upd)`,
+		refusal: "only queued jobs can be woken",
+		wake:    true,
+	}
+}
+
 // transitionCols are the columns a transition returns of each job: the
 // Job's, then status and updated_at.
 func transitionCols() []string {

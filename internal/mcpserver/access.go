@@ -20,6 +20,9 @@ type caller struct {
 	principal *auth.Principal
 	project   uuid.UUID
 	org       uuid.UUID
+	// replay marks an in-process call that may repeat one whose outcome
+	// is unknown (Server.Call).
+	replay bool
 }
 
 // sessionOwner names the token and project a session belongs to: a
@@ -67,6 +70,9 @@ type toolRule struct {
 	// enabled, when set, reports whether the tool is switched on for the
 	// project.
 	enabled func(ctx context.Context, project uuid.UUID) (bool, error)
+	// notInToolbox leaves the tool out of the in-process tool box
+	// (Server.Tools).
+	notInToolbox bool
 }
 
 // deny says why c may not use the tool of rule r ("" when it may).

@@ -33,6 +33,10 @@ type Graph interface {
 	CreateRelationship(ctx context.Context, project uuid.UUID, p graph.CreateRelationshipParams) (graph.Relationship, error)
 	ListRelationships(ctx context.Context, project uuid.UUID, f graph.RelationshipFilter) ([]graph.Relationship, int, error)
 	ListObjectRelationships(ctx context.Context, project, id uuid.UUID, d graph.Direction, typ string, limit, offset int) ([]graph.Relationship, int, error)
+	// ObjectByKey and RelationshipByEnds find what a create conflicts
+	// with (repeated tool calls, Server.Call).
+	ObjectByKey(ctx context.Context, project uuid.UUID, typ, key string) (graph.Object, error)
+	RelationshipByEnds(ctx context.Context, project uuid.UUID, typ string, source, target uuid.UUID) (graph.Relationship, error)
 }
 
 // Documents is what the document tools call (document.Service).
@@ -84,8 +88,8 @@ type WebSearcher interface {
 }
 
 // Config configures a Server. Graph, Documents, Search, Guard, Watcher and
-// Logger are required; Registry and Web are optional: their tools are registered only
-// when they are given.
+// Logger are required; Registry, Web and Agents are optional: their tools
+// are registered only when they are given.
 type Config struct {
 	Graph     Graph
 	Documents Documents
@@ -116,6 +120,9 @@ type Config struct {
 	Settings ToolSettings
 	// Chat, when set, adds the chat tools.
 	Chat Chat
+	// Agents, when set, adds the agent tools (agents_list, agents_run,
+	// agent_run_get, agent_run_answer).
+	Agents Agents
 }
 
 // ToolSettings says which built-in tools are enabled for a project, all at

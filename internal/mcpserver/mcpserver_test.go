@@ -41,7 +41,11 @@ func (r *fakeRegistry) ListTools(context.Context, uuid.UUID) ([]RegistryTool, er
 
 func (r *fakeRegistry) CallTool(_ context.Context, _ uuid.UUID, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	r.calls = append(r.calls, server+"/"+tool)
-	if server != "weather" {
+	known := server == "weather"
+	for _, t := range r.tools {
+		known = known || (t.Server == "weather" && t.ServerID.String() == server)
+	}
+	if !known {
 		return nil, errs.Errorf(errs.NotFound, "no enabled server %q in this project", server)
 	}
 	raw, _ := json.Marshal(args)
@@ -93,20 +97,27 @@ func setup(t *testing.T, withOptional bool) *testBundle {
 // caller holding scopes with role in its project.
 func (b *testBundle) connect(t *testing.T, scopes auth.Scopes, role auth.ProjectRole) *mcp.ClientSession {
 	t.Helper()
-	project := uuid.New()
+	_, cs := connectAs(t, b.srv, uuid.New(), uuid.New(), scopes, role)
+	return cs
+}
+
+// connectAs opens an in-memory session of srv whose every request comes
+// from user holding scopes with role in project, and returns the server's
+// side and the client's (both closed at clean-up).
+func connectAs(t *testing.T, srv *Server, user, project uuid.UUID, scopes auth.Scopes, role auth.ProjectRole) (*mcp.ServerSession, *mcp.ClientSession) {
+	t.Helper()
 	c := &caller{
-		principal: &auth.Principal{UserID: uuid.New(), Kind: auth.KindAPIToken, Scopes: scopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: role}},
+		principal: &auth.Principal{UserID: user, Kind: auth.KindAPIToken, Scopes: scopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: role}},
 		project:   project,
 	}
 	st, ct := mcp.NewInMemoryTransports()
-	ctx := t.Context()
-	ss, err := b.srv.mcp.Connect(withCaller(ctx, c), st, nil)
+	ss, err := srv.mcp.Connect(withCaller(t.Context(), c), st, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return ss, cs
 }
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
@@ -364,19 +375,7 @@ func TestNULArgumentsRefused(t *testing.T) {
 // server's side and the client's.
 func (b *testBundle) open(t *testing.T) (*mcp.ServerSession, *mcp.ClientSession) {
 	t.Helper()
-	project := uuid.New()
-	c := &caller{
-		principal: &auth.Principal{UserID: uuid.New(), Kind: auth.KindAPIToken, Scopes: auth.AllScopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: auth.ProjectViewer}},
-		project:   project,
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := b.srv.mcp.Connect(withCaller(t.Context(), c), st, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	return ss, cs
+	return connectAs(t, b.srv, uuid.New(), uuid.New(), auth.AllScopes, auth.ProjectViewer)
 }
 
 func requireClosed(t *testing.T, ch chan struct{}, msg string) {

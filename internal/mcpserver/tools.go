@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,7 +79,11 @@ func addTool[In any](s *Server, t *mcp.Tool, rule toolRule, props map[string][]p
 }
 
 func (s *Server) addTools() error {
-	for _, add := range []func() error{s.addGraphTools, s.addDocumentTools, s.addSearchTools, s.addChatTools} {
+	adds := []func() error{s.addGraphTools, s.addDocumentTools, s.addSearchTools, s.addChatTools}
+	if s.cfg.Agents != nil {
+		adds = append(adds, s.addAgentTools)
+	}
+	for _, add := range adds {
 		if err := add(); err != nil {
 			return err
 		}
@@ -299,13 +304,27 @@ func (s *Server) getObject(ctx context.Context, c *caller, in getObjectIn) (any,
 	return objectWithRelationships{Object: o, Relationships: nonNil(rels), RelationshipsTotal: total}, nil
 }
 
-// createObject is graph_create_object.
+// createObject is graph_create_object. Repeated (Server.Call), a conflict
+// with an object of the same type and key that the caller created under
+// the same name is that object: the call repeated created it.
 func (s *Server) createObject(ctx context.Context, c *caller, in createObjectIn) (any, error) {
 	user := c.principal.UserID
-	return s.cfg.Graph.CreateObject(ctx, c.project, graph.CreateObjectParams{
+	o, err := s.cfg.Graph.CreateObject(ctx, c.project, graph.CreateObjectParams{
 		Type: in.Type, Key: in.Key, Name: in.Name, Description: in.Description, Properties: in.Properties,
 		Labels: in.Labels, Status: in.Status, Confidence: in.Confidence, CreatedBy: &user,
 	})
+	if !c.replay || errs.CodeOf(err) != errs.Conflict {
+		return o, err
+	}
+	key := in.Key
+	if strings.TrimSpace(key) == "" {
+		key = in.Name
+	}
+	prev, perr := s.cfg.Graph.ObjectByKey(ctx, c.project, in.Type, key)
+	if perr != nil || prev.CreatedBy == nil || *prev.CreatedBy != user || prev.Name != strings.TrimSpace(in.Name) {
+		return o, err
+	}
+	return prev, nil
 }
 
 // updateObject is graph_update_object.
@@ -330,9 +349,16 @@ func (s *Server) createRelationship(ctx context.Context, c *caller, in createRel
 	if err != nil {
 		return nil, err
 	}
-	return s.cfg.Graph.CreateRelationship(ctx, c.project, graph.CreateRelationshipParams{
+	r, err := s.cfg.Graph.CreateRelationship(ctx, c.project, graph.CreateRelationshipParams{
 		Type: in.Type, SourceID: src, TargetID: tgt, Properties: in.Properties, Confidence: in.Confidence,
 	})
+	if c.replay && errs.CodeOf(err) == errs.Conflict {
+		// Repeated: the relationship the call repeated created.
+		if prev, perr := s.cfg.Graph.RelationshipByEnds(ctx, c.project, in.Type, src, tgt); perr == nil {
+			return prev, nil
+		}
+	}
+	return r, err
 }
 
 // listRelationships is graph_list_relationships.

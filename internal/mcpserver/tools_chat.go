@@ -50,7 +50,9 @@ func (s *Server) addChatTools() error {
 	if s.cfg.Chat == nil {
 		return nil
 	}
-	rule := toolRule{scope: auth.ChatUse, role: auth.ProjectViewer}
+	// Not for agents: a run would open chat sessions in its user's name and
+	// run a second model loop inside its own.
+	rule := toolRule{scope: auth.ChatUse, role: auth.ProjectViewer, notInToolbox: true}
 	return errors.Join(
 		addTool(s, &mcp.Tool{
 			Name: ToolChatSessionsList, Title: "List your chat sessions",

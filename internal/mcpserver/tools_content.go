@@ -211,7 +211,8 @@ func (s *Server) webSearch(ctx context.Context, c *caller, in webSearchIn) (any,
 }
 
 func (s *Server) addRegistryTools() error {
-	rule := toolRule{scope: auth.MCPUse, role: auth.ProjectViewer}
+	// Agents get each external tool by name instead (Server.Tools).
+	rule := toolRule{scope: auth.MCPUse, role: auth.ProjectViewer, notInToolbox: true}
 	return errors.Join(
 		addTool(s, &mcp.Tool{
 			Name: ToolRegistryList, Title: "List external MCP tools",

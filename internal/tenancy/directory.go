@@ -98,6 +98,21 @@ func (d *Directory) PrincipalByOIDC(ctx context.Context, c auth.OIDCClaims) (*au
 	return p, nil
 }
 
+// PrincipalOfUser is a live user's principal as of now, without a
+// credential: memberships and the superadmin grant, no scopes (the caller
+// gives it the scopes it acts with: an agent run those it was started
+// with). A deleted or unknown user is errs.Unauthenticated.
+func (d *Directory) PrincipalOfUser(ctx context.Context, user uuid.UUID) (*auth.Principal, error) {
+	superadmin, err := postgres.One[bool](ctx, d.pool, errUnknownCredential, `
+		SELECT EXISTS (SELECT 1 FROM superadmins s WHERE s.user_id = u.id) FROM users u
+		WHERE u.id = $1 AND u.deleted_at IS NULL`, user)
+	if err != nil {
+		return nil, fmt.Errorf("look up user: %w", err)
+	}
+	p := &auth.Principal{UserID: user, Superadmin: superadmin}
+	return p, d.loadMemberships(ctx, p)
+}
+
 func (d *Directory) loadMemberships(ctx context.Context, p *auth.Principal) error {
 	p.OrgRoles = map[uuid.UUID]auth.OrgRole{}
 	p.ProjectRoles = map[uuid.UUID]auth.ProjectRole{}

@@ -1,0 +1,365 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+const agentColumns = `id, project_id, name, description, instructions, COALESCE(model, '') AS model, tools, max_steps,
+	require_approval_for, COALESCE(schedule, '') AS schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at`
+
+func agentInsert(ctx context.Context, db postgres.DBTX, a Agent) error {
+	_, err := db.Exec(ctx, `INSERT INTO agents (id, project_id, name, description, instructions, model, tools, max_steps,
+		require_approval_for, schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		a.ID, a.ProjectID, a.Name, a.Description, a.Instructions, postgres.NullIfEmpty(a.Model), a.Tools, a.MaxSteps,
+		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.CreatedBy, a.CreatedAt)
+	return agentWriteErr(err)
+}
+
+func agentWriteErr(err error) error {
+	if postgres.IsUniqueViolation(err, "agents_project_name_key") {
+		return ErrNameTaken
+	}
+	if err != nil {
+		return fmt.Errorf("write agent: %w", err)
+	}
+	return nil
+}
+
+// agentGet reads an agent of project; lock takes the row for an update.
+func agentGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, lock bool) (Agent, error) {
+	q := `SELECT ` + agentColumns + ` FROM agents WHERE project_id = $1 AND id = $2`
+	if lock {
+		q += ` FOR NO KEY UPDATE`
+	}
+	return postgres.One[Agent](ctx, db, ErrNotFound, q, project, id)
+}
+
+func agentProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrNotFound, `SELECT project_id FROM agents WHERE id = $1`, id)
+}
+
+func agentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]Agent, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+agentColumns+`, count(*) OVER () AS total FROM agents
+		WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`, project, limit, offset)
+	list, total, err := postgres.CollectPageOf[Agent](rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list agents: %w", err)
+	}
+	return list, total, nil
+}
+
+func agentUpdate(ctx context.Context, db postgres.DBTX, a Agent) error {
+	_, err := db.Exec(ctx, `UPDATE agents SET name = $3, description = $4, instructions = $5, model = $6, tools = $7,
+		max_steps = $8, require_approval_for = $9, schedule = $10, next_run_at = $11, trigger_integration_id = $12, updated_at = $13
+		WHERE project_id = $1 AND id = $2`,
+		a.ProjectID, a.ID, a.Name, a.Description, a.Instructions, postgres.NullIfEmpty(a.Model), a.Tools, a.MaxSteps,
+		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.UpdatedAt)
+	return agentWriteErr(err)
+}
+
+func agentDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) error {
+	tag, err := db.Exec(ctx, `DELETE FROM agents WHERE project_id = $1 AND id = $2`, project, id)
+	if err != nil {
+		return fmt.Errorf("delete agent: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// definition is what a run keeps of its agent (agent_runs.definition).
+type definition struct {
+	Name               string   `json:"name"`
+	Instructions       string   `json:"instructions"`
+	Model              string   `json:"model,omitempty"`
+	Tools              []string `json:"tools"`
+	MaxSteps           int      `json:"maxSteps"`
+	RequireApprovalFor []string `json:"requireApprovalFor"`
+}
+
+// runRow is a run as the worker and the services read it.
+type runRow struct {
+	ID           uuid.UUID       `db:"id"`
+	ProjectID    uuid.UUID       `db:"project_id"`
+	AgentID      uuid.UUID       `db:"agent_id"`
+	CreatedBy    uuid.UUID       `db:"created_by"`
+	Scopes       []string        `db:"scopes"`
+	Trigger      string          `db:"trigger_type"`
+	JobStatus    string          `db:"job_status"`
+	Status       string          `db:"status"`
+	Input        string          `db:"input"`
+	Output       string          `db:"output"`
+	Error        string          `db:"error"`
+	Definition   json.RawMessage `db:"definition"`
+	InputTokens  int64           `db:"input_tokens"`
+	OutputTokens int64           `db:"output_tokens"`
+	CostUSD      float64         `db:"cost_usd"`
+	CreatedAt    time.Time       `db:"created_at"`
+	StartedAt    *time.Time      `db:"started_at"`
+	CompletedAt  *time.Time      `db:"completed_at"`
+}
+
+// runColumns map the job's status to the run's: a queued job with an
+// open question waits for input; requires_review is never used. A run
+// started when its first step did (a woken job's started_at is its
+// latest start: jobqueue.Wake).
+const runColumns = `r.id, r.project_id, r.agent_id, r.created_by, r.scopes, r.trigger_type, r.status AS job_status,
+	CASE WHEN r.status = 'queued' AND EXISTS (SELECT 1 FROM agent_run_questions q WHERE q.run_id = r.id AND q.status = 'open')
+	     THEN 'waiting_for_input' ELSE r.status END AS status,
+	r.input, COALESCE(r.output, '') AS output, CASE WHEN r.status = 'failed' THEN COALESCE(r.error_msg, '') ELSE '' END AS error,
+	r.definition, r.input_tokens, r.output_tokens, r.cost_usd, r.created_at,
+	COALESCE((SELECT min(s.started_at) FROM agent_run_steps s WHERE s.run_id = r.id), r.started_at) AS started_at, r.completed_at`
+
+func (r runRow) def() (definition, error) {
+	var d definition
+	if err := json.Unmarshal(r.Definition, &d); err != nil {
+		return d, fmt.Errorf("decode the definition of run %s: %w", r.ID, err)
+	}
+	return d, nil
+}
+
+func (r runRow) run() Run {
+	return Run{
+		ID: r.ID, AgentID: r.AgentID, Status: r.Status, Trigger: r.Trigger, Input: r.Input, Output: r.Output, Error: r.Error, Steps: []Step{},
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD, CreatedAt: r.CreatedAt,
+		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
+	}
+}
+
+type runInsertValues struct {
+	ID, ProjectID, AgentID, CreatedBy uuid.UUID
+	Scopes                            []string
+	Trigger, Input                    string
+	Definition                        definition
+	Now                               time.Time
+}
+
+func runInsert(ctx context.Context, db postgres.DBTX, v runInsertValues) error {
+	def, err := json.Marshal(v.Definition)
+	if err != nil {
+		return fmt.Errorf("encode definition: %w", err)
+	}
+	_, err = db.Exec(ctx, `INSERT INTO agent_runs (id, project_id, status, run_at, created_at, updated_at, agent_id, created_by,
+		scopes, trigger_type, input, definition)
+		VALUES ($1, $2, 'queued', $3, $3, $3, $4, $5, $6, $7, $8, $9)`,
+		v.ID, v.ProjectID, v.Now, v.AgentID, v.CreatedBy, v.Scopes, v.Trigger, v.Input, def)
+	if err != nil {
+		return fmt.Errorf("insert agent run: %w", err)
+	}
+	return nil
+}
+
+// runByID reads a run by id alone (the worker, the outcome hook).
+func runByID(ctx context.Context, db postgres.DBTX, id uuid.UUID) (runRow, error) {
+	return postgres.One[runRow](ctx, db, ErrRunNotFound, `SELECT `+runColumns+` FROM agent_runs r WHERE r.id = $1`, id)
+}
+
+// runOf reads a run of project started by user; lock takes the row.
+func runOf(ctx context.Context, db postgres.DBTX, project, user, id uuid.UUID, lock bool) (runRow, error) {
+	q := `SELECT ` + runColumns + ` FROM agent_runs r WHERE r.project_id = $1 AND r.created_by = $2 AND r.id = $3`
+	if lock {
+		q += ` FOR NO KEY UPDATE`
+	}
+	return postgres.One[runRow](ctx, db, ErrRunNotFound, q, project, user, id)
+}
+
+func runProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, ErrRunNotFound, `SELECT project_id FROM agent_runs WHERE id = $1`, id)
+}
+
+type runPageRow struct {
+	runRow
+	postgres.Total
+}
+
+func runList(ctx context.Context, db postgres.DBTX, project, agent, user uuid.UUID, limit, offset int) ([]runRow, int, error) {
+	rows, _ := db.Query(ctx, `SELECT `+runColumns+`, count(*) OVER () AS total FROM agent_runs r
+		WHERE r.project_id = $1 AND r.agent_id = $2 AND r.created_by = $3
+		ORDER BY r.created_at DESC, r.id DESC LIMIT $4 OFFSET $5`, project, agent, user, limit, offset)
+	list, total, err := postgres.CollectPage(rows, func(r runPageRow) runRow { return r.runRow })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list agent runs: %w", err)
+	}
+	return list, total, nil
+}
+
+// runLockRunning locks run id while it is running at attempt under
+// worker: a step of a cancelled or reaped run writes nothing.
+func runLockRunning(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt int, worker string) error {
+	_, err := postgres.One[uuid.UUID](ctx, tx, errNotRunning, `SELECT id FROM agent_runs
+		WHERE id = $1 AND status = 'running' AND attempt = $2 AND locked_by = $3 FOR NO KEY UPDATE`, id, attempt, worker)
+	return err
+}
+
+func runAddUsage(ctx context.Context, tx pgx.Tx, id uuid.UUID, in, out int64, cost float64, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE agent_runs SET input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
+		cost_usd = cost_usd + $4, updated_at = $5 WHERE id = $1`, id, in, out, cost, now)
+	if err != nil {
+		return fmt.Errorf("add run usage: %w", err)
+	}
+	return nil
+}
+
+func runSetOutput(ctx context.Context, tx pgx.Tx, id uuid.UUID, output string, now time.Time) error {
+	if _, err := tx.Exec(ctx, `UPDATE agent_runs SET output = $2, updated_at = $3 WHERE id = $1`, id, output, now); err != nil {
+		return fmt.Errorf("set run output: %w", err)
+	}
+	return nil
+}
+
+// stepRow is a step as stored.
+type stepRow struct {
+	Index        int             `db:"step_index"`
+	Kind         string          `db:"kind"`
+	Tool         string          `db:"tool"`
+	CallID       string          `db:"call_id"`
+	Input        json.RawMessage `db:"input"`
+	Output       json.RawMessage `db:"output"`
+	IsError      bool            `db:"is_error"`
+	InputTokens  int64           `db:"input_tokens"`
+	OutputTokens int64           `db:"output_tokens"`
+	CostUSD      float64         `db:"cost_usd"`
+	StartedAt    time.Time       `db:"started_at"`
+	CompletedAt  *time.Time      `db:"completed_at"`
+	DurationMs   int64           `db:"duration_ms"`
+}
+
+func (s stepRow) step() Step {
+	return Step{
+		Index: s.Index, Kind: s.Kind, Tool: s.Tool, Input: s.Input, Output: s.Output, IsError: s.IsError,
+		DurationMs: s.DurationMs, StartedAt: s.StartedAt,
+	}
+}
+
+func stepsOf(ctx context.Context, db postgres.DBTX, run uuid.UUID) ([]stepRow, error) {
+	rows, _ := db.Query(ctx, `SELECT step_index, kind, COALESCE(tool, '') AS tool, COALESCE(call_id, '') AS call_id, input, output,
+		is_error, input_tokens, output_tokens, cost_usd, started_at, completed_at, duration_ms
+		FROM agent_run_steps WHERE run_id = $1 ORDER BY step_index`, run)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[stepRow])
+	if err != nil {
+		return nil, fmt.Errorf("read run steps: %w", err)
+	}
+	return list, nil
+}
+
+// stepInsert writes a step; a tool step is written before its call
+// (CompletedAt nil) and completed by stepComplete.
+func stepInsert(ctx context.Context, tx pgx.Tx, run, project uuid.UUID, s stepRow) error {
+	_, err := tx.Exec(ctx, `INSERT INTO agent_run_steps (run_id, step_index, project_id, kind, tool, call_id, input, output,
+		is_error, input_tokens, output_tokens, cost_usd, started_at, completed_at, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		run, s.Index, project, s.Kind, postgres.NullIfEmpty(s.Tool), postgres.NullIfEmpty(s.CallID), nullJSON(s.Input),
+		nullJSON(s.Output), s.IsError, s.InputTokens, s.OutputTokens, s.CostUSD, s.StartedAt, s.CompletedAt, s.DurationMs)
+	if err != nil {
+		return fmt.Errorf("insert run step %d: %w", s.Index, err)
+	}
+	return nil
+}
+
+func stepComplete(ctx context.Context, tx pgx.Tx, run uuid.UUID, s stepRow) error {
+	tag, err := tx.Exec(ctx, `UPDATE agent_run_steps SET output = $3, is_error = $4, completed_at = $5, duration_ms = $6
+		WHERE run_id = $1 AND step_index = $2 AND completed_at IS NULL`,
+		run, s.Index, nullJSON(s.Output), s.IsError, s.CompletedAt, s.DurationMs)
+	if err != nil {
+		return fmt.Errorf("complete run step %d: %w", s.Index, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("complete run step %d: not pending", s.Index)
+	}
+	return nil
+}
+
+func nullJSON(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return raw
+}
+
+// questionRow is a question as stored.
+type questionRow struct {
+	ID        uuid.UUID       `db:"id"`
+	CallID    string          `db:"call_id"`
+	Kind      string          `db:"kind"`
+	Tool      string          `db:"tool"`
+	Arguments json.RawMessage `db:"arguments"`
+	Question  string          `db:"question"`
+	Status    string          `db:"status"`
+	Answer    string          `db:"answer"`
+	Approved  *bool           `db:"approved"`
+	ExpiresAt time.Time       `db:"expires_at"`
+}
+
+// Question kinds and states.
+const (
+	kindQuestion     = "question"
+	kindApproval     = "approval"
+	questionOpen     = "open"
+	questionAnswered = "answered"
+)
+
+func (q questionRow) question() *Question {
+	out := &Question{ID: q.ID, Kind: q.Kind, Text: q.Question, ExpiresAt: q.ExpiresAt}
+	if q.Kind == kindApproval {
+		out.Tool, out.Arguments = q.Tool, q.Arguments
+	}
+	return out
+}
+
+const questionColumns = `id, call_id, kind, tool, arguments, question, status, COALESCE(answer, '') AS answer, approved, expires_at`
+
+// questionOfCall is the question a call asked (zero ID: none).
+func questionOfCall(ctx context.Context, db postgres.DBTX, run uuid.UUID, call string) (questionRow, error) {
+	return postgres.One[questionRow](ctx, db, nil, `SELECT `+questionColumns+` FROM agent_run_questions
+		WHERE run_id = $1 AND call_id = $2`, run, call)
+}
+
+// questionOpenOf is the run's open question (zero ID: none).
+func questionOpenOf(ctx context.Context, db postgres.DBTX, run uuid.UUID) (questionRow, error) {
+	return postgres.One[questionRow](ctx, db, nil, `SELECT `+questionColumns+` FROM agent_run_questions
+		WHERE run_id = $1 AND status = 'open'`, run)
+}
+
+func questionInsert(ctx context.Context, tx pgx.Tx, run, project uuid.UUID, q questionRow, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO agent_run_questions (id, project_id, run_id, call_id, kind, tool, arguments, question,
+		expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		q.ID, project, run, q.CallID, q.Kind, q.Tool, nullJSON(q.Arguments), q.Question, q.ExpiresAt, now)
+	if err != nil {
+		return fmt.Errorf("insert run question: %w", err)
+	}
+	return nil
+}
+
+func questionAnswer(ctx context.Context, tx pgx.Tx, id uuid.UUID, a Answer, user uuid.UUID, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE agent_run_questions SET status = 'answered', answer = $2, approved = $3, answered_by = $4,
+		answered_at = $5 WHERE id = $1 AND status = 'open'`, id, a.Answer, a.Approve, user, now)
+	if err != nil {
+		return fmt.Errorf("answer run question: %w", err)
+	}
+	return nil
+}
+
+// questionsClose ends the open question of a run that ended: expired when
+// its time has come, else cancelled.
+func questionsClose(ctx context.Context, tx pgx.Tx, run uuid.UUID, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE agent_run_questions SET status = CASE WHEN expires_at <= $2 THEN 'expired' ELSE 'cancelled' END
+		WHERE run_id = $1 AND status = 'open'`, run, now)
+	if err != nil {
+		return fmt.Errorf("close run questions: %w", err)
+	}
+	return nil
+}
+
+// errNotRunning: the run is no longer running at this attempt here.
+var errNotRunning = errs.New(errs.FailedPrecondition, "the run is no longer running here")

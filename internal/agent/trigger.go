@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/robfig/cron/v3"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+// Runs without a caller: an agent's schedule (a cron expression, run by
+// the scheduler leader) and the syncs of its trigger integration. Such a
+// run is its agent's creator's, with the scopes the creator's roles give
+// (the agent's tools were checked against its saver's rights, and every
+// step checks them again against the creator's).
+
+// Integrations finds the project of an integration (integration.Service).
+type Integrations interface {
+	// IntegrationProject is the project of integration id; errs.NotFound
+	// when there is none.
+	IntegrationProject(ctx context.Context, id uuid.UUID) (uuid.UUID, error)
+}
+
+// Bounds of the triggers.
+const (
+	// ScheduleMax bounds a schedule's length.
+	ScheduleMax = 200
+	// ScheduleEveryMin is the shortest @every interval: the scheduler
+	// looks for due agents once a minute.
+	ScheduleEveryMin = time.Minute
+	// ScheduleInterval is how often the scheduler looks for due agents.
+	ScheduleInterval = time.Minute
+	// scheduleBatch bounds the runs one scheduler run starts.
+	scheduleBatch = 500
+)
+
+// cronParser reads the schedules: five fields, descriptors (@daily,
+// @every 1h) and a CRON_TZ= or TZ= prefix.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor) //nolint:gochecknoglobals // stateless parser, constant
+
+// ParseSchedule reads a schedule. Errors: invalid_argument naming the
+// problem.
+func ParseSchedule(expr string) (cron.Schedule, error) {
+	if len(expr) > ScheduleMax {
+		return nil, errs.Errorf(errs.Invalid, "schedule must be at most %d characters", ScheduleMax)
+	}
+	sched, err := cronParser.Parse(expr)
+	if err != nil {
+		return nil, errs.Errorf(errs.Invalid, "schedule must be a cron expression (minute hour day-of-month month day-of-week, "+
+			"e.g. \"0 6 * * 1-5\", or @hourly, @daily, @weekly, @monthly, @every 2h): %v", err)
+	}
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok && every.Delay < ScheduleEveryMin {
+		return nil, errs.Errorf(errs.Invalid, "schedule: @every must be at least %s", ScheduleEveryMin)
+	}
+	if sched.Next(time.Now()).IsZero() {
+		return nil, errs.Errorf(errs.Invalid, "schedule %q never fires", expr)
+	}
+	return sched, nil
+}
+
+// checkTriggers checks a's schedule and trigger integration, and sets its
+// next scheduled run (from now) when rescheduled.
+func (s *Service) checkTriggers(ctx context.Context, a *Agent, rescheduled bool) error {
+	if a.Schedule == "" {
+		a.NextRunAt = nil
+	} else {
+		sched, err := ParseSchedule(a.Schedule)
+		if err != nil {
+			return err
+		}
+		if rescheduled || a.NextRunAt == nil {
+			next := sched.Next(s.now()).UTC()
+			a.NextRunAt = &next
+		}
+	}
+	if a.TriggerIntegrationID == nil {
+		return nil
+	}
+	bad := errs.Errorf(errs.Invalid, "triggerIntegrationId: no integration with id %s in this project", *a.TriggerIntegrationID)
+	if s.cfg.Integrations == nil {
+		return bad
+	}
+	project, err := s.cfg.Integrations.IntegrationProject(ctx, *a.TriggerIntegrationID)
+	switch {
+	case errs.CodeOf(err) == errs.NotFound:
+		return bad
+	case err != nil:
+		return fmt.Errorf("find the trigger integration: %w", err)
+	case project != a.ProjectID:
+		return bad
+	}
+	return nil
+}
+
+// triggeredScopes are the scopes a run without a caller starts with: the
+// creator's roles bound them at every step.
+func triggeredScopes() []string { return auth.AllScopes.Names() }
+
+// QueueScheduled starts, in tx (the scheduler's run), a run of every agent
+// of a live project whose next scheduled run has come, and moves that to
+// the schedule's next time after now. Times missed while no scheduler ran
+// start one run, not one per time. An agent whose scheduled run has not
+// ended yet (queued, running or waiting for input) gets none this time,
+// nor an agent without a creator. It is the scheduler task agent-schedule.
+func (s *Service) QueueScheduled(ctx context.Context, tx pgx.Tx) error {
+	now := s.now()
+	rows, _ := tx.Query(ctx, `SELECT `+agentColumns+` FROM agents a
+		WHERE a.next_run_at <= $1 AND EXISTS (SELECT 1 FROM projects p WHERE p.id = a.project_id AND p.deleted_at IS NULL)
+		ORDER BY a.next_run_at LIMIT $2 FOR UPDATE OF a SKIP LOCKED`, now, scheduleBatch)
+	due, err := pgx.CollectRows(rows, pgx.RowToStructByName[Agent])
+	if err != nil {
+		return fmt.Errorf("find due agents: %w", err)
+	}
+	for _, a := range due {
+		var next *time.Time
+		if sched, err := ParseSchedule(a.Schedule); err == nil {
+			n := sched.Next(now).UTC()
+			next = &n
+		}
+		if _, err := tx.Exec(ctx, `UPDATE agents SET next_run_at = $2 WHERE id = $1`, a.ID, next); err != nil {
+			return fmt.Errorf("schedule the next agent run: %w", err)
+		}
+		busy, err := postgres.One[bool](ctx, tx, nil, `SELECT EXISTS (SELECT 1 FROM agent_runs
+			WHERE agent_id = $1 AND trigger_type = $2 AND status IN ('queued', 'running'))`, a.ID, TriggerSchedule)
+		if err != nil {
+			return fmt.Errorf("find the agent's scheduled runs: %w", err)
+		}
+		if busy || a.CreatedBy == nil {
+			s.cfg.Logger.InfoContext(ctx, "scheduled agent run skipped", "agent", a.ID, "busy", busy, "creator", a.CreatedBy != nil)
+			continue
+		}
+		input := fmt.Sprintf("Scheduled run (schedule %q) at %s.", a.Schedule, now.Format(time.RFC3339))
+		if _, err := s.startInTx(ctx, tx, a, *a.CreatedBy, triggeredScopes(), TriggerSchedule, input); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IntegrationSync is a sync that ended, as its integration.sync.completed
+// event reports it (integration.SyncEnded).
+type IntegrationSync struct {
+	ProjectID, IntegrationID, JobID uuid.UUID
+	// Status is the sync's final status (completed, failed, cancelled).
+	Status string
+	// Data is the event's data.
+	Data map[string]any
+}
+
+// StartForSync starts, in tx (the one that records the sync's end, so
+// once per sync), a run of every agent of the sync's project whose trigger
+// integration it is; the input reports the sync (status and counts).
+// Agents without a creator get none.
+func (s *Service) StartForSync(ctx context.Context, tx pgx.Tx, e IntegrationSync) error {
+	rows, _ := tx.Query(ctx, `SELECT `+agentColumns+` FROM agents WHERE project_id = $1 AND trigger_integration_id = $2
+		ORDER BY created_at, id`, e.ProjectID, e.IntegrationID)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Agent])
+	if err != nil {
+		return fmt.Errorf("find the agents a sync triggers: %w", err)
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Errorf("encode the sync: %w", err)
+	}
+	input := fmt.Sprintf("The integration %s finished a sync (status %s).\nSync: %s", e.IntegrationID, e.Status, data)
+	for _, a := range list {
+		if a.CreatedBy == nil {
+			s.cfg.Logger.InfoContext(ctx, "agent run for a sync skipped: the agent has no creator", "agent", a.ID)
+			continue
+		}
+		if _, err := s.startInTx(ctx, tx, a, *a.CreatedBy, triggeredScopes(), TriggerIntegration, strings.TrimSpace(input)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
