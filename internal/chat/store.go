@@ -97,14 +97,9 @@ func sessionSetSummary(ctx context.Context, db postgres.DBTX, id uuid.UUID, summ
 }
 
 func sessionDelete(ctx context.Context, db postgres.DBTX, project, user, id uuid.UUID) error {
-	tag, err := db.Exec(ctx, `DELETE FROM chat_sessions WHERE id = $1 AND project_id = $2 AND user_id = $3`, id, project, user)
-	if err != nil {
-		return fmt.Errorf("delete chat session: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	return nil
+	_, err := postgres.One[uuid.UUID](ctx, db, ErrNotFound, `DELETE FROM chat_sessions WHERE id = $1 AND project_id = $2 AND user_id = $3
+		RETURNING id`, id, project, user)
+	return err
 }
 
 // messageRow is a chat_messages row.
