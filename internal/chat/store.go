@@ -83,15 +83,17 @@ func sessionSetTitle(ctx context.Context, db postgres.DBTX, project, user, id uu
 }
 
 func sessionTouch(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) error {
-	if _, err := db.Exec(ctx, `UPDATE chat_sessions SET updated_at = $2 WHERE id = $1`, id, now); err != nil {
-		return fmt.Errorf("touch chat session: %w", err)
-	}
-	return nil
+	return sessionSet(ctx, db, "touch", id, `updated_at = $2`, now)
 }
 
 func sessionSetSummary(ctx context.Context, db postgres.DBTX, id uuid.UUID, summary string, through uuid.UUID) error {
-	if _, err := db.Exec(ctx, `UPDATE chat_sessions SET summary = $2, summary_through = $3 WHERE id = $1`, id, summary, through); err != nil {
-		return fmt.Errorf("store chat summary: %w", err)
+	return sessionSet(ctx, db, "store the summary of", id, `summary = $2, summary_through = $3`, summary, through)
+}
+
+// sessionSet updates session id's columns (assignments of $2...).
+func sessionSet(ctx context.Context, db postgres.DBTX, what string, id uuid.UUID, assignments string, args ...any) error {
+	if _, err := db.Exec(ctx, `UPDATE chat_sessions SET `+assignments+` WHERE id = $1`, append([]any{id}, args...)...); err != nil {
+		return fmt.Errorf("%s chat session: %w", what, err)
 	}
 	return nil
 }
