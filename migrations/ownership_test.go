@@ -40,6 +40,7 @@ func tableOwners() map[string]string {
 		"email":           {"email_jobs"},
 		"audit":           {"audit_events"},
 		"integration":     {"integrations", "integration_sync_jobs", "integration_sync_logs"},
+		"chat":            {"chat_sessions", "chat_messages"},
 		"discovery":       {"discovery_jobs", "discovery_llm_calls"},
 		"agent":           {"agents", "agent_runs", "agent_run_steps", "agent_run_questions"},
 	}

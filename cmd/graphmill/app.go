@@ -25,6 +25,7 @@ import (
 	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/chat"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/connector/clickup"
@@ -415,13 +416,30 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}})
 	search.Register(api, searches)
 
+	// Chat: answers grounded on the search and the graph, by the
+	// project's generative model.
+	chats, err := chat.NewService(chat.Config{
+		Pool: pool, Search: searches, Graph: graphs, Logger: log, Now: m.Now,
+		ModelFunc: func(ctx context.Context, project uuid.UUID) (chat.Model, error) {
+			h, err := providers.Resolve(ctx, project, provider.Generative)
+			if errors.Is(err, provider.ErrNoProvider) {
+				return nil, chat.ErrNoProvider
+			}
+			return h, err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	chat.Register(api, chats)
+
 	// The built-in MCP server and the registry of external ones need each
 	// other: the server's registry and web search tools call the registry,
 	// whose built-in tool catalogue and settings are the server's tools.
 	// Its agent tools call the agents, which run with its tool box.
 	regTools, agentTools := &mcpRegistryTools{}, &mcpAgents{}
 	m.mcp, err = mcpserver.New(mcpserver.Config{
-		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Agents: agentTools,
+		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Chat: chats, Agents: agentTools,
 		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
 		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(),
 	})

@@ -157,7 +157,7 @@ type mcpSrvRel struct {
 // mcpSrvAllTools is what a caller with every scope sees; web_search is
 // missing while no key is configured at any level.
 var mcpSrvAllTools = []string{
-	"agent_run_answer", "agent_run_get", "agents_list", "agents_run", "documents_get", "documents_list", "documents_upload_text",
+	"agent_run_answer", "agent_run_get", "agents_list", "agents_run", "chat_send", "chat_sessions_list", "documents_get", "documents_list", "documents_upload_text",
 	"graph_create_object", "graph_create_relationship", "graph_get_object", "graph_list_relationships",
 	"graph_neighbors", "graph_search_objects", "graph_update_object", "mcp-servers/call", "mcp-servers/list", "search",
 }
@@ -602,6 +602,10 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 	var obj mcpSrvObject
 	s.must(201, "POST", "/api/graph/objects", s.admin, map[string]any{"type": "Concept", "name": "Jacquard loom"},
 		header{"X-Project-ID", project}).Decode(t, &obj)
+	var doc docBody
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "bakery.md", "content": "# Bakery\n\nThe Cobblestone bakery opens at six in the morning."},
+		header{"X-Project-ID", project}).Decode(t, &doc)
+	s.waitDocument(project, doc.ID)
 	agentID := s.agentCreate(s.admin, project, map[string]any{
 		"name": "Looms", "instructions": "Search the project and report.", "tools": []string{"search"},
 	})
@@ -618,7 +622,7 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 	out, err := install.CombinedOutput()
 	require.NoError(t, err, "npm install @modelcontextprotocol/sdk@%s: %s", mcpSrvTypeScriptSDK, out)
 
-	run := exec.CommandContext(ctx, node, "client.mjs", s.base, token, project, "jacquard", agentID)
+	run := exec.CommandContext(ctx, node, "client.mjs", s.base, token, project, "jacquard", agentID, "When does the Cobblestone bakery open?")
 	run.Dir = dir
 	var stderr strings.Builder
 	run.Stderr = &stderr
@@ -651,6 +655,13 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 			IsError           bool     `json:"isError"`
 			StructuredContent agentRun `json:"structuredContent"`
 		} `json:"agentRun"`
+		Chat struct {
+			IsError           bool `json:"isError"`
+			StructuredContent struct {
+				SessionID string      `json:"sessionId"`
+				Message   chatMessage `json:"message"`
+			} `json:"structuredContent"`
+		} `json:"chat"`
 	}
 	var got struct {
 		Streamable run1 `json:"streamable"`
@@ -678,6 +689,11 @@ func TestMCPServerInteropTypeScript(t *testing.T) {
 		require.Equal(t, []string{"model", "tool:search", "model"}, run.stepKinds(), name)
 		require.Contains(t, run.Output, "Jacquard loom", name)
 		require.Equal(t, run.ID, s.agentRunGet(s.admin, run.ID).ID, "the run is the token's user's")
+		require.False(t, r.Chat.IsError, name)
+		require.NotEmpty(t, r.Chat.StructuredContent.SessionID, name)
+		require.Contains(t, r.Chat.StructuredContent.Message.Content, "The Cobblestone bakery opens at six in the morning.", name)
+		require.Len(t, r.Chat.StructuredContent.Message.Citations, 1, name)
+		require.Equal(t, doc.ID, r.Chat.StructuredContent.Message.Citations[0].DocumentID, name)
 	}
 	require.NotNil(t, got.Streamable.SessionID)
 	require.NotEmpty(t, *got.Streamable.SessionID, "the streamable transport is stateful by default")

@@ -185,6 +185,8 @@ func (f *routeFixtures) id(t *testing.T, kind string) string {
 		}
 		s.must(200, "GET", "/api/superadmin/me", s.admin, nil).Decode(t, &me)
 		out.ID = s.notify(me.UserID, notification.Params{Title: "route", Message: "table"}).ID
+	case "chat-session":
+		s.must(201, "POST", "/api/chat/sessions", s.admin, map[string]any{"title": "route"}, hp).Decode(t, &out)
 	case "discovery-job":
 		var started struct {
 			JobID string `json:"jobId"`

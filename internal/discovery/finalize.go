@@ -298,7 +298,7 @@ func (s *Service) Finalize(ctx context.Context, project, id uuid.UUID, p Finaliz
 			out.Message = updateMessage(ext, in)
 		}
 		out.TemplatePackID = pack.ID
-		if err := jobSetPack(ctx, tx, id, pack.ID, s.now()); err != nil {
+		if err := jobSetPack(ctx, tx, project, id, pack.ID, s.now()); err != nil {
 			return err
 		}
 		if p.Install {

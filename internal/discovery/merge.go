@@ -51,10 +51,11 @@ import (
 //   - A property is required when every merged candidate requires it
 //     (not when the only candidate that lists it does).
 //   - Instances are de-duplicated by (case-folded name, document); of
-//     duplicates the smallest (name, quote) is kept. Frequency is the
-//     number of distinct documents among them, or the largest Frequency a
-//     candidate came with if that is more (a list merged before carries
-//     its frequency in Frequency, its examples being capped).
+//     duplicates the smallest (name, quote) is kept. Documents is the
+//     union of the instances' documents and the Documents the candidates
+//     carry (a list merged before carries them, its examples being
+//     capped); Frequency is its size, or the largest Frequency a
+//     candidate came with if that is more.
 //   - Examples: at most ExamplesMax, taken round-robin over documents
 //     (documents with more instances first, then by id) and preferring
 //     names not taken yet, then sorted by document, name and quote.
@@ -140,7 +141,7 @@ func Merge(ctx context.Context, proposals []Proposal, opt MergeOptions) ([]Type,
 				}
 				ins = append(ins, in)
 			}
-			c := candidate{t: t, instances: ins, docs: max(t.Frequency, len(documentsOf(ins)))}
+			c := candidate{t: t, instances: ins, docs: max(t.Frequency, len(documentsOf(ins, t.Documents)))}
 			g := byKey[key]
 			if g == nil {
 				g = &group{key: key, exist: -1}
@@ -291,7 +292,13 @@ func mergeCluster(cands []candidate, ex *templatepack.ObjectType) Type {
 			ins = append(ins, in)
 		}
 	}
-	t.Frequency = max(given, len(documentsOf(ins)))
+	var carried []uuid.UUID
+	for _, c := range cands {
+		carried = append(carried, c.t.Documents...)
+	}
+	docs := documentsOf(ins, carried)
+	t.Documents = sortedDocuments(docs)
+	t.Frequency = max(given, len(docs))
 	t.ExampleInstances = pickExamples(ins)
 	if wsum > 0 {
 		t.Confidence = math.Round(csum/wsum*100) / 100
@@ -308,9 +315,13 @@ func instanceLess(a, b Instance) bool {
 
 func clamp01(f float64) float64 { return min(1, max(0, f)) }
 
-// documentsOf is the set of documents of instances.
-func documentsOf(ins []Instance) map[uuid.UUID]bool {
+// documentsOf is the set of documents of instances, with carried (the
+// documents a candidate merged before came with).
+func documentsOf(ins []Instance, carried []uuid.UUID) map[uuid.UUID]bool {
 	out := map[uuid.UUID]bool{}
+	for _, d := range carried {
+		out[d] = true
+	}
 	for _, in := range ins {
 		out[in.DocumentID] = true
 	}
@@ -761,11 +772,15 @@ func MergeRelationships(rels []Relationship, types []Type, existing []templatepa
 			Frequency:    a.freq,
 		})
 	}
-	slices.SortFunc(out, func(a, b Relationship) int {
-		return cmp.Or(cmp.Compare(b.Frequency, a.Frequency), strings.Compare(a.SourceType, b.SourceType),
-			strings.Compare(a.RelationType, b.RelationType), strings.Compare(a.TargetType, b.TargetType))
-	})
+	slices.SortFunc(out, relationshipOrder)
 	return out
+}
+
+// relationshipOrder orders relationships by frequency (descending), then
+// source, relation, target.
+func relationshipOrder(a, b Relationship) int {
+	return cmp.Or(cmp.Compare(b.Frequency, a.Frequency), strings.Compare(a.SourceType, b.SourceType),
+		strings.Compare(a.RelationType, b.RelationType), strings.Compare(a.TargetType, b.TargetType))
 }
 
 // reconcileCardinality: equal values stay, one_to_one with one_to_many is

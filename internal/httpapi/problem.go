@@ -202,9 +202,13 @@ func installErrorModel() {
 // WriteProblem writes an error response outside huma (router fallbacks,
 // panics, stream endpoints).
 func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
-	status := StatusOf(errs.CodeOf(err))
-	p := newProblem(r.Context(), status, errs.MessageOf(err), err)
-	writeProblem(w, p)
+	writeProblem(w, ProblemFor(r.Context(), err))
+}
+
+// ProblemFor is the problem body of err, as WriteProblem writes it: for a
+// stream that fails after its status was sent (an error event).
+func ProblemFor(ctx context.Context, err error) *Problem {
+	return newProblem(ctx, StatusOf(errs.CodeOf(err)), errs.MessageOf(err), err)
 }
 
 func writeProblem(w http.ResponseWriter, p *Problem) {

@@ -214,8 +214,29 @@ type ToolResult struct {
 	IsError bool
 }
 
+// Purposes of a chat request (ChatRequest.Purpose). The real providers
+// only pass them along; the local provider answers them without a model:
+//
+//   - PurposeGroundedAnswer: the last user message holds the numbered
+//     sources, each as <source index="N" document="NAME">\n...text...\n</source>,
+//     then the question as <question>\n...\n</question>. The answer cites
+//     sources with markers [N]. The local provider answers extractively:
+//     "Extractive answer (local provider):" and the source sentences that
+//     share the most words with the question, each with its marker; with
+//     no sentence sharing a word, it says the sources do not answer.
+//   - PurposeSummary: the last user message is a conversation transcript
+//     ("user: ..." and "assistant: ..." paragraphs); the answer summarises
+//     it. The local provider keeps the first sentence of each paragraph.
+const (
+	PurposeGroundedAnswer = "grounded_answer"
+	PurposeSummary        = "summary"
+)
+
 // ChatRequest is one step of a tool-using conversation.
 type ChatRequest struct {
+	// Purpose is PurposeGroundedAnswer, PurposeSummary or "" (a tool-using
+	// conversation).
+	Purpose string
 	// Messages is the conversation so far; system messages are the system
 	// instruction wherever they appear.
 	Messages []Message

@@ -47,7 +47,9 @@ const localSummaryMax = 8
 // strings and numbers in document order (at most 8; "nothing" when none),
 // then a line per call not made. With no result and no note it answers "No
 // tool was called for: <words>". The answer goes to OnDelta word by word.
-// Token counts are estimates (EstimateTokens).
+// Token counts are estimates (EstimateTokens). A request with the purpose
+// PurposeGroundedAnswer or PurposeSummary is answered without the planner
+// (see those purposes).
 func (c *localClient) Chat(ctx context.Context, model string, req ChatRequest) (*ChatResult, error) {
 	if model != "" && model != LocalGenerateModel {
 		return nil, &Error{Kind: ErrorInvalid, Message: fmt.Sprintf("local chat: unknown model %q (the local provider chats with %s)", model, LocalGenerateModel)}
@@ -67,6 +69,10 @@ func (c *localClient) Chat(ctx context.Context, model string, req ChatRequest) (
 	}
 	if user < 0 {
 		return nil, &Error{Kind: ErrorInvalid, Message: "local chat: the request has no user message"}
+	}
+	switch req.Purpose {
+	case PurposeGroundedAnswer, PurposeSummary:
+		return c.chatText(start, req, req.Messages[user].Text)
 	}
 	plan, notes, words := localPlan(req.Messages[user].Text, req.Tools)
 	turn := req.Messages[user+1:]

@@ -118,6 +118,8 @@ type Config struct {
 	// Settings, when set, switches tools on and off per project (the
 	// built-in tool settings of the MCP registry).
 	Settings ToolSettings
+	// Chat, when set, adds the chat tools.
+	Chat Chat
 	// Agents, when set, adds the agent tools (agents_list, agents_run,
 	// agent_run_get, agent_run_answer).
 	Agents Agents

@@ -145,7 +145,7 @@ func boxSetup(t testing.TB, registry Registry, disabled ...string) *boxBundle {
 	srv, err := New(Config{
 		Graph: b.graph, Documents: fakeDocuments{}, Search: fakeSearch{}, Registry: registry, Web: b.web,
 		Guard: guard, Watcher: auth.NewWatcher(auth.WatcherConfig{Guard: guard, Logger: slog.New(slog.DiscardHandler)}),
-		Logger: slog.New(slog.DiscardHandler), ListenAddr: "127.0.0.1:8080", Settings: settings{disabled: disabled},
+		Logger: slog.New(slog.DiscardHandler), ListenAddr: "127.0.0.1:8080", Settings: settings{disabled: disabled}, Chat: unusedChat{},
 	})
 	require.NoError(t, err)
 	b.srv = srv

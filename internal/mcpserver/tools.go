@@ -79,7 +79,7 @@ func addTool[In any](s *Server, t *mcp.Tool, rule toolRule, props map[string][]p
 }
 
 func (s *Server) addTools() error {
-	adds := []func() error{s.addGraphTools, s.addDocumentTools, s.addSearchTools}
+	adds := []func() error{s.addGraphTools, s.addDocumentTools, s.addSearchTools, s.addChatTools}
 	if s.cfg.Agents != nil {
 		adds = append(adds, s.addAgentTools)
 	}

@@ -38,6 +38,10 @@ type Request struct {
 	ObjectTypes []string    `json:"objectTypes,omitempty" doc:"Only objects of these types."`
 	DocumentIDs []uuid.UUID `json:"documentIds,omitempty" doc:"Only chunks of these documents."`
 	Limit       int         `json:"limit,omitempty" doc:"1 to 100, default 10."`
+	// KeywordQuery, when set, is what the keyword side searches instead of
+	// Query (chat searches a question's words OR-ed, and embeds the
+	// question itself). Not part of the API.
+	KeywordQuery string `json:"-"`
 }
 
 // Hit is one result: a chunk or a graph object.

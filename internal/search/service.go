@@ -90,10 +90,14 @@ func (s *Service) Search(ctx context.Context, project uuid.UUID, req Request) (R
 }
 
 func (s *Service) keyword(ctx context.Context, project uuid.UUID, target string, req Request, depth int) ([]Hit, error) {
-	if target == TargetChunks {
-		return keywordChunks(ctx, s.cfg.Pool, project, req.Query, req.DocumentIDs, depth)
+	q := req.Query
+	if req.KeywordQuery != "" {
+		q = req.KeywordQuery
 	}
-	return keywordObjects(ctx, s.cfg.Pool, project, req.Query, req.ObjectTypes, depth)
+	if target == TargetChunks {
+		return keywordChunks(ctx, s.cfg.Pool, project, q, req.DocumentIDs, depth)
+	}
+	return keywordObjects(ctx, s.cfg.Pool, project, q, req.ObjectTypes, depth)
 }
 
 // vector runs the vector side for target, then loads the hits' details

@@ -1,17 +1,18 @@
 // Interop client for Graphmill's built-in MCP server, run by
 // TestMCPServerInteropTypeScript with the official TypeScript SDK.
 //
-// usage: node client.mjs <baseUrl> <token> <projectId> <query> <agentId>
+// usage: node client.mjs <baseUrl> <token> <projectId> <query> <agentId> <question>
 //
 // Over the streamable HTTP transport (and then the SSE transport) it
 // initializes, lists the tools, calls search with the query, calls
-// graph_get_object with an unknown id and runs the agent with the query
-// as its input (agents_run), then prints one JSON document.
+// graph_get_object with an unknown id, runs the agent with the query
+// as its input (agents_run) and asks chat_send the question (in a new
+// session), then prints one JSON document.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 
-const [base, token, project, query, agentId] = process.argv.slice(2);
+const [base, token, project, query, agentId, question] = process.argv.slice(2);
 const requestInit = { headers: { Authorization: `Bearer ${token}` } };
 
 async function run(transport) {
@@ -24,6 +25,7 @@ async function run(transport) {
     arguments: { id: "00000000-0000-0000-0000-000000000000" },
   });
   const agentRun = await client.callTool({ name: "agents_run", arguments: { agentId, input: query, waitSeconds: 30 } });
+  const chat = await client.callTool({ name: "chat_send", arguments: { content: question } });
   const out = {
     server: client.getServerVersion(),
     sessionId: transport.sessionId ?? null,
@@ -31,6 +33,7 @@ async function run(transport) {
     search,
     missing,
     agentRun,
+    chat,
   };
   if (transport.terminateSession) {
     await transport.terminateSession();

@@ -1,0 +1,94 @@
+// Package chat answers questions about a project's documents and graph:
+// sessions per project and user, and turns whose answers are grounded on
+// the project's hybrid search (chunks and graph objects) and the graph
+// neighbourhood of the objects found, with citations that point at the
+// chunks they come from. Replies stream as server-sent events or come back
+// whole; every model call goes through the provider's handle (governor,
+// usage ledger, price).
+package chat
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// Roles of stored messages.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Bounds of the inputs.
+const (
+	TitleMax   = 200
+	ContentMax = 20000
+)
+
+// Errors.
+var (
+	ErrNotFound   = errs.New(errs.NotFound, "chat session not found")
+	ErrNoContent  = errs.New(errs.Invalid, "content must not be empty")
+	ErrNoProvider = errs.New(errs.FailedPrecondition, "no language model is configured for this project: store provider credentials or enable the local provider")
+)
+
+// Session is a conversation of one user in one project.
+type Session struct {
+	ID        uuid.UUID  `json:"id"`
+	ProjectID uuid.UUID  `json:"projectId"`
+	UserID    uuid.UUID  `json:"userId"`
+	Title     string     `json:"title"`
+	AgentID   *uuid.UUID `json:"agentId,omitempty" doc:"The agent the session talks to (not checked against the agents yet)."`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+}
+
+// SessionWithMessages is a session and all its messages, oldest first.
+type SessionWithMessages struct {
+	Session
+	Messages []Message `json:"messages"`
+}
+
+// Message is one message of a session: the user's question, or the
+// assistant's answer with its citations and what it cost.
+type Message struct {
+	ID        uuid.UUID  `json:"id"`
+	Role      string     `json:"role" enum:"user,assistant"`
+	Content   string     `json:"content"`
+	Citations []Citation `json:"citations" doc:"The sources the content cites with [n] markers (assistant messages)."`
+	// Model is absent when no model was called (nothing was retrieved).
+	Model        string    `json:"model,omitempty"`
+	InputTokens  int64     `json:"inputTokens"`
+	OutputTokens int64     `json:"outputTokens"`
+	CostUSD      float64   `json:"costUsd" doc:"Estimated from the model catalog's prices, summary call included."`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// Citation is a source an answer cites: Index is the n of its [n]
+// markers; the chunk (and the graph object, for a source that came from
+// the graph) it stands for; Quote the chunk's passage that best matches the
+// cited statement.
+type Citation struct {
+	Index        int        `json:"index"`
+	ChunkID      uuid.UUID  `json:"chunkId"`
+	DocumentID   uuid.UUID  `json:"documentId"`
+	DocumentName string     `json:"documentName"`
+	Quote        string     `json:"quote"`
+	ObjectID     *uuid.UUID `json:"objectId,omitempty"`
+}
+
+// CreateParams creates a session.
+type CreateParams struct {
+	Title   string
+	AgentID *uuid.UUID
+}
+
+// withMessages embeds a session's messages.
+func (s Session) withMessages(msgs []Message) SessionWithMessages {
+	if msgs == nil {
+		msgs = []Message{}
+	}
+	return SessionWithMessages{Session: s, Messages: msgs}
+}

@@ -1,0 +1,151 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/pgtest"
+	"github.com/graphmill/graphmill/internal/postgres"
+)
+
+func TestMarkerFilter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		sources int
+		deltas  []string
+		want    string
+	}{
+		{"kept", 2, []string{"It is red [1]."}, "It is red [1]."},
+		{"cut across deltas", 2, []string{"It is red [", "2", "]."}, "It is red [2]."},
+		{"out of range dropped", 2, []string{"Red [3] and [0]."}, "Red  and ."},
+		{"out of range cut across deltas", 1, []string{"Red [", "1", "0", "]."}, "Red ."},
+		{"not a marker", 1, []string{"See [a] and [1x] and [] and [1234]."}, "See [a] and [1x] and [] and [1234]."},
+		{"bracket twice", 1, []string{"[[1]]"}, "[[1]]"},
+		{"held at the end", 1, []string{"ends with [1"}, "ends with [1"},
+		{"unicode", 1, []string{"Über [1] ✓"}, "Über [1] ✓"},
+	} {
+		f := &markerFilter{sources: tc.sources}
+		var out strings.Builder
+		for _, d := range tc.deltas {
+			out.WriteString(f.feed(d))
+		}
+		out.WriteString(f.flush())
+		require.Equal(t, tc.want, out.String(), tc.name)
+	}
+}
+
+func TestCitations(t *testing.T) {
+	t.Parallel()
+	obj := uuid.New()
+	sources := []source{
+		{index: 1, chunkID: uuid.New(), documentID: uuid.New(), documentName: "a.md", chunkText: "Alpha is first. The turbine was designed in 1921."},
+		{index: 2, chunkID: uuid.New(), documentID: uuid.New(), documentName: "b.md", chunkText: "Bearings need grease every quarter.", objectID: &obj},
+		{index: 3, chunkID: uuid.New(), documentID: uuid.New(), documentName: "c.md", chunkText: "Never cited."},
+	}
+	reply := "Bearings need grease quarterly [2]. The turbine dates from 1921 [1][2]. Nothing [7]."
+	got := citations(reply, sources)
+	require.Len(t, got, 2)
+	want := Citation{Index: 1, ChunkID: sources[0].chunkID, DocumentID: sources[0].documentID, DocumentName: "a.md", Quote: "The turbine was designed in 1921."}
+	require.Equal(t, want, got[0])
+	require.Equal(t, 2, got[1].Index)
+	require.Equal(t, &obj, got[1].ObjectID)
+	require.Equal(t, "Bearings need grease every quarter.", got[1].Quote)
+	require.Empty(t, citations("No markers.", sources))
+	require.NotNil(t, citations("No markers.", sources))
+}
+
+func TestStatementBefore(t *testing.T) {
+	t.Parallel()
+	reply := "First claim [1]. Second claim. [2]\n- third [3]"
+	require.Equal(t, "First claim ", statementBefore(reply, strings.Index(reply, "[1]")))
+	require.Equal(t, " Second claim. ", statementBefore(reply, strings.Index(reply, "[2]")))
+	require.Equal(t, "- third ", statementBefore(reply, strings.Index(reply, "[3]")))
+}
+
+func TestQuestionWords(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"Who", "designed", "the", "zephyrine", "turbine", "ÿ"}, questionWords("Who designed the zephyrine turbine? ÿ"))
+	require.Equal(t, []string{"this", "that"}, questionWords("this or that"), "the word or is the operator")
+	require.Empty(t, questionWords("?!"))
+	require.Len(t, questionWords(strings.Repeat("word ", 100)), keywordWordsMax)
+}
+
+func TestPack(t *testing.T) {
+	t.Parallel()
+	small := source{documentName: "s.md", chunkText: strings.Repeat("small ", 10)}
+	large := source{documentName: "l.md", chunkText: strings.Repeat("large ", 1000)}
+	got := pack([]source{small, large, small}, 200)
+	require.Len(t, got, 2, "the large source does not fit; the next small one does")
+	require.Equal(t, []int{1, 2}, []int{got[0].index, got[1].index})
+	require.Contains(t, got[1].block(), `<source index="2" document="s.md">`)
+	var total int64
+	for _, s := range got {
+		total += llm.EstimateTokens(s.block())
+	}
+	require.LessOrEqual(t, total, int64(200))
+	require.Empty(t, pack([]source{large}, 10))
+}
+
+func TestSourceBlock(t *testing.T) {
+	t.Parallel()
+	s := source{index: 3, documentName: `a "quoted" <name>.md`, heading: []string{"Top", "Sub"}, facts: "Graph object: X (Person)", chunkText: "  text  "}
+	require.Equal(t, "<source index=\"3\" document=\"a &#34;quoted&#34; &lt;name&gt;.md\" section=\"Top &gt; Sub\">\nGraph object: X (Person)\ntext\n</source>", s.block())
+}
+
+// TestKeywordQueryLeavesOutCommonWords: once the statistics say a word is
+// in more than CommonWordMatches chunks, it leaves the OR-ed keyword
+// query; with no word left, the question is searched as written.
+func TestKeywordQueryLeavesOutCommonWords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := postgres.Open(ctx, pgtest.NewURL(t), 4)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	org, project, doc, now := uuid.New(), uuid.New(), uuid.New(), time.Now()
+	_, err = pool.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'o', $2, $2)`, org, now)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, 'p', $3, $3)`, project, org, now)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, sha256, content, status, created_at, updated_at)
+		VALUES ($1, $2, 'd.txt', 'text/plain', 1, '\x00', '\x00', 'parsed', $3, $3)`, doc, project, now)
+	require.NoError(t, err)
+	rows := make([][]any, 3000)
+	for i := range rows {
+		text := fmt.Sprintf("The gearbox number %d turns.", i)
+		if i == 7 {
+			text = "The gearbox holds a zircon."
+		}
+		rows[i] = []any{uuid.New(), project, doc, i, text, 0, len(text), 8, now}
+	}
+	_, err = pool.CopyFrom(ctx, pgx.Identifier{"document_chunks"},
+		[]string{"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "token_count", "created_at"}, pgx.CopyFromRows(rows))
+	require.NoError(t, err)
+
+	q, err := keywordQuery(ctx, pool, "Which gearbox holds zircon?")
+	require.NoError(t, err)
+	require.Equal(t, "gearbox or holds or zircon", q, "no statistics yet: every word but the stop words")
+
+	_, err = pool.Exec(ctx, `ANALYZE document_chunks`)
+	require.NoError(t, err)
+	q, err = keywordQuery(ctx, pool, "Which gearbox holds zircon?")
+	require.NoError(t, err)
+	require.Equal(t, "holds or zircon", q, "gearbox is in every chunk")
+	q, err = keywordQuery(ctx, pool, "gearbox turns?")
+	require.NoError(t, err)
+	require.Equal(t, "gearbox turns?", q, "only common words: the question as written")
+	q, err = keywordQuery(ctx, pool, "Which is it?")
+	require.NoError(t, err)
+	require.Equal(t, "Which is it?", q, "only stop words")
+	q, err = keywordQuery(ctx, pool, "?!")
+	require.NoError(t, err)
+	require.Equal(t, "?!", q)
+}

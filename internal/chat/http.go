@@ -1,0 +1,250 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
+)
+
+// Event types of a streamed reply.
+const (
+	EventDelta     = "message.delta"
+	EventCompleted = "message.completed"
+	EventError     = "error"
+)
+
+type (
+	listIn struct {
+		httpapi.PageParams
+	}
+	idIn struct {
+		SessionID string `path:"sessionId"`
+	}
+	createIn struct {
+		Body *struct {
+			Title   string `json:"title,omitempty" maxLength:"200"`
+			AgentID string `json:"agentId,omitempty" format:"uuid" doc:"An agent's id; only its format is checked for now."`
+		}
+	}
+	renameIn struct {
+		SessionID string `path:"sessionId"`
+		Body      struct {
+			Title *string `json:"title,omitempty" maxLength:"200"`
+		}
+	}
+	sendIn struct {
+		SessionID string `path:"sessionId"`
+		Accept    string `header:"Accept" doc:"text/event-stream streams the reply as server-sent events."`
+		Body      struct {
+			Content string `json:"content" minLength:"1" maxLength:"20000"`
+		}
+	}
+)
+
+// Register adds the chat routes: a user's sessions in the project
+// (X-Project-ID or a project-bound token), with scope chat:use and any
+// project role. Another user's session answers 404, as an unknown one.
+func Register(api huma.API, svc *Service) {
+	rule := auth.Rule{Scope: auth.ChatUse, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	one := rule.WithOwner(&auth.Owner{Param: "sessionId", Kind: "chat-session", Resolve: auth.InProject(svc.SessionProject), NotFound: ErrNotFound})
+	h := handlers{svc: svc}
+	huma.Register(api, httpapi.Op("create-chat-session", http.MethodPost, "/api/chat/sessions", "Start a chat session", rule), h.create)
+	huma.Register(api, httpapi.Op("list-chat-sessions", http.MethodGet, "/api/chat/sessions", "List your chat sessions in the project, newest first", rule), h.list)
+	huma.Register(api, httpapi.Op("get-chat-session", http.MethodGet, "/api/chat/sessions/{sessionId}", "Get one of your chat sessions with its messages", one), h.get)
+	huma.Register(api, httpapi.Op("update-chat-session", http.MethodPatch, "/api/chat/sessions/{sessionId}", "Rename one of your chat sessions", one), h.rename)
+	huma.Register(api, httpapi.Op("delete-chat-session", http.MethodDelete, "/api/chat/sessions/{sessionId}", "Delete one of your chat sessions and its messages", one), h.delete)
+	send := httpapi.Op("send-chat-message", http.MethodPost, "/api/chat/sessions/{sessionId}/messages",
+		"Ask a question in a chat session; the grounded answer comes back whole (201) or streamed (Accept: text/event-stream)", one)
+	send.DefaultStatus = http.StatusCreated
+	msg := api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[Message](), true, "")
+	send.Responses = map[string]*huma.Response{
+		"201": {Description: "The assistant's message.", Content: map[string]*huma.MediaType{"application/json": {Schema: msg}}},
+		"200": {
+			Description: "With Accept: text/event-stream, the reply as server-sent events: message.delta events " +
+				`(data {"type":"message.delta","delta":"..."}, concatenating to the content), then one message.completed ` +
+				`(data {"type":"message.completed","message":{...}}), or an error event (data {"type":"error","error":{problem}}).`,
+			Content: map[string]*huma.MediaType{"text/event-stream": {Schema: &huma.Schema{Type: huma.TypeString}}},
+		},
+	}
+	huma.Register(api, send, h.send)
+}
+
+// handlers are the chat routes' handlers.
+type handlers struct {
+	svc *Service
+}
+
+func userOf(ctx context.Context) uuid.UUID {
+	if p := auth.PrincipalFrom(ctx); p != nil {
+		return p.UserID
+	}
+	return uuid.Nil
+}
+
+func (h handlers) create(ctx context.Context, in *createIn) (*httpapi.Created[Session], error) {
+	var p CreateParams
+	if in.Body != nil {
+		p.Title = in.Body.Title
+		if in.Body.AgentID != "" {
+			id, err := uuid.Parse(in.Body.AgentID)
+			if err != nil {
+				return nil, errs.New(errs.Invalid, "agentId must be a UUID")
+			}
+			p.AgentID = &id
+		}
+	}
+	return httpapi.ReplyCreated(h.svc.CreateSession(ctx, auth.AccessFrom(ctx).ProjectID, userOf(ctx), p))
+}
+
+func (h handlers) list(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Session]], error) {
+	list, total, err := h.svc.ListSessions(ctx, auth.AccessFrom(ctx).ProjectID, userOf(ctx), in.Limit, in.Offset)
+	return httpapi.ReplyList(list, total, in.PageParams, err)
+}
+
+func (h handlers) get(ctx context.Context, _ *idIn) (*httpapi.Out[SessionWithMessages], error) {
+	a := auth.AccessFrom(ctx)
+	return httpapi.Reply(h.svc.GetSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID))
+}
+
+func (h handlers) rename(ctx context.Context, in *renameIn) (*httpapi.Out[Session], error) {
+	a := auth.AccessFrom(ctx)
+	if in.Body.Title == nil {
+		// Nothing to change: the session as it is.
+		s, err := h.svc.GetSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID)
+		return httpapi.Reply(s.Session, err)
+	}
+	return httpapi.Reply(h.svc.RenameSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID, *in.Body.Title))
+}
+
+func (h handlers) delete(ctx context.Context, _ *idIn) (*httpapi.NoContent, error) {
+	a := auth.AccessFrom(ctx)
+	return nil, h.svc.DeleteSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID)
+}
+
+// wantsStream reports whether Accept asks for server-sent events.
+func wantsStream(accept string) bool {
+	for part := range strings.SplitSeq(accept, ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+			return true
+		}
+	}
+	return false
+}
+
+// send answers a question: whole (201, errors as every route's), or
+// streamed (200 once the first delta is ready; an error before it is an
+// ordinary problem answer, one after it an error event).
+func (h handlers) send(ctx context.Context, in *sendIn) (*huma.StreamResponse, error) {
+	a, user := auth.AccessFrom(ctx), userOf(ctx)
+	if !wantsStream(in.Accept) {
+		var timing Timing
+		msg, err := h.svc.Send(ctx, a.ProjectID, user, a.ResourceID, SendParams{Content: in.Body.Content, Timing: &timing})
+		if err != nil {
+			return nil, err
+		}
+		body, err := json.Marshal(msg)
+		if err != nil {
+			return nil, fmt.Errorf("encode message: %w", err)
+		}
+		return &huma.StreamResponse{Body: func(hc huma.Context) {
+			hc.SetHeader("Content-Type", "application/json")
+			hc.SetHeader("Server-Timing", serverTiming(timing))
+			hc.SetStatus(http.StatusCreated)
+			_, _ = hc.BodyWriter().Write(body)
+		}}, nil
+	}
+	return &huma.StreamResponse{Body: func(hc huma.Context) {
+		r, w := humachi.Unwrap(hc)
+		s := &stream{w: w, r: r, rc: http.NewResponseController(w)}
+		msg, err := h.svc.Send(hc.Context(), a.ProjectID, user, a.ResourceID, SendParams{Content: in.Body.Content, OnDelta: s.delta, Timing: &s.timing})
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		s.event(EventCompleted, map[string]any{"type": EventCompleted, "message": msg})
+	}}, nil
+}
+
+// serverTiming is the Server-Timing header of a turn: retrieval and its
+// search, in ms.
+func serverTiming(t Timing) string {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return fmt.Sprintf("retrieval;dur=%.3f, search;dur=%.3f", ms(t.Retrieval), ms(t.Search))
+}
+
+// stream writes a reply as server-sent events.
+type stream struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	rc      *http.ResponseController
+	timing  Timing
+	started bool
+	err     error // the first write error: the client is gone
+}
+
+// streamWriteTimeout bounds one event's write to a slow client.
+const streamWriteTimeout = 10 * time.Second
+
+func (s *stream) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("Server-Timing", serverTiming(s.timing))
+	s.w.WriteHeader(http.StatusOK)
+}
+
+func (s *stream) event(name string, data any) {
+	if s.err != nil {
+		return
+	}
+	s.start()
+	b, err := json.Marshal(data)
+	if err != nil {
+		s.err = err
+		return
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		s.err = err
+		return
+	}
+	s.err = s.rc.Flush()
+}
+
+// delta is SendParams.OnDelta: an error ends the turn.
+func (s *stream) delta(d string) error {
+	s.event(EventDelta, map[string]string{"type": EventDelta, "delta": d})
+	if s.err != nil {
+		return fmt.Errorf("chat stream client gone: %w", s.err)
+	}
+	return nil
+}
+
+func (s *stream) fail(err error) {
+	if s.err != nil {
+		return // the client is gone: nobody to tell
+	}
+	if !s.started {
+		httpapi.WriteProblem(s.w, s.r, err)
+		return
+	}
+	s.event(EventError, map[string]any{"type": EventError, "error": httpapi.ProblemFor(s.r.Context(), err)})
+}
