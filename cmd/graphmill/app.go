@@ -61,6 +61,7 @@ import (
 	"github.com/graphmill/graphmill/internal/task"
 	"github.com/graphmill/graphmill/internal/templatepack"
 	"github.com/graphmill/graphmill/internal/tenancy"
+	"github.com/graphmill/graphmill/internal/tracing"
 	"github.com/graphmill/graphmill/internal/vectorindex"
 	"github.com/graphmill/graphmill/migrations"
 )
@@ -91,6 +92,7 @@ type Main struct {
 	AdminToken string
 
 	db       *database
+	tracing  *tracing.Provider // OTLP export when configured, no-op otherwise
 	notifier *events.Notifier
 	hub      *events.Hub
 	sched    *scheduler.Scheduler
@@ -133,7 +135,7 @@ type database struct {
 // openDatabase connects to the configured database, starting the embedded
 // cluster when no URL is configured. exclusive takes the data directory
 // lock, so that two servers cannot share one embedded cluster.
-func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, exclusive bool) (*database, error) {
+func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, exclusive bool, tracer pgx.QueryTracer) (*database, error) {
 	db := &database{}
 	url := cfg.DatabaseURL
 	if url == "" {
@@ -168,7 +170,7 @@ func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, e
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	pool, err := postgres.Open(octx, url, cfg.DBMaxConns)
+	pool, err := postgres.OpenTraced(octx, url, cfg.DBMaxConns, tracer)
 	if err != nil {
 		db.close(ctx, logger)
 		return nil, err
@@ -224,7 +226,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		}
 	}()
 
-	m.db, err = openDatabase(ctx, m.Config, log, true)
+	// Tracing: one tracer provider, passed to every part that traces
+	// (no OpenTelemetry globals); shut down, flushing, by Stop.
+	if m.tracing, err = tracing.New(ctx, tracing.Config{Endpoint: m.Config.TraceEndpoint(), Version: health.Version()}); err != nil {
+		return err
+	}
+	tp := m.tracing.TracerProvider()
+	m.db, err = openDatabase(ctx, m.Config, log, true, tracing.DBTracer(tp))
 	if err != nil {
 		return err
 	}
@@ -264,7 +272,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.health = health.NewService(pool, health.Version(), m.Config.Environment, m.Now)
 
 	router := httpapi.NewRouter(httpapi.RouterConfig{
-		Logger: log, Metrics: metrics.NewHTTP(reg),
+		Logger: log, Metrics: metrics.NewHTTP(reg), Tracer: tp,
 		StreamPrefixes: []string{"/api/events/stream", "/api/mcp"},
 	})
 	api := httpapi.NewAPI(router, m.guard, health.Version())
@@ -272,7 +280,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	tenancy.Register(api, ten)
 	router.Method(http.MethodGet, "/api/events/stream", httpapi.Protect(m.guard,
 		auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Authenticated}, m.hub))
-	m.jobs, err = jobqueue.NewClient(pool, jobqueue.Config{Logger: log, Now: m.Now, Notifier: m.notifier, Metrics: reg})
+	m.jobs, err = jobqueue.NewClient(pool, jobqueue.Config{Logger: log, Now: m.Now, Notifier: m.notifier, Metrics: reg, Tracer: tp})
 	if err != nil {
 		return err
 	}
@@ -455,7 +463,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// Agents: runs on the agent_run queue, with the built-in MCP server's
 	// tool box and the project's generative model.
 	agents, err := agent.NewService(agent.Config{
-		Pool: pool, Jobs: m.jobs, Toolbox: m.mcp, Integrations: integrations, Principals: tenancy.NewDirectory(pool, m.Now), Notifier: m.notifs,
+		Pool: pool, Jobs: m.jobs, Toolbox: tracedToolbox{m.mcp, tp.Tracer("github.com/graphmill/graphmill/internal/mcpserver")}, Integrations: integrations, Principals: tenancy.NewDirectory(pool, m.Now), Notifier: m.notifs,
 		QuestionTimeout: m.Config.AgentQuestionTimeout, Logger: log, Now: m.Now,
 		Models: func(ctx context.Context, project uuid.UUID, model string) (agent.Model, error) {
 			h, err := providers.ResolveModel(ctx, project, provider.Generative, model)
@@ -731,6 +739,7 @@ func (m *Main) providerService(pool *pgxpool.Pool, box *secrets.Box) (*provider.
 		Pool: pool, Box: box, Logger: m.Logger, Now: m.Now, HTTPClient: m.HTTPClient, Egress: guard,
 		KeyAIBaseURL: c.KeyAIBaseURL, AccountAIBaseURL: c.AccountAIBaseURL, Environment: env,
 		LocalEnabled: c.LocalProviderEnabled(), LocalDimension: c.EmbeddingDimension, RPM: c.ProviderRPM, TPM: c.ProviderTPM,
+		Tracer: m.tracing.TracerProvider(),
 	}), nil
 }
 
@@ -752,7 +761,7 @@ func (m *Main) integrationService(pool *pgxpool.Pool, box *secrets.Box, docs *do
 	return integration.NewService(integration.Config{
 		Pool: pool, Jobs: m.jobs, Box: box, Registry: reg, Documents: docs, Egress: guard,
 		CacheDir: filepath.Join(m.Config.DataDir, "integrations"), MaxItemBytes: m.Config.MaxUploadBytes, Logger: m.Logger, Now: m.Now,
-		Listener: listener,
+		Listener: listener, Tracer: m.tracing.TracerProvider(),
 	})
 }
 
@@ -779,7 +788,7 @@ func (m *Main) mcpService(pool *pgxpool.Pool, box *secrets.Box, catalog []mcpser
 		WebSearchAPIKey: c.WebSearchAPIKey, WebSearchBaseURL: c.WebSearchBaseURL,
 		CallTimeout: c.MCPCallTimeout, IdleTimeout: c.MCPIdleTimeout, Version: health.Version(),
 		StdioUser: c.MCPStdioUser, MaxResponseBytes: c.MCPMaxResponseBytes, MaxConcurrentCalls: c.MCPMaxConcurrentCalls,
-		MaxConcurrentCallsTotal: c.MCPMaxConcurrentCallsTotal,
+		MaxConcurrentCallsTotal: c.MCPMaxConcurrentCallsTotal, Tracer: m.tracing.TracerProvider(),
 	})
 }
 
@@ -838,6 +847,14 @@ func (m *Main) stop(ctx context.Context) {
 	}
 	if m.db != nil {
 		m.db.close(ctx, m.Logger)
+	}
+	if m.tracing != nil {
+		// The spans of the parts just stopped are flushed.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := m.tracing.Shutdown(tctx); err != nil {
+			m.Logger.Error("stop tracing", "err", err)
+		}
+		cancel()
 	}
 	m.Logger.Info("graphmill stopped")
 }

@@ -145,7 +145,7 @@ func withDatabase(ctx context.Context, load func() (config.Config, *slog.Logger,
 	if err != nil {
 		return err
 	}
-	db, err := openDatabase(ctx, cfg, logger, false)
+	db, err := openDatabase(ctx, cfg, logger, false, nil)
 	if err != nil {
 		return err
 	}

@@ -181,6 +181,38 @@ type Config struct {
 	// reach the server by, under which emailed links point; empty means
 	// http:// and the HTTP address (PublicBaseURL).
 	PublicURL string `env:"PUBLIC_URL"`
+
+	// Tracing, from OpenTelemetry's standard (unprefixed) variables:
+	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT, the base URL /v1/traces
+	// is added to) or OTLPTracesEndpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+	// the full URL) turns it on; OTLPProtocol
+	// (OTEL_EXPORTER_OTLP_PROTOCOL) must be http/protobuf when set;
+	// TracingOff (OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none)
+	// turns it off whatever the endpoint. The SDK reads the other OTEL_*
+	// variables itself (TraceEndpoint).
+	OTLPEndpoint, OTLPTracesEndpoint, OTLPProtocol string
+	TracingOff                                     bool
+}
+
+// The OpenTelemetry variables Config reads (unprefixed, standard names).
+const (
+	OTLPEndpointVar       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	OTLPTracesEndpointVar = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	OTLPProtocolVar       = "OTEL_EXPORTER_OTLP_PROTOCOL"
+)
+
+// TraceEndpoint is the URL traces are posted to over OTLP/HTTP, "" when
+// tracing is off.
+func (c Config) TraceEndpoint() string {
+	switch {
+	case c.TracingOff:
+		return ""
+	case c.OTLPTracesEndpoint != "":
+		return c.OTLPTracesEndpoint
+	case c.OTLPEndpoint != "":
+		return strings.TrimSuffix(c.OTLPEndpoint, "/") + "/v1/traces"
+	}
+	return ""
 }
 
 // WebSearchKeyVar is the contract's name of the global web search key.
@@ -200,6 +232,8 @@ func Load(environ []string) (Config, error) {
 		return Config{}, fmt.Errorf("read configuration: %w", err)
 	}
 	c.WebSearchAPIKey = m[WebSearchKeyVar]
+	c.OTLPEndpoint, c.OTLPTracesEndpoint, c.OTLPProtocol = m[OTLPEndpointVar], m[OTLPTracesEndpointVar], m[OTLPProtocolVar]
+	c.TracingOff = strings.EqualFold(strings.TrimSpace(m["OTEL_SDK_DISABLED"]), "true") || strings.EqualFold(strings.TrimSpace(m["OTEL_TRACES_EXPORTER"]), "none")
 	return c, c.Validate()
 }
 
@@ -255,6 +289,9 @@ func (c Config) Validate() error {
 	}
 	if c.EmbeddingDimension < 8 || c.EmbeddingDimension > 8192 {
 		return fmt.Errorf("GRAPHMILL_EMBEDDING_DIMENSION must be between 8 and 8192")
+	}
+	if err := c.validateTracing(); err != nil {
+		return err
 	}
 	if c.QueueProjectMax < 0 {
 		return fmt.Errorf("GRAPHMILL_QUEUE_PROJECT_MAX must not be negative")
@@ -439,6 +476,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("smtpUrl", MaskURL(c.SMTPURL)),
 		slog.String("emailFrom", c.EmailFrom),
 		slog.String("publicUrl", c.PublicURL),
+		slog.String("traceEndpoint", MaskURL(c.TraceEndpoint())),
 	)
 }
 
@@ -492,3 +530,20 @@ const masked = "***"
 // key's passphrase) setting in a keyword/value connection string: single-quoted with backslash escapes (an unterminated
 // quote runs to the end), or up to the next space.
 var dsnPassword = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|$)|\S*)`)
+
+// validateTracing checks the OpenTelemetry variables Config reads.
+func (c Config) validateTracing() error {
+	for name, v := range map[string]string{OTLPEndpointVar: c.OTLPEndpoint, OTLPTracesEndpointVar: c.OTLPTracesEndpoint} {
+		if v == "" {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s must be an http:// or https:// URL (OTLP over HTTP), not %q", name, MaskURL(v))
+		}
+	}
+	if c.OTLPProtocol != "" && c.OTLPProtocol != "http/protobuf" {
+		return fmt.Errorf("%s: only http/protobuf is supported, not %q", OTLPProtocolVar, c.OTLPProtocol)
+	}
+	return nil
+}

@@ -36,9 +36,9 @@ const jobColumns = `id, project_id, status, error_msg, started_at, completed_at,
 	options, progress, discovered_types, discovered_relationships, template_pack_id`
 
 func jobInsert(ctx context.Context, tx pgx.Tx, r jobRow) error {
-	_, err := tx.Exec(ctx, `INSERT INTO discovery_jobs (id, project_id, run_at, created_at, updated_at, created_by, document_ids, options, progress)
-		VALUES ($1, $2, $3, $3, $3, $4, $5, $6, $7)`,
-		r.ID, r.ProjectID, r.CreatedAt, r.CreatedBy, r.DocumentIDs, r.Options, r.Progress)
+	_, err := tx.Exec(ctx, `INSERT INTO discovery_jobs (id, project_id, run_at, created_at, updated_at, created_by, document_ids, options, progress, trace_parent)
+		VALUES ($1, $2, $3, $3, $3, $4, $5, $6, $7, $8)`,
+		r.ID, r.ProjectID, r.CreatedAt, r.CreatedBy, r.DocumentIDs, r.Options, r.Progress, jobqueue.TraceParent(ctx))
 	if err != nil {
 		return fmt.Errorf("queue discovery job: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/vectorindex"
 )
@@ -278,6 +279,7 @@ func chunksSync(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, chu
 		gone                                []uuid.UUID
 		goneEmbedded                        bool
 	)
+	parent := jobqueue.TraceParent(ctx)
 	for _, c := range chunks {
 		sum := chunkSum(c.Text)
 		path := c.HeadingPath
@@ -301,7 +303,7 @@ func chunksSync(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, chu
 		}
 		id := uuid.Must(uuid.NewV7())
 		insert = append(insert, []any{id, project, document, c.Index, c.Text, sum, c.StartOffset, c.EndOffset, path, c.TokenCount, now})
-		jobs = append(jobs, []any{uuid.Must(uuid.NewV7()), project, now, now, now, id})
+		jobs = append(jobs, []any{uuid.Must(uuid.NewV7()), project, now, now, now, id, parent})
 	}
 	for i, c := range old {
 		if !used[i] {
@@ -344,7 +346,7 @@ func chunksSync(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, chu
 		return res, fmt.Errorf("insert chunks: %w", err)
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"chunk_embedding_jobs"},
-		[]string{"id", "project_id", "run_at", "created_at", "updated_at", "chunk_id"},
+		[]string{"id", "project_id", "run_at", "created_at", "updated_at", "chunk_id", "trace_parent"},
 		pgx.CopyFromRows(jobs)); err != nil {
 		return res, fmt.Errorf("queue chunk embeddings: %w", err)
 	}
@@ -405,8 +407,8 @@ type parseLock struct {
 }
 
 func parseJobInsert(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, now time.Time) error {
-	_, err := db.Exec(ctx, `INSERT INTO document_parsing_jobs (id, project_id, run_at, created_at, updated_at, document_id)
-		VALUES ($1, $2, $3, $3, $3, $4)`, uuid.Must(uuid.NewV7()), project, now, document)
+	_, err := db.Exec(ctx, `INSERT INTO document_parsing_jobs (id, project_id, run_at, created_at, updated_at, document_id, trace_parent)
+		VALUES ($1, $2, $3, $3, $3, $4, $5)`, uuid.Must(uuid.NewV7()), project, now, document, jobqueue.TraceParent(ctx))
 	if err != nil {
 		return fmt.Errorf("queue parsing: %w", err)
 	}

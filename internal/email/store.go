@@ -82,9 +82,9 @@ func Enqueue(ctx context.Context, tx pgx.Tx, t *Templates, box *secrets.Box, j *
 		stored = json.RawMessage(`{}`)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO email_jobs
-		(id, project_id, run_at, created_at, updated_at, template_name, to_email, to_name, subject, data, secret_keys, secrets)
-		VALUES ($1, $2, $3, $3, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		j.ID, j.ProjectID, now, j.TemplateName, j.ToEmail, j.ToName, j.Subject, string(stored), keys, sealed)
+		(id, project_id, run_at, created_at, updated_at, template_name, to_email, to_name, subject, data, secret_keys, secrets, trace_parent)
+		VALUES ($1, $2, $3, $3, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		j.ID, j.ProjectID, now, j.TemplateName, j.ToEmail, j.ToName, j.Subject, string(stored), keys, sealed, jobqueue.TraceParent(ctx))
 	if err != nil {
 		return fmt.Errorf("insert email job: %w", err)
 	}

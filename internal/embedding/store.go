@@ -16,9 +16,9 @@ import (
 // jobsInsert queues one job per object, skipping objects that already
 // have a queued job; it returns how many were queued.
 func jobsInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, jobIDs, objectIDs []uuid.UUID, now time.Time) (int64, error) {
-	tag, err := db.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, status, run_at, created_at, updated_at, object_id)
-		SELECT j, $1, 'queued', $2, $2, $2, o FROM unnest($3::uuid[], $4::uuid[]) AS t (j, o)
-		ON CONFLICT (object_id) WHERE status = 'queued' DO NOTHING`, project, now, jobIDs, objectIDs)
+	tag, err := db.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, status, run_at, created_at, updated_at, object_id, trace_parent)
+		SELECT j, $1, 'queued', $2, $2, $2, o, $5 FROM unnest($3::uuid[], $4::uuid[]) AS t (j, o)
+		ON CONFLICT (object_id) WHERE status = 'queued' DO NOTHING`, project, now, jobIDs, objectIDs, jobqueue.TraceParent(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("queue graph embedding jobs: %w", err)
 	}

@@ -54,9 +54,9 @@ func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f JobFilt
 
 func jobInsert(ctx context.Context, db postgres.DBTX, j Job) error {
 	_, err := db.Exec(ctx, `INSERT INTO object_extraction_jobs
-		(id, project_id, status, priority, run_at, created_at, updated_at, document_id, job_type, trigger_type, created_by)
-		VALUES ($1, $2, 'queued', $3, $4, $4, $4, $5, $6, $7, $8)`,
-		j.ID, j.ProjectID, j.Priority, j.CreatedAt, j.DocumentID, j.JobType, j.TriggerType, j.CreatedBy)
+		(id, project_id, status, priority, run_at, created_at, updated_at, document_id, job_type, trigger_type, created_by, trace_parent)
+		VALUES ($1, $2, 'queued', $3, $4, $4, $4, $5, $6, $7, $8, $9)`,
+		j.ID, j.ProjectID, j.Priority, j.CreatedAt, j.DocumentID, j.JobType, j.TriggerType, j.CreatedBy, jobqueue.TraceParent(ctx))
 	if err != nil {
 		return fmt.Errorf("insert extraction job: %w", err)
 	}
@@ -66,14 +66,14 @@ func jobInsert(ctx context.Context, db postgres.DBTX, j Job) error {
 // jobInsertForDocument queues the extraction a parse of document calls
 // for (see Service.EnqueueDocument) and reports whether it queued one.
 func jobInsertForDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, datasource *uuid.UUID, trigger string, newChunks bool, now time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type, datasource_id)
-		SELECT $1, $2, $3, $3, $3, $4, kind, $6, $9 FROM (
+	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type, datasource_id, trace_parent)
+		SELECT $1, $2, $3, $3, $3, $4, kind, $6, $9, $10 FROM (
 			SELECT CASE
 				WHEN NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND job_type = $7) THEN $7
 				WHEN $5 AND NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND status = 'queued') THEN $8
 			END AS kind) AS k
 		WHERE kind IS NOT NULL`,
-		uuid.Must(uuid.NewV7()), project, now, document, newChunks, trigger, JobTypeFull, JobTypeIncremental, datasource)
+		uuid.Must(uuid.NewV7()), project, now, document, newChunks, trigger, JobTypeFull, JobTypeIncremental, datasource, jobqueue.TraceParent(ctx))
 	if err != nil {
 		return false, fmt.Errorf("queue extraction: %w", err)
 	}
@@ -87,12 +87,12 @@ func jobsInsertReextraction(ctx context.Context, tx pgx.Tx, project uuid.UUID, d
 	for i := range ids {
 		ids[i] = uuid.Must(uuid.NewV7())
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type, created_by)
-		SELECT n.id, d.project_id, $3, $3, $3, d.id, $4, $5, $6
+	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type, created_by, trace_parent)
+		SELECT n.id, d.project_id, $3, $3, $3, d.id, $4, $5, $6, $8
 		FROM unnest($1::uuid[], $2::uuid[]) AS n(id, doc)
 		JOIN documents d ON d.id = n.doc AND d.project_id = $7 AND d.status = 'parsed'
 		WHERE NOT EXISTS (SELECT 1 FROM object_extraction_jobs j WHERE j.document_id = d.id AND j.status = 'queued')`,
-		ids, documents, now, JobTypeReextraction, TriggerManual, by, project)
+		ids, documents, now, JobTypeReextraction, TriggerManual, by, project, jobqueue.TraceParent(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("queue reextraction: %w", err)
 	}

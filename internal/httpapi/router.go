@@ -15,9 +15,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/metrics"
+	"github.com/graphmill/graphmill/internal/tracing"
 )
 
 // RouteTimeout is the deadline of every request that is not a stream.
@@ -61,6 +66,11 @@ type RouterConfig struct {
 	// RequestLevel is the level of the log line of a request that did not
 	// fail with a 5xx (the zero value is info).
 	RequestLevel slog.Level
+	// Tracer traces every request (a server span named by the method and
+	// the route pattern, continuing an incoming W3C traceparent); nil or
+	// the no-op provider installs nothing, so that tracing off costs
+	// nothing.
+	Tracer trace.TracerProvider
 }
 
 // NewRouter returns the chi router with the platform middleware: request
@@ -68,6 +78,13 @@ type RouterConfig struct {
 // 405 answers are problem bodies too.
 func NewRouter(c RouterConfig) chi.Router {
 	r := chi.NewRouter()
+	if tracing.Enabled(c.Tracer) {
+		// The span is named by the method until the route is known (serve
+		// renames it); otelhttp's metrics are not used (Prometheus is).
+		r.Use(otelhttp.NewMiddleware("http.request", otelhttp.WithTracerProvider(c.Tracer),
+			otelhttp.WithPropagators(tracing.Propagator()), otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method })))
+	}
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			serve(c, r, next, w, req)
@@ -133,6 +150,13 @@ func serve(c RouterConfig, mux *chi.Mux, next http.Handler, w http.ResponseWrite
 			slog.String("requestId", id), slog.String("method", req.Method), slog.String("route", route),
 			slog.String("path", req.URL.Path), slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
 			slog.Float64("durationMs", float64(dur.Microseconds())/1000),
+		}
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			attrs = append(attrs, slog.String("traceId", sc.TraceID().String()), slog.String("spanId", sc.SpanID().String()))
+			if span := trace.SpanFromContext(ctx); span.IsRecording() {
+				span.SetName(req.Method + " " + route)
+				span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+			}
 		}
 		level := c.RequestLevel
 		rec.mu.Lock()

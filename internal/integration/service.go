@@ -16,6 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/document"
@@ -68,6 +70,9 @@ type Config struct {
 	// Listener, when set, is told of every sync that ended (agents
 	// triggered by a sync).
 	Listener SyncListener
+	// Tracer traces the connector's walk of each sync; nil is the no-op
+	// provider.
+	Tracer trace.TracerProvider
 }
 
 // SyncListener is told of every sync that ended, the one its
@@ -92,7 +97,8 @@ type SyncEnded struct {
 
 // Service is the integration domain.
 type Service struct {
-	cfg Config
+	cfg    Config
+	tracer trace.Tracer
 }
 
 // NewService returns the service.
@@ -106,7 +112,10 @@ func NewService(c Config) (*Service, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Service{cfg: c}, nil
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider()
+	}
+	return &Service{cfg: c, tracer: c.Tracer.Tracer("github.com/graphmill/graphmill/internal/integration")}, nil
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -126,10 +127,10 @@ func syncJobInsert(ctx context.Context, tx pgx.Tx, project, integration uuid.UUI
 	// statement sees what is committed when it starts): then the insert
 	// is tried again.
 	for range insertTries {
-		tag, err := tx.Exec(ctx, `INSERT INTO integration_sync_jobs (id, project_id, run_at, created_at, updated_at, integration_id, trigger_type, options)
-			VALUES ($1, $2, $3, $3, $3, $4, $5, $6)
+		tag, err := tx.Exec(ctx, `INSERT INTO integration_sync_jobs (id, project_id, run_at, created_at, updated_at, integration_id, trigger_type, options, trace_parent)
+			VALUES ($1, $2, $3, $3, $3, $4, $5, $6, $7)
 			ON CONFLICT (integration_id) WHERE status IN ('queued', 'running') DO NOTHING`,
-			id, project, now, integration, trigger, raw)
+			id, project, now, integration, trigger, raw, jobqueue.TraceParent(ctx))
 		if err != nil {
 			return uuid.Nil, false, fmt.Errorf("queue sync: %w", err)
 		}

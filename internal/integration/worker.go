@@ -10,6 +10,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/document"
@@ -97,7 +100,7 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 	if err := os.MkdirAll(s.cacheDir(r.ID), 0o700); err != nil {
 		return fmt.Errorf("create integration cache: %w", err)
 	}
-	walkErr := o.conn.Walk(ctx, s.env(r.ID, FetchTimeout), o.cfg, opts.connector(), w)
+	walkErr := s.walk(ctx, o, opts, w)
 	// The unchanged items seen are confirmed even when the walk failed:
 	// a retry does not count them again.
 	if err := w.flush(ctx); walkErr == nil {
@@ -529,4 +532,26 @@ func (w *walker) SetState(state json.RawMessage) {
 			w.s.cfg.Logger.Warn("checkpointing a sync failed", "job", w.job.ID, "err", err)
 		}
 	}
+}
+
+// Span attributes of a connector's walk.
+const (
+	AttrConnector   = attribute.Key("graphmill.connector")
+	AttrIntegration = attribute.Key("graphmill.integration.id")
+)
+
+// walk runs the connector's walk of a sync under its span; the span's
+// error is the redacted message the sync log keeps.
+func (s *Service) walk(ctx context.Context, o opened, opts SyncOptions, w *walker) error {
+	ctx, span := s.tracer.Start(ctx, "connector "+o.ProviderType+" walk", trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
+	err := o.conn.Walk(ctx, s.env(o.ID, FetchTimeout), o.cfg, opts.connector(), w)
+	if span.IsRecording() {
+		span.SetAttributes(AttrConnector.String(o.ProviderType), AttrIntegration.String(o.ID.String()),
+			jobqueue.AttrProject.String(o.ProjectID.String()))
+		if err != nil {
+			span.SetStatus(codes.Error, w.redact(err.Error()))
+		}
+	}
+	return err
 }

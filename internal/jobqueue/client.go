@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/startstop"
@@ -31,6 +33,10 @@ type Config struct {
 	Notifier *events.Notifier
 	// Metrics registers the engine's collectors; nil registers nothing.
 	Metrics prometheus.Registerer
+	// Tracer traces every batch a handler works (a span continuing the
+	// trace of the span that queued its jobs: TraceParent); nil is the
+	// no-op provider.
+	Tracer trace.TracerProvider
 	// WorkerID names this client in locked_by; default host-pid-random.
 	WorkerID string
 	// PollInterval is the fallback poll (PollIntervalDefault).
@@ -105,6 +111,7 @@ type Client struct {
 	now      func() time.Time
 	workerID string
 	metrics  *metrics
+	tracer   trace.Tracer
 
 	queues    map[string]*queue
 	order     []*queue
@@ -143,6 +150,9 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		_, _ = rand.Read(b)
 		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
 	cfg.PollInterval = orDefault(cfg.PollInterval, PollIntervalDefault)
 	cfg.ReapInterval = orDefault(cfg.ReapInterval, ReapIntervalDefault)
 	cfg.DepthInterval = orDefault(cfg.DepthInterval, DepthIntervalDefault)
@@ -158,6 +168,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		now:      cfg.Now,
 		workerID: cfg.WorkerID,
 		metrics:  m,
+		tracer:   cfg.Tracer.Tracer(tracerName),
 		queues:   map[string]*queue{},
 		inflight: map[uuid.UUID]entry{},
 	}, nil

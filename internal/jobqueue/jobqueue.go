@@ -26,15 +26,16 @@ import (
 )
 
 // CommonColumns is the column block every job table starts with. Domain
-// migrations copy it verbatim, then add their own columns and the two
-// indexes (QueuedIndex, RunningIndex):
+// migrations copy it verbatim, then add their own columns,
+// TraceParentColumn and the two indexes (QueuedIndex, RunningIndex):
 //
 //	CREATE TABLE document_parsing_jobs (
 //	    id            uuid PRIMARY KEY,
 //	    project_id    uuid,
 //	    ... (the rest of CommonColumns) ...
 //	    updated_at    timestamptz NOT NULL,
-//	    document_id   uuid NOT NULL REFERENCES documents (id)
+//	    document_id   uuid NOT NULL REFERENCES documents (id),
+//	    trace_parent  text
 //	);
 //	CREATE INDEX document_parsing_jobs_queued_idx ON document_parsing_jobs (priority DESC, run_at, id) WHERE status = 'queued';
 //	CREATE INDEX document_parsing_jobs_running_idx ON document_parsing_jobs (locked_until) WHERE status = 'running';
@@ -60,6 +61,12 @@ const CommonColumns = `id            uuid PRIMARY KEY,
     created_at    timestamptz NOT NULL,
     updated_at    timestamptz NOT NULL`
 
+// TraceParentColumn is the column every job table has besides
+// CommonColumns, after its domain columns (migration 00033 added it to the
+// tables made before): the W3C traceparent of the span that queued the
+// job, which domains insert with TraceParent(ctx), NULL outside a trace.
+const TraceParentColumn = `trace_parent  text`
+
 // QueuedIndex is the key and predicate of the partial index that claims
 // walk: `CREATE INDEX <table>_queued_idx ON <table> ` + QueuedIndex.
 const QueuedIndex = `(priority DESC, run_at, id) WHERE status = 'queued'`
@@ -70,15 +77,16 @@ const QueuedIndex = `(priority DESC, run_at, id) WHERE status = 'queued'`
 const RunningIndex = `(locked_until) WHERE status = 'running'`
 
 // CreateTableSQL returns the statements creating a job table with the
-// common columns followed by extra (domain columns, may be empty) and both
-// indexes. Migrations are plain SQL and spell this out; tests and the
-// benchmark use it.
+// common columns followed by extra (domain columns, may be empty),
+// TraceParentColumn and both indexes. Migrations are plain SQL and spell
+// this out; tests and the benchmark use it.
 func CreateTableSQL(table, extra string) string {
 	t := pgx.Identifier{table}.Sanitize()
 	cols := CommonColumns
 	if extra != "" {
 		cols += ",\n    " + extra
 	}
+	cols += ",\n    " + TraceParentColumn
 	return fmt.Sprintf("CREATE TABLE %s (\n    %s\n);\nCREATE INDEX %s ON %s %s;\nCREATE INDEX %s ON %s %s;",
 		t, cols,
 		pgx.Identifier{table + "_queued_idx"}.Sanitize(), t, QueuedIndex,
@@ -147,6 +155,9 @@ type Job struct {
 	MaxRetries int
 	StartedAt  time.Time // first start since the job was queued or manually retried
 	CreatedAt  time.Time
+	// TraceParent is the W3C traceparent stored when the job was queued
+	// ("" when none): the batch's span continues that trace.
+	TraceParent string
 }
 
 // Handler works a batch of jobs of one queue. It returns one result per job,

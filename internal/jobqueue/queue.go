@@ -231,7 +231,9 @@ func (q *queue) launch(jobs []Job) {
 func (q *queue) runBatch(ctx context.Context, b *batch) {
 	c := q.c
 	start := time.Now()
+	ctx, span := q.startBatch(ctx, b.jobs)
 	results := q.work(ctx, b.jobs)
+	endBatch(span, results)
 	c.metrics.duration.WithLabelValues(q.cfg.Name).Observe(time.Since(start).Seconds())
 	var cause error
 	if ctx.Err() != nil {

@@ -27,7 +27,7 @@ type queries struct {
 	claim, claimCapped, finish, heartbeat, expired, depth, stats string
 }
 
-const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.retry_count, j.max_retries, j.started_at, j.created_at`
+const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.retry_count, j.max_retries, j.started_at, j.created_at, j.trace_parent`
 
 // buildQueries builds the SQL of table; clear are the columns set to NULL
 // when a job becomes final (QueueConfig.ClearOnFinal).
@@ -116,11 +116,15 @@ FROM ` + t + ` WHERE ($2::uuid IS NULL OR project_id = $2)`
 func scanJob(row pgx.CollectableRow, queue string, extra ...any) (Job, error) {
 	var j Job
 	var started *time.Time
-	dest := append([]any{&j.ID, &j.ProjectID, &j.Priority, &j.RunAt, &j.Attempt, &j.RetryCount, &j.MaxRetries, &started, &j.CreatedAt}, extra...)
+	var parent *string
+	dest := append([]any{&j.ID, &j.ProjectID, &j.Priority, &j.RunAt, &j.Attempt, &j.RetryCount, &j.MaxRetries, &started, &j.CreatedAt, &parent}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return Job{}, err
 	}
 	j.Queue = queue
+	if parent != nil {
+		j.TraceParent = *parent
+	}
 	if started != nil {
 		j.StartedAt = *started
 	}
@@ -294,7 +298,7 @@ func waking() transition {
 // transitionCols are the columns a transition returns of each job: the
 // Job's, then status and updated_at.
 func transitionCols() []string {
-	return []string{"id", "project_id", "priority", "run_at", "attempt", "retry_count", "max_retries", "started_at", "created_at", "status", "updated_at"}
+	return []string{"id", "project_id", "priority", "run_at", "attempt", "retry_count", "max_retries", "started_at", "created_at", "trace_parent", "status", "updated_at"}
 }
 
 func prefixed(prefix string, cols []string) string {

@@ -27,7 +27,8 @@ const referenceTable = "jobqueue_reference_jobs"
 // TestMigratedJobTablesHaveTheCommonColumns: every job table of the
 // migrations (every table named *_jobs or with a locked_until column)
 // starts with exactly jobqueue.CommonColumns (names in order, types,
-// defaults, nullability, the status check, the primary key) and has the
+// defaults, nullability, the status check, the primary key), has
+// jobqueue.TraceParentColumn (anywhere after them) and has the
 // queued and running partial indexes as CreateTableSQL makes them. The one
 // allowed difference is the one CommonColumns documents: a tenant queue's
 // project_id is NOT NULL with a foreign key to projects.
@@ -38,7 +39,7 @@ func TestMigratedJobTablesHaveTheCommonColumns(t *testing.T) {
 	_, err := tx.Exec(ctx, jobqueue.CreateTableSQL(referenceTable, ""))
 	require.NoError(t, err)
 	want := describeJobTable(t, tx, referenceTable)
-	require.Len(t, want.columns, strings.Count(jobqueue.CommonColumns, "\n")+1, "one column per line of CommonColumns")
+	require.Len(t, want.columns, strings.Count(jobqueue.CommonColumns, "\n")+2, "one column per line of CommonColumns, and trace_parent")
 
 	rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> $1
@@ -75,6 +76,7 @@ func TestJobTableDiffFindsDeviations(t *testing.T) {
 		columns string // the table's column list (default: the block)
 		indexes string // statements after CREATE TABLE
 		diff    string // a part of one reported difference
+		trace   string // the trace_parent column (default: jobqueue.TraceParentColumn)
 	}{
 		{name: "identical"},
 		{name: "tenant project", columns: strings.Replace(block, "project_id    uuid,", "project_id    uuid NOT NULL REFERENCES projects (id),", 1)},
@@ -101,18 +103,23 @@ func TestJobTableDiffFindsDeviations(t *testing.T) {
 			name: "queued index without its predicate", diff: "queued_idx",
 			indexes: `CREATE INDEX %[1]s_queued_idx ON %[1]s (priority DESC, run_at, id); CREATE INDEX %[1]s_running_idx ON %[1]s ` + jobqueue.RunningIndex,
 		},
+		{name: "no trace_parent", trace: "other_column text", diff: "trace_parent: missing"},
+		{name: "trace_parent not text", trace: "trace_parent bytea", diff: "trace_parent"},
 		{name: "no running index", indexes: `CREATE INDEX %[1]s_queued_idx ON %[1]s ` + jobqueue.QueuedIndex, diff: "running_idx"},
 	}
 	for i, c := range cases {
 		table := fmt.Sprintf("deviating_%d_jobs", i)
-		columns, indexes := c.columns, c.indexes
+		columns, indexes, trace := c.columns, c.indexes, c.trace
+		if trace == "" {
+			trace = jobqueue.TraceParentColumn
+		}
 		if columns == "" {
 			columns = block
 		}
 		if indexes == "" {
 			indexes = `CREATE INDEX %[1]s_queued_idx ON %[1]s ` + jobqueue.QueuedIndex + `; CREATE INDEX %[1]s_running_idx ON %[1]s ` + jobqueue.RunningIndex
 		}
-		_, err := tx.Exec(ctx, `CREATE TABLE `+table+` (`+columns+`, document_id uuid); `+fmt.Sprintf(indexes, table))
+		_, err := tx.Exec(ctx, `CREATE TABLE `+table+` (`+columns+`, document_id uuid, `+trace+`); `+fmt.Sprintf(indexes, table))
 		require.NoError(t, err, c.name)
 		diff := jobTableDiff(want, describeJobTable(t, tx, table))
 		if c.diff == "" {
@@ -219,6 +226,17 @@ func describeJobTable(t *testing.T, tx pgx.Tx, table string) jobTable {
 func jobTableDiff(want, got jobTable) []string {
 	var diff []string
 	for i, w := range want.columns {
+		if w.Name == "trace_parent" {
+			// Added to the older tables by a later migration: after their
+			// domain columns.
+			idx := slices.IndexFunc(got.columns, func(c jobColumn) bool { return c.Name == w.Name })
+			if idx < 0 {
+				diff = append(diff, fmt.Sprintf("column %s: missing, want %s", w.Name, w))
+			} else if got.columns[idx] != w {
+				diff = append(diff, fmt.Sprintf("column %s: %s, want %s", w.Name, got.columns[idx], w))
+			}
+			continue
+		}
 		if i >= len(got.columns) {
 			diff = append(diff, fmt.Sprintf("column %d: missing, want %s", i+1, w))
 			continue

@@ -16,6 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -86,6 +90,9 @@ type Config struct {
 	// With MaxResponseBytes it bounds the memory remote servers can make
 	// this process hold.
 	MaxConcurrentCallsTotal int
+	// Tracer traces every tool call to an external server; nil is the
+	// no-op provider.
+	Tracer trace.TracerProvider
 
 	host *host // this process's identity (nil: read it); tests pretend another
 	// beforeFirstWrite runs in the first write of a tool setting, after
@@ -97,6 +104,7 @@ type Config struct {
 // Service is the MCP registry domain.
 type Service struct {
 	cfg     Config
+	tracer  trace.Tracer
 	conn    *connector
 	http    *http.Client
 	builtin map[string]BuiltinTool
@@ -159,8 +167,11 @@ func NewService(c Config) (*Service, error) {
 		version = "dev"
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "graphmill", Version: version}, nil)
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider()
+	}
 	return &Service{
-		cfg: c, builtin: builtin, http: c.Egress.Client(30 * time.Second),
+		cfg: c, builtin: builtin, http: c.Egress.Client(30 * time.Second), tracer: c.Tracer.Tracer("github.com/graphmill/graphmill/internal/mcpregistry"),
 		conn: &connector{
 			logger: c.Logger, now: c.Now, client: client, httpClient: c.Egress.Client(0),
 			idle: c.IdleTimeout, startWait: c.StartTimeout, credential: cred, slots: map[uuid.UUID]*slot{},
@@ -813,14 +824,37 @@ func (s *Service) CallTool(ctx context.Context, project uuid.UUID, server, tool 
 	if args == nil {
 		args = map[string]any{}
 	}
+	return s.callTool(ctx, srv, tool, args)
+}
+
+// Span attributes of a tool call (the MCP semantic conventions' names;
+// never the arguments nor the result).
+const (
+	AttrMCPMethod = attribute.Key("mcp.method.name")
+	AttrMCPTool   = attribute.Key("gen_ai.tool.name")
+	AttrMCPServer = attribute.Key("graphmill.mcp.server")
+	AttrMCPType   = attribute.Key("graphmill.mcp.server_type")
+)
+
+// callTool calls tool on srv under the call's span.
+func (s *Service) callTool(ctx context.Context, srv Server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	ctx, span := s.tracer.Start(ctx, "tools/call "+tool, trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(AttrMCPMethod.String("tools/call"), AttrMCPTool.String(tool), AttrMCPServer.String(srv.Name), AttrMCPType.String(srv.Type))
+	}
 	var res *mcp.CallToolResult
-	err = s.session(ctx, srv, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := s.session(ctx, srv, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		return err
 	})
 	if err != nil {
+		span.SetStatus(codes.Error, errs.MessageOf(err))
 		return nil, err
+	}
+	if res.IsError {
+		span.SetStatus(codes.Error, "the tool reported an error")
 	}
 	return res, nil
 }

@@ -30,10 +30,17 @@ type DBTX interface {
 
 // Open connects a pool and waits until the database answers or ctx ends.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return OpenTraced(ctx, url, maxConns, nil)
+}
+
+// OpenTraced is Open with tracer on every connection of the pool (nil:
+// none).
+func OpenTraced(ctx context.Context, url string, maxConns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
+	cfg.ConnConfig.Tracer = tracer
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -291,12 +294,37 @@ func (h *Handle) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	return res.Vectors, nil
 }
 
+// Span attributes of a provider call (the GenAI semantic conventions'
+// names where they have one).
+const (
+	AttrProvider     = attribute.Key("gen_ai.provider.name")
+	AttrModel        = attribute.Key("gen_ai.request.model")
+	AttrOperation    = attribute.Key("gen_ai.operation.name")
+	AttrInputTokens  = attribute.Key("gen_ai.usage.input_tokens")
+	AttrOutputTokens = attribute.Key("gen_ai.usage.output_tokens")
+	AttrItems        = attribute.Key("graphmill.provider.items")
+	AttrSource       = attribute.Key("graphmill.provider.source")
+	AttrCost         = attribute.Key("graphmill.provider.cost_usd")
+)
+
 // call is the one recording path of provider calls: it waits for the
 // governor, runs fn, holds the key back on a 429, and writes the ledger
-// row. Errors come back as the job engine's kinds (rate limit: wait;
-// auth and invalid requests: permanent; others: retry).
-func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64, fn func(context.Context) (llm.Usage, error)) error {
+// row, all under the call's span. Errors come back as the job engine's
+// kinds (rate limit: wait; auth and invalid requests: permanent; others:
+// retry).
+func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64, fn func(context.Context) (llm.Usage, error)) (err error) {
 	s := h.s
+	ctx, span := s.tracer.Start(ctx, "provider "+op, trace.WithSpanKind(trace.SpanKindClient))
+	defer func() {
+		if err != nil && span.IsRecording() {
+			span.SetStatus(codes.Error, errs.MessageOf(err))
+		}
+		span.End()
+	}()
+	if span.IsRecording() {
+		span.SetAttributes(AttrProvider.String(h.provider), AttrModel.String(h.model.ModelName), AttrOperation.String(op),
+			AttrItems.Int(items), AttrSource.String(h.source), jobqueue.AttrProject.String(h.projectID.String()))
+	}
 	rpm, tpm := h.model.rpm, h.model.tpm
 	if s.cfg.RPM > 0 {
 		rpm = s.cfg.RPM
@@ -334,6 +362,13 @@ func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64
 		}
 	}
 	e.Cost = h.Cost(u)
+	if span.IsRecording() {
+		span.SetAttributes(AttrInputTokens.Int64(u.InputText+u.InputImage+u.InputVideo+u.InputAudio), AttrOutputTokens.Int64(u.Output),
+			AttrCost.Float64(e.Cost))
+		if e.JobID != nil {
+			span.SetAttributes(jobqueue.AttrJobID.String(e.JobID.String()))
+		}
+	}
 	if lerr := ledgerInsert(context.WithoutCancel(ctx), s.cfg.Pool, e); lerr != nil {
 		s.cfg.Logger.Error("provider usage not recorded", "provider", h.provider, "model", h.model.ModelName, "err", lerr)
 	}

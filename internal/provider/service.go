@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -63,13 +65,17 @@ type Config struct {
 	// SyncTimeout bounds the model-list refresh done when credentials are
 	// saved (default 15 s).
 	SyncTimeout time.Duration
+	// Tracer traces every provider call (a client span per call of a
+	// Handle); nil is the no-op provider.
+	Tracer trace.TracerProvider
 }
 
 // Service is the provider domain.
 type Service struct {
 	cfg   Config
-	gov   *governor
-	local llm.Client
+	gov    *governor
+	local  llm.Client
+	tracer trace.Tracer
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -94,7 +100,13 @@ func NewService(c Config) *Service {
 	if c.SyncTimeout <= 0 {
 		c.SyncTimeout = 15 * time.Second
 	}
-	return &Service{cfg: c, gov: newGovernor(c.Now), local: llm.NewLocal(c.LocalDimension), clients: map[string]cachedClient{}}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider()
+	}
+	return &Service{
+		cfg: c, gov: newGovernor(c.Now), local: llm.NewLocal(c.LocalDimension), clients: map[string]cachedClient{},
+		tracer: c.Tracer.Tracer("github.com/graphmill/graphmill/internal/provider"),
+	}
 }
 
 // InFlight is how many provider calls must be under way at once to use
