@@ -123,6 +123,55 @@ func TestLoad(t *testing.T) {
 			wantErr: []string{"GRAPHMILL_OPENAI_BASE_URL", "http(s)"},
 		},
 		{
+			name: "TracingEndpoint",
+			env:  []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318/", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"},
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Equal(t, "http://collector:4318/v1/traces", c.TraceEndpoint(), "the base URL gets the signal's path")
+			},
+		},
+		{
+			name: "TracingTracesEndpointWins",
+			env:  []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=https://traces.example.com/otlp/traces"},
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Equal(t, "https://traces.example.com/otlp/traces", c.TraceEndpoint(), "used as it is")
+			},
+		},
+		{
+			name: "TracingUnset",
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Empty(t, c.TraceEndpoint())
+			},
+		},
+		{
+			name: "TracingDisabled",
+			env:  []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318", "OTEL_SDK_DISABLED=true"},
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Empty(t, c.TraceEndpoint())
+			},
+		},
+		{
+			name: "TracingExporterNone",
+			env:  []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318", "OTEL_TRACES_EXPORTER=none"},
+			check: func(t *testing.T, c config.Config) {
+				t.Helper()
+				require.Empty(t, c.TraceEndpoint())
+			},
+		},
+		{
+			name:    "TracingGRPC",
+			env:     []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+			wantErr: []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"},
+		},
+		{
+			name:    "TracingBadEndpoint",
+			env:     []string{"OTEL_EXPORTER_OTLP_ENDPOINT=collector:4318"},
+			wantErr: []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "http:// or https://"},
+		},
+		{
 			name:    "BadMCPStdio",
 			env:     []string{"GRAPHMILL_MCP_STDIO=always"},
 			wantErr: []string{"GRAPHMILL_MCP_STDIO", "superadmin, enabled or disabled"},
@@ -420,6 +469,7 @@ func TestLogValue(t *testing.T) {
 			OpenAIAPIKey: "sk-s3cret-openai", OpenAIBaseURL: "https://u:s3cret@openai.example.com/v1",
 			MCPRegistryURL: "https://u:s3cret@registry.example.com", WebSearchBaseURL: "https://api.search.brave.com",
 			SMTPURL: "smtp://u:s3cret@mail.example.com:587", EmailFrom: "noreply@example.com",
+			OTLPEndpoint: "https://u:s3cret@collector.example.com",
 		}
 		for name, newHandler := range map[string]func(*bytes.Buffer) slog.Handler{
 			"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },

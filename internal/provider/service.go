@@ -72,7 +72,7 @@ type Config struct {
 
 // Service is the provider domain.
 type Service struct {
-	cfg   Config
+	cfg    Config
 	gov    *governor
 	local  llm.Client
 	tracer trace.Tracer
