@@ -62,6 +62,8 @@ type jobSpec struct {
 	maxRetries int // 0 means the column default (3)
 	runAt      time.Time
 	status     jobqueue.Status
+	// traceParent is the trace_parent column ("": NULL).
+	traceParent string
 }
 
 // insert inserts jobs in one transaction that also notifies the queue, as
@@ -87,8 +89,12 @@ func (b *testBundle) insert(t *testing.T, specs ...jobSpec) []uuid.UUID {
 			if status == "" {
 				status = jobqueue.StatusQueued
 			}
-			batch.Queue(`INSERT INTO jobs (id, project_id, priority, max_retries, run_at, status, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`, ids[i], s.project, s.priority, maxRetries, runAt, string(status), now)
+			var parent *string
+			if s.traceParent != "" {
+				parent = &s.traceParent
+			}
+			batch.Queue(`INSERT INTO jobs (id, project_id, priority, max_retries, run_at, status, created_at, updated_at, trace_parent)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)`, ids[i], s.project, s.priority, maxRetries, runAt, string(status), now, parent)
 		}
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
