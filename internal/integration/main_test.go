@@ -267,6 +267,8 @@ type setupOpts struct {
 	pool  *pgxpool.Pool
 	// listener is told of every sync that ended.
 	listener integration.SyncListener
+	// configure changes the service's configuration (nil: none).
+	configure func(*integration.Config)
 }
 
 // maxItemBytes bounds the tests' items.
@@ -303,7 +305,12 @@ func setup(t testing.TB, o setupOpts) *bundle {
 		allow = []string{"127.0.0.0/8"}
 	}
 	var err error
-	b.svc, b.docs, b.jobs, err = build(pool, n, b.src, b.extract, allow, o.lease, t.TempDir(), func(c *integration.Config) { c.Listener = o.listener })
+	b.svc, b.docs, b.jobs, err = build(pool, n, b.src, b.extract, allow, o.lease, t.TempDir(), func(c *integration.Config) {
+		c.Listener = o.listener
+		if o.configure != nil {
+			o.configure(c)
+		}
+	})
 	require.NoError(t, err)
 	if o.start {
 		b.startWorkers(t)
