@@ -178,6 +178,19 @@ func (c *cli) connect() (*session, error) {
 	return s, nil
 }
 
+// connectProject is connect with the project resolved (projectID), for
+// the commands whose routes need one.
+func (c *cli) connectProject() (*session, error) {
+	s, err := c.connect()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.projectID(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // authorize sets the token and, when known, the project on r.
 func (s *session) authorize(r *http.Request) {
 	r.Header.Set("Authorization", "Bearer "+s.cfg.Token)
@@ -193,7 +206,7 @@ func (s *session) projectID() (string, error) {
 	if s.cfg.Project != "" {
 		return s.cfg.Project, nil
 	}
-	list, err := call[client.ListProject](s.api.ListProjects(s.ctx, &client.ListProjectsParams{}))
+	list, err := call[client.ListProject](s.api.ListProjects(s.ctx, &client.ListProjectsParams{})) //nolint:bodyclose // call closes it
 	if err != nil {
 		return "", err
 	}
@@ -317,7 +330,7 @@ func loginCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return usageErr("--server %q: %w", cfg.Server, err)
 			}
-			list, err := call[client.ListProject](api.ListProjects(c.ctx, &client.ListProjectsParams{}))
+			list, err := call[client.ListProject](api.ListProjects(c.ctx, &client.ListProjectsParams{})) //nolint:bodyclose // call closes it
 			if err != nil {
 				return err
 			}

@@ -38,8 +38,10 @@ func noArgs(_ *cobra.Command, args []string) error {
 func jobRows(jobs []client.ExtractionJob) [][]string {
 	rows := [][]string{{"ID", "STATUS", "TYPE", "DOCUMENT", "OBJECTS", "RELATIONSHIPS", "CREATED", "ERROR"}}
 	for _, j := range jobs {
-		rows = append(rows, []string{j.Id, string(j.Status), string(j.JobType), dash(str(j.DocumentId)),
-			fmt.Sprint(j.ObjectsCreated), fmt.Sprint(j.RelationshipsCreated), when(&j.CreatedAt), str(j.ErrorMsg)})
+		rows = append(rows, []string{
+			j.Id, string(j.Status), string(j.JobType), dash(str(j.DocumentId)),
+			fmt.Sprint(j.ObjectsCreated), fmt.Sprint(j.RelationshipsCreated), when(&j.CreatedAt), str(j.ErrorMsg),
+		})
 	}
 	return rows
 }
@@ -68,7 +70,7 @@ func jobsCommand(c *cli) *cobra.Command {
 	watch := &cobra.Command{
 		Use: "watch JOB_ID", Short: "Follow a job until it ends, printing each status it reaches (exit 4 when it fails)", Args: oneArg("job id"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connect()
+			s, err := c.connectProject()
 			if err != nil {
 				return err
 			}
@@ -81,11 +83,11 @@ func jobsCommand(c *cli) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " JOB_ID", Short: short, Args: oneArg("job id"),
 			RunE: func(_ *cobra.Command, args []string) error {
-				s, err := c.connect()
+				s, err := c.connectProject()
 				if err != nil {
 					return err
 				}
-				if _, err := call[json.RawMessage](do(s, args[0])); err != nil {
+				if _, err := call[json.RawMessage](do(s, args[0])); err != nil { //nolint:bodyclose // call closes it
 					return err
 				}
 				job, err := call[client.ExtractionJob](s.api.GetExtractionJob(c.ctx, args[0]))
@@ -164,11 +166,8 @@ func searchCommand(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "search QUERY", Short: "Search the project's documents and graph", Args: oneArg("query (quote it)"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connect()
+			s, err := c.connectProject()
 			if err != nil {
-				return err
-			}
-			if _, err := s.projectID(); err != nil {
 				return err
 			}
 			body := client.SearchJSONRequestBody{Query: args[0], Limit: &limit}
@@ -209,7 +208,7 @@ func graphCommand(c *cli) *cobra.Command {
 	get := &cobra.Command{
 		Use: "get OBJECT_ID", Short: "Show a graph object", Args: oneArg("object id"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connect()
+			s, err := c.connectProject()
 			if err != nil {
 				return err
 			}
@@ -220,9 +219,15 @@ func graphCommand(c *cli) *cobra.Command {
 			return c.emit(o, func() [][]string {
 				props, _ := json.Marshal(o.Properties)
 				return [][]string{
-					{"ID", o.Id}, {"TYPE", o.Type}, {"KEY", o.Key}, {"NAME", o.Name}, {"STATUS", string(o.Status)},
-					{"DESCRIPTION", dash(str(o.Description))}, {"LABELS", dash(strings.Join(deref(o.Labels), ","))},
-					{"PROPERTIES", string(props)}, {"UPDATED", when(&o.UpdatedAt)},
+					{"ID", o.Id},
+					{"TYPE", o.Type},
+					{"KEY", o.Key},
+					{"NAME", o.Name},
+					{"STATUS", string(o.Status)},
+					{"DESCRIPTION", dash(str(o.Description))},
+					{"LABELS", dash(strings.Join(deref(o.Labels), ","))},
+					{"PROPERTIES", string(props)},
+					{"UPDATED", when(&o.UpdatedAt)},
 				}
 			})
 		},
@@ -232,7 +237,7 @@ func graphCommand(c *cli) *cobra.Command {
 	neighbors := &cobra.Command{
 		Use: "neighbors OBJECT_ID", Short: "List a graph object's relationships and the objects at their other end", Args: oneArg("object id"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connect()
+			s, err := c.connectProject()
 			if err != nil {
 				return err
 			}
@@ -400,11 +405,8 @@ func chatCommand(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "chat", Short: "Chat with the project's knowledge (one question per line; the answer is streamed; end with Ctrl-D)", Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			s, err := c.connect()
+			s, err := c.connectProject()
 			if err != nil {
-				return err
-			}
-			if _, err := s.projectID(); err != nil {
 				return err
 			}
 			if sessionID == "" {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,4 +182,164 @@ func TestCLIIngest(t *testing.T) {
 		got[filepath.Base(res.Path)] = res.Result
 	}
 	require.Equal(t, map[string]string{"empty.txt": ingestFailed, "ok.md": ingestUploaded}, got)
+}
+
+func TestCLICommands(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	env := s.cliEnviron(t, s.admin)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "engine.md"), []byte("# Engine\n\nCharles Babbage designed the Analytical Engine.\n"), 0o600))
+	var ingested []ingestResult
+	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &ingested)
+	require.Len(t, ingested, 1)
+	doc := ingested[0].DocumentID
+
+	// jobs ls: the document's extraction job, completed.
+	var jobs []struct {
+		ID         string `json:"id"`
+		Status     string `json:"status"`
+		DocumentID string `json:"documentId"`
+	}
+	decodeCLI(t, runCLI(t, env, "jobs", "ls", "--json"), &jobs)
+	require.Len(t, jobs, 1)
+	require.Equal(t, doc, jobs[0].DocumentID)
+	require.Equal(t, "completed", jobs[0].Status)
+	decodeCLI(t, runCLI(t, env, "jobs", "ls", "--status", "failed", "--json"), &jobs)
+	require.Empty(t, jobs)
+	// watch on a finished job prints it and ends at once.
+	r := runCLI(t, env, "jobs", "watch", ingested[0].DocumentID)
+	require.Equal(t, exitError, r.code, "an unknown job: %v", r.err)
+	decodeCLI(t, runCLI(t, env, "jobs", "ls", "--json"), &jobs)
+	var watched struct {
+		Status string `json:"status"`
+	}
+	decodeCLI(t, runCLI(t, env, "jobs", "watch", jobs[0].ID, "--json"), &watched)
+	require.Equal(t, "completed", watched.Status)
+	// Cancelling a finished job is refused by the server.
+	r = runCLI(t, env, "jobs", "cancel", jobs[0].ID)
+	require.Equal(t, exitError, r.code, "%v", r.err)
+
+	// search: the document's chunk is found by keyword.
+	var found struct {
+		Data []struct {
+			Target     string  `json:"target"`
+			DocumentID string  `json:"documentId"`
+			Score      float64 `json:"score"`
+		} `json:"data"`
+	}
+	decodeCLI(t, runCLI(t, env, "search", "Babbage", "--mode", "keyword", "--json"), &found)
+	hitDocs := map[string]string{}
+	for _, h := range found.Data {
+		hitDocs[h.Target] += h.DocumentID
+	}
+	require.Equal(t, doc, hitDocs["chunk"], "%+v", found.Data)
+	r = runCLI(t, env, "search", "Babbage", "--mode", "nonsense")
+	require.Equal(t, exitError, r.code)
+	require.ErrorContains(t, r.err, "400")
+
+	// graph get and neighbors.
+	ada := s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Ada"})
+	acme := s.graphCreateObject(s.admin, project, map[string]any{"type": "Organization", "name": "Acme"})
+	var rel struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/graph/relationships", s.admin, map[string]any{"type": "WORKS_FOR", "sourceId": ada, "targetId": acme}, hp).Decode(t, &rel)
+	var obj struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	decodeCLI(t, runCLI(t, env, "graph", "get", ada, "--json"), &obj)
+	require.Equal(t, "Ada", obj.Name)
+	require.Equal(t, "Person", obj.Type)
+	var rels struct {
+		Data []struct {
+			ID       string `json:"id"`
+			SourceID string `json:"sourceId"`
+			TargetID string `json:"targetId"`
+			Type     string `json:"type"`
+		} `json:"data"`
+	}
+	decodeCLI(t, runCLI(t, env, "graph", "neighbors", acme, "--json"), &rels)
+	require.Len(t, rels.Data, 1)
+	require.Equal(t, rel.ID, rels.Data[0].ID)
+	require.Equal(t, ada, rels.Data[0].SourceID)
+	r = runCLI(t, env, "graph", "neighbors", acme)
+	require.NoError(t, r.err)
+	require.Regexp(t, rel.ID+`\s+WORKS_FOR\s+in\s+`+ada, r.stdout)
+	require.Equal(t, exitError, runCLI(t, env, "graph", "get", doc).code, "not an object")
+
+	// tokens: create (shown once), list, revoke; the revoked token is refused.
+	var created struct {
+		ID     string   `json:"id"`
+		Token  string   `json:"token"`
+		Scopes []string `json:"scopes"`
+	}
+	decodeCLI(t, runCLI(t, env, "tokens", "create", "--name", "ci", "--scopes", "documents:read", "--json"), &created)
+	require.True(t, strings.HasPrefix(created.Token, "gm_"), created.Token)
+	require.Equal(t, []string{"documents:read"}, created.Scopes)
+	s.must(200, "GET", "/api/documents", created.Token, nil, hp)
+	var tokens []struct {
+		ID    string `json:"id"`
+		Name  string `json:"name"`
+		Token string `json:"token"`
+	}
+	decodeCLI(t, runCLI(t, env, "tokens", "ls", "--json"), &tokens)
+	names := map[string]string{}
+	for _, tok := range tokens {
+		names[tok.ID] = tok.Name
+		require.Empty(t, tok.Token, "a listed token never shows its secret")
+	}
+	require.Equal(t, "ci", names[created.ID])
+	decodeCLI(t, runCLI(t, env, "tokens", "revoke", created.ID, "--json"), &map[string]string{})
+	s.must(401, "GET", "/api/documents", created.Token, nil, hp)
+	decodeCLI(t, runCLI(t, env, "tokens", "ls", "--json"), &tokens)
+	for _, tok := range tokens {
+		require.NotEqual(t, created.ID, tok.ID)
+	}
+	require.Equal(t, exitUsage, runCLI(t, env, "tokens", "create", "--name", "x").code)
+	// A token without the scope is refused (3).
+	_, narrow := s.newMember("narrow@example.com", []string{"documents:read"}, project, "viewer")
+	require.Equal(t, exitAuth, runCLI(t, append(env, "GRAPHMILL_TOKEN="+narrow), "jobs", "ls").code)
+}
+
+func TestCLIEventsTail(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	env := s.cliEnviron(t, s.admin)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- runIO(ctx, []string{"events", "tail", "--json"}, env, strings.NewReader(""), pw, io.Discard)
+		pw.Close()
+	}()
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("# A\n\nSome text.\n"), 0o600))
+	var ingested []ingestResult
+	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &ingested)
+
+	lines := bufio.NewScanner(pr)
+	for lines.Scan() {
+		var e struct {
+			Type string `json:"type"`
+			Data struct {
+				DocumentID string `json:"documentId"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &e), lines.Text())
+		if e.Type == "document.converted" {
+			require.Equal(t, ingested[0].DocumentID, e.Data.DocumentID)
+			break
+		}
+	}
+	cancel()
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	require.NoError(t, <-done, "an interrupted tail ends normally")
 }
