@@ -90,7 +90,7 @@ func jobsCommand(c *cli) *cobra.Command {
 				if _, err := call[json.RawMessage](do(s, args[0])); err != nil { //nolint:bodyclose // call closes it
 					return err
 				}
-				job, err := call[client.ExtractionJob](s.api.GetExtractionJob(c.ctx, args[0]))
+				job, err := call[client.ExtractionJob](s.api.GetExtractionJob(c.ctx, args[0])) //nolint:bodyclose // call closes it
 				if err != nil {
 					return err
 				}
@@ -132,7 +132,7 @@ func (s *session) watchJob(id string, timeout time.Duration) error {
 	defer tick.Stop()
 	last := client.ExtractionJobStatus("")
 	for {
-		job, err := call[client.ExtractionJob](s.api.GetExtractionJob(ctx, id))
+		job, err := call[client.ExtractionJob](s.api.GetExtractionJob(ctx, id)) //nolint:bodyclose // call closes it
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func searchCommand(c *cli) *cobra.Command {
 				m := client.SearchRequestMode(mode)
 				body.Mode = &m
 			}
-			res, err := call[client.SearchResponse](s.api.Search(c.ctx, body))
+			res, err := call[client.SearchResponse](s.api.Search(c.ctx, body)) //nolint:bodyclose // call closes it
 			if err != nil {
 				return err
 			}
@@ -212,7 +212,7 @@ func graphCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o, err := call[client.GraphObject](s.api.GetGraphObject(c.ctx, args[0]))
+			o, err := call[client.GraphObject](s.api.GetGraphObject(c.ctx, args[0])) //nolint:bodyclose // call closes it
 			if err != nil {
 				return err
 			}
@@ -249,7 +249,7 @@ func graphCommand(c *cli) *cobra.Command {
 			if relType != "" {
 				params.Type = &relType
 			}
-			list, err := call[client.ListRelationship](s.api.ListGraphObjectRelationships(c.ctx, args[0], &params))
+			list, err := call[client.ListRelationship](s.api.ListGraphObjectRelationships(c.ctx, args[0], &params)) //nolint:bodyclose // call closes it
 			if err != nil {
 				return err
 			}
@@ -339,7 +339,7 @@ func tokensCommand(c *cli) *cobra.Command {
 			var all []client.TenancyToken
 			limit := int64(200)
 			for offset := int64(0); ; offset += limit {
-				page, err := call[client.ListToken](s.api.ListTokens(c.ctx, &client.ListTokensParams{Limit: &limit, Offset: &offset}))
+				page, err := call[client.ListToken](s.api.ListTokens(c.ctx, &client.ListTokensParams{Limit: &limit, Offset: &offset})) //nolint:bodyclose // call closes it
 				if err != nil {
 					return err
 				}
@@ -369,7 +369,7 @@ func tokensCommand(c *cli) *cobra.Command {
 				at := time.Now().Add(expires)
 				body.ExpiresAt = &at
 			}
-			t, err := call[client.TenancyToken](s.api.CreateToken(c.ctx, body))
+			t, err := call[client.TenancyToken](s.api.CreateToken(c.ctx, body)) //nolint:bodyclose // call closes it
 			if err != nil {
 				return err
 			}
@@ -388,7 +388,7 @@ func tokensCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := call[json.RawMessage](s.api.RevokeToken(c.ctx, args[0])); err != nil {
+			if _, err := call[json.RawMessage](s.api.RevokeToken(c.ctx, args[0])); err != nil { //nolint:bodyclose // call closes it
 				return err
 			}
 			return c.emit(map[string]string{"revoked": args[0]}, func() [][]string { return [][]string{{"revoked " + args[0]}} })
@@ -411,7 +411,7 @@ func chatCommand(c *cli) *cobra.Command {
 			}
 			if sessionID == "" {
 				title := "graphmill chat " + time.Now().Format(time.DateTime)
-				cs, err := call[client.ChatSession](s.api.CreateChatSession(c.ctx, client.CreateChatSessionJSONRequestBody{Title: &title}))
+				cs, err := call[client.ChatSession](s.api.CreateChatSession(c.ctx, client.CreateChatSessionJSONRequestBody{Title: &title})) //nolint:bodyclose // call closes it
 				if err != nil {
 					return err
 				}

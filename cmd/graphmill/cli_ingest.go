@@ -245,7 +245,7 @@ func (s *session) documents() ([]client.Document, error) {
 	var all []client.Document
 	limit := int64(200)
 	for offset := int64(0); ; offset += limit {
-		page, err := call[client.ListDocument](s.api.ListDocuments(s.ctx, &client.ListDocumentsParams{Limit: &limit, Offset: &offset}))
+		page, err := call[client.ListDocument](s.api.ListDocuments(s.ctx, &client.ListDocumentsParams{Limit: &limit, Offset: &offset})) //nolint:bodyclose // call closes it
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +278,7 @@ func (s *session) upload(ctx context.Context, project string, f ingestFile, bar 
 		}())
 	}()
 	defer pr.Close()
-	doc, err := call[client.Document](s.api.UploadDocumentWithBody(ctx, &client.UploadDocumentParams{}, mw.FormDataContentType(), pr,
+	doc, err := call[client.Document](s.api.UploadDocumentWithBody(ctx, &client.UploadDocumentParams{}, mw.FormDataContentType(), pr, //nolint:bodyclose // call closes it
 		func(_ context.Context, r *http.Request) error {
 			r.Header.Set("X-Project-ID", project)
 			return nil
@@ -428,7 +428,7 @@ func (s *session) extractionJobs(status string) ([]client.ExtractionJob, error) 
 	}
 	for offset := int64(0); ; offset += limit {
 		params.Offset = &offset
-		page, err := call[client.ListJob](s.api.ListExtractionJobs(s.ctx, project, &params))
+		page, err := call[client.ListJob](s.api.ListExtractionJobs(s.ctx, project, &params)) //nolint:bodyclose // call closes it
 		if err != nil {
 			return nil, err
 		}

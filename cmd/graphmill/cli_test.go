@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
 )
 
@@ -342,4 +345,107 @@ func TestCLIEventsTail(t *testing.T) {
 	cancel()
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	require.NoError(t, <-done, "an interrupted tail ends normally")
+}
+
+// ptyOutput collects what a pseudo-terminal's programs write.
+type ptyOutput struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	ch  chan struct{} // a signal for each read
+}
+
+func readPTY(ptmx io.Reader) *ptyOutput {
+	o := &ptyOutput{ch: make(chan struct{}, 1)}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(b)
+			o.mu.Lock()
+			o.buf.Write(b[:n])
+			o.mu.Unlock()
+			select {
+			case o.ch <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return o
+}
+
+// waitFor waits until the output holds want (or the test's deadline).
+func (o *ptyOutput) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	timer := time.NewTimer(time.Until(deadline) - 5*time.Second)
+	defer timer.Stop()
+	for {
+		o.mu.Lock()
+		s := o.buf.String()
+		o.mu.Unlock()
+		if strings.Contains(s, want) {
+			return
+		}
+		select {
+		case <-o.ch:
+		case <-timer.C:
+			t.Fatalf("the terminal never showed %q; it shows:\n%s", want, s)
+		}
+	}
+}
+
+// TestCLIChatTerminal runs ingest and chat on a pseudo-terminal: ingest
+// draws its bars; chat reads questions line by line, streams the answer
+// with its citations and ends at Ctrl-D, the conversation stored.
+func TestCLIChatTerminal(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	env := s.cliEnviron(t, s.admin)
+	project, _ := s.defaultProject()
+	ptmx, tty, err := pty.Open()
+	require.NoError(t, err)
+	defer ptmx.Close()
+	defer tty.Close()
+	out := readPTY(ptmx)
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "zephyr.md"), []byte("# Zephyr maintenance\n\nQuillwort bearings need lubrication every quarter with whale-free grease.\n"), 0o600))
+	require.NoError(t, runIO(context.Background(), []string{"ingest", "--wait", dir}, env, tty, tty, tty))
+	out.waitFor(t, "100%")
+	out.waitFor(t, "embed")
+	out.waitFor(t, "zephyr.md") // the table
+
+	done := make(chan error, 1)
+	go func() { done <- runIO(context.Background(), []string{"chat"}, env, tty, tty, tty) }()
+	out.waitFor(t, "> ")
+	_, err = ptmx.Write([]byte("How often do quillwort bearings need lubrication?\n"))
+	require.NoError(t, err)
+	out.waitFor(t, "every quarter with whale-free grease")
+	out.waitFor(t, `"documentName":"zephyr.md"`)
+	_, err = ptmx.Write([]byte{4}) // Ctrl-D
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+
+	var sessions struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	s.must(200, "GET", "/api/chat/sessions", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &sessions)
+	require.Len(t, sessions.Data, 1)
+	var got struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	s.must(200, "GET", "/api/chat/sessions/"+sessions.Data[0].ID, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
+	require.Len(t, got.Messages, 2)
+	require.Equal(t, "How often do quillwort bearings need lubrication?", got.Messages[0].Content)
+	require.Contains(t, got.Messages[1].Content, "every quarter with whale-free grease")
 }
