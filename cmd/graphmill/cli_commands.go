@@ -113,21 +113,11 @@ func jobsCommand(c *cli) *cobra.Command {
 func (s *session) watchJob(id string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
-	stream, err := s.eventStream(ctx, "")
+	changed, stop, err := s.wakeOnEvents(ctx)
 	if err != nil {
 		return err
 	}
-	defer stream.Close()
-	changed := make(chan struct{}, 1)
-	go func() {
-		_ = readSSE(stream, func(sseEvent) error {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-			return nil
-		})
-	}()
+	defer stop()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	last := client.ExtractionJobStatus("")

@@ -101,23 +101,14 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
-	changed := make(chan struct{}, 1)
+	var changed <-chan struct{}
 	if wait {
 		// Subscribed before the uploads, so no event of theirs is missed.
-		stream, err := s.eventStream(ctx, "")
-		if err != nil {
+		var stop func()
+		if changed, stop, err = s.wakeOnEvents(ctx); err != nil {
 			return err
 		}
-		defer stream.Close()
-		go func() {
-			_ = readSSE(stream, func(sseEvent) error {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-				return nil
-			})
-		}()
+		defer stop()
 	}
 
 	results := make([]ingestResult, len(files))

@@ -78,3 +78,25 @@ func (s *session) eventStream(ctx context.Context, since string) (io.ReadCloser,
 	}
 	return res.Body, nil
 }
+
+// wakeOnEvents opens the event stream and signals on the channel (without
+// blocking: one signal stands for any number of events) whenever an event
+// arrives; the commands that wait re-read their state then. stop closes
+// the stream.
+func (s *session) wakeOnEvents(ctx context.Context) (<-chan struct{}, func(), error) {
+	stream, err := s.eventStream(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	changed := make(chan struct{}, 1)
+	go func() {
+		_ = readSSE(stream, func(sseEvent) error {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+	}()
+	return changed, func() { stream.Close() }, nil
+}
