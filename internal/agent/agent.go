@@ -56,6 +56,19 @@ const (
 	QuestionTimeoutDefault = 24 * time.Hour
 	// ConcurrencyDefault is the runs in flight per process.
 	ConcurrencyDefault = 4
+	// QuestionMax bounds an ask_user question (in characters); a longer
+	// one is cut, ending with Cut.
+	QuestionMax = 4000
+	// NotificationMessageMax bounds the message of a question's
+	// notification (the question itself keeps the whole text); a longer
+	// one is cut, ending with Cut.
+	NotificationMessageMax = 1000
+	// ToolResultMax bounds a tool result fed back to the model (in bytes
+	// of its JSON); a longer one is given cut, as a string ending with
+	// Cut.
+	ToolResultMax = 32 << 10
+	// Cut ends a text that was cut short.
+	Cut = " … (truncated)"
 )
 
 // Event types of the event stream (DESIGN 8).

@@ -50,6 +50,9 @@ type Principals interface {
 // Notifier notifies a user (notification.Service).
 type Notifier interface {
 	Notify(ctx context.Context, tx pgx.Tx, user uuid.UUID, p notification.Params) (notification.Notification, error)
+	// ExpireSource expires the notifications source raised (a run's
+	// question, once closed).
+	ExpireSource(ctx context.Context, tx pgx.Tx, sourceType, sourceID string) error
 }
 
 // Config configures a Service.
@@ -214,8 +217,14 @@ func (s *Service) DeleteAgent(ctx context.Context, project, id uuid.UUID) error 
 		if _, err := agentGet(ctx, tx, project, id, true); err != nil {
 			return err
 		}
-		if _, err := s.cfg.Jobs.CancelWhere(ctx, tx, Queue, jobqueue.Where{ProjectID: &project, Column: "agent_id", Equals: id}); err != nil {
+		cancelled, err := s.cfg.Jobs.CancelWhere(ctx, tx, Queue, jobqueue.Where{ProjectID: &project, Column: "agent_id", Equals: id})
+		if err != nil {
 			return err
+		}
+		for _, ch := range cancelled {
+			if err := s.cancelled(ctx, tx, ch); err != nil {
+				return err
+			}
 		}
 		return agentDelete(ctx, tx, project, id)
 	})
@@ -392,18 +401,10 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 			}
 			return err
 		}
-		now := ch.UpdatedAt
-		if err := questionsClose(ctx, tx, id, now); err != nil {
+		if err := s.cancelled(ctx, tx, ch); err != nil {
 			return err
 		}
 		if r, err = runByID(ctx, tx, id); err != nil {
-			return err
-		}
-		if err := s.publishStatus(ctx, tx, r); err != nil {
-			return err
-		}
-		o := jobqueue.Outcome{Job: jobqueue.Job{ID: id, ProjectID: &project}, Status: jobqueue.StatusCancelled}
-		if err := o.PublishCompleted(ctx, tx, Queue, now); err != nil {
 			return err
 		}
 		out, err = s.full(ctx, tx, r)
@@ -415,9 +416,11 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 // AnswerRun answers the open question of a run of user and queues the run
 // to go on: a question takes Answer, an approval Approve. Errors:
 // not_found, invalid_argument (the wrong kind of answer), failed_precondition
-// (the run is not waiting for input).
+// (the run is not waiting for input), conflict (the question expired: it
+// is marked expired, and the run fails when a worker next takes it).
 func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a Answer) (Run, error) {
 	var out Run
+	var late error
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		r, err := runOf(ctx, tx, project, user, id, true)
 		if err != nil {
@@ -441,7 +444,16 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 			}
 		}
 		now := s.now()
+		if !now.Before(q.ExpiresAt) {
+			// Too late, whether or not a worker has seen it yet: the
+			// question expires now (the run fails when next claimed).
+			late = errs.Errorf(errs.Conflict, "the question of agent run %s expired at %s", id, q.ExpiresAt.Format(time.RFC3339))
+			return s.closeQuestions(ctx, tx, id, now)
+		}
 		if err := questionAnswer(ctx, tx, q.ID, a, user, now); err != nil {
+			return err
+		}
+		if err := s.cfg.Notifier.ExpireSource(ctx, tx, notificationSource, id.String()); err != nil {
 			return err
 		}
 		if _, err := s.cfg.Jobs.Wake(ctx, tx, Queue, id); err != nil {
@@ -456,7 +468,37 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 		out, err = s.full(ctx, tx, r)
 		return err
 	})
+	if err == nil && late != nil {
+		return Run{}, late
+	}
 	return out, err
+}
+
+// cancelled records, in tx, the cancellation of a run (ch): its open
+// question closes, its status (cancelled) and job.completed are
+// published.
+func (s *Service) cancelled(ctx context.Context, tx pgx.Tx, ch jobqueue.Changed) error {
+	if err := s.closeQuestions(ctx, tx, ch.ID, ch.UpdatedAt); err != nil {
+		return err
+	}
+	r, err := runByID(ctx, tx, ch.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.publishStatus(ctx, tx, r); err != nil {
+		return err
+	}
+	o := jobqueue.Outcome{Job: jobqueue.Job{ID: ch.ID, ProjectID: &r.ProjectID}, Status: jobqueue.StatusCancelled}
+	return o.PublishCompleted(ctx, tx, Queue, ch.UpdatedAt)
+}
+
+// closeQuestions ends the open question of run (questionsClose) and
+// expires its notification.
+func (s *Service) closeQuestions(ctx context.Context, tx pgx.Tx, run uuid.UUID, now time.Time) error {
+	if err := questionsClose(ctx, tx, run, now); err != nil {
+		return err
+	}
+	return s.cfg.Notifier.ExpireSource(ctx, tx, notificationSource, run.String())
 }
 
 // statusEvent is the data of agent_run.status.
@@ -484,7 +526,7 @@ func (s *Service) outcomes(ctx context.Context, tx pgx.Tx, outs []jobqueue.Outco
 	now := s.now()
 	for _, o := range outs {
 		if o.Status.Final() {
-			if err := questionsClose(ctx, tx, o.Job.ID, now); err != nil {
+			if err := s.closeQuestions(ctx, tx, o.Job.ID, now); err != nil {
 				return err
 			}
 		}

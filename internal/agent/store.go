@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/google/uuid"
@@ -291,6 +293,7 @@ func nullJSON(raw json.RawMessage) any {
 type questionRow struct {
 	ID        uuid.UUID       `db:"id"`
 	CallID    string          `db:"call_id"`
+	StepIndex int             `db:"step_index"`
 	Kind      string          `db:"kind"`
 	Tool      string          `db:"tool"`
 	Arguments json.RawMessage `db:"arguments"`
@@ -317,12 +320,34 @@ func (q questionRow) question() *Question {
 	return out
 }
 
-const questionColumns = `id, call_id, kind, tool, arguments, question, status, COALESCE(answer, '') AS answer, approved, expires_at`
+// asks reports whether q asks what o asks: the same kind, tool and
+// arguments (as JSON values) or question text.
+func (q questionRow) asks(o questionRow) bool {
+	if q.Kind != o.Kind || q.Tool != o.Tool {
+		return false
+	}
+	if q.Kind == kindQuestion {
+		return q.Question == o.Question
+	}
+	return sameJSON(q.Arguments, o.Arguments)
+}
 
-// questionOfCall is the question a call asked (zero ID: none).
-func questionOfCall(ctx context.Context, db postgres.DBTX, run uuid.UUID, call string) (questionRow, error) {
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+const questionColumns = `id, call_id, step_index, kind, tool, arguments, question, status, COALESCE(answer, '') AS answer, approved, expires_at`
+
+// questionOfStep is the latest question asked for the pending tool step
+// index of run (zero ID: none).
+func questionOfStep(ctx context.Context, db postgres.DBTX, run uuid.UUID, index int) (questionRow, error) {
 	return postgres.One[questionRow](ctx, db, nil, `SELECT `+questionColumns+` FROM agent_run_questions
-		WHERE run_id = $1 AND call_id = $2`, run, call)
+		WHERE run_id = $1 AND step_index = $2 ORDER BY created_at DESC, id DESC LIMIT 1`, run, index)
 }
 
 // questionOpenOf is the run's open question (zero ID: none).
@@ -332,9 +357,9 @@ func questionOpenOf(ctx context.Context, db postgres.DBTX, run uuid.UUID) (quest
 }
 
 func questionInsert(ctx context.Context, tx pgx.Tx, run, project uuid.UUID, q questionRow, now time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO agent_run_questions (id, project_id, run_id, call_id, kind, tool, arguments, question,
-		expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		q.ID, project, run, q.CallID, q.Kind, q.Tool, nullJSON(q.Arguments), q.Question, q.ExpiresAt, now)
+	_, err := tx.Exec(ctx, `INSERT INTO agent_run_questions (id, project_id, run_id, call_id, step_index, kind, tool, arguments,
+		question, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		q.ID, project, run, q.CallID, q.StepIndex, q.Kind, q.Tool, nullJSON(q.Arguments), q.Question, q.ExpiresAt, now)
 	if err != nil {
 		return fmt.Errorf("insert run question: %w", err)
 	}

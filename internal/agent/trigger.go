@@ -52,6 +52,9 @@ func ParseSchedule(expr string) (cron.Schedule, error) {
 	if len(expr) > ScheduleMax {
 		return nil, errs.Errorf(errs.Invalid, "schedule must be at most %d characters", ScheduleMax)
 	}
+	if err := checkZone(expr); err != nil {
+		return nil, err
+	}
 	sched, err := cronParser.Parse(expr)
 	if err != nil {
 		return nil, errs.Errorf(errs.Invalid, "schedule must be a cron expression (minute hour day-of-month month day-of-week, "+
@@ -64,6 +67,32 @@ func ParseSchedule(expr string) (cron.Schedule, error) {
 		return nil, errs.Errorf(errs.Invalid, "schedule %q never fires", expr)
 	}
 	return sched, nil
+}
+
+// checkZone checks the time zone prefix of a schedule (CRON_TZ=<zone> or
+// TZ=<zone>, then a space and the expression) before the cron parser
+// reads it (it panics on a prefix without the space): a zone of the IANA
+// database, not Local (the server's, which the schedule must not depend
+// on).
+func checkZone(expr string) error {
+	var rest string
+	var ok bool
+	if rest, ok = strings.CutPrefix(expr, "CRON_TZ="); !ok {
+		if rest, ok = strings.CutPrefix(expr, "TZ="); !ok {
+			return nil
+		}
+	}
+	zone, spec, ok := strings.Cut(rest, " ")
+	switch {
+	case !ok || strings.TrimSpace(spec) == "" || zone == "":
+		return errs.New(errs.Invalid, "schedule: a time zone prefix is CRON_TZ=<zone> followed by a space and the cron expression, e.g. \"CRON_TZ=Europe/Paris 0 6 * * 1-5\"")
+	case zone == "Local":
+		return errs.New(errs.Invalid, "schedule: CRON_TZ=Local is not accepted; name the zone (e.g. Europe/Paris or UTC)")
+	}
+	if _, err := time.LoadLocation(zone); err != nil {
+		return errs.Errorf(errs.Invalid, "schedule: unknown time zone %q (an IANA zone such as Europe/Paris or UTC)", zone)
+	}
+	return nil
 }
 
 // checkTriggers checks a's schedule and trigger integration, and sets its

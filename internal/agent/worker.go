@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,10 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
+// notificationSource is the source type of a question's notification
+// (its source id is the run's).
+const notificationSource = "agent_run"
+
 // errWaiting ends an attempt that committed a wait for an answer.
 var errWaiting = errors.New("the run waits for input")
 
@@ -31,7 +36,7 @@ func askUserTool() llm.Tool {
 		Description: "Ask the user who started this run a question and wait for the answer. Use it when you need information or a decision only the user has.",
 		Parameters: map[string]any{
 			"type":                 "object",
-			"properties":           map[string]any{"question": map[string]any{"type": "string", "description": "The question, in full."}},
+			"properties":           map[string]any{"question": map[string]any{"type": "string", "maxLength": QuestionMax, "description": "The question, in full."}},
 			"required":             []string{"question"},
 			"additionalProperties": false,
 		},
@@ -330,7 +335,7 @@ func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, ste
 	}
 	switch {
 	case real == llm.ToolAskUser:
-		q, err := w.question(ctx, c, kindQuestion, "")
+		q, err := w.question(ctx, c, s.Index, kindQuestion, "")
 		if err != nil {
 			return stepRow{}, err
 		}
@@ -339,7 +344,7 @@ func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, ste
 	case real == "":
 		return w.complete(ctx, s, started, errorContent("tool %s is not available to this run", c.Name), true)
 	case slices.Contains(w.def.RequireApprovalFor, real) && !started:
-		q, err := w.question(ctx, c, kindApproval, real)
+		q, err := w.question(ctx, c, s.Index, kindApproval, real)
 		if err != nil {
 			return stepRow{}, err
 		}
@@ -390,24 +395,28 @@ func (w *worker) complete(ctx context.Context, s stepRow, started bool, out json
 	return s, nil
 }
 
-// question returns the answered question of call c, asking it first (and
-// then waiting: errWaiting). An open question past its time fails the run.
-func (w *worker) question(ctx context.Context, c llm.ToolCall, kind, tool string) (questionRow, error) {
-	q, err := questionOfCall(ctx, w.s.cfg.Pool, w.run.ID, c.ID)
+// question returns the answered question of call c, the pending tool
+// step index, asking it first (and then waiting: errWaiting). A question
+// is used only for the call it was asked for: the latest question of the
+// step whose kind, tool and arguments are the call's (providers repeat
+// call ids across responses, so the id proves nothing); any other is
+// asked again. An open question past its time fails the run.
+func (w *worker) question(ctx context.Context, c llm.ToolCall, index int, kind, tool string) (questionRow, error) {
+	q, err := questionOfStep(ctx, w.s.cfg.Pool, w.run.ID, index)
 	if err != nil {
 		return questionRow{}, err
 	}
 	now := w.s.now()
+	asked := questionRow{ID: uuid.Must(uuid.NewV7()), CallID: c.ID, StepIndex: index, Kind: kind, Tool: tool, ExpiresAt: now.Add(w.s.cfg.QuestionTimeout)}
+	if kind == kindQuestion {
+		asked.Tool, asked.Question = llm.ToolAskUser, askedQuestion(c.Arguments)
+	} else {
+		asked.Arguments = c.Arguments
+		asked.Question = fmt.Sprintf("May the agent run the tool %s with these arguments: %s", tool, compact(c.Arguments))
+	}
 	switch {
-	case q.ID == uuid.Nil:
-		q = questionRow{ID: uuid.Must(uuid.NewV7()), CallID: c.ID, Kind: kind, Tool: tool, ExpiresAt: now.Add(w.s.cfg.QuestionTimeout)}
-		if kind == kindQuestion {
-			q.Tool, q.Question = llm.ToolAskUser, askedQuestion(c.Arguments)
-		} else {
-			q.Arguments = c.Arguments
-			q.Question = fmt.Sprintf("May the agent run the tool %s with these arguments: %s", tool, compact(c.Arguments))
-		}
-		return questionRow{}, w.wait(ctx, q, true)
+	case q.ID == uuid.Nil || !q.asks(asked):
+		return questionRow{}, w.wait(ctx, asked, true)
 	case q.Status == questionOpen && !now.Before(q.ExpiresAt):
 		return questionRow{}, jobqueue.Permanent(fmt.Errorf("the question was not answered within %s", w.s.cfg.QuestionTimeout))
 	case q.Status == questionOpen:
@@ -424,14 +433,24 @@ func askedQuestion(args json.RawMessage) string {
 	var m map[string]any
 	_ = json.Unmarshal(args, &m)
 	if q, ok := m["question"].(string); ok && strings.TrimSpace(q) != "" {
-		return q
+		return cut(q, QuestionMax)
 	}
 	for _, v := range m {
 		if q, ok := v.(string); ok && strings.TrimSpace(q) != "" {
-			return q
+			return cut(q, QuestionMax)
 		}
 	}
 	return "(the agent asked without a question)"
+}
+
+// cut is text bounded to max characters: cut short, ending with Cut,
+// when longer.
+func cut(text string, limit int) string {
+	if utf8.RuneCountInString(text) <= limit {
+		return text
+	}
+	r := []rune(text)
+	return string(r[:limit-utf8.RuneCountInString(Cut)]) + Cut
 }
 
 func compact(raw json.RawMessage) string {
@@ -451,6 +470,10 @@ func (w *worker) wait(ctx context.Context, q questionRow, ask bool) error {
 	err := w.tx(ctx, func(tx pgx.Tx) error {
 		now := w.s.now()
 		if ask {
+			// An open question of another call of the step gives way.
+			if err := w.s.closeQuestions(ctx, tx, w.run.ID, now); err != nil {
+				return err
+			}
 			if err := questionInsert(ctx, tx, w.run.ID, project, q, now); err != nil {
 				return err
 			}
@@ -466,9 +489,9 @@ func (w *worker) wait(ctx context.Context, q questionRow, ask bool) error {
 			return err
 		}
 		_, err := w.s.cfg.Notifier.Notify(ctx, tx, user, notification.Params{
-			ProjectID: &project, Title: fmt.Sprintf("Agent %s has a question", w.def.Name), Message: q.Question,
+			ProjectID: &project, Title: fmt.Sprintf("Agent %s has a question", w.def.Name), Message: cut(q.Question, NotificationMessageMax),
 			Severity: "info", Importance: "important", Category: "agents",
-			RelatedResourceType: "agent-run", RelatedResourceID: w.run.ID.String(), SourceType: "agent_run", SourceID: w.run.ID.String(),
+			RelatedResourceType: "agent-run", RelatedResourceID: w.run.ID.String(), SourceType: notificationSource, SourceID: w.run.ID.String(),
 			ActionURL: fmt.Sprintf("/projects/%s/agent-runs/%s", project, w.run.ID), ActionLabel: "Answer",
 			ExpiresAt: &q.ExpiresAt,
 		})

@@ -101,6 +101,8 @@ func (d directory) ProjectOrg(context.Context, uuid.UUID) (uuid.UUID, error) { r
 
 type noNotifier struct{}
 
+func (noNotifier) ExpireSource(context.Context, pgx.Tx, string, string) error { return nil }
+
 func (noNotifier) Notify(context.Context, pgx.Tx, uuid.UUID, notification.Params) (notification.Notification, error) {
 	return notification.Notification{}, errors.New("no question in this test")
 }
