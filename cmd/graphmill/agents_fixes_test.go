@@ -86,3 +86,29 @@ func TestAgentScheduleZonePrefix(t *testing.T) {
 	id := s.agentCreate(s.admin, project, map[string]any{"name": "tz", "instructions": "i", "tools": []string{}, "schedule": "CRON_TZ=Europe/Paris 0 6 * * *"})
 	require.NotNil(t, s.agentGet(s.admin, id).NextRunAt)
 }
+
+// TestAgentCreateOfExistingObjectConflicts: an agent's (first, not
+// resumed) graph_create_object of an object that exists is a conflict the
+// model sees, not the existing object passed off as created; the object
+// keeps its values.
+func TestAgentCreateOfExistingObjectConflicts(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	s.must(201, "POST", "/api/graph/objects", s.admin, map[string]any{"type": "Person", "name": "Ada Lovelace", "description": "old"}, hp)
+	id := s.agentCreate(s.admin, project, map[string]any{"name": "c", "instructions": "i", "tools": []string{"graph_create_object"}})
+	run := s.agentStart(s.admin, id, `CALL: graph_create_object {"type":"Person","name":"Ada Lovelace","description":"new"}`)
+	done := s.agentWait(s.admin, run.ID, "completed", "failed")
+	require.Equal(t, "completed", done.Status, done.Error)
+	require.True(t, done.Steps[1].IsError, string(done.Steps[1].Output))
+	require.Contains(t, string(done.Steps[1].Output), "already exists")
+	require.Equal(t, 1, s.agentCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1 AND name = 'Ada Lovelace' AND description = 'old'`, project))
+	require.Equal(t, 0, s.agentCount(`SELECT count(*) FROM graph_call_effects WHERE project_id = $1`, project))
+
+	run = s.agentStart(s.admin, id, `CALL: graph_create_object {"type":"Person","name":"Charles Babbage"}`)
+	done = s.agentWait(s.admin, run.ID, "completed", "failed")
+	require.False(t, done.Steps[1].IsError, string(done.Steps[1].Output))
+	require.Equal(t, 1, s.agentCount(`SELECT count(*) FROM graph_call_effects e JOIN graph_objects o ON o.id = e.target_id
+		WHERE e.call_key = $1 || '/1' AND o.name = 'Charles Babbage'`, run.ID))
+}

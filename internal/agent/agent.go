@@ -182,19 +182,26 @@ type Toolbox interface {
 
 type callKey struct{}
 
-// WithCallKey returns ctx carrying the idempotency key of one tool call
-// of a run: "<run id>/<step index>". A run that was killed after calling a
-// tool and before recording its step calls it again, after its restart,
-// with the same key and the same arguments; a tool that changes something
-// uses the key to do it once (Toolbox implementations read it with
-// CallKeyFrom).
-func WithCallKey(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, callKey{}, key)
+// call is what a tool call's context carries.
+type call struct {
+	key     string
+	resumed bool
 }
 
-// CallKeyFrom returns the idempotency key of the tool call ctx belongs to,
-// "" outside a run's tool call.
-func CallKeyFrom(ctx context.Context) string {
-	k, _ := ctx.Value(callKey{}).(string)
-	return k
+// WithCallKey returns ctx carrying the idempotency key of one tool call
+// of a run, "<run id>/<step index>", and whether the call is resumed: a
+// run killed after calling a tool and before recording its step calls it
+// again after its restart, with the same key and arguments and resumed
+// set. A tool that changes something records its effect under the key
+// and, resumed, returns the recorded effect instead of acting again
+// (Toolbox implementations read both with CallKeyFrom).
+func WithCallKey(ctx context.Context, key string, resumed bool) context.Context {
+	return context.WithValue(ctx, callKey{}, call{key: key, resumed: resumed})
+}
+
+// CallKeyFrom returns the idempotency key of the tool call ctx belongs to
+// ("" outside a run's tool call) and whether the call is resumed.
+func CallKeyFrom(ctx context.Context) (key string, resumed bool) {
+	c, _ := ctx.Value(callKey{}).(call)
+	return c.key, c.resumed
 }

@@ -358,7 +358,7 @@ func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, ste
 		}
 	}
 	key := fmt.Sprintf("%s/%d", w.run.ID, s.Index)
-	content, isError, err := w.s.cfg.Toolbox.Call(WithCallKey(ctx, key), p, w.run.ProjectID, real, s.Input)
+	content, isError, err := w.s.cfg.Toolbox.Call(WithCallKey(ctx, key, started), p, w.run.ProjectID, real, s.Input)
 	if err != nil {
 		if errs.CodeOf(err) != errs.PermissionDenied {
 			return stepRow{}, fmt.Errorf("tool %s: %w", real, err)

@@ -75,7 +75,7 @@ func (b *dyingToolbox) Tools(context.Context, *auth.Principal, uuid.UUID) ([]llm
 func (b *dyingToolbox) Call(ctx context.Context, _ *auth.Principal, _ uuid.UUID, name string, args json.RawMessage) (json.RawMessage, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	key := agent.CallKeyFrom(ctx)
+	key, resumed := agent.CallKeyFrom(ctx)
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, args); err != nil {
 		return nil, false, err
@@ -84,6 +84,9 @@ func (b *dyingToolbox) Call(ctx context.Context, _ *auth.Principal, _ uuid.UUID,
 	if len(b.calls) == 1 {
 		b.made[key] = true
 		return nil, false, errors.New("connection lost after the tool's effect")
+	}
+	if !resumed {
+		return nil, false, errors.New("the second call is not marked resumed")
 	}
 	created := !b.made[key] // the key tells the tool it has done this already
 	b.made[key] = true
