@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/config"
+	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
 
 // agentNotificationLive counts the run's question notifications not
@@ -111,4 +113,112 @@ func TestAgentCreateOfExistingObjectConflicts(t *testing.T) {
 	require.False(t, done.Steps[1].IsError, string(done.Steps[1].Output))
 	require.Equal(t, 1, s.agentCount(`SELECT count(*) FROM graph_call_effects e JOIN graph_objects o ON o.id = e.target_id
 		WHERE e.call_key = $1 || '/1' AND o.name = 'Charles Babbage'`, run.ID))
+}
+
+// TestAgentScheduledRunActsAsOwner: a run its schedule starts acts as the
+// agent's owner, the user who last changed its tools, instructions,
+// schedule or trigger, with the scopes of the credential they saved it
+// with: A's credential cannot give the agent graph_create_object; the
+// project admin adds it with a schedule and becomes the owner, and the
+// scheduled run's object is the admin's, not A's. A's later change of the
+// instructions makes A the owner: the next run cannot use the tool A's
+// credential lacks.
+func TestAgentScheduledRunActsAsOwner(t *testing.T) {
+	t.Parallel()
+	o := llmtest.NewOpenAI(t)
+	o.SetChatStream(func(c llmtest.OpenAIChat) []llmtest.OpenAIDelta {
+		for _, m := range c.Messages {
+			if m.Role == "tool" {
+				return []llmtest.OpenAIDelta{{Content: "done: " + m.Content}}
+			}
+		}
+		name := "Mallory"
+		if strings.Contains(c.Messages[0].Content, "second") {
+			name = "Trent"
+		}
+		return []llmtest.OpenAIDelta{{Call: &llmtest.OpenAICall{ID: "c1", Name: "graph_create_object", Arguments: `{"type":"Person","name":"` + name + `"}`}}}
+	})
+	s := newServer(t, withOpenAI(o.URL(), "", "llama3.1:8b", "nomic-embed-text"), withoutLocalProvider)
+	project, _ := s.defaultProject()
+	aID, aTok := s.newMember("a@example.com", []string{"agents:read", "agents:run", "search:read"}, project, "editor")
+	id := s.agentCreate(aTok, project, map[string]any{"name": "a's", "instructions": "first", "tools": []string{"search"}})
+	require.Equal(t, aID, s.agentGet(aTok, id).OwnerID)
+	requireProblem(t, s.do("PATCH", "/api/agents/"+id, aTok, map[string]any{"tools": []string{"search", "graph_create_object"}}), 400, "invalid_argument")
+	s.must(200, "PATCH", "/api/agents/"+id, s.admin, map[string]any{"tools": []string{"search", "graph_create_object"}, "schedule": "*/5 * * * *"})
+	def := s.agentGet(aTok, id)
+	require.Equal(t, def.CreatedBy, aID)
+	adminID := s.agentGet(s.admin, s.agentCreate(s.admin, project, map[string]any{"name": "x", "instructions": "i", "tools": []string{}})).CreatedBy
+	require.Equal(t, adminID, def.OwnerID)
+
+	s.runSchedulerTask("agent-schedule", 6*time.Minute)
+	require.Empty(t, s.agentRuns(aTok, id), "the run is the owner's")
+	runs := s.agentRuns(s.admin, id)
+	require.Len(t, runs, 1)
+	done := s.agentWait(s.admin, runs[0].ID, "completed", "failed")
+	require.Equal(t, "completed", done.Status, done.Error)
+	require.Equal(t, 1, s.agentCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1 AND name = 'Mallory' AND created_by = $2`, project, adminID))
+
+	// A renames: not a change of what runs do, A does not become the owner.
+	s.must(200, "PATCH", "/api/agents/"+id, aTok, map[string]any{"name": "renamed"})
+	require.Equal(t, adminID, s.agentGet(aTok, id).OwnerID)
+	// A changes the instructions: A owns the agent, with A's scopes.
+	s.must(200, "PATCH", "/api/agents/"+id, aTok, map[string]any{"instructions": "second"})
+	require.Equal(t, aID, s.agentGet(aTok, id).OwnerID)
+	s.runSchedulerTask("agent-schedule", 6*time.Minute)
+	runs = s.agentRuns(aTok, id)
+	require.Len(t, runs, 1)
+	done = s.agentWait(aTok, runs[0].ID, "completed", "failed")
+	require.Equal(t, "completed", done.Status, done.Error)
+	require.True(t, done.Steps[1].IsError, string(done.Steps[1].Output))
+	require.Contains(t, string(done.Steps[1].Output), "not available")
+	require.Zero(t, s.agentCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1 AND name = 'Trent'`, project))
+}
+
+// TestAgentTriggeredRunOwnerDemoted: an owner who may no longer run
+// agents (demoted to viewer) gets no scheduled run; a run already queued
+// fails, saying why, when a worker takes it.
+func TestAgentTriggeredRunOwnerDemoted(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	ctx := context.Background()
+	aID, aTok := s.newMember("v@example.com", allScopes, project, "editor")
+	id := s.agentCreate(aTok, project, map[string]any{"name": "v", "instructions": "i", "tools": []string{"search"}, "schedule": "*/5 * * * *"})
+
+	require.NoError(t, s.m.jobs.Pause(ctx, "agent_run"))
+	s.runSchedulerTask("agent-schedule", 6*time.Minute)
+	queued := s.agentRuns(aTok, id)
+	require.Len(t, queued, 1)
+	s.addMember(project, aID, "viewer")
+	require.NoError(t, s.m.jobs.Resume(ctx, "agent_run"))
+	done := s.agentWait(aTok, queued[0].ID, "failed")
+	require.Contains(t, done.Error, "may no longer run agents in this project")
+	require.Len(t, done.Steps, 0, "no step taken")
+
+	requireProblem(t, s.do("POST", "/api/agents/"+id+"/runs", aTok, map[string]any{"input": "x"}), 403, "permission_denied")
+	s.runSchedulerTask("agent-schedule", 6*time.Minute)
+	require.Len(t, s.agentRuns(aTok, id), 1, "no new run for a viewer")
+	require.NotNil(t, s.agentGet(aTok, id).NextRunAt, "the schedule moves on")
+}
+
+// TestAgentPatchChecksOnlyChanges: an editor whose credential lacks
+// graph:write may stop the schedule of an agent with
+// graph_create_object (the tools are not checked again; the editor becomes
+// the owner), but not add a tool they may not use; the model is checked
+// only when it changes.
+func TestAgentPatchChecksOnlyChanges(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	id := s.agentCreate(s.admin, project, map[string]any{"name": "w", "instructions": "i", "tools": []string{"graph_create_object"}, "schedule": "@hourly"})
+	edID, ed := s.newMember("ed@example.com", []string{"agents:read", "agents:run"}, project, "editor")
+	s.must(200, "PATCH", "/api/agents/"+id, ed, map[string]any{"schedule": ""})
+	a := s.agentGet(ed, id)
+	require.Empty(t, a.Schedule)
+	require.Nil(t, a.NextRunAt)
+	require.Equal(t, edID, a.OwnerID)
+	p := requireProblem(t, s.do("PATCH", "/api/agents/"+id, ed, map[string]any{"tools": []string{"graph_create_object", "search"}}), 400, "invalid_argument")
+	require.Contains(t, p["detail"], `"search" is not a tool you may use`)
+	s.must(200, "PATCH", "/api/agents/"+id, ed, map[string]any{"tools": []string{}})
+	require.Equal(t, 1, s.agentCount(`SELECT count(*) FROM agents WHERE id = $1 AND tools = '{}'`, id))
 }

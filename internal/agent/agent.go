@@ -98,7 +98,10 @@ type Agent struct {
 	Schedule             string     `json:"schedule,omitempty" db:"schedule" doc:"A cron expression (minute hour day-of-month month day-of-week, UTC unless it starts with CRON_TZ=<zone>; or @hourly, @daily, @weekly, @monthly, @every <duration> of a minute or more): the scheduler starts a run at each of its times."`
 	NextRunAt            *time.Time `json:"nextRunAt,omitempty" db:"next_run_at" doc:"When the schedule starts the next run."`
 	TriggerIntegrationID *uuid.UUID `json:"triggerIntegrationId,omitempty" db:"trigger_integration_id" format:"uuid" doc:"An integration of the project: every sync of it that ends (integration.sync.completed) starts a run."`
-	CreatedBy            *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
+	OwnerID              *uuid.UUID `json:"ownerId,omitempty" db:"owner_id" format:"uuid" doc:"Whom the runs its schedule or trigger integration start act as, with the scopes of the credential they saved it with: who last changed its tools, instructions, schedule or trigger."`
+	// OwnerScopes are the scopes of the credential OwnerID saved it with.
+	OwnerScopes []string   `json:"-" db:"owner_scopes"`
+	CreatedBy   *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
 	CreatedAt            time.Time  `json:"createdAt" db:"created_at"`
 	UpdatedAt            time.Time  `json:"updatedAt" db:"updated_at"`
 }

@@ -16,14 +16,16 @@ import (
 )
 
 const agentColumns = `id, project_id, name, description, instructions, COALESCE(model, '') AS model, tools, max_steps,
-	require_approval_for, COALESCE(schedule, '') AS schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at`
+	require_approval_for, COALESCE(schedule, '') AS schedule, next_run_at, trigger_integration_id, owner_id, owner_scopes,
+	created_by, created_at, updated_at`
 
 func agentInsert(ctx context.Context, db postgres.DBTX, a Agent) error {
 	_, err := db.Exec(ctx, `INSERT INTO agents (id, project_id, name, description, instructions, model, tools, max_steps,
-		require_approval_for, schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		require_approval_for, schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at, owner_id, owner_scopes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16)`,
 		a.ID, a.ProjectID, a.Name, a.Description, a.Instructions, postgres.NullIfEmpty(a.Model), a.Tools, a.MaxSteps,
-		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.CreatedBy, a.CreatedAt)
+		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.CreatedBy, a.CreatedAt,
+		a.OwnerID, ownerScopes(a))
 	return agentWriteErr(err)
 }
 
@@ -62,11 +64,21 @@ func agentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, 
 
 func agentUpdate(ctx context.Context, db postgres.DBTX, a Agent) error {
 	_, err := db.Exec(ctx, `UPDATE agents SET name = $3, description = $4, instructions = $5, model = $6, tools = $7,
-		max_steps = $8, require_approval_for = $9, schedule = $10, next_run_at = $11, trigger_integration_id = $12, updated_at = $13
+		max_steps = $8, require_approval_for = $9, schedule = $10, next_run_at = $11, trigger_integration_id = $12, updated_at = $13,
+		owner_id = $14, owner_scopes = $15
 		WHERE project_id = $1 AND id = $2`,
 		a.ProjectID, a.ID, a.Name, a.Description, a.Instructions, postgres.NullIfEmpty(a.Model), a.Tools, a.MaxSteps,
-		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.UpdatedAt)
+		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.UpdatedAt,
+		a.OwnerID, ownerScopes(a))
 	return agentWriteErr(err)
+}
+
+// ownerScopes are a's owner scopes as stored (never NULL).
+func ownerScopes(a Agent) []string {
+	if a.OwnerScopes == nil {
+		return []string{}
+	}
+	return a.OwnerScopes
 }
 
 func agentDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) error {

@@ -161,35 +161,18 @@ func setStep(steps []stepRow, s stepRow) []stepRow {
 	return append(steps, s)
 }
 
-// principal rebuilds the starting user's rights as of now: their current
-// memberships, the scopes the run was started with as far as the user's
-// roles still give them, bound to the run's project.
+// principal rebuilds the starting user's rights as of now (rights). A
+// run without a caller (schedule, integration) fails once its user, the
+// agent's owner, may no longer run agents in the project.
 func (w *worker) principal(ctx context.Context) (*auth.Principal, error) {
-	cur, err := w.s.cfg.Principals.PrincipalOfUser(ctx, w.run.CreatedBy)
+	p, reason, err := w.s.rights(ctx, w.run.CreatedBy, w.run.ProjectID, w.run.Scopes, w.run.Trigger != TriggerManual)
 	if err != nil {
-		if c := errs.CodeOf(err); c == errs.Unauthenticated || c == errs.NotFound {
-			return nil, jobqueue.Permanent(errors.New("the user who started the run no longer exists"))
-		}
 		return nil, err
 	}
-	org, err := w.s.cfg.Principals.ProjectOrg(ctx, w.run.ProjectID)
-	if err != nil {
-		if errs.CodeOf(err) == errs.NotFound {
-			return nil, jobqueue.Permanent(errors.New("the run's project no longer exists"))
-		}
-		return nil, err
+	if reason != "" {
+		return nil, jobqueue.Permanent(errors.New(reason))
 	}
-	started, err := auth.ParseScopes(w.run.Scopes)
-	if err != nil {
-		return nil, jobqueue.Permanent(err)
-	}
-	p := *cur
-	p.Scopes = started & auth.RoleScopes(cur)
-	p.BoundProject = w.run.ProjectID
-	if !p.Sees(w.run.ProjectID, org) {
-		return nil, jobqueue.Permanent(errors.New("the user who started the run can no longer see its project"))
-	}
-	return &p, nil
+	return p, nil
 }
 
 // toolSet is what a step offers the model: the agent's tools the
