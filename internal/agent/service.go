@@ -407,9 +407,13 @@ func (s *Service) full(ctx context.Context, db postgres.DBTX, r runRow) (Run, er
 	if err != nil {
 		return Run{}, err
 	}
+	def, err := r.def()
+	if err != nil {
+		return Run{}, err
+	}
 	for _, st := range steps {
 		if st.CompletedAt != nil {
-			out.Steps = append(out.Steps, st.step())
+			out.Steps = append(out.Steps, st.step(def))
 		}
 	}
 	if r.Status == StatusWaitingForInput {

@@ -249,9 +249,15 @@ type stepRow struct {
 	DurationMs   int64           `db:"duration_ms"`
 }
 
-func (s stepRow) step() Step {
+// step is s as the API shows it; a model step's output in its public
+// form (publicModelOutput) with the tools named as def names them.
+func (s stepRow) step(def definition) Step {
+	out := s.Output
+	if s.Kind == StepModel {
+		out = publicModelOutput(def, s.Output)
+	}
 	return Step{
-		Index: s.Index, Kind: s.Kind, Tool: s.Tool, Input: s.Input, Output: s.Output, IsError: s.IsError,
+		Index: s.Index, Kind: s.Kind, Tool: s.Tool, Input: s.Input, Output: out, IsError: s.IsError,
 		DurationMs: s.DurationMs, StartedAt: s.StartedAt,
 	}
 }

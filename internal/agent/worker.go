@@ -50,6 +50,51 @@ type modelOutput struct {
 	ToolCalls []llm.ToolCall `json:"toolCalls,omitempty"`
 }
 
+// publicCall is a tool call of a model step as the API shows it.
+type publicCall struct {
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// publicModelOutput is a model step's output as the API shows it:
+// {text, toolCalls: [{id, tool, arguments}]}, each tool by its real name
+// (server/tool for external ones, not the name the model was given),
+// without the provider's state (signatures). The stored form (modelOutput)
+// is the conversation's, for replay.
+func publicModelOutput(def definition, stored json.RawMessage) json.RawMessage {
+	var in modelOutput
+	if json.Unmarshal(stored, &in) != nil {
+		return stored
+	}
+	real := map[string]string{}
+	for _, t := range def.Tools {
+		if n := toolName(t); real[n] == "" {
+			real[n] = t
+		}
+	}
+	out := struct {
+		Text      string       `json:"text"`
+		ToolCalls []publicCall `json:"toolCalls"`
+	}{Text: in.Text, ToolCalls: make([]publicCall, len(in.ToolCalls))}
+	for i, c := range in.ToolCalls {
+		name := real[c.Name]
+		if name == "" {
+			name = c.Name // ask_user, or a tool the run did not offer
+		}
+		args := c.Arguments
+		if len(args) == 0 || !json.Valid(args) {
+			args = json.RawMessage(`{}`)
+		}
+		out.ToolCalls[i] = publicCall{ID: c.ID, Tool: name, Arguments: args}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return stored
+	}
+	return b
+}
+
 // worker runs one attempt of one run.
 type worker struct {
 	s   *Service
@@ -351,19 +396,35 @@ func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, ste
 	return w.complete(ctx, s, true, content, isError)
 }
 
+// bounded is a tool result as the model is given it (and the step
+// keeps it): as it is up to ToolResultMax bytes, else its first bytes as
+// a JSON string ending with Cut.
+func bounded(out json.RawMessage) json.RawMessage {
+	if len(out) <= ToolResultMax {
+		return out
+	}
+	text := string(out[:ToolResultMax-len(Cut)])
+	for !utf8.ValidString(text) {
+		text = text[:len(text)-1]
+	}
+	raw, _ := json.Marshal(text + Cut) //nolint:errchkjson // a string
+	return raw
+}
+
 // errorContent is a tool step's output describing a failure.
 func errorContent(format string, args ...any) json.RawMessage {
 	out, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)}) //nolint:errchkjson // a string
 	return out
 }
 
-// complete commits tool step s with its output (inserting it, or
-// completing the started one).
+// complete commits tool step s with its output, bounded (inserting it,
+// or completing the started one).
 func (w *worker) complete(ctx context.Context, s stepRow, started bool, out json.RawMessage, isError bool) (stepRow, error) {
 	if len(out) == 0 || !json.Valid(out) {
 		raw, _ := json.Marshal(string(out)) //nolint:errchkjson // a string
 		out = raw
 	}
+	out = bounded(out)
 	done := w.s.now()
 	s.Output, s.IsError, s.CompletedAt, s.DurationMs = out, isError, &done, done.Sub(s.StartedAt).Milliseconds()
 	err := w.tx(ctx, func(tx pgx.Tx) error {
