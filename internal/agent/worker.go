@@ -348,8 +348,11 @@ func (w *worker) model(ctx context.Context, m Model, msgs []llm.Message, tools t
 // committed as started; if the process dies after the tool's effect and
 // before the step's completion commits, the next attempt finds the
 // started step and calls the tool again with the same arguments and the
-// same idempotency key (WithCallKey: "<run>/<step index>"), which a tool
-// that changes something uses to do it once.
+// same idempotency key (WithCallKey: "<run>/<step index>", marked
+// resumed): the graph creates return what the key created, an external
+// tool is called again only when its annotations say it is read-only or
+// idempotent, else the step completes as an error saying its outcome is
+// unknown (Toolbox).
 func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, steps []stepRow, c llm.ToolCall) (stepRow, error) {
 	s := stepRow{Index: len(steps), Kind: StepTool, CallID: c.ID, Input: c.Arguments, StartedAt: w.s.now()}
 	started := false

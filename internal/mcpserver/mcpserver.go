@@ -60,6 +60,9 @@ type RegistryTool struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description,omitempty"`
 	InputSchema map[string]any `json:"inputSchema,omitempty"`
+	// Repeatable: its annotations say it is read-only or idempotent, so a
+	// call whose outcome is unknown may be made again (Server.Call).
+	Repeatable bool `json:"-"`
 }
 
 // Registry is the project's registry of external MCP servers. ListTools

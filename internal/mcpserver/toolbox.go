@@ -111,6 +111,10 @@ func (s *Server) Call(ctx context.Context, p *auth.Principal, project uuid.UUID,
 		params.Arguments = nil
 	}
 	if ext := found.external; ext != nil {
+		if c.resumed && !ext.Repeatable {
+			return textContent(fmt.Sprintf("the outcome of this call of %s is unknown after a restart; it was not repeated "+
+				"(the tool is not marked read-only or idempotent)", name)), true, nil
+		}
 		var in map[string]any
 		if len(args) > 0 {
 			if err := json.Unmarshal(args, &in); err != nil {

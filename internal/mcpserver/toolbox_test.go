@@ -432,3 +432,36 @@ func BenchmarkToolboxCall(b *testing.B) {
 		}
 	}
 }
+
+// TestToolboxResumedExternalCall: a resumed call of an external tool
+// (its outcome unknown after a restart) is made again only when the
+// tool's annotations say it is read-only or idempotent; otherwise it is
+// a tool error saying so, and the server is not called.
+func TestToolboxResumedExternalCall(t *testing.T) {
+	t.Parallel()
+	server := uuid.New()
+	reg := &fakeRegistry{tools: []RegistryTool{
+		{ServerID: server, Server: "weather", Name: "forecast", Repeatable: true},
+		{ServerID: server, Server: "weather", Name: "book"},
+	}}
+	b := boxSetup(t, reg)
+	p := b.principal(auth.AllScopes, auth.ProjectEditor)
+	args := json.RawMessage(`{"city":"Paris"}`)
+	resumed := agent.WithCallKey(t.Context(), "run/1", true)
+
+	content, isErr, err := b.srv.Call(resumed, p, b.project, "weather/book", args)
+	require.NoError(t, err)
+	require.True(t, isErr)
+	require.Contains(t, string(content), "unknown after a restart; it was not repeated")
+	require.Empty(t, reg.calls)
+
+	content, isErr, err = b.srv.Call(resumed, p, b.project, "weather/forecast", args)
+	require.NoError(t, err)
+	require.False(t, isErr, string(content))
+	require.Equal(t, []string{server.String() + "/forecast"}, reg.calls)
+
+	_, isErr, err = b.srv.Call(agent.WithCallKey(t.Context(), "run/2", false), p, b.project, "weather/book", args)
+	require.NoError(t, err)
+	require.False(t, isErr)
+	require.Equal(t, []string{server.String() + "/forecast", server.String() + "/book"}, reg.calls, "a first call is made")
+}
