@@ -102,8 +102,8 @@ type Agent struct {
 	// OwnerScopes are the scopes of the credential OwnerID saved it with.
 	OwnerScopes []string   `json:"-" db:"owner_scopes"`
 	CreatedBy   *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
-	CreatedAt            time.Time  `json:"createdAt" db:"created_at"`
-	UpdatedAt            time.Time  `json:"updatedAt" db:"updated_at"`
+	CreatedAt   time.Time  `json:"createdAt" db:"created_at"`
+	UpdatedAt   time.Time  `json:"updatedAt" db:"updated_at"`
 }
 
 // CreateParams defines an agent.
