@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
+	"github.com/graphmill/graphmill/internal/mcpregistry/mcptest"
 )
 
 // agentNotificationLive counts the run's question notifications not
@@ -221,4 +223,53 @@ func TestAgentPatchChecksOnlyChanges(t *testing.T) {
 	require.Contains(t, p["detail"], `"search" is not a tool you may use`)
 	s.must(200, "PATCH", "/api/agents/"+id, ed, map[string]any{"tools": []string{}})
 	require.Equal(t, 1, s.agentCount(`SELECT count(*) FROM agents WHERE id = $1 AND tools = '{}'`, id))
+}
+
+// TestAgentResumedExternalTool: the completion of a tool step fails once
+// after the external tool ran (a trigger raises, as a crash in that window
+// leaves it: the call made, the step started, not completed); the retried
+// attempt resumes the step. echo (no annotations) is not called again: the
+// step is an error the model sees, saying the outcome is unknown. add
+// (readOnlyHint) is called again and its result used.
+func TestAgentResumedExternalTool(t *testing.T) {
+	t.Parallel()
+	external := mcptest.Streamable(t, mcptest.NewServer("echo", "add"), "", "")
+	s := newServer(t, mcpRegWith(func(*config.Config) {}))
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	var srv struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/admin/mcp-servers", s.admin, map[string]any{"name": "calc", "type": "http", "url": external.URL}, hp).Decode(t, &srv)
+	s.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil)
+	ctx := context.Background()
+	_, err := s.m.db.pool.Exec(ctx, `CREATE SEQUENCE fail_once;
+		CREATE FUNCTION fail_step_once() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF nextval('fail_once') = 1 THEN RAISE EXCEPTION 'lost before the step completed'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER fail_step_once BEFORE UPDATE ON agent_run_steps
+		FOR EACH ROW WHEN (OLD.completed_at IS NULL AND NEW.completed_at IS NOT NULL) EXECUTE FUNCTION fail_step_once()`)
+	require.NoError(t, err)
+
+	resumed := func(tool, args string) agentRun {
+		t.Helper()
+		_, err := s.m.db.pool.Exec(ctx, `SELECT setval('fail_once', 1, false)`)
+		require.NoError(t, err)
+		id := s.agentCreate(s.admin, project, map[string]any{"name": tool, "instructions": "i", "tools": []string{"calc/" + tool}})
+		run := s.agentStart(s.admin, id, "CALL: calc:"+tool+" "+args)
+		require.Eventually(t, func() bool {
+			s.clock.Advance(time.Minute) // the retry's backoff
+			return slices.Contains([]string{"completed", "failed"}, s.agentRunGet(s.admin, run.ID).Status)
+		}, 30*time.Second, 100*time.Millisecond)
+		done := s.agentRunGet(s.admin, run.ID)
+		require.Equal(t, "completed", done.Status, done.Error)
+		require.Equal(t, 1, s.agentCount(`SELECT retry_count FROM agent_runs WHERE id = $1`, run.ID), "the first attempt failed")
+		require.Equal(t, []string{"model", "tool:calc/" + tool, "model"}, done.stepKinds())
+		return done
+	}
+	echo := resumed("echo", `{"text":"hello"}`)
+	require.True(t, echo.Steps[1].IsError, string(echo.Steps[1].Output))
+	require.Contains(t, string(echo.Steps[1].Output), "unknown after a restart; it was not repeated")
+	add := resumed("add", `{"a":2,"b":40}`)
+	require.False(t, add.Steps[1].IsError, string(add.Steps[1].Output))
+	require.Contains(t, string(add.Steps[1].Output), "42")
 }

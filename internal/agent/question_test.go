@@ -15,10 +15,8 @@ import (
 	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
-	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/notification"
-	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
 // recNotifier records the notifications' messages and refuses one over
@@ -86,26 +84,9 @@ func (b *recBox) Call(_ context.Context, _ *auth.Principal, _ uuid.UUID, name st
 // approval when approval is set) and model, with a recording notifier.
 func questionRun(t *testing.T, model agent.Model, box agent.Toolbox, approval bool) (*agent.Service, *recNotifier, uuid.UUID, uuid.UUID, uuid.UUID) {
 	t.Helper()
-	pool := pgtest.New(t)
-	org, project, user := tenant(t, pool)
-	jobs, err := jobqueue.NewClient(pool, jobqueue.Config{PollInterval: 20 * time.Millisecond, ReapInterval: 50 * time.Millisecond})
-	require.NoError(t, err)
 	notes := &recNotifier{}
-	svc, err := agent.NewService(agent.Config{
-		Pool: pool, Jobs: jobs, Toolbox: box, Principals: directory{org: org, project: project}, Notifier: notes,
-		Models:  func(context.Context, uuid.UUID, string) (agent.Model, error) { return model, nil },
-		Backoff: func(int) time.Duration { return 10 * time.Millisecond },
-	})
-	require.NoError(t, err)
-	require.NoError(t, svc.AddQueue(1, 0))
+	svc, p, project := newService(t, model, box, notes)
 	ctx := context.Background()
-	require.NoError(t, jobs.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = jobs.Stop(sctx)
-	})
-	p := &auth.Principal{UserID: user, Scopes: auth.AllScopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: auth.ProjectEditor}}
 	in := agent.CreateParams{Name: "d", Instructions: "x", Tools: []string{"delete_thing"}}
 	if approval {
 		in.RequireApprovalFor = []string{"delete_thing"}
@@ -114,20 +95,13 @@ func questionRun(t *testing.T, model agent.Model, box agent.Toolbox, approval bo
 	require.NoError(t, err)
 	run, err := svc.StartRun(ctx, p, project, a.ID, "go")
 	require.NoError(t, err)
-	return svc, notes, project, user, run.ID
+	return svc, notes, project, p.UserID, run.ID
 }
 
 // settled waits until the run waits for input or ended.
 func settled(t *testing.T, svc *agent.Service, project, user, run uuid.UUID) agent.Run {
 	t.Helper()
-	var r agent.Run
-	require.Eventually(t, func() bool {
-		var err error
-		r, err = svc.GetRun(context.Background(), project, user, run)
-		require.NoError(t, err)
-		return r.Status == agent.StatusCompleted || r.Status == agent.StatusFailed || r.Status == agent.StatusWaitingForInput
-	}, 10*time.Second, 10*time.Millisecond)
-	return r
+	return awaitRun(t, svc, project, user, run, agent.StatusCompleted, agent.StatusFailed, agent.StatusWaitingForInput)
 }
 
 // TestApprovalPerCallNotPerCallID: two calls of a tool needing approval

@@ -3,7 +3,7 @@ package drills
 import (
 	"context"
 	"encoding/json"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,36 +23,23 @@ import (
 // for the call.
 func TestAgentKillDuringToolDrill(t *testing.T) {
 	t.Parallel()
-	var (
-		mu     sync.Mutex
-		first  int // requests of the first model step (no tool result yet)
-		second int // requests after the tool's result
-	)
+	// The model's requests before the tool's result, and after it.
+	var first, second atomic.Int32
 	fake := llmtest.NewOpenAI(t)
 	fake.SetChatStream(func(c llmtest.OpenAIChat) []llmtest.OpenAIDelta {
 		for _, m := range c.Messages {
 			if m.Role == "tool" {
-				mu.Lock()
-				second++
-				mu.Unlock()
+				second.Add(1)
 				return []llmtest.OpenAIDelta{{Content: "Recorded: " + m.Content}}
 			}
 		}
-		mu.Lock()
-		first++
-		mu.Unlock()
+		first.Add(1)
 		args, _ := json.Marshal(map[string]any{"type": "Person", "name": "Dorothy Vaughan"})
 		return []llmtest.OpenAIDelta{{Call: &llmtest.OpenAICall{ID: "call-create", Name: "graph_create_object", Arguments: string(args)}}}
 	})
 
-	dir := dataDir(t)
-	token := newToken()
-	srv := newProc(t, dir, "serve", "serve", "GRAPHMILL_DATA_DIR="+dir, "GRAPHMILL_BOOTSTRAP_TOKEN="+token,
-		"GRAPHMILL_OPENAI_BASE_URL="+fake.URL(), "GRAPHMILL_OPENAI_MODEL=llama3.1:8b", "GRAPHMILL_OPENAI_EMBEDDING_MODEL=nomic-embed-text")
-	srv.start()
-	db := openDB(t, embeddedURL(t, dir))
-	base := "http://" + srv.api
-	project := defaultProject(t, base, token)
+	d := agentServe(t, fake)
+	srv, db, project := d.srv, d.db, d.project
 	ctx := context.Background()
 
 	// Hold every completion of a tool step until the drill lets go.
@@ -68,15 +55,7 @@ func TestAgentKillDuringToolDrill(t *testing.T) {
 	_, err = db.Exec(ctx, `CREATE TRIGGER drill_hold_step BEFORE UPDATE ON agent_run_steps
 		FOR EACH ROW WHEN (OLD.completed_at IS NULL AND NEW.completed_at IS NOT NULL) EXECUTE FUNCTION drill_hold_step()`)
 	require.NoError(t, err)
-
-	var agent, run struct {
-		ID string `json:"id"`
-	}
-	require.NoError(t, json.Unmarshal(mustCall(t, 201, base, token, "POST", "/api/agents", map[string]any{
-		"name": "recorder", "instructions": "Record the person.", "tools": []string{"graph_create_object"},
-	}, "X-Project-ID", project), &agent))
-	require.NoError(t, json.Unmarshal(mustCall(t, 201, base, token, "POST", "/api/agents/"+agent.ID+"/runs",
-		map[string]any{"input": "Record Dorothy Vaughan."}), &run))
+	run := d.start(t, "graph_create_object", "Record Dorothy Vaughan.")
 
 	const objects = `SELECT count(*) FROM graph_objects WHERE project_id = $1 AND name = 'Dorothy Vaughan' AND deleted_at IS NULL`
 	require.Eventually(t, func() bool {
@@ -84,8 +63,8 @@ func TestAgentKillDuringToolDrill(t *testing.T) {
 			AND query LIKE 'UPDATE agent_run_steps%'`) == 1
 	}, time.Minute, 50*time.Millisecond, "the tool step's completion never waited")
 	require.Equal(t, 1, count(t, db, objects, project), "the tool's effect committed before the kill")
-	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM graph_call_effects WHERE call_key = $1 || '/1'`, run.ID), "under the call's key")
-	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM agent_run_steps WHERE run_id = $1 AND step_index = 1 AND completed_at IS NULL`, run.ID))
+	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM graph_call_effects WHERE call_key = $1 || '/1'`, run), "under the call's key")
+	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM agent_run_steps WHERE run_id = $1 AND step_index = 1 AND completed_at IS NULL`, run))
 	srv.kill()
 
 	// Let the orphaned completion go (its client is gone: it rolls back),
@@ -97,13 +76,10 @@ func TestAgentKillDuringToolDrill(t *testing.T) {
 	}, time.Minute, 50*time.Millisecond)
 	_, err = db.Exec(ctx, `DROP TRIGGER drill_hold_step ON agent_run_steps; DROP FUNCTION drill_hold_step()`)
 	require.NoError(t, err)
-	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM agent_run_steps WHERE run_id = $1 AND step_index = 1 AND completed_at IS NULL`, run.ID),
+	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM agent_run_steps WHERE run_id = $1 AND step_index = 1 AND completed_at IS NULL`, run),
 		"the completion did not commit")
 	srv.start()
 
-	require.Eventually(t, func() bool {
-		return count(t, db, `SELECT count(*) FROM agent_runs WHERE id = $1 AND status IN ('completed', 'failed')`, run.ID) == 1
-	}, 3*time.Minute, 200*time.Millisecond)
 	var out struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
@@ -114,7 +90,7 @@ func TestAgentKillDuringToolDrill(t *testing.T) {
 			Output  json.RawMessage `json:"output"`
 		} `json:"steps"`
 	}
-	require.NoError(t, json.Unmarshal(mustCall(t, 200, base, token, "GET", "/api/agent-runs/"+run.ID, nil), &out))
+	d.ended(t, run, &out)
 	require.Equal(t, "completed", out.Status, out.Error)
 	require.Len(t, out.Steps, 3)
 	require.Equal(t, "graph_create_object", out.Steps[1].Tool)
@@ -127,11 +103,9 @@ func TestAgentKillDuringToolDrill(t *testing.T) {
 	require.Equal(t, "Dorothy Vaughan", made.Name)
 	require.Equal(t, 1, count(t, db, objects, project), "the object exists once")
 	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM graph_call_effects e JOIN graph_objects o ON o.id = e.target_id
-		WHERE e.call_key = $1 || '/1' AND o.id::text = $2`, run.ID, made.ID), "the resumed call returned what its key created")
-	mu.Lock()
-	require.Equal(t, 1, first, "the model was not asked again for the started call")
-	require.Equal(t, 1, second)
-	mu.Unlock()
+		WHERE e.call_key = $1 || '/1' AND o.id::text = $2`, run, made.ID), "the resumed call returned what its key created")
+	require.Equal(t, int32(1), first.Load(), "the model was not asked again for the started call")
+	require.Equal(t, int32(1), second.Load())
 	srv.stop()
 	t.Logf("agent kill -9 drill: killed inside graph_create_object after its create committed; resumed, object created once")
 }
