@@ -44,9 +44,8 @@ const (
 	QuoteMax = 300
 	// keywordWordsMax bounds the words of the keyword query.
 	keywordWordsMax = 30
-	// CommonWordMatches is the number of chunks (estimated over all
-	// projects) beyond which a question's word is left out of the keyword
-	// query.
+	// CommonWordMatches is the number of the project's chunks beyond
+	// which a question's word is left out of the keyword query.
 	CommonWordMatches = 1000
 	// searchQueryMax bounds the question searched (the search API's own
 	// bound).
@@ -167,27 +166,24 @@ func questionWords(question string) []string {
 	return words
 }
 
-// keywordQuery is the keyword side's query for a question (websearch
-// syntax): its words OR-ed, so that a chunk need not hold every word of
-// the question to be found (ranking prefers those holding more), except
-// the words that PostgreSQL's statistics of the chunks' text expect in
-// more than CommonWordMatches chunks (they say little about a chunk, and
-// ranking every chunk they match is what a keyword search costs) and the
-// stop words. With no word left, the question itself (every word
-// required).
-func keywordQuery(ctx context.Context, db postgres.DBTX, question string) (string, error) {
+// keywordQuery is the keyword side's query for a question in project
+// (websearch syntax): its words OR-ed, so that a chunk need not hold every
+// word of the question to be found (ranking prefers those holding more),
+// except the words found in more than CommonWordMatches of the project's
+// chunks (they say little about a chunk, and ranking every chunk they
+// match is what a keyword search costs) and the stop words. Each word's
+// count stops at CommonWordMatches+1 (the text index, this project's rows
+// only). With no word left, the question itself (every word required).
+func keywordQuery(ctx context.Context, db postgres.DBTX, project uuid.UUID, question string) (string, error) {
 	words := questionWords(question)
 	if len(words) == 0 {
 		return question, nil
 	}
-	rows, _ := db.Query(ctx, `WITH mce AS (
-			SELECT u.e, u.f FROM pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS u (e, f)
-			WHERE s.schemaname = current_schema() AND s.tablename = 'document_chunks' AND s.attname = 'tsv'),
-		n AS (SELECT greatest(reltuples, 0) AS rows FROM pg_class WHERE oid = 'document_chunks'::regclass)
-		SELECT w FROM unnest($1::text[]) WITH ORDINALITY AS q (w, i)
-		WHERE length(to_tsvector('english', q.w)) > 0 AND coalesce((SELECT max(mce.f) FROM unnest(tsvector_to_array(to_tsvector('english', q.w))) AS l (x)
-			JOIN mce ON mce.e = l.x), 0) * (SELECT rows FROM n) <= $2
-		ORDER BY i`, words, CommonWordMatches)
+	rows, _ := db.Query(ctx, `SELECT q.w FROM unnest($1::text[]) WITH ORDINALITY AS q (w, i)
+		WHERE length(to_tsvector('english', q.w)) > 0
+		AND (SELECT count(*) FROM (SELECT 1 FROM document_chunks c
+			WHERE c.project_id = $2 AND c.tsv @@ plainto_tsquery('english', q.w) LIMIT $3 + 1) AS m) <= $3
+		ORDER BY q.i`, words, project, CommonWordMatches)
 	rare, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return "", fmt.Errorf("keyword query: %w", err)
@@ -207,7 +203,7 @@ func (s *Service) retrieve(ctx context.Context, project uuid.UUID, question stri
 	if r := []rune(question); len(r) > searchQueryMax {
 		question = string(r[:searchQueryMax])
 	}
-	kw, err := keywordQuery(ctx, s.cfg.Pool, question)
+	kw, err := keywordQuery(ctx, s.cfg.Pool, project, question)
 	if err != nil {
 		return nil, err
 	}

@@ -120,51 +120,66 @@ func TestSourceBlock(t *testing.T) {
 	require.Equal(t, forged.chunkText, llm.UnescapePromptText(strings.TrimSuffix(strings.SplitN(block, "\n", 3)[2], "\n</source>")))
 }
 
-// TestKeywordQueryLeavesOutCommonWords: once the statistics say a word is
-// in more than CommonWordMatches chunks, it leaves the OR-ed keyword
-// query; with no word left, the question is searched as written.
+// TestKeywordQueryLeavesOutCommonWords: a word in more than
+// CommonWordMatches of the project's chunks leaves the OR-ed keyword
+// query; other projects' chunks do not count; with no word left, the
+// question is searched as written.
 func TestKeywordQueryLeavesOutCommonWords(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, err := postgres.Open(ctx, pgtest.NewURL(t), 4)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	org, project, doc, now := uuid.New(), uuid.New(), uuid.New(), time.Now()
+	org, now := uuid.New(), time.Now()
 	_, err = pool.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'o', $2, $2)`, org, now)
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, 'p', $3, $3)`, project, org, now)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, sha256, content, status, created_at, updated_at)
-		VALUES ($1, $2, 'd.txt', 'text/plain', 1, '\x00', '\x00', 'parsed', $3, $3)`, doc, project, now)
-	require.NoError(t, err)
-	rows := make([][]any, 3000)
-	for i := range rows {
-		text := fmt.Sprintf("The gearbox number %d turns.", i)
-		if i == 7 {
-			text = "The gearbox holds a zircon."
+	corpus := func(count int, text func(i int) string) uuid.UUID {
+		project, doc := uuid.New(), uuid.New()
+		_, err := pool.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)`, project, org, project.String(), now)
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, sha256, content, status, created_at, updated_at)
+			VALUES ($1, $2, 'd.txt', 'text/plain', 1, '\x00', '\x00', 'parsed', $3, $3)`, doc, project, now)
+		require.NoError(t, err)
+		rows := make([][]any, count)
+		for i := range rows {
+			rows[i] = []any{uuid.New(), project, doc, i, text(i), 0, len(text(i)), 8, now}
 		}
-		rows[i] = []any{uuid.New(), project, doc, i, text, 0, len(text), 8, now}
+		_, err = pool.CopyFrom(ctx, pgx.Identifier{"document_chunks"},
+			[]string{"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "token_count", "created_at"}, pgx.CopyFromRows(rows))
+		require.NoError(t, err)
+		return project
 	}
-	_, err = pool.CopyFrom(ctx, pgx.Identifier{"document_chunks"},
-		[]string{"id", "project_id", "document_id", "chunk_index", "text", "start_offset", "end_offset", "token_count", "created_at"}, pgx.CopyFromRows(rows))
-	require.NoError(t, err)
+	project := corpus(CommonWordMatches+1, func(i int) string {
+		if i == 7 {
+			return "The gearbox holds a zircon."
+		}
+		return fmt.Sprintf("The gearbox number %d turns.", i)
+	})
+	// Another project where zircon is everywhere and gearbox rare.
+	other := corpus(3000, func(i int) string { return fmt.Sprintf("A zircon gearbox%d.", i) })
 
-	q, err := keywordQuery(ctx, pool, "Which gearbox holds zircon?")
+	q, err := keywordQuery(ctx, pool, project, "Which gearbox holds zircon?")
 	require.NoError(t, err)
-	require.Equal(t, "gearbox or holds or zircon", q, "no statistics yet: every word but the stop words")
-
-	_, err = pool.Exec(ctx, `ANALYZE document_chunks`)
+	require.Equal(t, "holds or zircon", q, "gearbox is in every chunk of the project")
+	q, err = keywordQuery(ctx, pool, other, "Which gearbox holds zircon?")
 	require.NoError(t, err)
-	q, err = keywordQuery(ctx, pool, "Which gearbox holds zircon?")
+	require.Equal(t, "gearbox or holds", q, "each project counts its own chunks")
+	_, err = pool.Exec(ctx, `DELETE FROM document_chunks WHERE project_id = $1 AND chunk_index = 0`, project)
 	require.NoError(t, err)
-	require.Equal(t, "holds or zircon", q, "gearbox is in every chunk")
-	q, err = keywordQuery(ctx, pool, "gearbox turns?")
+	q, err = keywordQuery(ctx, pool, project, "Which gearbox holds zircon?")
+	require.NoError(t, err)
+	require.Equal(t, "gearbox or holds or zircon", q, "at CommonWordMatches chunks a word stays")
+	_, err = pool.Exec(ctx, `INSERT INTO document_chunks (id, project_id, document_id, chunk_index, text, start_offset, end_offset, token_count, created_at)
+		SELECT gen_random_uuid(), project_id, document_id, 100000 + n, 'gearbox turns', 0, 13, 3, created_at
+		FROM document_chunks, generate_series(1, 2) AS n WHERE project_id = $1 AND chunk_index = 1`, project)
+	require.NoError(t, err)
+	q, err = keywordQuery(ctx, pool, project, "gearbox turns?")
 	require.NoError(t, err)
 	require.Equal(t, "gearbox turns?", q, "only common words: the question as written")
-	q, err = keywordQuery(ctx, pool, "Which is it?")
+	q, err = keywordQuery(ctx, pool, project, "Which is it?")
 	require.NoError(t, err)
 	require.Equal(t, "Which is it?", q, "only stop words")
-	q, err = keywordQuery(ctx, pool, "?!")
+	q, err = keywordQuery(ctx, pool, project, "?!")
 	require.NoError(t, err)
 	require.Equal(t, "?!", q)
 }
