@@ -504,7 +504,7 @@ func TestChatStreamsThroughOpenAI(t *testing.T) {
 	r := s.chatStream(s.admin, project, session, "Who designed the zephyrine turbine?")
 	require.Equal(t, 200, r.Status)
 	require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"))
-	require.Regexp(t, `^retrieval;dur=[0-9.]+, search;dur=[0-9.]+$`, r.Header.Get("Server-Timing"))
+	require.Regexp(t, `^retrieval;dur=[0-9.]+, search;dur=[0-9.]+, keywords;dur=[0-9.]+$`, r.Header.Get("Server-Timing"))
 	require.NotNil(t, r.Completed, "events: %v", r.Events)
 	require.Greater(t, len(r.Deltas), 1)
 	require.Equal(t, "message.completed", r.Events[len(r.Events)-1])

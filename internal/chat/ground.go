@@ -203,11 +203,15 @@ func (s *Service) retrieve(ctx context.Context, project uuid.UUID, question stri
 	if r := []rune(question); len(r) > searchQueryMax {
 		question = string(r[:searchQueryMax])
 	}
+	start := time.Now()
 	kw, err := keywordQuery(ctx, s.cfg.Pool, project, question)
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	if timing != nil {
+		timing.Keywords = time.Since(start)
+	}
+	start = time.Now()
 	res, err := s.cfg.Search.Search(ctx, project, search.Request{
 		Query: question, KeywordQuery: kw, Mode: search.ModeHybrid, Limit: RetrieveLimit,
 	})

@@ -190,11 +190,11 @@ func (h handlers) send(ctx context.Context, in *sendIn) (*huma.StreamResponse, e
 	}}, nil
 }
 
-// serverTiming is the Server-Timing header of a turn: retrieval and its
-// search, in ms.
+// serverTiming is the Server-Timing header of a turn: retrieval, its
+// search and its choice of keywords, in ms.
 func serverTiming(t Timing) string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("retrieval;dur=%.3f, search;dur=%.3f", ms(t.Retrieval), ms(t.Search))
+	return fmt.Sprintf("retrieval;dur=%.3f, search;dur=%.3f, keywords;dur=%.3f", ms(t.Retrieval), ms(t.Search), ms(t.Keywords))
 }
 
 // stream writes a reply as server-sent events.

@@ -181,8 +181,10 @@ type SendParams struct {
 
 // Timing is how long the parts of a turn took.
 type Timing struct {
-	// Retrieval is the whole retrieval; Search its hybrid search.
-	Retrieval, Search time.Duration
+	// Retrieval is the whole retrieval; Keywords the choice of the
+	// keyword query's words (their counts in the project), Search the
+	// hybrid search: both parts of it.
+	Retrieval, Keywords, Search time.Duration
 }
 
 // Turn bounds: a turn runs at most TurnTimeout; its lease on the session
