@@ -548,6 +548,10 @@ func TestChatStreamsThroughOpenAI(t *testing.T) {
 	require.Nil(t, r.Completed)
 	require.NotNil(t, r.Error, "events: %v", r.Events)
 	require.Equal(t, "bad_gateway", r.Error["code"])
+	// The request counts under the 200 it sent; the failure is counted
+	// apart.
+	metrics := string(get(t, "http://"+s.m.OpsAddr()+"/metrics").Body)
+	require.Contains(t, metrics, `graphmill_http_stream_failures_total{code="bad_gateway",method="POST",route="/api/chat/sessions/{sessionId}/messages"} 1`)
 	s.must(200, "GET", "/api/chat/sessions/"+session, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
 	require.Len(t, got.Messages, 5, "the three failed questions are stored, without answers")
 	for i, m := range got.Messages {

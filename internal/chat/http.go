@@ -258,5 +258,7 @@ func (s *stream) fail(err error) {
 		httpapi.WriteProblem(s.w, s.r, err)
 		return
 	}
-	s.event(EventError, map[string]any{"type": EventError, "error": httpapi.ProblemFor(s.r.Context(), err)})
+	p := httpapi.ProblemFor(s.r.Context(), err)
+	httpapi.RecordStreamFailure(s.r.Context(), p)
+	s.event(EventError, map[string]any{"type": EventError, "error": p})
 }
