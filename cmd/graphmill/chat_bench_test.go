@@ -211,7 +211,19 @@ func BenchmarkChatRetrieval100k(b *testing.B) {
 		searches = append(searches, chatTurnTiming{total: time.Since(t0)})
 	}
 	b.StopTimer()
-	chatReport(b, fmt.Sprintf("chat turn over %d chunks, local provider", chunks), turns)
+	chatReport(b, fmt.Sprintf("chat turn over %d chunks and %d graph objects, local provider", chunks, chatBenchObjects), turns)
+	// How often the graph took part: answers citing a source that came
+	// with a graph object.
+	withObject := 0
+	for _, q := range questions {
+		for _, c := range s.chatAsk(s.admin, project, s.chatSession(s.admin, project), q).Citations {
+			if c.ObjectID != nil {
+				withObject++
+				break
+			}
+		}
+	}
+	b.Logf("%d of %d questions answered citing a source with a graph object", withObject, len(questions))
 	sort.Slice(searches, func(i, j int) bool { return searches[i].total < searches[j].total })
 	p50, p95 := searches[len(searches)/2].total, searches[min(len(searches)-1, len(searches)*95/100)].total
 	b.ReportMetric(float64(p50.Microseconds())/1000, "search-api-p50-ms")

@@ -26,7 +26,7 @@ type chatCitation struct {
 	DocumentID   string `json:"documentId"`
 	DocumentName string `json:"documentName"`
 	Quote        string `json:"quote"`
-	ObjectID     string `json:"objectId"`
+	ObjectID     *string `json:"objectId"`
 }
 
 type chatMessage struct {
@@ -911,8 +911,8 @@ func TestChatGroundsOnGraph(t *testing.T) {
 	c := m.Citations[0]
 	require.Equal(t, chunk, c.ChunkID)
 	require.Equal(t, docs["zephyr.md"], c.DocumentID)
-	require.Equal(t, ottoline, c.ObjectID)
-	require.NotEqual(t, decoy, c.ObjectID)
+	require.Equal(t, ottoline, *c.ObjectID)
+	require.NotEqual(t, decoy, *c.ObjectID)
 }
 
 // TestChatMessagesRoute: GET /api/chat/sessions/{id}/messages pages
