@@ -31,9 +31,9 @@ const (
 
 // Errors.
 var (
-	ErrNotFound   = errs.New(errs.NotFound, "chat session not found")
-	ErrNoContent  = errs.New(errs.Invalid, "content must not be empty")
-	ErrNoProvider = errs.New(errs.FailedPrecondition, "no language model is configured for this project: store provider credentials or enable the local provider")
+	ErrNotFound    = errs.New(errs.NotFound, "chat session not found")
+	ErrNoContent   = errs.New(errs.Invalid, "content must not be empty")
+	ErrNoProvider  = errs.New(errs.FailedPrecondition, "no language model is configured for this project: store provider credentials or enable the local provider")
 	ErrTurnRunning = errs.New(errs.Conflict, "a question is already being answered in this chat session: wait for its answer")
 )
 
@@ -60,15 +60,15 @@ type SessionWithMessages struct {
 // Message is one message of a session: the user's question, or the
 // assistant's answer with its citations and what it cost.
 type Message struct {
-	ID        uuid.UUID  `json:"id"`
-	Role      string     `json:"role" enum:"user,assistant"`
-	Content   string     `json:"content"`
-	Citations []Citation `json:"citations" doc:"The sources the content cites with [n] markers (assistant messages)."`
-	Model        *string   `json:"model" doc:"The model that answered; null for a question, and for an answer made without a model call."`
-	InputTokens  int64     `json:"inputTokens"`
-	OutputTokens int64     `json:"outputTokens"`
-	CostUSD      float64   `json:"costUsd" doc:"Estimated from the model catalog's prices, summary call included."`
-	CreatedAt    time.Time `json:"createdAt"`
+	ID           uuid.UUID  `json:"id"`
+	Role         string     `json:"role" enum:"user,assistant"`
+	Content      string     `json:"content"`
+	Citations    []Citation `json:"citations" doc:"The sources the content cites with [n] markers (assistant messages)."`
+	Model        *string    `json:"model" doc:"The model that answered; null for a question, and for an answer made without a model call."`
+	InputTokens  int64      `json:"inputTokens"`
+	OutputTokens int64      `json:"outputTokens"`
+	CostUSD      float64    `json:"costUsd" doc:"Estimated from the model catalog's prices, summary call included."`
+	CreatedAt    time.Time  `json:"createdAt"`
 }
 
 // Citation is a source an answer cites: Index is the n of its [n]

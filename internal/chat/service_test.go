@@ -78,7 +78,7 @@ func (m *fakeModel) requests() []llm.ChatRequest {
 	return append([]llm.ChatRequest(nil), m.reqs...)
 }
 
-func (*fakeModel) Cost(llm.Usage) float64  { return 0 }
+func (*fakeModel) Cost(llm.Usage) float64 { return 0 }
 func (m *fakeModel) InputTokenLimit() int { return m.limit }
 func (*fakeModel) Model() string          { return "fake-1" }
 
@@ -186,7 +186,9 @@ func TestTurnsAreSerialised(t *testing.T) {
 	require.NoError(t, err)
 
 	// A failed turn frees the session too.
-	e.model.answer = func(llm.ChatRequest) (string, error) { return "", &llm.Error{Kind: llm.ErrorTransient, Message: "overloaded"} }
+	e.model.answer = func(llm.ChatRequest) (string, error) {
+		return "", &llm.Error{Kind: llm.ErrorTransient, Message: "overloaded"}
+	}
 	_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "Fails?"})
 	require.Equal(t, errs.BadGateway, errs.CodeOf(err))
 	require.Equal(t, 0, e.count(t, `SELECT count(*) FROM chat_sessions WHERE id = $1 AND turn_until IS NOT NULL`, sess.ID))
@@ -210,7 +212,9 @@ func TestFailedQuestionsLeftOutOfHistory(t *testing.T) {
 
 	_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "First question?"})
 	require.NoError(t, err)
-	e.model.answer = func(llm.ChatRequest) (string, error) { return "", &llm.Error{Kind: llm.ErrorRateLimit, Message: "slow down"} }
+	e.model.answer = func(llm.ChatRequest) (string, error) {
+		return "", &llm.Error{Kind: llm.ErrorRateLimit, Message: "slow down"}
+	}
 	_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "Failed question?"})
 	require.Equal(t, errs.RateLimited, errs.CodeOf(err))
 	e.model.answer = nil
@@ -248,10 +252,14 @@ func TestSendNewLeavesNothingOnFailure(t *testing.T) {
 	_, _, err = e.svc.SendNew(ctx, e.project, e.user, CreateParams{}, SendParams{Content: "Hello?"})
 	require.ErrorIs(t, err, ErrNoProvider)
 	e.noModel = false
-	e.model.answer = func(llm.ChatRequest) (string, error) { return "", &llm.Error{Kind: llm.ErrorTransient, Message: "down"} }
+	e.model.answer = func(llm.ChatRequest) (string, error) {
+		return "", &llm.Error{Kind: llm.ErrorTransient, Message: "down"}
+	}
 	_, _, err = e.svc.SendNew(ctx, e.project, e.user, CreateParams{}, SendParams{Content: "Hello?"})
 	require.Equal(t, errs.BadGateway, errs.CodeOf(err))
-	e.model.answer = func(llm.ChatRequest) (string, error) { return "", &llm.Error{Kind: llm.ErrorRateLimit, Message: "slow"} }
+	e.model.answer = func(llm.ChatRequest) (string, error) {
+		return "", &llm.Error{Kind: llm.ErrorRateLimit, Message: "slow"}
+	}
 	_, _, err = e.svc.SendNew(ctx, e.project, e.user, CreateParams{}, SendParams{Content: "Hello?"})
 	require.Equal(t, errs.RateLimited, errs.CodeOf(err))
 	require.Equal(t, 0, sessions(), "no empty session left behind")
