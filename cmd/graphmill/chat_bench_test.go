@@ -147,8 +147,10 @@ func chatBenchGraph(b *testing.B, s *testServer, project string, vocab []string,
 	for i := range n {
 		ids[i] = uuid.Must(uuid.NewV7())
 		name := fmt.Sprintf("%s %s %d", word(), word(), i)
-		objects[i] = []any{ids[i], project, "Component", name, strings.ToLower(name), name,
-			strings.Join([]string{word(), word(), word(), word()}, " "), "accepted", now, now}
+		objects[i] = []any{
+			ids[i], project, "Component", name, strings.ToLower(name), name,
+			strings.Join([]string{word(), word(), word(), word()}, " "), "accepted", now, now,
+		}
 		provenance[i] = []any{ids[i], chunks[i%len(chunks)], project, now}
 	}
 	for i := range n {

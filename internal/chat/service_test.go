@@ -72,6 +72,11 @@ func (m *fakeModel) Chat(_ context.Context, req llm.ChatRequest) (*llm.ChatResul
 	return &llm.ChatResult{Text: text, Model: "fake-1", Usage: llm.Usage{InputText: req.EstimatedInputTokens(), Output: llm.EstimateTokens(text)}}, nil
 }
 
+// fail makes the model's calls fail with a provider error of kind.
+func (m *fakeModel) fail(kind llm.ErrorKind, message string) {
+	m.answer = func(llm.ChatRequest) (string, error) { return "", &llm.Error{Kind: kind, Message: message} }
+}
+
 func (m *fakeModel) requests() []llm.ChatRequest {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -134,6 +139,14 @@ func newChatEnv(t *testing.T, texts ...string) *chatEnv {
 	return e
 }
 
+// session starts a session of the user.
+func (e *chatEnv) session(t *testing.T) Session {
+	t.Helper()
+	sess, err := e.svc.CreateSession(context.Background(), e.project, e.user, CreateParams{})
+	require.NoError(t, err)
+	return sess
+}
+
 func (e *chatEnv) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
 	var n int
@@ -149,8 +162,7 @@ func TestTurnsAreSerialised(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newChatEnv(t, "The turbine was designed in 1921.")
-	sess, err := e.svc.CreateSession(ctx, e.project, e.user, CreateParams{})
-	require.NoError(t, err)
+	sess := e.session(t)
 	called, release := make(chan struct{}), make(chan struct{})
 	e.model.answer = func(llm.ChatRequest) (string, error) {
 		close(called)
@@ -163,7 +175,7 @@ func TestTurnsAreSerialised(t *testing.T) {
 		done <- err
 	}()
 	<-called
-	_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "And who designed it?"})
+	_, err := e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "And who designed it?"})
 	require.ErrorIs(t, err, ErrTurnRunning)
 	require.Equal(t, errs.Conflict, errs.CodeOf(err))
 	close(release)
@@ -186,9 +198,7 @@ func TestTurnsAreSerialised(t *testing.T) {
 	require.NoError(t, err)
 
 	// A failed turn frees the session too.
-	e.model.answer = func(llm.ChatRequest) (string, error) {
-		return "", &llm.Error{Kind: llm.ErrorTransient, Message: "overloaded"}
-	}
+	e.model.fail(llm.ErrorTransient, "overloaded")
 	_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "Fails?"})
 	require.Equal(t, errs.BadGateway, errs.CodeOf(err))
 	require.Equal(t, 0, e.count(t, `SELECT count(*) FROM chat_sessions WHERE id = $1 AND turn_until IS NOT NULL`, sess.ID))
@@ -201,20 +211,17 @@ func TestFailedQuestionsLeftOutOfHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newChatEnv(t, "The turbine was designed in 1921.")
-	sess, err := e.svc.CreateSession(ctx, e.project, e.user, CreateParams{})
-	require.NoError(t, err)
+	sess := e.session(t)
 
 	e.noModel = true
-	_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "Stored without a model?"})
+	_, err := e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "Stored without a model?"})
 	require.ErrorIs(t, err, ErrNoProvider)
 	require.Equal(t, 0, e.count(t, `SELECT count(*) FROM chat_messages WHERE session_id = $1`, sess.ID), "the model is resolved first")
 	e.noModel = false
 
 	_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "First question?"})
 	require.NoError(t, err)
-	e.model.answer = func(llm.ChatRequest) (string, error) {
-		return "", &llm.Error{Kind: llm.ErrorRateLimit, Message: "slow down"}
-	}
+	e.model.fail(llm.ErrorRateLimit, "slow down")
 	_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: "Failed question?"})
 	require.Equal(t, errs.RateLimited, errs.CodeOf(err))
 	e.model.answer = nil
@@ -252,14 +259,10 @@ func TestSendNewLeavesNothingOnFailure(t *testing.T) {
 	_, _, err = e.svc.SendNew(ctx, e.project, e.user, CreateParams{}, SendParams{Content: "Hello?"})
 	require.ErrorIs(t, err, ErrNoProvider)
 	e.noModel = false
-	e.model.answer = func(llm.ChatRequest) (string, error) {
-		return "", &llm.Error{Kind: llm.ErrorTransient, Message: "down"}
-	}
+	e.model.fail(llm.ErrorTransient, "down")
 	_, _, err = e.svc.SendNew(ctx, e.project, e.user, CreateParams{}, SendParams{Content: "Hello?"})
 	require.Equal(t, errs.BadGateway, errs.CodeOf(err))
-	e.model.answer = func(llm.ChatRequest) (string, error) {
-		return "", &llm.Error{Kind: llm.ErrorRateLimit, Message: "slow"}
-	}
+	e.model.fail(llm.ErrorRateLimit, "slow")
 	_, _, err = e.svc.SendNew(ctx, e.project, e.user, CreateParams{}, SendParams{Content: "Hello?"})
 	require.Equal(t, errs.RateLimited, errs.CodeOf(err))
 	require.Equal(t, 0, sessions(), "no empty session left behind")
@@ -307,10 +310,9 @@ func TestBudgetKeepsRoomForSources(t *testing.T) {
 	ctx := context.Background()
 	e := newChatEnv(t, "The turbine was designed in 1921 by Ottoline.")
 	e.model.limit = 3000 // input budget 3000-1024
-	sess, err := e.svc.CreateSession(ctx, e.project, e.user, CreateParams{})
-	require.NoError(t, err)
+	sess := e.session(t)
 	for range 2 {
-		_, err = e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: strings.Repeat("history words ", 120)})
+		_, err := e.svc.Send(ctx, e.project, e.user, sess.ID, SendParams{Content: strings.Repeat("history words ", 120)})
 		require.NoError(t, err)
 	}
 	question := "Who designed the turbine? " + strings.Repeat("Please explain at length. ", 400) // ~2,600 tokens
@@ -346,8 +348,7 @@ func TestMessagesPaged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newChatEnv(t, "Fact.")
-	sess, err := e.svc.CreateSession(ctx, e.project, e.user, CreateParams{})
-	require.NoError(t, err)
+	sess := e.session(t)
 	base := time.Now().UTC().Truncate(time.Microsecond)
 	rows := make([][]any, 0, 130)
 	ids := make([]uuid.UUID, 130)
@@ -356,7 +357,7 @@ func TestMessagesPaged(t *testing.T) {
 		role := map[bool]string{true: RoleUser, false: RoleAssistant}[i%2 == 0]
 		rows = append(rows, []any{ids[i], e.project, sess.ID, role, fmt.Sprintf("m%d", i), []byte("[]"), base.Add(time.Duration(i) * time.Millisecond)})
 	}
-	_, err = e.pool.CopyFrom(ctx, pgx.Identifier{"chat_messages"}, []string{"id", "project_id", "session_id", "role", "content", "citations", "created_at"}, pgx.CopyFromRows(rows))
+	_, err := e.pool.CopyFrom(ctx, pgx.Identifier{"chat_messages"}, []string{"id", "project_id", "session_id", "role", "content", "citations", "created_at"}, pgx.CopyFromRows(rows))
 	require.NoError(t, err)
 
 	got, err := e.svc.GetSession(ctx, e.project, e.user, sess.ID)
