@@ -815,6 +815,10 @@ func TestChatClientGoneMidStream(t *testing.T) {
 	require.Equal(t, "event: message.delta", sc.Text())
 	require.True(t, sc.Scan())
 	require.Equal(t, `data: {"delta":"Partial answer","type":"message.delta"}`, sc.Text())
+	// While the turn runs, the session takes no other question.
+	r := s.do("POST", "/api/chat/sessions/"+session+"/messages", s.admin, map[string]any{"content": "Another question?"}, header{"X-Project-ID", project})
+	requireProblem(t, r, 409, "conflict", "a turn is running")
+	require.Contains(t, r.Detail(t), "already being answered")
 	cancel() // the client goes
 	_ = res.Body.Close()
 	<-upstreamGone // the model call was cancelled
@@ -826,6 +830,9 @@ func TestChatClientGoneMidStream(t *testing.T) {
 	s.must(200, "GET", "/api/chat/sessions/"+session, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
 	require.Len(t, got.Messages, 1, "the question only")
 	require.Equal(t, "user", got.Messages[0].Role)
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM chat_sessions WHERE id = $1 AND turn_until IS NULL`, session) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the failed turn frees the session")
 }
 
 // chatPrompts are what the OpenAI-compatible fake of chatPromptServer
