@@ -70,15 +70,17 @@ type discJob struct {
 	TemplatePackID          string     `json:"template_pack_id"`
 }
 
-// discUploadRepo uploads real documents of this repository (its README,
-// its docs) and an HTML page, waits until they are parsed and returns
+// discUploadRepo uploads real documents of this repository (fixed
+// copies under testdata/discovery of its README, its architecture notes
+// and the start of its decisions, so that editing them does not change
+// the tests) and an HTML page, waits until they are parsed and returns
 // their ids in upload order.
 func (s *testServer) discUploadRepo(project string) []string {
 	s.t.Helper()
 	files := []struct{ path, name, mime string }{
-		{"../../README.md", "README.md", "text/markdown"},
-		{"../../docs/architecture.md", "architecture.md", "text/markdown"},
-		{"../../docs/decisions.md", "decisions.md", "text/markdown"},
+		{"testdata/discovery/README.md", "README.md", "text/markdown"},
+		{"testdata/discovery/architecture.md", "architecture.md", "text/markdown"},
+		{"testdata/discovery/decisions.md", "decisions.md", "text/markdown"},
 		{"testdata/discovery/operations.html", "operations.html", "text/html"},
 	}
 	var ids []string
@@ -171,13 +173,15 @@ func (s *testServer) discRequireResult(j discJob, docs []string) {
 	}
 }
 
-// discCalls counts a job's call log and its usage ledger rows, and sums
-// the logged tokens.
+// discCalls counts a job's generate calls in its call log and its usage
+// ledger rows, and sums the logged tokens (embedding calls, logged too,
+// are left out).
 func (s *testServer) discCalls(job string) (calls, ledger, tokens int) {
 	s.t.Helper()
 	ctx := context.Background()
 	pool := s.m.db.pool
-	require.NoError(s.t, pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(total_tokens), 0) FROM discovery_llm_calls WHERE job_id = $1`, job).Scan(&calls, &tokens))
+	require.NoError(s.t, pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(total_tokens), 0) FROM discovery_llm_calls
+		WHERE job_id = $1 AND request_payload->>'purpose' <> 'embed'`, job).Scan(&calls, &tokens))
 	require.NoError(s.t, pool.QueryRow(ctx, `SELECT count(*) FROM provider_usage WHERE job_id = $1 AND operation = 'generate'`, job).Scan(&ledger))
 	return calls, ledger, tokens
 }
@@ -223,6 +227,9 @@ func TestDiscoveryLocalOverRepositoryDocuments(t *testing.T) {
 	calls, ledger, tokens := s.discCalls(id)
 	require.GreaterOrEqual(t, calls, 2+1, "two batches and at least the relationships or a refine call")
 	require.Equal(t, calls, ledger, "every call is on the usage ledger, attributed to the job")
+	embeds := s.extractionCount(`SELECT count(*) FROM discovery_llm_calls WHERE job_id = $1 AND request_payload->>'purpose' = 'embed' AND status = 'success'`, id)
+	require.Positive(t, embeds, "the embedding calls of merging are logged")
+	require.Equal(t, embeds, s.extractionCount(`SELECT count(*) FROM provider_usage WHERE job_id = $1 AND operation = 'embed'`, id), "and on the ledger")
 	t.Logf("local discovery over %d documents: %d calls, %d tokens; %d types: %s; %d relationships",
 		len(docs), calls, tokens, len(j.DiscoveredTypes), discTypesLine(j.DiscoveredTypes), len(j.DiscoveredRelationships))
 
@@ -395,8 +402,8 @@ func testDiscoveryThroughFake(t *testing.T, s *testServer, calls func() int) {
 	require.Len(t, j.DiscoveredRelationships, 1)
 	require.Equal(t, discRel{
 		SourceType: "Person", TargetType: "Queue", RelationType: "MAINTAINS", Description: "A person maintains the worker of a queue.",
-		Cardinality: "one_to_many", Confidence: 0.8, Frequency: 1,
-	}, j.DiscoveredRelationships[0])
+		Cardinality: "one_to_many", Confidence: 0.8, Frequency: 2,
+	}, j.DiscoveredRelationships[0], "frequency: the documents naming both a person and a queue (decisions.md, operations.html)")
 	raw := s.must(200, "GET", "/api/discovery-jobs/"+id, s.admin, nil, header{"X-Project-ID", project}).Body
 	require.NotContains(t, string(raw), "null", "empty lists are [], unset fields omitted")
 	require.GreaterOrEqual(t, s.extractionCount(`SELECT count(*) FROM events WHERE type = 'discovery.progress' AND payload->>'jobId' = $1`, id), 2+1+1,
@@ -493,7 +500,7 @@ func TestDiscoveryStartValidation(t *testing.T) {
 	}{
 		{"no documents field", map[string]any{}, "document_ids"},
 		{"empty documents", map[string]any{"document_ids": []string{}}, "at least one document"},
-		{"too many documents", map[string]any{"document_ids": many}, "at most 500"},
+		{"too many documents", map[string]any{"document_ids": many}, "body.document_ids: expected array length <= 500"},
 		{"malformed id", map[string]any{"document_ids": []string{"nope"}}, `"nope" is not a document id`},
 		{"unknown document", map[string]any{"document_ids": []string{many[0]}}, many[0] + " is not a document of this project"},
 		{"another project's document", map[string]any{"document_ids": []string{foreign}}, foreign + " is not a document of this project"},
@@ -594,13 +601,16 @@ func TestDiscoveryAuthAndTenancy(t *testing.T) {
 type discBlockingGemini struct {
 	*llmtest.Gemini
 	release chan struct{}
+	once    sync.Once
 	batches atomic.Int64
 }
 
+// Release lets the waiting calls (and every later one) answer.
+func (g *discBlockingGemini) Release() { g.once.Do(func() { close(g.release) }) }
+
 func newDiscBlockingGemini(t *testing.T, apiKey string, free int64) *discBlockingGemini {
 	g := &discBlockingGemini{Gemini: llmtest.NewGemini(t, apiKey), release: make(chan struct{})}
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(g.release) }) })
+	t.Cleanup(g.Release)
 	g.SetGenerate(func(c llmtest.GenerateCall) string {
 		prompt := strings.Join(c.Parts, "\n")
 		if strings.Contains(prompt, "<document id=") && strings.Contains(string(c.Schema), `"type_name"`) {

@@ -21,13 +21,13 @@ func (s *testServer) graphExtendPack(project, id, user string, in templatepack.P
 	svc, err := templatepack.NewService(s.pool(), nil, time.Now)
 	require.NoError(s.t, err)
 	by := uuid.MustParse(user)
-	var p templatepack.Pack
+	var p templatepack.Extended
 	require.NoError(s.t, postgres.WithTx(context.Background(), s.pool(), func(tx pgx.Tx) error {
 		var err error
 		p, err = svc.ExtendPack(context.Background(), tx, uuid.MustParse(project), uuid.MustParse(id), in, &by)
 		return err
 	}))
-	return p
+	return p.Pack
 }
 
 type packVersionBody struct {

@@ -63,6 +63,10 @@ type Type struct {
 	// MatchesExistingType names the installed type the candidate
 	// corresponds to ("" when it is new).
 	MatchesExistingType string `json:"matches_existing_type,omitempty" doc:"Name of the installed object type this type corresponds to, if any."`
+	// Documents are all the documents instances were found in (the
+	// examples are capped; Frequency is its length), carried by the
+	// worker through merging and refinement; not on the wire.
+	Documents []uuid.UUID `json:"-"`
 }
 
 // Relationship is one discovered relationship type.
@@ -73,7 +77,10 @@ type Relationship struct {
 	Description  string  `json:"description"`
 	Cardinality  string  `json:"cardinality" enum:"one_to_one,one_to_many,many_to_many"`
 	Confidence   float64 `json:"confidence" minimum:"0" maximum:"1"`
-	Frequency    int     `json:"frequency"`
+	// Frequency is the number of the job's documents holding instances
+	// of both end types (0 for an end that is an installed type
+	// discovery found no instance of).
+	Frequency int `json:"frequency" doc:"Number of the job's documents in which instances of both end types were found."`
 }
 
 // Progress is a job's progress, updated as it goes and published as

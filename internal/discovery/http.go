@@ -21,7 +21,7 @@ type (
 	}
 	startIn struct {
 		Body struct {
-			DocumentIDs          []string `json:"document_ids" doc:"1 to 500 parsed documents of the project."`
+			DocumentIDs          []string `json:"document_ids" maxItems:"500" doc:"1 to 500 parsed documents of the project."`
 			BatchSize            *int     `json:"batch_size,omitempty" doc:"Documents per provider call, 1 to 50 (default 5)."`
 			MinConfidence        *float64 `json:"min_confidence,omitempty" doc:"Merged types below this confidence are dropped, 0 to 1 (default 0.5)."`
 			IncludeRelationships *bool    `json:"include_relationships,omitempty" doc:"Propose relationship types too (default true)."`

@@ -21,9 +21,10 @@ import (
 // the ties come in.
 //
 //   - Names are normalised (NameKey): split at case changes, spaces,
-//     '_', '-', '.', '/'; lower-cased; the last word singularised;
-//     joined without separators. "Software_Projects", "software project"
-//     and "SoftwareProject" are all "softwareproject".
+//     '_', '-', '.', '/'; lower-cased; the last word reduced to the stem
+//     its plurals share (typename.Key); joined without separators.
+//     "Software_Projects", "software project" and "SoftwareProject" are
+//     all "softwareproject"; "Movies" and "Movie" both "movy".
 //   - Candidates whose keys are near-duplicates are merged: string
 //     similarity of the keys (1 - Levenshtein distance / longer length) at
 //     least nameSimilarityMin (0.9: "Organisation"/"Organization" merge,
@@ -47,13 +48,14 @@ import (
 //     arrays give an array of the reconciled item types; any other
 //     conflict gives string; no type at all gives string. Only type,
 //     description and items are kept of a property's schema.
-//   - A property is required when every merged candidate that has the
-//     property requires it.
+//   - A property is required when every merged candidate requires it
+//     (not when the only candidate that lists it does).
 //   - Instances are de-duplicated by (case-folded name, document); of
-//     duplicates the smallest (name, quote) is kept. Frequency is the
-//     number of distinct documents among them, or the largest Frequency a
-//     candidate came with if that is more (a list merged before carries
-//     its frequency in Frequency, its examples being capped).
+//     duplicates the smallest (name, quote) is kept. Documents is the
+//     union of the instances' documents and the Documents the candidates
+//     carry (a list merged before carries them, its examples being
+//     capped); Frequency is its size, or the largest Frequency a
+//     candidate came with if that is more.
 //   - Examples: at most ExamplesMax, taken round-robin over documents
 //     (documents with more instances first, then by id) and preferring
 //     names not taken yet, then sorted by document, name and quote.
@@ -139,7 +141,7 @@ func Merge(ctx context.Context, proposals []Proposal, opt MergeOptions) ([]Type,
 				}
 				ins = append(ins, in)
 			}
-			c := candidate{t: t, instances: ins, docs: max(t.Frequency, len(documentsOf(ins)))}
+			c := candidate{t: t, instances: ins, docs: max(t.Frequency, len(documentsOf(ins, t.Documents)))}
 			g := byKey[key]
 			if g == nil {
 				g = &group{key: key, exist: -1}
@@ -290,7 +292,13 @@ func mergeCluster(cands []candidate, ex *templatepack.ObjectType) Type {
 			ins = append(ins, in)
 		}
 	}
-	t.Frequency = max(given, len(documentsOf(ins)))
+	var carried []uuid.UUID
+	for _, c := range cands {
+		carried = append(carried, c.t.Documents...)
+	}
+	docs := documentsOf(ins, carried)
+	t.Documents = sortedDocuments(docs)
+	t.Frequency = max(given, len(docs))
 	t.ExampleInstances = pickExamples(ins)
 	if wsum > 0 {
 		t.Confidence = math.Round(csum/wsum*100) / 100
@@ -307,9 +315,13 @@ func instanceLess(a, b Instance) bool {
 
 func clamp01(f float64) float64 { return min(1, max(0, f)) }
 
-// documentsOf is the set of documents of instances.
-func documentsOf(ins []Instance) map[uuid.UUID]bool {
+// documentsOf is the set of documents of instances, with carried (the
+// documents a candidate merged before came with).
+func documentsOf(ins []Instance, carried []uuid.UUID) map[uuid.UUID]bool {
 	out := map[uuid.UUID]bool{}
+	for _, d := range carried {
+		out[d] = true
+	}
 	for _, in := range ins {
 		out[in.DocumentID] = true
 	}
@@ -402,13 +414,15 @@ func bestDescription(cands []candidate) string {
 }
 
 // mergeProperties unions the candidates' properties and reconciles their
-// types; required are those required by every candidate that has them.
+// types; required are those every candidate requires (a property that
+// some candidates lack is optional, however many of the others require
+// it).
 func mergeProperties(cands []candidate, ex *templatepack.ObjectType) (map[string]any, []string) {
 	type prop struct {
 		spellings map[string]int
 		types     []map[string]any
 		descs     []candidate // description carriers, confidence from the type
-		has, req  int
+		req       int
 	}
 	exSpelling := map[string]string{}
 	if ex != nil {
@@ -435,7 +449,6 @@ func mergeProperties(cands []candidate, ex *templatepack.ObjectType) (map[string
 				props[k] = p
 			}
 			p.spellings[n]++
-			p.has++
 			if required[k] {
 				p.req++
 			}
@@ -457,7 +470,7 @@ func mergeProperties(cands []candidate, ex *templatepack.ObjectType) (map[string
 			schema["description"] = d
 		}
 		out[name] = schema
-		if p.req == p.has {
+		if p.req == len(cands) {
 			required = append(required, name)
 		}
 	}
@@ -566,9 +579,12 @@ func matchExisting(key string, v []float32, existing []templatepack.ObjectType, 
 	return best
 }
 
+// synonyms reports whether two name keys are listed in one synonym set
+// (its words compared by their keys too).
 func synonyms(a, b string) bool {
 	for _, set := range synonymSets() {
-		if slices.Contains(set, a) && slices.Contains(set, b) {
+		in := func(k string) bool { return slices.ContainsFunc(set, func(w string) bool { return NameKey(w) == k }) }
+		if in(a) && in(b) {
 			return true
 		}
 	}
@@ -756,11 +772,15 @@ func MergeRelationships(rels []Relationship, types []Type, existing []templatepa
 			Frequency:    a.freq,
 		})
 	}
-	slices.SortFunc(out, func(a, b Relationship) int {
-		return cmp.Or(cmp.Compare(b.Frequency, a.Frequency), strings.Compare(a.SourceType, b.SourceType),
-			strings.Compare(a.RelationType, b.RelationType), strings.Compare(a.TargetType, b.TargetType))
-	})
+	slices.SortFunc(out, relationshipOrder)
 	return out
+}
+
+// relationshipOrder orders relationships by frequency (descending), then
+// source, relation, target.
+func relationshipOrder(a, b Relationship) int {
+	return cmp.Or(cmp.Compare(b.Frequency, a.Frequency), strings.Compare(a.SourceType, b.SourceType),
+		strings.Compare(a.RelationType, b.RelationType), strings.Compare(a.TargetType, b.TargetType))
 }
 
 // reconcileCardinality: equal values stay, one_to_one with one_to_many is

@@ -199,8 +199,63 @@ func TestMergeProperties(t *testing.T) {
 		"archived":  map[string]any{"type": "boolean"},
 	}, out[0].Properties)
 	// stars: required by both; license and homepage: by the only one that
-	// has them; firstName: required by one of two.
-	require.Equal(t, []string{"homepage", "license", "stars"}, out[0].RequiredProperties)
+	// has them, so optional (the other lacks them); firstName: required
+	// by one of two.
+	require.Equal(t, []string{"stars"}, out[0].RequiredProperties)
+}
+
+// TestMergeRequiredByEveryCandidate: a property is required only when
+// every merged candidate requires it; one candidate listing it as
+// required while two others lack it leaves it optional.
+func TestMergeRequiredByEveryCandidate(t *testing.T) {
+	t.Parallel()
+	ship := func(doc int, props map[string]any, req ...string) discovery.Proposal {
+		ty := typ("Ship", 0.9, inst(fmt.Sprintf("S%d", doc), doc))
+		ty.Properties, ty.RequiredProperties = props, req
+		return discovery.Proposal{DocumentIDs: docs[doc : doc+1], Types: []discovery.Type{ty}}
+	}
+	str := map[string]any{"type": "string"}
+	out := merge(t, discovery.MergeOptions{},
+		ship(0, map[string]any{"email": str, "name": str}, "email", "name"),
+		ship(1, map[string]any{"name": str}, "name"),
+		ship(2, map[string]any{"name": str}, "name"))
+	require.Len(t, out, 1)
+	require.Equal(t, 3, out[0].Frequency)
+	require.Equal(t, map[string]any{"email": str, "name": str}, out[0].Properties)
+	require.Equal(t, []string{"name"}, out[0].RequiredProperties)
+
+	one := merge(t, discovery.MergeOptions{}, ship(0, map[string]any{"email": str}, "email"))
+	require.Equal(t, []string{"email"}, one[0].RequiredProperties, "the only candidate requires it")
+}
+
+// TestMergePlurals: a plural and its singular are one type however the
+// plural is formed; words that are not plurals of one another stay apart.
+func TestMergePlurals(t *testing.T) {
+	t.Parallel()
+	for singular, plural := range map[string]string{
+		"Movie": "Movies", "Cookie": "Cookies", "House": "Houses", "Cause": "Causes", "Clause": "Clauses",
+		"Warehouse": "Warehouses", "Status": "Statuses", "Address": "Addresses", "Process": "Processes", "Analysis": "Analyses",
+	} {
+		p := [2]string{singular, plural}
+		out := merge(t, discovery.MergeOptions{},
+			discovery.Proposal{DocumentIDs: docs[:1], Types: []discovery.Type{typ(p[0], 0.8, inst("A", 0))}},
+			discovery.Proposal{DocumentIDs: docs[1:2], Types: []discovery.Type{typ(p[1], 0.8, inst("B", 1))}},
+			discovery.Proposal{DocumentIDs: docs[2:3], Types: []discovery.Type{typ(p[0], 0.8, inst("C", 2))}},
+		)
+		require.Equal(t, []string{p[0]}, names(out), "%s / %s", p[0], p[1])
+		require.Equal(t, 3, out[0].Frequency, p[0])
+	}
+	for _, p := range [][2]string{{"Bus", "Business"}, {"News", "New"}, {"Series", "Serie"}, {"Plane", "Plan"}, {"Status", "State"}} {
+		out := merge(t, discovery.MergeOptions{},
+			discovery.Proposal{DocumentIDs: docs[:1], Types: []discovery.Type{typ(p[0], 0.8, inst("A", 0))}},
+			discovery.Proposal{DocumentIDs: docs[1:2], Types: []discovery.Type{typ(p[1], 0.8, inst("B", 1))}},
+		)
+		require.Len(t, out, 2, "%s / %s", p[0], p[1])
+	}
+	// The synonym table still applies to keys that changed form.
+	out := merge(t, discovery.MergeOptions{Existing: []templatepack.ObjectType{{Name: "Organization"}}},
+		discovery.Proposal{DocumentIDs: docs[:1], Types: []discovery.Type{typ("Enterprises", 0.8, inst("Acme", 0))}})
+	require.Equal(t, "Organization", out[0].MatchesExistingType)
 }
 
 func TestMergeInstancesAndExamples(t *testing.T) {

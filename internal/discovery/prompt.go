@@ -15,12 +15,52 @@ import (
 const (
 	// documentCharsMax bounds the text of one document in a batch.
 	documentCharsMax = 24000
+	// callTokensDefault is the input budget assumed for a model whose
+	// catalog entry gives none.
+	callTokensDefault = 32000
 	// relationshipCharsMax bounds the documents' text in the
-	// relationships call.
+	// relationships call (all documents together).
 	relationshipCharsMax = 48000
+	// relationshipDocMin is the least text of a document the
+	// relationships call sends: with more documents than
+	// relationshipCharsMax/relationshipDocMin, only the first ones go.
+	relationshipDocMin = 500
 	// quoteMax bounds a kept quote.
 	quoteMax = 500
 )
+
+// callChars is the characters of document text one call may carry for
+// a model whose input limit is inputTokens (0: unknown, callTokensDefault):
+// three quarters of the limit at four characters a token, the rest
+// being left to the instruction, the schema and the installed types.
+func callChars(inputTokens int) int {
+	if inputTokens <= 0 {
+		inputTokens = callTokensDefault
+	}
+	return inputTokens * 3
+}
+
+// relationshipPer is the characters of each of n documents the
+// relationships call sends: an equal share of relationshipCharsMax (or
+// of budget, when smaller), at least relationshipDocMin.
+func relationshipPer(budget, n int) int {
+	return max(min(relationshipCharsMax, budget)/max(n, 1), relationshipDocMin)
+}
+
+// relationshipCount is how many documents of per characters the
+// relationships call sends beside typesChars characters of types: as
+// many as fit in relationshipCharsMax and what budget leaves, at least
+// one.
+func relationshipCount(budget, typesChars, per int) int {
+	return max(min(relationshipCharsMax, budget-typesChars)/max(per, 1), 1)
+}
+
+// perDocument is the characters of each of n documents a call of budget
+// characters carries: their share of the budget, at most
+// documentCharsMax.
+func perDocument(budget, n int) int {
+	return max(min(documentCharsMax, budget/max(n, 1)), 1)
+}
 
 const systemInstruction = `You design the schema of a knowledge graph: the kinds of things (object types) and the kinds of links between them (relationship types) that a set of documents talks about. You answer only with JSON in the requested shape. You never invent facts: every instance you give is quoted verbatim from a document.`
 
@@ -71,45 +111,146 @@ func toWire(ts []Type) wireTypes {
 	return out
 }
 
-// fromWire reads an answer's types: names trimmed, nameless types and
-// instances dropped, confidence clamped, instances kept only when their
-// document is one of docs (by id) and, when docs has its text, their
-// quote is in it (whitespace folded); the quote is then the document's
-// own words. dropped counts what was dropped.
+// fromWire reads a batch answer's types: names trimmed, nameless types
+// and instances dropped, confidence clamped, instances kept only when
+// their document is one of docs (by id, with the text the call sent)
+// and their quote is in that text (whitespace folded; a document without
+// text verifies nothing); the quote is then the document's own words.
+// Types left without an instance are dropped. dropped counts what was
+// dropped.
 func fromWire(ws []wireType, docs map[uuid.UUID]string) (out []Type, dropped int) {
+	folded := map[uuid.UUID]string{}
 	for _, w := range ws {
-		t := Type{
-			TypeName: strings.TrimSpace(w.TypeName), Description: strings.TrimSpace(w.Description),
-			Properties: cleanProperties(w.Properties), Confidence: min(max(w.Confidence, 0), 1), ExampleInstances: []Instance{},
-			RequiredProperties: []string{},
-		}
-		if t.TypeName == "" {
+		t, ok := typeFromWire(w)
+		if !ok {
 			dropped++
 			continue
 		}
-		for _, r := range w.RequiredProperties {
-			if _, ok := t.Properties[r]; ok && !slices.Contains(t.RequiredProperties, r) {
-				t.RequiredProperties = append(t.RequiredProperties, r)
-			}
-		}
 		for _, in := range w.Instances {
 			id, err := uuid.Parse(strings.TrimSpace(in.DocumentID))
-			name := strings.TrimSpace(in.Name)
+			name, quote := strings.TrimSpace(in.Name), fold(in.Quote)
 			text, known := docs[id]
-			if err != nil || !known || name == "" {
+			if err != nil || !known || name == "" || quote == "" {
 				dropped++
 				continue
 			}
-			quote := fold(in.Quote)
-			if text != "" && (quote == "" || !strings.Contains(fold(text), quote)) {
+			if _, ok := folded[id]; !ok {
+				folded[id] = fold(text)
+			}
+			if !strings.Contains(folded[id], quote) {
 				dropped++
 				continue
 			}
 			t.ExampleInstances = append(t.ExampleInstances, Instance{Name: name, Quote: clip(quote, quoteMax), DocumentID: id})
 		}
+		if len(t.ExampleInstances) == 0 {
+			dropped++
+			continue
+		}
 		out = append(out, t)
 	}
 	return out, dropped
+}
+
+// typeFromWire is w without its instances: name and description
+// trimmed, properties cleaned, required properties among them,
+// confidence clamped; false for a nameless type.
+func typeFromWire(w wireType) (Type, bool) {
+	t := Type{
+		TypeName: strings.TrimSpace(w.TypeName), Description: strings.TrimSpace(w.Description),
+		Properties: cleanProperties(w.Properties), Confidence: min(max(w.Confidence, 0), 1), ExampleInstances: []Instance{},
+		RequiredProperties: []string{},
+	}
+	for _, r := range w.RequiredProperties {
+		if _, ok := t.Properties[r]; ok && !slices.Contains(t.RequiredProperties, r) {
+			t.RequiredProperties = append(t.RequiredProperties, r)
+		}
+	}
+	return t, t.TypeName != ""
+}
+
+// refinedFromWire reads a refine answer against prev, the list it
+// refined: an instance is kept only when it is one of prev's (same
+// document and quote, whitespace folded; prev's instance of the same
+// name first) and is then prev's instance unchanged; types left without
+// an instance are dropped. A refined type carries the Documents of every
+// type of prev it took an instance of (what it absorbed), so a renamed,
+// merged or split type keeps its documents. dropped counts what was
+// dropped.
+func refinedFromWire(ws []wireType, prev []Type) (out []Type, dropped int) {
+	type ikey struct {
+		doc   uuid.UUID
+		quote string
+	}
+	type owner struct {
+		t  int
+		in Instance
+	}
+	byQuote := map[ikey][]owner{}
+	for i, t := range prev {
+		for _, in := range t.ExampleInstances {
+			k := ikey{in.DocumentID, fold(in.Quote)}
+			byQuote[k] = append(byQuote[k], owner{i, in})
+		}
+	}
+	for _, w := range ws {
+		t, ok := typeFromWire(w)
+		if !ok {
+			dropped++
+			continue
+		}
+		docs := map[uuid.UUID]bool{}
+		for _, in := range w.Instances {
+			id, err := uuid.Parse(strings.TrimSpace(in.DocumentID))
+			owners := byQuote[ikey{id, fold(in.Quote)}]
+			if err != nil || len(owners) == 0 {
+				dropped++
+				continue
+			}
+			o := owners[0]
+			for _, x := range owners {
+				if foldName(x.in.Name) == foldName(in.Name) {
+					o = x
+					break
+				}
+			}
+			if !slices.Contains(t.ExampleInstances, o.in) {
+				t.ExampleInstances = append(t.ExampleInstances, o.in)
+			}
+			docs[id] = true
+			for _, d := range prev[o.t].Documents {
+				docs[d] = true
+			}
+		}
+		if len(t.ExampleInstances) == 0 {
+			dropped++
+			continue
+		}
+		t.Documents = sortedDocuments(docs)
+		t.Frequency = len(t.Documents)
+		out = append(out, t)
+	}
+	return out, dropped
+}
+
+// lostInstances counts the instances of prev that are in no type of
+// next.
+func lostInstances(prev, next []Type) int {
+	kept := map[Instance]bool{}
+	for _, t := range next {
+		for _, in := range t.ExampleInstances {
+			kept[in] = true
+		}
+	}
+	n := 0
+	for _, t := range prev {
+		for _, in := range t.ExampleInstances {
+			if !kept[in] {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // cleanProperties keeps the properties that are named JSON Schema
@@ -158,22 +299,29 @@ func documentsText(docs []batchDoc, perDoc int) string {
 
 // existingTypes describes the project's installed types for the prompts.
 func existingTypes(t *templatepack.Types) string {
-	if t == nil || len(t.Objects) == 0 {
-		return "The project has no object types yet."
-	}
-	var b strings.Builder
-	b.WriteString("The project already has these object types. When the documents mention things of one of them, use exactly its name (never rename it, never propose a synonym of it) and add only properties the documents show:\n")
-	for _, o := range t.Objects {
-		var props []string
-		if p, ok := o.Schema["properties"].(map[string]any); ok {
-			for k := range p {
-				props = append(props, k)
+	var lines []string
+	if t != nil {
+		for _, o := range t.Objects {
+			var props []string
+			if p, ok := o.Schema["properties"].(map[string]any); ok {
+				for k := range p {
+					props = append(props, k)
+				}
 			}
+			slices.Sort(props)
+			lines = append(lines, fmt.Sprintf("%s: %s (properties: %s)", o.Name, oneLine(o.Description), strings.Join(props, ", ")))
 		}
-		slices.Sort(props)
-		fmt.Fprintf(&b, "- %s: %s (properties: %s)\n", o.Name, oneLine(o.Description), strings.Join(props, ", "))
 	}
-	return b.String()
+	return listing("The project has no object types yet.",
+		"The project already has these object types. When the documents mention things of one of them, use exactly its name (never rename it, never propose a synonym of it) and add only properties the documents show:", lines)
+}
+
+// listing is none when lines is empty, else head and a "- " line each.
+func listing(none, head string, lines []string) string {
+	if len(lines) == 0 {
+		return none
+	}
+	return head + "\n- " + strings.Join(lines, "\n- ") + "\n"
 }
 
 func oneLine(s string) string { return clip(fold(s), 300) }
@@ -194,9 +342,22 @@ Propose only types with at least one instance.`
 // refinePrompt is the instruction of a refine call.
 const refinePrompt = `Below is the merged list of candidate object types found in a project's documents, as JSON. Improve it: merge types that stand for the same kind of thing, split a type that mixes unrelated kinds, and rename types whose names are unclear. Keep every instance with its type (unchanged quotes and document ids), keep the names of the project's existing types, and keep types that need no change exactly as they are. Answer with the whole revised list in the same shape. If nothing should change, answer with the list unchanged.`
 
+// existingRelationships describes the project's installed relationship
+// types for the relationships prompt.
+func existingRelationships(t *templatepack.Types) string {
+	var lines []string
+	if t != nil {
+		for _, r := range t.Relationships {
+			lines = append(lines, fmt.Sprintf("%s: %s -> %s: %s", r.Name, r.SourceType, r.TargetType, oneLine(r.Description)))
+		}
+	}
+	return listing("The project has no relationship types yet.",
+		"The project already has these relationship types. When the documents show such a link, use exactly its name (never a synonym of it):", lines)
+}
+
 // relationshipsPrompt is the instruction of the relationships call.
 func relationshipsPrompt(t *templatepack.Types) string {
-	return existingTypes(t) + `
+	return existingTypes(t) + "\n" + existingRelationships(t) + `
 Below are the object types discovered in the project's documents (JSON), followed by the documents. Propose the relationship types between these types (and the project's existing types) that the documents show: source_type and target_type (type names), relation_type (UPPER_SNAKE_CASE verb phrase, e.g. DEPENDS_ON), a one-sentence description, cardinality (one_to_one, one_to_many or many_to_many) and confidence (0 to 1).`
 }
 

@@ -75,14 +75,6 @@ type Started struct {
 	JobID uuid.UUID `json:"jobId"`
 }
 
-// Usage sums the provider calls of a job.
-type Usage struct {
-	Calls        int
-	InputTokens  int
-	OutputTokens int
-	CostUSD      float64
-}
-
 // vocabulary maps the job engine's statuses to the spec's discovery
 // statuses (DESIGN 6: queued is shown as pending).
 var vocabulary = jobqueue.Vocabulary{ //nolint:gochecknoglobals // constant table
@@ -103,6 +95,7 @@ var (
 // (document.Service).
 type Documents interface {
 	Get(ctx context.Context, project, id uuid.UUID) (document.Document, error)
+	Statuses(ctx context.Context, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
 	ChunksToExtract(ctx context.Context, project, document uuid.UUID, onlyNew bool) ([]document.ChunkText, error)
 }
 
@@ -113,7 +106,7 @@ type Packs interface {
 	TypesFor(ctx context.Context, project uuid.UUID) (*templatepack.Types, error)
 	GetPack(ctx context.Context, p *auth.Principal, id uuid.UUID) (templatepack.Pack, error)
 	CreatePack(ctx context.Context, tx pgx.Tx, project uuid.UUID, in templatepack.PackInput, by *uuid.UUID) (templatepack.Pack, error)
-	ExtendPack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in templatepack.PackInput, by *uuid.UUID) (templatepack.Pack, error)
+	ExtendPack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in templatepack.PackInput, by *uuid.UUID) (templatepack.Extended, error)
 	InstallInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, by *uuid.UUID) (bool, error)
 }
 
@@ -214,21 +207,21 @@ func (s *Service) Start(ctx context.Context, project uuid.UUID, p StartParams) (
 	case n > DocumentsMax:
 		return Started{}, errs.Errorf(errs.Invalid, "document_ids names %d documents; at most %d", n, DocumentsMax)
 	}
+	states, err := s.cfg.Documents.Statuses(ctx, project, p.DocumentIDs)
+	if err != nil {
+		return Started{}, err
+	}
 	seen := make(map[uuid.UUID]bool, len(p.DocumentIDs))
 	for _, id := range p.DocumentIDs {
 		if seen[id] {
 			return Started{}, errs.Errorf(errs.Invalid, "document_ids names %s twice", id)
 		}
 		seen[id] = true
-		d, err := s.cfg.Documents.Get(ctx, project, id)
-		if errs.CodeOf(err) == errs.NotFound {
+		switch st, ok := states[id]; {
+		case !ok:
 			return Started{}, errs.Errorf(errs.Invalid, "document_ids: %s is not a document of this project", id)
-		}
-		if err != nil {
-			return Started{}, err
-		}
-		if d.Status != document.StatusParsed {
-			return Started{}, errs.Errorf(errs.Invalid, "document_ids: document %s is %s, not parsed: discovery reads its text", id, d.Status)
+		case st != document.StatusParsed:
+			return Started{}, errs.Errorf(errs.Invalid, "document_ids: document %s is %s, not parsed: discovery reads its text", id, st)
 		}
 	}
 	batches := (len(p.DocumentIDs) + o.BatchSize - 1) / o.BatchSize
@@ -327,12 +320,4 @@ func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID) (Job, error
 		return err
 	})
 	return out, err
-}
-
-// Usage sums the provider calls of a job of project. Errors: not_found.
-func (s *Service) Usage(ctx context.Context, project, id uuid.UUID) (Usage, error) {
-	if _, err := jobGet(ctx, s.cfg.Pool, project, id); err != nil {
-		return Usage{}, err
-	}
-	return callTotals(ctx, s.cfg.Pool, id)
 }

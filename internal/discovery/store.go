@@ -94,8 +94,9 @@ type work struct {
 	Proposals   []Proposal  `db:"batch_proposals"`
 }
 
-func workGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (work, error) {
-	w, err := postgres.One[work](ctx, db, ErrNotFound, `SELECT project_id, document_ids, options, batch_proposals FROM discovery_jobs WHERE id = $1`, id)
+func workGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (work, error) {
+	w, err := postgres.One[work](ctx, db, ErrNotFound, `SELECT project_id, document_ids, options, batch_proposals FROM discovery_jobs
+		WHERE project_id = $1 AND id = $2`, project, id)
 	if err != nil {
 		return work{}, fmt.Errorf("load discovery job: %w", err)
 	}
@@ -106,14 +107,14 @@ func workGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (work, error) 
 // finished batches, with the progress, while the job runs at attempt and
 // has finished exactly batch batches; it reports whether it did (false:
 // cancelled, reaped, or the batch was recorded already).
-func jobCheckpoint(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt, batch int, p Proposal, pr Progress, now time.Time) (bool, error) {
+func jobCheckpoint(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, attempt, batch int, p Proposal, pr Progress, now time.Time) (bool, error) {
 	raw, err := json.Marshal([]Proposal{p})
 	if err != nil {
 		return false, fmt.Errorf("encode batch proposal: %w", err)
 	}
 	tag, err := tx.Exec(ctx, `UPDATE discovery_jobs SET batch_proposals = batch_proposals || $4::jsonb, progress = $5, updated_at = $6
-		WHERE id = $1 AND status = 'running' AND attempt = $2 AND jsonb_array_length(batch_proposals) = $3`,
-		id, attempt, batch, raw, pr, now)
+		WHERE id = $1 AND status = 'running' AND attempt = $2 AND jsonb_array_length(batch_proposals) = $3 AND project_id = $7`,
+		id, attempt, batch, raw, pr, now, project)
 	if err != nil {
 		return false, fmt.Errorf("checkpoint discovery batch: %w", err)
 	}
@@ -122,9 +123,10 @@ func jobCheckpoint(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt, batch 
 
 // jobSetProgress records the progress of a job running at attempt; it
 // reports whether the job still runs at it.
-func jobSetProgress(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt int, pr Progress, now time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `UPDATE discovery_jobs SET progress = $3, updated_at = $4 WHERE id = $1 AND status = 'running' AND attempt = $2`,
-		id, attempt, pr, now)
+func jobSetProgress(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, attempt int, pr Progress, now time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `UPDATE discovery_jobs SET progress = $3, updated_at = $4
+		WHERE id = $1 AND status = 'running' AND attempt = $2 AND project_id = $5`,
+		id, attempt, pr, now, project)
 	if err != nil {
 		return false, fmt.Errorf("record discovery progress: %w", err)
 	}
@@ -133,17 +135,18 @@ func jobSetProgress(ctx context.Context, tx pgx.Tx, id uuid.UUID, attempt int, p
 
 // jobSetResult records a job's result and final progress (FinishInTx
 // then completes it in the same transaction).
-func jobSetResult(ctx context.Context, tx pgx.Tx, id uuid.UUID, types []Type, rels []Relationship, pr Progress, now time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE discovery_jobs SET discovered_types = $2, discovered_relationships = $3, progress = $4, updated_at = $5 WHERE id = $1`,
-		id, types, rels, pr, now)
+func jobSetResult(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, types []Type, rels []Relationship, pr Progress, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE discovery_jobs SET discovered_types = $2, discovered_relationships = $3, progress = $4, updated_at = $5
+		WHERE id = $1 AND project_id = $6`,
+		id, types, rels, pr, now, project)
 	if err != nil {
 		return fmt.Errorf("record discovery result: %w", err)
 	}
 	return nil
 }
 
-func jobSetPack(ctx context.Context, tx pgx.Tx, id, pack uuid.UUID, now time.Time) error {
-	if _, err := tx.Exec(ctx, `UPDATE discovery_jobs SET template_pack_id = $2, updated_at = $3 WHERE id = $1`, id, pack, now); err != nil {
+func jobSetPack(ctx context.Context, tx pgx.Tx, project, id, pack uuid.UUID, now time.Time) error {
+	if _, err := tx.Exec(ctx, `UPDATE discovery_jobs SET template_pack_id = $2, updated_at = $3 WHERE id = $1 AND project_id = $4`, id, pack, now, project); err != nil {
 		return fmt.Errorf("record discovery pack: %w", err)
 	}
 	return nil
@@ -171,13 +174,20 @@ func callInsert(ctx context.Context, db postgres.DBTX, c callRow) error {
 	return nil
 }
 
+// usage sums the provider calls of a job.
+type usage struct {
+	Calls        int
+	InputTokens  int
+	OutputTokens int
+}
+
 // callTotals sums a job's call log.
-func callTotals(ctx context.Context, db postgres.DBTX, job uuid.UUID) (Usage, error) {
-	var u Usage
-	err := db.QueryRow(ctx, `SELECT count(*)::int, coalesce(sum(input_tokens), 0)::int, coalesce(sum(output_tokens), 0)::int,
-		coalesce(sum(cost_usd), 0)::float8 FROM discovery_llm_calls WHERE job_id = $1`, job).Scan(&u.Calls, &u.InputTokens, &u.OutputTokens, &u.CostUSD)
+func callTotals(ctx context.Context, db postgres.DBTX, project, job uuid.UUID) (usage, error) {
+	var u usage
+	err := db.QueryRow(ctx, `SELECT count(*)::int, coalesce(sum(input_tokens), 0)::int, coalesce(sum(output_tokens), 0)::int
+		FROM discovery_llm_calls WHERE project_id = $1 AND job_id = $2`, project, job).Scan(&u.Calls, &u.InputTokens, &u.OutputTokens)
 	if err != nil {
-		return Usage{}, fmt.Errorf("sum discovery llm calls: %w", err)
+		return usage{}, fmt.Errorf("sum discovery llm calls: %w", err)
 	}
 	return u, nil
 }

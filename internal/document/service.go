@@ -192,6 +192,12 @@ func (s *Service) Get(ctx context.Context, project, id uuid.UUID) (Document, err
 	return documentGet(ctx, s.pool, project, id)
 }
 
+// Statuses returns the status of each of ids that is a document of
+// project, in one query; ids of no document of project are absent.
+func (s *Service) Statuses(ctx context.Context, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	return documentStatuses(ctx, s.pool, project, ids)
+}
+
 // List lists a project's documents, newest first.
 func (s *Service) List(ctx context.Context, project uuid.UUID, limit, offset int) ([]Document, int, error) {
 	return documentList(ctx, s.pool, project, limit, offset)

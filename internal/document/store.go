@@ -436,6 +436,23 @@ func jobsOfDocument(ctx context.Context, db postgres.DBTX, document uuid.UUID) (
 	return out, rows.Err()
 }
 
+// documentStatuses is the status of each of ids that is a document of
+// project.
+func documentStatuses(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	rows, _ := db.Query(ctx, `SELECT id, status FROM documents WHERE project_id = $1 AND id = ANY($2)`, project, ids)
+	out := make(map[uuid.UUID]string, len(ids))
+	var id uuid.UUID
+	var status string
+	_, err := pgx.ForEachRow(rows, []any{&id, &status}, func() error {
+		out[id] = status
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read document statuses: %w", err)
+	}
+	return out, nil
+}
+
 func documentProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
 	return postgres.One[uuid.UUID](ctx, db, ErrNotFound, `SELECT project_id FROM documents WHERE id = $1`, id)
 }

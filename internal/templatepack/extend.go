@@ -2,61 +2,84 @@ package templatepack
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/typename"
 )
+
+// Extended is what ExtendPack did.
+type Extended struct {
+	// Pack is the pack after the merge.
+	Pack Pack
+	// Changed is false when the merge added nothing: no version was
+	// written and Pack is the pack as it was.
+	Changed bool
+	// Conflicts are the properties the input gave another type than the
+	// pack has ("Widget.size: integer, not string"); the pack's schema is
+	// kept.
+	Conflicts []string
+}
 
 // ExtendPack merges in's types into project's pack id in the caller's
 // transaction and writes the result as the pack's next version (the
-// update mode of a discovery's finalize). Object types match by name,
-// case-insensitively: their properties are unioned (in's property schema
-// wins), in's required properties are added when they are properties of
-// the result, the description is kept unless empty, examples are
-// unioned; other types are appended. Relationship types match by name,
-// source and target type (after the type names are matched): in's
-// cardinality wins, the description is kept unless empty; others are
-// appended, and a name the pack has with other endpoints is refused. The
-// pack keeps its name and source; in.Description fills an empty one.
-// Nothing changes (no version) when the merge adds nothing. Concurrent
-// calls are serialised on the pack. Errors: invalid_argument, not_found
-// (not project's pack), failed_precondition (a built-in pack).
-func (s *Service) ExtendPack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in PackInput, by *uuid.UUID) (Pack, error) {
+// update mode of a discovery's finalize). It only adds: object types
+// match by name, case-insensitively; a matched type keeps its property
+// schemas (a property of in matches one of the pack by
+// typename.PropertyKey; differing types are reported in
+// Extended.Conflicts), gains in's other properties and those of in's
+// required properties that it gained, keeps its description unless
+// empty and unions the examples; other types are appended. Relationship
+// types match by name, case-insensitively (ends mapped to the pack's
+// type names): a match is widened to cover in's ends too
+// (RelationshipType.Widen); others are appended. The pack keeps its name
+// and source; in.Description fills an empty one. Nothing changes (no
+// version) when the merge adds nothing. Concurrent calls are serialised
+// on the pack. Errors: invalid_argument, not_found (not project's pack),
+// failed_precondition (a built-in pack).
+func (s *Service) ExtendPack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in PackInput, by *uuid.UUID) (Extended, error) {
 	if _, err := compilePack(in.ObjectTypes, in.RelationshipTypes); err != nil {
-		return Pack{}, err
+		return Extended{}, err
 	}
 	old, err := lockOwnPack(ctx, tx, project, id)
 	if err != nil {
-		return Pack{}, err
+		return Extended{}, err
 	}
-	objects, rels, err := extendTypes(old, in)
-	if err != nil {
-		return Pack{}, err
-	}
+	objects, rels, conflicts := extendTypes(old, in)
 	desc := old.Description
 	if desc == "" {
 		desc = in.Description
 	}
 	p, err := s.packFrom(PackInput{Name: old.Name, Description: desc, Source: old.Source, ObjectTypes: objects, RelationshipTypes: rels})
 	if err != nil {
-		return Pack{}, err
+		return Extended{}, err
 	}
-	return s.writeVersion(ctx, tx, old, p, by)
+	out, err := s.writeVersion(ctx, tx, old, p, by)
+	if err != nil {
+		return Extended{}, err
+	}
+	return Extended{Pack: out, Changed: out.Version != old.Version, Conflicts: conflicts}, nil
 }
 
-// extendTypes is old's types with in's merged in (see ExtendPack).
-func extendTypes(old Pack, in PackInput) ([]ObjectType, []RelationshipType, error) {
+// extendTypes is old's types with in's merged in, and the property type
+// conflicts (see ExtendPack).
+func extendTypes(old Pack, in PackInput) ([]ObjectType, []RelationshipType, []string) {
 	objects := slices.Clone(old.ObjectTypes)
 	index := map[string]int{}
 	for i, o := range objects {
 		index[foldKey(o.Name)] = i
 	}
+	conflicts := []string{}
 	for _, o := range in.ObjectTypes {
 		if i, ok := index[foldKey(o.Name)]; ok {
-			objects[i] = mergeObject(objects[i], o)
+			var c []string
+			objects[i], c = mergeObject(objects[i], o)
+			conflicts = append(conflicts, c...)
 			continue
 		}
 		index[foldKey(o.Name)] = len(objects)
@@ -79,31 +102,40 @@ func extendTypes(old Pack, in PackInput) ([]ObjectType, []RelationshipType, erro
 	}
 	for _, r := range in.RelationshipTypes {
 		r.SourceType, r.TargetType = typeName(r.SourceType), typeName(r.TargetType)
-		i, ok := relIndex[foldKey(r.Name)]
-		if !ok {
-			relIndex[foldKey(r.Name)] = len(rels)
-			rels = append(rels, r)
+		if i, ok := relIndex[foldKey(r.Name)]; ok {
+			rels[i] = rels[i].Widen(r)
 			continue
 		}
-		have := rels[i]
-		if have.SourceType != r.SourceType || have.TargetType != r.TargetType {
-			return nil, nil, errs.Errorf(errs.Invalid,
-				"relationship type %q of the pack goes from %s to %s, not from %s to %s; a relationship type name has one source and one target type",
-				have.Name, have.SourceType, have.TargetType, r.SourceType, r.TargetType)
-		}
-		if r.Cardinality != "" {
-			have.Cardinality = r.Cardinality
-		}
-		if have.Description == "" {
-			have.Description = r.Description
-		}
-		rels[i] = have
+		relIndex[foldKey(r.Name)] = len(rels)
+		rels = append(rels, r)
 	}
-	return objects, rels, nil
+	return objects, rels, conflicts
 }
 
-// mergeObject is have with o merged in (see ExtendPack).
-func mergeObject(have, o ObjectType) ObjectType {
+// Widen is relationship type r, of the same name as o, covering o too: a
+// pack has one relationship type per name, with one source and one
+// target type, so a differing end becomes any type (Any), a differing
+// cardinality many-to-many, and an empty description o's. r keeps its
+// name.
+func (r RelationshipType) Widen(o RelationshipType) RelationshipType {
+	if r.SourceType != o.SourceType {
+		r.SourceType = Any
+	}
+	if r.TargetType != o.TargetType {
+		r.TargetType = Any
+	}
+	if r.Cardinality != o.Cardinality {
+		r.Cardinality = ManyToMany
+	}
+	if r.Description == "" {
+		r.Description = o.Description
+	}
+	return r
+}
+
+// mergeObject is have with o merged in, and the properties o gives
+// another type (see ExtendPack).
+func mergeObject(have, o ObjectType) (ObjectType, []string) {
 	if have.Description == "" {
 		have.Description = o.Description
 	}
@@ -113,15 +145,29 @@ func mergeObject(have, o ObjectType) ObjectType {
 	if props == nil {
 		props = map[string]any{}
 	}
-	for name, v := range schemaProperties(add) {
-		props[name] = v
+	byKey := map[string]string{}
+	for name := range props {
+		byKey[propertyKey(name)] = name
+	}
+	var conflicts []string
+	added := map[string]bool{}
+	newProps := schemaProperties(add)
+	for _, name := range slices.Sorted(maps.Keys(newProps)) {
+		v := newProps[name]
+		if kept, ok := byKey[propertyKey(name)]; ok {
+			if c := typeConflict(props[kept], v); c != "" {
+				conflicts = append(conflicts, have.Name+"."+kept+": "+c)
+			}
+			continue
+		}
+		props[name], byKey[propertyKey(name)], added[name] = v, name, true
 	}
 	if len(props) > 0 {
 		schema["properties"] = props
 	}
 	required := schemaRequired(schema)
 	for _, r := range schemaRequired(add) {
-		if _, ok := props[r]; ok && !slices.Contains(required, r) {
+		if added[r] && !slices.Contains(required, r) {
 			required = append(required, r)
 		}
 	}
@@ -134,7 +180,40 @@ func mergeObject(have, o ObjectType) ObjectType {
 	}
 	have.Schema = schema
 	have.Examples = unionExamples(have.Examples, o.Examples)
-	return have
+	return have, conflicts
+}
+
+// propertyKey matches property names across spellings
+// (typename.PropertyKey; the name itself when that is empty).
+func propertyKey(name string) string {
+	if k := typename.PropertyKey(name); k != "" {
+		return k
+	}
+	return name
+}
+
+// typeConflict describes how property schema proposed gives another
+// "type" than kept ("integer, not string"); "" when either has none or
+// they agree.
+func typeConflict(kept, proposed any) string {
+	k, _ := kept.(map[string]any)
+	p, _ := proposed.(map[string]any)
+	kt, okK := k["type"]
+	pt, okP := p["type"]
+	if !okK || !okP || jsonEqual(kt, pt) {
+		return ""
+	}
+	return fmt.Sprintf("%s, not %s", typeText(kt), typeText(pt))
+}
+
+// typeText is a JSON Schema "type" value as text: "string", or
+// "[string,null]" for a list.
+func typeText(t any) string {
+	if s, ok := t.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(t)
+	return string(b)
 }
 
 // unionExamples is have followed by the examples of more that are not

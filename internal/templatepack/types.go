@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -211,7 +212,7 @@ func compilePack(objects []ObjectType, rels []RelationshipType) (map[string]*jso
 	}
 	schemas := make(map[string]*jsonschema.Schema, len(objects))
 	for i, o := range objects {
-		if err := checkName("object type", o.Name); err != nil {
+		if err := CheckTypeName("object type", o.Name); err != nil {
 			return nil, fmt.Errorf("objectTypes[%d]: %w", i, err)
 		}
 		if _, dup := schemas[o.Name]; dup {
@@ -228,7 +229,7 @@ func compilePack(objects []ObjectType, rels []RelationshipType) (map[string]*jso
 	}
 	seen := map[string]bool{}
 	for i, r := range rels {
-		if err := checkName("relationship type", r.Name); err != nil {
+		if err := CheckTypeName("relationship type", r.Name); err != nil {
 			return nil, fmt.Errorf("relationshipTypes[%d]: %w", i, err)
 		}
 		if seen[r.Name] {
@@ -247,12 +248,26 @@ func compilePack(objects []ObjectType, rels []RelationshipType) (map[string]*jso
 	return schemas, nil
 }
 
-func checkName(what, name string) error {
+// CheckTypeName checks the name of an object type (what "object type")
+// or relationship type (what "relationship type"): non-empty, without
+// surrounding spaces, at most NameMax characters of valid UTF-8, no
+// control or format characters (line breaks, zero-width and direction
+// marks) and no '/'; an object type is not called Any ("*"). Errors:
+// invalid_argument.
+func CheckTypeName(what, name string) error {
 	if strings.TrimSpace(name) != name || name == "" {
 		return errs.Errorf(errs.Invalid, "%s names must be non-empty without surrounding spaces", what)
 	}
 	if utf8.RuneCountInString(name) > NameMax {
 		return errs.Errorf(errs.Invalid, "%s names are at most %d characters", what, NameMax)
+	}
+	if !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool {
+		return r == '/' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	}) {
+		return errs.Errorf(errs.Invalid, "%s name %q: no '/', control or invisible characters", what, name)
+	}
+	if name == Any && what == "object type" {
+		return errs.Errorf(errs.Invalid, "%s names cannot be %q (it means any type)", what, Any)
 	}
 	return nil
 }

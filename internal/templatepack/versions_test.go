@@ -41,9 +41,9 @@ func (b *testBundle) createBy(t *testing.T, in templatepack.PackInput, by *uuid.
 	return out
 }
 
-func (b *testBundle) extend(t *testing.T, project, id uuid.UUID, in templatepack.PackInput, by *uuid.UUID) (templatepack.Pack, error) {
+func (b *testBundle) extend(t *testing.T, project, id uuid.UUID, in templatepack.PackInput, by *uuid.UUID) (templatepack.Extended, error) {
 	t.Helper()
-	var out templatepack.Pack
+	var out templatepack.Extended
 	err := postgres.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 		var err error
 		out, err = b.svc.ExtendPack(context.Background(), tx, project, id, in, by)
@@ -207,6 +207,11 @@ func basePack() templatepack.PackInput {
 	return in
 }
 
+// TestExtendPackMerges: an extend only adds. A matched type keeps its
+// property schemas (a hand-written {"type": "integer", "minimum": 1}
+// is not replaced by discovery's {"type": "string"}; the differing type
+// is reported), gains the new properties and their required flags; a
+// relationship type of the same name with other ends is widened.
 func TestExtendPackMerges(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -218,34 +223,39 @@ func TestExtendPackMerges(t *testing.T) {
 		ObjectTypes: []templatepack.ObjectType{{
 			Name: "widget", Description: "Another description.",
 			Schema: map[string]any{"type": "object", "properties": map[string]any{
-				"size":  map[string]any{"type": "integer", "minimum": 0},
+				"size":  map[string]any{"type": "string", "description": "Size."},
 				"color": map[string]any{"type": "string"},
 			}, "required": []any{"color", "weight"}, "additionalProperties": false},
 			Examples: []map[string]any{{"name": "W1"}},
 		}, {
 			Name: "PERSON", Description: "A person.",
-			Schema: map[string]any{"type": "object", "properties": map[string]any{"badge": map[string]any{"type": "string"}}},
+			Schema: map[string]any{"type": "object", "properties": map[string]any{
+				"Badge": map[string]any{"type": "integer"},
+				"email": map[string]any{"type": "string"},
+			}, "required": []any{"Badge", "email"}},
 		}, {
 			Name: "Gadget", Description: "A gadget.",
 		}},
 		RelationshipTypes: []templatepack.RelationshipType{
-			{Name: "uses", SourceType: "person", TargetType: "WIDGET", Cardinality: templatepack.OneToMany, Description: "other"},
+			{Name: "uses", SourceType: "gadget", TargetType: "WIDGET", Cardinality: templatepack.OneToMany, Description: "other"},
 			{Name: "HOLDS", SourceType: "Gadget", TargetType: "widget", Cardinality: templatepack.OneToOne, Description: "holds"},
 		},
 	}
 	got, err := b.extend(t, b.project, p.ID, in, &user)
 	require.NoError(t, err)
-	require.Equal(t, "1.0.1", got.Version)
-	require.Equal(t, "Base", got.Name, "the pack keeps its name")
-	require.Equal(t, templatepack.SourceDiscovery, got.Source, "and its source")
-	require.Equal(t, "From discovery.", got.Description, "an empty description is filled")
+	require.True(t, got.Changed)
+	require.Equal(t, []string{"Widget.size: integer, not string", "Person.badge: string, not integer"}, got.Conflicts)
+	require.Equal(t, "1.0.1", got.Pack.Version)
+	require.Equal(t, "Base", got.Pack.Name, "the pack keeps its name")
+	require.Equal(t, templatepack.SourceDiscovery, got.Pack.Source, "and its source")
+	require.Equal(t, "From discovery.", got.Pack.Description, "an empty description is filled")
 
 	require.Equal(t, []templatepack.ObjectType{{
 		Name: "Widget", Description: "A widget.",
 		Schema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
-				"size":  map[string]any{"type": "integer", "minimum": float64(0)},
+				"size":  map[string]any{"type": "integer", "minimum": float64(1)},
 				"color": map[string]any{"type": "string"},
 			},
 			"required": []any{"size", "color"},
@@ -253,15 +263,18 @@ func TestExtendPackMerges(t *testing.T) {
 		Examples: []map[string]any{{"name": "W1"}},
 	}, {
 		Name: "Person", Description: "A person.",
-		Schema:   map[string]any{"type": "object", "properties": map[string]any{"badge": map[string]any{"type": "string"}}},
+		Schema: map[string]any{"type": "object", "properties": map[string]any{
+			"badge": map[string]any{"type": "string"},
+			"email": map[string]any{"type": "string"},
+		}, "required": []any{"email"}},
 		Examples: []map[string]any{},
 	}, {
 		Name: "Gadget", Description: "A gadget.", Schema: map[string]any{"type": "object"}, Examples: []map[string]any{},
-	}}, got.ObjectTypes)
+	}}, got.Pack.ObjectTypes)
 	require.Equal(t, []templatepack.RelationshipType{
-		{Name: "USES", SourceType: "Person", TargetType: "Widget", Cardinality: templatepack.OneToMany, Description: "uses"},
+		{Name: "USES", SourceType: templatepack.Any, TargetType: "Widget", Cardinality: templatepack.ManyToMany, Description: "uses"},
 		{Name: "HOLDS", SourceType: "Gadget", TargetType: "Widget", Cardinality: templatepack.OneToOne, Description: "holds"},
-	}, got.RelationshipTypes)
+	}, got.Pack.RelationshipTypes, "USES Person->Widget and Gadget->Widget: the source widened to any type")
 
 	list := b.versions(t, p.ID)
 	require.Len(t, list, 2)
@@ -271,14 +284,17 @@ func TestExtendPackMerges(t *testing.T) {
 		c.TypesChanged = []templatepack.TypeChange{
 			typeChange("Widget", func(tc *templatepack.TypeChange) {
 				tc.PropertiesAdded = []string{"color"}
-				tc.PropertiesChanged = []string{"size"}
 				tc.RequiredAdded = []string{"color"}
 				tc.ExamplesChanged = true
 			}),
-			typeChange("Person", func(tc *templatepack.TypeChange) { tc.DescriptionChanged = true }),
+			typeChange("Person", func(tc *templatepack.TypeChange) {
+				tc.PropertiesAdded = []string{"email"}
+				tc.RequiredAdded = []string{"email"}
+				tc.DescriptionChanged = true
+			}),
 		}
 		c.RelationshipTypesAdded = []templatepack.RelationshipRef{{Name: "HOLDS", SourceType: "Gadget", TargetType: "Widget"}}
-		c.RelationshipTypesChanged = []templatepack.RelationshipChange{{Name: "USES", SourceType: "Person", TargetType: "Widget", FieldsChanged: []string{"cardinality"}}}
+		c.RelationshipTypesChanged = []templatepack.RelationshipChange{{Name: "USES", SourceType: "*", TargetType: "Widget", FieldsChanged: []string{"sourceType"}}}
 		c.PackFieldsChanged = []string{"description"}
 	}), list[0].Changelog)
 	v1 := b.version(t, p.ID, "1.0.0")
@@ -291,13 +307,18 @@ func TestExtendPackMerges(t *testing.T) {
 	types, err := b.svc.TypesFor(context.Background(), b.project)
 	require.NoError(t, err)
 	require.Equal(t, []string{"Widget", "Person", "Gadget"}, types.ObjectNames())
-	require.Contains(t, types.Validate("Widget", map[string]any{"size": 0}).Error(), "missing required property color")
+	require.Contains(t, types.Validate("Widget", map[string]any{"size": 1}).Error(), "missing required property color")
+	require.Error(t, types.Validate("Widget", map[string]any{"size": 0, "color": "red"}), "the hand-written minimum still holds")
 	require.True(t, types.AllowsRelationship("HOLDS", "Gadget", "Widget"))
+	require.True(t, types.AllowsRelationship("USES", "Gadget", "Widget"))
 
-	// The same input again changes nothing: no version.
+	// The same input again changes nothing: no version, the conflicts
+	// still reported.
 	again, err := b.extend(t, b.project, p.ID, in, &user)
 	require.NoError(t, err)
-	require.Equal(t, "1.0.1", again.Version)
+	require.False(t, again.Changed)
+	require.Equal(t, "1.0.1", again.Pack.Version)
+	require.Len(t, again.Conflicts, 2)
 	require.Len(t, b.versions(t, p.ID), 2)
 }
 
@@ -318,9 +339,9 @@ func TestExtendPackRefuses(t *testing.T) {
 		code errs.Code
 		msg  string
 	}{
-		"relationship name with other endpoints": {add(func(in *templatepack.PackInput) {
-			in.RelationshipTypes = []templatepack.RelationshipType{{Name: "USES", SourceType: "Gadget", TargetType: "Widget", Cardinality: templatepack.OneToOne}}
-		}), errs.Invalid, `relationship type "USES" of the pack goes from Person to Widget, not from Gadget to Widget`},
+		"a type name with a slash":      {add(func(in *templatepack.PackInput) { in.ObjectTypes[0].Name = "Gadget/Widget" }), errs.Invalid, "no '/'"},
+		"a type name with a line break": {add(func(in *templatepack.PackInput) { in.ObjectTypes[0].Name = "Gad\nget" }), errs.Invalid, "control"},
+		"a type called *":               {add(func(in *templatepack.PackInput) { in.ObjectTypes[0].Name = "*" }), errs.Invalid, "any type"},
 		"bad property schema": {add(func(in *templatepack.PackInput) {
 			in.ObjectTypes[0].Schema = map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "integr"}}}
 		}), errs.Invalid, `"Gadget"`},
@@ -405,8 +426,8 @@ func TestExtendPackConcurrent(t *testing.T) {
 	require.Equal(t, []string{"Widget", "Person", "Alpha"}, names(b.version(t, p.ID, "1.0.1").ObjectTypes))
 }
 
-func (b *testBundle) extendErr(ctx context.Context, id uuid.UUID, in templatepack.PackInput) (templatepack.Pack, error) {
-	var out templatepack.Pack
+func (b *testBundle) extendErr(ctx context.Context, id uuid.UUID, in templatepack.PackInput) (templatepack.Extended, error) {
+	var out templatepack.Extended
 	err := postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
 		var err error
 		out, err = b.svc.ExtendPack(ctx, tx, b.project, id, in, nil)
@@ -481,10 +502,10 @@ func TestMigrationBackfillsVersions(t *testing.T) {
 }
 
 // BenchmarkExtendPack extends a pack of 100 object types (10 properties
-// each) by 20 types: 10 of its types with 2 more properties and every
-// property schema changed, and 10 types added by the first op and
-// changed by the others. Each op is a transaction that writes a new
-// version.
+// each) by 20 types: 10 of its types with 3 more properties (one new per
+// op) and every other property schema given otherwise (kept), and 10
+// types added by the first op and extended by the others. Each op is a
+// transaction that writes a new version.
 func BenchmarkExtendPack(bb *testing.B) {
 	b := setup(bb)
 	ctx := context.Background()
@@ -493,6 +514,7 @@ func BenchmarkExtendPack(bb *testing.B) {
 		for i := range props {
 			p["p"+strconv.Itoa(i)] = map[string]any{"type": "string", "maxLength": seed + i}
 		}
+		p["n"+strconv.Itoa(seed)] = map[string]any{"type": "string"}
 		return templatepack.ObjectType{Name: name, Description: "Type " + name, Schema: map[string]any{"type": "object", "properties": p}}
 	}
 	base := templatepack.PackInput{Name: "Bench"}

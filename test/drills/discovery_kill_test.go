@@ -27,8 +27,9 @@ var drillDocRE = regexp.MustCompile(`(?s)<document id="([^"]+)" name="[^"]*">\n(
 // and while the next one's call is in flight, and restarted on the same
 // data directory. Once the job's lease has expired it resumes from the
 // last finished batch: every finished batch was asked exactly once, the
-// call log holds one successful call per batch, and the job completes
-// with the types of every batch.
+// call log holds a successful call of every batch, each batch was
+// checkpointed once, and the job completes with the types of every
+// batch, each document counted once.
 func TestDiscoveryKillNineDrill(t *testing.T) {
 	t.Parallel()
 	const apiKey = "AIzaSy-drill-discovery-1234"
@@ -137,8 +138,15 @@ func TestDiscoveryKillNineDrill(t *testing.T) {
 	mu.Unlock()
 	require.Equal(t, discoveryKillDocuments, count(t, db, `SELECT count(DISTINCT step) FROM discovery_llm_calls
 		WHERE job_id = $1 AND phase = 'analyzing' AND status = 'success'`, job))
-	require.Zero(t, count(t, db, `SELECT count(*) FROM (SELECT step FROM discovery_llm_calls WHERE job_id = $1
-		AND phase = 'analyzing' AND status = 'success' GROUP BY step HAVING count(*) > 1) d`, job), "no batch was called twice with success")
+	// A kill between a batch's logged call and its checkpoint leaves a
+	// second successful call of that batch in the log; what is
+	// guaranteed is that no batch is checkpointed twice and the result
+	// counts each batch once.
+	require.Equal(t, discoveryKillDocuments, count(t, db, `SELECT count(DISTINCT d) FROM discovery_jobs,
+		jsonb_array_elements(batch_proposals) p, jsonb_array_elements_text(p->'DocumentIDs') d WHERE id = $1`, job), "each batch checkpointed once")
+	require.Equal(t, discoveryKillDocuments, count(t, db, `SELECT jsonb_array_length(batch_proposals) FROM discovery_jobs WHERE id = $1`, job))
+	require.Equal(t, discoveryKillDocuments, count(t, db, `SELECT (discovered_types->0->>'frequency')::int FROM discovery_jobs WHERE id = $1`, job),
+		"the type is counted once per document")
 	srv.stop()
 	t.Logf("discovery kill -9 drill: %d batches; killed after %d were committed; resumed from batch %d and completed", discoveryKillDocuments, before, before+1)
 }
