@@ -418,9 +418,9 @@ func (s *Service) fixedReply(ctx context.Context, t *turn, text string) (Message
 }
 
 // fit makes the system messages, history and question fit in budget
-// tokens, leaving the rest of the input to the sources: the oldest
-// history messages go first, then the summary, then the question is cut
-// (its start kept). It returns the messages and the question to send.
+// tokens, leaving the rest of the input to the sources: the history goes
+// first, oldest first (the summary is the oldest), then the question is
+// cut (its start kept). It returns the messages and the question to send.
 func fit(msgs []llm.Message, question string, budget int64) ([]llm.Message, string) {
 	size := func() int64 {
 		n := llm.EstimateTokens(questionPrompt(nil, question))
