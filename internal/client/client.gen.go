@@ -1475,7 +1475,10 @@ type Agent struct {
 
 	// NextRunAt When the schedule starts the next run.
 	NextRunAt *time.Time `json:"nextRunAt,omitempty"`
-	ProjectId string     `json:"projectId"`
+
+	// OwnerId Whom the runs its schedule or trigger integration start act as, with the scopes of the credential they saved it with: who last changed its tools, instructions, schedule or trigger.
+	OwnerId   *openapi_types.UUID `json:"ownerId,omitempty"`
+	ProjectId string              `json:"projectId"`
 
 	// RequireApprovalFor Tools that ask the user before they run.
 	RequireApprovalFor *[]string `json:"requireApprovalFor"`
@@ -1613,11 +1616,13 @@ type ChatMessage struct {
 	Content   string          `json:"content"`
 
 	// CostUsd Estimated from the model catalog's prices, summary call included.
-	CostUsd      float64         `json:"costUsd"`
-	CreatedAt    time.Time       `json:"createdAt"`
-	Id           string          `json:"id"`
-	InputTokens  int64           `json:"inputTokens"`
-	Model        *string         `json:"model,omitempty"`
+	CostUsd     float64   `json:"costUsd"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Id          string    `json:"id"`
+	InputTokens int64     `json:"inputTokens"`
+
+	// Model The model that answered; null for a question, and for an answer made without a model call.
+	Model        *string         `json:"model"`
 	OutputTokens int64           `json:"outputTokens"`
 	Role         ChatMessageRole `json:"role"`
 }
@@ -1640,14 +1645,17 @@ type ChatSession struct {
 // ChatSessionWithMessages defines model for ChatSessionWithMessages.
 type ChatSessionWithMessages struct {
 	// AgentId The agent the session talks to (not checked against the agents yet).
-	AgentId   *string        `json:"agentId,omitempty"`
-	CreatedAt time.Time      `json:"createdAt"`
-	Id        string         `json:"id"`
-	Messages  *[]ChatMessage `json:"messages"`
-	ProjectId string         `json:"projectId"`
-	Title     string         `json:"title"`
-	UpdatedAt time.Time      `json:"updatedAt"`
-	UserId    string         `json:"userId"`
+	AgentId   *string   `json:"agentId,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	Id        string    `json:"id"`
+
+	// Messages The latest messages (at most 100), oldest first; GET /api/chat/sessions/{sessionId}/messages pages through all.
+	Messages      *[]ChatMessage `json:"messages"`
+	MessagesTotal int64          `json:"messagesTotal"`
+	ProjectId     string         `json:"projectId"`
+	Title         string         `json:"title"`
+	UpdatedAt     time.Time      `json:"updatedAt"`
+	UserId        string         `json:"userId"`
 }
 
 // ConfigStruct defines model for ConfigStruct.
@@ -2631,6 +2639,14 @@ type ListMember struct {
 	Limit  int64            `json:"limit"`
 	Offset int64            `json:"offset"`
 	Total  int64            `json:"total"`
+}
+
+// ListMessage defines model for ListMessage.
+type ListMessage struct {
+	Data   *[]ChatMessage `json:"data"`
+	Limit  int64          `json:"limit"`
+	Offset int64          `json:"offset"`
+	Total  int64          `json:"total"`
 }
 
 // ListNotification defines model for ListNotification.
@@ -4090,6 +4106,15 @@ type ListAgentRunsParams struct {
 
 // ListChatSessionsParams defines parameters for ListChatSessions.
 type ListChatSessionsParams struct {
+	// Limit Page size.
+	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Offset Items to skip.
+	Offset *int64 `form:"offset,omitempty" json:"offset,omitempty"`
+}
+
+// ListChatMessagesParams defines parameters for ListChatMessages.
+type ListChatMessagesParams struct {
 	// Limit Page size.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -5747,6 +5772,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/chat/sessions/{sessionId} (the `UpdateChatSession` operationId).
 	UpdateChatSession(ctx context.Context, sessionId string, body UpdateChatSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListChatMessages List the messages of one of your chat sessions, oldest first
+	//
+	// Corresponds with GET /api/chat/sessions/{sessionId}/messages (the `ListChatMessages` operationId).
+	ListChatMessages(ctx context.Context, sessionId string, params *ListChatMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendChatMessageWithBody Ask a question in a chat session; the grounded answer comes back whole (201) or streamed (Accept: text/event-stream)
 	//
@@ -7665,6 +7695,21 @@ func (c *Client) UpdateChatSessionWithBody(ctx context.Context, sessionId string
 // Corresponds with PATCH /api/chat/sessions/{sessionId} (the `UpdateChatSession` operationId).
 func (c *Client) UpdateChatSession(ctx context.Context, sessionId string, body UpdateChatSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateChatSessionRequest(c.Server, sessionId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListChatMessages List the messages of one of your chat sessions, oldest first
+//
+// Corresponds with GET /api/chat/sessions/{sessionId}/messages (the `ListChatMessages` operationId).
+func (c *Client) ListChatMessages(ctx context.Context, sessionId string, params *ListChatMessagesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListChatMessagesRequest(c.Server, sessionId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -12742,6 +12787,79 @@ func NewUpdateChatSessionRequestWithBody(server string, sessionId string, conten
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListChatMessagesRequest constructs an http.Request for the ListChatMessages method
+func NewListChatMessagesRequest(server string, sessionId string, params *ListChatMessagesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sessionId", sessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/chat/sessions/%s/messages", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Offset != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "offset", *params.Offset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -20383,6 +20501,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/chat/sessions/{sessionId} (the `UpdateChatSession` operationId).
 	UpdateChatSessionWithResponse(ctx context.Context, sessionId string, body UpdateChatSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateChatSessionReply, error)
 
+	// ListChatMessagesWithResponse List the messages of one of your chat sessions, oldest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/chat/sessions/{sessionId}/messages (the `ListChatMessages` operationId).
+	ListChatMessagesWithResponse(ctx context.Context, sessionId string, params *ListChatMessagesParams, reqEditors ...RequestEditorFn) (*ListChatMessagesReply, error)
+
 	// SendChatMessageWithBodyWithResponse Ask a question in a chat session; the grounded answer comes back whole (201) or streamed (Accept: text/event-stream)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -24964,6 +25089,89 @@ func (r UpdateChatSessionReply) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateChatSessionReply) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListChatMessagesReply struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ListMessage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListChatMessagesReply) GetJSON200() *ListMessage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListChatMessagesReply) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListChatMessagesReply) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListChatMessagesReply) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListChatMessagesReply) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListChatMessagesReply) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListChatMessagesReply) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListChatMessagesReply) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListChatMessagesReply) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListChatMessagesReply) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListChatMessagesReply) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -36567,6 +36775,19 @@ func (c *ClientWithResponses) UpdateChatSessionWithResponse(ctx context.Context,
 	return ParseUpdateChatSessionReply(rsp)
 }
 
+// ListChatMessagesWithResponse List the messages of one of your chat sessions, oldest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/chat/sessions/{sessionId}/messages (the `ListChatMessages` operationId).
+func (c *ClientWithResponses) ListChatMessagesWithResponse(ctx context.Context, sessionId string, params *ListChatMessagesParams, reqEditors ...RequestEditorFn) (*ListChatMessagesReply, error) {
+	rsp, err := c.ListChatMessages(ctx, sessionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListChatMessagesReply(rsp)
+}
+
 // SendChatMessageWithBodyWithResponse Ask a question in a chat session; the grounded answer comes back whole (201) or streamed (Accept: text/event-stream)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -41545,6 +41766,74 @@ func ParseUpdateChatSessionReply(rsp *http.Response) (*UpdateChatSessionReply, e
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest ChatSession
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListChatMessagesReply parses an HTTP response from a ListChatMessagesWithResponse call
+func ParseListChatMessagesReply(rsp *http.Response) (*ListChatMessagesReply, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListChatMessagesReply{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ListMessage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
