@@ -128,9 +128,16 @@ func (s *session) watchJob(id string, timeout time.Duration) error {
 		}
 		if job.Status != last {
 			last = job.Status
-			if err := s.emit(job, func() [][]string {
-				return [][]string{{time.Now().Format(time.TimeOnly), job.Id, string(job.Status), str(job.ErrorMsg)}}
-			}); err != nil {
+			// One line per status reached: a JSON object with --json.
+			line := strings.Join([]string{time.Now().Format(time.TimeOnly), job.Id, string(job.Status), str(job.ErrorMsg)}, "  ")
+			if s.json {
+				raw, err := json.Marshal(job)
+				if err != nil {
+					return fmt.Errorf("encode job: %w", err)
+				}
+				line = string(raw)
+			}
+			if _, err := fmt.Fprintln(s.stdout, line); err != nil {
 				return err
 			}
 		}

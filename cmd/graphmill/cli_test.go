@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -220,11 +221,39 @@ func TestCLICommands(t *testing.T) {
 	var watched struct {
 		Status string `json:"status"`
 	}
-	decodeCLI(t, runCLI(t, env, "jobs", "watch", jobs[0].ID, "--json"), &watched)
+	decodeCLI(t, runCLI(t, env, "jobs", "watch", jobs[0].ID, "--json"), &watched) // one status: one line
 	require.Equal(t, "completed", watched.Status)
 	// Cancelling a finished job is refused by the server.
 	r = runCLI(t, env, "jobs", "cancel", jobs[0].ID)
 	require.Equal(t, exitError, r.code, "%v", r.err)
+	// A failed job: retry queues it again, watch follows it to its end.
+	ctx := context.Background()
+	_, err := s.m.db.pool.Exec(ctx, `UPDATE object_extraction_jobs SET status = 'failed', error_msg = 'boom', completed_at = now() WHERE id = $1`, jobs[0].ID)
+	require.NoError(t, err)
+	require.NoError(t, runCLI(t, env, "jobs", "retry", jobs[0].ID, "--json").err)
+	logs := s.extractionLogs(jobs[0].ID)
+	require.Contains(t, fmt.Sprint(logs), "manual retry")
+	r = runCLI(t, env, "jobs", "watch", jobs[0].ID, "--json")
+	require.NoError(t, r.err)
+	statuses := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.NoError(t, json.Unmarshal([]byte(statuses[len(statuses)-1]), &watched))
+	require.Equal(t, "completed", watched.Status, r.stdout)
+	// A running job: cancel ends it.
+	_, err = s.m.db.pool.Exec(ctx, `UPDATE object_extraction_jobs SET status = 'running', completed_at = NULL,
+		locked_by = 'other-worker', locked_until = now() + interval '1 hour' WHERE id = $1`, jobs[0].ID)
+	require.NoError(t, err)
+	var cancelled struct {
+		Status string `json:"status"`
+	}
+	decodeCLI(t, runCLI(t, env, "jobs", "cancel", jobs[0].ID, "--json"), &cancelled)
+	require.Equal(t, "cancelled", cancelled.Status)
+	require.Equal(t, "cancelled", s.extractionGetJob(jobs[0].ID).Status)
+	// watch on a failed job exits 4.
+	_, err = s.m.db.pool.Exec(ctx, `UPDATE object_extraction_jobs SET status = 'failed', error_msg = 'boom', completed_at = now() WHERE id = $1`, jobs[0].ID)
+	require.NoError(t, err)
+	r = runCLI(t, env, "jobs", "watch", jobs[0].ID)
+	require.Equal(t, exitFailed, r.code, "%v", r.err)
+	require.Contains(t, r.stdout, "failed")
 
 	// search: the document's chunk is found by keyword.
 	var found struct {
