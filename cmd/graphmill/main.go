@@ -32,7 +32,7 @@ func main() {
 	// and /proc/<pid>/environ do not see it. Best effort: the unset always
 	// happens; overwriting what /proc shows needs Linux.
 	_ = config.HideSecrets()
-	err := runIO(ctx, os.Args[1:], environ, os.Stdin, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], environ, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "graphmill:", err)
