@@ -166,14 +166,20 @@ func (c *cli) connect() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.open(cfg)
+}
+
+// open builds the generated client for cfg's server.
+func (c *cli) open(cfg cliConfig) (*session, error) {
 	s := &session{cli: c, cfg: cfg}
+	var err error
 	s.api, err = client.NewClient(strings.TrimRight(cfg.Server, "/"), client.WithHTTPClient(c.http),
 		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 			s.authorize(r)
 			return nil
 		}))
 	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", cfg.Server, err)
+		return nil, usageErr("server %q: %w", cfg.Server, err)
 	}
 	return s, nil
 }
@@ -320,17 +326,11 @@ func loginCommand(c *cli) *cobra.Command {
 			if cfg.Server == "" || cfg.Token == "" {
 				return usageErr("login needs --server and --token")
 			}
-			check := &cli{ctx: c.ctx, environ: nil, http: c.http, project: cfg.Project}
-			s := &session{cli: check, cfg: cfg}
-			api, err := client.NewClient(strings.TrimRight(cfg.Server, "/"), client.WithHTTPClient(c.http),
-				client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-					s.authorize(r)
-					return nil
-				}))
+			s, err := c.open(cfg)
 			if err != nil {
-				return usageErr("--server %q: %w", cfg.Server, err)
+				return err
 			}
-			list, err := call[client.ListProject](api.ListProjects(c.ctx, &client.ListProjectsParams{})) //nolint:bodyclose // call closes it
+			list, err := call[client.ListProject](s.api.ListProjects(c.ctx, &client.ListProjectsParams{})) //nolint:bodyclose // call closes it
 			if err != nil {
 				return err
 			}

@@ -445,8 +445,9 @@ func TestCLIChatTerminal(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "zephyr.md"), []byte("# Zephyr maintenance\n\nQuillwort bearings need lubrication every quarter with whale-free grease.\n"), 0o600))
 	require.NoError(t, runIO(context.Background(), []string{"ingest", "--wait", dir}, env, tty, tty, tty))
-	out.waitFor(t, "100%")
-	out.waitFor(t, "embed")
+	for _, phase := range []string{"upload", "parse", "extract", "embed"} {
+		out.waitFor(t, fmt.Sprintf("%-8s 100%% |", phase))
+	}
 	out.waitFor(t, "zephyr.md") // the table
 
 	done := make(chan error, 1)
