@@ -287,6 +287,8 @@ func eventsCommand(c *cli) *cobra.Command {
 				return err
 			}
 			defer stream.Close()
+			// Subscribed: every event from now on is printed.
+			fmt.Fprintln(c.stderr, "following the event stream (Ctrl-C ends)")
 			err = readSSE(stream, func(ev sseEvent) error {
 				if c.json {
 					_, err := fmt.Fprintln(c.stdout, ev.Data)

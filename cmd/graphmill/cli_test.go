@@ -346,11 +346,18 @@ func TestCLIEventsTail(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
+	er, ew := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runIO(ctx, []string{"events", "tail", "--json"}, env, strings.NewReader(""), pw, io.Discard)
+		done <- runIO(ctx, []string{"events", "tail", "--json"}, env, strings.NewReader(""), pw, ew)
 		pw.Close()
+		ew.Close()
 	}()
+	// Wait until it is subscribed.
+	status := bufio.NewScanner(er)
+	require.True(t, status.Scan(), "tail ended early: %v", status.Err())
+	require.Equal(t, "following the event stream (Ctrl-C ends)", status.Text())
+	go func() { _, _ = io.Copy(io.Discard, er) }()
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("# A\n\nSome text.\n"), 0o600))
