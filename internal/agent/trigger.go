@@ -44,9 +44,9 @@ const (
 	scheduleBatch = 500
 )
 
-// cronParser reads the schedules: five fields, descriptors (@daily,
-// @every 1h) and a CRON_TZ= or TZ= prefix.
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor) //nolint:gochecknoglobals // stateless parser, constant
+// cronFields are what a schedule may hold: five fields, descriptors
+// (@daily, @every 1h) and a CRON_TZ= or TZ= prefix.
+const cronFields = cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor
 
 // ParseSchedule reads a schedule. Errors: invalid_argument naming the
 // problem.
@@ -57,7 +57,11 @@ func ParseSchedule(expr string) (cron.Schedule, error) {
 	if err := checkZone(expr); err != nil {
 		return nil, err
 	}
-	sched, err := cronParser.Parse(expr)
+	parser, err := cron.TryNewParser(cronFields)
+	if err != nil {
+		return nil, fmt.Errorf("schedule parser: %w", err)
+	}
+	sched, err := parser.Parse(expr)
 	if err != nil {
 		return nil, errs.Errorf(errs.Invalid, "schedule must be a cron expression (minute hour day-of-month month day-of-week, "+
 			"e.g. \"0 6 * * 1-5\", or @hourly, @daily, @weekly, @monthly, @every 2h): %v", err)
