@@ -1,0 +1,109 @@
+// The console's browser test, driven by console_browser_test.go:
+//   node browser.mjs BASE_URL TOKEN PROJECT_ID SCREENSHOT_DIR
+// It signs in, opens the projects and the project, uploads a document by
+// the file input and one by drag and drop and waits, without reloading,
+// for both rows to show "parsed", opens a document's chunks, checks that
+// script cannot read the session cookie and that the page raised no
+// Content-Security-Policy violation, and signs out. It prints a JSON
+// report on stdout; the Go test asserts it and the server's state.
+import { chromium } from "playwright-core";
+
+const [base, token, project, shots] = process.argv.slice(2);
+const report = { pages: [], csp: [], errors: [] };
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox"],
+});
+try {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.setDefaultTimeout(30000);
+  page.on("console", (m) => {
+    // Failed loads are the refused bad token (401) and the favicon (404).
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) {
+      (/Content Security Policy/i.test(m.text()) ? report.csp : report.errors).push(m.text());
+    }
+  });
+  page.on("pageerror", (e) => report.errors.push(String(e)));
+  const shot = async (name) => {
+    await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+    report.pages.push(name);
+  };
+
+  await page.goto(base + "/");
+  report.signinURL = new URL(page.url()).pathname;
+  await shot("signin");
+  await page.fill("#token", "not-a-token");
+  await page.click("button[type=submit]");
+  report.badTokenAlert = (await page.textContent("[role=alert]")).trim();
+  await page.fill("#token", token);
+  await page.click("button[type=submit]");
+  await page.waitForSelector("#projects");
+  report.afterSigninURL = new URL(page.url()).pathname;
+  report.scriptCookies = await page.evaluate(() => document.cookie);
+  const cookie = (await context.cookies()).find((c) => c.name === "graphmill_session");
+  report.cookie = cookie && { httpOnly: cookie.httpOnly, sameSite: cookie.sameSite, secure: cookie.secure };
+  await shot("projects");
+
+  await page.click(`a[href="/projects/${project}"]`);
+  await page.waitForSelector("#document-count");
+  await shot("project");
+
+  await page.click(`a[href="/projects/${project}/documents"]`);
+  await page.waitForSelector("#upload");
+  // Wait for the event stream to connect before uploading.
+  await page.waitForFunction(() => {
+    const el = document.querySelector("#documents");
+    return el && el["htmx-internal-data"] && el["htmx-internal-data"].sseEventSource &&
+      el["htmx-internal-data"].sseEventSource.readyState === 1;
+  });
+  await page.evaluate(() => {
+    window.notReloaded = true;
+    window.sseMessages = 0;
+    document.body.addEventListener("htmx:sseMessage", () => { window.sseMessages++; });
+  });
+  await page.setInputFiles("#upload-files", {
+    name: "looms.md", mimeType: "text/markdown",
+    buffer: Buffer.from("# Looms\n\nThe Jacquard loom reads punched cards.\n\nIt wove patterns in silk."),
+  });
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(["# Bakery\n\nThe Cobblestone bakery opens at six."], "bakery.md", { type: "text/markdown" }));
+    document.querySelector("#upload").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await page.waitForSelector("#upload-progress li:nth-child(2)[data-state=done]");
+  report.progress = await page.$$eval("#upload-progress progress", (bars) => bars.map((b) => b.value));
+  for (const name of ["looms.md", "bakery.md"]) {
+    await page.waitForSelector(`#document-rows tr:has(a:text-is("${name}")) [data-status=parsed]`);
+  }
+  // Both documents' parsing reached the page through the event stream.
+  await page.waitForFunction(() => window.sseMessages >= 2);
+  report.sseMessages = await page.evaluate(() => window.sseMessages);
+  report.notReloaded = await page.evaluate(() => window.notReloaded === true);
+  report.rows = await page.$$eval("#document-rows tr", (rows) =>
+    rows.map((r) => ({ name: r.querySelector("a").textContent, status: r.querySelector("[data-status]").dataset.status })));
+  await shot("documents");
+
+  await page.click('#document-rows a:text-is("looms.md")');
+  await page.waitForSelector("#chunks");
+  report.chunks = await page.$$eval("#chunks pre", (c) => c.map((e) => e.textContent));
+  await shot("document");
+
+  await page.click(".signout button");
+  await page.waitForSelector("#token");
+  report.afterSignoutURL = new URL(page.url()).pathname;
+  await page.goto(base + `/projects/${project}/documents`);
+  report.afterSignoutVisit = new URL(page.url()).pathname;
+} catch (e) {
+  const pages = browser.contexts().flatMap((c) => c.pages());
+  if (pages.length > 0) {
+    await pages[0].screenshot({ path: `${shots}/failure.png`, fullPage: true });
+    process.stderr.write(`at ${pages[0].url()}:\n${await pages[0].content()}\n`);
+  }
+  process.stderr.write(JSON.stringify(report) + "\n");
+  throw e;
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(report));
