@@ -97,3 +97,204 @@ func TestConsoleSignIn(t *testing.T) {
 	require.Equal(t, 200, status, page)
 	require.Contains(t, page, `id="document-count">0<`)
 }
+
+// TestConsoleSignInRefusals: a sign-in without the form's CSRF token, or
+// from another site, is refused before the token is looked at; a bad
+// token sets no session.
+func TestConsoleSignInRefusals(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	b := newConsoleBrowser(t, s)
+
+	status, _, _ := b.do("POST", "/signin", url.Values{"token": {s.admin}})
+	require.Equal(t, http.StatusForbidden, status, "no CSRF token")
+	status, _, page := b.do("GET", "/signin", nil)
+	require.Equal(t, 200, status)
+	csrf := csrfInput.FindStringSubmatch(page)[1]
+	status, _, _ = b.do("POST", "/signin", url.Values{"csrf": {"x" + csrf}, "token": {s.admin}})
+	require.Equal(t, http.StatusForbidden, status, "wrong CSRF token")
+	status, _, _ = b.do("POST", "/signin", url.Values{"csrf": {csrf}, "token": {s.admin}}, header{"Sec-Fetch-Site", "cross-site"})
+	require.Equal(t, http.StatusForbidden, status, "cross-site form")
+	status, hdr, page := b.do("POST", "/signin", url.Values{"csrf": {csrf}, "token": {"gm_not_a_token"}})
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Contains(t, page, "This token is not valid.")
+	require.Empty(t, hdr.Values("Set-Cookie"))
+	status, hdr, _ = b.do("GET", "/", nil)
+	require.Equal(t, http.StatusSeeOther, status, "still signed out")
+	require.Equal(t, "/signin", hdr.Get("Location"))
+}
+
+// TestConsoleCSRF: the signed-in console's unsafe requests need the
+// session's CSRF token; without it nothing happens (the session lives on,
+// no document is stored).
+func TestConsoleCSRF(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+
+	status, _, _ := b.do("POST", "/signout", url.Values{})
+	require.Equal(t, http.StatusForbidden, status)
+	status, _, _ = b.do("GET", "/", nil)
+	require.Equal(t, 200, status, "still signed in")
+
+	upload := func(headers ...header) (int, string) {
+		body := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"note.md\"\r\nContent-Type: text/markdown\r\n\r\n# Note\n\nA short note.\r\n--b--\r\n"
+		req, err := http.NewRequestWithContext(t.Context(), "POST", s.base+"/projects/"+project+"/documents", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+		for _, h := range headers {
+			req.Header.Set(h.k, h.v)
+		}
+		resp, err := b.c.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(raw)
+	}
+	countDocs := func() int {
+		return int(s.must(200, "GET", "/api/documents", s.admin, nil, header{"X-Project-ID", project}).JSON(t)["total"].(float64))
+	}
+	status, _ = upload()
+	require.Equal(t, http.StatusForbidden, status)
+	status, _ = upload(header{console.CSRFHeader, "x" + b.csrf})
+	require.Equal(t, http.StatusForbidden, status)
+	require.Equal(t, 0, countDocs())
+	status, body := upload(header{console.CSRFHeader, b.csrf})
+	require.Equal(t, http.StatusCreated, status, body)
+	require.Contains(t, body, `"filename":"note.md"`)
+	require.Equal(t, 1, countDocs())
+
+	status, hdr, _ := b.do("POST", "/signout", url.Values{"csrf": {b.csrf}})
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, "/signin", hdr.Get("Location"))
+	status, _, _ = b.do("GET", "/", nil)
+	require.Equal(t, http.StatusSeeOther, status, "signed out")
+}
+
+// TestConsoleAuthorization: the console's pages apply the API's rules: a
+// project the caller cannot see and a document of another project are not
+// found, a token without documents:read is forbidden the documents, and a
+// revoked token signs the browser out at its next page.
+func TestConsoleAuthorization(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	var other struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"orgId": org, "name": "other"}).Decode(t, &other)
+	var doc struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "a.md", "content": "# A\n\nText."},
+		header{"X-Project-ID", other.ID}).Decode(t, &doc)
+
+	// A viewer of the default project only.
+	userID, _ := s.newMember("viewer@example.com", allScopes, project, "viewer")
+	var tok struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	s.must(201, "POST", "/api/superadmin/users/"+userID+"/tokens", s.admin, map[string]any{"name": "console", "scopes": allScopes}).Decode(t, &tok)
+	b := newConsoleBrowser(t, s)
+	b.signIn(tok.Token)
+	status, _, page := b.do("GET", "/", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, project)
+	require.NotContains(t, page, other.ID, "a project the viewer is not in")
+	for _, path := range []string{
+		"/projects/" + other.ID, "/projects/" + other.ID + "/documents", "/projects/" + other.ID + "/documents/" + doc.ID,
+		"/projects/" + project + "/documents/" + doc.ID, "/projects/" + project + "/documents/not-a-uuid",
+		"/stream/projects/" + other.ID + "/documents",
+	} {
+		status, _, page := b.do("GET", path, nil)
+		require.Equal(t, http.StatusNotFound, status, path)
+		require.NotContains(t, page, "a.md", path)
+	}
+	status, _, _ = b.do("GET", "/projects/"+project+"/documents", nil)
+	require.Equal(t, 200, status)
+
+	// Without documents:read: the project, but not its documents.
+	_, noDocs := s.newMember("nodocs@example.com", []string{"admin:read"}, project, "viewer")
+	nb := newConsoleBrowser(t, s)
+	nb.signIn(noDocs)
+	status, _, _ = nb.do("GET", "/projects/"+project, nil)
+	require.Equal(t, 200, status)
+	status, _, _ = nb.do("GET", "/projects/"+project+"/documents", nil)
+	require.Equal(t, http.StatusForbidden, status)
+
+	// Revoked: the next page signs the browser out.
+	s.must(204, "DELETE", "/api/tokens/"+tok.ID, tok.Token, nil)
+	status, hdr, _ := b.do("GET", "/projects/"+project, nil)
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, "/signin", hdr.Get("Location"))
+	require.Contains(t, hdr.Get("Set-Cookie"), console.SessionCookie+"=;")
+}
+
+// TestConsoleDocumentStream: the documents page's stream passes on a
+// "documents" event when one of the project's documents is parsed, and
+// none for another project's.
+func TestConsoleDocumentStream(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	var other struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"orgId": org, "name": "other"}).Decode(t, &other)
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+
+	req, err := http.NewRequestWithContext(t.Context(), "GET", s.base+"/stream/projects/"+project+"/documents", nil)
+	require.NoError(t, err)
+	resp, err := b.c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	frames := make(chan string, 16)
+	go func() {
+		defer close(frames)
+		buf := make([]byte, 4096)
+		var acc string
+		for {
+			n, err := resp.Body.Read(buf)
+			acc += string(buf[:n])
+			for {
+				i := strings.Index(acc, "\n\n")
+				if i < 0 {
+					break
+				}
+				frames <- acc[:i]
+				acc = acc[i+2:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	require.Equal(t, ": connected", <-frames)
+
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "b.md", "content": "# B\n\nOther project."},
+		header{"X-Project-ID", other.ID})
+	var doc struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "a.md", "content": "# A\n\nThis project."},
+		header{"X-Project-ID", project}).Decode(t, &doc)
+	s.waitDocument(project, doc.ID)
+	select {
+	case f := <-frames:
+		require.Equal(t, "event: "+console.DocumentsEvent+"\ndata: document.converted", f)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no documents event")
+	}
+	select {
+	case f := <-frames:
+		require.True(t, strings.HasPrefix(f, ":"), "only heartbeats follow, got %q", f)
+	default:
+	}
+}
