@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/extraction"
 )
 
 // TestConsoleBrowser drives the console in Debian's chromium with
@@ -39,20 +43,49 @@ func TestConsoleBrowser(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o600))
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
 	install.Dir = dir
 	out, err := install.CombinedOutput()
 	require.NoError(t, err, "npm ci (playwright-core): %s", out)
 
+	// Extraction jobs stay queued until the jobs step resumes the queue.
+	require.NoError(t, s.m.jobs.Pause(ctx, extraction.Queue))
+
 	shots := t.ArtifactDir()
 	run := exec.CommandContext(ctx, node, "browser.mjs", s.base, s.admin, project, shots)
 	run.Dir = dir
+	stdin, err := run.StdinPipe()
+	require.NoError(t, err)
+	stderrPipe, err := run.StderrPipe()
+	require.NoError(t, err)
+	var stdout strings.Builder
+	run.Stdout = &stdout
+	require.NoError(t, run.Start())
+	// The script's steps: fixtures between its pages.
 	var stderr strings.Builder
-	run.Stderr = &stderr
-	out, err = run.Output()
+	var loomsJob, bakeryJob string
+	lines := bufio.NewScanner(stderrPipe)
+	for lines.Scan() {
+		line := lines.Text()
+		stderr.WriteString(line + "\n")
+		switch line {
+		case "step:jobs":
+			loomsJob, bakeryJob = s.extractionJobOf(consoleDocID(t, s, project, "looms.md")), s.extractionJobOf(consoleDocID(t, s, project, "bakery.md"))
+			s.extractionCount(`UPDATE object_extraction_jobs SET status = 'failed', error_msg = 'boom' WHERE id = $1 RETURNING 1`, bakeryJob)
+			_, err := io.WriteString(stdin, loomsJob+" "+bakeryJob+"\n")
+			require.NoError(t, err)
+		case "step:resume":
+			require.NoError(t, s.m.jobs.Resume(ctx, extraction.Queue))
+			_, err := io.WriteString(stdin, "ok\n")
+			require.NoError(t, err)
+			require.NoError(t, stdin.Close()) // the last step
+		}
+	}
+	err = run.Wait()
 	require.NoError(t, err, "node browser.mjs: %s", stderr.String())
+	out = []byte(stdout.String())
 
 	var report struct {
 		Pages          []string `json:"pages"`
@@ -72,6 +105,11 @@ func TestConsoleBrowser(t *testing.T) {
 		SSEMessages       int                             `json:"sseMessages"`
 		Rows              []struct{ Name, Status string } `json:"rows"`
 		Chunks            []string                        `json:"chunks"`
+		JobActions        []string                        `json:"jobActions"`
+		JobsNotReloaded   bool                            `json:"jobsNotReloaded"`
+		FilteredURL       string                          `json:"filteredURL"`
+		Filtered          []string                        `json:"filtered"`
+		JobLog            []string                        `json:"jobLog"`
 		AfterSignoutURL   string                          `json:"afterSignoutURL"`
 		AfterSignoutVisit string                          `json:"afterSignoutVisit"`
 	}
@@ -96,9 +134,15 @@ func TestConsoleBrowser(t *testing.T) {
 	require.Equal(t, map[string]string{"looms.md": "parsed", "bakery.md": "parsed"}, statuses)
 	require.NotEmpty(t, report.Chunks)
 	require.Contains(t, strings.Join(report.Chunks, "\n"), "Jacquard loom reads punched cards")
+	require.Equal(t, []string{"cancelled", "queued"}, report.JobActions)
+	require.True(t, report.JobsNotReloaded, "the jobs page was reloaded")
+	require.Equal(t, "?status=cancelled&type=", report.FilteredURL)
+	require.Equal(t, []string{"job-" + loomsJob}, report.Filtered)
+	require.NotEmpty(t, report.JobLog)
+	require.Contains(t, strings.Join(report.JobLog, "\n"), "job cancelled")
 	require.Equal(t, "/signin", report.AfterSignoutURL)
 	require.Equal(t, "/signin", report.AfterSignoutVisit)
-	require.Equal(t, []string{"signin", "projects", "project", "documents", "document"}, report.Pages)
+	require.Equal(t, []string{"signin", "projects", "project", "documents", "document", "jobs", "job"}, report.Pages)
 	for _, p := range report.Pages {
 		fi, err := os.Stat(filepath.Join(shots, p+".png"))
 		require.NoError(t, err)
@@ -119,4 +163,26 @@ func TestConsoleBrowser(t *testing.T) {
 		got[d.Filename] = d.Status
 	}
 	require.Equal(t, map[string]string{"looms.md": "parsed", "bakery.md": "parsed"}, got)
+	// The jobs: cancelled, and retried to completion, by the admin.
+	require.Equal(t, "cancelled", s.extractionGetJob(loomsJob).Status)
+	require.Equal(t, "completed", s.extractionGetJob(bakeryJob).Status)
+}
+
+// consoleDocID is the id of the project's document named filename.
+func consoleDocID(t *testing.T, s *testServer, project, filename string) string {
+	t.Helper()
+	var docs struct {
+		Data []struct {
+			ID       string `json:"id"`
+			Filename string `json:"filename"`
+		} `json:"data"`
+	}
+	s.must(200, "GET", "/api/documents", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &docs)
+	for _, d := range docs.Data {
+		if d.Filename == filename {
+			return d.ID
+		}
+	}
+	t.Fatalf("no document %s", filename)
+	return ""
 }

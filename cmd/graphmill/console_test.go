@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/console"
+	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
@@ -297,4 +298,53 @@ func TestConsoleDocumentStream(t *testing.T) {
 		require.True(t, strings.HasPrefix(f, ":"), "only heartbeats follow, got %q", f)
 	default:
 	}
+}
+
+// TestConsoleJobActions: cancel and retry need the session's CSRF token
+// and the API's write rule (a viewer sees no buttons and is forbidden
+// the action); another project's job is not found. Each refusal leaves
+// the job as it was; the allowed action changes it and answers its row.
+func TestConsoleJobActions(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	require.NoError(t, s.m.jobs.Pause(t.Context(), extraction.Queue))
+	project, org := s.defaultProject()
+	other := s.newProject(org, "other")
+	job := s.extractionJobOf(s.extractionUpload(project, "p.md", "# P\n\nAda."))
+	otherJob := s.extractionJobOf(s.extractionUpload(other, "q.md", "# Q\n\nBob."))
+
+	_, viewerToken := s.newMember("viewer@example.com", allScopes, project, "viewer")
+	viewer := newConsoleBrowser(t, s)
+	viewer.signIn(viewerToken)
+	status, _, page := viewer.do("GET", "/projects/"+project+"/jobs", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, `id="job-`+job+`"`)
+	require.NotContains(t, page, "/cancel", "no action for a viewer")
+	status, _, _ = viewer.do("POST", "/projects/"+project+"/jobs/"+job+"/cancel", url.Values{}, header{console.CSRFHeader, viewer.csrf})
+	require.Equal(t, http.StatusForbidden, status)
+
+	admin := newConsoleBrowser(t, s)
+	admin.signIn(s.admin)
+	status, _, _ = admin.do("POST", "/projects/"+project+"/jobs/"+job+"/cancel", url.Values{})
+	require.Equal(t, http.StatusForbidden, status, "no CSRF token")
+	status, _, _ = admin.do("POST", "/projects/"+project+"/jobs/"+otherJob+"/cancel", url.Values{}, header{console.CSRFHeader, admin.csrf})
+	require.Equal(t, http.StatusNotFound, status, "another project's job")
+	require.Equal(t, "queued", s.extractionGetJob(job).Status)
+	require.Equal(t, "queued", s.extractionGetJob(otherJob).Status)
+
+	status, _, page = admin.do("POST", "/projects/"+project+"/jobs/"+job+"/cancel", url.Values{}, header{console.CSRFHeader, admin.csrf})
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, `data-status="cancelled"`)
+	require.Equal(t, "cancelled", s.extractionGetJob(job).Status)
+	// A cancelled job cannot be retried (not failed): the service's answer.
+	status, _, _ = admin.do("POST", "/projects/"+project+"/jobs/"+job+"/retry", url.Values{}, header{console.CSRFHeader, admin.csrf})
+	require.Equal(t, http.StatusConflict, status)
+	require.Equal(t, "cancelled", s.extractionGetJob(job).Status)
+
+	// The filter: by status.
+	status, _, page = admin.do("GET", "/projects/"+project+"/jobs?status=queued", nil)
+	require.Equal(t, 200, status)
+	require.NotContains(t, page, `id="job-`+job+`"`)
+	status, _, _ = admin.do("GET", "/projects/"+project+"/jobs?status=nonsense", nil)
+	require.Equal(t, http.StatusBadRequest, status)
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -26,6 +27,8 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
@@ -51,6 +54,8 @@ type Config struct {
 	Guard     *auth.Guard
 	Projects  *tenancy.Service
 	Documents *document.Service
+	// Extraction is the object_extraction queue's jobs.
+	Extraction *extraction.Service
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.
@@ -73,7 +78,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -114,6 +119,12 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Post("/projects/{project}/documents", h.signedIn(h.upload))
 		r.Get("/projects/{project}/documents/{id}", h.signedIn(h.document))
 		r.Get(StreamPrefix+"projects/{project}/documents", h.signedIn(h.documentStream))
+		r.Get("/projects/{project}/jobs", h.signedIn(h.jobs))
+		r.Get("/projects/{project}/jobs/rows", h.signedIn(h.jobRows))
+		r.Get("/projects/{project}/jobs/{id}", h.signedIn(h.job))
+		r.Post("/projects/{project}/jobs/{id}/cancel", h.signedIn(h.cancelJob))
+		r.Post("/projects/{project}/jobs/{id}/retry", h.signedIn(h.retryJob))
+		r.Get(StreamPrefix+"projects/{project}/jobs", h.signedIn(h.jobStream))
 	})
 }
 
@@ -193,22 +204,24 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= http.StatusInternalServerError {
 		h.cfg.Logger.ErrorContext(r.Context(), "console request failed", "path", r.URL.Path, "err", err)
 	}
+	if r.Header.Get("HX-Request") != "" {
+		// An htmx action: the message alone, which the page shows.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, msg) //nolint:gosec // G705: text/plain with nosniff, shown by textContent
+		return
+	}
 	h.render(w, r, status, errorPage(status, msg))
 }
 
+// statusOf is the API's status for err (httpapi.StatusOf), with the
+// error's message for the client's errors only.
 func statusOf(err error) (int, string) {
-	switch errs.CodeOf(err) {
-	case errs.NotFound:
-		return http.StatusNotFound, err.Error()
-	case errs.PermissionDenied:
-		return http.StatusForbidden, err.Error()
-	case errs.Invalid:
-		return http.StatusBadRequest, err.Error()
-	case errs.Unauthenticated:
-		return http.StatusUnauthorized, err.Error()
-	default:
-		return http.StatusInternalServerError, "internal error"
+	status := httpapi.StatusOf(errs.CodeOf(err))
+	if status >= http.StatusInternalServerError {
+		return status, "internal error"
 	}
+	return status, err.Error()
 }
 
 // pageOffset is the offset query parameter (0 when absent or invalid).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -19,13 +20,20 @@ import (
 // than a row in it, leaves no race with a reload already under way.
 const DocumentsEvent = "documents"
 
-// documentStream is the live status of a project's documents: it runs the
-// API's event stream for the caller (the same visibility, the same
-// revocation watch) and passes on, as DocumentsEvent, the events that
-// change a document of the project: parsed (document.converted) or a
-// parsing job that ended (job.completed, failures included).
+// documentStream is the live status of a project's documents: it passes
+// on, as DocumentsEvent, the events that change a document of the
+// project: parsed (document.converted) or a parsing job that ended
+// (job.completed, failures included).
 func (h *Handler) documentStream(w http.ResponseWriter, r *http.Request, c caller) {
-	a, err := h.check(r, c, documentsRule, "")
+	h.stream(w, r, c, documentsRule, documentEvents)
+}
+
+// stream runs the API's event stream for the caller (the same visibility,
+// the same revocation watch) once c is authorised for rule on the path's
+// project and for the stream itself, and passes on the events that
+// selector (for the project) keeps, as named SSE events.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, c caller, rule auth.Rule, selector func(uuid.UUID) func(streamEvent) (string, bool)) {
+	a, err := h.check(r, c, rule, "")
 	if err == nil {
 		_, err = h.check(r, c, streamRule, "")
 	}
@@ -36,7 +44,7 @@ func (h *Handler) documentStream(w http.ResponseWriter, r *http.Request, c calle
 	req := r.Clone(r.Context())
 	req.Header.Set("Authorization", "Bearer "+c.sess.Token)
 	req.Header.Del("Cookie")
-	h.cfg.Events.ServeHTTP(&frameWriter{ResponseWriter: w, keep: documentEvents(a.ProjectID)}, req)
+	h.cfg.Events.ServeHTTP(&frameWriter{ResponseWriter: w, keep: selector(a.ProjectID)}, req)
 }
 
 // documentEvents selects the events of project that change a document.

@@ -75,4 +75,13 @@
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll(".dropzone").forEach(setup);
   });
+
+  // A refused htmx action (cancel, retry): show the server's message.
+  document.addEventListener("htmx:responseError", function (e) {
+    var flash = document.getElementById("flash");
+    if (flash) {
+      flash.textContent = e.detail.xhr.responseText || ("request failed (" + e.detail.xhr.status + ")");
+      flash.hidden = false;
+    }
+  });
 })();

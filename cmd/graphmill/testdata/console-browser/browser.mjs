@@ -6,7 +6,18 @@
 // script cannot read the session cookie and that the page raised no
 // Content-Security-Policy violation, and signs out. It prints a JSON
 // report on stdout; the Go test asserts it and the server's state.
+import { createInterface } from "node:readline";
 import { chromium } from "playwright-core";
+
+// The Go test answers each "step:NAME" line on stderr with one line on
+// stdin (fixtures it sets up between steps).
+const lines = createInterface({ input: process.stdin });
+const stdin = lines[Symbol.asyncIterator]();
+const step = async (name) => {
+  process.stderr.write(`step:${name}\n`);
+  const { value } = await stdin.next();
+  return value;
+};
 
 const [base, token, project, shots] = process.argv.slice(2);
 const report = { pages: [], csp: [], errors: [] };
@@ -36,7 +47,7 @@ try {
   await shot("signin");
   await page.fill("#token", "not-a-token");
   await page.click("button[type=submit]");
-  report.badTokenAlert = (await page.textContent("[role=alert]")).trim();
+  report.badTokenAlert = (await page.textContent(".signin [role=alert]")).trim();
   await page.fill("#token", token);
   await page.click("button[type=submit]");
   await page.waitForSelector("#projects");
@@ -90,6 +101,40 @@ try {
   report.chunks = await page.$$eval("#chunks pre", (c) => c.map((e) => e.textContent));
   await shot("document");
 
+  // Jobs: the extraction queue is paused; the Go test has made the
+  // bakery job failed and answers the two job ids.
+  const [loomsJob, bakeryJob] = (await step("jobs")).split(" ");
+  await page.click('.crumbs a:nth-child(2)');
+  await page.click(`a[href="/projects/${project}/jobs"]`);
+  await page.waitForSelector(`#job-${loomsJob} [data-status=queued]`);
+  await page.waitForFunction(() => {
+    const el = document.querySelector("#jobs");
+    return el && el["htmx-internal-data"] && el["htmx-internal-data"].sseEventSource &&
+      el["htmx-internal-data"].sseEventSource.readyState === 1;
+  });
+  await shot("jobs");
+  await page.evaluate(() => { window.jobsNotReloaded = true; });
+  await page.click(`#job-${loomsJob} button.cancel`);
+  await page.waitForSelector(`#job-${loomsJob} [data-status=cancelled]`);
+  await page.click(`#job-${bakeryJob} button.retry`);
+  await page.waitForSelector(`#job-${bakeryJob} [data-status=queued]`);
+  report.jobActions = await page.$$eval("#job-rows tr", (rows) =>
+    rows.map((r) => r.querySelector("[data-status]").dataset.status).sort());
+  // The queue resumes: the retried job's end reaches the page by the
+  // event stream.
+  await step("resume");
+  await page.waitForSelector(`#job-${bakeryJob} [data-status=completed]`);
+  report.jobsNotReloaded = await page.evaluate(() => window.jobsNotReloaded === true);
+  await page.selectOption("#job-filters select[name=status]", "cancelled");
+  await page.click("#job-filters button");
+  await page.waitForSelector(`#job-${loomsJob}`);
+  report.filteredURL = new URL(page.url()).search;
+  report.filtered = await page.$$eval("#job-rows tr", (rows) => rows.map((r) => r.id));
+  await page.click(`#job-${loomsJob} a`);
+  await page.waitForSelector("#job-logs");
+  report.jobLog = await page.$$eval("#job-logs tbody tr", (rows) => rows.map((r) => r.textContent));
+  await shot("job");
+
   await page.click(".signout button");
   await page.waitForSelector("#token");
   report.afterSignoutURL = new URL(page.url()).pathname;
@@ -104,6 +149,8 @@ try {
   process.stderr.write(JSON.stringify(report) + "\n");
   throw e;
 } finally {
+  lines.close();
+  process.stdin.destroy();
   await browser.close();
 }
 process.stdout.write(JSON.stringify(report));
