@@ -22,7 +22,7 @@ import (
 // consoleBrowser is an HTTP client with cookies, as a browser signed in to
 // the console.
 type consoleBrowser struct {
-	t    *testing.T
+	t    testing.TB
 	s    *testServer
 	c    *http.Client
 	csrf string
@@ -30,7 +30,7 @@ type consoleBrowser struct {
 
 var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func newConsoleBrowser(t *testing.T, s *testServer) *consoleBrowser {
+func newConsoleBrowser(t testing.TB, s *testServer) *consoleBrowser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
