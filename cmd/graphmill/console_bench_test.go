@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -84,14 +83,9 @@ func BenchmarkConsolePages(b *testing.B) {
 		lat[k] = append(lat[k], time.Since(t0))
 	}
 	b.StopTimer()
-	for k, l := range lat {
-		if len(l) == 0 {
-			continue
-		}
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-		pct := func(p float64) float64 { return float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds()) / 1000 }
-		name := strings.NewReplacer(base, "P", "/"+docIDs[docs-1].String(), "/{doc}", "/"+jobID.String(), "/{job}").Replace(pages[k])
-		b.ReportMetric(pct(0.95), fmt.Sprintf("p95-ms(%s)", name))
-		b.Logf("%s: p50 %.1f ms, p95 %.1f ms (%d requests)", name, pct(0.5), pct(0.95), len(l))
+	names := make([]string, len(pages))
+	for k, p := range pages {
+		names[k] = strings.NewReplacer(base, "P", "/"+docIDs[docs-1].String(), "/{doc}", "/"+jobID.String(), "/{job}").Replace(p)
 	}
+	benchReport(b, lat, pages, names)
 }
