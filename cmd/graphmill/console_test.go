@@ -183,15 +183,12 @@ func TestConsoleAuthorization(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, org := s.defaultProject()
-	var other struct {
-		ID string `json:"id"`
-	}
-	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"orgId": org, "name": "other"}).Decode(t, &other)
+	other := s.newProject(org, "other")
 	var doc struct {
 		ID string `json:"id"`
 	}
 	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "a.md", "content": "# A\n\nText."},
-		header{"X-Project-ID", other.ID}).Decode(t, &doc)
+		header{"X-Project-ID", other}).Decode(t, &doc)
 
 	// A viewer of the default project only.
 	userID, _ := s.newMember("viewer@example.com", allScopes, project, "viewer")
@@ -205,11 +202,11 @@ func TestConsoleAuthorization(t *testing.T) {
 	status, _, page := b.do("GET", "/", nil)
 	require.Equal(t, 200, status)
 	require.Contains(t, page, project)
-	require.NotContains(t, page, other.ID, "a project the viewer is not in")
+	require.NotContains(t, page, other, "a project the viewer is not in")
 	for _, path := range []string{
-		"/projects/" + other.ID, "/projects/" + other.ID + "/documents", "/projects/" + other.ID + "/documents/" + doc.ID,
+		"/projects/" + other, "/projects/" + other + "/documents", "/projects/" + other + "/documents/" + doc.ID,
 		"/projects/" + project + "/documents/" + doc.ID, "/projects/" + project + "/documents/not-a-uuid",
-		"/stream/projects/" + other.ID + "/documents",
+		"/stream/projects/" + other + "/documents",
 	} {
 		status, _, page := b.do("GET", path, nil)
 		require.Equal(t, http.StatusNotFound, status, path)
@@ -242,10 +239,7 @@ func TestConsoleDocumentStream(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, org := s.defaultProject()
-	var other struct {
-		ID string `json:"id"`
-	}
-	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"orgId": org, "name": "other"}).Decode(t, &other)
+	other := s.newProject(org, "other")
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
 
@@ -280,7 +274,7 @@ func TestConsoleDocumentStream(t *testing.T) {
 	require.Equal(t, ": connected", <-frames)
 
 	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "b.md", "content": "# B\n\nOther project."},
-		header{"X-Project-ID", other.ID})
+		header{"X-Project-ID", other})
 	var doc struct {
 		ID string `json:"id"`
 	}
