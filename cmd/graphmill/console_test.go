@@ -89,6 +89,13 @@ func TestConsoleSignIn(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, status)
 	require.Equal(t, "/signin", hdr.Get("Location"))
 	require.Equal(t, console.ContentSecurityPolicy, hdr.Get("Content-Security-Policy"))
+	// The vendored files are served from the binary; no directory listing.
+	status, hdr, js := b.do("GET", "/static/htmx.min.js", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, hdr.Get("Content-Type"), "javascript")
+	require.Contains(t, js, "htmx")
+	status, _, _ = b.do("GET", "/static/", nil)
+	require.Equal(t, http.StatusNotFound, status)
 
 	b.signIn(s.admin)
 	status, _, page := b.do("GET", "/", nil)

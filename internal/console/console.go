@@ -88,7 +88,15 @@ func New(c Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now}, static: http.StripPrefix("/static/", http.FileServerFS(sub))}, nil
+	files := http.StripPrefix("/static/", http.FileServerFS(sub))
+	static := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
+	return &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now}, static: static}, nil
 }
 
 // The rules of the console's pages: those of the API routes that read the
