@@ -65,7 +65,7 @@ func TestConsoleBrowser(t *testing.T) {
 	require.NoError(t, run.Start())
 	// The script's steps: fixtures between its pages.
 	var stderr strings.Builder
-	var loomsJob, bakeryJob string
+	var loomsJob, bakeryJob, taskID string
 	lines := bufio.NewScanner(stderrPipe)
 	for lines.Scan() {
 		line := lines.Text()
@@ -79,6 +79,10 @@ func TestConsoleBrowser(t *testing.T) {
 		case "step:resume":
 			require.NoError(t, s.m.jobs.Resume(ctx, extraction.Queue))
 			_, err := io.WriteString(stdin, "ok\n")
+			require.NoError(t, err)
+		case "step:tasks":
+			taskID = s.createTask(project, "Merge Jacquard", "suggestion", "", map[string]any{"name": "Jacquard loom"})
+			_, err := io.WriteString(stdin, taskID+"\n")
 			require.NoError(t, err)
 			require.NoError(t, stdin.Close()) // the last step
 		}
@@ -142,7 +146,7 @@ func TestConsoleBrowser(t *testing.T) {
 	require.Contains(t, strings.Join(report.JobLog, "\n"), "job cancelled")
 	require.Equal(t, "/signin", report.AfterSignoutURL)
 	require.Equal(t, "/signin", report.AfterSignoutVisit)
-	require.Equal(t, []string{"signin", "projects", "project", "documents", "document", "jobs", "job"}, report.Pages)
+	require.Equal(t, []string{"signin", "projects", "project", "documents", "document", "jobs", "job", "tasks"}, report.Pages)
 	for _, p := range report.Pages {
 		fi, err := os.Stat(filepath.Join(shots, p+".png"))
 		require.NoError(t, err)
@@ -166,6 +170,16 @@ func TestConsoleBrowser(t *testing.T) {
 	// The jobs: cancelled, and retried to completion, by the admin.
 	require.Equal(t, "cancelled", s.extractionGetJob(loomsJob).Status)
 	require.Equal(t, "completed", s.extractionGetJob(bakeryJob).Status)
+	// The task: accepted by the admin.
+	var tk struct {
+		Data struct {
+			Status     string `json:"status"`
+			ResolvedBy string `json:"resolvedBy"`
+		} `json:"data"`
+	}
+	s.must(200, "GET", "/api/tasks/"+taskID, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &tk)
+	require.Equal(t, "accepted", tk.Data.Status)
+	require.NotEmpty(t, tk.Data.ResolvedBy)
 }
 
 // consoleDocID is the id of the project's document named filename.

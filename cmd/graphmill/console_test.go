@@ -349,3 +349,67 @@ func TestConsoleJobActions(t *testing.T) {
 	status, _, _ = admin.do("GET", "/projects/"+project+"/jobs?status=nonsense", nil)
 	require.Equal(t, http.StatusBadRequest, status)
 }
+
+// TestConsoleTasks: the review tasks page lists a status's tasks (pending
+// by default) and resolves them with the API's rule and the CSRF token:
+// a viewer sees no buttons and is forbidden, another project's task is
+// not found, a resolved task answers as the API does; the accepted and
+// rejected tasks are so in the service.
+func TestConsoleTasks(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	other := s.newProject(org, "other")
+	first := s.createTask(project, "Merge Ada", "suggestion", "", map[string]any{"name": "Ada Lovelace"})
+	second := s.createTask(project, "Merge Bob", "suggestion", "", nil)
+	foreign := s.createTask(other, "Merge Eve", "suggestion", "", nil)
+	taskStatus := func(id, project string) string {
+		return s.must(200, "GET", "/api/tasks/"+id, s.admin, nil, header{"X-Project-ID", project}).JSON(t)["data"].(map[string]any)["status"].(string)
+	}
+
+	_, viewerToken := s.newMember("viewer@example.com", allScopes, project, "viewer")
+	viewer := newConsoleBrowser(t, s)
+	viewer.signIn(viewerToken)
+	status, _, page := viewer.do("GET", "/projects/"+project+"/tasks", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, "Merge Ada")
+	require.Contains(t, page, "Ada Lovelace", "the suggestion's metadata")
+	require.NotContains(t, page, "/resolve", "no action for a viewer")
+	resolve := func(b *consoleBrowser, project, id, resolution string, headers ...header) (int, string) {
+		status, _, page := b.do("POST", "/projects/"+project+"/tasks/"+id+"/resolve", url.Values{"resolution": {resolution}}, headers...)
+		return status, page
+	}
+	status, _ = resolve(viewer, project, first, "accepted", header{console.CSRFHeader, viewer.csrf})
+	require.Equal(t, http.StatusForbidden, status)
+
+	admin := newConsoleBrowser(t, s)
+	admin.signIn(s.admin)
+	status, _ = resolve(admin, project, first, "accepted")
+	require.Equal(t, http.StatusForbidden, status, "no CSRF token")
+	status, _ = resolve(admin, project, foreign, "accepted", header{console.CSRFHeader, admin.csrf})
+	require.Equal(t, http.StatusNotFound, status, "another project's task")
+	status, _ = resolve(admin, project, first, "maybe", header{console.CSRFHeader, admin.csrf})
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Equal(t, "pending", taskStatus(first, project))
+	require.Equal(t, "pending", taskStatus(foreign, other))
+
+	status, page = resolve(admin, project, first, "accepted", header{console.CSRFHeader, admin.csrf})
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, `data-status="accepted"`)
+	status, _ = resolve(admin, project, second, "rejected", header{console.CSRFHeader, admin.csrf})
+	require.Equal(t, 200, status)
+	require.Equal(t, "accepted", taskStatus(first, project))
+	require.Equal(t, "rejected", taskStatus(second, project))
+	api := s.do("POST", "/api/tasks/"+first+"/resolve", s.admin, map[string]any{"resolution": "rejected"}, header{"X-Project-ID", project})
+	status, _ = resolve(admin, project, first, "rejected", header{console.CSRFHeader, admin.csrf})
+	require.Equal(t, api.Status, status, "a resolved task: the API's answer")
+	require.Equal(t, "accepted", taskStatus(first, project))
+
+	status, _, page = admin.do("GET", "/projects/"+project+"/tasks", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, "No pending task.")
+	status, _, page = admin.do("GET", "/projects/"+project+"/tasks?status=accepted", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, `id="task-`+first+`"`)
+	require.NotContains(t, page, `id="task-`+second+`"`)
+}

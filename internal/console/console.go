@@ -30,6 +30,7 @@ import (
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/secrets"
+	"github.com/graphmill/graphmill/internal/task"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
@@ -54,6 +55,8 @@ type Config struct {
 	Guard     *auth.Guard
 	Projects  *tenancy.Service
 	Documents *document.Service
+	// Tasks are the projects' review tasks.
+	Tasks *task.Service
 	// Extraction is the object_extraction queue's jobs.
 	Extraction *extraction.Service
 	// Events is the API's event stream (events.Hub); the console's
@@ -78,7 +81,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -133,6 +136,8 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Post("/projects/{project}/jobs/{id}/cancel", h.signedIn(h.cancelJob))
 		r.Post("/projects/{project}/jobs/{id}/retry", h.signedIn(h.retryJob))
 		r.Get(StreamPrefix+"projects/{project}/jobs", h.signedIn(h.jobStream))
+		r.Get("/projects/{project}/tasks", h.signedIn(h.tasks))
+		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
 	})
 }
 

@@ -135,6 +135,16 @@ try {
   report.jobLog = await page.$$eval("#job-logs tbody tr", (rows) => rows.map((r) => r.textContent));
   await shot("job");
 
+  // Review tasks: the Go test creates a pending one and answers its id.
+  const taskID = (await step("tasks")).trim();
+  await page.click('.crumbs a:nth-child(2)');
+  await page.click(`a[href="/projects/${project}/tasks"]`);
+  await page.waitForSelector(`#task-${taskID} [data-status=pending]`);
+  await shot("tasks");
+  await page.click(`#task-${taskID} button.accept`);
+  await page.waitForSelector(`#task-${taskID} [data-status=accepted]`);
+  report.taskAccepted = true;
+
   await page.click(".signout button");
   await page.waitForSelector("#token");
   report.afterSignoutURL = new URL(page.url()).pathname;
