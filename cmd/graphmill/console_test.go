@@ -413,3 +413,44 @@ func TestConsoleTasks(t *testing.T) {
 	require.Contains(t, page, `id="task-`+first+`"`)
 	require.NotContains(t, page, `id="task-`+second+`"`)
 }
+
+// TestConsoleSearch: the search page runs the project's search with the
+// API's rule and shows highlights as <mark> while the documents' text is
+// escaped; another project's documents are not found, a token without
+// search:read is forbidden, a bad mode is the API's 400.
+func TestConsoleSearch(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	other := s.newProject(org, "other")
+	var doc struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "looms.md", "content": "# Looms\n\nThe Jacquard & Co <loom> reads punched cards."},
+		header{"X-Project-ID", project}).Decode(t, &doc)
+	s.waitDocument(project, doc.ID)
+	var odoc struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "secret.md", "content": "# Secret\n\nThe Jacquard archive of another project."},
+		header{"X-Project-ID", other}).Decode(t, &odoc)
+	s.waitDocument(other, odoc.ID)
+
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+	status, _, page := b.do("GET", "/projects/"+project+"/search?q=jacquard&mode=keyword", nil)
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, `<mark>Jacquard</mark>`)
+	require.Contains(t, page, `href="/projects/`+project+`/documents/`+doc.ID+`"`)
+	require.Contains(t, page, "&amp;", "the document's text is escaped")
+	require.NotContains(t, page, "<loom>", "the document's text is escaped")
+	require.NotContains(t, page, odoc.ID, "another project's document")
+	status, _, _ = b.do("GET", "/projects/"+project+"/search?q=jacquard&mode=sideways", nil)
+	require.Equal(t, http.StatusBadRequest, status)
+
+	_, noSearch := s.newMember("nosearch@example.com", []string{"admin:read", "documents:read"}, project, "viewer")
+	nb := newConsoleBrowser(t, s)
+	nb.signIn(noSearch)
+	status, _, _ = nb.do("GET", "/projects/"+project+"/search?q=jacquard", nil)
+	require.Equal(t, http.StatusForbidden, status)
+}

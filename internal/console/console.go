@@ -29,6 +29,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/task"
 	"github.com/graphmill/graphmill/internal/tenancy"
@@ -55,6 +56,8 @@ type Config struct {
 	Guard     *auth.Guard
 	Projects  *tenancy.Service
 	Documents *document.Service
+	// Search is the projects' keyword, vector and hybrid search.
+	Search *search.Service
 	// Tasks are the projects' review tasks.
 	Tasks *task.Service
 	// Extraction is the object_extraction queue's jobs.
@@ -81,7 +84,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -138,6 +141,7 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Get(StreamPrefix+"projects/{project}/jobs", h.signedIn(h.jobStream))
 		r.Get("/projects/{project}/tasks", h.signedIn(h.tasks))
 		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
+		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
 	})
 }
 
