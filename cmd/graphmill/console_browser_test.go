@@ -114,6 +114,7 @@ func TestConsoleBrowser(t *testing.T) {
 		FilteredURL       string                          `json:"filteredURL"`
 		Filtered          []string                        `json:"filtered"`
 		JobLog            []string                        `json:"jobLog"`
+		SearchMarks       []string                        `json:"searchMarks"`
 		AfterSignoutURL   string                          `json:"afterSignoutURL"`
 		AfterSignoutVisit string                          `json:"afterSignoutVisit"`
 	}
@@ -146,7 +147,8 @@ func TestConsoleBrowser(t *testing.T) {
 	require.Contains(t, strings.Join(report.JobLog, "\n"), "job cancelled")
 	require.Equal(t, "/signin", report.AfterSignoutURL)
 	require.Equal(t, "/signin", report.AfterSignoutVisit)
-	require.Equal(t, []string{"signin", "projects", "project", "documents", "document", "jobs", "job", "tasks"}, report.Pages)
+	require.Equal(t, []string{"signin", "projects", "project", "documents", "document", "jobs", "job", "tasks", "search"}, report.Pages)
+	require.Contains(t, report.SearchMarks, "Jacquard")
 	for _, p := range report.Pages {
 		fi, err := os.Stat(filepath.Join(shots, p+".png"))
 		require.NoError(t, err)

@@ -145,6 +145,14 @@ try {
   await page.waitForSelector(`#task-${taskID} [data-status=accepted]`);
   report.taskAccepted = true;
 
+  await page.click('.crumbs a:nth-child(2)');
+  await page.click(`a[href="/projects/${project}/search"]`);
+  await page.fill("#search-form input[name=q]", "jacquard");
+  await page.click("#search-form button");
+  await page.waitForSelector("#hits mark");
+  report.searchMarks = await page.$$eval("#hits mark", (m) => m.map((e) => e.textContent));
+  await shot("search");
+
   await page.click(".signout button");
   await page.waitForSelector("#token");
   report.afterSignoutURL = new URL(page.url()).pathname;
