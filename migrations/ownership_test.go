@@ -30,7 +30,7 @@ func tableOwners() map[string]string {
 		"extraction":      {"object_extraction_jobs", "extraction_job_logs", "extraction_llm_calls"},
 		"embedding":       {"graph_embedding_jobs", "graph_object_embeddings"},
 		"embeddingpolicy": {"embedding_policies"},
-		"graph":           {"graph_objects", "graph_relationships", "graph_object_provenance", "graph_relationship_provenance"},
+		"graph":           {"graph_objects", "graph_relationships", "graph_object_provenance", "graph_relationship_provenance", "graph_call_effects"},
 		"templatepack":    {"template_packs", "project_template_packs", "template_pack_versions"},
 		"provider":        {"provider_models", "org_provider_credentials", "org_provider_models", "project_provider_policies", "provider_usage"},
 		"task":            {"tasks"},

@@ -18,6 +18,8 @@ type agentDef struct {
 	Schedule             string     `json:"schedule"`
 	NextRunAt            *time.Time `json:"nextRunAt"`
 	TriggerIntegrationID string     `json:"triggerIntegrationId"`
+	OwnerID              string     `json:"ownerId"`
+	CreatedBy            string     `json:"createdBy"`
 }
 
 func (s *testServer) agentGet(token, id string) agentDef {

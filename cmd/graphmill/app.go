@@ -628,7 +628,10 @@ func (r *mcpRegistryTools) ListTools(ctx context.Context, project uuid.UUID) ([]
 	}
 	out := make([]mcpserver.RegistryTool, len(refs))
 	for i, t := range refs {
-		out[i] = mcpserver.RegistryTool{ServerID: t.ServerID, Server: t.ServerName, Name: t.ToolName, Description: t.Description, InputSchema: t.InputSchema}
+		out[i] = mcpserver.RegistryTool{
+			ServerID: t.ServerID, Server: t.ServerName, Name: t.ToolName, Description: t.Description, InputSchema: t.InputSchema,
+			Repeatable: t.Hints.ReadOnly || t.Hints.Idempotent,
+		}
 	}
 	return out, nil
 }

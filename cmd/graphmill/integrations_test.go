@@ -245,8 +245,18 @@ func TestSuperadminSyncJobs(t *testing.T) {
 	var logs struct {
 		Logs []map[string]any `json:"logs"`
 	}
-	s.must(200, "GET", "/api/superadmin/sync-jobs/"+running.JobID+"/logs", s.admin, nil).Decode(t, &logs)
-	require.NotEmpty(t, logs.Logs)
+	// The job shows running once claimed; its first log line follows when
+	// the connector starts waiting.
+	require.Eventually(t, func() bool {
+		logs.Logs = nil
+		s.must(200, "GET", "/api/superadmin/sync-jobs/"+running.JobID+"/logs", s.admin, nil).Decode(t, &logs)
+		for _, l := range logs.Logs {
+			if l["message"] == "waiting for the source" {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond)
 	msgs := []any{}
 	for _, l := range logs.Logs {
 		msgs = append(msgs, l["message"])

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -35,12 +36,17 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "graphmill:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
 // run executes one command line with the given environment.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	return runIO(ctx, args, environ, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with the standard input given (the client's chat reads it).
+func runIO(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	root := &cobra.Command{
 		Use:           "graphmill",
 		Short:         "Graphmill knowledge-graph server",
@@ -87,6 +93,12 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	})
 
 	root.AddCommand(adminCommand(ctx, load, stdout))
+
+	c := &cli{ctx: ctx, environ: environ, stdin: stdin, stdout: stdout, stderr: stderr, http: &http.Client{}}
+	root.PersistentFlags().BoolVar(&c.json, "json", false, "client commands: print JSON for scripts instead of tables")
+	root.PersistentFlags().StringVar(&c.project, "project", "", "client commands: the project id (default: GRAPHMILL_PROJECT, the login's, or the token's only project)")
+	root.AddCommand(clientCommands(c)...)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(exitUsage, err) })
 	return root.ExecuteContext(ctx)
 }
 

@@ -56,6 +56,19 @@ const (
 	QuestionTimeoutDefault = 24 * time.Hour
 	// ConcurrencyDefault is the runs in flight per process.
 	ConcurrencyDefault = 4
+	// QuestionMax bounds an ask_user question (in characters); a longer
+	// one is cut, ending with Cut.
+	QuestionMax = 4000
+	// NotificationMessageMax bounds the message of a question's
+	// notification (the question itself keeps the whole text); a longer
+	// one is cut, ending with Cut.
+	NotificationMessageMax = 1000
+	// ToolResultMax bounds a tool result fed back to the model (in bytes
+	// of its JSON); a longer one is given cut, as a string ending with
+	// Cut.
+	ToolResultMax = 32 << 10
+	// Cut ends a text that was cut short.
+	Cut = " … (truncated)"
 )
 
 // Event types of the event stream (DESIGN 8).
@@ -85,9 +98,12 @@ type Agent struct {
 	Schedule             string     `json:"schedule,omitempty" db:"schedule" doc:"A cron expression (minute hour day-of-month month day-of-week, UTC unless it starts with CRON_TZ=<zone>; or @hourly, @daily, @weekly, @monthly, @every <duration> of a minute or more): the scheduler starts a run at each of its times."`
 	NextRunAt            *time.Time `json:"nextRunAt,omitempty" db:"next_run_at" doc:"When the schedule starts the next run."`
 	TriggerIntegrationID *uuid.UUID `json:"triggerIntegrationId,omitempty" db:"trigger_integration_id" format:"uuid" doc:"An integration of the project: every sync of it that ends (integration.sync.completed) starts a run."`
-	CreatedBy            *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
-	CreatedAt            time.Time  `json:"createdAt" db:"created_at"`
-	UpdatedAt            time.Time  `json:"updatedAt" db:"updated_at"`
+	OwnerID              *uuid.UUID `json:"ownerId,omitempty" db:"owner_id" format:"uuid" doc:"Whom the runs its schedule or trigger integration start act as, with the scopes of the credential they saved it with: who last changed its tools, instructions, schedule or trigger."`
+	// OwnerScopes are the scopes of the credential OwnerID saved it with.
+	OwnerScopes []string   `json:"-" db:"owner_scopes"`
+	CreatedBy   *uuid.UUID `json:"createdBy,omitempty" db:"created_by"`
+	CreatedAt   time.Time  `json:"createdAt" db:"created_at"`
+	UpdatedAt   time.Time  `json:"updatedAt" db:"updated_at"`
 }
 
 // CreateParams defines an agent.
@@ -169,19 +185,26 @@ type Toolbox interface {
 
 type callKey struct{}
 
-// WithCallKey returns ctx carrying the idempotency key of one tool call
-// of a run: "<run id>/<step index>". A run that was killed after calling a
-// tool and before recording its step calls it again, after its restart,
-// with the same key and the same arguments; a tool that changes something
-// uses the key to do it once (Toolbox implementations read it with
-// CallKeyFrom).
-func WithCallKey(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, callKey{}, key)
+// call is what a tool call's context carries.
+type call struct {
+	key     string
+	resumed bool
 }
 
-// CallKeyFrom returns the idempotency key of the tool call ctx belongs to,
-// "" outside a run's tool call.
-func CallKeyFrom(ctx context.Context) string {
-	k, _ := ctx.Value(callKey{}).(string)
-	return k
+// WithCallKey returns ctx carrying the idempotency key of one tool call
+// of a run, "<run id>/<step index>", and whether the call is resumed: a
+// run killed after calling a tool and before recording its step calls it
+// again after its restart, with the same key and arguments and resumed
+// set. A tool that changes something records its effect under the key
+// and, resumed, returns the recorded effect instead of acting again
+// (Toolbox implementations read both with CallKeyFrom).
+func WithCallKey(ctx context.Context, key string, resumed bool) context.Context {
+	return context.WithValue(ctx, callKey{}, call{key: key, resumed: resumed})
+}
+
+// CallKeyFrom returns the idempotency key of the tool call ctx belongs to
+// ("" outside a run's tool call) and whether the call is resumed.
+func CallKeyFrom(ctx context.Context) (key string, resumed bool) {
+	c, _ := ctx.Value(callKey{}).(call)
+	return c.key, c.resumed
 }

@@ -50,6 +50,9 @@ type Principals interface {
 // Notifier notifies a user (notification.Service).
 type Notifier interface {
 	Notify(ctx context.Context, tx pgx.Tx, user uuid.UUID, p notification.Params) (notification.Notification, error)
+	// ExpireSource expires the notifications source raised (a run's
+	// question, once closed).
+	ExpireSource(ctx context.Context, tx pgx.Tx, sourceType, sourceID string) error
 }
 
 // Config configures a Service.
@@ -134,12 +137,19 @@ func (s *Service) CreateAgent(ctx context.Context, p *auth.Principal, project uu
 		a.MaxSteps = MaxStepsDefault
 	}
 	a.Schedule, a.TriggerIntegrationID = strings.TrimSpace(in.Schedule), in.TriggerIntegrationID
-	if err := s.check(ctx, p, &a); err != nil {
+	if err := check(&a); err != nil {
 		return Agent{}, err
 	}
-	if err := s.checkTriggers(ctx, &a, true); err != nil {
+	if err := s.checkTools(ctx, p, a.ProjectID, a.Tools); err != nil {
 		return Agent{}, err
 	}
+	if err := s.checkModel(ctx, &a); err != nil {
+		return Agent{}, err
+	}
+	if err := s.checkTriggers(ctx, &a, true, true); err != nil {
+		return Agent{}, err
+	}
+	own(&a, p)
 	if err := agentInsert(ctx, s.cfg.Pool, a); err != nil {
 		return Agent{}, err
 	}
@@ -156,8 +166,11 @@ func (s *Service) ListAgents(ctx context.Context, project uuid.UUID, limit, offs
 	return agentList(ctx, s.cfg.Pool, project, limit, offset)
 }
 
-// UpdateAgent changes an agent; its tools and model are checked again as
-// for CreateAgent. Runs in flight keep the definition they started with.
+// UpdateAgent changes an agent; the tools it adds and a new model are
+// checked as for CreateAgent (what it leaves as it was is not checked
+// again). An update that changes the tools, instructions, schedule or
+// trigger integration makes p the agent's owner (Agent.OwnerID). Runs in
+// flight keep the definition they started with.
 // Errors: not_found, invalid_argument, conflict.
 func (s *Service) UpdateAgent(ctx context.Context, p *auth.Principal, project, id uuid.UUID, u Update) (Agent, error) {
 	var a Agent
@@ -166,6 +179,7 @@ func (s *Service) UpdateAgent(ctx context.Context, p *auth.Principal, project, i
 		if a, err = agentGet(ctx, tx, project, id, true); err != nil {
 			return err
 		}
+		was := a
 		set(&a.Name, u.Name, strings.TrimSpace)
 		set(&a.Description, u.Description, nil)
 		set(&a.Instructions, u.Instructions, nil)
@@ -180,11 +194,31 @@ func (s *Service) UpdateAgent(ctx context.Context, p *auth.Principal, project, i
 				a.TriggerIntegrationID = nil
 			}
 		}
-		if err := s.check(ctx, p, &a); err != nil {
+		if err := check(&a); err != nil {
 			return err
 		}
-		if err := s.checkTriggers(ctx, &a, u.Schedule != nil); err != nil {
+		// Only what the update changes is checked against p: the tools
+		// it adds, the model when it is another.
+		var added []string
+		for _, t := range a.Tools {
+			if !slices.Contains(was.Tools, t) {
+				added = append(added, t)
+			}
+		}
+		if err := s.checkTools(ctx, p, a.ProjectID, added); err != nil {
 			return err
+		}
+		if a.Model != was.Model {
+			if err := s.checkModel(ctx, &a); err != nil {
+				return err
+			}
+		}
+		rescheduled, retriggered := a.Schedule != was.Schedule, !equalID(a.TriggerIntegrationID, was.TriggerIntegrationID)
+		if err := s.checkTriggers(ctx, &a, rescheduled, retriggered); err != nil {
+			return err
+		}
+		if rescheduled || retriggered || a.Instructions != was.Instructions || !slices.Equal(a.Tools, was.Tools) {
+			own(&a, p)
 		}
 		a.UpdatedAt = s.now()
 		return agentUpdate(ctx, tx, a)
@@ -214,17 +248,36 @@ func (s *Service) DeleteAgent(ctx context.Context, project, id uuid.UUID) error 
 		if _, err := agentGet(ctx, tx, project, id, true); err != nil {
 			return err
 		}
-		if _, err := s.cfg.Jobs.CancelWhere(ctx, tx, Queue, jobqueue.Where{ProjectID: &project, Column: "agent_id", Equals: id}); err != nil {
+		cancelled, err := s.cfg.Jobs.CancelWhere(ctx, tx, Queue, jobqueue.Where{ProjectID: &project, Column: "agent_id", Equals: id})
+		if err != nil {
 			return err
+		}
+		for _, ch := range cancelled {
+			if err := s.cancelled(ctx, tx, ch); err != nil {
+				return err
+			}
 		}
 		return agentDelete(ctx, tx, project, id)
 	})
 }
 
+// own makes p the owner of a (Agent.OwnerID): the user whom the runs
+// without a caller act as, with the scopes of the credential p holds.
+func own(a *Agent, p *auth.Principal) {
+	if p == nil || p.UserID == uuid.Nil {
+		return
+	}
+	a.OwnerID, a.OwnerScopes = &p.UserID, p.Scopes.Names()
+}
+
+// equalID reports whether two optional ids are the same.
+func equalID(a, b *uuid.UUID) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
 // check validates a definition and normalises its lists: name, sizes,
-// maxSteps, the tools (each one p may use in the project, or ask_user),
-// requireApprovalFor (among the tools) and the model.
-func (s *Service) check(ctx context.Context, p *auth.Principal, a *Agent) error {
+// maxSteps, requireApprovalFor (among the tools).
+func check(a *Agent) error {
 	switch {
 	case a.Name == "" || utf8.RuneCountInString(a.Name) > 200:
 		return errs.New(errs.Invalid, "name must be 1 to 200 characters")
@@ -235,34 +288,47 @@ func (s *Service) check(ctx context.Context, p *auth.Principal, a *Agent) error 
 	}
 	a.Tools = dedupe(a.Tools)
 	a.RequireApprovalFor = dedupe(a.RequireApprovalFor)
-	available := map[string]bool{llm.ToolAskUser: true}
-	if s.cfg.Toolbox != nil && len(a.Tools) > 0 {
-		tools, err := s.cfg.Toolbox.Tools(ctx, p, a.ProjectID)
-		if err != nil {
-			return fmt.Errorf("list tools: %w", err)
-		}
-		for _, t := range tools {
-			available[t.Name] = true
-		}
-	}
-	for _, t := range a.Tools {
-		if !available[t] {
-			return errs.Errorf(errs.Invalid, "tools: %q is not a tool you may use in this project (unknown, disabled, or it needs a scope or role you lack)", t)
-		}
-	}
 	for _, t := range a.RequireApprovalFor {
 		if !slices.Contains(a.Tools, t) || t == llm.ToolAskUser {
 			return errs.Errorf(errs.Invalid, "requireApprovalFor: %q is not one of the agent's tools", t)
 		}
 	}
-	if a.Model != "" {
-		m, err := s.cfg.Models(ctx, a.ProjectID, a.Model)
+	return nil
+}
+
+// checkTools checks that p may use each of tools in project (ask_user
+// is every run's).
+func (s *Service) checkTools(ctx context.Context, p *auth.Principal, project uuid.UUID, tools []string) error {
+	available := map[string]bool{llm.ToolAskUser: true}
+	if s.cfg.Toolbox != nil && len(tools) > 0 {
+		list, err := s.cfg.Toolbox.Tools(ctx, p, project)
 		if err != nil {
-			return fmt.Errorf("resolve model: %w", err)
+			return fmt.Errorf("list tools: %w", err)
 		}
-		if m.Model() != a.Model {
-			return errs.Errorf(errs.Invalid, "model: %q is not a model this project's provider offers (it would use %s)", a.Model, m.Model())
+		for _, t := range list {
+			available[t.Name] = true
 		}
+	}
+	for _, t := range tools {
+		if !available[t] {
+			return errs.Errorf(errs.Invalid, "tools: %q is not a tool you may use in this project (unknown, disabled, or it needs a scope or role you lack)", t)
+		}
+	}
+	return nil
+}
+
+// checkModel checks that a's model, when it names one, is one the
+// project's provider offers.
+func (s *Service) checkModel(ctx context.Context, a *Agent) error {
+	if a.Model == "" {
+		return nil
+	}
+	m, err := s.cfg.Models(ctx, a.ProjectID, a.Model)
+	if err != nil {
+		return fmt.Errorf("resolve model: %w", err)
+	}
+	if m.Model() != a.Model {
+		return errs.Errorf(errs.Invalid, "model: %q is not a model this project's provider offers (it would use %s)", a.Model, m.Model())
 	}
 	return nil
 }
@@ -341,9 +407,13 @@ func (s *Service) full(ctx context.Context, db postgres.DBTX, r runRow) (Run, er
 	if err != nil {
 		return Run{}, err
 	}
+	def, err := r.def()
+	if err != nil {
+		return Run{}, err
+	}
 	for _, st := range steps {
 		if st.CompletedAt != nil {
-			out.Steps = append(out.Steps, st.step())
+			out.Steps = append(out.Steps, st.step(def))
 		}
 	}
 	if r.Status == StatusWaitingForInput {
@@ -392,18 +462,10 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 			}
 			return err
 		}
-		now := ch.UpdatedAt
-		if err := questionsClose(ctx, tx, id, now); err != nil {
+		if err := s.cancelled(ctx, tx, ch); err != nil {
 			return err
 		}
 		if r, err = runByID(ctx, tx, id); err != nil {
-			return err
-		}
-		if err := s.publishStatus(ctx, tx, r); err != nil {
-			return err
-		}
-		o := jobqueue.Outcome{Job: jobqueue.Job{ID: id, ProjectID: &project}, Status: jobqueue.StatusCancelled}
-		if err := o.PublishCompleted(ctx, tx, Queue, now); err != nil {
 			return err
 		}
 		out, err = s.full(ctx, tx, r)
@@ -415,9 +477,11 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 // AnswerRun answers the open question of a run of user and queues the run
 // to go on: a question takes Answer, an approval Approve. Errors:
 // not_found, invalid_argument (the wrong kind of answer), failed_precondition
-// (the run is not waiting for input).
+// (the run is not waiting for input), conflict (the question expired: it
+// is marked expired, and the run fails when a worker next takes it).
 func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a Answer) (Run, error) {
 	var out Run
+	var late error
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		r, err := runOf(ctx, tx, project, user, id, true)
 		if err != nil {
@@ -441,7 +505,16 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 			}
 		}
 		now := s.now()
+		if !now.Before(q.ExpiresAt) {
+			// Too late, whether or not a worker has seen it yet: the
+			// question expires now (the run fails when next claimed).
+			late = errs.Errorf(errs.Conflict, "the question of agent run %s expired at %s", id, q.ExpiresAt.Format(time.RFC3339))
+			return s.closeQuestions(ctx, tx, id, now)
+		}
 		if err := questionAnswer(ctx, tx, q.ID, a, user, now); err != nil {
+			return err
+		}
+		if err := s.cfg.Notifier.ExpireSource(ctx, tx, notificationSource, id.String()); err != nil {
 			return err
 		}
 		if _, err := s.cfg.Jobs.Wake(ctx, tx, Queue, id); err != nil {
@@ -456,7 +529,37 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 		out, err = s.full(ctx, tx, r)
 		return err
 	})
+	if err == nil && late != nil {
+		return Run{}, late
+	}
 	return out, err
+}
+
+// cancelled records, in tx, the cancellation of a run (ch): its open
+// question closes, its status (cancelled) and job.completed are
+// published.
+func (s *Service) cancelled(ctx context.Context, tx pgx.Tx, ch jobqueue.Changed) error {
+	if err := s.closeQuestions(ctx, tx, ch.ID, ch.UpdatedAt); err != nil {
+		return err
+	}
+	r, err := runByID(ctx, tx, ch.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.publishStatus(ctx, tx, r); err != nil {
+		return err
+	}
+	o := jobqueue.Outcome{Job: jobqueue.Job{ID: ch.ID, ProjectID: &r.ProjectID}, Status: jobqueue.StatusCancelled}
+	return o.PublishCompleted(ctx, tx, Queue, ch.UpdatedAt)
+}
+
+// closeQuestions ends the open question of run (questionsClose) and
+// expires its notification.
+func (s *Service) closeQuestions(ctx context.Context, tx pgx.Tx, run uuid.UUID, now time.Time) error {
+	if err := questionsClose(ctx, tx, run, now); err != nil {
+		return err
+	}
+	return s.cfg.Notifier.ExpireSource(ctx, tx, notificationSource, run.String())
 }
 
 // statusEvent is the data of agent_run.status.
@@ -484,7 +587,7 @@ func (s *Service) outcomes(ctx context.Context, tx pgx.Tx, outs []jobqueue.Outco
 	now := s.now()
 	for _, o := range outs {
 		if o.Status.Final() {
-			if err := questionsClose(ctx, tx, o.Job.ID, now); err != nil {
+			if err := s.closeQuestions(ctx, tx, o.Job.ID, now); err != nil {
 				return err
 			}
 		}

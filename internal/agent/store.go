@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,14 +16,16 @@ import (
 )
 
 const agentColumns = `id, project_id, name, description, instructions, COALESCE(model, '') AS model, tools, max_steps,
-	require_approval_for, COALESCE(schedule, '') AS schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at`
+	require_approval_for, COALESCE(schedule, '') AS schedule, next_run_at, trigger_integration_id, owner_id, owner_scopes,
+	created_by, created_at, updated_at`
 
 func agentInsert(ctx context.Context, db postgres.DBTX, a Agent) error {
 	_, err := db.Exec(ctx, `INSERT INTO agents (id, project_id, name, description, instructions, model, tools, max_steps,
-		require_approval_for, schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		require_approval_for, schedule, next_run_at, trigger_integration_id, created_by, created_at, updated_at, owner_id, owner_scopes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16)`,
 		a.ID, a.ProjectID, a.Name, a.Description, a.Instructions, postgres.NullIfEmpty(a.Model), a.Tools, a.MaxSteps,
-		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.CreatedBy, a.CreatedAt)
+		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.CreatedBy, a.CreatedAt,
+		a.OwnerID, ownerScopes(a))
 	return agentWriteErr(err)
 }
 
@@ -60,11 +64,21 @@ func agentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, 
 
 func agentUpdate(ctx context.Context, db postgres.DBTX, a Agent) error {
 	_, err := db.Exec(ctx, `UPDATE agents SET name = $3, description = $4, instructions = $5, model = $6, tools = $7,
-		max_steps = $8, require_approval_for = $9, schedule = $10, next_run_at = $11, trigger_integration_id = $12, updated_at = $13
+		max_steps = $8, require_approval_for = $9, schedule = $10, next_run_at = $11, trigger_integration_id = $12, updated_at = $13,
+		owner_id = $14, owner_scopes = $15
 		WHERE project_id = $1 AND id = $2`,
 		a.ProjectID, a.ID, a.Name, a.Description, a.Instructions, postgres.NullIfEmpty(a.Model), a.Tools, a.MaxSteps,
-		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.UpdatedAt)
+		a.RequireApprovalFor, postgres.NullIfEmpty(a.Schedule), a.NextRunAt, a.TriggerIntegrationID, a.UpdatedAt,
+		a.OwnerID, ownerScopes(a))
 	return agentWriteErr(err)
+}
+
+// ownerScopes are a's owner scopes as stored (never NULL).
+func ownerScopes(a Agent) []string {
+	if a.OwnerScopes == nil {
+		return []string{}
+	}
+	return a.OwnerScopes
 }
 
 func agentDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) error {
@@ -235,9 +249,15 @@ type stepRow struct {
 	DurationMs   int64           `db:"duration_ms"`
 }
 
-func (s stepRow) step() Step {
+// step is s as the API shows it; a model step's output in its public
+// form (publicModelOutput) with the tools named as def names them.
+func (s stepRow) step(def definition) Step {
+	out := s.Output
+	if s.Kind == StepModel {
+		out = publicModelOutput(def, s.Output)
+	}
 	return Step{
-		Index: s.Index, Kind: s.Kind, Tool: s.Tool, Input: s.Input, Output: s.Output, IsError: s.IsError,
+		Index: s.Index, Kind: s.Kind, Tool: s.Tool, Input: s.Input, Output: out, IsError: s.IsError,
 		DurationMs: s.DurationMs, StartedAt: s.StartedAt,
 	}
 }
@@ -291,6 +311,7 @@ func nullJSON(raw json.RawMessage) any {
 type questionRow struct {
 	ID        uuid.UUID       `db:"id"`
 	CallID    string          `db:"call_id"`
+	StepIndex int             `db:"step_index"`
 	Kind      string          `db:"kind"`
 	Tool      string          `db:"tool"`
 	Arguments json.RawMessage `db:"arguments"`
@@ -317,12 +338,34 @@ func (q questionRow) question() *Question {
 	return out
 }
 
-const questionColumns = `id, call_id, kind, tool, arguments, question, status, COALESCE(answer, '') AS answer, approved, expires_at`
+// asks reports whether q asks what o asks: the same kind, tool and
+// arguments (as JSON values) or question text.
+func (q questionRow) asks(o questionRow) bool {
+	if q.Kind != o.Kind || q.Tool != o.Tool {
+		return false
+	}
+	if q.Kind == kindQuestion {
+		return q.Question == o.Question
+	}
+	return sameJSON(q.Arguments, o.Arguments)
+}
 
-// questionOfCall is the question a call asked (zero ID: none).
-func questionOfCall(ctx context.Context, db postgres.DBTX, run uuid.UUID, call string) (questionRow, error) {
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+const questionColumns = `id, call_id, step_index, kind, tool, arguments, question, status, COALESCE(answer, '') AS answer, approved, expires_at`
+
+// questionOfStep is the latest question asked for the pending tool step
+// index of run (zero ID: none).
+func questionOfStep(ctx context.Context, db postgres.DBTX, run uuid.UUID, index int) (questionRow, error) {
 	return postgres.One[questionRow](ctx, db, nil, `SELECT `+questionColumns+` FROM agent_run_questions
-		WHERE run_id = $1 AND call_id = $2`, run, call)
+		WHERE run_id = $1 AND step_index = $2 ORDER BY created_at DESC, id DESC LIMIT 1`, run, index)
 }
 
 // questionOpenOf is the run's open question (zero ID: none).
@@ -332,9 +375,9 @@ func questionOpenOf(ctx context.Context, db postgres.DBTX, run uuid.UUID) (quest
 }
 
 func questionInsert(ctx context.Context, tx pgx.Tx, run, project uuid.UUID, q questionRow, now time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO agent_run_questions (id, project_id, run_id, call_id, kind, tool, arguments, question,
-		expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		q.ID, project, run, q.CallID, q.Kind, q.Tool, nullJSON(q.Arguments), q.Question, q.ExpiresAt, now)
+	_, err := tx.Exec(ctx, `INSERT INTO agent_run_questions (id, project_id, run_id, call_id, step_index, kind, tool, arguments,
+		question, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		q.ID, project, run, q.CallID, q.StepIndex, q.Kind, q.Tool, nullJSON(q.Arguments), q.Question, q.ExpiresAt, now)
 	if err != nil {
 		return fmt.Errorf("insert run question: %w", err)
 	}

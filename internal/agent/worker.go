@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,10 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
+// notificationSource is the source type of a question's notification
+// (its source id is the run's).
+const notificationSource = "agent_run"
+
 // errWaiting ends an attempt that committed a wait for an answer.
 var errWaiting = errors.New("the run waits for input")
 
@@ -31,7 +36,7 @@ func askUserTool() llm.Tool {
 		Description: "Ask the user who started this run a question and wait for the answer. Use it when you need information or a decision only the user has.",
 		Parameters: map[string]any{
 			"type":                 "object",
-			"properties":           map[string]any{"question": map[string]any{"type": "string", "description": "The question, in full."}},
+			"properties":           map[string]any{"question": map[string]any{"type": "string", "maxLength": QuestionMax, "description": "The question, in full."}},
 			"required":             []string{"question"},
 			"additionalProperties": false,
 		},
@@ -43,6 +48,51 @@ func askUserTool() llm.Tool {
 type modelOutput struct {
 	Text      string         `json:"text,omitempty"`
 	ToolCalls []llm.ToolCall `json:"toolCalls,omitempty"`
+}
+
+// publicCall is a tool call of a model step as the API shows it.
+type publicCall struct {
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// publicModelOutput is a model step's output as the API shows it:
+// {text, toolCalls: [{id, tool, arguments}]}, each tool by its real name
+// (server/tool for external ones, not the name the model was given),
+// without the provider's state (signatures). The stored form (modelOutput)
+// is the conversation's, for replay.
+func publicModelOutput(def definition, stored json.RawMessage) json.RawMessage {
+	var in modelOutput
+	if json.Unmarshal(stored, &in) != nil {
+		return stored
+	}
+	real := map[string]string{}
+	for _, t := range def.Tools {
+		if n := toolName(t); real[n] == "" {
+			real[n] = t
+		}
+	}
+	out := struct {
+		Text      string       `json:"text"`
+		ToolCalls []publicCall `json:"toolCalls"`
+	}{Text: in.Text, ToolCalls: make([]publicCall, len(in.ToolCalls))}
+	for i, c := range in.ToolCalls {
+		name := real[c.Name]
+		if name == "" {
+			name = c.Name // ask_user, or a tool the run did not offer
+		}
+		args := c.Arguments
+		if len(args) == 0 || !json.Valid(args) {
+			args = json.RawMessage(`{}`)
+		}
+		out.ToolCalls[i] = publicCall{ID: c.ID, Tool: name, Arguments: args}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return stored
+	}
+	return b
 }
 
 // worker runs one attempt of one run.
@@ -156,35 +206,18 @@ func setStep(steps []stepRow, s stepRow) []stepRow {
 	return append(steps, s)
 }
 
-// principal rebuilds the starting user's rights as of now: their current
-// memberships, the scopes the run was started with as far as the user's
-// roles still give them, bound to the run's project.
+// principal rebuilds the starting user's rights as of now (rights). A
+// run without a caller (schedule, integration) fails once its user, the
+// agent's owner, may no longer run agents in the project.
 func (w *worker) principal(ctx context.Context) (*auth.Principal, error) {
-	cur, err := w.s.cfg.Principals.PrincipalOfUser(ctx, w.run.CreatedBy)
+	p, reason, err := w.s.rights(ctx, w.run.CreatedBy, w.run.ProjectID, w.run.Scopes, w.run.Trigger != TriggerManual)
 	if err != nil {
-		if c := errs.CodeOf(err); c == errs.Unauthenticated || c == errs.NotFound {
-			return nil, jobqueue.Permanent(errors.New("the user who started the run no longer exists"))
-		}
 		return nil, err
 	}
-	org, err := w.s.cfg.Principals.ProjectOrg(ctx, w.run.ProjectID)
-	if err != nil {
-		if errs.CodeOf(err) == errs.NotFound {
-			return nil, jobqueue.Permanent(errors.New("the run's project no longer exists"))
-		}
-		return nil, err
+	if reason != "" {
+		return nil, jobqueue.Permanent(errors.New(reason))
 	}
-	started, err := auth.ParseScopes(w.run.Scopes)
-	if err != nil {
-		return nil, jobqueue.Permanent(err)
-	}
-	p := *cur
-	p.Scopes = started & auth.RoleScopes(cur)
-	p.BoundProject = w.run.ProjectID
-	if !p.Sees(w.run.ProjectID, org) {
-		return nil, jobqueue.Permanent(errors.New("the user who started the run can no longer see its project"))
-	}
-	return &p, nil
+	return p, nil
 }
 
 // toolSet is what a step offers the model: the agent's tools the
@@ -315,8 +348,11 @@ func (w *worker) model(ctx context.Context, m Model, msgs []llm.Message, tools t
 // committed as started; if the process dies after the tool's effect and
 // before the step's completion commits, the next attempt finds the
 // started step and calls the tool again with the same arguments and the
-// same idempotency key (WithCallKey: "<run>/<step index>"), which a tool
-// that changes something uses to do it once.
+// same idempotency key (WithCallKey: "<run>/<step index>", marked
+// resumed): the graph creates return what the key created, an external
+// tool is called again only when its annotations say it is read-only or
+// idempotent, else the step completes as an error saying its outcome is
+// unknown (Toolbox).
 func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, steps []stepRow, c llm.ToolCall) (stepRow, error) {
 	s := stepRow{Index: len(steps), Kind: StepTool, CallID: c.ID, Input: c.Arguments, StartedAt: w.s.now()}
 	started := false
@@ -330,7 +366,7 @@ func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, ste
 	}
 	switch {
 	case real == llm.ToolAskUser:
-		q, err := w.question(ctx, c, kindQuestion, "")
+		q, err := w.question(ctx, c, s.Index, kindQuestion, "")
 		if err != nil {
 			return stepRow{}, err
 		}
@@ -339,7 +375,7 @@ func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, ste
 	case real == "":
 		return w.complete(ctx, s, started, errorContent("tool %s is not available to this run", c.Name), true)
 	case slices.Contains(w.def.RequireApprovalFor, real) && !started:
-		q, err := w.question(ctx, c, kindApproval, real)
+		q, err := w.question(ctx, c, s.Index, kindApproval, real)
 		if err != nil {
 			return stepRow{}, err
 		}
@@ -353,7 +389,7 @@ func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, ste
 		}
 	}
 	key := fmt.Sprintf("%s/%d", w.run.ID, s.Index)
-	content, isError, err := w.s.cfg.Toolbox.Call(WithCallKey(ctx, key), p, w.run.ProjectID, real, s.Input)
+	content, isError, err := w.s.cfg.Toolbox.Call(WithCallKey(ctx, key, started), p, w.run.ProjectID, real, s.Input)
 	if err != nil {
 		if errs.CodeOf(err) != errs.PermissionDenied {
 			return stepRow{}, fmt.Errorf("tool %s: %w", real, err)
@@ -363,19 +399,35 @@ func (w *worker) call(ctx context.Context, p *auth.Principal, tools toolSet, ste
 	return w.complete(ctx, s, true, content, isError)
 }
 
+// bounded is a tool result as the model is given it (and the step
+// keeps it): as it is up to ToolResultMax bytes, else its first bytes as
+// a JSON string ending with Cut.
+func bounded(out json.RawMessage) json.RawMessage {
+	if len(out) <= ToolResultMax {
+		return out
+	}
+	text := string(out[:ToolResultMax-len(Cut)])
+	for !utf8.ValidString(text) {
+		text = text[:len(text)-1]
+	}
+	raw, _ := json.Marshal(text + Cut) //nolint:errchkjson // a string
+	return raw
+}
+
 // errorContent is a tool step's output describing a failure.
 func errorContent(format string, args ...any) json.RawMessage {
 	out, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)}) //nolint:errchkjson // a string
 	return out
 }
 
-// complete commits tool step s with its output (inserting it, or
-// completing the started one).
+// complete commits tool step s with its output, bounded (inserting it,
+// or completing the started one).
 func (w *worker) complete(ctx context.Context, s stepRow, started bool, out json.RawMessage, isError bool) (stepRow, error) {
 	if len(out) == 0 || !json.Valid(out) {
 		raw, _ := json.Marshal(string(out)) //nolint:errchkjson // a string
 		out = raw
 	}
+	out = bounded(out)
 	done := w.s.now()
 	s.Output, s.IsError, s.CompletedAt, s.DurationMs = out, isError, &done, done.Sub(s.StartedAt).Milliseconds()
 	err := w.tx(ctx, func(tx pgx.Tx) error {
@@ -390,24 +442,28 @@ func (w *worker) complete(ctx context.Context, s stepRow, started bool, out json
 	return s, nil
 }
 
-// question returns the answered question of call c, asking it first (and
-// then waiting: errWaiting). An open question past its time fails the run.
-func (w *worker) question(ctx context.Context, c llm.ToolCall, kind, tool string) (questionRow, error) {
-	q, err := questionOfCall(ctx, w.s.cfg.Pool, w.run.ID, c.ID)
+// question returns the answered question of call c, the pending tool
+// step index, asking it first (and then waiting: errWaiting). A question
+// is used only for the call it was asked for: the latest question of the
+// step whose kind, tool and arguments are the call's (providers repeat
+// call ids across responses, so the id proves nothing); any other is
+// asked again. An open question past its time fails the run.
+func (w *worker) question(ctx context.Context, c llm.ToolCall, index int, kind, tool string) (questionRow, error) {
+	q, err := questionOfStep(ctx, w.s.cfg.Pool, w.run.ID, index)
 	if err != nil {
 		return questionRow{}, err
 	}
 	now := w.s.now()
+	asked := questionRow{ID: uuid.Must(uuid.NewV7()), CallID: c.ID, StepIndex: index, Kind: kind, Tool: tool, ExpiresAt: now.Add(w.s.cfg.QuestionTimeout)}
+	if kind == kindQuestion {
+		asked.Tool, asked.Question = llm.ToolAskUser, askedQuestion(c.Arguments)
+	} else {
+		asked.Arguments = c.Arguments
+		asked.Question = fmt.Sprintf("May the agent run the tool %s with these arguments: %s", tool, compact(c.Arguments))
+	}
 	switch {
-	case q.ID == uuid.Nil:
-		q = questionRow{ID: uuid.Must(uuid.NewV7()), CallID: c.ID, Kind: kind, Tool: tool, ExpiresAt: now.Add(w.s.cfg.QuestionTimeout)}
-		if kind == kindQuestion {
-			q.Tool, q.Question = llm.ToolAskUser, askedQuestion(c.Arguments)
-		} else {
-			q.Arguments = c.Arguments
-			q.Question = fmt.Sprintf("May the agent run the tool %s with these arguments: %s", tool, compact(c.Arguments))
-		}
-		return questionRow{}, w.wait(ctx, q, true)
+	case q.ID == uuid.Nil || !q.asks(asked):
+		return questionRow{}, w.wait(ctx, asked, true)
 	case q.Status == questionOpen && !now.Before(q.ExpiresAt):
 		return questionRow{}, jobqueue.Permanent(fmt.Errorf("the question was not answered within %s", w.s.cfg.QuestionTimeout))
 	case q.Status == questionOpen:
@@ -424,14 +480,24 @@ func askedQuestion(args json.RawMessage) string {
 	var m map[string]any
 	_ = json.Unmarshal(args, &m)
 	if q, ok := m["question"].(string); ok && strings.TrimSpace(q) != "" {
-		return q
+		return cut(q, QuestionMax)
 	}
 	for _, v := range m {
 		if q, ok := v.(string); ok && strings.TrimSpace(q) != "" {
-			return q
+			return cut(q, QuestionMax)
 		}
 	}
 	return "(the agent asked without a question)"
+}
+
+// cut is text bounded to max characters: cut short, ending with Cut,
+// when longer.
+func cut(text string, limit int) string {
+	if utf8.RuneCountInString(text) <= limit {
+		return text
+	}
+	r := []rune(text)
+	return string(r[:limit-utf8.RuneCountInString(Cut)]) + Cut
 }
 
 func compact(raw json.RawMessage) string {
@@ -451,6 +517,10 @@ func (w *worker) wait(ctx context.Context, q questionRow, ask bool) error {
 	err := w.tx(ctx, func(tx pgx.Tx) error {
 		now := w.s.now()
 		if ask {
+			// An open question of another call of the step gives way.
+			if err := w.s.closeQuestions(ctx, tx, w.run.ID, now); err != nil {
+				return err
+			}
 			if err := questionInsert(ctx, tx, w.run.ID, project, q, now); err != nil {
 				return err
 			}
@@ -466,9 +536,9 @@ func (w *worker) wait(ctx context.Context, q questionRow, ask bool) error {
 			return err
 		}
 		_, err := w.s.cfg.Notifier.Notify(ctx, tx, user, notification.Params{
-			ProjectID: &project, Title: fmt.Sprintf("Agent %s has a question", w.def.Name), Message: q.Question,
+			ProjectID: &project, Title: fmt.Sprintf("Agent %s has a question", w.def.Name), Message: cut(q.Question, NotificationMessageMax),
 			Severity: "info", Importance: "important", Category: "agents",
-			RelatedResourceType: "agent-run", RelatedResourceID: w.run.ID.String(), SourceType: "agent_run", SourceID: w.run.ID.String(),
+			RelatedResourceType: "agent-run", RelatedResourceID: w.run.ID.String(), SourceType: notificationSource, SourceID: w.run.ID.String(),
 			ActionURL: fmt.Sprintf("/projects/%s/agent-runs/%s", project, w.run.ID), ActionLabel: "Answer",
 			ExpiresAt: &q.ExpiresAt,
 		})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func (b *dyingToolbox) Tools(context.Context, *auth.Principal, uuid.UUID) ([]llm
 func (b *dyingToolbox) Call(ctx context.Context, _ *auth.Principal, _ uuid.UUID, name string, args json.RawMessage) (json.RawMessage, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	key := agent.CallKeyFrom(ctx)
+	key, resumed := agent.CallKeyFrom(ctx)
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, args); err != nil {
 		return nil, false, err
@@ -84,6 +85,9 @@ func (b *dyingToolbox) Call(ctx context.Context, _ *auth.Principal, _ uuid.UUID,
 	if len(b.calls) == 1 {
 		b.made[key] = true
 		return nil, false, errors.New("connection lost after the tool's effect")
+	}
+	if !resumed {
+		return nil, false, errors.New("the second call is not marked resumed")
 	}
 	created := !b.made[key] // the key tells the tool it has done this already
 	b.made[key] = true
@@ -100,6 +104,8 @@ func (d directory) PrincipalOfUser(_ context.Context, user uuid.UUID) (*auth.Pri
 func (d directory) ProjectOrg(context.Context, uuid.UUID) (uuid.UUID, error) { return d.org, nil }
 
 type noNotifier struct{}
+
+func (noNotifier) ExpireSource(context.Context, pgx.Tx, string, string) error { return nil }
 
 func (noNotifier) Notify(context.Context, pgx.Tx, uuid.UUID, notification.Params) (notification.Notification, error) {
 	return notification.Notification{}, errors.New("no question in this test")
@@ -187,42 +193,56 @@ func TestRunExternalToolNames(t *testing.T) {
 // own, with model and box.
 func startRun(t *testing.T, model agent.Model, box agent.Toolbox, tools []string) (*agent.Service, uuid.UUID, uuid.UUID, uuid.UUID) {
 	t.Helper()
+	svc, p, project := newService(t, model, box, noNotifier{})
+	ctx := context.Background()
+	a, err := svc.CreateAgent(ctx, p, project, agent.CreateParams{Name: "maker", Instructions: "make", Tools: tools})
+	require.NoError(t, err)
+	run, err := svc.StartRun(ctx, p, project, a.ID, "make one")
+	require.NoError(t, err)
+	return svc, project, p.UserID, run.ID
+}
+
+// newService is an agents service with model, box and notes, its queue
+// running on a job client of its own, and an editor of its project with
+// every scope.
+func newService(t *testing.T, model agent.Model, box agent.Toolbox, notes agent.Notifier) (*agent.Service, *auth.Principal, uuid.UUID) {
+	t.Helper()
 	pool := pgtest.New(t)
 	org, project, user := tenant(t, pool)
 	jobs, err := jobqueue.NewClient(pool, jobqueue.Config{PollInterval: 20 * time.Millisecond, ReapInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	svc, err := agent.NewService(agent.Config{
-		Pool: pool, Jobs: jobs, Toolbox: box, Principals: directory{org: org, project: project}, Notifier: noNotifier{},
+		Pool: pool, Jobs: jobs, Toolbox: box, Principals: directory{org: org, project: project}, Notifier: notes,
 		Models:  func(context.Context, uuid.UUID, string) (agent.Model, error) { return model, nil },
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond },
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.AddQueue(1, 0))
-	ctx := context.Background()
-	require.NoError(t, jobs.Start(ctx))
+	require.NoError(t, jobs.Start(context.Background()))
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = jobs.Stop(sctx)
 	})
-
 	p := &auth.Principal{UserID: user, Scopes: auth.AllScopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: auth.ProjectEditor}}
-	a, err := svc.CreateAgent(ctx, p, project, agent.CreateParams{Name: "maker", Instructions: "make", Tools: tools})
-	require.NoError(t, err)
-	run, err := svc.StartRun(ctx, p, project, a.ID, "make one")
-	require.NoError(t, err)
-	return svc, project, user, run.ID
+	return svc, p, project
 }
 
 // waitRun waits until the run ended and returns it.
 func waitRun(t *testing.T, svc *agent.Service, project, user, run uuid.UUID) agent.Run {
+	t.Helper()
+	return awaitRun(t, svc, project, user, run, agent.StatusCompleted, agent.StatusFailed)
+}
+
+// awaitRun waits until the run has one of statuses and returns it.
+func awaitRun(t *testing.T, svc *agent.Service, project, user, run uuid.UUID, statuses ...string) agent.Run {
 	t.Helper()
 	var r agent.Run
 	require.Eventually(t, func() bool {
 		var err error
 		r, err = svc.GetRun(context.Background(), project, user, run)
 		require.NoError(t, err)
-		return r.Status == agent.StatusCompleted || r.Status == agent.StatusFailed
+		return slices.Contains(statuses, r.Status)
 	}, 10*time.Second, 10*time.Millisecond)
 	return r
 }

@@ -25,13 +25,16 @@ const (
 const (
 	TitleMax   = 200
 	ContentMax = 20000
+	// EmbeddedMessagesMax bounds the messages a session's GET embeds.
+	EmbeddedMessagesMax = 100
 )
 
 // Errors.
 var (
-	ErrNotFound   = errs.New(errs.NotFound, "chat session not found")
-	ErrNoContent  = errs.New(errs.Invalid, "content must not be empty")
-	ErrNoProvider = errs.New(errs.FailedPrecondition, "no language model is configured for this project: store provider credentials or enable the local provider")
+	ErrNotFound    = errs.New(errs.NotFound, "chat session not found")
+	ErrNoContent   = errs.New(errs.Invalid, "content must not be empty")
+	ErrNoProvider  = errs.New(errs.FailedPrecondition, "no language model is configured for this project: store provider credentials or enable the local provider")
+	ErrTurnRunning = errs.New(errs.Conflict, "a question is already being answered in this chat session: wait for its answer")
 )
 
 // Session is a conversation of one user in one project.
@@ -45,25 +48,27 @@ type Session struct {
 	UpdatedAt time.Time  `json:"updatedAt"`
 }
 
-// SessionWithMessages is a session and all its messages, oldest first.
+// SessionWithMessages is a session and its latest messages (at most
+// EmbeddedMessagesMax), oldest first.
 type SessionWithMessages struct {
 	Session
-	Messages []Message `json:"messages"`
+	Messages []Message `json:"messages" doc:"The latest messages (at most 100), oldest first; GET /api/chat/sessions/{sessionId}/messages pages through all."`
+	// MessagesTotal is the number of the session's messages.
+	MessagesTotal int `json:"messagesTotal"`
 }
 
 // Message is one message of a session: the user's question, or the
 // assistant's answer with its citations and what it cost.
 type Message struct {
-	ID        uuid.UUID  `json:"id"`
-	Role      string     `json:"role" enum:"user,assistant"`
-	Content   string     `json:"content"`
-	Citations []Citation `json:"citations" doc:"The sources the content cites with [n] markers (assistant messages)."`
-	// Model is absent when no model was called (nothing was retrieved).
-	Model        string    `json:"model,omitempty"`
-	InputTokens  int64     `json:"inputTokens"`
-	OutputTokens int64     `json:"outputTokens"`
-	CostUSD      float64   `json:"costUsd" doc:"Estimated from the model catalog's prices, summary call included."`
-	CreatedAt    time.Time `json:"createdAt"`
+	ID           uuid.UUID  `json:"id"`
+	Role         string     `json:"role" enum:"user,assistant"`
+	Content      string     `json:"content"`
+	Citations    []Citation `json:"citations" doc:"The sources the content cites with [n] markers (assistant messages)."`
+	Model        *string    `json:"model" doc:"The model that answered; null for a question, and for an answer made without a model call."`
+	InputTokens  int64      `json:"inputTokens"`
+	OutputTokens int64      `json:"outputTokens"`
+	CostUSD      float64    `json:"costUsd" doc:"Estimated from the model catalog's prices, summary call included."`
+	CreatedAt    time.Time  `json:"createdAt"`
 }
 
 // Citation is a source an answer cites: Index is the n of its [n]
@@ -85,10 +90,10 @@ type CreateParams struct {
 	AgentID *uuid.UUID
 }
 
-// withMessages embeds a session's messages.
-func (s Session) withMessages(msgs []Message) SessionWithMessages {
+// withMessages embeds a session's latest messages.
+func (s Session) withMessages(msgs []Message, total int) SessionWithMessages {
 	if msgs == nil {
 		msgs = []Message{}
 	}
-	return SessionWithMessages{Session: s, Messages: msgs}
+	return SessionWithMessages{Session: s, Messages: msgs, MessagesTotal: total}
 }

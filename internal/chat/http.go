@@ -33,6 +33,10 @@ type (
 	idIn struct {
 		SessionID string `path:"sessionId"`
 	}
+	messagesIn struct {
+		SessionID string `path:"sessionId"`
+		httpapi.PageParams
+	}
 	createIn struct {
 		Body *struct {
 			Title   string `json:"title,omitempty" maxLength:"200"`
@@ -64,6 +68,8 @@ func Register(api huma.API, svc *Service) {
 	huma.Register(api, httpapi.Op("create-chat-session", http.MethodPost, "/api/chat/sessions", "Start a chat session", rule), h.create)
 	huma.Register(api, httpapi.Op("list-chat-sessions", http.MethodGet, "/api/chat/sessions", "List your chat sessions in the project, newest first", rule), h.list)
 	huma.Register(api, httpapi.Op("get-chat-session", http.MethodGet, "/api/chat/sessions/{sessionId}", "Get one of your chat sessions with its messages", one), h.get)
+	huma.Register(api, httpapi.Op("list-chat-messages", http.MethodGet, "/api/chat/sessions/{sessionId}/messages",
+		"List the messages of one of your chat sessions, oldest first", one), h.messages)
 	huma.Register(api, httpapi.Op("update-chat-session", http.MethodPatch, "/api/chat/sessions/{sessionId}", "Rename one of your chat sessions", one), h.rename)
 	huma.Register(api, httpapi.Op("delete-chat-session", http.MethodDelete, "/api/chat/sessions/{sessionId}", "Delete one of your chat sessions and its messages", one), h.delete)
 	send := httpapi.Op("send-chat-message", http.MethodPost, "/api/chat/sessions/{sessionId}/messages",
@@ -117,6 +123,12 @@ func (h handlers) list(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.Li
 func (h handlers) get(ctx context.Context, _ *idIn) (*httpapi.Out[SessionWithMessages], error) {
 	a := auth.AccessFrom(ctx)
 	return httpapi.Reply(h.svc.GetSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID))
+}
+
+func (h handlers) messages(ctx context.Context, in *messagesIn) (*httpapi.Out[httpapi.List[Message]], error) {
+	a := auth.AccessFrom(ctx)
+	list, total, err := h.svc.ListMessages(ctx, a.ProjectID, userOf(ctx), a.ResourceID, in.Limit, in.Offset)
+	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) rename(ctx context.Context, in *renameIn) (*httpapi.Out[Session], error) {
@@ -178,11 +190,11 @@ func (h handlers) send(ctx context.Context, in *sendIn) (*huma.StreamResponse, e
 	}}, nil
 }
 
-// serverTiming is the Server-Timing header of a turn: retrieval and its
-// search, in ms.
+// serverTiming is the Server-Timing header of a turn: retrieval, its
+// search and its choice of keywords, in ms.
 func serverTiming(t Timing) string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("retrieval;dur=%.3f, search;dur=%.3f", ms(t.Retrieval), ms(t.Search))
+	return fmt.Sprintf("retrieval;dur=%.3f, search;dur=%.3f, keywords;dur=%.3f", ms(t.Retrieval), ms(t.Search), ms(t.Keywords))
 }
 
 // stream writes a reply as server-sent events.
@@ -246,5 +258,7 @@ func (s *stream) fail(err error) {
 		httpapi.WriteProblem(s.w, s.r, err)
 		return
 	}
-	s.event(EventError, map[string]any{"type": EventError, "error": httpapi.ProblemFor(s.r.Context(), err)})
+	p := httpapi.ProblemFor(s.r.Context(), err)
+	httpapi.RecordStreamFailure(s.r.Context(), p)
+	s.event(EventError, map[string]any{"type": EventError, "error": p})
 }

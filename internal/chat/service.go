@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,18 +114,37 @@ func (s *Service) ListSessions(ctx context.Context, project, user uuid.UUID, lim
 	return sessionList(ctx, s.cfg.Pool, project, user, limit, offset)
 }
 
-// GetSession returns user's session id in project with its messages.
-// Errors: not_found (another user's session too).
+// GetSession returns user's session id in project with its latest
+// messages (EmbeddedMessagesMax). Errors: not_found (another user's
+// session too).
 func (s *Service) GetSession(ctx context.Context, project, user, id uuid.UUID) (SessionWithMessages, error) {
 	r, err := sessionGet(ctx, s.cfg.Pool, project, user, id)
 	if err != nil {
 		return SessionWithMessages{}, err
 	}
-	msgs, err := messageList(ctx, s.cfg.Pool, id)
+	total, err := messageCount(ctx, s.cfg.Pool, id)
 	if err != nil {
 		return SessionWithMessages{}, err
 	}
-	return r.session().withMessages(msgs), nil
+	msgs, err := messagePage(ctx, s.cfg.Pool, id, EmbeddedMessagesMax, max(0, total-EmbeddedMessagesMax))
+	if err != nil {
+		return SessionWithMessages{}, err
+	}
+	return r.session().withMessages(msgs, total), nil
+}
+
+// ListMessages is a page of the messages of user's session id, oldest
+// first, with their number. Errors: not_found.
+func (s *Service) ListMessages(ctx context.Context, project, user, id uuid.UUID, limit, offset int) ([]Message, int, error) {
+	if _, err := sessionGet(ctx, s.cfg.Pool, project, user, id); err != nil {
+		return nil, 0, err
+	}
+	total, err := messageCount(ctx, s.cfg.Pool, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	msgs, err := messagePage(ctx, s.cfg.Pool, id, limit, offset)
+	return msgs, total, err
 }
 
 // RenameSession sets the title of user's session id. Errors: not_found,
@@ -160,70 +181,144 @@ type SendParams struct {
 
 // Timing is how long the parts of a turn took.
 type Timing struct {
-	// Retrieval is the whole retrieval; Search its hybrid search.
-	Retrieval, Search time.Duration
+	// Retrieval is the whole retrieval; Keywords the choice of the
+	// keyword query's words (their counts in the project), Search the
+	// hybrid search: both parts of it.
+	Retrieval, Keywords, Search time.Duration
 }
+
+// Turn bounds: a turn runs at most TurnTimeout; its lease on the session
+// (turn_until) lasts TurnLease, a little longer, so that it never ends
+// while the turn still runs, and a turn whose process died blocks the
+// session no longer than that.
+const (
+	TurnTimeout = 2 * time.Minute
+	TurnLease   = TurnTimeout + 15*time.Second
+)
 
 // turn is one turn being answered.
 type turn struct {
 	project, user uuid.UUID
 	session       sessionRow
-	history       []Message // before the question, after the stored summary
-	question      Message
-	p             SendParams
-	// usage and cost of every model call of the turn.
+	// fresh: the session is new (SendNew), stored with the question and
+	// the answer once the answer is ready.
+	fresh bool
+	// until is the turn's lease on the session (not fresh).
+	until    time.Time
+	model    Model
+	history  []Message // answered messages before the question, after the stored summary
+	question Message
+	p        SendParams
+	// usage and cost of every model call of the turn, and their number.
 	usage llm.Usage
 	cost  float64
+	calls int
+}
+
+// begin checks the question and resolves the project's model: nothing is
+// stored when either fails.
+func (s *Service) begin(ctx context.Context, project, user uuid.UUID, p SendParams) (*turn, error) {
+	content := strings.TrimSpace(p.Content)
+	if content == "" {
+		return nil, ErrNoContent
+	}
+	model, err := s.cfg.ModelFunc(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	t := &turn{project: project, user: user, p: p, model: model}
+	t.question = Message{ID: newID(), Role: RoleUser, Content: content, Citations: []Citation{}, CreatedAt: s.now()}
+	return t, nil
 }
 
 // Send answers content in user's session id: the question is stored at
-// once, the answer once complete. Errors: not_found, invalid_argument,
-// failed_precondition (no model), rate_limited and bad_gateway (the
-// provider).
+// once, the answer once complete; one turn at a time per session.
+// Errors: not_found, invalid_argument, conflict (a turn is running on the
+// session), failed_precondition (no model), rate_limited and bad_gateway
+// (the provider).
 func (s *Service) Send(ctx context.Context, project, user, id uuid.UUID, p SendParams) (Message, error) {
-	content := strings.TrimSpace(p.Content)
-	if content == "" {
-		return Message{}, ErrNoContent
+	t, err := s.begin(ctx, project, user, p)
+	if err != nil {
+		return Message{}, err
 	}
-	t := &turn{project: project, user: user, p: p}
-	t.question = Message{ID: newID(), Role: RoleUser, Content: content, Citations: []Citation{}, CreatedAt: s.now()}
-	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+	t.until = t.question.CreatedAt.Add(TurnLease)
+	err = postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
 		if t.session, err = sessionLock(ctx, tx, project, user, id); err != nil {
 			return err
 		}
-		all, err := messageList(ctx, tx, id)
+		if t.session.TurnUntil != nil && t.session.TurnUntil.After(t.question.CreatedAt) {
+			return ErrTurnRunning
+		}
+		msgs, err := messagesAfter(ctx, tx, id, t.session.SummaryThrough)
 		if err != nil {
 			return err
 		}
-		t.history = afterSummary(all, t.session.SummaryThrough)
+		t.history = answered(msgs)
 		if err := messageInsert(ctx, tx, project, id, t.question); err != nil {
 			return err
 		}
 		if t.session.Title == "" {
-			_, err = sessionSetTitle(ctx, tx, project, user, id, titleOf(content), t.question.CreatedAt)
-			return err
+			if _, err := sessionSetTitle(ctx, tx, project, user, id, titleOf(t.question.Content), t.question.CreatedAt); err != nil {
+				return err
+			}
 		}
-		return sessionTouch(ctx, tx, id, t.question.CreatedAt)
+		return sessionStartTurn(ctx, tx, id, t.question.CreatedAt, t.until)
 	})
 	if err != nil {
 		return Message{}, err
 	}
-	return s.answer(ctx, t)
+	reply, err := s.answer(ctx, t)
+	if err != nil {
+		// The question stays (the client may ask again); the session is free.
+		if endErr := sessionEndTurn(context.WithoutCancel(ctx), s.cfg.Pool, id, t.until); endErr != nil {
+			s.cfg.Logger.ErrorContext(ctx, "chat: end a failed turn", "session", id, "error", endErr)
+		}
+		return Message{}, err
+	}
+	return reply, nil
 }
 
-// afterSummary is the part of a session's messages that its summary does
-// not cover.
-func afterSummary(all []Message, through *uuid.UUID) []Message {
-	if through == nil {
-		return all
+// SendNew starts a session of user in project with content as its first
+// question and answers it. The session, the question and the answer are
+// stored in one transaction once the answer is ready: a failure leaves no
+// session behind. Errors: invalid_argument, failed_precondition,
+// rate_limited and bad_gateway.
+func (s *Service) SendNew(ctx context.Context, project, user uuid.UUID, c CreateParams, p SendParams) (Session, Message, error) {
+	title, err := checkTitle(c.Title)
+	if err != nil {
+		return Session{}, Message{}, err
 	}
-	for i, m := range all {
-		if m.ID == *through {
-			return all[i+1:]
+	t, err := s.begin(ctx, project, user, p)
+	if err != nil {
+		return Session{}, Message{}, err
+	}
+	if title == "" {
+		title = titleOf(t.question.Content)
+	}
+	now := t.question.CreatedAt
+	t.fresh = true
+	t.session = sessionRow{ID: newID(), ProjectID: project, UserID: user, Title: title, AgentID: c.AgentID, CreatedAt: now, UpdatedAt: now}
+	reply, err := s.answer(ctx, t)
+	if err != nil {
+		return Session{}, Message{}, err
+	}
+	sess := t.session.session()
+	sess.UpdatedAt = reply.CreatedAt
+	return sess, reply, nil
+}
+
+// answered leaves out of msgs the questions that got no answer (their
+// turn failed): the model is not sent them.
+func answered(msgs []Message) []Message {
+	var out []Message
+	for i, m := range msgs {
+		if m.Role == RoleUser && (i+1 == len(msgs) || msgs[i+1].Role != RoleAssistant) {
+			continue
 		}
+		out = append(out, m)
 	}
-	return all
+	return out
 }
 
 // titleOf is a session's default title: the start of its first question.
@@ -238,6 +333,8 @@ func titleOf(content string) string {
 // answer retrieves, summarises the history when needed, asks the model
 // and stores its reply.
 func (s *Service) answer(ctx context.Context, t *turn) (Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, TurnTimeout)
+	defer cancel()
 	start := time.Now()
 	found, err := s.retrieve(ctx, t.project, t.question.Content, t.p.Timing)
 	if err != nil {
@@ -246,36 +343,30 @@ func (s *Service) answer(ctx context.Context, t *turn) (Message, error) {
 	if t.p.Timing != nil {
 		t.p.Timing.Retrieval = time.Since(start)
 	}
-	reply := Message{ID: newID(), Role: RoleAssistant, Citations: []Citation{}}
 	if len(found) == 0 {
 		// Nothing to ground an answer on: the model is not asked.
-		reply.Content = noSourcesAnswer
-		if t.p.OnDelta != nil {
-			if err := t.p.OnDelta(reply.Content); err != nil {
-				return Message{}, err
-			}
-		}
-		return s.store(ctx, t, reply)
+		return s.fixedReply(ctx, t, noSourcesAnswer)
 	}
-	model, err := s.cfg.ModelFunc(ctx, t.project)
-	if err != nil {
-		return Message{}, err
-	}
-	limit := int64(model.InputTokenLimit())
+	limit := int64(t.model.InputTokenLimit())
 	if limit <= 0 {
 		limit = InputBudgetDefault
 	}
-	question := llm.EstimateTokens(t.question.Content)
-	msgs, err := s.history(ctx, t, model, limit/4) // the system prompt first
+	msgs, err := s.history(ctx, t, limit/4) // the system prompt first
 	if err != nil {
 		return Message{}, err
 	}
+	input := limit - ReplyTokens
+	msgs, question := fit(msgs, t.question.Content, input-input/SourceShareMin)
 	var used int64
 	for _, m := range msgs {
 		used += llm.EstimateTokens(m.Text)
 	}
-	sources := pack(found, limit-ReplyTokens-question-used)
-	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: questionPrompt(sources, t.question.Content)})
+	sources := pack(found, input-used-llm.EstimateTokens(questionPrompt(nil, question)))
+	if len(sources) == 0 {
+		// Found, but none fits the model's budget: said, not invented.
+		return s.fixedReply(ctx, t, noRoomAnswer)
+	}
+	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: questionPrompt(sources, question)})
 
 	filter := &markerFilter{sources: len(sources)}
 	var content strings.Builder
@@ -289,7 +380,7 @@ func (s *Service) answer(ctx context.Context, t *turn) (Message, error) {
 		}
 		return nil
 	}
-	res, err := model.Chat(ctx, llm.ChatRequest{
+	res, err := t.model.Chat(ctx, llm.ChatRequest{
 		Purpose: llm.PurposeGroundedAnswer, Messages: msgs, MaxOutputTokens: ReplyTokens,
 		OnDelta: func(d string) error { return emit(filter.feed(d)) },
 	})
@@ -299,37 +390,93 @@ func (s *Service) answer(ctx context.Context, t *turn) (Message, error) {
 	if err := emit(filter.flush()); err != nil {
 		return Message{}, err
 	}
-	t.add(model, res.Usage)
-	reply.Content = content.String() // what the deltas concatenate to
+	t.add(res.Usage)
+	reply := Message{ID: newID(), Role: RoleAssistant, Content: content.String()} // what the deltas concatenate to
 	reply.Citations = citations(reply.Content, sources)
-	reply.Model = res.Model
-	if reply.Model == "" {
-		reply.Model = model.Model()
+	model := res.Model
+	if model == "" {
+		model = t.model.Model()
+	}
+	reply.Model = &model
+	return s.store(ctx, t, reply)
+}
+
+// fixedReply answers text without asking the model for it (its model is
+// the summary's, when the turn made one).
+func (s *Service) fixedReply(ctx context.Context, t *turn, text string) (Message, error) {
+	reply := Message{ID: newID(), Role: RoleAssistant, Content: text, Citations: []Citation{}}
+	if t.calls > 0 {
+		model := t.model.Model()
+		reply.Model = &model
+	}
+	if t.p.OnDelta != nil {
+		if err := t.p.OnDelta(text); err != nil {
+			return Message{}, err
+		}
 	}
 	return s.store(ctx, t, reply)
 }
 
-func (t *turn) add(m Model, u llm.Usage) {
-	t.usage.InputText += u.InputText + u.InputImage + u.InputVideo + u.InputAudio
-	t.usage.Output += u.Output
-	t.cost += m.Cost(u)
+// fit makes the system messages, history and question fit in budget
+// tokens, leaving the rest of the input to the sources: the history goes
+// first, oldest first (the summary is the oldest), then the question is
+// cut (its start kept). It returns the messages and the question to send.
+func fit(msgs []llm.Message, question string, budget int64) ([]llm.Message, string) {
+	size := func() int64 {
+		n := llm.EstimateTokens(questionPrompt(nil, question))
+		for _, m := range msgs {
+			n += llm.EstimateTokens(m.Text)
+		}
+		return n
+	}
+	for len(msgs) > 1 && size() > budget {
+		msgs = slices.Delete(msgs, 1, 2) // after the system prompt: the summary, then the oldest message
+	}
+	if over := size() - budget; over > 0 {
+		r := []rune(question)
+		keep := max(0, len(r)-int(4*over)-1)
+		question = string(r[:keep]) + "…"
+	}
+	return msgs, question
 }
 
-// store writes the reply with the turn's usage.
+func (t *turn) add(u llm.Usage) {
+	t.usage.InputText += u.InputText + u.InputImage + u.InputVideo + u.InputAudio
+	t.usage.Output += u.Output
+	t.cost += t.model.Cost(u)
+	t.calls++
+}
+
+// store writes the reply with the turn's usage and ends the turn; for a
+// fresh session, the session and the question with it.
 func (s *Service) store(ctx context.Context, t *turn, reply Message) (Message, error) {
 	reply.InputTokens, reply.OutputTokens, reply.CostUSD = t.usage.InputText, t.usage.Output, t.cost
 	reply.CreatedAt = s.now()
 	if !reply.CreatedAt.After(t.question.CreatedAt) {
 		reply.CreatedAt = t.question.CreatedAt.Add(time.Microsecond) // listed after its question
 	}
+	id := t.session.ID
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
-		if _, err := sessionLock(ctx, tx, t.project, t.user, t.session.ID); err != nil {
+		if t.fresh {
+			if err := sessionInsert(ctx, tx, t.session.session()); err != nil {
+				return err
+			}
+			if err := messageInsert(ctx, tx, t.project, id, t.question); err != nil {
+				return err
+			}
+		} else if _, err := sessionLock(ctx, tx, t.project, t.user, id); err != nil {
 			return err // deleted meanwhile
 		}
-		if err := messageInsert(ctx, tx, t.project, t.session.ID, reply); err != nil {
+		if err := messageInsert(ctx, tx, t.project, id, reply); err != nil {
 			return err
 		}
-		return sessionTouch(ctx, tx, t.session.ID, reply.CreatedAt)
+		if t.fresh {
+			return sessionTouch(ctx, tx, id, reply.CreatedAt)
+		}
+		if err := sessionEndTurn(ctx, tx, id, t.until); err != nil {
+			return err
+		}
+		return sessionTouch(ctx, tx, id, reply.CreatedAt)
 	})
 	if err != nil {
 		return Message{}, err
@@ -341,7 +488,7 @@ func (s *Service) store(ctx context.Context, t *turn, reply Message) (Message, e
 // system prompt, the stored summary, and the messages after it. When they
 // exceed budget tokens, the whole history is summarised (one model call)
 // and the summary stored on the session.
-func (s *Service) history(ctx context.Context, t *turn, model Model, budget int64) ([]llm.Message, error) {
+func (s *Service) history(ctx context.Context, t *turn, budget int64) ([]llm.Message, error) {
 	msgs := []llm.Message{{Role: llm.RoleSystem, Text: systemPrompt}}
 	summary := ""
 	if t.session.Summary != nil {
@@ -353,7 +500,7 @@ func (s *Service) history(ctx context.Context, t *turn, model Model, budget int6
 	}
 	if size+llm.EstimateTokens(summary) > budget && len(t.history) > 0 {
 		var err error
-		if summary, err = s.summarise(ctx, t, model, summary, budget); err != nil {
+		if summary, err = s.summarise(ctx, t, summary, budget); err != nil {
 			return nil, err
 		}
 		t.history = nil
@@ -371,35 +518,61 @@ func (s *Service) history(ctx context.Context, t *turn, model Model, budget int6
 	return msgs, nil
 }
 
-// summarise asks the model for a summary of the earlier summary and the
-// history (its most recent part, within 2×budget tokens), and stores it on
-// the session as covering the history's last message.
-func (s *Service) summarise(ctx context.Context, t *turn, model Model, earlier string, budget int64) (string, error) {
-	var paras []string
-	size := int64(0)
-	for i := len(t.history) - 1; i >= 0; i-- {
-		m := t.history[i]
-		p := m.Role + ": " + stripMarkers(m.Content)
-		size += llm.EstimateTokens(p)
-		if size > 2*budget && len(paras) > 0 {
-			break
-		}
-		paras = append(paras, p)
-	}
+// summaryInput is the transcript a summary is made of: the earlier
+// summary and the messages, within 2×budget tokens. Every message is in
+// it: one larger than its share (the bound split between the messages, the
+// smaller ones keeping their whole size) is cut to its share, its start
+// kept.
+func summaryInput(earlier string, history []Message, budget int64) string {
+	paras := make([]string, 0, len(history)+1)
 	if earlier != "" {
 		paras = append(paras, "summary: "+earlier)
 	}
-	for i, j := 0, len(paras)-1; i < j; i, j = i+1, j-1 {
-		paras[i], paras[j] = paras[j], paras[i]
+	for _, m := range history {
+		paras = append(paras, m.Role+": "+stripMarkers(m.Content))
 	}
-	res, err := model.Chat(ctx, llm.ChatRequest{
+	sizes := make([]int64, len(paras))
+	for i, p := range paras {
+		sizes[i] = llm.EstimateTokens(p)
+	}
+	share := fairShare(sizes, 2*budget)
+	for i, p := range paras {
+		if sizes[i] > share {
+			r := []rune(p)
+			paras[i] = string(r[:max(0, min(len(r), int(4*share)-1))]) + "…"
+		}
+	}
+	return strings.Join(paras, "\n\n")
+}
+
+// fairShare is the largest share s such that the sizes, each cut to s,
+// sum to at most total (every size when they fit).
+func fairShare(sizes []int64, total int64) int64 {
+	sorted := slices.Clone(sizes)
+	slices.Sort(sorted)
+	left := total
+	for i, n := range sorted {
+		share := left / int64(len(sorted)-i)
+		if n > share {
+			return share
+		}
+		left -= n
+	}
+	return math.MaxInt64
+}
+
+// summarise asks the model for a summary of the earlier summary and the
+// history, and stores it on the session as covering the history's last
+// message.
+func (s *Service) summarise(ctx context.Context, t *turn, earlier string, budget int64) (string, error) {
+	res, err := t.model.Chat(ctx, llm.ChatRequest{
 		Purpose: llm.PurposeSummary, MaxOutputTokens: SummaryTokens,
-		Messages: []llm.Message{{Role: llm.RoleSystem, Text: summaryPrompt}, {Role: llm.RoleUser, Text: strings.Join(paras, "\n\n")}},
+		Messages: []llm.Message{{Role: llm.RoleSystem, Text: summaryPrompt}, {Role: llm.RoleUser, Text: summaryInput(earlier, t.history, budget)}},
 	})
 	if err != nil {
 		return "", modelError(err)
 	}
-	t.add(model, res.Usage)
+	t.add(res.Usage)
 	summary := strings.TrimSpace(res.Text)
 	if err := sessionSetSummary(ctx, s.cfg.Pool, t.session.ID, summary, t.history[len(t.history)-1].ID); err != nil {
 		return "", err

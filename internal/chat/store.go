@@ -23,6 +23,7 @@ type sessionRow struct {
 	AgentID        *uuid.UUID `db:"agent_id"`
 	Summary        *string    `db:"summary"`
 	SummaryThrough *uuid.UUID `db:"summary_through"`
+	TurnUntil      *time.Time `db:"turn_until"`
 	CreatedAt      time.Time  `db:"created_at"`
 	UpdatedAt      time.Time  `db:"updated_at"`
 }
@@ -46,13 +47,13 @@ func sessionInsert(ctx context.Context, db postgres.DBTX, s Session) error {
 // sessionGet reads the session id of user in project (ErrNotFound
 // otherwise, another user's session included).
 func sessionGet(ctx context.Context, db postgres.DBTX, project, user, id uuid.UUID) (sessionRow, error) {
-	return postgres.One[sessionRow](ctx, db, ErrNotFound, `SELECT `+sessionColumns+`, summary, summary_through
+	return postgres.One[sessionRow](ctx, db, ErrNotFound, `SELECT `+sessionColumns+`, summary, summary_through, turn_until
 		FROM chat_sessions WHERE id = $1 AND project_id = $2 AND user_id = $3`, id, project, user)
 }
 
 // sessionLock reads and locks the session for a turn's writes.
 func sessionLock(ctx context.Context, tx pgx.Tx, project, user, id uuid.UUID) (sessionRow, error) {
-	return postgres.One[sessionRow](ctx, tx, ErrNotFound, `SELECT `+sessionColumns+`, summary, summary_through
+	return postgres.One[sessionRow](ctx, tx, ErrNotFound, `SELECT `+sessionColumns+`, summary, summary_through, turn_until
 		FROM chat_sessions WHERE id = $1 AND project_id = $2 AND user_id = $3 FOR UPDATE`, id, project, user)
 }
 
@@ -62,7 +63,7 @@ func sessionProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.U
 }
 
 func sessionList(ctx context.Context, db postgres.DBTX, project, user uuid.UUID, limit, offset int) ([]Session, int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+sessionColumns+`, summary, summary_through, count(*) OVER () AS total
+	rows, _ := db.Query(ctx, `SELECT `+sessionColumns+`, summary, summary_through, turn_until, count(*) OVER () AS total
 		FROM chat_sessions WHERE project_id = $1 AND user_id = $2
 		ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`, project, user, limit, offset)
 	list, total, err := postgres.CollectPageOf[sessionRow](rows)
@@ -79,11 +80,25 @@ func sessionList(ctx context.Context, db postgres.DBTX, project, user uuid.UUID,
 func sessionSetTitle(ctx context.Context, db postgres.DBTX, project, user, id uuid.UUID, title string, now time.Time) (sessionRow, error) {
 	return postgres.One[sessionRow](ctx, db, ErrNotFound, `UPDATE chat_sessions SET title = $4, updated_at = $5
 		WHERE id = $1 AND project_id = $2 AND user_id = $3
-		RETURNING `+sessionColumns+`, summary, summary_through`, id, project, user, title, now)
+		RETURNING `+sessionColumns+`, summary, summary_through, turn_until`, id, project, user, title, now)
 }
 
 func sessionTouch(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) error {
 	return sessionSet(ctx, db, "touch", id, `updated_at = $2`, now)
+}
+
+// sessionStartTurn marks a turn running on session id until until.
+func sessionStartTurn(ctx context.Context, db postgres.DBTX, id uuid.UUID, now, until time.Time) error {
+	return sessionSet(ctx, db, "start a turn on", id, `updated_at = $2, turn_until = $3`, now, until)
+}
+
+// sessionEndTurn clears the turn that runs until until (a later turn's
+// lease, after this one's expired, is left alone).
+func sessionEndTurn(ctx context.Context, db postgres.DBTX, id uuid.UUID, until time.Time) error {
+	if _, err := db.Exec(ctx, `UPDATE chat_sessions SET turn_until = NULL WHERE id = $1 AND turn_until = $2`, id, until); err != nil {
+		return fmt.Errorf("end the turn on chat session: %w", err)
+	}
+	return nil
 }
 
 func sessionSetSummary(ctx context.Context, db postgres.DBTX, id uuid.UUID, summary string, through uuid.UUID) error {
@@ -121,7 +136,7 @@ type messageRow struct {
 
 func (r messageRow) message() (Message, error) {
 	m := Message{
-		ID: r.ID, Role: r.Role, Content: r.Content, Citations: []Citation{}, Model: postgres.Value(r.Model),
+		ID: r.ID, Role: r.Role, Content: r.Content, Citations: []Citation{}, Model: r.Model,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD, CreatedAt: r.CreatedAt.UTC(),
 	}
 	if err := json.Unmarshal(r.Citations, &m.Citations); err != nil {
@@ -139,23 +154,43 @@ func messageInsert(ctx context.Context, db postgres.DBTX, project, session uuid.
 	if err != nil {
 		return fmt.Errorf("encode citations: %w", err)
 	}
-	var model *string
-	if m.Model != "" {
-		model = &m.Model
-	}
 	_, err = db.Exec(ctx, `INSERT INTO chat_messages (id, project_id, session_id, role, content, citations, model,
 		input_tokens, output_tokens, cost_usd, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		m.ID, project, session, m.Role, m.Content, raw, model, m.InputTokens, m.OutputTokens, m.CostUSD, m.CreatedAt)
+		m.ID, project, session, m.Role, m.Content, raw, m.Model, m.InputTokens, m.OutputTokens, m.CostUSD, m.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("insert chat message: %w", err)
 	}
 	return nil
 }
 
-// messageList lists a session's messages, oldest first.
-func messageList(ctx context.Context, db postgres.DBTX, session uuid.UUID) ([]Message, error) {
-	rows, _ := db.Query(ctx, `SELECT id, project_id, session_id, role, content, citations, model, input_tokens,
-		output_tokens, cost_usd, created_at FROM chat_messages WHERE session_id = $1 ORDER BY created_at, id`, session)
+const messageColumns = `id, project_id, session_id, role, content, citations, model, input_tokens, output_tokens, cost_usd, created_at`
+
+// messagesAfter lists a session's messages after the message after
+// (all of them when nil), oldest first.
+func messagesAfter(ctx context.Context, db postgres.DBTX, session uuid.UUID, after *uuid.UUID) ([]Message, error) {
+	rows, _ := db.Query(ctx, `SELECT `+messageColumns+` FROM chat_messages
+		WHERE session_id = $1 AND ($2::uuid IS NULL OR (created_at, id) > (SELECT created_at, id FROM chat_messages WHERE id = $2))
+		ORDER BY created_at, id`, session, after)
+	list, err := postgres.TryCollectAs(rows, messageRow.message)
+	if err != nil {
+		return nil, fmt.Errorf("list chat messages: %w", err)
+	}
+	return list, nil
+}
+
+// messageCount is the number of a session's messages.
+func messageCount(ctx context.Context, db postgres.DBTX, session uuid.UUID) (int, error) {
+	var total int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM chat_messages WHERE session_id = $1`, session).Scan(&total); err != nil {
+		return 0, fmt.Errorf("count chat messages: %w", err)
+	}
+	return total, nil
+}
+
+// messagePage is a page of a session's messages, oldest first.
+func messagePage(ctx context.Context, db postgres.DBTX, session uuid.UUID, limit, offset int) ([]Message, error) {
+	rows, _ := db.Query(ctx, `SELECT `+messageColumns+` FROM chat_messages WHERE session_id = $1
+		ORDER BY created_at, id LIMIT $2 OFFSET $3`, session, limit, offset)
 	list, err := postgres.TryCollectAs(rows, messageRow.message)
 	if err != nil {
 		return nil, fmt.Errorf("list chat messages: %w", err)

@@ -112,6 +112,9 @@ type CreateObjectParams struct {
 	Status      string
 	Confidence  *float64
 	CreatedBy   *uuid.UUID
+	// CallKey, when set, is the agent tool call that creates the object
+	// ("<run>/<step>"): recorded with it (ObjectOfCall).
+	CallKey string
 }
 
 // ObjectUpdate is a partial update: nil fields stay as they are;
@@ -132,6 +135,9 @@ type CreateRelationshipParams struct {
 	TargetID   uuid.UUID
 	Properties map[string]any
 	Confidence *float64
+	// CallKey, when set, is the agent tool call that creates the
+	// relationship: recorded with it (RelationshipOfCall).
+	CallKey string
 }
 
 // ObjectInput is one object of an extraction result, for Apply. Key is

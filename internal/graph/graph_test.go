@@ -641,32 +641,41 @@ func TestDeleteSuggestionsWaitsForEmbeddingWriters(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_embedding_jobs`))
 }
 
-func TestObjectByKeyAndRelationshipByEnds(t *testing.T) {
+// TestCallEffects: a create with an agent's call key records what it
+// created under the key, in its transaction (a failed create records
+// nothing); the key finds it, in its project only; one key creates once.
+func TestCallEffects(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	ada, err := b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Person", Name: "Ada Lovelace"})
+	ada, err := b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Person", Name: "Ada Lovelace", CallKey: "run/1"})
 	require.NoError(t, err)
-	org, err := b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Organization", Name: "Engines", Key: "engines-co"})
+	org, err := b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Organization", Name: "Engines"})
 	require.NoError(t, err)
+	_, err = b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Person", Name: "Ada Lovelace", CallKey: "run/2"})
+	require.Equal(t, errs.Conflict, errs.CodeOf(err))
+	_, err = b.svc.CreateObject(ctx, b.project, graph.CreateObjectParams{Type: "Person", Name: "Charles Babbage", CallKey: "run/1"})
+	require.Equal(t, errs.Conflict, errs.CodeOf(err), "one call creates once")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM graph_call_effects`), "failed creates record nothing")
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM graph_objects WHERE name = 'Charles Babbage'`))
 
-	got, err := b.svc.ObjectByKey(ctx, b.project, "Person", "ADA  lovelace!")
+	got, err := b.svc.ObjectOfCall(ctx, b.project, "run/1")
 	require.NoError(t, err)
-	require.Equal(t, ada.ID, got.ID, "the key is compared normalised")
-	_, err = b.svc.ObjectByKey(ctx, b.project, "Organization", "Ada Lovelace")
-	require.Equal(t, errs.NotFound, errs.CodeOf(err), "another type")
-	_, err = b.svc.ObjectByKey(ctx, uuid.Must(uuid.NewV7()), "Person", "Ada Lovelace")
+	require.Equal(t, ada.ID, got.ID)
+	_, err = b.svc.ObjectOfCall(ctx, b.project, "run/2")
+	require.Equal(t, errs.NotFound, errs.CodeOf(err), "a key that created nothing")
+	_, err = b.svc.ObjectOfCall(ctx, uuid.Must(uuid.NewV7()), "run/1")
 	require.Equal(t, errs.NotFound, errs.CodeOf(err), "another project")
 
-	rel, err := b.svc.CreateRelationship(ctx, b.project, graph.CreateRelationshipParams{Type: "WORKS_FOR", SourceID: ada.ID, TargetID: org.ID})
+	rel, err := b.svc.CreateRelationship(ctx, b.project, graph.CreateRelationshipParams{Type: "WORKS_FOR", SourceID: ada.ID, TargetID: org.ID, CallKey: "run/3"})
 	require.NoError(t, err)
-	gotRel, err := b.svc.RelationshipByEnds(ctx, b.project, "WORKS_FOR", ada.ID, org.ID)
+	gotRel, err := b.svc.RelationshipOfCall(ctx, b.project, "run/3")
 	require.NoError(t, err)
 	require.Equal(t, rel.ID, gotRel.ID)
-	_, err = b.svc.RelationshipByEnds(ctx, b.project, "WORKS_FOR", org.ID, ada.ID)
-	require.Equal(t, errs.NotFound, errs.CodeOf(err), "the other direction")
+	_, err = b.svc.RelationshipOfCall(ctx, b.project, "run/1")
+	require.Equal(t, errs.NotFound, errs.CodeOf(err), "the key created an object, not a relationship")
 
 	require.NoError(t, b.svc.DeleteObject(ctx, b.project, ada.ID))
-	_, err = b.svc.ObjectByKey(ctx, b.project, "Person", "Ada Lovelace")
+	_, err = b.svc.ObjectOfCall(ctx, b.project, "run/1")
 	require.Equal(t, errs.NotFound, errs.CodeOf(err), "a deleted object")
 }

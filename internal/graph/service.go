@@ -192,6 +192,9 @@ func (s *Service) CreateObject(ctx context.Context, project uuid.UUID, p CreateO
 			}
 			return errs.Errorf(errs.Conflict, "an object of type %s with this key already exists: %s", o.Type, id)
 		}
+		if err := callEffectInsert(ctx, tx, p.CallKey, project, effectObject, o.ID, o.CreatedAt); err != nil {
+			return err
+		}
 		return s.enqueue(ctx, tx, project, []uuid.UUID{o.ID})
 	})
 	if err != nil {
@@ -205,11 +208,10 @@ func (s *Service) GetObject(ctx context.Context, project, id uuid.UUID) (Object,
 	return objectGet(ctx, s.pool, project, id, false)
 }
 
-// ObjectByKey returns the live object of project with type typ whose
-// natural key is key after normalisation (NormalizeKey): the object a
-// CreateObject of that type and key conflicts with. Errors: not_found.
-func (s *Service) ObjectByKey(ctx context.Context, project uuid.UUID, typ, key string) (Object, error) {
-	id, err := objectIDByKey(ctx, s.pool, project, typ, NormalizeKey(key))
+// ObjectOfCall returns the live object that the agent tool call key
+// created (CreateObjectParams.CallKey) in project. Errors: not_found.
+func (s *Service) ObjectOfCall(ctx context.Context, project uuid.UUID, key string) (Object, error) {
+	id, err := callEffectOf(ctx, s.pool, project, key, effectObject, ErrObjectNotFound)
 	if err != nil {
 		return Object{}, err
 	}
@@ -422,7 +424,7 @@ func (s *Service) CreateRelationship(ctx context.Context, project uuid.UUID, p C
 			}
 			return errs.Errorf(errs.Conflict, "this relationship already exists: %s", id)
 		}
-		return nil
+		return callEffectInsert(ctx, tx, p.CallKey, project, effectRelationship, r.ID, now)
 	})
 	if err != nil {
 		return Relationship{}, err
@@ -444,11 +446,11 @@ func (s *Service) GetRelationship(ctx context.Context, project, id uuid.UUID) (R
 	return relationshipGet(ctx, s.pool, project, id)
 }
 
-// RelationshipByEnds returns the relationship of project of type typ from
-// source to target: the one a CreateRelationship of the same conflicts
-// with. Errors: not_found.
-func (s *Service) RelationshipByEnds(ctx context.Context, project uuid.UUID, typ string, source, target uuid.UUID) (Relationship, error) {
-	id, err := relationshipIDByEnds(ctx, s.pool, project, typ, source, target)
+// RelationshipOfCall returns the relationship that the agent tool call
+// key created (CreateRelationshipParams.CallKey) in project. Errors:
+// not_found.
+func (s *Service) RelationshipOfCall(ctx context.Context, project uuid.UUID, key string) (Relationship, error) {
+	id, err := callEffectOf(ctx, s.pool, project, key, effectRelationship, ErrRelationshipNotFound)
 	if err != nil {
 		return Relationship{}, err
 	}

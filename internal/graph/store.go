@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -349,4 +350,34 @@ func objectProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UU
 
 func relationshipProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID, error) {
 	return postgres.One[uuid.UUID](ctx, db, ErrRelationshipNotFound, `SELECT project_id FROM graph_relationships WHERE id = $1`, id)
+}
+
+// Kinds of graph_call_effects.
+const (
+	effectObject       = "object"
+	effectRelationship = "relationship"
+)
+
+// callEffectInsert records, in the create's transaction, what the agent
+// tool call key created (nothing without a key). A key recorded already
+// is a conflict: one call creates one thing.
+func callEffectInsert(ctx context.Context, tx pgx.Tx, key string, project uuid.UUID, kind string, id uuid.UUID, now time.Time) error {
+	if key == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO graph_call_effects (call_key, project_id, kind, target_id, created_at)
+		VALUES ($1, $2, $3, $4, $5)`, key, project, kind, id, now)
+	if postgres.IsUniqueViolation(err, "graph_call_effects_pkey") {
+		return errs.Errorf(errs.Conflict, "tool call %s created something already", key)
+	}
+	if err != nil {
+		return fmt.Errorf("record the call's effect: %w", err)
+	}
+	return nil
+}
+
+// callEffectOf is the id of what call key created in project, of kind.
+func callEffectOf(ctx context.Context, db postgres.DBTX, project uuid.UUID, key, kind string, notFound error) (uuid.UUID, error) {
+	return postgres.One[uuid.UUID](ctx, db, notFound, `SELECT target_id FROM graph_call_effects
+		WHERE call_key = $1 AND project_id = $2 AND kind = $3`, key, project, kind)
 }

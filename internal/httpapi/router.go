@@ -29,6 +29,8 @@ type requestRecord struct {
 	id    string
 	mu    sync.Mutex
 	cause error
+	// stream is the failure of a stream after its status went out.
+	stream *Problem
 }
 
 type recordKey struct{}
@@ -45,6 +47,20 @@ func recordCause(ctx context.Context, err error) {
 	if r, ok := ctx.Value(recordKey{}).(*requestRecord); ok {
 		r.mu.Lock()
 		r.cause = err
+		r.mu.Unlock()
+	}
+}
+
+// RecordStreamFailure records that the response of ctx's request failed
+// with p after its status was sent (a stream's error event): the request's
+// log line names it (streamError: the code, streamStatus: the status it
+// would have had; level error for a 5xx) and
+// graphmill_http_stream_failures_total counts it. The request itself
+// stays counted under the status sent.
+func RecordStreamFailure(ctx context.Context, p *Problem) {
+	if r, ok := ctx.Value(recordKey{}).(*requestRecord); ok {
+		r.mu.Lock()
+		r.stream = p
 		r.mu.Unlock()
 	}
 }
@@ -139,6 +155,15 @@ func serve(c RouterConfig, mux *chi.Mux, next http.Handler, w http.ResponseWrite
 		if rec.cause != nil {
 			attrs = append(attrs, slog.String("error", rec.cause.Error()))
 			level = slog.LevelError
+		}
+		if p := rec.stream; p != nil {
+			attrs = append(attrs, slog.String("streamError", string(p.Code)), slog.Int("streamStatus", p.Status))
+			if p.Status >= http.StatusInternalServerError {
+				level = slog.LevelError
+			}
+			if c.Metrics != nil {
+				c.Metrics.StreamFailures.WithLabelValues(route, req.Method, string(p.Code)).Inc()
+			}
 		}
 		rec.mu.Unlock()
 		c.Logger.LogAttrs(ctx, level, "request", attrs...)

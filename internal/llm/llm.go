@@ -17,6 +17,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -219,7 +220,8 @@ type ToolResult struct {
 //
 //   - PurposeGroundedAnswer: the last user message holds the numbered
 //     sources, each as <source index="N" document="NAME">\n...text...\n</source>,
-//     then the question as <question>\n...\n</question>. The answer cites
+//     then the question as <question>\n...\n</question>; the texts are
+//     escaped (EscapePromptText), so that no tag comes from them. The answer cites
 //     sources with markers [N]. The local provider answers extractively:
 //     "Extractive answer (local provider):" and the source sentences that
 //     share the most words with the question, each with its marker; with
@@ -231,6 +233,19 @@ const (
 	PurposeGroundedAnswer = "grounded_answer"
 	PurposeSummary        = "summary"
 )
+
+// EscapePromptText escapes text that goes inside a tag of a prompt (the
+// sources and the question of PurposeGroundedAnswer): &, < and > as
+// &amp;, &lt; and &gt;, so that the text cannot close its tag or open
+// another.
+func EscapePromptText(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// UnescapePromptText reverses EscapePromptText.
+func UnescapePromptText(s string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
 
 // ChatRequest is one step of a tool-using conversation.
 type ChatRequest struct {

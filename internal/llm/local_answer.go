@@ -69,7 +69,7 @@ func (c *localClient) chatText(start time.Time, req ChatRequest, text string) (*
 func localExtract(text string) string {
 	q := ""
 	if m := localQuestionRe.FindStringSubmatch(text); m != nil {
-		q = m[1]
+		q = UnescapePromptText(m[1])
 	}
 	want := map[string]bool{}
 	for _, w := range StemWords(q) {
@@ -86,7 +86,7 @@ func localExtract(text string) string {
 		if err != nil {
 			continue
 		}
-		for i, s := range Sentences(localMarkerRe.ReplaceAllString(m[2], "")) {
+		for i, s := range Sentences(localMarkerRe.ReplaceAllString(UnescapePromptText(m[2]), "")) {
 			seen := map[string]bool{}
 			for _, w := range StemWords(s) {
 				if want[w] {

@@ -125,6 +125,17 @@ type LiveTool struct {
 	ToolName    string         `json:"toolName"`
 	Description string         `json:"description"`
 	InputSchema map[string]any `json:"inputSchema"`
+	// Hints are the tool's MCP annotations that tell whether calling it
+	// again is safe (recorded, not shown).
+	Hints Hints `json:"-"`
+}
+
+// Hints are the MCP annotations of an external tool that tell whether a
+// call may be made again when its outcome is unknown (an agent run
+// resumed after a crash during it).
+type Hints struct {
+	ReadOnly   bool `json:"readOnlyHint,omitempty"`
+	Idempotent bool `json:"idempotentHint,omitempty"`
 }
 
 // SyncResult is what a sync changed.
@@ -185,6 +196,7 @@ type ToolRef struct {
 	ToolName    string         `json:"toolName"`
 	Description string         `json:"description"`
 	InputSchema map[string]any `json:"inputSchema"`
+	Hints       Hints          `json:"-"`
 }
 
 // BuiltinTool is one tool of the built-in MCP server's catalogue.

@@ -680,6 +680,9 @@ func (s *Service) liveTools(ctx context.Context, srv Server) ([]LiveTool, error)
 				return err
 			}
 			lt := LiveTool{ToolName: t.Name, Description: t.Description, InputSchema: map[string]any{}}
+			if a := t.Annotations; a != nil {
+				lt.Hints = Hints{ReadOnly: a.ReadOnlyHint, Idempotent: a.IdempotentHint}
+			}
 			if raw, err := json.Marshal(t.InputSchema); err == nil {
 				_ = json.Unmarshal(raw, &lt.InputSchema)
 			}

@@ -187,14 +187,19 @@ func toolsUpsert(ctx context.Context, db postgres.DBTX, server uuid.UUID, live [
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("encode input schema of %s: %w", t.ToolName, err)
 		}
+		hints, err := json.Marshal(t.Hints)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("encode annotations of %s: %w", t.ToolName, err)
+		}
 		var inserted bool
 		var changed bool
 		err = db.QueryRow(ctx, `WITH old AS (SELECT description, input_schema FROM mcp_server_tools WHERE server_id = $2 AND tool_name = $3)
-			INSERT INTO mcp_server_tools (id, server_id, tool_name, description, input_schema, enabled, created_at)
-			VALUES ($1, $2, $3, $4, $5, true, $6)
-			ON CONFLICT (server_id, tool_name) DO UPDATE SET description = EXCLUDED.description, input_schema = EXCLUDED.input_schema
+			INSERT INTO mcp_server_tools (id, server_id, tool_name, description, input_schema, enabled, created_at, annotations)
+			VALUES ($1, $2, $3, $4, $5, true, $6, $7)
+			ON CONFLICT (server_id, tool_name) DO UPDATE SET description = EXCLUDED.description, input_schema = EXCLUDED.input_schema,
+				annotations = EXCLUDED.annotations
 			RETURNING (xmax = 0), COALESCE((SELECT description <> $4 OR input_schema <> $5::jsonb FROM old), false)`,
-			uuid.Must(uuid.NewV7()), server, t.ToolName, t.Description, schema, now).Scan(&inserted, &changed)
+			uuid.Must(uuid.NewV7()), server, t.ToolName, t.Description, schema, now, hints).Scan(&inserted, &changed)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("record mcp tool %s: %w", t.ToolName, err)
 		}
@@ -215,7 +220,7 @@ func toolsUpsert(ctx context.Context, db postgres.DBTX, server uuid.UUID, live [
 // toolRefsList lists the enabled tools of a project's enabled external
 // servers.
 func toolRefsList(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]ToolRef, error) {
-	rows, err := db.Query(ctx, `SELECT s.id, s.name, t.id, t.tool_name, t.description, t.input_schema
+	rows, err := db.Query(ctx, `SELECT s.id, s.name, t.id, t.tool_name, t.description, t.input_schema, t.annotations
 		FROM mcp_servers s JOIN mcp_server_tools t ON t.server_id = s.id
 		WHERE s.project_id = $1 AND s.enabled AND t.enabled AND s.type <> 'builtin'
 		ORDER BY s.name, s.id, t.tool_name`, project)
@@ -226,12 +231,13 @@ func toolRefsList(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([]T
 	out := []ToolRef{}
 	for rows.Next() {
 		var r ToolRef
-		var schema []byte
-		if err := rows.Scan(&r.ServerID, &r.ServerName, &r.ToolID, &r.ToolName, &r.Description, &schema); err != nil {
+		var schema, hints []byte
+		if err := rows.Scan(&r.ServerID, &r.ServerName, &r.ToolID, &r.ToolName, &r.Description, &schema, &hints); err != nil {
 			return nil, fmt.Errorf("scan tool ref: %w", err)
 		}
 		r.InputSchema = map[string]any{}
 		_ = json.Unmarshal(schema, &r.InputSchema)
+		_ = json.Unmarshal(hints, &r.Hints)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -20,9 +20,11 @@ type caller struct {
 	principal *auth.Principal
 	project   uuid.UUID
 	org       uuid.UUID
-	// replay marks an in-process call that may repeat one whose outcome
-	// is unknown (Server.Call).
-	replay bool
+	// callKey is the agent tool call an in-process call makes
+	// (agent.WithCallKey), "" otherwise; resumed marks the call made
+	// again after a restart, whose outcome is unknown (Server.Call).
+	callKey string
+	resumed bool
 }
 
 // sessionOwner names the token and project a session belongs to: a

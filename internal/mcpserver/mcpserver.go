@@ -33,10 +33,10 @@ type Graph interface {
 	CreateRelationship(ctx context.Context, project uuid.UUID, p graph.CreateRelationshipParams) (graph.Relationship, error)
 	ListRelationships(ctx context.Context, project uuid.UUID, f graph.RelationshipFilter) ([]graph.Relationship, int, error)
 	ListObjectRelationships(ctx context.Context, project, id uuid.UUID, d graph.Direction, typ string, limit, offset int) ([]graph.Relationship, int, error)
-	// ObjectByKey and RelationshipByEnds find what a create conflicts
-	// with (repeated tool calls, Server.Call).
-	ObjectByKey(ctx context.Context, project uuid.UUID, typ, key string) (graph.Object, error)
-	RelationshipByEnds(ctx context.Context, project uuid.UUID, typ string, source, target uuid.UUID) (graph.Relationship, error)
+	// ObjectOfCall and RelationshipOfCall find what an agent tool call
+	// created (a resumed call, Server.Call).
+	ObjectOfCall(ctx context.Context, project uuid.UUID, key string) (graph.Object, error)
+	RelationshipOfCall(ctx context.Context, project uuid.UUID, key string) (graph.Relationship, error)
 }
 
 // Documents is what the document tools call (document.Service).
@@ -60,6 +60,9 @@ type RegistryTool struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description,omitempty"`
 	InputSchema map[string]any `json:"inputSchema,omitempty"`
+	// Repeatable: its annotations say it is read-only or idempotent, so a
+	// call whose outcome is unknown may be made again (Server.Call).
+	Repeatable bool `json:"-"`
 }
 
 // Registry is the project's registry of external MCP servers. ListTools

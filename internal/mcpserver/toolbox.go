@@ -72,16 +72,17 @@ func (s *Server) Tools(ctx context.Context, p *auth.Principal, project uuid.UUID
 // Tools does not list for p; those of authorising p (see Tools); others
 // for failures of the infrastructure.
 //
-// A call whose ctx carries a run's tool call key (agent.WithCallKey) may
-// repeat one whose outcome is unknown (a run resumed after a crash during
-// the call makes it again): the creating graph tools then return what
-// such a call created instead of a conflict. graph_create_object returns
-// the live object of the same type and key that the same user created
-// under the same name; graph_create_relationship the relationship of the
-// same type and ends. The other built-in tools need nothing:
-// graph_update_object sets values, documents_upload_text returns the
-// existing document for the same content, the rest only read. External
-// tools are called again as they are.
+// A call whose ctx carries a run's tool call key (agent.WithCallKey)
+// records what graph_create_object and graph_create_relationship create
+// under the key, in the create's transaction. Resumed (the run was
+// killed during the call and makes it again), such a call returns what
+// the key created, if anything, instead of creating again; it is never a
+// "create or get" of what others created. The other built-in tools need
+// nothing: graph_update_object sets values, documents_upload_text
+// returns the existing document for the same content, the rest only
+// read. A resumed external tool is called again only when its
+// annotations say it is read-only or idempotent; otherwise the call is a
+// tool error saying its outcome is unknown.
 func (s *Server) Call(ctx context.Context, p *auth.Principal, project uuid.UUID, name string, args json.RawMessage) (json.RawMessage, bool, error) {
 	c, err := s.inProcessCaller(ctx, p, project)
 	if err != nil {
@@ -110,6 +111,10 @@ func (s *Server) Call(ctx context.Context, p *auth.Principal, project uuid.UUID,
 		params.Arguments = nil
 	}
 	if ext := found.external; ext != nil {
+		if c.resumed && !ext.Repeatable {
+			return textContent(fmt.Sprintf("the outcome of this call of %s is unknown after a restart; it was not repeated "+
+				"(the tool is not marked read-only or idempotent)", name)), true, nil
+		}
 		var in map[string]any
 		if len(args) > 0 {
 			if err := json.Unmarshal(args, &in); err != nil {
@@ -150,7 +155,8 @@ func (s *Server) inProcessCaller(ctx context.Context, p *auth.Principal, project
 	if err != nil {
 		return nil, err
 	}
-	return &caller{principal: p, project: acc.ProjectID, org: acc.OrgID, replay: agent.CallKeyFrom(ctx) != ""}, nil
+	key, resumed := agent.CallKeyFrom(ctx)
+	return &caller{principal: p, project: acc.ProjectID, org: acc.OrgID, callKey: key, resumed: resumed}, nil
 }
 
 // toolbox lists c's tools (see Tools).

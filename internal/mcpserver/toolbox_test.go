@@ -44,6 +44,7 @@ type recordingGraph struct {
 	created []graph.CreateObjectParams
 	objects []graph.Object
 	rels    []graph.Relationship
+	effects map[string]uuid.UUID // call key -> what it created
 }
 
 func (g *recordingGraph) CreateObject(_ context.Context, project uuid.UUID, p graph.CreateObjectParams) (graph.Object, error) {
@@ -64,14 +65,26 @@ func (g *recordingGraph) CreateObject(_ context.Context, project uuid.UUID, p gr
 	g.created = append(g.created, p)
 	o := graph.Object{ID: uuid.New(), ProjectID: project, Type: p.Type, Name: p.Name, Key: key, CreatedBy: p.CreatedBy}
 	g.objects = append(g.objects, o)
+	g.remember(p.CallKey, o.ID)
 	return o, nil
 }
 
-func (g *recordingGraph) ObjectByKey(_ context.Context, _ uuid.UUID, typ, key string) (graph.Object, error) {
+// remember records what call key created.
+func (g *recordingGraph) remember(key string, id uuid.UUID) {
+	if key == "" {
+		return
+	}
+	if g.effects == nil {
+		g.effects = map[string]uuid.UUID{}
+	}
+	g.effects[key] = id
+}
+
+func (g *recordingGraph) ObjectOfCall(_ context.Context, _ uuid.UUID, key string) (graph.Object, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, o := range g.objects {
-		if o.Type == typ && graph.NormalizeKey(o.Key) == graph.NormalizeKey(key) {
+		if id, ok := g.effects[key]; ok && o.ID == id {
 			return o, nil
 		}
 	}
@@ -88,14 +101,15 @@ func (g *recordingGraph) CreateRelationship(_ context.Context, project uuid.UUID
 	}
 	r := graph.Relationship{ID: uuid.New(), ProjectID: project, Type: p.Type, SourceID: p.SourceID, TargetID: p.TargetID}
 	g.rels = append(g.rels, r)
+	g.remember(p.CallKey, r.ID)
 	return r, nil
 }
 
-func (g *recordingGraph) RelationshipByEnds(_ context.Context, _ uuid.UUID, typ string, source, target uuid.UUID) (graph.Relationship, error) {
+func (g *recordingGraph) RelationshipOfCall(_ context.Context, _ uuid.UUID, key string) (graph.Relationship, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range g.rels {
-		if r.Type == typ && r.SourceID == source && r.TargetID == target {
+		if id, ok := g.effects[key]; ok && r.ID == id {
 			return r, nil
 		}
 	}
@@ -344,13 +358,14 @@ func TestResultContent(t *testing.T) {
 	}
 }
 
-// created calls the creating tool name as p, with a run's call key when
-// keyed, and decodes what it created into out (nil: it must fail).
-func (b *boxBundle) created(t *testing.T, keyed bool, p *auth.Principal, name, args string, out any) string {
+// created calls the creating tool name as p, as the run's call key
+// (none when "") marked resumed or not, and decodes what it created into
+// out (nil: it must fail).
+func (b *boxBundle) created(t *testing.T, key string, resumed bool, p *auth.Principal, name, args string, out any) string {
 	t.Helper()
 	ctx := t.Context()
-	if keyed {
-		ctx = agent.WithCallKey(ctx, "run/3")
+	if key != "" {
+		ctx = agent.WithCallKey(ctx, key, resumed)
 	}
 	content, isErr, err := b.srv.Call(ctx, p, b.project, name, json.RawMessage(args))
 	require.NoError(t, err)
@@ -361,32 +376,39 @@ func (b *boxBundle) created(t *testing.T, keyed bool, p *auth.Principal, name, a
 	return string(content)
 }
 
-func TestToolboxKeyedCallReturnsWhatTheCallCreated(t *testing.T) {
+// TestToolboxResumedCallReturnsWhatTheCallCreated: a run's create is a
+// create (an existing object is a conflict, even the caller's own),
+// recorded under its call key; only the resumed call of the same key
+// returns what that call created; a resumed call that created nothing
+// creates.
+func TestToolboxResumedCallReturnsWhatTheCallCreated(t *testing.T) {
 	t.Parallel()
 	b := boxSetup(t, nil)
 	p := b.principal(auth.AllScopes, auth.ProjectEditor)
 	args := `{"type":"Person","name":"Ada Lovelace"}`
 	var first, again graph.Object
-	b.created(t, false, p, ToolGraphCreateObject, args, &first)
+	b.created(t, "run/1", false, p, ToolGraphCreateObject, args, &first)
+	require.Equal(t, "run/1", b.graph.created[0].CallKey)
 
-	// Made again, the call conflicts; made again with a run's call key, it
-	// is the object created.
-	require.Contains(t, b.created(t, false, p, ToolGraphCreateObject, args, nil), "already exists: "+first.ID.String())
-	b.created(t, true, p, ToolGraphCreateObject, args, &again)
+	require.Contains(t, b.created(t, "", false, p, ToolGraphCreateObject, args, nil), "already exists: "+first.ID.String())
+	require.Contains(t, b.created(t, "run/2", false, p, ToolGraphCreateObject, args, nil), "already exists: "+first.ID.String(),
+		"a new call of a run conflicts with the caller's own object")
+	require.Contains(t, b.created(t, "run/3", true, p, ToolGraphCreateObject, args, nil), "already exists: "+first.ID.String(),
+		"a resumed call that created nothing creates")
+	b.created(t, "run/1", true, p, ToolGraphCreateObject, args, &again)
 	require.Equal(t, first.ID, again.ID)
 	require.Len(t, b.graph.created, 1, "created once")
 
-	// Not the caller's object, or another name under the same key: the
-	// conflict stands.
-	other := b.principal(auth.AllScopes, auth.ProjectEditor)
-	b.created(t, true, other, ToolGraphCreateObject, args, nil)
-	b.created(t, true, p, ToolGraphCreateObject, `{"type":"Person","name":"Ada","key":"ada lovelace"}`, nil)
+	var fresh graph.Object
+	b.created(t, "run/4", true, p, ToolGraphCreateObject, `{"type":"Person","name":"Charles Babbage"}`, &fresh)
+	require.Len(t, b.graph.created, 2)
 
 	rel := `{"type":"KNOWS","sourceId":"` + first.ID.String() + `","targetId":"` + uuid.NewString() + `"}`
 	var r1, r2 graph.Relationship
-	b.created(t, false, p, ToolGraphCreateRelationship, rel, &r1)
-	b.created(t, false, p, ToolGraphCreateRelationship, rel, nil)
-	b.created(t, true, p, ToolGraphCreateRelationship, rel, &r2)
+	b.created(t, "run/5", false, p, ToolGraphCreateRelationship, rel, &r1)
+	b.created(t, "run/6", false, p, ToolGraphCreateRelationship, rel, nil)
+	b.created(t, "run/6", true, p, ToolGraphCreateRelationship, rel, nil)
+	b.created(t, "run/5", true, p, ToolGraphCreateRelationship, rel, &r2)
 	require.Equal(t, r1.ID, r2.ID)
 	require.Len(t, b.graph.rels, 1)
 }
@@ -409,4 +431,37 @@ func BenchmarkToolboxCall(b *testing.B) {
 			b.Fatal(err, isErr)
 		}
 	}
+}
+
+// TestToolboxResumedExternalCall: a resumed call of an external tool
+// (its outcome unknown after a restart) is made again only when the
+// tool's annotations say it is read-only or idempotent; otherwise it is
+// a tool error saying so, and the server is not called.
+func TestToolboxResumedExternalCall(t *testing.T) {
+	t.Parallel()
+	server := uuid.New()
+	reg := &fakeRegistry{tools: []RegistryTool{
+		{ServerID: server, Server: "weather", Name: "forecast", Repeatable: true},
+		{ServerID: server, Server: "weather", Name: "book"},
+	}}
+	b := boxSetup(t, reg)
+	p := b.principal(auth.AllScopes, auth.ProjectEditor)
+	args := json.RawMessage(`{"city":"Paris"}`)
+	resumed := agent.WithCallKey(t.Context(), "run/1", true)
+
+	content, isErr, err := b.srv.Call(resumed, p, b.project, "weather/book", args)
+	require.NoError(t, err)
+	require.True(t, isErr)
+	require.Contains(t, string(content), "unknown after a restart; it was not repeated")
+	require.Empty(t, reg.calls)
+
+	content, isErr, err = b.srv.Call(resumed, p, b.project, "weather/forecast", args)
+	require.NoError(t, err)
+	require.False(t, isErr, string(content))
+	require.Equal(t, []string{server.String() + "/forecast"}, reg.calls)
+
+	_, isErr, err = b.srv.Call(agent.WithCallKey(t.Context(), "run/2", false), p, b.project, "weather/book", args)
+	require.NoError(t, err)
+	require.False(t, isErr)
+	require.Equal(t, []string{server.String() + "/forecast", server.String() + "/book"}, reg.calls, "a first call is made")
 }

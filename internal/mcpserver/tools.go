@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -304,27 +303,21 @@ func (s *Server) getObject(ctx context.Context, c *caller, in getObjectIn) (any,
 	return objectWithRelationships{Object: o, Relationships: nonNil(rels), RelationshipsTotal: total}, nil
 }
 
-// createObject is graph_create_object. Repeated (Server.Call), a conflict
-// with an object of the same type and key that the caller created under
-// the same name is that object: the call repeated created it.
+// createObject is graph_create_object. An agent's call records the
+// object under its call key; resumed, it returns the object the key
+// created, if any (Server.Call).
 func (s *Server) createObject(ctx context.Context, c *caller, in createObjectIn) (any, error) {
+	if c.resumed {
+		prev, err := s.cfg.Graph.ObjectOfCall(ctx, c.project, c.callKey)
+		if errs.CodeOf(err) != errs.NotFound {
+			return prev, err
+		}
+	}
 	user := c.principal.UserID
-	o, err := s.cfg.Graph.CreateObject(ctx, c.project, graph.CreateObjectParams{
+	return s.cfg.Graph.CreateObject(ctx, c.project, graph.CreateObjectParams{
 		Type: in.Type, Key: in.Key, Name: in.Name, Description: in.Description, Properties: in.Properties,
-		Labels: in.Labels, Status: in.Status, Confidence: in.Confidence, CreatedBy: &user,
+		Labels: in.Labels, Status: in.Status, Confidence: in.Confidence, CreatedBy: &user, CallKey: c.callKey,
 	})
-	if !c.replay || errs.CodeOf(err) != errs.Conflict {
-		return o, err
-	}
-	key := in.Key
-	if strings.TrimSpace(key) == "" {
-		key = in.Name
-	}
-	prev, perr := s.cfg.Graph.ObjectByKey(ctx, c.project, in.Type, key)
-	if perr != nil || prev.CreatedBy == nil || *prev.CreatedBy != user || prev.Name != strings.TrimSpace(in.Name) {
-		return o, err
-	}
-	return prev, nil
 }
 
 // updateObject is graph_update_object.
@@ -339,7 +332,8 @@ func (s *Server) updateObject(ctx context.Context, c *caller, in updateObjectIn)
 	return o, notFound(err, "object", id)
 }
 
-// createRelationship is graph_create_relationship.
+// createRelationship is graph_create_relationship, recorded and resumed
+// as createObject.
 func (s *Server) createRelationship(ctx context.Context, c *caller, in createRelationshipIn) (any, error) {
 	src, err := parseID("sourceId", in.SourceID)
 	if err != nil {
@@ -349,16 +343,15 @@ func (s *Server) createRelationship(ctx context.Context, c *caller, in createRel
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.cfg.Graph.CreateRelationship(ctx, c.project, graph.CreateRelationshipParams{
-		Type: in.Type, SourceID: src, TargetID: tgt, Properties: in.Properties, Confidence: in.Confidence,
-	})
-	if c.replay && errs.CodeOf(err) == errs.Conflict {
-		// Repeated: the relationship the call repeated created.
-		if prev, perr := s.cfg.Graph.RelationshipByEnds(ctx, c.project, in.Type, src, tgt); perr == nil {
-			return prev, nil
+	if c.resumed {
+		prev, err := s.cfg.Graph.RelationshipOfCall(ctx, c.project, c.callKey)
+		if errs.CodeOf(err) != errs.NotFound {
+			return prev, err
 		}
 	}
-	return r, err
+	return s.cfg.Graph.CreateRelationship(ctx, c.project, graph.CreateRelationshipParams{
+		Type: in.Type, SourceID: src, TargetID: tgt, Properties: in.Properties, Confidence: in.Confidence, CallKey: c.callKey,
+	})
 }
 
 // listRelationships is graph_list_relationships.

@@ -21,7 +21,7 @@ const (
 // sessions in the project.
 type Chat interface {
 	ListSessions(ctx context.Context, project, user uuid.UUID, limit, offset int) ([]chat.Session, int, error)
-	CreateSession(ctx context.Context, project, user uuid.UUID, p chat.CreateParams) (chat.Session, error)
+	SendNew(ctx context.Context, project, user uuid.UUID, c chat.CreateParams, p chat.SendParams) (chat.Session, chat.Message, error)
 	Send(ctx context.Context, project, user, id uuid.UUID, p chat.SendParams) (chat.Message, error)
 }
 
@@ -82,21 +82,21 @@ func (s *Server) chatSessionsList(ctx context.Context, c *caller, in chatListIn)
 	return chatSessionPage{Sessions: nonNil(list), pageInfo: pageInfo{Total: total, Limit: limit, Offset: in.Offset}}, nil
 }
 
-// chatSend is chat_send.
+// chatSend is chat_send: without a session id, the session is stored
+// with the question and its answer (SendNew), so a refused or failed call
+// leaves none behind.
 func (s *Server) chatSend(ctx context.Context, c *caller, in chatSendIn) (any, error) {
 	user := c.principal.UserID
-	var id uuid.UUID
 	if in.SessionID == "" {
-		sess, err := s.cfg.Chat.CreateSession(ctx, c.project, user, chat.CreateParams{Title: in.Title})
+		sess, msg, err := s.cfg.Chat.SendNew(ctx, c.project, user, chat.CreateParams{Title: in.Title}, chat.SendParams{Content: in.Content})
 		if err != nil {
 			return nil, err
 		}
-		id = sess.ID
-	} else {
-		var err error
-		if id, err = parseID("sessionId", in.SessionID); err != nil {
-			return nil, err
-		}
+		return chatSendOut{SessionID: sess.ID, Message: msg}, nil
+	}
+	id, err := parseID("sessionId", in.SessionID)
+	if err != nil {
+		return nil, err
 	}
 	msg, err := s.cfg.Chat.Send(ctx, c.project, user, id, chat.SendParams{Content: in.Content})
 	if err != nil {

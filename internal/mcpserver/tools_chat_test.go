@@ -21,8 +21,8 @@ func (unusedChat) ListSessions(context.Context, uuid.UUID, uuid.UUID, int, int) 
 	return nil, 0, errs.New(errs.Internal, "chat called")
 }
 
-func (unusedChat) CreateSession(context.Context, uuid.UUID, uuid.UUID, chat.CreateParams) (chat.Session, error) {
-	return chat.Session{}, errs.New(errs.Internal, "chat called")
+func (unusedChat) SendNew(context.Context, uuid.UUID, uuid.UUID, chat.CreateParams, chat.SendParams) (chat.Session, chat.Message, error) {
+	return chat.Session{}, chat.Message{}, errs.New(errs.Internal, "chat called")
 }
 
 func (unusedChat) Send(context.Context, uuid.UUID, uuid.UUID, uuid.UUID, chat.SendParams) (chat.Message, error) {

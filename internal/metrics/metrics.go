@@ -21,6 +21,10 @@ func NewRegistry() *prometheus.Registry {
 type HTTP struct {
 	Requests *prometheus.CounterVec
 	Duration *prometheus.HistogramVec
+	// StreamFailures counts the streamed responses that failed after
+	// their status went out (their requests count under that status), by
+	// route, method and error code.
+	StreamFailures *prometheus.CounterVec
 }
 
 // NewHTTP registers the HTTP request metrics.
@@ -33,8 +37,12 @@ func NewHTTP(reg prometheus.Registerer) *HTTP {
 			Name: "graphmill_http_request_duration_seconds", Help: "HTTP request latency, by route, method and status.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route", "method", "status"}),
+		StreamFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "graphmill_http_stream_failures_total",
+			Help: "Streamed HTTP responses that failed after their status was sent (an error event), by route, method and error code.",
+		}, []string{"route", "method", "code"}),
 	}
-	reg.MustRegister(h.Requests, h.Duration)
+	reg.MustRegister(h.Requests, h.Duration, h.StreamFailures)
 	return h
 }
 

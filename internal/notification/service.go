@@ -223,6 +223,13 @@ func (s *Service) DeleteExpired(ctx context.Context, db postgres.DBTX) (int64, e
 	return notificationDeleteExpired(ctx, db, s.now().UTC())
 }
 
+// ExpireSource expires now, in tx, the notifications that source (its
+// type and id, as Params gives them) raised and that have not expired
+// yet: what they announced is over (an agent run's question closed).
+func (s *Service) ExpireSource(ctx context.Context, tx pgx.Tx, sourceType, sourceID string) error {
+	return notificationExpireSource(ctx, tx, sourceType, sourceID, s.now().UTC())
+}
+
 // Recipient returns whom notification id belongs to (its user, and its
 // project when it has one), for the routes that name a notification.
 // Errors: not_found.

@@ -311,3 +311,12 @@ func digestInsert(ctx context.Context, db postgres.DBTX, user uuid.UUID, now tim
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+func notificationExpireSource(ctx context.Context, db postgres.DBTX, sourceType, sourceID string, now time.Time) error {
+	_, err := db.Exec(ctx, `UPDATE notifications SET expires_at = $3
+		WHERE source_type = $1 AND source_id = $2 AND (expires_at IS NULL OR expires_at > $3)`, sourceType, sourceID, now)
+	if err != nil {
+		return fmt.Errorf("expire notifications of %s %s: %w", sourceType, sourceID, err)
+	}
+	return nil
+}

@@ -112,7 +112,7 @@ func NewServer(tools ...string) *mcp.Server {
 					return text("echo: " + in.Text), nil, nil
 				})
 		case "add":
-			mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two integers."},
+			mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two integers.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 				func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
 					return text(fmt.Sprint(in.A + in.B)), nil, nil
 				})
