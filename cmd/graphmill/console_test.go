@@ -191,11 +191,7 @@ func TestConsoleAuthorization(t *testing.T) {
 	s := newServer(t)
 	project, org := s.defaultProject()
 	other := s.newProject(org, "other")
-	var doc struct {
-		ID string `json:"id"`
-	}
-	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "a.md", "content": "# A\n\nText."},
-		header{"X-Project-ID", other}).Decode(t, &doc)
+	doc := consoleUpload(t, s, other, "a.md", "# A\n\nText.")
 
 	// A viewer of the default project only.
 	userID, _ := s.newMember("viewer@example.com", allScopes, project, "viewer")
@@ -211,8 +207,8 @@ func TestConsoleAuthorization(t *testing.T) {
 	require.Contains(t, page, project)
 	require.NotContains(t, page, other, "a project the viewer is not in")
 	for _, path := range []string{
-		"/projects/" + other, "/projects/" + other + "/documents", "/projects/" + other + "/documents/" + doc.ID,
-		"/projects/" + project + "/documents/" + doc.ID, "/projects/" + project + "/documents/not-a-uuid",
+		"/projects/" + other, "/projects/" + other + "/documents", "/projects/" + other + "/documents/" + doc,
+		"/projects/" + project + "/documents/" + doc, "/projects/" + project + "/documents/not-a-uuid",
 		"/stream/projects/" + other + "/documents",
 	} {
 		status, _, page := b.do("GET", path, nil)
@@ -282,12 +278,8 @@ func TestConsoleDocumentStream(t *testing.T) {
 
 	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "b.md", "content": "# B\n\nOther project."},
 		header{"X-Project-ID", other})
-	var doc struct {
-		ID string `json:"id"`
-	}
-	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "a.md", "content": "# A\n\nThis project."},
-		header{"X-Project-ID", project}).Decode(t, &doc)
-	s.waitDocument(project, doc.ID)
+	doc := consoleUpload(t, s, project, "a.md", "# A\n\nThis project.")
+	s.waitDocument(project, doc)
 	select {
 	case f := <-frames:
 		require.Equal(t, "event: "+console.DocumentsEvent+"\ndata: document.converted", f)
@@ -423,28 +415,20 @@ func TestConsoleSearch(t *testing.T) {
 	s := newServer(t)
 	project, org := s.defaultProject()
 	other := s.newProject(org, "other")
-	var doc struct {
-		ID string `json:"id"`
-	}
-	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "looms.md", "content": "# Looms\n\nThe Jacquard & Co <loom> reads punched cards."},
-		header{"X-Project-ID", project}).Decode(t, &doc)
-	s.waitDocument(project, doc.ID)
-	var odoc struct {
-		ID string `json:"id"`
-	}
-	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "secret.md", "content": "# Secret\n\nThe Jacquard archive of another project."},
-		header{"X-Project-ID", other}).Decode(t, &odoc)
-	s.waitDocument(other, odoc.ID)
+	doc := consoleUpload(t, s, project, "looms.md", "# Looms\n\nThe Jacquard & Co <loom> reads punched cards.")
+	s.waitDocument(project, doc)
+	odoc := consoleUpload(t, s, other, "secret.md", "# Secret\n\nThe Jacquard archive of another project.")
+	s.waitDocument(other, odoc)
 
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
 	status, _, page := b.do("GET", "/projects/"+project+"/search?q=jacquard&mode=keyword", nil)
 	require.Equal(t, 200, status, page)
 	require.Contains(t, page, `<mark>Jacquard</mark>`)
-	require.Contains(t, page, `href="/projects/`+project+`/documents/`+doc.ID+`"`)
+	require.Contains(t, page, `href="/projects/`+project+`/documents/`+doc+`"`)
 	require.Contains(t, page, "&amp;", "the document's text is escaped")
 	require.NotContains(t, page, "<loom>", "the document's text is escaped")
-	require.NotContains(t, page, odoc.ID, "another project's document")
+	require.NotContains(t, page, odoc, "another project's document")
 	status, _, _ = b.do("GET", "/projects/"+project+"/search?q=jacquard&mode=sideways", nil)
 	require.Equal(t, http.StatusBadRequest, status)
 
@@ -453,4 +437,16 @@ func TestConsoleSearch(t *testing.T) {
 	nb.signIn(noSearch)
 	status, _, _ = nb.do("GET", "/projects/"+project+"/search?q=jacquard", nil)
 	require.Equal(t, http.StatusForbidden, status)
+}
+
+// consoleUpload uploads a text document to project through the API, as
+// the admin, and returns its id.
+func consoleUpload(t *testing.T, s *testServer, project, filename, content string) string {
+	t.Helper()
+	var doc struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": filename, "content": content},
+		header{"X-Project-ID", project}).Decode(t, &doc)
+	return doc.ID
 }
