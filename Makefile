@@ -4,7 +4,7 @@ GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 30m
 FUZZTIME ?= 30s
 
-.PHONY: help postgres run build test test/drills test/race lint bench bench/ratelimit fuzz tidy
+.PHONY: help postgres chromium run build test test/drills test/race lint bench bench/ratelimit fuzz tidy
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -14,6 +14,16 @@ postgres: ## Install the PostgreSQL server binaries when none are found (Debian/
 		echo "PostgreSQL server binaries not found: installing the postgresql package"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q postgresql; \
+	fi
+
+# The console's browser test (cmd/graphmill TestConsoleBrowser) drives
+# Debian's chromium with playwright-core; installing it adds about 20 s
+# (apt-get install, package lists already fetched).
+chromium: ## Install Debian's chromium for the console's browser test when missing
+	@if [ -x /usr/bin/chromium ]; then :; else \
+		echo "chromium not found: installing the chromium package"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; \
 	fi
 
 run: postgres ## Run the server on the embedded PostgreSQL (data in ./.graphmill)
@@ -28,7 +38,7 @@ build: ## Build ./bin/graphmill
 # PostgreSQL cluster: withpg starts it, hands it to them in
 # GRAPHMILL_TEST_DATABASE_URL and stops it when the run ends, however it ends.
 TEST_PARALLEL ?= -p 4 -parallel 4
-test: postgres ## Run every test and the drills against one throwaway PostgreSQL cluster
+test: postgres chromium ## Run every test and the drills against one throwaway PostgreSQL cluster
 	@$(GO) build -o bin/withpg ./internal/pgtest/withpg
 	bin/withpg $(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) $(TEST_PARALLEL) -tags drills \
 		./test/drills/ $$($(GO) list ./... | grep -v /test/drills)
@@ -36,7 +46,7 @@ test: postgres ## Run every test and the drills against one throwaway PostgreSQL
 test/drills: postgres ## Run the drills on the real binary: kill -9, replicas under load, PostgreSQL restart (a few minutes)
 	$(GO) tool gotestsum --format standard-verbose -- $(TEST_FLAGS) -tags drills ./test/drills/
 
-test/race: postgres ## Run every test with the race detector
+test/race: postgres chromium ## Run every test with the race detector
 	$(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) -race ./...
 
 lint: ## Run golangci-lint (pinned in tools/go.mod)

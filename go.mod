@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	cloud.google.com/go/auth v0.20.0
+	github.com/a-h/templ v0.3.960
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/creack/pty v1.1.24

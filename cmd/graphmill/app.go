@@ -33,6 +33,7 @@ import (
 	"github.com/graphmill/graphmill/internal/connector/rss"
 	"github.com/graphmill/graphmill/internal/connector/s3"
 	"github.com/graphmill/graphmill/internal/connector/web"
+	"github.com/graphmill/graphmill/internal/console"
 	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
@@ -273,7 +274,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 
 	router := httpapi.NewRouter(httpapi.RouterConfig{
 		Logger: log, Metrics: metrics.NewHTTP(reg), Tracer: tp,
-		StreamPrefixes: []string{"/api/events/stream", "/api/mcp"},
+		StreamPrefixes: []string{"/api/events/stream", "/api/mcp", console.StreamPrefix},
 	})
 	api := httpapi.NewAPI(router, m.guard, health.Version())
 	health.Register(api, m.health, m.Config.Production())
@@ -486,6 +487,16 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	superadmin.Register(api, superSvc, ten, extractions, docs, embeddings, auditLog)
 	superadmin.RegisterSyncJobs(api, superSvc, integrations, auditLog)
 	superadmin.RegisterEmail(api, m.emails)
+
+	// The web console at /: its pages call the services above with the
+	// signed-in caller; uploads go through the API's route.
+	web, err := console.New(console.Config{
+		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Tasks: m.tasks, Search: searches, Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,
+	})
+	if err != nil {
+		return err
+	}
+	web.Mount(router)
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())

@@ -177,6 +177,13 @@ func benchLatencies(b *testing.B, s *testServer, paths, names []string) {
 		lat[k] = append(lat[k], time.Since(t0))
 	}
 	b.StopTimer()
+	benchReport(b, lat, paths, names)
+}
+
+// benchReport reports the p50 and p95 of each list of latencies (named
+// names[k] in the metrics, paths[k] in the log).
+func benchReport(b *testing.B, lat [][]time.Duration, paths, names []string) {
+	b.Helper()
 	for k, l := range lat {
 		if len(l) == 0 {
 			continue

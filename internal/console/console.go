@@ -1,0 +1,404 @@
+// Package console is the web console: server-rendered pages (templ, htmx
+// and its SSE extension, vendored under static/) served by graphmill serve
+// at / beside the API. A browser signs in with an API token, which is kept
+// sealed in an HttpOnly cookie; every page authenticates it with the API's
+// guard and authorises the request with the API's rules for the same
+// reads, then calls the services, never the database.
+package console
+
+//go:generate go tool -modfile=../../tools/go.mod templ generate
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/search"
+	"github.com/graphmill/graphmill/internal/secrets"
+	"github.com/graphmill/graphmill/internal/task"
+	"github.com/graphmill/graphmill/internal/tenancy"
+)
+
+//go:embed static
+var staticFS embed.FS
+
+// ContentSecurityPolicy is the policy of every console response: scripts
+// and styles only from the console's own static files (no inline script,
+// no eval: htmx runs with allowEval off), connections only to itself.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// StreamPrefix is the path prefix of the console's event streams, which
+// the router serves without a deadline.
+const StreamPrefix = "/stream/"
+
+// PageSize is the number of rows of a list page.
+const PageSize = 50
+
+// Config wires the console to the guard, the services and the API.
+type Config struct {
+	Guard     *auth.Guard
+	Projects  *tenancy.Service
+	Documents *document.Service
+	// Search is the projects' keyword, vector and hybrid search.
+	Search *search.Service
+	// Tasks are the projects' review tasks.
+	Tasks *task.Service
+	// Extraction is the object_extraction queue's jobs.
+	Extraction *extraction.Service
+	// Events is the API's event stream (events.Hub); the console's
+	// streams run it for the signed-in caller and turn its events into
+	// HTML fragments.
+	Events http.Handler
+	// API serves requests the console forwards with the session's token
+	// (uploads), so they take the API's own path: limits, spooling,
+	// authorisation.
+	API    http.Handler
+	Box    *secrets.Box
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Handler serves the console.
+type Handler struct {
+	cfg      Config
+	sessions sessions
+	static   http.Handler
+}
+
+// New returns the console handler.
+func New(c Config) (*Handler, error) {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+		return nil, errors.New("console: incomplete config")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	files := http.StripPrefix("/static/", http.FileServerFS(sub))
+	static := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
+	return &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now}, static: static}, nil
+}
+
+// The rules of the console's pages: those of the API routes that read the
+// same records (tenancy.Register, document.Register, the event stream in
+// cmd/graphmill).
+//
+//nolint:gochecknoglobals // constant rules
+var (
+	projectsRule  = auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}
+	projectRule   = auth.Rule{Scope: auth.AdminRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	documentsRule = auth.Rule{Scope: auth.DocumentsRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	streamRule    = auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Authenticated}
+)
+
+// Mount adds the console's routes to r (the API's router: its middleware
+// logs, measures and bounds them like API requests).
+func (h *Handler) Mount(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(securityHeaders, http.NewCrossOriginProtection().Handler)
+		r.Handle("/static/*", h.static)
+		r.Get("/signin", h.signinForm)
+		r.Post("/signin", h.signin)
+		r.Post("/signout", h.signedIn(h.signout))
+		r.Get("/", h.signedIn(h.projects))
+		r.Get("/projects/{project}", h.signedIn(h.project))
+		r.Get("/projects/{project}/documents", h.signedIn(h.documents))
+		r.Get("/projects/{project}/documents/rows", h.signedIn(h.documentRows))
+		r.Post("/projects/{project}/documents", h.signedIn(h.upload))
+		r.Get("/projects/{project}/documents/{id}", h.signedIn(h.document))
+		r.Get(StreamPrefix+"projects/{project}/documents", h.signedIn(h.documentStream))
+		r.Get("/projects/{project}/jobs", h.signedIn(h.jobs))
+		r.Get("/projects/{project}/jobs/rows", h.signedIn(h.jobRows))
+		r.Get("/projects/{project}/jobs/{id}", h.signedIn(h.job))
+		r.Post("/projects/{project}/jobs/{id}/cancel", h.signedIn(h.cancelJob))
+		r.Post("/projects/{project}/jobs/{id}/retry", h.signedIn(h.retryJob))
+		r.Get(StreamPrefix+"projects/{project}/jobs", h.signedIn(h.jobStream))
+		r.Get("/projects/{project}/tasks", h.signedIn(h.tasks))
+		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
+		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
+	})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", ContentSecurityPolicy)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		if !strings.HasPrefix(r.URL.Path, "/static/") {
+			hd.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// caller is the signed-in browser: its session and the principal its
+// token authenticates as now.
+type caller struct {
+	sess session
+	p    *auth.Principal
+}
+
+type pageFunc func(w http.ResponseWriter, r *http.Request, c caller)
+
+// signedIn authenticates the session's token with the guard (so that a
+// revoked or expired token signs the browser out at once), checks the
+// CSRF token of unsafe requests, and runs page.
+func (h *Handler) signedIn(page pageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess, err := h.sessions.get(r)
+		var p *auth.Principal
+		if err == nil {
+			p, err = h.cfg.Guard.Authenticate(r.Context(), "Bearer "+sess.Token)
+			if err != nil && errs.CodeOf(err) == errs.Internal {
+				h.fail(w, r, err)
+				return
+			}
+		}
+		if err != nil {
+			clearCookie(w, r, SessionCookie, "/")
+			if r.Header.Get("HX-Request") != "" || r.Method != http.MethodGet {
+				w.Header().Set("HX-Redirect", "/signin")
+				http.Error(w, "signed out", http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameToken(sess.CSRF, submittedCSRF(r)) {
+			http.Error(w, "invalid or missing CSRF token", http.StatusForbidden)
+			return
+		}
+		page(w, r.WithContext(auth.WithPrincipal(r.Context(), p)), caller{sess: sess, p: p})
+	}
+}
+
+// check authorises c for rule on the request's project (and resource):
+// the API's guard, the API's answers (not found before forbidden).
+func (h *Handler) check(r *http.Request, c caller, rule auth.Rule, resource string) (auth.Access, error) {
+	return h.cfg.Guard.Check(r.Context(), c.p, rule, auth.Request{ProjectID: chi.URLParam(r, "project"), ResourceID: resource})
+}
+
+// render writes a page or fragment.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := c.Render(r.Context(), w); err != nil {
+		h.cfg.Logger.ErrorContext(r.Context(), "render console page", "path", r.URL.Path, "err", err)
+	}
+}
+
+// fail answers an error as a page: the API's status for the error's code,
+// and its message for the client's errors only.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := statusOf(err)
+	if status >= http.StatusInternalServerError {
+		h.cfg.Logger.ErrorContext(r.Context(), "console request failed", "path", r.URL.Path, "err", err)
+	}
+	if r.Header.Get("HX-Request") != "" {
+		// An htmx action: the message alone, which the page shows.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, msg) //nolint:gosec // G705: text/plain with nosniff, shown by textContent
+		return
+	}
+	h.render(w, r, status, errorPage(status, msg))
+}
+
+// statusOf is the API's status for err (httpapi.StatusOf), with the
+// error's message for the client's errors only.
+func statusOf(err error) (int, string) {
+	status := httpapi.StatusOf(errs.CodeOf(err))
+	if status >= http.StatusInternalServerError {
+		return status, "internal error"
+	}
+	return status, err.Error()
+}
+
+// pageOffset is the offset query parameter (0 when absent or invalid).
+func pageOffset(r *http.Request) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("offset"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+func (h *Handler) signinForm(w http.ResponseWriter, r *http.Request) {
+	token := randomToken()
+	setCookie(w, r, SigninCookie, token, "/signin", 3600)
+	h.render(w, r, http.StatusOK, signinPage(token, ""))
+}
+
+// signin checks the sign-in form's CSRF token against its cookie (a
+// double submit: no session exists yet), authenticates the API token
+// with the guard, and seals it into the session cookie.
+func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(SigninCookie)
+	if err != nil || !sameToken(c.Value, r.PostFormValue(csrfField)) {
+		http.Error(w, "invalid or missing CSRF token", http.StatusForbidden)
+		return
+	}
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	p, err := h.cfg.Guard.Authenticate(r.Context(), "Bearer "+token)
+	if err != nil {
+		if errs.CodeOf(err) == errs.Internal {
+			h.fail(w, r, err)
+			return
+		}
+		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "This token is not valid."))
+		return
+	}
+	if p.Kind != auth.KindAPIToken {
+		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "Sign in with an API token."))
+		return
+	}
+	clearCookie(w, r, SigninCookie, "/signin")
+	h.sessions.set(w, r, token)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (h *Handler) signout(w http.ResponseWriter, r *http.Request, _ caller) {
+	clearCookie(w, r, SessionCookie, "/")
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}
+
+func (h *Handler) projects(w http.ResponseWriter, r *http.Request, c caller) {
+	if _, err := h.check(r, c, projectsRule, ""); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	offset := pageOffset(r)
+	list, total, err := h.cfg.Projects.ListProjects(r.Context(), c.p, nil, tenancy.Page{Limit: PageSize, Offset: offset})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, projectsPage(c.sess.CSRF, list, pager{Offset: offset, Total: total, Base: "/"}))
+}
+
+// projectContext authorises c for rule on the path's project and loads it.
+func (h *Handler) projectContext(r *http.Request, c caller, rule auth.Rule, resource string) (auth.Access, tenancy.Project, error) {
+	a, err := h.check(r, c, rule, resource)
+	if err != nil {
+		return a, tenancy.Project{}, err
+	}
+	pr, err := h.cfg.Projects.GetProject(r.Context(), c.p, a.ProjectID)
+	return a, pr, err
+}
+
+func (h *Handler) project(w http.ResponseWriter, r *http.Request, c caller) {
+	a, pr, err := h.projectContext(r, c, projectRule, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	counts, err := h.cfg.Documents.DocumentCounts(r.Context(), []uuid.UUID{a.ProjectID})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, projectPage(c.sess.CSRF, pr, counts[a.ProjectID]))
+}
+
+func (h *Handler) documentList(r *http.Request, c caller) (tenancy.Project, []document.Document, pager, error) {
+	a, pr, err := h.projectContext(r, c, documentsRule, "")
+	if err != nil {
+		return pr, nil, pager{}, err
+	}
+	offset := pageOffset(r)
+	list, total, err := h.cfg.Documents.List(r.Context(), a.ProjectID, PageSize, offset)
+	return pr, list, pager{Offset: offset, Total: total, Base: "/projects/" + pr.ID.String() + "/documents"}, err
+}
+
+func (h *Handler) documents(w http.ResponseWriter, r *http.Request, c caller) {
+	pr, list, pg, err := h.documentList(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, documentsPage(c.sess.CSRF, pr, list, pg))
+}
+
+// documentRows is the documents table's body, which the page reloads
+// after an upload.
+func (h *Handler) documentRows(w http.ResponseWriter, r *http.Request, c caller) {
+	pr, list, _, err := h.documentList(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, documentRows(pr.ID, list))
+}
+
+func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {
+	a, pr, err := h.projectContext(r, c, documentsRule.WithOwner(h.documentOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d, err := h.cfg.Documents.Get(r.Context(), a.ProjectID, a.ResourceID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	offset := pageOffset(r)
+	chunks, total, err := h.cfg.Documents.Chunks(r.Context(), a.ProjectID, a.ResourceID, PageSize, offset)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	base := "/projects/" + pr.ID.String() + "/documents/" + d.ID.String()
+	h.render(w, r, http.StatusOK, documentPage(c.sess.CSRF, pr, d, chunks, pager{Offset: offset, Total: total, Base: base}))
+}
+
+// documentOwner is the API's owner of a document path (document.Register).
+func (h *Handler) documentOwner() *auth.Owner {
+	return &auth.Owner{
+		Param: "id", Kind: "document", Resolve: auth.InProject(h.cfg.Documents.DocumentProject),
+		NotFound: document.ErrNotFound, NamedProject: true,
+	}
+}
+
+// upload forwards the browser's multipart upload to the API's upload
+// route with the session's token: the API's limits, spooling and
+// authorisation apply unchanged, and its JSON answer goes back to the
+// page's script.
+func (h *Handler) upload(w http.ResponseWriter, r *http.Request, c caller) {
+	// A fresh routing context: the API's router routes the request anew.
+	fwd := r.Clone(context.WithValue(r.Context(), chi.RouteCtxKey, (*chi.Context)(nil)))
+	fwd.URL.Path, fwd.URL.RawPath, fwd.RequestURI = "/api/documents", "", ""
+	fwd.Header = r.Header.Clone()
+	fwd.Header.Del("Cookie")
+	fwd.Header.Del(CSRFHeader)
+	fwd.Header.Set("Authorization", "Bearer "+c.sess.Token)
+	fwd.Header.Set("X-Project-ID", chi.URLParam(r, "project"))
+	fwd.Body = r.Body
+	h.cfg.API.ServeHTTP(w, fwd)
+}

@@ -1,0 +1,168 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/jobqueue"
+)
+
+// JobsEvent is the SSE event the jobs stream sends when one of the
+// project's extraction jobs ended: the table reloads its rows.
+const JobsEvent = "jobs"
+
+// The rules of the extraction job pages: the API's (extraction.Register).
+//
+//nolint:gochecknoglobals // constant rules
+var (
+	jobsRule     = auth.Rule{Scope: auth.ExtractionRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	jobWriteRule = auth.Rule{Scope: auth.ExtractionWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
+)
+
+// jobFilter is the jobs page's filter, from its query.
+type jobFilter struct {
+	Status  string
+	JobType string
+}
+
+// values is the filter as query parameters.
+func (f jobFilter) values() url.Values {
+	q := url.Values{}
+	if f.Status != "" {
+		q.Set("status", f.Status)
+	}
+	if f.JobType != "" {
+		q.Set("type", f.JobType)
+	}
+	return q
+}
+
+func filterOf(r *http.Request) jobFilter {
+	q := r.URL.Query()
+	return jobFilter{Status: q.Get("status"), JobType: q.Get("type")}
+}
+
+// jobOwner is the API's owner of an extraction job path.
+func (h *Handler) jobOwner() *auth.Owner {
+	return &auth.Owner{
+		Param: "id", Kind: "extraction-job", Resolve: auth.InProject(h.cfg.Extraction.JobProject), NotFound: extraction.ErrNotFound,
+	}
+}
+
+func (h *Handler) jobList(r *http.Request, c caller) (pv projectView, list []extraction.Job, f jobFilter, pg pager, err error) {
+	a, p, err := h.projectContext(r, c, jobsRule, "")
+	if err != nil {
+		return projectView{}, nil, f, pg, err
+	}
+	f, offset := filterOf(r), pageOffset(r)
+	list, total, err := h.cfg.Extraction.ListJobs(r.Context(), a.ProjectID, extraction.JobFilter{
+		Status: f.Status, JobType: f.JobType, Limit: PageSize, Offset: offset,
+	})
+	base := projectURL(p.ID) + "/jobs"
+	return projectView{Project: p, CanWrite: h.can(r, c, jobWriteRule)}, list, f,
+		pager{Offset: offset, Total: total, Base: base, Params: f.values()}, err
+}
+
+// can reports whether c may do what rule guards on the request's project
+// (to show or hide an action; the action checks again).
+func (h *Handler) can(r *http.Request, c caller, rule auth.Rule) bool {
+	_, err := h.check(r, c, rule, "")
+	return err == nil
+}
+
+func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, c caller) {
+	pv, list, f, pg, err := h.jobList(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, jobsPage(c.sess.CSRF, pv, list, f, pg))
+}
+
+func (h *Handler) jobRows(w http.ResponseWriter, r *http.Request, c caller) {
+	pv, list, _, _, err := h.jobList(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, jobRowList(pv, list))
+}
+
+func (h *Handler) job(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, jobsRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	j, err := h.cfg.Extraction.Job(r.Context(), a.ProjectID, a.ResourceID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	offset := pageOffset(r)
+	logs, total, err := h.cfg.Extraction.JobLogs(r.Context(), a.ProjectID, a.ResourceID, PageSize, offset)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	pv := projectView{Project: p, CanWrite: h.can(r, c, jobWriteRule)}
+	h.render(w, r, http.StatusOK, jobPage(c.sess.CSRF, pv, j, logs, pager{Offset: offset, Total: total, Base: jobURL(p.ID, j.ID)}))
+}
+
+func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request, c caller) {
+	h.actOnJob(w, r, c, h.cfg.Extraction.CancelJob)
+}
+
+func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, c caller) {
+	h.actOnJob(w, r, c, h.cfg.Extraction.RetryJob)
+}
+
+// actOnJob runs cancel or retry on the path's job, as the API's route
+// does (the caller recorded as the actor), and answers the job's new row.
+func (h *Handler) actOnJob(w http.ResponseWriter, r *http.Request, c caller,
+	act func(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) (extraction.Job, error),
+) {
+	a, p, err := h.projectContext(r, c, jobWriteRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	user := c.p.UserID
+	j, err := act(r.Context(), a.ProjectID, a.ResourceID, &user)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, jobRow(projectView{Project: p, CanWrite: true}, j))
+}
+
+// jobEvents selects the events of project that end one of its
+// extraction jobs.
+func jobEvents(project uuid.UUID) func(e streamEvent) (string, bool) {
+	return func(e streamEvent) (string, bool) {
+		if e.ProjectID != nil && *e.ProjectID == project && e.Type == events.TypeJobCompleted && e.Data.Queue == extraction.Queue {
+			return JobsEvent, true
+		}
+		return "", false
+	}
+}
+
+func (h *Handler) jobStream(w http.ResponseWriter, r *http.Request, c caller) {
+	h.stream(w, r, c, jobsRule, jobEvents)
+}
+
+// jobStatuses are the statuses the filter offers.
+func jobStatuses() []string {
+	var out []string
+	for _, s := range jobqueue.Statuses() {
+		out = append(out, string(s))
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/search"
+)
+
+// searchRule is the API's rule of POST /api/search (search.Register).
+//
+//nolint:gochecknoglobals // constant rule
+var searchRule = auth.Rule{Scope: auth.SearchRead, Resource: auth.Project}
+
+// searchPage searches the project (query q, mode keyword, vector or
+// hybrid) with the API's service and shows the hits with their
+// highlights.
+func (h *Handler) searchPage(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, searchRule, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	form := searchForm{Query: strings.TrimSpace(q.Get("q")), Mode: q.Get("mode")}
+	var res search.Response
+	if form.Query != "" {
+		res, err = h.cfg.Search.Search(r.Context(), a.ProjectID, search.Request{Query: form.Query, Mode: form.Mode, Limit: 20})
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	h.render(w, r, http.StatusOK, searchResults(c.sess.CSRF, projectView{Project: p}, form, res))
+}
+
+// searchForm is the search page's query.
+type searchForm struct {
+	Query string
+	Mode  string
+}
+
+// snippetPart is a run of a snippet's text, highlighted or not.
+type snippetPart struct {
+	Text string
+	Mark bool
+}
+
+// snippetParts splits a search snippet on its <b>...</b> highlights, so
+// that the page escapes all of the text (which is the documents') and
+// marks the highlights itself.
+func snippetParts(snippet string) []snippetPart {
+	var out []snippetPart
+	for snippet != "" {
+		open := strings.Index(snippet, "<b>")
+		if open < 0 {
+			out = append(out, snippetPart{Text: snippet})
+			break
+		}
+		if open > 0 {
+			out = append(out, snippetPart{Text: snippet[:open]})
+		}
+		rest := snippet[open+len("<b>"):]
+		end := strings.Index(rest, "</b>")
+		if end < 0 {
+			out = append(out, snippetPart{Text: rest, Mark: true})
+			break
+		}
+		out = append(out, snippetPart{Text: rest[:end], Mark: true})
+		snippet = rest[end+len("</b>"):]
+	}
+	return out
+}

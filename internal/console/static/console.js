@@ -1,0 +1,87 @@
+// Graphmill console: the upload zone (drag and drop, a progress bar per
+// file). Everything else is htmx. Loaded as a file: the Content-Security-
+// Policy allows no inline script.
+"use strict";
+
+(function () {
+  function upload(zone, file) {
+    var list = zone.querySelector("#upload-progress");
+    var item = document.createElement("li");
+    var name = document.createElement("span");
+    name.textContent = file.name;
+    var bar = document.createElement("progress");
+    bar.max = 100;
+    bar.value = 0;
+    var state = document.createElement("span");
+    state.className = "upload-state";
+    state.textContent = "uploading";
+    item.append(name, " ", bar, " ", state);
+    list.append(item);
+
+    var body = new FormData();
+    body.append("file", file, file.name);
+    var xhr = new XMLHttpRequest();
+    xhr.open("POST", zone.dataset.uploadUrl);
+    xhr.setRequestHeader("X-CSRF-Token", zone.dataset.csrf);
+    xhr.upload.addEventListener("progress", function (e) {
+      if (e.lengthComputable) {
+        bar.value = Math.round((e.loaded / e.total) * 100);
+      }
+    });
+    xhr.addEventListener("load", function () {
+      if (xhr.status === 200 || xhr.status === 201) {
+        bar.value = 100;
+        state.textContent = xhr.status === 200 ? "already uploaded" : "uploaded";
+        item.dataset.state = "done";
+        htmx.trigger("#document-rows", "uploaded");
+        return;
+      }
+      var detail = "upload failed (" + xhr.status + ")";
+      try {
+        detail = JSON.parse(xhr.responseText).detail || detail;
+      } catch (e) {
+        // not a problem body
+      }
+      state.textContent = detail;
+      item.dataset.state = "failed";
+    });
+    xhr.addEventListener("error", function () {
+      state.textContent = "network error";
+      item.dataset.state = "failed";
+    });
+    xhr.send(body);
+  }
+
+  function setup(zone) {
+    var input = zone.querySelector("input[type=file]");
+    input.addEventListener("change", function () {
+      Array.prototype.forEach.call(input.files, function (f) { upload(zone, f); });
+      input.value = "";
+    });
+    zone.addEventListener("dragover", function (e) {
+      e.preventDefault();
+      zone.classList.add("dragging");
+    });
+    zone.addEventListener("dragleave", function () {
+      zone.classList.remove("dragging");
+    });
+    zone.addEventListener("drop", function (e) {
+      e.preventDefault();
+      zone.classList.remove("dragging");
+      Array.prototype.forEach.call(e.dataTransfer.files, function (f) { upload(zone, f); });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".dropzone").forEach(setup);
+  });
+
+  // A refused htmx action (cancel, retry): show the server's message.
+  document.addEventListener("htmx:responseError", function (e) {
+    var flash = document.getElementById("flash");
+    if (flash) {
+      flash.textContent = e.detail.xhr.responseText || ("request failed (" + e.detail.xhr.status + ")");
+      flash.hidden = false;
+    }
+  });
+})();
