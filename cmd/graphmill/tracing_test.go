@@ -22,6 +22,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/pgtest"
+	"github.com/graphmill/graphmill/internal/tracing"
 )
 
 // otlpReceiver is an in-process OTLP/HTTP collector: it decodes the
@@ -144,7 +145,7 @@ func TestTracesFromRequestThroughJobToProvider(t *testing.T) {
 	rcv := newOTLPReceiver(t)
 	logs := &syncBuffer{}
 	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(logs, nil), func(c *config.Config) { c.OTLPEndpoint = rcv.srv.URL })
-	require.True(t, s.m.tracing.Enabled())
+	require.True(t, tracing.Enabled(s.m.tracing.TracerProvider()))
 	project, _ := s.defaultProject()
 	const marker = "Quillwort tracing marker sentence"
 	r := s.uploadFile(s.admin, project, "traced.md", "text/markdown", []byte("# Traced\n\n"+marker+" about knowledge graphs.\n"))
@@ -260,7 +261,7 @@ func TestTracingOffExportsNothing(t *testing.T) {
 	rcv := newOTLPReceiver(t)
 	logs := &syncBuffer{}
 	s := startLoggedServer(t, pgtest.NewURL(t), slog.NewJSONHandler(logs, nil))
-	require.False(t, s.m.tracing.Enabled())
+	require.False(t, tracing.Enabled(s.m.tracing.TracerProvider()))
 	require.IsType(t, noop.TracerProvider{}, s.m.tracing.TracerProvider())
 	project, _ := s.defaultProject()
 	r := s.uploadFile(s.admin, project, "untraced.md", "text/markdown", []byte("# Untraced\n\nNothing here is traced.\n"))

@@ -147,7 +147,7 @@ func (h *Handler) actOnJob(w http.ResponseWriter, r *http.Request, c caller,
 // extraction jobs.
 func jobEvents(project uuid.UUID) func(e streamEvent) (string, bool) {
 	return func(e streamEvent) (string, bool) {
-		if e.ProjectID != nil && *e.ProjectID == project && e.Type == events.TypeJobCompleted && e.Data.Queue == extraction.Queue {
+		if e.ProjectID != nil && *e.ProjectID == project && e.Type == events.TypeJobCompleted && extraction.IsQueue(e.Data.Queue) {
 			return JobsEvent, true
 		}
 		return "", false

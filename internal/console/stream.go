@@ -56,7 +56,7 @@ func documentEvents(project uuid.UUID) func(e streamEvent) (string, bool) {
 		switch {
 		case e.Type == events.TypeDocumentConverted:
 			return DocumentsEvent, true
-		case e.Type == events.TypeJobCompleted && e.Data.Queue == document.QueueParsing && e.Data.Status != string(jobqueue.StatusCompleted):
+		case e.Type == events.TypeJobCompleted && document.IsParsingQueue(e.Data.Queue) && e.Data.Status != string(jobqueue.StatusCompleted):
 			return DocumentsEvent, true
 		}
 		return "", false

@@ -90,3 +90,8 @@ var (
 	ErrNotFound = errs.New(errs.NotFound, "document not found")
 	ErrEmpty    = errs.New(errs.Invalid, "the document is empty")
 )
+
+// IsParsingQueue reports whether queue, as an event names it, is the
+// parsing queue (readers such as the console match events without naming
+// it).
+func IsParsingQueue(queue string) bool { return queue == QueueParsing }

@@ -24,6 +24,10 @@ import (
 // them.
 const Queue = "object_extraction"
 
+// IsQueue reports whether queue, as an event names it, is the extraction
+// queue (readers such as the console match events without naming it).
+func IsQueue(queue string) bool { return queue == Queue }
+
 // Job types (the spec's jobType).
 const (
 	JobTypeFull         = "full_extraction"

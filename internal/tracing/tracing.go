@@ -67,9 +67,6 @@ func New(ctx context.Context, c Config) (*Provider, error) {
 // TracerProvider returns the provider to trace with (no-op when off).
 func (p *Provider) TracerProvider() trace.TracerProvider { return p.tp }
 
-// Enabled reports whether spans are recorded and exported.
-func (p *Provider) Enabled() bool { return p.sdk != nil }
-
 // Shutdown flushes the spans not exported yet and stops the exporter.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if p.sdk == nil {
