@@ -83,6 +83,8 @@ try {
     dt.items.add(new File(["# Bakery\n\nThe Cobblestone bakery opens at six."], "bakery.md", { type: "text/markdown" }));
     document.querySelector("#upload").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
   });
+  // The two uploads run at once and may end in either order: wait for both.
+  await page.waitForSelector("#upload-progress li:nth-child(1)[data-state=done]");
   await page.waitForSelector("#upload-progress li:nth-child(2)[data-state=done]");
   report.progress = await page.$$eval("#upload-progress progress", (bars) => bars.map((b) => b.value));
   for (const name of ["looms.md", "bakery.md"]) {
