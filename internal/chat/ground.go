@@ -296,17 +296,12 @@ func (s *Service) objectFacts(ctx context.Context, project uuid.UUID, ids []uuid
 	if len(keep) == 0 {
 		return map[uuid.UUID]string{}, nil
 	}
-	rels := map[uuid.UUID][]graph.Relationship{}
+	rels, err := s.cfg.Graph.Neighbourhoods(ctx, project, keep[:min(len(keep), NeighbourObjects)], NeighbourLimit)
+	if err != nil {
+		return nil, fmt.Errorf("neighbourhood of the objects found: %w", err)
+	}
 	others := slices.Clone(keep)
-	for i, id := range keep {
-		if i == NeighbourObjects {
-			break
-		}
-		list, _, err := s.cfg.Graph.ListObjectRelationships(ctx, project, id, graph.Both, "", NeighbourLimit, 0)
-		if err != nil {
-			return nil, fmt.Errorf("neighbourhood of %s: %w", id, err)
-		}
-		rels[id] = list
+	for _, list := range rels {
 		for _, r := range list {
 			others = append(others, r.SourceID, r.TargetID)
 		}

@@ -28,7 +28,7 @@ type Searcher interface {
 
 // Graph reads the graph neighbourhood of the objects found (graph.Service).
 type Graph interface {
-	ListObjectRelationships(ctx context.Context, project, id uuid.UUID, d graph.Direction, typ string, limit, offset int) ([]graph.Relationship, int, error)
+	Neighbourhoods(ctx context.Context, project uuid.UUID, ids []uuid.UUID, per int) (map[uuid.UUID][]graph.Relationship, error)
 	ObjectsByID(ctx context.Context, db postgres.DBTX, ids []uuid.UUID) ([]graph.Object, error)
 }
 

@@ -35,8 +35,8 @@ func (f fakeSearch) Search(context.Context, uuid.UUID, search.Request) (search.R
 // noGraph is a graph without objects.
 type noGraph struct{}
 
-func (noGraph) ListObjectRelationships(context.Context, uuid.UUID, uuid.UUID, graph.Direction, string, int, int) ([]graph.Relationship, int, error) {
-	return nil, 0, nil
+func (noGraph) Neighbourhoods(context.Context, uuid.UUID, []uuid.UUID, int) (map[uuid.UUID][]graph.Relationship, error) {
+	return nil, nil
 }
 
 func (noGraph) ObjectsByID(context.Context, postgres.DBTX, []uuid.UUID) ([]graph.Object, error) {

@@ -315,6 +315,23 @@ func TestApplyResolvesExistingObjects(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, total)
 
+	// Neighbourhoods: every listed object's relationships in one query,
+	// either direction, at most per object, only the project's.
+	around, err := b.svc.Neighbourhoods(context.Background(), b.project, []uuid.UUID{ada, turin, society, uuid.New()}, 1)
+	require.NoError(t, err)
+	require.Len(t, around, 3, "an object without relationships is absent")
+	require.Len(t, around[ada], 1, "at most per relationships each")
+	require.Equal(t, "HELD_IN", around[turin][0].Type)
+	require.Equal(t, [2]uuid.UUID{ada, society}, [2]uuid.UUID{around[society][0].SourceID, around[society][0].TargetID})
+	around, err = b.svc.Neighbourhoods(context.Background(), b.project, []uuid.UUID{ada}, 50)
+	require.NoError(t, err)
+	require.Len(t, around[ada], 2)
+	around, err = b.svc.Neighbourhoods(context.Background(), uuid.New(), []uuid.UUID{ada}, 50)
+	require.NoError(t, err)
+	require.Empty(t, around, "another project sees none")
+	_, err = b.svc.Neighbourhoods(context.Background(), b.project, []uuid.UUID{ada}, 0)
+	require.Error(t, err)
+
 	// Merging a relationship: properties merged, the higher confidence.
 	res, err = b.apply(t, nil, nil, []graph.RelationshipInput{
 		{

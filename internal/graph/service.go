@@ -360,6 +360,17 @@ func (s *Service) ListObjectRelationships(ctx context.Context, project, id uuid.
 	return relationshipListOf(ctx, s.pool, project, id, d, typ, limit, offset)
 }
 
+// Neighbourhoods returns the latest per relationships (either direction)
+// of each object of ids in project, in one query; an object without
+// relationships is absent from the map. Errors: invalid_argument (per out
+// of 1..ListLimitMax).
+func (s *Service) Neighbourhoods(ctx context.Context, project uuid.UUID, ids []uuid.UUID, per int) (map[uuid.UUID][]Relationship, error) {
+	if err := checkPage(per, 0); err != nil {
+		return nil, err
+	}
+	return relationshipsAround(ctx, s.pool, project, ids, per)
+}
+
 // CreateRelationship adds a relationship between two live objects of
 // project. The type must be one of the project's relationship types and
 // allow the endpoints' object types. Errors: invalid_argument (unknown

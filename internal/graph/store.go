@@ -326,6 +326,29 @@ func relationshipListOf(ctx context.Context, db postgres.DBTX, project, object u
 	return out, total, nil
 }
 
+// relationshipsAround returns, in one query, the latest per relationships
+// of project that each object of ids is an end of (either direction),
+// newest first, keyed by that object.
+func relationshipsAround(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID, per int) (map[uuid.UUID][]Relationship, error) {
+	rows, _ := db.Query(ctx, `SELECT o.id AS anchor, r.*, 0 AS total FROM unnest($2::uuid[]) AS o (id)
+		CROSS JOIN LATERAL (SELECT `+relationshipColumns+` FROM graph_relationships
+			WHERE project_id = $1 AND (source_id = o.id OR target_id = o.id)
+			ORDER BY created_at DESC, id DESC LIMIT $3) r`, project, ids, per)
+	type anchored struct {
+		Anchor uuid.UUID `db:"anchor"`
+		relationshipRow
+	}
+	out := map[uuid.UUID][]Relationship{}
+	_, err := postgres.CollectAs(rows, func(r anchored) struct{} {
+		out[r.Anchor] = append(out[r.Anchor], r.toRelationship())
+		return struct{}{}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list relationships around objects: %w", err)
+	}
+	return out, nil
+}
+
 // relationshipDelete removes a relationship of project; false when there
 // is none.
 func relationshipDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (bool, error) {
