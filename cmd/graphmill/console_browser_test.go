@@ -3,12 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,69 +32,28 @@ import (
 // (make test installs chromium when missing).
 func TestConsoleBrowser(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "the console browser test needs Node.js (node and npm) on PATH")
-	npm, err := exec.LookPath("npm")
-	require.NoError(t, err, "the console browser test needs npm on PATH")
-	_, err = os.Stat("/usr/bin/chromium")
-	require.NoError(t, err, "the console browser test needs Debian's chromium (apt-get install chromium; make test installs it)")
-
 	s := newServer(t)
 	project, _ := s.defaultProject()
-
-	dir := t.TempDir()
-	for _, f := range []string{"browser.mjs", "package.json", "package-lock.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata/console-browser", f))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o600))
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	install.Dir = dir
-	out, err := install.CombinedOutput()
-	require.NoError(t, err, "npm ci (playwright-core): %s", out)
-
 	// Extraction jobs stay queued until the jobs step resumes the queue.
-	require.NoError(t, s.m.jobs.Pause(ctx, extraction.Queue))
+	require.NoError(t, s.m.jobs.Pause(t.Context(), extraction.Queue))
 
-	shots := t.ArtifactDir()
-	run := exec.CommandContext(ctx, node, "browser.mjs", s.base, s.admin, project, shots)
-	run.Dir = dir
-	stdin, err := run.StdinPipe()
-	require.NoError(t, err)
-	stderrPipe, err := run.StderrPipe()
-	require.NoError(t, err)
-	var stdout strings.Builder
-	run.Stdout = &stdout
-	require.NoError(t, run.Start())
-	// The script's steps: fixtures between its pages.
-	var stderr strings.Builder
 	var loomsJob, bakeryJob, taskID string
-	lines := bufio.NewScanner(stderrPipe)
-	for lines.Scan() {
-		line := lines.Text()
-		stderr.WriteString(line + "\n")
-		switch line {
-		case "step:jobs":
+	out, shots := runConsoleScript(t, s, "browser.mjs", project, nil, func(name string) string {
+		switch name {
+		case "jobs":
 			loomsJob, bakeryJob = s.extractionJobOf(consoleDocID(t, s, project, "looms.md")), s.extractionJobOf(consoleDocID(t, s, project, "bakery.md"))
 			s.extractionCount(`UPDATE object_extraction_jobs SET status = 'failed', error_msg = 'boom' WHERE id = $1 RETURNING 1`, bakeryJob)
-			_, err := io.WriteString(stdin, loomsJob+" "+bakeryJob+"\n")
-			require.NoError(t, err)
-		case "step:resume":
-			require.NoError(t, s.m.jobs.Resume(ctx, extraction.Queue))
-			_, err := io.WriteString(stdin, "ok\n")
-			require.NoError(t, err)
-		case "step:tasks":
+			return loomsJob + " " + bakeryJob
+		case "resume":
+			require.NoError(t, s.m.jobs.Resume(t.Context(), extraction.Queue))
+			return "ok"
+		case "tasks":
 			taskID = s.createTask(project, "Merge Jacquard", "suggestion", "", map[string]any{"name": "Jacquard loom"})
-			_, err := io.WriteString(stdin, taskID+"\n")
-			require.NoError(t, err)
-			require.NoError(t, stdin.Close()) // the last step
+			return taskID
 		}
-	}
-	err = run.Wait()
-	require.NoError(t, err, "node browser.mjs: %s", stderr.String())
-	out = []byte(stdout.String())
+		t.Errorf("unknown step %q", name)
+		return ""
+	})
 
 	var report struct {
 		Pages          []string `json:"pages"`
@@ -119,8 +83,6 @@ func TestConsoleBrowser(t *testing.T) {
 		AfterSignoutVisit string                          `json:"afterSignoutVisit"`
 	}
 	require.NoError(t, json.Unmarshal(out, &report), "report: %s", out)
-	require.Empty(t, report.CSP, "Content-Security-Policy violations")
-	require.Empty(t, report.Errors, "script errors")
 	require.Equal(t, "/signin", report.SigninURL)
 	require.Equal(t, "This token is not valid.", report.BadTokenAlert)
 	require.Equal(t, "/", report.AfterSigninURL)
@@ -148,12 +110,8 @@ func TestConsoleBrowser(t *testing.T) {
 	require.Equal(t, "/signin", report.AfterSignoutURL)
 	require.Equal(t, "/signin", report.AfterSignoutVisit)
 	require.Equal(t, []string{"signin", "projects", "project", "documents", "document", "jobs", "job", "tasks", "search"}, report.Pages)
+	requireScreenshots(t, shots, report.Pages)
 	require.Contains(t, report.SearchMarks, "Jacquard")
-	for _, p := range report.Pages {
-		fi, err := os.Stat(filepath.Join(shots, p+".png"))
-		require.NoError(t, err)
-		require.Positive(t, fi.Size())
-	}
 
 	// The server's state: both documents uploaded by the bootstrap user
 	// and parsed.
@@ -201,4 +159,112 @@ func consoleDocID(t *testing.T, s *testServer, project, filename string) string 
 	}
 	t.Fatalf("no document %s", filename)
 	return ""
+}
+
+// consoleScripts is the folder of the browser scripts with playwright-core
+// installed (npm ci from the lock file), set up once per test process. The
+// folder is named by the lock file's hash under the temporary directory,
+// so later runs reuse the installed packages; the scripts are copied anew.
+var consoleScripts = sync.OnceValues(func() (string, error) {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return "", errors.New("the console browser tests need npm on PATH")
+	}
+	lock, err := os.ReadFile("testdata/console-browser/package-lock.json")
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(lock)
+	dir := filepath.Join(os.TempDir(), "graphmill-console-browser-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	files, err := filepath.Glob("testdata/console-browser/*")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o600); err != nil {
+			return "", err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err == nil {
+		return dir, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm ci (playwright-core): %w: %s", err, out)
+	}
+	return dir, nil
+})
+
+// runConsoleScript runs testdata/console-browser/SCRIPT in Debian's
+// chromium against s, signed in as s.admin in project (the script's
+// arguments: base URL, token, project, screenshot folder, then args).
+// Each "step:NAME" line the script writes on stderr is answered on its
+// stdin with step(NAME) (fixtures the Go test sets up between pages). It
+// returns the script's JSON report (stdout) and the screenshot folder (the
+// test's artifact directory: go test -artifacts keeps it), and fails the
+// test on any Content-Security-Policy violation or script error the
+// report lists.
+func runConsoleScript(t *testing.T, s *testServer, script, project string, args []string, step func(name string) string) ([]byte, string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "the console browser tests need Node.js (node and npm) on PATH")
+	_, err = os.Stat("/usr/bin/chromium")
+	require.NoError(t, err, "the console browser tests need Debian's chromium (apt-get install chromium; make test installs it)")
+	dir, err := consoleScripts()
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	shots := t.ArtifactDir()
+	run := exec.CommandContext(ctx, node, append([]string{script, s.base, s.admin, project, shots}, args...)...)
+	run.Dir = dir
+	stdin, err := run.StdinPipe()
+	require.NoError(t, err)
+	stderrPipe, err := run.StderrPipe()
+	require.NoError(t, err)
+	var stdout strings.Builder
+	run.Stdout = &stdout
+	require.NoError(t, run.Start())
+	var stderr strings.Builder
+	lines := bufio.NewScanner(stderrPipe)
+	lines.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	for lines.Scan() {
+		line := lines.Text()
+		stderr.WriteString(line + "\n")
+		if name, ok := strings.CutPrefix(line, "step:"); ok {
+			_, err := io.WriteString(stdin, step(name)+"\n")
+			require.NoError(t, err)
+		}
+	}
+	_ = stdin.Close()
+	err = run.Wait()
+	require.NoError(t, err, "node %s: %s", script, stderr.String())
+	var common struct {
+		CSP    []string `json:"csp"`
+		Errors []string `json:"errors"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &common), "report: %s", stdout.String())
+	require.Empty(t, common.CSP, "Content-Security-Policy violations")
+	require.Empty(t, common.Errors, "script errors")
+	return []byte(stdout.String()), shots
+}
+
+// requireScreenshots asserts that each page has a non-empty screenshot.
+func requireScreenshots(t *testing.T, shots string, pages []string) {
+	t.Helper()
+	for _, p := range pages {
+		fi, err := os.Stat(filepath.Join(shots, p+".png"))
+		require.NoError(t, err)
+		require.Positive(t, fi.Size())
+	}
 }

@@ -6,42 +6,10 @@
 // script cannot read the session cookie and that the page raised no
 // Content-Security-Policy violation, and signs out. It prints a JSON
 // report on stdout; the Go test asserts it and the server's state.
-import { createInterface } from "node:readline";
-import { chromium } from "playwright-core";
+import { openConsole } from "./lib.mjs";
 
-// The Go test answers each "step:NAME" line on stderr with one line on
-// stdin (fixtures it sets up between steps).
-const lines = createInterface({ input: process.stdin });
-const stdin = lines[Symbol.asyncIterator]();
-const step = async (name) => {
-  process.stderr.write(`step:${name}\n`);
-  const { value } = await stdin.next();
-  return value;
-};
-
-const [base, token, project, shots] = process.argv.slice(2);
-const report = { pages: [], csp: [], errors: [] };
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox"],
-});
-try {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  page.setDefaultTimeout(30000);
-  page.on("console", (m) => {
-    // Failed loads are the refused bad token (401) and the favicon (404).
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) {
-      (/Content Security Policy/i.test(m.text()) ? report.csp : report.errors).push(m.text());
-    }
-  });
-  page.on("pageerror", (e) => report.errors.push(String(e)));
-  const shot = async (name) => {
-    await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
-    report.pages.push(name);
-  };
-
+const { base, token, project, context, page, report, shot, step, sseOpen, run } = await openConsole();
+await run(async () => {
   await page.goto(base + "/");
   report.signinURL = new URL(page.url()).pathname;
   await shot("signin");
@@ -64,11 +32,7 @@ try {
   await page.click(`a[href="/projects/${project}/documents"]`);
   await page.waitForSelector("#upload");
   // Wait for the event stream to connect before uploading.
-  await page.waitForFunction(() => {
-    const el = document.querySelector("#documents");
-    return el && el["htmx-internal-data"] && el["htmx-internal-data"].sseEventSource &&
-      el["htmx-internal-data"].sseEventSource.readyState === 1;
-  });
+  await sseOpen("#documents");
   await page.evaluate(() => {
     window.notReloaded = true;
     window.sseMessages = 0;
@@ -109,11 +73,7 @@ try {
   await page.click('.crumbs a:nth-child(2)');
   await page.click(`a[href="/projects/${project}/jobs"]`);
   await page.waitForSelector(`#job-${loomsJob} [data-status=queued]`);
-  await page.waitForFunction(() => {
-    const el = document.querySelector("#jobs");
-    return el && el["htmx-internal-data"] && el["htmx-internal-data"].sseEventSource &&
-      el["htmx-internal-data"].sseEventSource.readyState === 1;
-  });
+  await sseOpen("#jobs");
   await shot("jobs");
   await page.evaluate(() => { window.jobsNotReloaded = true; });
   await page.click(`#job-${loomsJob} button.cancel`);
@@ -160,17 +120,4 @@ try {
   report.afterSignoutURL = new URL(page.url()).pathname;
   await page.goto(base + `/projects/${project}/documents`);
   report.afterSignoutVisit = new URL(page.url()).pathname;
-} catch (e) {
-  const pages = browser.contexts().flatMap((c) => c.pages());
-  if (pages.length > 0) {
-    await pages[0].screenshot({ path: `${shots}/failure.png`, fullPage: true });
-    process.stderr.write(`at ${pages[0].url()}:\n${await pages[0].content()}\n`);
-  }
-  process.stderr.write(JSON.stringify(report) + "\n");
-  throw e;
-} finally {
-  lines.close();
-  process.stdin.destroy();
-  await browser.close();
-}
-process.stdout.write(JSON.stringify(report));
+});
