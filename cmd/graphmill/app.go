@@ -249,7 +249,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 
 	var verifier auth.Verifier
 	if m.Config.OIDCIssuer != "" {
-		verifier = auth.NewOIDCVerifier(m.Config.OIDCIssuer, m.Config.OIDCAudience, m.HTTPClient)
+		verifier = auth.NewOIDCVerifier(m.Config.OIDCIssuer, m.Config.OIDCAudience, m.HTTPClient).WithClock(m.Now)
 	}
 	m.guard = auth.NewGuard(auth.GuardConfig{
 		Directory: tenancy.NewDirectory(pool, m.Now), Verifier: verifier, TTL: m.Config.AuthCacheTTL, Now: m.Now,
@@ -492,6 +492,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// signed-in caller; uploads go through the API's route.
 	web, err := console.New(console.Config{
 		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Tasks: m.tasks, Search: searches, Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,
+		OIDC: m.consoleOIDC(), SecureCookie: console.CookieSecurity(m.Config.ConsoleSecureCookie), PublicURL: m.Config.PublicURL,
 	})
 	if err != nil {
 		return err
@@ -808,6 +809,23 @@ func (m *Main) mcpService(pool *pgxpool.Pool, box *secrets.Box, catalog []mcpser
 
 // announceToken saves the bootstrap token for the operator and shows it
 // once (not in production, where it only goes to the file).
+// consoleOIDC is the console's client at the OIDC issuer, nil when the
+// console signs in with API tokens only.
+func (m *Main) consoleOIDC() *console.OIDCClient {
+	c := m.Config
+	if c.ConsoleOIDCClientID == "" {
+		return nil
+	}
+	redirect := c.ConsoleOIDCRedirectURL
+	if redirect == "" {
+		redirect = c.PublicBaseURL() + console.OIDCCallbackPath
+	}
+	return &console.OIDCClient{
+		Issuer: c.OIDCIssuer, ClientID: c.ConsoleOIDCClientID, ClientSecret: c.ConsoleOIDCClientSecret,
+		RedirectURL: redirect, Scopes: c.ConsoleOIDCScopes, HTTPClient: m.HTTPClient,
+	}
+}
+
 func (m *Main) announceToken(token string) error {
 	if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)

@@ -69,8 +69,16 @@ type Config struct {
 	// API serves requests the console forwards with the session's token
 	// (uploads), so they take the API's own path: limits, spooling,
 	// authorisation.
-	API    http.Handler
-	Box    *secrets.Box
+	API http.Handler
+	// OIDC, when set, offers sign-in with the identity provider besides
+	// API tokens.
+	OIDC *OIDCClient
+	// SecureCookie says when cookies are Secure; PublicURL (may be empty)
+	// is the server's public base URL, https behind a TLS-terminating
+	// proxy.
+	SecureCookie CookieSecurity
+	PublicURL    string
+	Box          *secrets.Box
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -79,6 +87,7 @@ type Config struct {
 type Handler struct {
 	cfg      Config
 	sessions sessions
+	oidc     *oidcLogin // nil: API tokens only
 	static   http.Handler
 }
 
@@ -102,7 +111,15 @@ func New(c Config) (*Handler, error) {
 		}
 		files.ServeHTTP(w, r)
 	})
-	return &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now}, static: static}, nil
+	secure, err := c.SecureCookie.secureFunc(c.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now, secure: secure}, static: static}
+	if c.OIDC != nil {
+		h.oidc = newOIDCLogin(*c.OIDC, c.Now)
+	}
+	return h, nil
 }
 
 // The rules of the console's pages: those of the API routes that read the
@@ -125,6 +142,8 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Handle("/static/*", h.static)
 		r.Get("/signin", h.signinForm)
 		r.Post("/signin", h.signin)
+		r.Post(OIDCPath, h.oidcStart)
+		r.Get(OIDCCallbackPath, h.oidcCallback)
 		r.Post("/signout", h.signedIn(h.signout))
 		r.Get("/", h.signedIn(h.projects))
 		r.Get("/projects/{project}", h.signedIn(h.project))
@@ -176,13 +195,16 @@ func (h *Handler) signedIn(page pageFunc) http.HandlerFunc {
 		var p *auth.Principal
 		if err == nil {
 			p, err = h.cfg.Guard.Authenticate(r.Context(), "Bearer "+sess.Token)
-			if err != nil && errs.CodeOf(err) == errs.Internal {
-				h.fail(w, r, err)
+			if err != nil && errs.CodeOf(err) == errs.Unauthenticated && sess.Refresh != "" {
+				sess, p, err = h.reauthenticate(w, r, sess) // an expired OIDC access token
+			}
+			if code := errs.CodeOf(err); err != nil && (code == errs.Internal || code == errs.Unavailable) {
+				h.fail(w, r, err) // the session may be fine: kept
 				return
 			}
 		}
 		if err != nil {
-			clearCookie(w, r, SessionCookie, "/")
+			h.sessions.clearCookie(w, r, SessionCookie, "/")
 			if r.Header.Get("HX-Request") != "" || r.Method != http.MethodGet {
 				w.Header().Set("HX-Redirect", "/signin")
 				http.Error(w, "signed out", http.StatusUnauthorized)
@@ -252,8 +274,8 @@ func pageOffset(r *http.Request) int {
 
 func (h *Handler) signinForm(w http.ResponseWriter, r *http.Request) {
 	token := randomToken()
-	setCookie(w, r, SigninCookie, token, "/signin", 3600)
-	h.render(w, r, http.StatusOK, signinPage(token, ""))
+	h.sessions.setCookie(w, r, SigninCookie, token, "/signin", 3600)
+	h.render(w, r, http.StatusOK, signinPage(token, "", h.oidcLabel()))
 }
 
 // signin checks the sign-in form's CSRF token against its cookie (a
@@ -272,20 +294,28 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
-		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "This token is not valid."))
+		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "This token is not valid.", h.oidcLabel()))
 		return
 	}
 	if p.Kind != auth.KindAPIToken {
-		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "Sign in with an API token."))
+		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "Sign in with an API token.", h.oidcLabel()))
 		return
 	}
-	clearCookie(w, r, SigninCookie, "/signin")
-	h.sessions.set(w, r, token)
+	h.sessions.clearCookie(w, r, SigninCookie, "/signin")
+	if _, err := h.sessions.set(w, r, token, ""); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-func (h *Handler) signout(w http.ResponseWriter, r *http.Request, _ caller) {
-	clearCookie(w, r, SessionCookie, "/")
+func (h *Handler) signout(w http.ResponseWriter, r *http.Request, c caller) {
+	h.sessions.clearCookie(w, r, SessionCookie, "/")
+	if h.oidc != nil && c.sess.Refresh != "" {
+		if err := h.oidc.revokeRefresh(r.Context(), c.sess.Refresh); err != nil {
+			h.cfg.Logger.WarnContext(r.Context(), "console sign-out: refresh token not revoked", "err", err)
+		}
+	}
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
