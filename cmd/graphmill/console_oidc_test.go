@@ -22,6 +22,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/console"
+	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
 // The console's client registration at the test provider.
@@ -523,6 +524,55 @@ func TestConsoleOIDCRefusals(t *testing.T) {
 			// the other cases once the callback ran.
 			defer op.set(func(op *oidcProvider) { op.nonce, op.expiredID, op.accessAud = "", false, "" })
 			refused(t, b, back, http.StatusUnauthorized, tc.msg)
+		})
+	}
+}
+
+// TestConsoleSecureCookie: the console's cookies are Secure as
+// GRAPHMILL_CONSOLE_SECURE_COOKIE says: auto behind a TLS-terminating
+// proxy (an https public URL, the request itself over plain HTTP) sets
+// it, never does not, always does; the sign-in and session cookies alike.
+func TestConsoleSecureCookie(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	admin := "" // the first server's token (servers sharing a database bootstrap once)
+	for _, tc := range []struct {
+		mode, publicURL string
+		secure          bool
+	}{
+		{"auto", "", false},
+		{"auto", "https://graphmill.example.com", true},
+		{"never", "https://graphmill.example.com", false},
+		{"always", "", true},
+	} {
+		t.Run(tc.mode+tc.publicURL, func(t *testing.T) {
+			s := startServer(t, dbURL, func(c *config.Config) { c.ConsoleSecureCookie, c.PublicURL = tc.mode, tc.publicURL })
+			if admin == "" {
+				admin = s.admin
+			}
+			b := newConsoleBrowser(t, s)
+			status, hdr, page := b.do("GET", "/signin", nil)
+			require.Equal(t, 200, status)
+			csrf := csrfInput.FindStringSubmatch(page)[1]
+			cookies := (&http.Response{Header: hdr}).Cookies()
+			require.Len(t, cookies, 1)
+			require.Equal(t, console.SigninCookie, cookies[0].Name)
+			require.Equal(t, tc.secure, cookies[0].Secure)
+
+			// The jar keeps Secure cookies for https only: the sign-in
+			// cookie is sent by hand.
+			status, hdr, page = b.do("POST", "/signin", url.Values{"csrf": {csrf}, "token": {admin}}, header{"Cookie", console.SigninCookie + "=" + csrf})
+			require.Equal(t, http.StatusSeeOther, status, page)
+			var sess *http.Cookie
+			for _, c := range (&http.Response{Header: hdr}).Cookies() {
+				if c.Name == console.SessionCookie {
+					sess = c
+				}
+			}
+			require.NotNil(t, sess)
+			require.Equal(t, tc.secure, sess.Secure)
+			require.True(t, sess.HttpOnly)
+			require.Equal(t, http.SameSiteStrictMode, sess.SameSite)
 		})
 	}
 }
