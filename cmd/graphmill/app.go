@@ -450,7 +450,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.mcp, err = mcpserver.New(mcpserver.Config{
 		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Chat: chats, Agents: agentTools,
 		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
-		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(),
+		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(), TracerProvider: tp,
 	})
 	if err != nil {
 		return err
@@ -501,7 +501,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
-	m.sched = scheduler.New(scheduler.Config{Pool: pool, Logger: log, Now: m.Now, WorkerID: workerID},
+	m.sched = scheduler.New(scheduler.Config{Pool: pool, Logger: log, Now: m.Now, WorkerID: workerID, TracerProvider: tp},
 		// Network calls: no transaction is held across them (decisions.md).
 		scheduler.Task{Name: "provider-models-sync", Interval: m.Config.ModelSyncInterval, Run: providers.SyncCatalog},
 		// Database work commits with the task's recorded run.
