@@ -63,7 +63,10 @@ type authCode struct {
 	redirect, challenge, nonce, sub string
 }
 
-func newOIDCProvider(t *testing.T) *oidcProvider {
+// newOIDCProvider starts a provider on loopback, named host in its URLs
+// (127.0.0.1, or localhost: another site than the console's 127.0.0.1,
+// as a real provider is).
+func newOIDCProvider(t *testing.T, host string) *oidcProvider {
 	t.Helper()
 	op := &oidcProvider{
 		t: t, key: newRSAKey(t), kid: "op-" + uuid.NewString()[:8], now: time.Now,
@@ -85,9 +88,14 @@ func newOIDCProvider(t *testing.T) *oidcProvider {
 	mux.HandleFunc("GET /authorize", op.authorize)
 	mux.HandleFunc("POST /token", op.token)
 	mux.HandleFunc("POST /revoke", op.revoke)
-	srv := httptest.NewServer(mux)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	require.NoError(t, err)
+	op.url = "http://" + net.JoinHostPort(host, port)
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	srv.Start()
 	t.Cleanup(srv.Close)
-	op.url = srv.URL
 	return op
 }
 
@@ -249,9 +257,9 @@ func newOIDCConsoleServer(t *testing.T, op *oidcProvider) *testServer {
 	return s
 }
 
-var oidcButton = regexp.MustCompile(`<form method="post" action="/signin/oidc" class="signin-oidc"><input type="hidden" name="csrf" value="([^"]+)">\s*<button type="submit">Sign in with ([^<]+)</button>`)
+var oidcButton = regexp.MustCompile(`<p class="signin-oidc"><a class="button" href="(/signin/oidc)">Sign in with ([^<]+)</a>`)
 
-// oidcStart opens the sign-in page, presses the provider's button and
+// oidcStart opens the sign-in page, follows the provider's link and
 // returns the provider's authorization URL the console sent to.
 func (b *consoleBrowser) oidcStart() *url.URL {
 	b.t.Helper()
@@ -259,7 +267,7 @@ func (b *consoleBrowser) oidcStart() *url.URL {
 	require.Equal(b.t, 200, status)
 	m := oidcButton.FindStringSubmatch(page)
 	require.NotNil(b.t, m, page)
-	status, hdr, page := b.do("POST", console.OIDCPath, url.Values{"csrf": {m[1]}})
+	status, hdr, page := b.do("GET", m[1], nil)
 	require.Equal(b.t, http.StatusSeeOther, status, page)
 	to, err := url.Parse(hdr.Get("Location"))
 	require.NoError(b.t, err)
@@ -330,7 +338,7 @@ func (b *consoleBrowser) sessionCookie() string {
 // renewed with the (rotated) refresh token; sign-out revoking it.
 func TestConsoleOIDCSignIn(t *testing.T) {
 	t.Parallel()
-	op := newOIDCProvider(t)
+	op := newOIDCProvider(t, "127.0.0.1")
 	s := newOIDCConsoleServer(t, op)
 	project, _ := s.defaultProject()
 	b := newConsoleBrowser(t, s)
@@ -422,7 +430,7 @@ func TestConsoleOIDCSignIn(t *testing.T) {
 // to go there.
 func TestConsoleOIDCRefreshRefusedSignsOut(t *testing.T) {
 	t.Parallel()
-	op := newOIDCProvider(t)
+	op := newOIDCProvider(t, "127.0.0.1")
 	s := newOIDCConsoleServer(t, op)
 	b := newConsoleBrowser(t, s)
 	b.oidcSignIn()
@@ -457,7 +465,7 @@ func TestConsoleOIDCRefreshRefusedSignsOut(t *testing.T) {
 // callback without the flow cookie set no session.
 func TestConsoleOIDCRefusals(t *testing.T) {
 	t.Parallel()
-	op := newOIDCProvider(t)
+	op := newOIDCProvider(t, "127.0.0.1")
 	s := newOIDCConsoleServer(t, op)
 
 	refused := func(t *testing.T, b *consoleBrowser, back *url.URL, status int, msg string) {

@@ -142,7 +142,7 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Handle("/static/*", h.static)
 		r.Get("/signin", h.signinForm)
 		r.Post("/signin", h.signin)
-		r.Post(OIDCPath, h.oidcStart)
+		r.Get(OIDCPath, h.oidcStart)
 		r.Get(OIDCCallbackPath, h.oidcCallback)
 		r.Post("/signout", h.signedIn(h.signout))
 		r.Get("/", h.signedIn(h.projects))

@@ -259,21 +259,23 @@ func (l *oidcLogin) revokeRefresh(ctx context.Context, token string) error {
 	return nil
 }
 
-// oidcStart is POST /signin/oidc: the sign-in form's CSRF token (double
-// submit), then the flow cookie and a redirect to the provider.
+// oidcStart is GET /signin/oidc (a link, not a form: the page's
+// Content-Security-Policy, form-action 'self', would stop a form's
+// redirect to the provider): a new flow cookie and a redirect to the
+// provider. It needs no CSRF token: starting a sign-in changes nothing
+// but this browser's flow cookie (a forced start can only replace a
+// sign-in in progress), and the callback's state ties the result to the
+// browser that started it.
 func (h *Handler) oidcStart(w http.ResponseWriter, r *http.Request) {
 	if h.oidc == nil {
 		http.NotFound(w, r)
 		return
 	}
-	c, err := r.Cookie(SigninCookie)
-	if err != nil || !sameToken(c.Value, r.PostFormValue(csrfField)) {
-		http.Error(w, "invalid or missing CSRF token", http.StatusForbidden)
-		return
-	}
 	to, sealed, err := h.oidc.start(r.Context(), h.cfg.Box)
 	if err != nil {
-		h.signinFailed(w, r, c.Value, err)
+		csrf := randomToken()
+		h.sessions.setCookie(w, r, SigninCookie, csrf, "/signin", 3600)
+		h.signinFailed(w, r, csrf, err)
 		return
 	}
 	// Lax, not Strict: the callback is a navigation from the provider's

@@ -325,7 +325,7 @@ func signinPage(csrf, problem, provider string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if provider != "" {
-				templ_7745c5c3_Err = oidcSignin(csrf, provider).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = oidcSignin(provider).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
