@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,8 +13,10 @@ import (
 // site (localhost; the console is at 127.0.0.1), its link on the sign-in
 // page, the round trip through the provider, the projects page reached
 // with the SameSite=Strict session (the callback's page navigates on by
-// itself), a project the user was made a member of meanwhile, and
-// sign-out, which revokes the refresh token at the provider.
+// itself), a project the user was made a member of meanwhile, its
+// documents page whose stream keeps the last event's id in its URL
+// (console.js), and sign-out, which revokes the refresh token at the
+// provider.
 func TestConsoleBrowserAuth(t *testing.T) {
 	t.Parallel()
 	op := newOIDCProvider(t, "localhost")
@@ -27,6 +30,13 @@ func TestConsoleBrowserAuth(t *testing.T) {
 			require.Len(t, users, 1)
 			s.addMember(project, users[0].ID, "viewer")
 			return "ok"
+		case "upload":
+			doc := consoleUpload(t, s, project, "streamed.md", "# Streamed\n\nA document the page sees arrive.")
+			s.waitDocument(project, doc)
+			var id int64
+			require.NoError(t, s.pool().QueryRow(t.Context(),
+				`SELECT max(id) FROM events WHERE project_id = $1 AND type = 'document.converted'`, project).Scan(&id))
+			return strconv.FormatInt(id, 10)
 		}
 		t.Errorf("unknown step %q", name)
 		return ""
@@ -43,6 +53,8 @@ func TestConsoleBrowserAuth(t *testing.T) {
 			SameSite string `json:"sameSite"`
 		} `json:"cookie"`
 		ProjectURL        string `json:"projectURL"`
+		StreamURLBefore   string `json:"streamURLBefore"`
+		StreamURLAfter    string `json:"streamURLAfter"`
 		AfterSignoutURL   string `json:"afterSignoutURL"`
 		AfterSignoutVisit string `json:"afterSignoutVisit"`
 	}
@@ -57,6 +69,9 @@ func TestConsoleBrowserAuth(t *testing.T) {
 	require.True(t, report.Cookie.HTTPOnly)
 	require.Equal(t, "Strict", report.Cookie.SameSite)
 	require.Equal(t, "/projects/"+project, report.ProjectURL)
+	stream := "/stream/projects/" + project + "/documents"
+	require.Equal(t, stream, report.StreamURLBefore)
+	require.Regexp(t, `^`+stream+`\?lastEventId=\d+$`, report.StreamURLAfter)
 	require.Equal(t, "/signin", report.AfterSignoutURL)
 	require.Equal(t, "/signin", report.AfterSignoutVisit)
 	require.Equal(t, []string{"signin-oidc", "projects-oidc", "project-oidc"}, report.Pages)

@@ -7,10 +7,11 @@
 // the callback's page moves on to the projects, where the SameSite=Strict
 // session cookie must arrive (a redirect from the provider's navigation
 // would not carry it). Then the project the Go test made the user a
-// member of, and sign-out.
+// member of, its documents with the live stream keeping the last event's
+// id in its URL, and sign-out.
 import { openConsole } from "./lib.mjs";
 
-const { base, project, context, page, report, shot, step, run } = await openConsole();
+const { base, project, context, page, report, shot, step, sseOpen, run } = await openConsole();
 await run(async () => {
   await page.goto(base + "/");
   report.signinURL = new URL(page.url()).pathname;
@@ -39,6 +40,16 @@ await run(async () => {
   await page.waitForSelector("#document-count");
   report.projectURL = new URL(page.url()).pathname;
   await shot("project-oidc");
+
+  // The documents stream keeps the last event's id in its URL, so that
+  // a new EventSource (after a refused reconnect) replays from there.
+  await page.click(`a[href="/projects/${project}/documents"]`);
+  await sseOpen("#documents");
+  report.streamURLBefore = await page.getAttribute("#documents", "sse-connect");
+  const eventID = await step("upload");
+  await page.waitForFunction((id) =>
+    document.querySelector("#documents").getAttribute("sse-connect").endsWith("?lastEventId=" + id), eventID);
+  report.streamURLAfter = await page.getAttribute("#documents", "sse-connect");
 
   await page.click(".signout button");
   await page.waitForSelector(".signin-oidc");
