@@ -69,7 +69,11 @@ type Config struct {
 	// API serves requests the console forwards with the session's token
 	// (uploads), so they take the API's own path: limits, spooling,
 	// authorisation.
-	API http.Handler
+	API    http.Handler
+	Box    *secrets.Box
+	Logger *slog.Logger
+	Now    func() time.Time
+
 	// OIDC, when set, offers sign-in with the identity provider besides
 	// API tokens.
 	OIDC *OIDCClient
@@ -78,9 +82,6 @@ type Config struct {
 	// proxy.
 	SecureCookie CookieSecurity
 	PublicURL    string
-	Box          *secrets.Box
-	Logger *slog.Logger
-	Now    func() time.Time
 }
 
 // Handler serves the console.

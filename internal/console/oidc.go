@@ -280,7 +280,7 @@ func (h *Handler) oidcStart(w http.ResponseWriter, r *http.Request) {
 	}
 	// Lax, not Strict: the callback is a navigation from the provider's
 	// site, which carries Lax cookies only.
-	h.sessions.cookie(w, r, &http.Cookie{Name: FlowCookie, Value: sealed, Path: OIDCPath, MaxAge: int(FlowTTL.Seconds()), SameSite: http.SameSiteLaxMode})
+	h.sessions.cookie(w, r, FlowCookie, sealed, OIDCPath, int(FlowTTL.Seconds()), http.SameSiteLaxMode)
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 

@@ -113,13 +113,16 @@ func (s sessions) get(r *http.Request) (session, error) {
 // as the console's CookieSecurity says for r. A negative maxAge deletes
 // it.
 func (s sessions) setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
-	s.cookie(w, r, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge, SameSite: http.SameSiteStrictMode})
+	s.cookie(w, r, name, value, path, maxAge, http.SameSiteStrictMode)
 }
 
-// cookie sets c, HttpOnly and Secure as the policy says for r.
-func (s sessions) cookie(w http.ResponseWriter, r *http.Request, c *http.Cookie) {
-	c.HttpOnly, c.Secure = true, s.secure(r)
-	http.SetCookie(w, c)
+// cookie sets a cookie HttpOnly, with sameSite, and Secure as the policy
+// says for r.
+func (s sessions) cookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int, sameSite http.SameSite) {
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure as GRAPHMILL_CONSOLE_SECURE_COOKIE says (TLS or an https public URL by default)
+		Name: name, Value: value, Path: path, MaxAge: maxAge,
+		HttpOnly: true, Secure: s.secure(r), SameSite: sameSite,
+	})
 }
 
 func (s sessions) clearCookie(w http.ResponseWriter, r *http.Request, name, path string) {
