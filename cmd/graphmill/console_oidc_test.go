@@ -271,12 +271,7 @@ func (b *consoleBrowser) oidcStart() *url.URL {
 	require.Equal(b.t, http.StatusSeeOther, status, page)
 	to, err := url.Parse(hdr.Get("Location"))
 	require.NoError(b.t, err)
-	var flow *http.Cookie
-	for _, c := range (&http.Response{Header: hdr}).Cookies() {
-		if c.Name == console.FlowCookie {
-			flow = c
-		}
-	}
+	flow := responseCookie(hdr, console.FlowCookie)
 	require.NotNil(b.t, flow, "flow cookie")
 	require.True(b.t, flow.HttpOnly)
 	require.Equal(b.t, http.SameSiteLaxMode, flow.SameSite, "the callback comes from the provider's site")
@@ -317,6 +312,17 @@ func (b *consoleBrowser) oidcSignIn() {
 	m := csrfInput.FindStringSubmatch(page)
 	require.NotNil(b.t, m, page)
 	b.csrf = m[1]
+}
+
+// responseCookie is the cookie name a response's headers set, nil when
+// none.
+func responseCookie(hdr http.Header, name string) *http.Cookie {
+	for _, c := range (&http.Response{Header: hdr}).Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // sessionCookie is the browser's session cookie value ("" when none).
@@ -363,12 +369,7 @@ func TestConsoleOIDCSignIn(t *testing.T) {
 	status, hdr, page := b.callback(b.authorize(to))
 	require.Equal(t, 200, status, page)
 	require.Contains(t, page, `<meta http-equiv="refresh" content="0; url=/">`)
-	var sess *http.Cookie
-	for _, c := range (&http.Response{Header: hdr}).Cookies() {
-		if c.Name == console.SessionCookie {
-			sess = c
-		}
-	}
+	sess := responseCookie(hdr, console.SessionCookie)
 	require.NotNil(t, sess)
 	require.True(t, sess.HttpOnly)
 	require.Equal(t, http.SameSiteStrictMode, sess.SameSite)
@@ -473,9 +474,7 @@ func TestConsoleOIDCRefusals(t *testing.T) {
 		got, hdr, page := b.callback(back)
 		require.Equal(t, status, got, page)
 		require.Contains(t, page, msg)
-		for _, c := range (&http.Response{Header: hdr}).Cookies() {
-			require.NotEqual(t, console.SessionCookie, c.Name, "no session set")
-		}
+		require.Nil(t, responseCookie(hdr, console.SessionCookie), "no session set")
 		require.Empty(t, b.sessionCookie())
 		got, hdr, _ = b.do("GET", "/", nil)
 		require.Equal(t, http.StatusSeeOther, got)
@@ -571,12 +570,7 @@ func TestConsoleSecureCookie(t *testing.T) {
 			// cookie is sent by hand.
 			status, hdr, page = b.do("POST", "/signin", url.Values{"csrf": {csrf}, "token": {admin}}, header{"Cookie", console.SigninCookie + "=" + csrf})
 			require.Equal(t, http.StatusSeeOther, status, page)
-			var sess *http.Cookie
-			for _, c := range (&http.Response{Header: hdr}).Cookies() {
-				if c.Name == console.SessionCookie {
-					sess = c
-				}
-			}
+			sess := responseCookie(hdr, console.SessionCookie)
 			require.NotNil(t, sess)
 			require.Equal(t, tc.secure, sess.Secure)
 			require.True(t, sess.HttpOnly)
