@@ -408,6 +408,15 @@ func TestConsoleOIDCSignIn(t *testing.T) {
 	require.Equal(t, 200, status)
 	grants, _, _ = op.state()
 	require.Len(t, grants, 2, "the new access token is used until it expires")
+	// A request of the page sent with the cookie of before (an htmx
+	// request or a stream under way) gets the same new tokens, without a
+	// second refresh, which the used-up refresh token would fail.
+	status, hdr, page = b.do("GET", "/projects/"+project, nil, header{"Cookie", console.SessionCookie + "=" + before})
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, `value="`+b.csrf+`"`)
+	grants, _, _ = op.state()
+	require.Len(t, grants, 2, "no second refresh")
+	require.NotNil(t, responseCookie(hdr, console.SessionCookie), "the session is sealed again")
 	require.Len(t, s.usersBySubject(op.sub), 1)
 
 	// Sign-out revokes the refresh token at the provider and ends the

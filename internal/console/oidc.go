@@ -74,6 +74,7 @@ type oidcLogin struct {
 	revoke   string           // the revocation endpoint (RFC 7009), if any
 	failedAt time.Time
 	failure  error
+	recent   map[string]refreshed // by the used refresh token's hash
 }
 
 // discoveryRetry is how long a failed discovery is remembered.
@@ -89,7 +90,7 @@ func newOIDCLogin(c OIDCClient, now func() time.Time) *oidcLogin {
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
-	return &oidcLogin{cfg: c, now: now, ctx: oidc.ClientContext(context.Background(), c.HTTPClient)}
+	return &oidcLogin{cfg: c, now: now, ctx: oidc.ClientContext(context.Background(), c.HTTPClient), recent: map[string]refreshed{}}
 }
 
 // label names the provider on the sign-in button: the issuer's host.
@@ -200,17 +201,53 @@ func (l *oidcLogin) finish(ctx context.Context, f flow, q url.Values) (*oauth2.T
 	return tok, nil
 }
 
+// RefreshReuse is how long the tokens a refresh bought answer requests
+// that still carry the refresh token it used up: a page's other requests
+// (htmx, streams) sent before the browser had the new cookie. Providers
+// that rotate refresh tokens refuse the old one, which would sign the
+// browser out. Kept in this process's memory only.
+const RefreshReuse = time.Minute
+
+// refreshed is a refresh's outcome, kept for RefreshReuse.
+type refreshed struct {
+	tok *oauth2.Token
+	at  time.Time
+}
+
 // refresh trades sess's refresh token for a new access token (and the
 // provider's new refresh token, when it rotates them). Concurrent
-// requests of one session (a page and its streams) share one refresh.
+// requests of one session (a page and its streams) share one refresh,
+// and later ones with the same refresh token reuse its tokens for
+// RefreshReuse.
 func (l *oidcLogin) refresh(ctx context.Context, sess session) (session, error) {
-	v, err, _ := l.merged.Do(sess.Refresh, func() (any, error) {
+	sum := auth.HashToken(sess.Refresh)
+	key := string(sum[:])
+	v, err, _ := l.merged.Do(key, func() (any, error) {
+		now := l.now()
+		l.mu.Lock()
+		r, ok := l.recent[key]
+		for k, e := range l.recent {
+			if now.Sub(e.at) >= RefreshReuse {
+				delete(l.recent, k)
+			}
+		}
+		l.mu.Unlock()
+		if ok && now.Sub(r.at) < RefreshReuse {
+			return r.tok, nil
+		}
 		p, err := l.discover(ctx)
 		if err != nil {
 			return nil, err
 		}
 		old := &oauth2.Token{RefreshToken: sess.Refresh, Expiry: time.Unix(1, 0)}
-		return l.oauth(p).TokenSource(oidc.ClientContext(context.WithoutCancel(ctx), l.cfg.HTTPClient), old).Token()
+		tok, err := l.oauth(p).TokenSource(oidc.ClientContext(context.WithoutCancel(ctx), l.cfg.HTTPClient), old).Token()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		l.recent[key] = refreshed{tok: tok, at: now}
+		l.mu.Unlock()
+		return tok, nil
 	})
 	var refusal *oauth2.RetrieveError
 	switch {
