@@ -57,6 +57,7 @@ type oidcProvider struct {
 	grants       []string          // grant types seen, in order
 	revoked      []string
 	tokenFailure string // a token endpoint error answered to every request
+	noRefresh    bool   // issue no refresh token (no offline access)
 }
 
 type authCode struct {
@@ -204,12 +205,16 @@ func (op *oidcProvider) token(w http.ResponseWriter, r *http.Request) {
 	if nonce != "" {
 		idClaims["nonce"] = nonce
 	}
-	refresh := "rt-" + uuid.NewString()
-	op.refresh[refresh] = sub
-	writeJSON(w, http.StatusOK, map[string]any{
-		"access_token": access, "token_type": "Bearer", "expires_in": 3600, "refresh_token": refresh,
+	answer := map[string]any{
+		"access_token": access, "token_type": "Bearer", "expires_in": 3600,
 		"id_token": signJWT(op.t, op.key, op.kid, idClaims),
-	})
+	}
+	if !op.noRefresh {
+		refresh := "rt-" + uuid.NewString()
+		op.refresh[refresh] = sub
+		answer["refresh_token"] = refresh
+	}
+	writeJSON(w, http.StatusOK, answer)
 }
 
 func (op *oidcProvider) revoke(w http.ResponseWriter, r *http.Request) {
@@ -437,7 +442,8 @@ func TestConsoleOIDCSignIn(t *testing.T) {
 // TestConsoleOIDCRefreshRefusedSignsOut: when the access token expired
 // and the provider refuses the refresh token, the browser is signed out
 // (the cookie deleted, sent to the sign-in page); an htmx request is told
-// to go there.
+// to go there. Without a refresh token the session ends with the access
+// token.
 func TestConsoleOIDCRefreshRefusedSignsOut(t *testing.T) {
 	t.Parallel()
 	op := newOIDCProvider(t, "127.0.0.1")
@@ -467,6 +473,19 @@ func TestConsoleOIDCRefreshRefusedSignsOut(t *testing.T) {
 	status, hdr, _ = htmxB.do("GET", "/", nil, header{"HX-Request", "true"})
 	require.Equal(t, http.StatusUnauthorized, status)
 	require.Equal(t, "/signin", hdr.Get("HX-Redirect"))
+
+	// A session without a refresh token (no offline access) ends with
+	// its access token, without asking the provider.
+	op.set(func(op *oidcProvider) { op.tokenFailure, op.noRefresh = "", true })
+	short := newConsoleBrowser(t, s)
+	short.oidcSignIn()
+	s.clock.Advance(2 * time.Hour)
+	status, hdr, _ = short.do("GET", "/", nil)
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, "/signin", hdr.Get("Location"))
+	require.Empty(t, short.sessionCookie())
+	grants, _, _ = op.state()
+	require.Equal(t, []string{"authorization_code", "refresh_token", "refresh_token", "authorization_code"}, grants, "the htmx request tried too; the last session never")
 }
 
 // TestConsoleOIDCRefusals: a callback whose state is not the browser's,
