@@ -460,9 +460,9 @@ func agentPage(csrf string, pv projectView, a agent.Agent, runs []agent.Run, p p
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var25 string
-			templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + AgentRunsEvent)
+			templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + AgentRunsEvent + ", htmx:sseOpen from:#agent-runs")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `agents.templ`, Line: 97, Col: 40}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `agents.templ`, Line: 97, Col: 76}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 			if templ_7745c5c3_Err != nil {
@@ -731,9 +731,9 @@ func agentRunPage(csrf string, pv projectView, a agent.Agent, r agent.Run) templ
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var41 string
-			templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + AgentRunEvent)
+			templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + AgentRunEvent + ", htmx:sseOpen from:#run-live")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `agents.templ`, Line: 126, Col: 109}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `agents.templ`, Line: 126, Col: 143}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var41))
 			if templ_7745c5c3_Err != nil {

@@ -141,6 +141,7 @@
     document.getElementById("flash").hidden = true;
     button.disabled = true;
     form.dataset.state = "streaming";
+    form.dataset.deltas = "0";
     var question = item(list, "user", content);
     var reply = null;
     var failed = false;
@@ -176,6 +177,7 @@
         buffer = frames(buffer + decoder.decode(chunk.value, { stream: true }), function (name, data) {
           if (name === "delta") {
             text.textContent += data.text;
+            form.dataset.deltas = String(Number(form.dataset.deltas || 0) + 1);
           } else if (name === "done") {
             reply.insertAdjacentHTML("afterend", data.html);
             reply.remove();
