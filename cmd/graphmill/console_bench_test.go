@@ -64,6 +64,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		"/", base, base + "/documents", base + "/documents?offset=5000", base + "/documents/" + docIDs[docs-1].String(),
 		base + "/jobs", base + "/jobs?status=failed", base + "/jobs?offset=50000", base + "/jobs/" + jobID.String(),
 	}
+	chatPages, chatNames := benchChatPages(b, s, project)
+	pages = append(pages, chatPages...)
 	for _, p := range pages {
 		status, _, body := br.do("GET", p, nil)
 		require.Equal(b, http.StatusOK, status, p)
@@ -87,5 +89,6 @@ func BenchmarkConsolePages(b *testing.B) {
 	for k, p := range pages {
 		names[k] = strings.NewReplacer(base, "P", "/"+docIDs[docs-1].String(), "/{doc}", "/"+jobID.String(), "/{job}").Replace(p)
 	}
+	copy(names[len(pages)-len(chatNames):], chatNames)
 	benchReport(b, lat, pages, names)
 }
