@@ -243,8 +243,11 @@ func inboxTabs(c notification.Counts) []struct {
 		Name  string
 		Count int64
 	}{
-		{notification.TabAll, c.All}, {notification.TabImportant, c.Important}, {notification.TabOther, c.Other},
-		{notification.TabSnoozed, c.Snoozed}, {notification.TabCleared, c.Cleared},
+		{notification.TabAll, c.All},
+		{notification.TabImportant, c.Important},
+		{notification.TabOther, c.Other},
+		{notification.TabSnoozed, c.Snoozed},
+		{notification.TabCleared, c.Cleared},
 	}
 }
 
