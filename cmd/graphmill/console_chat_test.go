@@ -52,7 +52,8 @@ func (b *consoleBrowser) chatTurn(project, session, content string) (int, string
 	return status, body, out
 }
 
-// consoleStreamFrames opens a console event stream and sends its frames.
+// consoleStreamFrames opens a console event stream and sends its frames
+// (comments included).
 func consoleStreamFrames(t *testing.T, b *consoleBrowser, path string) <-chan string {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), "GET", b.s.base+path, nil)
@@ -61,6 +62,7 @@ func consoleStreamFrames(t *testing.T, b *consoleBrowser, path string) <-chan st
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	require.Equal(t, 200, resp.StatusCode, path)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"), path)
 	frames := make(chan string, 16)
 	go func() {
 		defer close(frames)
@@ -74,9 +76,7 @@ func consoleStreamFrames(t *testing.T, b *consoleBrowser, path string) <-chan st
 				if i < 0 {
 					break
 				}
-				if !strings.HasPrefix(acc[:i], ":") {
-					frames <- acc[:i]
-				}
+				frames <- acc[:i]
 				acc = acc[i+2:]
 			}
 			if err != nil {
@@ -87,15 +87,21 @@ func consoleStreamFrames(t *testing.T, b *consoleBrowser, path string) <-chan st
 	return frames
 }
 
-// nextFrame waits for the stream's next event frame.
+// nextFrame waits for the stream's next event frame (comments passed
+// over).
 func nextFrame(t *testing.T, frames <-chan string) string {
 	t.Helper()
-	select {
-	case f := <-frames:
-		return f
-	case <-time.After(20 * time.Second):
-		t.Fatal("no event on the console stream")
-		return ""
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case f := <-frames:
+			if !strings.HasPrefix(f, ":") {
+				return f
+			}
+		case <-timeout:
+			t.Fatal("no event on the console stream")
+			return ""
+		}
 	}
 }
 
@@ -427,7 +433,7 @@ func TestConsoleNotifications(t *testing.T) {
 	require.Equal(t, "event: "+console.NotificationsEvent+"\ndata: notification", nextFrame(t, frames))
 	select {
 	case f := <-frames:
-		t.Fatalf("bob's notification reached alice's stream: %q", f)
+		require.True(t, strings.HasPrefix(f, ":"), "bob's notification reached alice's stream: %q", f)
 	case <-time.After(300 * time.Millisecond):
 	}
 

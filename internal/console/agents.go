@@ -219,14 +219,9 @@ func (h *Handler) agentStream(w http.ResponseWriter, r *http.Request, c caller) 
 		return
 	}
 	id := a.ResourceID.String()
-	h.stream(w, r, c, agentsRule, func(project uuid.UUID) func(streamEvent) (string, bool) {
-		return func(e streamEvent) (string, bool) {
-			if e.ProjectID != nil && *e.ProjectID == project && e.Type == agent.EventRunStatus && e.Data.AgentID == id {
-				return AgentRunsEvent, true
-			}
-			return "", false
-		}
-	})
+	h.stream(w, r, c, agentsRule, runEvents(AgentRunsEvent, func(e streamEvent) bool {
+		return e.Type == agent.EventRunStatus && e.Data.AgentID == id
+	}))
 }
 
 // agentRunStream passes on AgentRunEvent when the path's run changes
@@ -238,12 +233,17 @@ func (h *Handler) agentRunStream(w http.ResponseWriter, r *http.Request, c calle
 		return
 	}
 	id := run.ID.String()
-	h.stream(w, r, c, agentsRule, func(project uuid.UUID) func(streamEvent) (string, bool) {
+	h.stream(w, r, c, agentsRule, runEvents(AgentRunEvent, func(e streamEvent) bool {
+		return (e.Type == agent.EventRunStatus || e.Type == agent.EventQuestion) && e.Data.RunID == id
+	}))
+}
+
+// runEvents selects, as the SSE event name, the events of the project
+// that keep keeps.
+func runEvents(name string, keep func(streamEvent) bool) func(uuid.UUID) func(streamEvent) (string, bool) {
+	return func(project uuid.UUID) func(streamEvent) (string, bool) {
 		return func(e streamEvent) (string, bool) {
-			if e.ProjectID != nil && *e.ProjectID == project && (e.Type == agent.EventRunStatus || e.Type == agent.EventQuestion) && e.Data.RunID == id {
-				return AgentRunEvent, true
-			}
-			return "", false
+			return name, e.ProjectID != nil && *e.ProjectID == project && keep(e)
 		}
-	})
+	}
 }
