@@ -500,3 +500,58 @@ func notificationRead(t *testing.T, s *testServer, token, id string) bool {
 	t.Fatalf("no notification %s", id)
 	return false
 }
+
+// TestConsoleAgentApproval: a run waiting for approval shows the tool and
+// its arguments with Approve and Deny; Deny declines the call (the run
+// ends without it), Approve runs it; a started run is cancelled from its
+// page.
+func TestConsoleAgentApproval(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	id := s.agentCreate(s.admin, project, map[string]any{
+		"name": "careful", "instructions": "i",
+		"tools": []string{"graph_create_object"}, "requireApprovalFor": []string{"graph_create_object"},
+	})
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+	start := func(input string) string {
+		status, hdr, page := b.do("POST", "/projects/"+project+"/agents/"+id+"/runs", url.Values{"csrf": {b.csrf}, "input": {input}})
+		require.Equal(t, http.StatusSeeOther, status, page)
+		return hdr.Get("Location")
+	}
+	for _, approve := range []string{"false", "true"} {
+		runPath := start(`CALL: graph_create_object {"type":"Person","name":"Grace Hopper"}`)
+		run := strings.TrimPrefix(runPath, "/projects/"+project+"/agent-runs/")
+		s.agentWait(s.admin, run, "waiting_for_input")
+		status, _, page := b.do("GET", runPath, nil)
+		require.Equal(t, 200, status)
+		require.Contains(t, page, `data-kind="approval"`)
+		require.Contains(t, page, "<code>graph_create_object</code>")
+		require.Contains(t, page, "Grace Hopper")
+		require.Contains(t, page, `class="approve"`)
+		require.Contains(t, page, `class="deny"`)
+		status, _, page = b.post(runPath+"/answer", url.Values{"answer": {"yes"}})
+		require.Equal(t, http.StatusBadRequest, status)
+		require.Equal(t, "the run asks for approval to run a tool: answer it with approve true or false", page)
+		status, _, page = b.post(runPath+"/answer", url.Values{"approve": {approve}})
+		require.Equal(t, 200, status, page)
+		done := s.agentWait(s.admin, run, "completed", "failed")
+		require.Equal(t, "completed", done.Status, done.Error)
+		require.Equal(t, approve == "false", done.Steps[1].IsError, string(done.Steps[1].Output))
+	}
+	objects := s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1 AND name = 'Grace Hopper' AND deleted_at IS NULL`, project)
+	require.Equal(t, 1, objects, "created once: after the approval only")
+
+	// Cancel from the page: CSRF needed, then cancelled.
+	runPath := start(`CALL: graph_create_object {"type":"Person","name":"Alan Turing"}`)
+	run := strings.TrimPrefix(runPath, "/projects/"+project+"/agent-runs/")
+	s.agentWait(s.admin, run, "waiting_for_input")
+	status, _, _ := b.do("POST", runPath+"/cancel", url.Values{})
+	require.Equal(t, http.StatusForbidden, status)
+	require.Equal(t, "waiting_for_input", s.agentRunGet(s.admin, run).Status)
+	status, _, page := b.post(runPath+"/cancel", url.Values{})
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, `data-status="cancelled"`)
+	require.Equal(t, "cancelled", s.agentRunGet(s.admin, run).Status)
+}
