@@ -16,8 +16,12 @@ func TestContentParts(t *testing.T) {
 	m := chat.Message{Content: "Lubricate every quarter [1]. Not [9]; see [x] and [2][1]", Citations: []chat.Citation{{Index: 1}, {Index: 2}}}
 	parts := contentParts(m)
 	require.Equal(t, []contentPart{
-		{Text: "Lubricate every quarter "}, {Text: "[1]", Cites: 1}, {Text: ". Not [9]"}, {Text: "; see [x] and "},
-		{Text: "[2]", Cites: 2}, {Text: "[1]", Cites: 1},
+		{Text: "Lubricate every quarter "},
+		{Text: "[1]", Cites: 1},
+		{Text: ". Not [9]"},
+		{Text: "; see [x] and "},
+		{Text: "[2]", Cites: 2},
+		{Text: "[1]", Cites: 1},
 	}, parts)
 	var all string
 	for _, p := range parts {
