@@ -98,8 +98,8 @@ func TestConsoleBrowserChat(t *testing.T) {
 	c := answer.Citations[0]
 	require.Contains(t, report.Markers, fmt.Sprintf("#cite-%s-%d", answer.ID, c.Index))
 	require.Equal(t, strings.TrimPrefix(report.Markers[0], "#"), report.MarkerTarget, "the marker leads to its citation")
-	require.Equal(t, "/projects/"+project+"/documents/"+doc+"#chunk-"+c.ChunkID, report.CitationHref)
-	require.Equal(t, report.CitationHref, report.CitationURL)
+	require.Equal(t, "/projects/"+project+"/documents/"+doc+"/chunks/"+c.ChunkID, report.CitationHref)
+	require.Equal(t, "/projects/"+project+"/documents/"+doc+"#chunk-"+c.ChunkID, report.CitationURL)
 	text, _ := chatChunkText(t, s, project, c.ChunkID)
 	require.Equal(t, text, report.CitedChunk, "the cited chunk is the link's target")
 	require.Equal(t, "a question is already being answered in this chat session: wait for its answer", report.BusyFlash)

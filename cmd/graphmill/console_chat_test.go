@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -179,13 +180,16 @@ func TestConsoleChat(t *testing.T) {
 	require.NotEmpty(t, answer.Citations)
 	c := answer.Citations[0]
 	require.Contains(t, done.HTML, `id="msg-`+answer.ID+`"`)
-	require.Contains(t, done.HTML, `href="/projects/`+project+`/documents/`+doc+`#chunk-`+c.ChunkID+`"`)
+	require.Contains(t, done.HTML, `href="/projects/`+project+`/documents/`+doc+`/chunks/`+c.ChunkID+`"`)
 	require.Contains(t, done.HTML, `class="marker" href="#cite-`+answer.ID+`-`)
 	status, _, page = b.do("GET", loc, nil)
 	require.Equal(t, 200, status)
 	require.Contains(t, page, "How often do quillwort bearings need lubrication?")
 	require.Equal(t, citationLink.FindAllStringSubmatch(done.HTML, -1), citationLink.FindAllStringSubmatch(page, -1))
-	// The chunk the link names is on the document's page.
+	// The link leads to the chunk on the document's page.
+	status, hdr, _ = b.do("GET", "/projects/"+project+"/documents/"+doc+"/chunks/"+c.ChunkID, nil)
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, "/projects/"+project+"/documents/"+doc+"#chunk-"+c.ChunkID, hdr.Get("Location"))
 	status, _, page = b.do("GET", "/projects/"+project+"/documents/"+doc, nil)
 	require.Equal(t, 200, status)
 	require.Contains(t, page, `id="chunk-`+c.ChunkID+`"`)
@@ -248,6 +252,64 @@ func TestConsoleChat(t *testing.T) {
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM chat_messages`))
 	status, _, _ = b.do("GET", loc, nil)
 	require.Equal(t, http.StatusNotFound, status)
+}
+
+// TestConsoleChunkLink: a citation's chunk link sends to the page of the
+// document's chunks that holds the chunk, at the chunk; an unknown chunk,
+// another document's chunk and another project's document are not found.
+func TestConsoleChunkLink(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	other := s.newProject(org, "other")
+	var long strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&long, "## Section %d\n\n", i)
+		for j := range 450 {
+			fmt.Fprintf(&long, "word%d_%d ", i, j)
+		}
+		long.WriteString("\n\n")
+	}
+	doc := consoleUpload(t, s, project, "long.md", long.String())
+	s.waitDocument(project, doc)
+	small := consoleUpload(t, s, project, "small.md", "# Small\n\nOne chunk.")
+	s.waitDocument(project, small)
+	hp := header{"X-Project-ID", project}
+	var chunks struct {
+		Data []struct {
+			ID    string `json:"id"`
+			Index int    `json:"index"`
+		} `json:"data"`
+		Total int `json:"total"`
+	}
+	s.must(200, "GET", "/api/documents/"+doc+"/chunks?offset=55&limit=1", s.admin, nil, hp).Decode(t, &chunks)
+	require.Greater(t, chunks.Total, 55)
+	chunk := chunks.Data[0]
+	require.Equal(t, 55, chunk.Index)
+
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+	status, hdr, _ := b.do("GET", "/projects/"+project+"/documents/"+doc+"/chunks/"+chunk.ID, nil)
+	require.Equal(t, http.StatusSeeOther, status)
+	loc := hdr.Get("Location")
+	require.Equal(t, "/projects/"+project+"/documents/"+doc+"?offset=50#chunk-"+chunk.ID, loc)
+	status, _, page := b.do("GET", strings.Split(loc, "#")[0], nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, `id="chunk-`+chunk.ID+`"`)
+	for _, p := range []string{
+		"/projects/" + project + "/documents/" + small + "/chunks/" + chunk.ID,
+		"/projects/" + project + "/documents/" + doc + "/chunks/" + uuid.NewString(),
+		"/projects/" + project + "/documents/" + doc + "/chunks/not-a-uuid",
+		"/projects/" + other + "/documents/" + doc + "/chunks/" + chunk.ID,
+	} {
+		status, _, _ = b.do("GET", p, nil)
+		require.Equal(t, http.StatusNotFound, status, p)
+	}
+	_, noDocs := s.newMember("nodocs@example.com", []string{"admin:read", "chat:use"}, project, "viewer")
+	nb := newConsoleBrowser(t, s)
+	nb.signIn(noDocs)
+	status, _, _ = nb.do("GET", "/projects/"+project+"/documents/"+doc+"/chunks/"+chunk.ID, nil)
+	require.Equal(t, http.StatusForbidden, status)
 }
 
 // TestConsoleAgents: the agent pages list the project's agents, start a

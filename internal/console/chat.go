@@ -14,6 +14,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/chat"
+	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
@@ -43,6 +44,7 @@ func (h *Handler) chatRoutes(r chi.Router) {
 	r.Post("/projects/{project}/chat/{sessionId}/rename", h.signedIn(h.chatRename))
 	r.Post("/projects/{project}/chat/{sessionId}/delete", h.signedIn(h.chatDelete))
 	r.Post(StreamPrefix+"projects/{project}/chat/{sessionId}/messages", h.signedIn(h.chatSend))
+	r.Get("/projects/{project}/documents/{id}/chunks/{chunk}", h.signedIn(h.chunk))
 }
 
 // chatOwner is the API's owner of a chat session path.
@@ -252,7 +254,30 @@ func contentParts(m chat.Message) []contentPart {
 // citationID is the id of a citation's item in a message's list.
 func citationID(msg uuid.UUID, n int) string { return "cite-" + msg.String() + "-" + strconv.Itoa(n) }
 
-// chunkURL links a citation to its chunk on its document's page.
+// chunkURL links a citation to its chunk (chunk redirects to it on its
+// document's page).
 func chunkURL(project uuid.UUID, c chat.Citation) string {
-	return documentURL(project, c.DocumentID) + "#chunk-" + c.ChunkID.String()
+	return documentURL(project, c.DocumentID) + "/chunks/" + c.ChunkID.String()
+}
+
+// chunk sends to the page of the document's chunks that holds the path's
+// chunk, at the chunk (the document page's rule and owner).
+func (h *Handler) chunk(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, documentsRule.WithOwner(h.documentOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	id, err := uuid.Parse(chi.URLParam(r, "chunk"))
+	if err != nil {
+		h.fail(w, r, document.ErrChunkNotFound)
+		return
+	}
+	n, err := h.cfg.Documents.ChunkIndex(r.Context(), a.ProjectID, a.ResourceID, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	page := pager{Base: documentURL(p.ID, a.ResourceID)}
+	http.Redirect(w, r, page.url(n/PageSize*PageSize)+"#chunk-"+id.String(), http.StatusSeeOther)
 }
