@@ -396,6 +396,16 @@ func TestConsoleAgents(t *testing.T) {
 	require.NotContains(t, page, `id="agent-start"`, "no start form for a viewer")
 	status, _, _ = viewer.post(agentPath+"/runs", url.Values{"input": {"x"}})
 	require.Equal(t, http.StatusForbidden, status)
+	_, outsiderToken := s.newUser("outsider@example.com", allScopes, "")
+	outsider := newConsoleBrowser(t, s)
+	outsider.signIn(outsiderToken)
+	for _, p := range []string{"/projects/" + project + "/agents", agentPath, runPath, "/stream" + agentPath} {
+		status, _, _ = outsider.do("GET", p, nil)
+		require.Equal(t, http.StatusNotFound, status, "outsider: "+p)
+	}
+	status, _, _ = outsider.post(agentPath+"/runs", url.Values{"input": {"x"}})
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM agent_runs`), "the refused starts queued nothing")
 	_, noAgents := s.newMember("noagents@example.com", []string{"admin:read"}, project, "editor")
 	na := newConsoleBrowser(t, s)
 	na.signIn(noAgents)
