@@ -213,7 +213,7 @@ func TestConsoleIntegrations(t *testing.T) {
 	require.NotContains(t, sealed, "notes-secret-5555")
 	status, _, page = admin.do("GET", base+"/kb", nil)
 	require.Equal(t, 200, status, page)
-	require.Contains(t, page, "https://notes.example.com")
+	require.Contains(t, page, `name="config.endpoint" value="https://notes.example.com"`, "the stored value, as the form takes it")
 	require.NotContains(t, page, "notes-secret-5555")
 	require.NotContains(t, page, "***", "a masked secret is not put in the form")
 

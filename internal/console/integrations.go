@@ -239,7 +239,7 @@ func (h *Handler) renderIntegration(w http.ResponseWriter, r *http.Request, c ca
 }
 
 // shownConfig is a configured integration's non-secret values, as the
-// form shows them.
+// form shows them (arrays one item a line).
 func shownConfig(d connector.Descriptor, cfg map[string]any) map[string]string {
 	out := map[string]string{}
 	for _, f := range allFields(d) {
@@ -247,24 +247,30 @@ func shownConfig(d connector.Descriptor, cfg map[string]any) map[string]string {
 		if !ok || f.Secret || v == nil {
 			continue
 		}
-		if list, ok := v.([]any); ok {
-			var b strings.Builder
-			for _, item := range list {
-				b.WriteString(strings.TrimSpace(jsonText(item)) + "\n")
-			}
-			out[f.Name] = b.String()
-			continue
-		}
-		out[f.Name] = jsonText(v)
+		out[f.Name] = formText(v)
 	}
 	return out
 }
 
-// jsonText is a config value as text: strings as they are, others as
-// JSON.
-func jsonText(v any) string {
-	if s, ok := v.(string); ok {
-		return s
+// formText is a config value (JSON as stored, or a decoded value) as a
+// form field's text: strings as they are, arrays one item a line, others
+// as JSON.
+func formText(v any) string {
+	if raw, ok := v.(json.RawMessage); ok {
+		var decoded any
+		if json.Unmarshal(raw, &decoded) == nil {
+			v = decoded
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		var b strings.Builder
+		for _, item := range x {
+			b.WriteString(formText(item) + "\n")
+		}
+		return b.String()
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
