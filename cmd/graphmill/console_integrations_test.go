@@ -252,6 +252,20 @@ func TestConsoleIntegrations(t *testing.T) {
 	require.Contains(t, page, "2 created")
 	require.Contains(t, page, `id="sync-logs"`)
 	require.Contains(t, page, "<td>info</td>")
+	// A second sync: the history lists both, newest first.
+	status, _, page = admin.do("POST", base+"/kb/sync", url.Values{}, hx)
+	require.Equal(t, 200, status, page)
+	second := regexp.MustCompile(`id="sync-([0-9a-f-]{36})"`).FindStringSubmatch(page)[1]
+	require.NotEqual(t, job, second)
+	require.Eventually(t, func() bool {
+		_, _, rows := admin.do("GET", base+"/kb/syncs", nil)
+		return strings.Count(rows, `data-status="completed"`) == 2
+	}, 20*time.Second, 50*time.Millisecond)
+	_, _, rows := admin.do("GET", base+"/kb/syncs", nil)
+	ids := regexp.MustCompile(`id="sync-([0-9a-f-]{36})"`).FindAllStringSubmatch(rows, -1)
+	require.Len(t, ids, 2)
+	require.Equal(t, []string{second, job}, []string{ids[0][1], ids[1][1]})
+	require.Contains(t, rows, "0 / 0 / 2 / 0 / 0", "the second sync found the notes unchanged")
 	status, _, _ = admin.do("GET", base+"/kb/syncs/not-a-uuid", nil)
 	require.Equal(t, http.StatusNotFound, status)
 

@@ -26,7 +26,10 @@ func (s *Service) SyncHistory(ctx context.Context, project uuid.UUID, name strin
 	if err != nil {
 		return nil, 0, err
 	}
-	list, err := syncJobsQuery(ctx, s.cfg.Pool, `WHERE j.integration_id = $1 ORDER BY j.created_at DESC, j.id DESC LIMIT $2 OFFSET $3`, r.ID, limit, offset)
+	// The page's ids first (the integration's index), then their rows
+	// with their joins: a far page does not join the rows it skips.
+	list, err := syncJobsQuery(ctx, s.cfg.Pool, `WHERE j.id IN (SELECT id FROM integration_sync_jobs WHERE integration_id = $1
+		ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3) ORDER BY j.created_at DESC, j.id DESC`, r.ID, limit, offset)
 	if err != nil {
 		return nil, 0, err
 	}
