@@ -36,8 +36,10 @@ func benchIntegrationPages(b *testing.B, s *testServer, project string, docIDs [
 	}, syncRows)
 
 	types, err := json.Marshal([]map[string]any{
-		{"type_name": "Person", "description": "A person.", "properties": map[string]any{"role": map[string]any{"type": "string"}}, "required_properties": []string{},
-			"example_instances": []map[string]any{{"name": "Ada Lovelace", "quote": "Ada Lovelace wrote the first program.", "document_id": docIDs[0]}}, "frequency": 3, "confidence": 0.8},
+		{
+			"type_name": "Person", "description": "A person.", "properties": map[string]any{"role": map[string]any{"type": "string"}}, "required_properties": []string{},
+			"example_instances": []map[string]any{{"name": "Ada Lovelace", "quote": "Ada Lovelace wrote the first program.", "document_id": docIDs[0]}}, "frequency": 3, "confidence": 0.8,
+		},
 		{"type_name": "Organization", "description": "A company.", "properties": map[string]any{}, "required_properties": []string{}, "example_instances": []any{}, "frequency": 2, "confidence": 0.7},
 	})
 	require.NoError(b, err)

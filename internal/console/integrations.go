@@ -301,7 +301,7 @@ func (h *Handler) updateIntegration(w http.ResponseWriter, r *http.Request, c ca
 		display := strings.TrimSpace(r.PostFormValue("display_name"))
 		_, err = h.cfg.Integrations.Update(r.Context(), a.ProjectID, name, integration.UpdateParams{DisplayName: &display, Config: cfg})
 		if err == nil {
-			http.Redirect(w, r, integrationURL(in.ProjectID, name), http.StatusSeeOther)
+			http.Redirect(w, r, integrationURL(in.ProjectID, in.Name), http.StatusSeeOther)
 			return
 		}
 	}
