@@ -142,6 +142,19 @@ func TestConsoleMCPServers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, mcpregistry.LevelProject, eff.InheritedFrom)
 	require.Equal(t, "brave-key-1234", eff.APIKey)
+	status, _, page = admin.do("GET", base+"/"+builtin.ID, nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, "/tools/web_search/reset", "a project setting can be reset")
+	status, _, _ = viewer.do("POST", base+"/"+builtin.ID+"/tools/web_search/reset", url.Values{}, header{console.CSRFHeader, viewer.csrf})
+	require.Equal(t, http.StatusForbidden, status)
+	status, _, _ = admin.do("POST", base+"/"+builtin.ID+"/tools/nonesuch/reset", url.Values{}, hx)
+	require.Equal(t, http.StatusNotFound, status)
+	status, _, page = admin.do("POST", base+"/"+builtin.ID+"/tools/web_search/reset", url.Values{}, hx)
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, "(global setting)")
+	eff, err = s.m.mcpReg.EffectiveSetting(context.Background(), mustUUID(t, project), "web_search")
+	require.NoError(t, err)
+	require.Equal(t, mcpregistry.LevelGlobal, eff.InheritedFrom, "the project's setting removed")
 	status, _, _ = admin.do("POST", base+"/"+builtin.ID+"/delete", url.Values{}, hx)
 	require.Equal(t, http.StatusConflict, status, "the built-in server stays")
 
@@ -269,6 +282,14 @@ func TestConsoleIntegrations(t *testing.T) {
 	status, _, _ = admin.do("GET", base+"/kb/syncs/not-a-uuid", nil)
 	require.Equal(t, http.StatusNotFound, status)
 
+	// Test the connection: the connector's answer.
+	status, _, _ = viewer.do("POST", base+"/kb/test", url.Values{}, header{console.CSRFHeader, viewer.csrf})
+	require.Equal(t, http.StatusForbidden, status)
+	status, _, page = admin.do("POST", base+"/kb/test", url.Values{}, hx)
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, `data-outcome="success"`)
+	require.Contains(t, page, "connected to Notes")
+
 	// Configure: the secret left empty is kept; a bad value is the 400.
 	status, _, page = admin.postForm(base+"/kb", url.Values{"display_name": {"KB"}, "config.endpoint": {"https://notes.example.com"}, "config.max_delete_fraction": {"2"}})
 	require.Equal(t, http.StatusBadRequest, status)
@@ -282,6 +303,20 @@ func TestConsoleIntegrations(t *testing.T) {
 	s.must(200, "GET", "/api/integrations/kb", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &in)
 	require.Equal(t, "KB", in.DisplayName)
 	require.Equal(t, "note***", in.Config["api_key"], "the stored secret kept (the API masks all but its start)")
+
+	// Delete: the integration goes, its documents stay.
+	status, _, _ = viewer.postForm(base+"/kb/delete", url.Values{})
+	require.Equal(t, http.StatusForbidden, status)
+	status, _, _ = admin.do("POST", base+"/kb/delete", url.Values{})
+	require.Equal(t, http.StatusForbidden, status, "no CSRF token")
+	status, hdr, _ = admin.postForm(base+"/kb/delete", url.Values{})
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, base, hdr.Get("Location"))
+	s.must(404, "GET", "/api/integrations/kb", s.admin, nil, header{"X-Project-ID", project})
+	s.must(200, "GET", "/api/documents", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &docs)
+	require.Equal(t, 2, docs.Total, "the documents stay")
+	status, _, _ = admin.postForm(base+"/kb/delete", url.Values{})
+	require.Equal(t, http.StatusNotFound, status)
 }
 
 // TestConsoleDiscovery: the discovery pages with the API's rules: start

@@ -45,6 +45,7 @@ func (h *Handler) mountIntegrations(r chi.Router) {
 	r.Post(mcp+"/{server}/sync", h.signedIn(h.syncMCPServer))
 	r.Post(mcp+"/{server}/inspect", h.signedIn(h.inspectMCPServer))
 	r.Post(mcp+"/{server}/tools/{tool}", h.signedIn(h.updateMCPTool))
+	r.Post(mcp+"/{server}/tools/{tool}/reset", h.signedIn(h.resetMCPTool))
 
 	in := "/projects/{project}/integrations"
 	r.Get(in, h.signedIn(h.integrations))
@@ -53,6 +54,8 @@ func (h *Handler) mountIntegrations(r chi.Router) {
 	r.Get(in+"/{name}", h.signedIn(h.integrationPage))
 	r.Post(in+"/{name}", h.signedIn(h.updateIntegration))
 	r.Post(in+"/{name}/sync", h.signedIn(h.syncIntegration))
+	r.Post(in+"/{name}/test", h.signedIn(h.testIntegration))
+	r.Post(in+"/{name}/delete", h.signedIn(h.deleteIntegration))
 	r.Get(in+"/{name}/syncs", h.signedIn(h.syncRows))
 	r.Get(in+"/{name}/syncs/{job}", h.signedIn(h.syncJob))
 	r.Get(StreamPrefix+"projects/{project}/integrations", h.signedIn(h.integrationStream))
@@ -336,6 +339,38 @@ func (h *Handler) syncIntegration(w http.ResponseWriter, r *http.Request, c call
 		return
 	}
 	h.render(w, r, http.StatusOK, syncRowList(p.ID, name, syncs))
+}
+
+// testIntegration connects to the integration's source, as POST
+// /api/integrations/{name}/test, and answers the outcome's message (the
+// service keeps secrets out of it).
+func (h *Handler) testIntegration(w http.ResponseWriter, r *http.Request, c caller) {
+	a, _, err := h.projectContext(r, c, integrationAdminRule, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, err := h.cfg.Integrations.Test(r.Context(), a.ProjectID, chi.URLParam(r, "name"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, testOutcome(res))
+}
+
+// deleteIntegration removes the integration (its documents stay), as
+// DELETE /api/integrations/{name}, and goes back to the list.
+func (h *Handler) deleteIntegration(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, integrationAdminRule, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.cfg.Integrations.Delete(r.Context(), a.ProjectID, chi.URLParam(r, "name")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, projectURL(p.ID)+"/integrations", http.StatusSeeOther)
 }
 
 // syncRows is the sync history's rows, which the page reloads when a

@@ -229,6 +229,44 @@ func (h *Handler) updateMCPTool(w http.ResponseWriter, r *http.Request, c caller
 	h.render(w, r, http.StatusOK, mcpToolRow(pv, srv, t))
 }
 
+// resetMCPTool removes the project's setting of a built-in tool (the
+// project falls back to its organization's default, else the global
+// one), as DELETE /api/admin/projects/{projectId}/tool-settings/{toolName},
+// and answers the tool's row with its inherited setting.
+func (h *Handler) resetMCPTool(w http.ResponseWriter, r *http.Request, c caller) {
+	a, pv, err := h.mcpWrite(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	srv, err := h.cfg.MCP.Server(r.Context(), a.ProjectID, a.ResourceID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if srv.Type != mcpregistry.TypeBuiltin {
+		h.fail(w, r, errs.New(errs.Invalid, "only built-in tools have settings to reset"))
+		return
+	}
+	name := chi.URLParam(r, "tool")
+	if err := h.cfg.MCP.DeleteProjectToolSetting(r.Context(), a.ProjectID, name); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	tools, err := h.cfg.MCP.Tools(r.Context(), a.ProjectID, a.ResourceID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, t := range tools {
+		if t.ToolName == name {
+			h.render(w, r, http.StatusOK, mcpToolRow(pv, srv, t))
+			return
+		}
+	}
+	h.fail(w, r, mcpregistry.ErrUnknownBuiltin)
+}
+
 // lines splits a textarea into its non-empty trimmed lines.
 func lines(s string) []string {
 	var out []string
