@@ -368,9 +368,10 @@ func TestConsoleDiscovery(t *testing.T) {
 	require.Equal(t, 200, status)
 	require.Contains(t, page, `id="discovery-finalize"`)
 	require.Contains(t, page, `value="`+j.DiscoveredTypes[0].TypeName+`"`)
+	require.Contains(t, page, `sse-connect="/stream/projects/`+project+`/discovery/`+id+`"`, "the job's own stream")
 	status, _, page = admin.do("GET", jobPath+"/live", nil)
 	require.Equal(t, 200, status)
-	require.NotContains(t, page, "hx-trigger", "an ended job stops reloading")
+	require.True(t, strings.HasPrefix(strings.TrimSpace(page), `<section id="discovery-live" data-status="completed"`), page)
 
 	_, viewerToken := s.newMember("viewer@example.com", allScopes, project, "viewer")
 	viewer := newConsoleBrowser(t, s)
@@ -382,8 +383,10 @@ func TestConsoleDiscovery(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status)
 	status, _, _ = viewer.postForm(jobPath+"/finalize", url.Values{"packName": {"P"}, "mode": {"create"}, "type": {j.DiscoveredTypes[0].TypeName}})
 	require.Equal(t, http.StatusForbidden, status)
-	status, _, _ = admin.do("GET", "/projects/"+other+"/discovery/"+id, nil)
-	require.Equal(t, http.StatusNotFound, status)
+	for _, path := range []string{"/projects/" + other + "/discovery/" + id, "/stream/projects/" + other + "/discovery/" + id, "/stream/projects/" + project + "/discovery/not-a-uuid"} {
+		status, _, _ = admin.do("GET", path, nil)
+		require.Equal(t, http.StatusNotFound, status, path)
+	}
 
 	ticked := url.Values{"mode": {"create"}, "install": {"true"}}
 	for _, ty := range j.DiscoveredTypes {

@@ -331,6 +331,31 @@ func (h *Handler) discoveryStream(w http.ResponseWriter, r *http.Request, c call
 	h.stream(w, r, c, discoveryRule, discoveryEvents)
 }
 
+// discoveryJobEvents selects the events of project that move job: the
+// job page's stream, which falls silent once the job has ended (so a
+// page whose boxes are being ticked is not reloaded by other jobs).
+func discoveryJobEvents(job uuid.UUID) func(project uuid.UUID) func(e streamEvent) (string, bool) {
+	return func(project uuid.UUID) func(e streamEvent) (string, bool) {
+		keep := discoveryEvents(project)
+		return func(e streamEvent) (string, bool) {
+			if e.Data.JobID == nil || *e.Data.JobID != job {
+				return "", false
+			}
+			return keep(e)
+		}
+	}
+}
+
+// discoveryJobStream is the job page's stream: the job's own progress
+// and end.
+func (h *Handler) discoveryJobStream(w http.ResponseWriter, r *http.Request, c caller) {
+	if _, err := h.check(r, c, discoveryRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.stream(w, r, c, discoveryRule, discoveryJobEvents(uuid.MustParse(chi.URLParam(r, "id"))))
+}
+
 // pickable reports whether a document can be picked for discovery.
 func pickable(d document.Document) bool { return d.Status == document.StatusParsed }
 

@@ -70,6 +70,7 @@ func (h *Handler) mountIntegrations(r chi.Router) {
 	r.Post(d+"/{id}/cancel", h.signedIn(h.cancelDiscovery))
 	r.Post(d+"/{id}/finalize", h.signedIn(h.finalizeDiscovery))
 	r.Get(StreamPrefix+"projects/{project}/discovery", h.signedIn(h.discoveryStream))
+	r.Get(StreamPrefix+"projects/{project}/discovery/{id}", h.signedIn(h.discoveryJobStream))
 }
 
 func integrationURL(project uuid.UUID, name string) string {

@@ -45,6 +45,30 @@ func TestIntegrationAndDiscoveryEvents(t *testing.T) {
 	require.False(t, ok, "no project")
 }
 
+// TestDiscoveryJobEvents: the job page's stream passes on its job's
+// progress and end only.
+func TestDiscoveryJobEvents(t *testing.T) {
+	t.Parallel()
+	project, job, other := uuid.New(), uuid.New(), uuid.New()
+	keep := discoveryJobEvents(job)(project)
+	ev := func(typ, queue string, id *uuid.UUID) streamEvent {
+		e := streamEvent{Type: typ, ProjectID: &project}
+		e.Data.Queue, e.Data.JobID = queue, id
+		return e
+	}
+	name, ok := keep(ev(events.TypeDiscoveryProgress, "", &job))
+	require.True(t, ok)
+	require.Equal(t, DiscoveryEvent, name)
+	_, ok = keep(ev(events.TypeJobCompleted, discovery.Queue, &job))
+	require.True(t, ok)
+	_, ok = keep(ev(events.TypeDiscoveryProgress, "", &other))
+	require.False(t, ok, "another job")
+	_, ok = keep(ev(events.TypeDiscoveryProgress, "", nil))
+	require.False(t, ok)
+	_, ok = keep(ev(events.TypeJobCompleted, "object_extraction", &job))
+	require.False(t, ok, "another queue's job of the same id")
+}
+
 func TestPairsAndLines(t *testing.T) {
 	t.Parallel()
 	m, err := pairs("A=1\n\n B = two=2 \n", "=", "env")

@@ -70,6 +70,8 @@ type streamEvent struct {
 	Data      struct {
 		Queue  string `json:"queue"`
 		Status string `json:"status"`
+		// JobID is the job of job.completed and discovery.progress.
+		JobID *uuid.UUID `json:"jobId"`
 	} `json:"data"`
 }
 
