@@ -27,11 +27,14 @@ import (
 	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/chat"
+	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/notification"
+	"github.com/graphmill/graphmill/internal/integration"
+	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/task"
@@ -70,6 +73,12 @@ type Config struct {
 	Chat          *chat.Service
 	Agents        *agent.Service
 	Notifications *notification.Service
+	// MCP is the projects' external MCP servers and built-in tool settings.
+	MCP *mcpregistry.Service
+	// Integrations are the projects' integrations and their syncs.
+	Integrations *integration.Service
+	// Discovery is schema discovery's jobs and finalize.
+	Discovery *discovery.Service
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.
@@ -92,7 +101,9 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil ||
+		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
+		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -153,6 +164,7 @@ func (h *Handler) Mount(r chi.Router) {
 		h.chatRoutes(r)
 		h.agentRoutes(r)
 		h.notificationRoutes(r)
+		h.mountIntegrations(r)
 	})
 }
 

@@ -74,6 +74,8 @@ type streamEvent struct {
 		// agent.question).
 		RunID   string `json:"runId"`
 		AgentID string `json:"agentId"`
+		// JobID is the job of job.completed and discovery.progress.
+		JobID *uuid.UUID `json:"jobId"`
 	} `json:"data"`
 }
 
