@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -32,128 +30,6 @@ func noArgs(_ *cobra.Command, args []string) error {
 		return usageErr("unexpected argument %q", args[0])
 	}
 	return nil
-}
-
-// jobRows is extraction jobs as table rows.
-func jobRows(jobs []client.ExtractionJob) [][]string {
-	rows := [][]string{{"ID", "STATUS", "TYPE", "DOCUMENT", "OBJECTS", "RELATIONSHIPS", "CREATED", "ERROR"}}
-	for _, j := range jobs {
-		rows = append(rows, []string{
-			j.Id, string(j.Status), string(j.JobType), dash(str(j.DocumentId)),
-			fmt.Sprint(j.ObjectsCreated), fmt.Sprint(j.RelationshipsCreated), when(&j.CreatedAt), str(j.ErrorMsg),
-		})
-	}
-	return rows
-}
-
-// jobsCommand is graphmill jobs: the project's extraction jobs.
-func jobsCommand(c *cli) *cobra.Command {
-	jobs := &cobra.Command{Use: "jobs", Short: "The project's extraction jobs: list, watch, cancel, retry"}
-	var status string
-	ls := &cobra.Command{
-		Use: "ls", Short: "List the project's extraction jobs", Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			s, err := c.connect()
-			if err != nil {
-				return err
-			}
-			list, err := s.extractionJobs(status)
-			if err != nil {
-				return err
-			}
-			return c.emit(list, func() [][]string { return jobRows(list) })
-		},
-	}
-	ls.Flags().StringVar(&status, "status", "", "only jobs of this status (queued, running, completed, failed, cancelled, requires_review)")
-
-	var timeout time.Duration
-	watch := &cobra.Command{
-		Use: "watch JOB_ID", Short: "Follow a job until it ends, printing each status it reaches (exit 4 when it fails)", Args: oneArg("job id"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
-			return s.watchJob(args[0], timeout)
-		},
-	}
-	watch.Flags().DurationVar(&timeout, "timeout", time.Hour, "give up after this long")
-
-	action := func(use, short string, do func(*session, string) (*http.Response, error)) *cobra.Command {
-		return &cobra.Command{
-			Use: use + " JOB_ID", Short: short, Args: oneArg("job id"),
-			RunE: func(_ *cobra.Command, args []string) error {
-				s, err := c.connectProject()
-				if err != nil {
-					return err
-				}
-				if _, err := call[json.RawMessage](do(s, args[0])); err != nil { //nolint:bodyclose // call closes it
-					return err
-				}
-				job, err := call[client.ExtractionJob](s.api.GetExtractionJob(c.ctx, args[0])) //nolint:bodyclose // call closes it
-				if err != nil {
-					return err
-				}
-				return c.emit(job, func() [][]string { return jobRows([]client.ExtractionJob{job}) })
-			},
-		}
-	}
-	jobs.AddCommand(ls, watch,
-		action("cancel", "Cancel a queued or running job", func(s *session, id string) (*http.Response, error) {
-			return s.api.CancelExtractionJob(s.ctx, id)
-		}),
-		action("retry", "Retry a failed or cancelled job", func(s *session, id string) (*http.Response, error) {
-			return s.api.RetryExtractionJob(s.ctx, id)
-		}))
-	return jobs
-}
-
-// watchJob prints the job's status whenever it changes (woken by the
-// event stream, and every two seconds) until it is final.
-func (s *session) watchJob(id string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
-	defer cancel()
-	changed, stop, err := s.wakeOnEvents(ctx)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	last := client.ExtractionJobStatus("")
-	for {
-		job, err := call[client.ExtractionJob](s.api.GetExtractionJob(ctx, id)) //nolint:bodyclose // call closes it
-		if err != nil {
-			return err
-		}
-		if job.Status != last {
-			last = job.Status
-			// One line per status reached: a JSON object with --json.
-			line := strings.Join([]string{time.Now().Format(time.TimeOnly), job.Id, string(job.Status), str(job.ErrorMsg)}, "  ")
-			if s.json {
-				raw, err := json.Marshal(job)
-				if err != nil {
-					return fmt.Errorf("encode job: %w", err)
-				}
-				line = string(raw)
-			}
-			if _, err := fmt.Fprintln(s.stdout, line); err != nil {
-				return err
-			}
-		}
-		switch job.Status {
-		case client.ExtractionJobStatusFailed:
-			return withCode(exitFailed, fmt.Errorf("job %s failed: %s", id, str(job.ErrorMsg)))
-		case client.ExtractionJobStatusCompleted, client.ExtractionJobStatusCancelled, client.ExtractionJobStatusRequiresReview:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("watch job %s: %w", id, ctx.Err())
-		case <-changed:
-		case <-tick.C:
-		}
-	}
 }
 
 // searchCommand is graphmill search.
