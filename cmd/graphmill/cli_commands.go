@@ -274,23 +274,55 @@ func tokensCommand(c *cli) *cobra.Command {
 }
 
 // chatCommand is graphmill chat: a conversation in a chat session, each
-// answer streamed as it is written.
+// answer streamed as it is written; or, given a question (or with --json),
+// one question answered.
 func chatCommand(c *cli) *cobra.Command {
 	var sessionID string
 	cmd := &cobra.Command{
-		Use: "chat", Short: "Chat with the project's knowledge (one question per line; the answer is streamed; end with Ctrl-D)", Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Use:   "chat [QUESTION]",
+		Short: "Chat with the project's knowledge (one question per line; the answer is streamed; end with Ctrl-D)",
+		Long: "Without a question: a conversation, one question per line, each answer streamed with its citations; Ctrl-D ends it.\n\n" +
+			"With a question (or with --json, the question then read from standard input when not given): that one question; " +
+			"--json prints the answer as a JSON object (content, citations, model, tokens, cost) with its sessionId.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErr("give the question as one argument (quote it)")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			question := strings.Join(args, "")
+			if c.json && question == "" {
+				raw, err := io.ReadAll(c.stdin)
+				if err != nil {
+					return fmt.Errorf("read the question: %w", err)
+				}
+				question = string(raw)
+			}
+			question = strings.TrimSpace(question)
+			if (c.json || len(args) > 0) && question == "" {
+				return usageErr("no question: give it as an argument or on standard input")
+			}
 			s, err := c.connectProject()
 			if err != nil {
 				return err
 			}
 			if sessionID == "" {
 				title := "graphmill chat " + time.Now().Format(time.DateTime)
+				if question != "" {
+					title = oneLine(question, 80)
+				}
 				cs, err := call[client.ChatSession](s.api.CreateChatSession(c.ctx, client.CreateChatSessionJSONRequestBody{Title: &title})) //nolint:bodyclose // call closes it
 				if err != nil {
 					return err
 				}
 				sessionID = cs.Id
+			}
+			switch {
+			case c.json:
+				return s.answer(sessionID, question)
+			case question != "":
+				return s.ask(sessionID, question)
 			}
 			fmt.Fprintf(c.stderr, "chat session %s (Ctrl-D ends)\n", sessionID)
 			return s.chat(sessionID)
@@ -298,6 +330,23 @@ func chatCommand(c *cli) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this chat session (a new one when empty)")
 	return cmd
+}
+
+// chatAnswer is graphmill chat --json's output: the assistant's message
+// and the session to continue with --session.
+type chatAnswer struct {
+	SessionID string `json:"sessionId"`
+	client.ChatMessage
+}
+
+// answer sends one question and prints the whole answer as JSON.
+func (s *session) answer(sessionID, question string) error {
+	msg, err := call[client.ChatMessage](s.api.SendChatMessage(s.ctx, sessionID, &client.SendChatMessageParams{}, //nolint:bodyclose // call closes it
+		client.SendChatMessageJSONRequestBody{Content: question}))
+	if err != nil {
+		return err
+	}
+	return s.emit(chatAnswer{SessionID: sessionID, ChatMessage: msg}, nil)
 }
 
 // chat reads questions line by line and streams each answer.
