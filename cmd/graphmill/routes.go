@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -132,7 +133,7 @@ func openAPIDocument(path string) ([]byte, error) {
 	router := httpapi.NewRouter(httpapi.RouterConfig{Logger: slog.New(slog.DiscardHandler)})
 	registerAPI(httpapi.NewAPI(router, nil, health.Version()), apiServices{})
 	rec := httptest.NewRecorder()
-	router.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, http.NoBody))
+	router.ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, path, http.NoBody))
 	if rec.Code != http.StatusOK {
 		return nil, fmt.Errorf("openapi document %s: %d %s", path, rec.Code, rec.Body)
 	}
