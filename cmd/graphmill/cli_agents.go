@@ -55,11 +55,7 @@ func agentsCommand(c *cli) *cobra.Command {
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
-			id, err := s.agentID(args[0])
+			s, id, err := c.connectAgent(args[0])
 			if err != nil {
 				return err
 			}
@@ -73,11 +69,7 @@ func agentsCommand(c *cli) *cobra.Command {
 	runs := &cobra.Command{
 		Use: "runs AGENT", Short: "List your runs of an agent (by id or name), newest first", Args: oneArg("agent (id or name)"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
-			id, err := s.agentID(args[0])
+			s, id, err := c.connectAgent(args[0])
 			if err != nil {
 				return err
 			}
@@ -154,6 +146,16 @@ func (s *session) agents() ([]client.Agent, error) {
 	}
 }
 
+// connectAgent is connectProject and the id of the agent ref names.
+func (c *cli) connectAgent(ref string) (*session, string, error) {
+	s, err := c.connectProject()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := s.agentID(ref)
+	return s, id, err
+}
+
 // agentID is the id of the agent named by ref: an id as given, else the
 // project's agent of that name.
 func (s *session) agentID(ref string) (string, error) {
@@ -186,25 +188,13 @@ func runWaits(st client.AgentRunStatus) bool {
 // question with the command answering it, or its error (exit 4).
 func (s *session) followRun(r client.AgentRun, wait bool, timeout time.Duration) error {
 	if wait && !runWaits(r.Status) {
-		ctx, cancel := context.WithTimeout(s.ctx, timeout)
-		defer cancel()
-		changed, stop, err := s.wakeOnEvents(ctx)
+		err := s.until("follow run "+r.Id, timeout, func(ctx context.Context) (bool, error) {
+			var err error
+			r, err = call[client.AgentRun](s.api.GetAgentRun(ctx, r.Id)) //nolint:bodyclose // call closes it
+			return runWaits(r.Status), err
+		})
 		if err != nil {
 			return err
-		}
-		defer stop()
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		for !runWaits(r.Status) {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("follow run %s: %w", r.Id, ctx.Err())
-			case <-changed:
-			case <-tick.C:
-			}
-			if r, err = call[client.AgentRun](s.api.GetAgentRun(ctx, r.Id)); err != nil { //nolint:bodyclose // call closes it
-				return err
-			}
 		}
 	}
 	if err := s.emit(r, func() [][]string { return runLines(r) }); err != nil {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,9 +19,7 @@ func TestCLIChatJSON(t *testing.T) {
 	env := s.cliEnviron(t, s.admin)
 	project, _ := s.defaultProject()
 	hp := header{"X-Project-ID", project}
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "zephyr.md"), []byte("# Zephyr maintenance\n\nQuillwort bearings need lubrication every quarter with whale-free grease.\n"), 0o600))
-	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &[]ingestResult{})
+	ingestOne(t, env, "zephyr.md", "# Zephyr maintenance\n\nQuillwort bearings need lubrication every quarter with whale-free grease.\n")
 
 	type answer struct {
 		SessionID string `json:"sessionId"`

@@ -15,6 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// ingestOne writes one file, name with body, in a new folder and ingests
+// the folder with --wait as env's caller; it returns the document's id.
+func ingestOne(t *testing.T, env []string, name, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
+	var ingested []ingestResult
+	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &ingested)
+	require.Len(t, ingested, 1)
+	require.Equal(t, "parsed", ingested[0].Status)
+	return ingested[0].DocumentID
+}
+
 // TestCLIIngestFollowsItsDocuments runs ingest --wait through a proxy that
 // records the requests: the project's documents are listed once (for the
 // hashes), then only the documents sent are read, by id, while the

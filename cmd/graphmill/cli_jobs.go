@@ -378,27 +378,18 @@ func (s *session) jobAction(q jobQueue, action, id string, do func(*session, str
 	return s.emit(job, func() [][]string { return rows })
 }
 
-// watchJob prints the job's status whenever it changes (woken by the
-// event stream, and every two seconds) until it is final.
+// watchJob prints the job's status whenever it changes until it is
+// final.
 func (s *session) watchJob(q jobQueue, id string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
-	defer cancel()
-	changed, stop, err := s.wakeOnEvents(ctx)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
 	last := ""
-	for {
-		raw, err := call[json.RawMessage](q.get(s, id)) //nolint:bodyclose // call closes it
+	return s.until("watch job "+id, timeout, func(ctx context.Context) (bool, error) {
+		raw, err := call[json.RawMessage](q.get(s.withContext(ctx), id)) //nolint:bodyclose // call closes it
 		if err != nil {
-			return err
+			return false, err
 		}
 		var job jobItem
 		if err := json.Unmarshal(raw, &job); err != nil {
-			return fmt.Errorf("decode job: %w", err)
+			return false, fmt.Errorf("decode job: %w", err)
 		}
 		if job.Status != last {
 			last = job.Status
@@ -408,22 +399,14 @@ func (s *session) watchJob(q jobQueue, id string, timeout time.Duration) error {
 				line = string(compactJSON(raw))
 			}
 			if _, err := fmt.Fprintln(s.stdout, line); err != nil {
-				return err
+				return false, err
 			}
 		}
 		if job.Status == "failed" {
-			return withCode(exitFailed, fmt.Errorf("%s job %s failed: %s", q.name, id, job.errorText()))
+			return false, withCode(exitFailed, fmt.Errorf("%s job %s failed: %s", q.name, id, job.errorText()))
 		}
-		if jobEnded(job.Status) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("watch job %s: %w", id, ctx.Err())
-		case <-changed:
-		case <-tick.C:
-		}
-	}
+		return jobEnded(job.Status), nil
+	})
 }
 
 // compactJSON is raw on one line.
@@ -433,4 +416,11 @@ func compactJSON(raw json.RawMessage) []byte {
 		return raw
 	}
 	return b.Bytes()
+}
+
+// withContext is the session with its requests made under ctx.
+func (s *session) withContext(ctx context.Context) *session {
+	c := *s.cli
+	c.ctx = ctx
+	return &session{cli: &c, cfg: s.cfg, api: s.api}
 }

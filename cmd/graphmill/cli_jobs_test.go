@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,12 +18,7 @@ func TestCLIJobsQueues(t *testing.T) {
 	project, _ := s.defaultProject()
 	ctx := context.Background()
 
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "loom.md"), []byte("# Loom\n\nJacquard's loom read punched cards.\n"), 0o600))
-	var ingested []ingestResult
-	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &ingested)
-	require.Len(t, ingested, 1)
-	doc := ingested[0].DocumentID
+	doc := ingestOne(t, env, "loom.md", "# Loom\n\nJacquard's loom read punched cards.\n")
 
 	type job struct {
 		ID         string `json:"id"`
