@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,6 +98,26 @@ func TestCLIJobsQueues(t *testing.T) {
 	r = runCLI(t, env, "jobs", "cancel", "--queue", "document_parsing", parsing[0].ID)
 	require.ErrorContains(t, r.err, "only object_extraction, schema_discovery, integration_sync")
 
+	// A discovery job (the project's routes): watched to its end, listed,
+	// and its cancel refused by the server once it ended.
+	disc := s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc}})
+	r = runCLI(t, env, "jobs", "watch", "--queue", "schema_discovery", disc, "--json")
+	require.NoError(t, r.err, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var watched struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &watched))
+	require.Equal(t, disc, watched.ID)
+	require.Equal(t, "completed", watched.Status, r.stdout)
+	var discoveries []job
+	decodeCLI(t, runCLI(t, env, "jobs", "ls", "--queue", "schema_discovery", "--json"), &discoveries)
+	require.Len(t, discoveries, 1)
+	require.Equal(t, disc, discoveries[0].ID)
+	r = runCLI(t, env, "jobs", "cancel", "--queue", "schema_discovery", disc)
+	require.Equal(t, exitError, r.code, "%v", r.err)
+
 	// A project member who is not a superadmin: refused (3) on the
 	// superadmin queues, served on the project's.
 	_, member := s.newMember("member@example.com", []string{"documents:read", "extraction:read", "discovery:read"}, project, "viewer")
@@ -107,5 +129,5 @@ func TestCLIJobsQueues(t *testing.T) {
 	require.Len(t, extraction, 1)
 	require.Equal(t, doc, extraction[0].DocumentID)
 	decodeCLI(t, runCLI(t, menv, "jobs", "ls", "--queue", "schema_discovery", "--json"), &none)
-	require.Empty(t, none)
+	require.Len(t, none, 1)
 }
