@@ -246,8 +246,7 @@ func TestConsoleDocumentStream(t *testing.T) {
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
 
-	frames, stop := b.stream("/stream/projects/"+project+"/documents", "")
-	defer stop()
+	frames := consoleStreamFrames(t, b, "/stream/projects/"+project+"/documents")
 	require.Equal(t, ": connected", <-frames)
 
 	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "b.md", "content": "# B\n\nOther project."},
