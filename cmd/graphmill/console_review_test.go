@@ -116,29 +116,35 @@ func TestConsoleNarrowToken(t *testing.T) {
 	require.Contains(t, page, `class="dropzone"`)
 }
 
-// TestConsoleUnknownPath: an unknown address outside /api is the
-// console's HTML error page (with its security headers), signed in or
-// not; under /api it stays the API's problem body.
+// TestConsoleUnknownPath: an unknown address outside /api asked for as a
+// page (Accept: text/html, as a browser's navigation) is the console's
+// HTML error page (with its security headers), signed in or not; under
+// /api, or for a client that does not ask for HTML, it stays the API's
+// problem body.
 func TestConsoleUnknownPath(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, _ := s.defaultProject()
 	b := newConsoleBrowser(t, s)
+	accept := header{"Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 	check := func() {
 		t.Helper()
 		for _, path := range []string{"/projects/" + project + "/nosuch", "/nosuch"} {
-			status, hdr, page := b.do("GET", path, nil)
+			status, hdr, page := b.do("GET", path, nil, accept)
 			require.Equal(t, http.StatusNotFound, status, path)
 			require.True(t, strings.HasPrefix(hdr.Get("Content-Type"), "text/html"), path)
 			require.Equal(t, console.ContentSecurityPolicy, hdr.Get("Content-Security-Policy"), path)
 			require.Contains(t, page, "There is no page at this address.", path)
 		}
 		for _, path := range []string{"/api/nosuch", "/api"} {
-			status, hdr, page := b.do("GET", path, nil)
+			status, hdr, page := b.do("GET", path, nil, accept)
 			require.Equal(t, http.StatusNotFound, status, path)
 			require.Equal(t, "application/problem+json", hdr.Get("Content-Type"), path)
 			require.Contains(t, page, `"no route for GET `+path+`"`, path)
 		}
+		status, hdr, _ := b.do("GET", "/nosuch", nil)
+		require.Equal(t, http.StatusNotFound, status)
+		require.Equal(t, "application/problem+json", hdr.Get("Content-Type"), "no Accept: text/html")
 	}
 	check()
 	b.signIn(s.admin)

@@ -144,10 +144,12 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
 		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
 	})
-	// An unknown path outside the API is a console address: a page, not
-	// the API's problem body.
+	// An unknown path outside /api asked for as a page (a browser's
+	// navigation) is a console address: a page, not the API's problem
+	// body, which every other client gets (the service's paths outside
+	// /api, such as /debug, answer JSON).
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
-		if httpapi.IsAPIPath(req.URL.Path) {
+		if httpapi.IsAPIPath(req.URL.Path) || !strings.Contains(req.Header.Get("Accept"), "text/html") {
 			httpapi.NotFound(w, req)
 			return
 		}
