@@ -23,22 +23,32 @@ func TestConsoleUploadKeepsPageProject(t *testing.T) {
 	other := s.newProject(org, "other")
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
-	body := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"note.md\"\r\nContent-Type: text/markdown\r\n\r\n# Note\n\nA short note.\r\n--b--\r\n"
-	req, err := http.NewRequestWithContext(t.Context(), "POST", s.base+"/projects/"+project+"/documents?projectId="+other, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
-	req.Header.Set(console.CSRFHeader, b.csrf)
-	resp, err := b.c.Do(req)
-	require.NoError(t, err)
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusCreated, resp.StatusCode, string(raw))
+	status, body := b.uploadNote("/projects/"+project+"/documents?projectId="+other, header{console.CSRFHeader, b.csrf})
+	require.Equal(t, http.StatusCreated, status, body)
 	count := func(p string) int {
 		return int(s.must(200, "GET", "/api/documents", s.admin, nil, header{"X-Project-ID", p}).JSON(t)["total"].(float64))
 	}
 	require.Equal(t, 0, count(other), "the query string's project")
 	require.Equal(t, 1, count(project), "the page's project")
+}
+
+// uploadNote posts a markdown file to the console's upload path as the
+// page's script does (multipart, headers as given).
+func (b *consoleBrowser) uploadNote(path string, headers ...header) (int, string) {
+	b.t.Helper()
+	body := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"note.md\"\r\nContent-Type: text/markdown\r\n\r\n# Note\n\nA short note.\r\n--b--\r\n"
+	req, err := http.NewRequestWithContext(b.t.Context(), "POST", b.s.base+path, strings.NewReader(body))
+	require.NoError(b.t, err)
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	for _, h := range headers {
+		req.Header.Set(h.k, h.v)
+	}
+	resp, err := b.c.Do(req)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	return resp.StatusCode, string(raw)
 }
 
 // TestConsoleBadInputServices: input the services refuse is 400 with a
