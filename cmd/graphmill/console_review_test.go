@@ -118,8 +118,25 @@ func TestConsoleNarrowToken(t *testing.T) {
 	require.Contains(t, page, "Documents · "+named)
 	require.NotContains(t, page, `class="dropzone"`, "no documents:write")
 
+	// A token bound to the project: the landing page links its sections.
+	var bound struct {
+		Token string `json:"token"`
+	}
+	s.must(201, "POST", "/api/projects/"+named+"/tokens", s.admin, map[string]any{"name": "docs", "scopes": []string{"documents:read"}}).Decode(t, &bound)
+	bb := newConsoleBrowser(t, s)
+	bb.signIn(bound.Token)
+	status, _, home = bb.do("GET", "/", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, home, "it lacks the admin:read scope")
+	require.Contains(t, home, `href="/projects/`+named+`/documents"`)
+	status, _, page = bb.do("GET", "/projects/"+named+"/documents", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.NotContains(t, page, "Secret Codename Falcon")
+
 	admin := newConsoleBrowser(t, s)
 	admin.signIn(s.admin)
+	_, _, home = admin.do("GET", "/", nil)
+	require.Contains(t, home, `id="projects"`, "the admin's projects list")
 	status, _, page = admin.do("GET", "/projects/"+named+"/documents", nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, page, "Documents · Secret Codename Falcon")
