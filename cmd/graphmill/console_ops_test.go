@@ -327,3 +327,34 @@ func TestConsoleOpsUsers(t *testing.T) {
 	status, _, _ = b.do("GET", "/admin/audit?fromDate=yesterday", nil)
 	require.Equal(t, http.StatusBadRequest, status)
 }
+
+// TestConsoleJobStreamStarted: the project's extraction jobs stream
+// passes on a job's start (job.started) as well as its end, so the jobs
+// page shows running live; another project's jobs send nothing.
+func TestConsoleJobStreamStarted(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	other := s.newProject(org, "other")
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+	frames := consoleStream(t, b, "/stream/projects/"+project+"/jobs")
+	otherJob := s.extractionJobOf(s.extractionUpload(other, "b.md", "# B\n\nCharles Babbage."))
+	job := s.extractionJobOf(s.extractionUpload(project, "a.md", "# A\n\nAda Lovelace."))
+	for _, want := range []string{"job.started", "job.completed"} {
+		select {
+		case f := <-frames:
+			require.Equal(t, "event: "+console.JobsEvent+"\ndata: "+want, f)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %s event", want)
+		}
+	}
+	require.Eventually(t, func() bool {
+		return s.extractionGetJob(job).Status == "completed" && s.extractionGetJob(otherJob).Status == "completed"
+	}, 20*time.Second, 20*time.Millisecond)
+	select {
+	case f := <-frames:
+		t.Fatalf("an event for another project's job: %q", f)
+	default:
+	}
+}
