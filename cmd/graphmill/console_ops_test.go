@@ -118,8 +118,9 @@ func TestConsoleOpsQueues(t *testing.T) {
 	status, _, page := b.do("GET", "/admin/queues", nil)
 	require.Equal(t, 200, status, page)
 	require.Contains(t, page, `id="queue-object_extraction"`)
-	row := page[strings.Index(page, `id="queue-object_extraction"`):]
-	row = row[:strings.Index(row, "</tr>")]
+	_, row, found := strings.Cut(page, `id="queue-object_extraction"`)
+	require.True(t, found)
+	row, _, _ = strings.Cut(row, "</tr>")
 	require.Contains(t, row, "<td>3</td>", "three queued extraction jobs")
 	require.Contains(t, row, `data-status="paused"`)
 	require.Contains(t, page, `id="queue-document_parsing"`)
@@ -295,8 +296,9 @@ func TestConsoleOpsUsers(t *testing.T) {
 	require.Contains(t, page, "expiresInDays")
 	status, _, page = b.do("POST", "/admin/users/"+userID+"/tokens", url.Values{"csrf": {b.csrf}, "name": {"ci"}, "scopes": {"admin:read", "documents:read"}, "expiresInDays": {"30"}})
 	require.Equal(t, http.StatusCreated, status, page)
-	token := page[strings.Index(page, `<code id="minted-token">`)+len(`<code id="minted-token">`):]
-	token = token[:strings.Index(token, "<")]
+	_, token, found := strings.Cut(page, `<code id="minted-token">`)
+	require.True(t, found, page)
+	token, _, _ = strings.Cut(token, "<")
 	require.True(t, strings.HasPrefix(token, "gm_"), token)
 	me := s.must(200, "GET", "/api/superadmin/me", token, nil).JSON(t)
 	require.Equal(t, userID, me["userId"])

@@ -29,8 +29,10 @@ func BenchmarkClaimBatch(b *testing.B) {
 	require.NoError(b, err)
 	c, err := NewClient(pool, Config{})
 	require.NoError(b, err)
-	require.NoError(b, c.AddQueue(QueueConfig{Name: "bench", Table: "bench_jobs", BatchSize: batch,
-		Handler: HandlerFunc(func(_ context.Context, jobs []Job) []error { return make([]error, len(jobs)) })}))
+	require.NoError(b, c.AddQueue(QueueConfig{
+		Name: "bench", Table: "bench_jobs", BatchSize: batch,
+		Handler: HandlerFunc(func(_ context.Context, jobs []Job) []error { return make([]error, len(jobs)) }),
+	}))
 	q, err := c.queue("bench")
 	require.NoError(b, err)
 	for _, bc := range []struct {
