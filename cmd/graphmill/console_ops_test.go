@@ -213,18 +213,25 @@ func TestConsoleOpsQueueStream(t *testing.T) {
 	frames := consoleStream(t, b, "/stream/admin/queues/"+document.QueueParsing)
 	doc := s.extractionUpload(project, "a.md", "# A\n\nAda Lovelace.")
 	s.waitDocument(project, doc)
-	for _, want := range []string{"job.started", "job.completed"} {
+	requireFrames(t, frames, console.QueueEvent, "job.started", "job.completed")
+}
+
+// requireFrames requires the next frames to be the console's SSE event
+// name, one for each API event type of wants, in order.
+func requireFrames(t *testing.T, frames <-chan string, name string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		select {
 		case f := <-frames:
-			require.Equal(t, "event: "+console.QueueEvent+"\ndata: "+want, f)
+			require.Equal(t, "event: "+name+"\ndata: "+want, f)
 		case <-time.After(20 * time.Second):
 			t.Fatalf("no %s event", want)
 		}
 	}
 }
 
-// consoleStream opens a console event stream and returns its frames,
-// after the first (": connected").
+// consoleStream opens a console event stream (200, text/event-stream)
+// and returns its frames but heartbeats, after the first (": connected").
 func consoleStream(t *testing.T, b *consoleBrowser, path string) <-chan string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -235,6 +242,7 @@ func consoleStream(t *testing.T, b *consoleBrowser, path string) <-chan string {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 	frames := make(chan string, 64)
 	go func() {
 		defer close(frames)
@@ -343,14 +351,7 @@ func TestConsoleJobStreamStarted(t *testing.T) {
 	frames := consoleStream(t, b, "/stream/projects/"+project+"/jobs")
 	otherJob := s.extractionJobOf(s.extractionUpload(other, "b.md", "# B\n\nCharles Babbage."))
 	job := s.extractionJobOf(s.extractionUpload(project, "a.md", "# A\n\nAda Lovelace."))
-	for _, want := range []string{"job.started", "job.completed"} {
-		select {
-		case f := <-frames:
-			require.Equal(t, "event: "+console.JobsEvent+"\ndata: "+want, f)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no %s event", want)
-		}
-	}
+	requireFrames(t, frames, console.JobsEvent, "job.started", "job.completed")
 	require.Eventually(t, func() bool {
 		return s.extractionGetJob(job).Status == "completed" && s.extractionGetJob(otherJob).Status == "completed"
 	}, 20*time.Second, 20*time.Millisecond)

@@ -23,6 +23,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/integration"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/superadmin"
@@ -144,37 +145,12 @@ func (h *Handler) callAPI(r *http.Request, c caller, method, path string, query 
 		if p.Detail == "" {
 			p.Detail = http.StatusText(rec.status)
 		}
-		return errs.New(codeOf(rec.status), p.Detail)
+		return errs.New(httpapi.CodeOfStatus(rec.status), p.Detail)
 	}
 	if out == nil {
 		return nil
 	}
 	return json.Unmarshal(rec.body.Bytes(), out)
-}
-
-// codeOf is the error code of an API status (httpapi.StatusOf's inverse).
-func codeOf(status int) errs.Code {
-	switch status {
-	case http.StatusBadRequest:
-		return errs.Invalid
-	case http.StatusUnauthorized:
-		return errs.Unauthenticated
-	case http.StatusForbidden:
-		return errs.PermissionDenied
-	case http.StatusNotFound:
-		return errs.NotFound
-	case http.StatusConflict:
-		return errs.Conflict
-	case http.StatusRequestEntityTooLarge:
-		return errs.PayloadTooLarge
-	case http.StatusTooManyRequests:
-		return errs.RateLimited
-	case http.StatusBadGateway:
-		return errs.BadGateway
-	case http.StatusServiceUnavailable:
-		return errs.Unavailable
-	}
-	return errs.Internal
 }
 
 // recorder keeps an in-process API answer.
@@ -472,8 +448,7 @@ func (h *Handler) userList(r *http.Request, c caller) (usersView, error) {
 	if search != "" {
 		q.Set("search", search)
 	}
-	params := url.Values{}
-	maps.Copy(params, q)
+	params := maps.Clone(q)
 	offset := pageQuery(r, q)
 	var page superadmin.Paged[superadmin.User]
 	if err := h.callAPI(r, c, http.MethodGet, "/api/superadmin/users", q, nil, &page); err != nil {
@@ -549,48 +524,42 @@ func (h *Handler) createUserToken(w http.ResponseWriter, r *http.Request, c call
 
 // organizations lists the organizations through the API's list.
 func (h *Handler) organizations(w http.ResponseWriter, r *http.Request, c caller) {
-	qs := r.URL.Query()
-	q := url.Values{}
-	if s := qs.Get("search"); s != "" {
-		q.Set("search", s)
-	}
-	if qs.Get("includeDeleted") == "true" {
-		q.Set("includeDeleted", "true")
-	}
-	params := url.Values{}
-	maps.Copy(params, q)
-	offset := pageQuery(r, q)
-	var page superadmin.Paged[superadmin.Organization]
-	if err := h.callAPI(r, c, http.MethodGet, "/api/superadmin/organizations", q, nil, &page); err != nil {
+	list, f, pg, err := adminList[superadmin.Organization](h, r, c, "/api/superadmin/organizations", "/admin/organizations", "search", "includeDeleted")
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	pg := pager{Offset: offset, Total: page.Meta.Total, Base: "/admin/organizations", Params: params}
-	h.render(w, r, http.StatusOK, organizationsPage(c.sess.CSRF, page.Data, params, pg))
+	h.render(w, r, http.StatusOK, organizationsPage(c.sess.CSRF, list, f, pg))
 }
-
-// auditFilterNames are the audit log's filters, the API's names.
-func auditFilterNames() []string { return []string{"action", "actorId", "fromDate", "toDate"} }
 
 // auditLog lists the superadmin actions through the API's list.
 func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request, c caller) {
-	qs := r.URL.Query()
-	q := url.Values{}
-	for _, k := range auditFilterNames() {
-		if v := strings.TrimSpace(qs.Get(k)); v != "" {
-			q.Set(k, v)
-		}
-	}
-	params := url.Values{}
-	maps.Copy(params, q)
-	offset := pageQuery(r, q)
-	var page superadmin.Paged[audit.Event]
-	if err := h.callAPI(r, c, http.MethodGet, "/api/superadmin/audit", q, nil, &page); err != nil {
+	list, f, pg, err := adminList[audit.Event](h, r, c, "/api/superadmin/audit", "/admin/audit", "action", "actorId", "fromDate", "toDate")
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	pg := pager{Offset: offset, Total: page.Meta.Total, Base: "/admin/audit", Params: params}
-	h.render(w, r, http.StatusOK, auditPage(c.sess.CSRF, page.Data, params, pg))
+	h.render(w, r, http.StatusOK, auditPage(c.sess.CSRF, list, f, pg))
+}
+
+// adminList reads a page of the API's superadmin list at path with the
+// request's filters named (the API's names), for the console page at
+// base: the page's records, its filters and its pager.
+func adminList[T any](h *Handler, r *http.Request, c caller, path, base string, filters ...string) ([]T, url.Values, pager, error) {
+	qs := r.URL.Query()
+	f := url.Values{}
+	for _, k := range filters {
+		if v := strings.TrimSpace(qs.Get(k)); v != "" {
+			f.Set(k, v)
+		}
+	}
+	q := maps.Clone(f)
+	offset := pageQuery(r, q)
+	var page superadmin.Paged[T]
+	if err := h.callAPI(r, c, http.MethodGet, path, q, nil, &page); err != nil {
+		return nil, nil, pager{}, err
+	}
+	return page.Data, f, pager{Offset: offset, Total: page.Meta.Total, Base: base, Params: f}, nil
 }
 
 // auditActions are the actions the audit filter offers.
