@@ -66,6 +66,9 @@ type Config struct {
 	// Jobs is the job engine: the queues page's counts, paused states,
 	// pause and resume.
 	Jobs *jobqueue.Client
+	// OpsQueues are the queues with superadmin pages (their API lists and
+	// actions), named by the wiring.
+	OpsQueues []OpsQueue
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.

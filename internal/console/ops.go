@@ -17,12 +17,8 @@ import (
 
 	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/document"
-	"github.com/graphmill/graphmill/internal/email"
-	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
-	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/integration"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -60,9 +56,11 @@ func (h *Handler) mountOps(r chi.Router) {
 	r.Get("/admin/audit", h.signedIn(h.auditLog))
 }
 
-// opsQueue is a queue as the superadmin pages know it: the superadmin
-// API's job list and bulk actions for it, where the API has them.
-type opsQueue struct {
+// OpsQueue is a queue as the superadmin pages know it: the superadmin
+// API's job list and bulk actions for it, where the API has them. The
+// wiring (cmd/graphmill) names the queues: their names stay with their
+// owners.
+type OpsQueue struct {
 	Name string
 	// List is the API's job list ("": none); Kind its type filter.
 	List, Kind string
@@ -75,27 +73,20 @@ type opsQueue struct {
 	Pausable bool
 	// ProjectJobs: its jobs have the project's job page (with the log).
 	ProjectJobs bool
+	// EndEvent is the event type its domain publishes when a job ends,
+	// when it is not job.completed.
+	EndEvent string
 }
 
-// opsQueues are the queues the superadmin API lists.
-func opsQueues() []opsQueue {
-	return []opsQueue{
-		{Name: document.QueueParsing, List: "/api/superadmin/document-parsing-jobs", Retry: "/api/superadmin/document-parsing-jobs/retry"},
-		{Name: document.QueueChunkEmbedding, List: "/api/superadmin/embedding-jobs", Kind: embedding.JobTypeChunk, Pausable: true},
-		{Name: embedding.Queue, List: "/api/superadmin/embedding-jobs", Kind: embedding.JobTypeGraph, Pausable: true},
-		{Name: extraction.Queue, List: "/api/superadmin/extraction-jobs", Cancel: "/api/superadmin/extraction-jobs/cancel", ProjectJobs: true},
-		{Name: integration.Queue, List: "/api/superadmin/sync-jobs", Cancel: "/api/superadmin/sync-jobs/cancel", Logs: "/api/superadmin/sync-jobs/{id}/logs"},
-		{Name: email.Queue, List: "/api/superadmin/email-jobs"},
-	}
-}
-
-func opsQueueOf(name string) opsQueue {
-	for _, q := range opsQueues() {
+// opsQueue is the configured queue named name (a queue without a page
+// when none is).
+func (h *Handler) opsQueue(name string) OpsQueue {
+	for _, q := range h.cfg.OpsQueues {
 		if q.Name == name {
 			return q
 		}
 	}
-	return opsQueue{Name: name}
+	return OpsQueue{Name: name}
 }
 
 // queueURL is the console page of a queue's jobs.
@@ -167,7 +158,7 @@ func (rc *recorder) WriteHeader(status int)      { rc.status = status }
 // queueLine is one queue of the queues page.
 type queueLine struct {
 	jobqueue.QueueStats
-	opsQueue
+	OpsQueue
 	Paused bool
 }
 
@@ -190,7 +181,7 @@ func (h *Handler) queues(w http.ResponseWriter, r *http.Request, c caller) {
 			h.fail(w, r, err)
 			return
 		}
-		rows = append(rows, queueLine{QueueStats: s, opsQueue: opsQueueOf(s.Queue), Paused: set.Paused})
+		rows = append(rows, queueLine{QueueStats: s, OpsQueue: h.opsQueue(s.Queue), Paused: set.Paused})
 	}
 	h.render(w, r, http.StatusOK, queuesPage(c.sess.CSRF, rows, h.can(r, c, superWrite)))
 }
@@ -210,7 +201,7 @@ func (h *Handler) setPaused(w http.ResponseWriter, r *http.Request, c caller, se
 		h.fail(w, r, err)
 		return
 	}
-	q := opsQueueOf(chi.URLParam(r, "queue"))
+	q := h.opsQueue(chi.URLParam(r, "queue"))
 	if !q.Pausable {
 		h.fail(w, r, errs.Errorf(errs.Invalid, "queue %s cannot be paused or resumed here", q.Name))
 		return
@@ -270,7 +261,7 @@ func (f queueFilter) values() url.Values {
 // list's statuses (the API's vocabulary, with their counts) and what the
 // caller may do.
 type queueView struct {
-	Queue    opsQueue
+	Queue    OpsQueue
 	Jobs     []adminJob
 	Filter   queueFilter
 	Statuses []string
@@ -281,7 +272,7 @@ type queueView struct {
 
 // queueJobs reads a page of the path's queue through the API's list.
 func (h *Handler) queueJobs(r *http.Request, c caller) (queueView, error) {
-	q := opsQueueOf(chi.URLParam(r, "queue"))
+	q := h.opsQueue(chi.URLParam(r, "queue"))
 	if _, err := h.check(r, c, superRead, ""); err != nil {
 		return queueView{}, err
 	}
@@ -335,15 +326,15 @@ func (h *Handler) queueRows(w http.ResponseWriter, r *http.Request, c caller) {
 // on the jobs the form names (field ids, one or many), then answer the
 // table's rows and the API's message.
 func (h *Handler) cancelQueueJobs(w http.ResponseWriter, r *http.Request, c caller) {
-	h.bulkQueueAction(w, r, c, func(q opsQueue) string { return q.Cancel })
+	h.bulkQueueAction(w, r, c, func(q OpsQueue) string { return q.Cancel })
 }
 
 func (h *Handler) retryQueueJobs(w http.ResponseWriter, r *http.Request, c caller) {
-	h.bulkQueueAction(w, r, c, func(q opsQueue) string { return q.Retry })
+	h.bulkQueueAction(w, r, c, func(q OpsQueue) string { return q.Retry })
 }
 
-func (h *Handler) bulkQueueAction(w http.ResponseWriter, r *http.Request, c caller, action func(opsQueue) string) {
-	q := opsQueueOf(chi.URLParam(r, "queue"))
+func (h *Handler) bulkQueueAction(w http.ResponseWriter, r *http.Request, c caller, action func(OpsQueue) string) {
+	q := h.opsQueue(chi.URLParam(r, "queue"))
 	if _, err := h.check(r, c, superWrite, ""); err != nil {
 		h.fail(w, r, err)
 		return
@@ -379,7 +370,7 @@ func (h *Handler) bulkQueueAction(w http.ResponseWriter, r *http.Request, c call
 
 // queueJob is a job's log, for the queues whose API has one.
 func (h *Handler) queueJob(w http.ResponseWriter, r *http.Request, c caller) {
-	q := opsQueueOf(chi.URLParam(r, "queue"))
+	q := h.opsQueue(chi.URLParam(r, "queue"))
 	if _, err := h.check(r, c, superRead, ""); err != nil {
 		h.fail(w, r, err)
 		return
@@ -400,19 +391,18 @@ func (h *Handler) queueJob(w http.ResponseWriter, r *http.Request, c caller) {
 // queueStream is the live status of a queue's jobs: it passes on, as
 // QueueEvent, the events of jobs of the queue that started or ended.
 func (h *Handler) queueStream(w http.ResponseWriter, r *http.Request, c caller) {
-	q := opsQueueOf(chi.URLParam(r, "queue"))
-	h.stream(w, r, c, superRead, func(uuid.UUID) func(streamEvent) (string, bool) { return queueEvents(q.Name) })
+	q := h.opsQueue(chi.URLParam(r, "queue"))
+	h.stream(w, r, c, superRead, func(uuid.UUID) func(streamEvent) (string, bool) { return queueEvents(q) })
 }
 
 // queueEvents selects the events of every project that start or end a
-// job of queue: job.started, job.completed (integration.sync.completed
-// for sync jobs).
-func queueEvents(queue string) func(e streamEvent) (string, bool) {
+// job of q: job.started, job.completed or q's own end event.
+func queueEvents(q OpsQueue) func(e streamEvent) (string, bool) {
 	return func(e streamEvent) (string, bool) {
 		switch {
-		case (e.Type == events.TypeJobStarted || e.Type == events.TypeJobCompleted) && e.Data.Queue == queue:
+		case (e.Type == events.TypeJobStarted || e.Type == events.TypeJobCompleted) && e.Data.Queue == q.Name:
 			return QueueEvent, true
-		case e.Type == events.TypeIntegrationSyncCompleted && queue == integration.Queue:
+		case q.EndEvent != "" && e.Type == q.EndEvent:
 			return QueueEvent, true
 		}
 		return "", false

@@ -1059,7 +1059,7 @@ func queueRow(v queueView, j adminJob) templ.Component {
 	})
 }
 
-func queueJobPage(csrf string, q opsQueue, log integration.SyncJobLog) templ.Component {
+func queueJobPage(csrf string, q OpsQueue, log integration.SyncJobLog) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
