@@ -463,7 +463,15 @@ func (h *Handler) users(w http.ResponseWriter, r *http.Request, c caller) {
 func (h *Handler) createUser(w http.ResponseWriter, r *http.Request, c caller) {
 	var u tenancy.User
 	body := map[string]any{"primaryEmail": r.PostFormValue("primaryEmail"), "displayName": r.PostFormValue("displayName")}
-	if err := h.callAPI(r, c, http.MethodPost, "/api/superadmin/users", nil, body, &u); err != nil {
+	h.userAction(w, r, c, "/api/superadmin/users", body, &u, func(v *usersView) {
+		v.Created, v.Message = &u, "User "+u.PrimaryEmail+" created."
+	})
+}
+
+// userAction posts body to the API's route at path, decoding its answer
+// into out, and answers the users page with what done adds to it.
+func (h *Handler) userAction(w http.ResponseWriter, r *http.Request, c caller, path string, body, out any, done func(*usersView)) {
+	if err := h.callAPI(r, c, http.MethodPost, path, nil, body, out); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -472,7 +480,7 @@ func (h *Handler) createUser(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	v.Created, v.Message = &u, "User "+u.PrimaryEmail+" created."
+	done(&v)
 	h.render(w, r, http.StatusCreated, usersPage(c.sess.CSRF, v))
 }
 
@@ -499,17 +507,9 @@ func (h *Handler) createUserToken(w http.ResponseWriter, r *http.Request, c call
 	}
 	var t tenancy.Token
 	path := "/api/superadmin/users/" + url.PathEscape(chi.URLParam(r, "id")) + "/tokens"
-	if err := h.callAPI(r, c, http.MethodPost, path, nil, body, &t); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	v, err := h.userList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	v.Token, v.Message = &t, "Token "+t.Name+" minted. Copy it now: it is not shown again."
-	h.render(w, r, http.StatusCreated, usersPage(c.sess.CSRF, v))
+	h.userAction(w, r, c, path, body, &t, func(v *usersView) {
+		v.Token, v.Message = &t, "Token "+t.Name+" minted. Copy it now: it is not shown again."
+	})
 }
 
 // organizations lists the organizations through the API's list.
