@@ -167,8 +167,11 @@ func TestConsoleOpsQueues(t *testing.T) {
 	status, _, page = b.do("POST", "/admin/queues/object_extraction/cancel", url.Values{"ids": {"nope"}}, hx...)
 	require.Equal(t, http.StatusBadRequest, status)
 	require.NotEmpty(t, page)
-	status, _, page = b.do("POST", "/admin/queues/object_extraction/cancel", url.Values{"ids": {j1}}, hx...)
+	status, hdr, page = b.do("POST", "/admin/queues/object_extraction/cancel", url.Values{"ids": {j1}},
+		append(hx, header{"X-Request-ID", "console-cancel-1"})...)
 	require.Equal(t, 200, status, page)
+	require.Equal(t, "console-cancel-1", hdr.Get("X-Request-Id"))
+	require.Equal(t, "console-cancel-1", s.auditRows("extraction_jobs.cancel")[0].RequestID, "the audit row names the browser's request")
 	require.Contains(t, page, "cancelled 1 of 1 extraction jobs")
 	require.Contains(t, page, `id="qjob-`+j1+`" data-status="cancelled"`)
 	require.Equal(t, "cancelled", s.extractionGetJob(j1).Status)

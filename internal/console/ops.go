@@ -123,6 +123,11 @@ func (h *Handler) callAPI(r *http.Request, c caller, method, path string, query 
 	}
 	req.RemoteAddr = r.RemoteAddr
 	req.Header.Set("Authorization", "Bearer "+c.sess.Token)
+	if id := httpapi.RequestID(r.Context()); id != "" {
+		// The console's request id: the API's log line and audit row name
+		// the browser's request.
+		req.Header.Set("X-Request-ID", id)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
