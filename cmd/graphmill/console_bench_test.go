@@ -69,6 +69,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		"/admin/queues/object_extraction?offset=50000", "/admin/queues/object_extraction?projectId=" + project,
 		"/admin/users", "/admin/organizations", "/admin/audit",
 	}
+	chatPages, chatNames := benchChatPages(b, s, project)
+	pages = append(pages, chatPages...)
 	for _, p := range pages {
 		status, _, body := br.do("GET", p, nil)
 		require.Equal(b, http.StatusOK, status, p)
@@ -94,5 +96,6 @@ func BenchmarkConsolePages(b *testing.B) {
 	for k, p := range pages {
 		names[k] = strings.NewReplacer(base, "P", "/"+docIDs[docs-1].String(), "/{doc}", "/"+jobID.String(), "/{job}").Replace(p)
 	}
+	copy(names[len(pages)-len(chatNames):], chatNames)
 	benchReport(b, lat, pages, names)
 }

@@ -246,13 +246,19 @@ func TestConsoleDocumentStream(t *testing.T) {
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
 
-	frames := consoleStream(t, b, "/stream/projects/"+project+"/documents")
+	frames := consoleStreamFrames(t, b, "/stream/projects/"+project+"/documents")
+	require.Equal(t, ": connected", <-frames)
 
 	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "b.md", "content": "# B\n\nOther project."},
 		header{"X-Project-ID", other})
 	doc := consoleUpload(t, s, project, "a.md", "# A\n\nThis project.")
 	s.waitDocument(project, doc)
-	requireFrames(t, frames, console.DocumentsEvent, "document.converted")
+	select {
+	case f := <-frames:
+		require.Equal(t, "event: "+console.DocumentsEvent+"\ndata: document.converted", f)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no documents event")
+	}
 	select {
 	case f := <-frames:
 		require.True(t, strings.HasPrefix(f, ":"), "only heartbeats follow, got %q", f)

@@ -24,12 +24,15 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/chat"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/task"
@@ -69,6 +72,11 @@ type Config struct {
 	// OpsQueues are the queues with superadmin pages (their API lists and
 	// actions), named by the wiring.
 	OpsQueues []OpsQueue
+	// Chat is the users' chat sessions; Agents the agent definitions and
+	// runs; Notifications the users' inboxes.
+	Chat          *chat.Service
+	Agents        *agent.Service
+	Notifications *notification.Service
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.
@@ -91,7 +99,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Jobs == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Jobs == nil || c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -150,6 +158,9 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
 		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
 		h.mountOps(r)
+		h.chatRoutes(r)
+		h.agentRoutes(r)
+		h.notificationRoutes(r)
 	})
 }
 

@@ -70,6 +70,10 @@ type streamEvent struct {
 	Data      struct {
 		Queue  string `json:"queue"`
 		Status string `json:"status"`
+		// RunID and AgentID are an agent run's (agent_run.status,
+		// agent.question).
+		RunID   string `json:"runId"`
+		AgentID string `json:"agentId"`
 	} `json:"data"`
 }
 
