@@ -32,6 +32,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/integration"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
@@ -68,6 +69,12 @@ type Config struct {
 	Tasks *task.Service
 	// Extraction is the object_extraction queue's jobs.
 	Extraction *extraction.Service
+	// Jobs is the job engine: the queues page's counts, paused states,
+	// pause and resume.
+	Jobs *jobqueue.Client
+	// OpsQueues are the queues with superadmin pages (their API lists and
+	// actions), named by the wiring.
+	OpsQueues []OpsQueue
 	// Chat is the users' chat sessions; Agents the agent definitions and
 	// runs; Notifications the users' inboxes.
 	Chat          *chat.Service
@@ -101,7 +108,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil ||
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Jobs == nil ||
 		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
 		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
@@ -162,6 +169,7 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Get("/projects/{project}/tasks", h.signedIn(h.tasks))
 		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
 		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
+		h.mountOps(r)
 		h.chatRoutes(r)
 		h.agentRoutes(r)
 		h.notificationRoutes(r)
