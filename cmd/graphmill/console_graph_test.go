@@ -62,40 +62,17 @@ func TestConsoleGraph(t *testing.T) {
 	doc := consoleExtracted(t, s, project, "orbit.md")
 	hp := header{"X-Project-ID", project}
 
-	var rels struct {
-		Data  []consoleGraphRel `json:"data"`
-		Total int               `json:"total"`
-	}
-	s.must(200, "GET", "/api/graph/relationships?limit=200", s.admin, nil, hp).Decode(t, &rels)
-	require.NotEmpty(t, rels.Data)
 	var objects struct {
 		Data  []consoleGraphObject `json:"data"`
 		Total int                  `json:"total"`
 	}
 	s.must(200, "GET", "/api/graph/objects?limit=200", s.admin, nil, hp).Decode(t, &objects)
-	byID := map[string]consoleGraphObject{}
-	for _, o := range objects.Data {
-		byID[o.ID] = o
+	var rels struct {
+		Total int `json:"total"`
 	}
-	// The object with the most relationships, and its relationships.
-	degree := map[string]int{}
-	for _, r := range rels.Data {
-		degree[r.SourceID]++
-		degree[r.TargetID]++
-	}
-	center := rels.Data[0].SourceID
-	for id, n := range degree {
-		if n > degree[center] {
-			center = id
-		}
-	}
-	obj := byID[center]
-	var mine []consoleGraphRel
-	for _, r := range rels.Data {
-		if r.SourceID == center || r.TargetID == center {
-			mine = append(mine, r)
-		}
-	}
+	s.must(200, "GET", "/api/graph/relationships?limit=1", s.admin, nil, hp).Decode(t, &rels)
+	obj, mine := consoleBusiestObject(t, s, project)
+	center := obj.ID
 
 	b := newConsoleBrowser(t, s)
 	for _, path := range []string{"/projects/" + project + "/graph", "/projects/" + project + "/graph/objects/" + center} {
@@ -246,4 +223,36 @@ func TestConsoleGraph(t *testing.T) {
 	status, _, page = b.do("GET", "/projects/"+project+"/graph/objects/"+neighbour, nil)
 	require.Equal(t, 200, status)
 	require.NotContains(t, page, center)
+}
+
+// consoleBusiestObject is the object of project with the most
+// relationships (of its first 200), and its relationships.
+func consoleBusiestObject(t *testing.T, s *testServer, project string) (consoleGraphObject, []consoleGraphRel) {
+	t.Helper()
+	hp := header{"X-Project-ID", project}
+	var rels struct {
+		Data []consoleGraphRel `json:"data"`
+	}
+	s.must(200, "GET", "/api/graph/relationships?limit=200", s.admin, nil, hp).Decode(t, &rels)
+	require.NotEmpty(t, rels.Data)
+	degree := map[string]int{}
+	for _, r := range rels.Data {
+		degree[r.SourceID]++
+		degree[r.TargetID]++
+	}
+	center := rels.Data[0].SourceID
+	for id, n := range degree {
+		if n > degree[center] || (n == degree[center] && id < center) {
+			center = id
+		}
+	}
+	var mine []consoleGraphRel
+	for _, r := range rels.Data {
+		if r.SourceID == center || r.TargetID == center {
+			mine = append(mine, r)
+		}
+	}
+	var o consoleGraphObject
+	s.must(200, "GET", "/api/graph/objects/"+center, s.admin, nil, hp).Decode(t, &o)
+	return o, mine
 }

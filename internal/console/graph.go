@@ -176,26 +176,41 @@ func chunkURL(project uuid.UUID, pv graph.Provenance) string {
 }
 
 // quote is the part of a chunk that mentions an object: the sentence
-// around the first mention of its name (cut to quoteAround characters on
-// each side), the name marked; the chunk's beginning when the name is not
-// in it.
+// around a mention of its name (cut to quoteAround characters on each
+// side), the name marked. The first mention in a sentence of some length
+// is taken (a heading that is only the name says little), else the first
+// mention; the chunk's beginning when the name is not in it.
 type quote struct {
 	Before, Match, After string
 }
+
+// quoteContext is the context a mention needs around it to be preferred.
+const quoteContext = 40
 
 // sentenceEnd matches what ends a sentence or a line.
 var sentenceEnd = regexp.MustCompile(`[.!?]\s|\n`)
 
 func quoteOf(text, name string) quote {
-	loc := []int(nil)
+	var locs [][]int
 	if name = strings.TrimSpace(name); name != "" {
 		if re, err := regexp.Compile(`(?i)` + regexp.QuoteMeta(name)); err == nil {
-			loc = re.FindStringIndex(text)
+			locs = re.FindAllStringIndex(text, 8)
 		}
 	}
-	if loc == nil {
+	if len(locs) == 0 {
 		return quote{Before: clipEnd(strings.TrimSpace(text), 2*quoteAround)}
 	}
+	first := quoteAt(text, locs[0])
+	for _, loc := range locs {
+		if q := quoteAt(text, loc); utf8.RuneCountInString(q.Before+q.After) >= quoteContext {
+			return q
+		}
+	}
+	return first
+}
+
+// quoteAt is the quote of the mention at loc.
+func quoteAt(text string, loc []int) quote {
 	before, after := text[:loc[0]], text[loc[1]:]
 	if ends := sentenceEnd.FindAllStringIndex(before, -1); len(ends) > 0 {
 		before = before[ends[len(ends)-1][1]:]
@@ -203,7 +218,10 @@ func quoteOf(text, name string) quote {
 	if end := sentenceEnd.FindStringIndex(after); end != nil {
 		after = after[:end[0]+1]
 	}
-	return quote{Before: clipStart(strings.TrimLeft(before, " \t"), quoteAround), Match: text[loc[0]:loc[1]], After: clipEnd(strings.TrimRight(after, " \t\n"), quoteAround)}
+	return quote{
+		Before: clipStart(strings.TrimLeft(before, " \t#*>-"), quoteAround), Match: text[loc[0]:loc[1]],
+		After: clipEnd(strings.TrimRight(after, " \t\n"), quoteAround),
+	}
 }
 
 // clipEnd keeps the first n characters of s, with an ellipsis when cut.
