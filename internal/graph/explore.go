@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/postgres"
 )
@@ -43,12 +44,6 @@ type Provenance struct {
 	Text       string    `json:"text"`
 }
 
-// TypeCount is the number of live objects of a type.
-type TypeCount struct {
-	Type  string `json:"type" db:"type"`
-	Count int    `json:"count" db:"count"`
-}
-
 // Counts are a project's live objects and relationships.
 type Counts struct {
 	Objects       int `json:"objects" db:"objects"`
@@ -65,8 +60,7 @@ func (s *Service) Neighbours(ctx context.Context, project, id uuid.UUID, limit, 
 	if _, err := objectGet(ctx, s.pool, project, id, false); err != nil {
 		return nil, 0, err
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT r.id, r.project_id, r.type, r.source_id, r.target_id, r.properties, r.confidence,
-			r.extraction_job_id, r.created_at, r.updated_at,
+	rows, _ := s.pool.Query(ctx, `SELECT `+prefixed("r.", relationshipColumns)+`,
 			o.id AS other_id, o.type AS other_type, o.name AS other_name, o.status AS other_status, count(*) OVER () AS total
 		FROM graph_relationships r
 		JOIN graph_objects o ON o.id = CASE WHEN r.source_id = $2 THEN r.target_id ELSE r.source_id END AND o.deleted_at IS NULL
@@ -124,13 +118,20 @@ func (s *Service) ObjectProvenance(ctx context.Context, project, id uuid.UUID, l
 	return out, total, nil
 }
 
-// ObjectTypes counts the live objects of project by type, by type name.
-func (s *Service) ObjectTypes(ctx context.Context, project uuid.UUID) ([]TypeCount, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT type, count(*) AS count FROM graph_objects
-		WHERE project_id = $1 AND deleted_at IS NULL GROUP BY type ORDER BY type`, project)
-	out, err := postgres.CollectAs(rows, func(r TypeCount) TypeCount { return r })
+// ObjectTypes lists the types of project's live objects, by name: one
+// index probe per type (a skip scan of graph_objects_project_type), so a
+// project of many objects and few types answers at once.
+func (s *Service) ObjectTypes(ctx context.Context, project uuid.UUID) ([]string, error) {
+	rows, _ := s.pool.Query(ctx, `WITH RECURSIVE types AS (
+			(SELECT type FROM graph_objects WHERE project_id = $1 AND deleted_at IS NULL ORDER BY type LIMIT 1)
+			UNION ALL
+			SELECT (SELECT o.type FROM graph_objects o WHERE o.project_id = $1 AND o.deleted_at IS NULL AND o.type > t.type
+				ORDER BY o.type LIMIT 1)
+			FROM types t WHERE t.type IS NOT NULL)
+		SELECT type FROM types WHERE type IS NOT NULL`, project)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("count objects by type: %w", err)
+		return nil, fmt.Errorf("list object types: %w", err)
 	}
 	return out, nil
 }

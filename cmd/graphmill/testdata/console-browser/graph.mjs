@@ -138,10 +138,13 @@ await run(async () => {
 
   // Click a neighbour's node on the canvas: its object's page opens.
   const target = drawn.nodes.find((n) => !n.center);
-  await page.locator("#graph-canvas").scrollIntoViewIfNeeded();
-  const box = await page.locator("#graph-canvas").boundingBox();
+  const canvas = page.locator("#graph-canvas");
+  await canvas.scrollIntoViewIfNeeded();
+  // Two frames: the drawing is on screen where it was scrolled to.
+  await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
   const at = await page.evaluate((id) => window.graphmillGraph.$id(id).renderedPosition(), target.id);
-  await Promise.all([page.waitForURL(`**/graph/objects/${target.id}`), page.mouse.click(box.x + at.x, box.y + at.y)]);
+  await canvas.click({ position: { x: at.x, y: at.y } });
+  await page.waitForURL(`**/graph/objects/${target.id}`);
   report.clicked = { id: target.id, url: new URL(page.url()).pathname, name: (await page.textContent("#object-name")).trim() };
   await shot("graph-neighbour");
 
