@@ -26,8 +26,10 @@ func benchGraph(b *testing.B, s *testServer, project uuid.UUID, docs []uuid.UUID
 		ids[i] = uuid.Must(uuid.NewV7())
 		at := now.Add(-time.Duration(objects-i) * time.Second)
 		name := fmt.Sprintf("Object %06d", i)
-		rows[i] = []any{ids[i], project, benchGraphTypes[i%len(benchGraphTypes)], name, fmt.Sprintf("object %06d", i), name,
-			"A benchmark object.", "accepted", at, at}
+		rows[i] = []any{
+			ids[i], project, benchGraphTypes[i%len(benchGraphTypes)], name, fmt.Sprintf("object %06d", i), name,
+			"A benchmark object.", "accepted", at, at,
+		}
 	}
 	benchCopy(b, s, "graph_objects", []string{"id", "project_id", "type", "key", "normalized_key", "name", "description", "status", "created_at", "updated_at"}, rows)
 	center := ids[objects-1]

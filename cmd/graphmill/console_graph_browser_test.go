@@ -46,24 +46,24 @@ func TestConsoleBrowserGraph(t *testing.T) {
 
 	type upload struct{ Path, State string }
 	var report struct {
-		Pages          []string                        `json:"pages"`
-		Dropped        []upload                        `json:"dropped"`
-		FolderInput    []upload                        `json:"folderInput"`
-		Documents      []struct{ Name, Status string } `json:"documents"`
-		NotReloaded    bool                            `json:"notReloaded"`
-		JobsNotReload  bool                            `json:"jobsNotReloaded"`
-		Jobs           []string                        `json:"jobs"`
-		GraphCount     string                          `json:"graphCount"`
-		Listed         int                             `json:"listed"`
-		SearchURL      string                          `json:"searchURL"`
-		Found          []string                        `json:"found"`
-		ObjectURL      string                          `json:"objectURL"`
-		ObjectType     string                          `json:"objectType"`
-		Quotes         []string                        `json:"quotes"`
-		QuoteMarks     []string                        `json:"quoteMarks"`
-		Sources        []string                        `json:"sources"`
-		Relationships  []string                        `json:"relationships"`
-		Drawn          struct {
+		Pages         []string                        `json:"pages"`
+		Dropped       []upload                        `json:"dropped"`
+		FolderInput   []upload                        `json:"folderInput"`
+		Documents     []struct{ Name, Status string } `json:"documents"`
+		NotReloaded   bool                            `json:"notReloaded"`
+		JobsNotReload bool                            `json:"jobsNotReloaded"`
+		Jobs          []string                        `json:"jobs"`
+		GraphCount    string                          `json:"graphCount"`
+		Listed        int                             `json:"listed"`
+		SearchURL     string                          `json:"searchURL"`
+		Found         []string                        `json:"found"`
+		ObjectURL     string                          `json:"objectURL"`
+		ObjectType    string                          `json:"objectType"`
+		Quotes        []string                        `json:"quotes"`
+		QuoteMarks    []string                        `json:"quoteMarks"`
+		Sources       []string                        `json:"sources"`
+		Relationships []string                        `json:"relationships"`
+		Drawn         struct {
 			Nodes []struct {
 				ID, Label string
 				Center    bool
@@ -71,7 +71,7 @@ func TestConsoleBrowserGraph(t *testing.T) {
 			Edges    int `json:"edges"`
 			Canvases int `json:"canvases"`
 		} `json:"drawn"`
-		Clicked  struct{ ID, URL, Name string } `json:"clicked"`
+		Clicked  struct{ ID, URL, Name string }   `json:"clicked"`
 		Followed struct{ Href, URL, Name string } `json:"followed"`
 	}
 	require.NoError(t, json.Unmarshal(out, &report), "report: %s", out)

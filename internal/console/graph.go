@@ -163,7 +163,9 @@ func graphElements(project uuid.UUID, o graph.Object, ns []graph.Neighbour) (str
 	return string(b), err
 }
 
-func objectURL(project, id uuid.UUID) string { return projectURL(project) + "/graph/objects/" + id.String() }
+func objectURL(project, id uuid.UUID) string {
+	return projectURL(project) + "/graph/objects/" + id.String()
+}
 
 // chunkURL links to a chunk on its document's page: the page of chunks
 // that holds it, at its anchor.
