@@ -93,7 +93,15 @@ func TestConsoleGraph(t *testing.T) {
 	require.Equal(t, 200, status, page)
 	require.Equal(t, objects.Total, strings.Count(page, `<tr id="object-`))
 	require.Contains(t, page, `id="object-`+objects.Data[0].ID+`"`)
-	require.Contains(t, page, `<option value="`+obj.Type+`">`)
+	types := map[string]bool{}
+	for _, o := range objects.Data {
+		types[o.Type] = true
+	}
+	options := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<option value="([^"]+)">`).FindAllStringSubmatch(page, -1) {
+		options[html.UnescapeString(m[1])] = true
+	}
+	require.Equal(t, types, options, "the type select offers the types present")
 	status, _, page = b.do("GET", "/projects/"+project+"/graph?q="+url.QueryEscape(strings.ToLower(obj.Name)), nil)
 	require.Equal(t, 200, status)
 	require.Contains(t, page, `href="/projects/`+project+`/graph/objects/`+center+`"`)
@@ -216,6 +224,9 @@ func TestConsoleGraph(t *testing.T) {
 	status, _, page = b.do("GET", "/projects/"+project+"/graph", nil)
 	require.Equal(t, 200, status)
 	require.NotContains(t, page, `id="object-`+center+`"`)
+	status, _, page = b.do("GET", "/projects/"+project, nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, strconv.Itoa(objects.Total-1)+" objects, "+strconv.Itoa(rels.Total-len(mine))+" relationships")
 	neighbour := mine[0].TargetID
 	if neighbour == center {
 		neighbour = mine[0].SourceID
