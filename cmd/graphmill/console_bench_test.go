@@ -68,6 +68,11 @@ func BenchmarkConsolePages(b *testing.B) {
 		base + "/graph", base + "/graph?q=object+09999", base + "/graph?type=Person", base + "/graph?offset=50000",
 		base + "/graph/objects/" + center.String(),
 	}
+	chatPages, chatNames := benchChatPages(b, s, project)
+	chatStart := len(pages)
+	pages = append(pages, chatPages...)
+	more, moreNames := benchIntegrationPages(b, s, project, docIDs, now)
+	pages = append(pages, more...)
 	for _, p := range pages {
 		status, _, body := br.do("GET", p, nil)
 		require.Equal(b, http.StatusOK, status, p)
@@ -94,7 +99,8 @@ func BenchmarkConsolePages(b *testing.B) {
 	b.StopTimer()
 	names := make([]string, len(pages))
 	for k, p := range pages {
-		names[k] = strings.NewReplacer(base, "P", "/"+docIDs[docs-1].String(), "/{doc}", "/"+jobID.String(), "/{job}", "/"+center.String(), "/{object}").Replace(p)
+		names[k] = strings.NewReplacer(append([]string{base, "P", "/" + docIDs[docs-1].String(), "/{doc}", "/" + jobID.String(), "/{job}", "/" + center.String(), "/{object}"}, moreNames...)...).Replace(p)
 	}
+	copy(names[chatStart:], chatNames)
 	benchReport(b, lat, pages, names)
 }

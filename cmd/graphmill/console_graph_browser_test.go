@@ -131,7 +131,7 @@ func TestConsoleBrowserGraph(t *testing.T) {
 	}
 	for _, src := range report.Sources {
 		require.Contains(t, src, "/projects/"+project+"/documents/")
-		require.Contains(t, src, "#chunk-")
+		require.Contains(t, src, "/chunks/")
 	}
 	require.Len(t, report.Relationships, len(mine))
 	require.Equal(t, len(mine), report.Drawn.Edges)

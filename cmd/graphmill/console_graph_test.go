@@ -127,7 +127,8 @@ func TestConsoleGraph(t *testing.T) {
 	require.Contains(t, page, `<dd id="object-type">`+html.EscapeString(obj.Type)+`</dd>`)
 	require.Contains(t, page, `<ul id="provenance"`)
 	require.Regexp(t, `(?i)<mark>`+regexp.QuoteMeta(html.EscapeString(obj.Name))+`</mark>`, page, "the quote marks the name")
-	require.Contains(t, page, `href="/projects/`+project+`/documents/`+doc+`#chunk-`)
+	chunkLink := regexp.MustCompile(`href="(/projects/` + project + `/documents/` + doc + `/chunks/([0-9a-f-]{36}))"`).FindStringSubmatch(page)
+	require.NotNil(t, chunkLink, "a quote links to its chunk")
 	require.Contains(t, page, "orbit.md, chunk ")
 	require.Contains(t, page, `src="/static/cytoscape.min.js"`)
 	for _, r := range mine {
@@ -169,10 +170,13 @@ func TestConsoleGraph(t *testing.T) {
 		require.Equal(t, "/projects/"+project+"/graph/objects/"+r.SourceID, nodes[r.SourceID])
 		require.Equal(t, "/projects/"+project+"/graph/objects/"+r.TargetID, nodes[r.TargetID])
 	}
-	// The chunk the quote links to has its anchor on the document's page.
+	// The quote's link opens the chunk on its document's page.
+	status, hdr, _ := b.do("GET", chunkLink[1], nil)
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, "/projects/"+project+"/documents/"+doc+"#chunk-"+chunkLink[2], hdr.Get("Location"))
 	status, _, page = b.do("GET", "/projects/"+project+"/documents/"+doc, nil)
 	require.Equal(t, 200, status)
-	require.Contains(t, page, `<li id="chunk-1"`)
+	require.Contains(t, page, `id="chunk-`+chunkLink[2]+`"`)
 
 	// Another project's object, through this project or its own: not found.
 	foreignDoc := s.extractionUpload(other, "lantern.md", extractionReadFile(t, "lantern.md"))

@@ -24,12 +24,18 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/chat"
+	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/integration"
+	"github.com/graphmill/graphmill/internal/mcpregistry"
+	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/task"
@@ -65,6 +71,17 @@ type Config struct {
 	Graph *graph.Service
 	// Extraction is the object_extraction queue's jobs.
 	Extraction *extraction.Service
+	// Chat is the users' chat sessions; Agents the agent definitions and
+	// runs; Notifications the users' inboxes.
+	Chat          *chat.Service
+	Agents        *agent.Service
+	Notifications *notification.Service
+	// MCP is the projects' external MCP servers and built-in tool settings.
+	MCP *mcpregistry.Service
+	// Integrations are the projects' integrations and their syncs.
+	Integrations *integration.Service
+	// Discovery is schema discovery's jobs and finalize.
+	Discovery *discovery.Service
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.
@@ -87,7 +104,9 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Graph == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Graph == nil ||
+		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
+		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -147,6 +166,10 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
 		r.Get("/projects/{project}/graph", h.signedIn(h.graphPage))
 		r.Get("/projects/{project}/graph/objects/{id}", h.signedIn(h.objectPage))
+		h.chatRoutes(r)
+		h.agentRoutes(r)
+		h.notificationRoutes(r)
+		h.mountIntegrations(r)
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -167,14 +166,10 @@ func objectURL(project, id uuid.UUID) string {
 	return projectURL(project) + "/graph/objects/" + id.String()
 }
 
-// chunkURL links to a chunk on its document's page: the page of chunks
-// that holds it, at its anchor.
-func chunkURL(project uuid.UUID, pv graph.Provenance) string {
-	u := documentURL(project, pv.DocumentID)
-	if from := pv.ChunkIndex / PageSize * PageSize; from > 0 {
-		u += "?offset=" + strconv.Itoa(from)
-	}
-	return u + "#chunk-" + strconv.Itoa(pv.ChunkIndex+1)
+// provenanceURL links a quote to its chunk (the console's chunk route
+// sends to it on its document's page).
+func provenanceURL(project uuid.UUID, pv graph.Provenance) string {
+	return documentURL(project, pv.DocumentID) + "/chunks/" + pv.ChunkID.String()
 }
 
 // quote is the part of a chunk that mentions an object: the sentence
