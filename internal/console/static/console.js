@@ -190,6 +190,8 @@
       }
     });
     window.graphmillGraph = cy;
+  });
+})();
 
 // Chat: the send form posts the question and reads the reply's events
 // from the response as they come (event: delta, done or error; data:
