@@ -31,6 +31,7 @@ import (
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/integration"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -67,6 +68,8 @@ type Config struct {
 	Search *search.Service
 	// Tasks are the projects' review tasks.
 	Tasks *task.Service
+	// Graph is the projects' objects and relationships (the explorer).
+	Graph *graph.Service
 	// Extraction is the object_extraction queue's jobs.
 	Extraction *extraction.Service
 	// Jobs is the job engine: the queues page's counts, paused states,
@@ -118,7 +121,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Jobs == nil ||
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Graph == nil || c.Jobs == nil ||
 		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
 		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
@@ -190,6 +193,8 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
 		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
 		h.mountOps(r)
+		r.Get("/projects/{project}/graph", h.signedIn(h.graphPage))
+		r.Get("/projects/{project}/graph/objects/{id}", h.signedIn(h.objectPage))
 		h.chatRoutes(r)
 		h.agentRoutes(r)
 		h.notificationRoutes(r)
@@ -412,7 +417,17 @@ func (h *Handler) project(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, projectPage(c.sess.CSRF, pr, counts[a.ProjectID]))
+	// The graph's counts for a caller who may read the graph.
+	var g *graph.Counts
+	if h.can(r, c, graphRule) {
+		gc, err := h.cfg.Graph.Count(r.Context(), a.ProjectID)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		g = &gc
+	}
+	h.render(w, r, http.StatusOK, projectPage(c.sess.CSRF, pr, counts[a.ProjectID], g))
 }
 
 func (h *Handler) documentList(r *http.Request, c caller) (tenancy.Project, []document.Document, pager, error) {
