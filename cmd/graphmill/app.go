@@ -491,7 +491,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// The web console at /: its pages call the services above with the
 	// signed-in caller; uploads go through the API's route.
 	web, err := console.New(console.Config{
-		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Tasks: m.tasks, Search: searches, Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,
+		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Providers: providers, Tasks: m.tasks, Search: searches, Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,
 	})
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/task"
@@ -62,6 +63,9 @@ type Config struct {
 	Tasks *task.Service
 	// Extraction is the object_extraction queue's jobs.
 	Extraction *extraction.Service
+	// Providers are the projects' provider policies, model catalog and
+	// usage ledger.
+	Providers *provider.Service
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.
@@ -84,7 +88,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -142,6 +146,7 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Get("/projects/{project}/tasks", h.signedIn(h.tasks))
 		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
 		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
+		h.mountProjectAdmin(r)
 	})
 }
 

@@ -328,3 +328,13 @@ func (s *Service) MonitorCalls(ctx context.Context, project, id uuid.UUID, limit
 	}
 	return callList(ctx, s.pool, id, limit, offset)
 }
+
+// MonitorMetrics returns the metrics of one of project's jobs, from its
+// whole call log (as in MonitorDetail), without its logs and calls.
+// Errors: not_found.
+func (s *Service) MonitorMetrics(ctx context.Context, project, id uuid.UUID) (Metrics, error) {
+	if err := s.checkJob(ctx, project, id); err != nil {
+		return Metrics{}, err
+	}
+	return callMetrics(ctx, s.pool, id)
+}
