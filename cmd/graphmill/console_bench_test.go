@@ -25,7 +25,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	ctx := context.Background()
 	s := newServer(b)
 	require.NoError(b, s.m.jobs.Pause(ctx, extraction.Queue))
-	project, _ := s.defaultProject()
+	project, org := s.defaultProject()
 	pid := uuid.MustParse(project)
 	now := time.Now().UTC()
 	const docs, jobs = 10_000, 100_000
@@ -64,6 +64,7 @@ func BenchmarkConsolePages(b *testing.B) {
 		"/", base, base + "/documents", base + "/documents?offset=5000", base + "/documents/" + docIDs[docs-1].String(),
 		base + "/jobs", base + "/jobs?status=failed", base + "/jobs?offset=50000", base + "/jobs/" + jobID.String(),
 	}
+	pages = append(pages, benchProjectAdmin(b, s, pid, uuid.MustParse(org), jobID)...)
 	for _, p := range pages {
 		status, _, body := br.do("GET", p, nil)
 		require.Equal(b, http.StatusOK, status, p)
