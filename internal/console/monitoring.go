@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/graphmill/graphmill/internal/extraction"
 )
@@ -51,15 +52,25 @@ func (h *Handler) monitoring(w http.ResponseWriter, r *http.Request, c caller) {
 	q := r.URL.Query()
 	f := monitorFilter{Status: q.Get("status"), SortBy: q.Get("sort_by"), SortOrder: q.Get("sort_order")}
 	offset := pageOffset(r)
-	list, total, err := h.cfg.Extraction.MonitorJobs(r.Context(), a.ProjectID, extraction.MonitorFilter{
-		Status: f.Status, SortBy: f.SortBy, SortOrder: f.SortOrder, Limit: PageSize, Offset: offset,
+	// The list and the statistics each read every job of the project:
+	// at once, on two connections.
+	var (
+		list  []extraction.MonitorJob
+		total int
+		stats extraction.Statistics
+	)
+	g, ctx := errgroup.WithContext(r.Context())
+	g.Go(func() (err error) {
+		list, total, err = h.cfg.Extraction.MonitorJobs(ctx, a.ProjectID, extraction.MonitorFilter{
+			Status: f.Status, SortBy: f.SortBy, SortOrder: f.SortOrder, Limit: PageSize, Offset: offset,
+		})
+		return err
 	})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	stats, err := h.cfg.Extraction.Statistics(r.Context(), a.ProjectID)
-	if err != nil {
+	g.Go(func() (err error) {
+		stats, err = h.cfg.Extraction.Statistics(ctx, a.ProjectID)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -146,4 +157,6 @@ func monitorStatuses() []string {
 	return []string{extraction.MonitorPending, extraction.MonitorRunning, extraction.MonitorCompleted, extraction.MonitorFailed}
 }
 
-func monitorSorts() []string { return []string{"created_at", "started_at", "duration_ms", "total_cost_usd"} }
+func monitorSorts() []string {
+	return []string{"created_at", "started_at", "duration_ms", "total_cost_usd"}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/provider"
@@ -48,7 +49,9 @@ type providersView struct {
 }
 
 // credentialProviders are the providers a policy is set for.
-func credentialProviders() []string { return []string{provider.KeyAI, provider.AccountAI, provider.OpenAI} }
+func credentialProviders() []string {
+	return []string{provider.KeyAI, provider.AccountAI, provider.OpenAI}
+}
 
 func (h *Handler) providers(w http.ResponseWriter, r *http.Request, c caller) {
 	h.renderProviders(w, r, c, http.StatusOK, notice{})
@@ -158,15 +161,23 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, c caller) {
 			return
 		}
 	}
-	until := h.cfg.Now().UTC().Truncate(24*time.Hour).Add(24 * time.Hour)
+	until := h.cfg.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 	since := until.AddDate(0, 0, -days)
-	sum, err := h.cfg.Providers.Usage(r.Context(), uuid.Nil, &a.ProjectID, &since, &until)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	daily, err := h.cfg.Providers.DailyUsage(r.Context(), a.ProjectID, since, until)
-	if err != nil {
+	// The sums and the days each read the period's ledger: at once.
+	var (
+		sum   provider.UsageSummary
+		daily []provider.UsageDay
+	)
+	g, ctx := errgroup.WithContext(r.Context())
+	g.Go(func() (err error) {
+		sum, err = h.cfg.Providers.Usage(ctx, uuid.Nil, &a.ProjectID, &since, &until)
+		return err
+	})
+	g.Go(func() (err error) {
+		daily, err = h.cfg.Providers.DailyUsage(ctx, a.ProjectID, since, until)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		h.fail(w, r, err)
 		return
 	}
