@@ -355,12 +355,7 @@ func TestConsoleProjectUsage(t *testing.T) {
 // is answered with its message.
 func TestConsoleProjectMonitoring(t *testing.T) {
 	t.Parallel()
-	s := newServer(t)
-	require.NoError(t, s.m.jobs.Pause(t.Context(), extraction.Queue))
-	project, org := s.defaultProject()
-	other := s.newProject(org, "other")
-	job := s.extractionJobOf(s.extractionUpload(project, "p.md", "# P\n\nAda."))
-	otherJob := s.extractionJobOf(s.extractionUpload(other, "q.md", "# Q\n\nBob."))
+	s, project, other, job, otherJob := consoleJobFixture(t)
 	_, err := s.m.db.pool.Exec(t.Context(), `INSERT INTO extraction_llm_calls (id, job_id, project_id, provider, model_name, status, input_tokens, output_tokens, total_tokens,
 		cost_usd, duration_ms, started_at, completed_at, request_payload, response_payload, error_message) VALUES
 		(gen_random_uuid(), $1, $2, 'key-ai', 'gemini-2.5-flash', 'success', 20, 10, 30, 0.5, 100, now() - interval '9 seconds', now(), '{"window":1,"prompt":"<b>Ada</b>"}', '{"objects":["Ada"]}', NULL),
@@ -417,4 +412,18 @@ func TestConsoleProjectMonitoring(t *testing.T) {
 		status, _, _ = ne.do("GET", p, nil)
 		require.Equal(t, http.StatusForbidden, status, p)
 	}
+}
+
+// consoleJobFixture starts a server with the extraction queue paused and
+// a queued extraction job in the default project and in another one.
+func consoleJobFixture(t *testing.T) (s *testServer, project, other, job, otherJob string) {
+	t.Helper()
+	s = newServer(t)
+	require.NoError(t, s.m.jobs.Pause(t.Context(), extraction.Queue))
+	var org string
+	project, org = s.defaultProject()
+	other = s.newProject(org, "other")
+	job = s.extractionJobOf(s.extractionUpload(project, "p.md", "# P\n\nAda."))
+	otherJob = s.extractionJobOf(s.extractionUpload(other, "q.md", "# Q\n\nBob."))
+	return s, project, other, job, otherJob
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
 // monitorFilter is the monitoring page's filter and order, from its
@@ -93,12 +95,7 @@ type callsView struct {
 // cost and duration: the API's monitor-extraction-job-llm-calls, under
 // its rule.
 func (h *Handler) jobCalls(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, jobsRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	j, err := h.cfg.Extraction.Job(r.Context(), a.ProjectID, a.ResourceID)
+	a, p, j, err := h.jobContext(r, c)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -118,6 +115,17 @@ func (h *Handler) jobCalls(w http.ResponseWriter, r *http.Request, c caller) {
 		projectView: projectView{Project: p}, Job: j, Metrics: m, Calls: calls,
 		Pager: pager{Offset: offset, Total: total, Base: jobURL(p.ID, j.ID) + "/llm-calls"},
 	}))
+}
+
+// jobContext authorises c to read the path's extraction job (the API's
+// rule and owner) and loads its project and the job.
+func (h *Handler) jobContext(r *http.Request, c caller) (auth.Access, tenancy.Project, extraction.Job, error) {
+	a, p, err := h.projectContext(r, c, jobsRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		return a, p, extraction.Job{}, err
+	}
+	j, err := h.cfg.Extraction.Job(r.Context(), a.ProjectID, a.ResourceID)
+	return a, p, j, err
 }
 
 // prettyJSON indents a payload for reading ("" when there is none).
