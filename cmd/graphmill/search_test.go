@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/llm/llmtest"
 )
 
 type searchHit struct {
@@ -210,4 +213,31 @@ func TestSearchVectorAndHybrid(t *testing.T) {
 	for _, h := range r.Data {
 		require.NotEqual(t, person, h.ID)
 	}
+}
+
+// TestSearchEmbedsQueryOncePerModel: a hybrid search over chunks and
+// objects embedded with the same model asks the provider for the query's
+// embedding once, not once per target.
+func TestSearchEmbedsQueryOncePerModel(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewOpenAI(t)
+	s := newServer(t, withOpenAI(fake.URL(), "", "llama3.1:8b", "nomic-embed-text"))
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	chatUpload(t, s, project)
+	s.must(201, "POST", "/api/graph/objects", s.admin, map[string]any{"type": "Person", "name": "Ottoline Quillfeather", "description": "designed the zephyrine turbine"}, hp)
+	// The object's embedding is a job of its own: wait for it.
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, s.m.db.pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM graph_object_embeddings WHERE project_id = $1`, project).Scan(&n))
+		return n > 0
+	}, 30*time.Second, 20*time.Millisecond)
+
+	before := fake.Count(llmtest.EndpointEmbed)
+	var r searchResult
+	s.must(200, "POST", "/api/search", s.admin, map[string]any{"query": "Who designed the zephyrine turbine?"}, hp).Decode(t, &r)
+	require.Equal(t, map[string]string{"chunks": "nomic-embed-text", "objects": "nomic-embed-text"}, r.Models)
+	require.NotEmpty(t, r.Data)
+	require.Equal(t, before+1, fake.Count(llmtest.EndpointEmbed), "one embedding of the query for both targets")
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -30,8 +33,43 @@ type Config struct {
 type VectorSearcher interface {
 	// Nearest returns up to k hits of target (chunks or objects) of
 	// project by cosine similarity, best first, and the embedding model
-	// used; keep filters the candidates.
-	Nearest(ctx context.Context, project uuid.UUID, target, query string, k int, keep func(uuid.UUID) bool) ([]Hit, string, error)
+	// used; keep filters the candidates. query embeds the search's text
+	// once per model for all the targets of one search.
+	Nearest(ctx context.Context, project uuid.UUID, target string, query *QueryVectors, k int, keep func(uuid.UUID) bool) ([]Hit, string, error)
+}
+
+// QueryVectors is one search's query text and its embeddings: each model
+// embeds the text at most once however many targets and spaces use it
+// (a hybrid search over chunks and objects asks twice). Safe for
+// concurrent use: a second asker of the same model waits for the first.
+type QueryVectors struct {
+	text    string
+	mu      sync.Mutex
+	byModel map[string][]float32
+}
+
+// NewQueryVectors returns the embeddings cache of one search of text.
+func NewQueryVectors(text string) *QueryVectors {
+	return &QueryVectors{text: text, byModel: map[string][]float32{}}
+}
+
+// Vector returns the text's embedding under model, embedding it with emb
+// on first use (a failure is not kept: the next asker tries again).
+func (q *QueryVectors) Vector(ctx context.Context, model string, emb llm.Embedder) ([]float32, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if v, ok := q.byModel[model]; ok {
+		return v, nil
+	}
+	vecs, err := emb.Embed(ctx, []string{q.text})
+	if err != nil {
+		return nil, fmt.Errorf("embed the query with %s: %w", model, err)
+	}
+	if len(vecs) != 1 {
+		return nil, fmt.Errorf("embed the query with %s: %d vectors for one text", model, len(vecs))
+	}
+	q.byModel[model] = vecs[0]
+	return vecs[0], nil
 }
 
 // Service runs searches.
@@ -56,30 +94,50 @@ func (s *Service) Search(ctx context.Context, project uuid.UUID, req Request) (R
 		return Response{}, fmt.Errorf("vector search is not available in this process")
 	}
 	// Each side fetches more than the limit so that fusion has material.
+	// The sides (keyword and vector, per target) run at once; their lists
+	// keep the request's order, so fusion is deterministic.
 	depth := min(req.Limit*3, 300)
-	var lists [][]Hit
-	out := Response{Mode: req.Mode, Data: []Hit{}}
+	type side struct {
+		target string
+		vector bool
+		hits   []Hit
+		model  string
+	}
+	var sides []*side
 	for _, target := range req.Targets {
 		if req.Mode != ModeVector {
-			hits, err := s.keyword(ctx, project, target, req, depth)
-			if err != nil {
-				return Response{}, err
-			}
-			lists = append(lists, hits)
+			sides = append(sides, &side{target: target})
 		}
 		if req.Mode != ModeKeyword {
-			hits, model, err := s.vector(ctx, project, target, req, depth)
-			if err != nil {
-				return Response{}, err
-			}
-			if model != "" {
-				if out.Models == nil {
-					out.Models = map[string]string{}
-				}
-				out.Models[target] = model
-			}
-			lists = append(lists, hits)
+			sides = append(sides, &side{target: target, vector: true})
 		}
+	}
+	query := NewQueryVectors(req.Query)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, sd := range sides {
+		g.Go(func() error {
+			var err error
+			if sd.vector {
+				sd.hits, sd.model, err = s.vector(gctx, project, sd.target, req, query, depth)
+			} else {
+				sd.hits, err = s.keyword(gctx, project, sd.target, req, depth)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Response{}, err
+	}
+	out := Response{Mode: req.Mode, Data: []Hit{}}
+	lists := make([][]Hit, 0, len(sides))
+	for _, sd := range sides {
+		if sd.model != "" {
+			if out.Models == nil {
+				out.Models = map[string]string{}
+			}
+			out.Models[sd.target] = sd.model
+		}
+		lists = append(lists, sd.hits)
 	}
 	if req.Mode == ModeHybrid {
 		out.Data = fuse(lists, req.Limit)
@@ -102,12 +160,12 @@ func (s *Service) keyword(ctx context.Context, project uuid.UUID, target string,
 
 // vector runs the vector side for target, then loads the hits' details
 // (and applies the filters that the index cannot see).
-func (s *Service) vector(ctx context.Context, project uuid.UUID, target string, req Request, depth int) ([]Hit, string, error) {
+func (s *Service) vector(ctx context.Context, project uuid.UUID, target string, req Request, query *QueryVectors, depth int) ([]Hit, string, error) {
 	keep, err := s.filter(ctx, project, target, req)
 	if err != nil {
 		return nil, "", err
 	}
-	hits, model, err := s.cfg.Vectors.Nearest(ctx, project, target, req.Query, depth, keep)
+	hits, model, err := s.cfg.Vectors.Nearest(ctx, project, target, query, depth, keep)
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,7 +2,6 @@ package search
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -29,7 +28,7 @@ type IndexVectors struct {
 }
 
 // Nearest implements VectorSearcher.
-func (v IndexVectors) Nearest(ctx context.Context, project uuid.UUID, target, query string, k int, keep func(uuid.UUID) bool) ([]Hit, string, error) {
+func (v IndexVectors) Nearest(ctx context.Context, project uuid.UUID, target string, query *QueryVectors, k int, keep func(uuid.UUID) bool) ([]Hit, string, error) {
 	kind := vectorindex.KindChunks
 	hitTarget := "chunk"
 	if target == TargetObjects {
@@ -52,14 +51,14 @@ func (v IndexVectors) Nearest(ctx context.Context, project uuid.UUID, target, qu
 		if !ok {
 			continue
 		}
-		vecs, err := emb.Embed(ctx, []string{query})
+		vec, err := query.Vector(ctx, sp.Model, emb)
 		if err != nil {
-			return nil, "", fmt.Errorf("embed the query with %s: %w", sp.Model, err)
+			return nil, "", err
 		}
-		if len(vecs) != 1 || len(vecs[0]) != sp.Dimension {
+		if len(vec) != sp.Dimension {
 			continue // the model now answers in another dimension: not this space
 		}
-		hits, err := v.Index.Search(ctx, project, sp, vecs[0], k, keep)
+		hits, err := v.Index.Search(ctx, project, sp, vec, k, keep)
 		if err != nil {
 			return nil, "", err
 		}
