@@ -243,6 +243,13 @@ func TestConsoleProjectProviders(t *testing.T) {
 	require.Equal(t, 200, status, page)
 	require.Contains(t, page, `id="policy-form-key-ai"`)
 	require.Contains(t, page, "<h2>Organization credentials</h2>", "the organization's admin reads its credential metadata")
+	require.Contains(t, page, "<td>gemini-2.5-flash</td><td>generative</td>", "the key-ai catalog")
+	status, _, page = admin.do("GET", base+"?catalog=openai", nil)
+	require.Equal(t, 200, status)
+	require.NotContains(t, page, "<td>gemini-2.5-flash</td>")
+	status, _, page = admin.do("GET", base+"?catalog=nope", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Contains(t, page, "unknown provider: use key-ai, account-ai, openai or local")
 	status, _, _ = admin.do("POST", base+"/key-ai/policy", url.Values{"policy": {"project"}, "apiKey": {secret}})
 	require.Equal(t, http.StatusForbidden, status, "no CSRF token")
 	for _, bad := range []struct {

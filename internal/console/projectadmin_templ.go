@@ -1926,7 +1926,7 @@ func providersPage(csrf string, v providersView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, name := range credentialProviders() {
+			for _, name := range catalogProviders() {
 				var templ_7745c5c3_Var100 = []any{templ.KV("current", name == v.Catalog)}
 				templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_Buffer, templ_7745c5c3_Var100...)
 				if templ_7745c5c3_Err != nil {

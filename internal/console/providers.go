@@ -48,6 +48,9 @@ type providersView struct {
 	Notice         notice
 }
 
+// catalogProviders are the providers whose model catalog the page shows.
+func catalogProviders() []string { return append(credentialProviders(), provider.Local) }
+
 // credentialProviders are the providers a policy is set for.
 func credentialProviders() []string {
 	return []string{provider.KeyAI, provider.AccountAI, provider.OpenAI}
