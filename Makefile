@@ -4,7 +4,7 @@ GO ?= go
 TEST_FLAGS ?= -count=1 -timeout 30m
 FUZZTIME ?= 30s
 
-.PHONY: help postgres chromium run build test test/drills test/race lint bench bench/ratelimit fuzz tidy
+.PHONY: help postgres chromium run build test test/drills test/race lint bench bench/ratelimit fuzz tidy screenshots
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z\/_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -48,6 +48,13 @@ test/drills: postgres ## Run the drills on the real binary: kill -9, replicas un
 
 test/race: postgres chromium ## Run every test with the race detector
 	$(GO) tool gotestsum --format pkgname-and-test-fails -- $(TEST_FLAGS) -race ./...
+
+# The README's picture of graphmill ingest: the command run on a
+# pseudo-terminal, its output replayed in xterm.js in chromium
+# (cmd/graphmill TestCLIIngestScreenshot, which make test runs without
+# writing the picture).
+screenshots: postgres chromium ## Regenerate docs/images/cli-ingest.png
+	GRAPHMILL_SCREENSHOTS=1 $(GO) test ./cmd/graphmill -run '^TestCLIIngestScreenshot$$' -count=1
 
 lint: ## Run golangci-lint (pinned in tools/go.mod)
 	$(GO) tool -modfile=tools/go.mod golangci-lint run ./...

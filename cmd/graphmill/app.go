@@ -277,8 +277,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		StreamPrefixes: []string{"/api/events/stream", "/api/mcp", console.StreamPrefix},
 	})
 	api := httpapi.NewAPI(router, m.guard, health.Version())
-	health.Register(api, m.health, m.Config.Production())
-	tenancy.Register(api, ten)
 	router.Method(http.MethodGet, "/api/events/stream", httpapi.Protect(m.guard,
 		auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Authenticated}, m.hub))
 	m.jobs, err = jobqueue.NewClient(pool, jobqueue.Config{Logger: log, Now: m.Now, Notifier: m.notifier, Metrics: reg, Tracer: tp})
@@ -299,21 +297,17 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := m.emails.AddQueue(); err != nil {
 		return err
 	}
-	tenancy.RegisterInvitations(api, tenancy.NewInvitations(ten, invitationMailer{m.emails}, m.Config.PublicBaseURL()))
+	invitations := tenancy.NewInvitations(ten, invitationMailer{m.emails}, m.Config.PublicBaseURL())
 	providers, err := m.providerService(pool, box)
 	if err != nil {
 		return err
 	}
-	provider.Register(api, providers)
 	m.notifs = notification.NewService(pool, ten, m.Now)
 	m.notifs.UseEmail(m.emails, m.Config.PublicBaseURL())
 	if err := m.jobs.Observe(m.notifs.JobOutcomes); err != nil {
 		return err
 	}
-	notification.Register(api, m.notifs)
 	m.tasks = task.NewService(pool, ten, m.Now)
-	task.Register(api, m.tasks)
-	activity.Register(api, activity.NewService(pool, m.Now))
 
 	// Template packs give every domain a project's types; the built-in
 	// default pack is written at start, like the migrations.
@@ -324,7 +318,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := packs.SeedBuiltin(ctx); err != nil {
 		return err
 	}
-	templatepack.Register(api, packs)
 
 	// The graph and its embeddings need each other: graph writes queue
 	// embeddings, and the embedding worker reads objects from the graph.
@@ -337,12 +330,10 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 	graphs := graph.NewService(graph.Config{Pool: pool, Types: packs, Embed: embeddings, Now: m.Now})
 	objects.Service = graphs
-	graph.Register(api, graphs)
 	policies := embeddingpolicy.NewService(pool, embeddings, providers, m.Now)
 	if err := embeddings.AddQueue(policies, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	embeddingpolicy.Register(api, policies)
 
 	if err := document.CheckSpoolDir(m.Config.UploadSpoolDir); err != nil {
 		return err
@@ -360,10 +351,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := docs.AddQueues(m.Config.ParseConcurrency, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	document.Register(api, docs, document.UploadLimits{
-		MaxBytes: m.Config.MaxUploadBytes, MaxJSONBytes: m.Config.MaxJSONUploadBytes,
-		MaxConcurrent: m.Config.MaxConcurrentUploads, SpoolDir: m.Config.UploadSpoolDir,
-	})
 
 	// Extraction: the object_extraction worker, job administration and
 	// monitoring, and the extraction settings. It resolves the project's
@@ -384,7 +371,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := extractions.AddQueue(extraction.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	extraction.Register(api, extractions)
 
 	// Schema discovery: the schema_discovery worker proposes types from a
 	// project's documents; finalize makes them a template pack.
@@ -401,7 +387,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := discoveries.AddQueue(discovery.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	discovery.Register(api, discoveries)
 
 	// Integrations: sources synced into documents on the integration_sync
 	// queue. The registry lists the connectors this server offers.
@@ -415,7 +400,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err := integrations.AddQueue(integration.ConcurrencyDefault, m.Config.QueueProjectMax); err != nil {
 		return err
 	}
-	integration.Register(api, integrations)
 
 	// Search: keyword through PostgreSQL, vectors through the in-process
 	// index.
@@ -423,7 +407,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	searches := search.NewService(search.Config{Pool: pool, Logger: log, Vectors: search.IndexVectors{
 		Index: m.vectors, Embedders: queryEmbedders{providers},
 	}})
-	search.Register(api, searches)
 
 	// Chat: answers grounded on the search and the graph, by the
 	// project's generative model.
@@ -440,7 +423,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	chat.Register(api, chats)
 
 	// The built-in MCP server and the registry of external ones need each
 	// other: the server's registry and web search tools call the registry,
@@ -460,7 +442,6 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}
 	regTools.reg = m.mcpReg
 	m.mcp.Mount(router)
-	mcpregistry.Register(api, m.mcpReg)
 	// Agents: runs on the agent_run queue, with the built-in MCP server's
 	// tool box and the project's generative model.
 	agents, err := agent.NewService(agent.Config{
@@ -481,17 +462,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		return err
 	}
 	agentTools.Service, syncAgents.svc = agents, agents
-	agent.Register(api, agents)
-	jobqueue.Register(api, m.jobs)
-	superSvc, auditLog := superadmin.NewService(pool, ten, docs.DocumentCounts), audit.NewService(pool, m.Now)
-	superadmin.Register(api, superSvc, ten, extractions, docs, embeddings, auditLog)
-	superadmin.RegisterSyncJobs(api, superSvc, integrations, auditLog)
-	superadmin.RegisterEmail(api, m.emails)
 
 	// The web console at /: its pages call the services above with the
 	// signed-in caller; uploads go through the API's route.
 	web, err := console.New(console.Config{
-		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Providers: providers, Tasks: m.tasks, Search: searches, Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,
+		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Providers: providers, Tasks: m.tasks, Search: searches,
+		Chat: chats, Agents: agents, Notifications: m.notifs, MCP: m.mcpReg, Integrations: integrations, Discovery: discoveries,
+		Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,
 	})
 	if err != nil {
 		return err
@@ -526,7 +503,19 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		// Daily digests by email: one per user and UTC day (a database rule).
 		scheduler.Task{Name: "notifications-digest", Interval: notification.DigestInterval, RunInTx: m.notifs.SendDigests},
 	)
-	scheduler.Register(api, m.sched)
+	// Every route of the OpenAPI document, registered at once
+	// (openAPIDocument registers the same without services).
+	registerAPI(api, apiServices{
+		health: m.health, production: m.Config.Production(), tenancy: ten, invitations: invitations, providers: providers,
+		notifications: m.notifs, tasks: m.tasks, activity: activity.NewService(pool, m.Now), packs: packs, graph: graphs,
+		policies: policies, documents: docs, uploads: document.UploadLimits{
+			MaxBytes: m.Config.MaxUploadBytes, MaxJSONBytes: m.Config.MaxJSONUploadBytes,
+			MaxConcurrent: m.Config.MaxConcurrentUploads, SpoolDir: m.Config.UploadSpoolDir,
+		},
+		extraction: extractions, discovery: discoveries, integrations: integrations, search: searches, chat: chats,
+		mcpRegistry: m.mcpReg, agents: agents, jobs: m.jobs, embeddings: embeddings, emails: m.emails, scheduler: m.sched,
+		superadmin: superadmin.NewService(pool, ten, docs.DocumentCounts), audit: audit.NewService(pool, m.Now),
+	})
 
 	if !m.WorkersOnly {
 		if err := m.bootstrap(ctx, ten); err != nil {

@@ -310,7 +310,7 @@ func when(t *time.Time) string {
 func clientCommands(c *cli) []*cobra.Command {
 	return []*cobra.Command{
 		loginCommand(c), ingestCommand(c), jobsCommand(c), searchCommand(c),
-		graphCommand(c), eventsCommand(c), tokensCommand(c), chatCommand(c),
+		graphCommand(c), eventsCommand(c), tokensCommand(c), chatCommand(c), agentsCommand(c),
 	}
 }
 

@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -32,128 +30,6 @@ func noArgs(_ *cobra.Command, args []string) error {
 		return usageErr("unexpected argument %q", args[0])
 	}
 	return nil
-}
-
-// jobRows is extraction jobs as table rows.
-func jobRows(jobs []client.ExtractionJob) [][]string {
-	rows := [][]string{{"ID", "STATUS", "TYPE", "DOCUMENT", "OBJECTS", "RELATIONSHIPS", "CREATED", "ERROR"}}
-	for _, j := range jobs {
-		rows = append(rows, []string{
-			j.Id, string(j.Status), string(j.JobType), dash(str(j.DocumentId)),
-			fmt.Sprint(j.ObjectsCreated), fmt.Sprint(j.RelationshipsCreated), when(&j.CreatedAt), str(j.ErrorMsg),
-		})
-	}
-	return rows
-}
-
-// jobsCommand is graphmill jobs: the project's extraction jobs.
-func jobsCommand(c *cli) *cobra.Command {
-	jobs := &cobra.Command{Use: "jobs", Short: "The project's extraction jobs: list, watch, cancel, retry"}
-	var status string
-	ls := &cobra.Command{
-		Use: "ls", Short: "List the project's extraction jobs", Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			s, err := c.connect()
-			if err != nil {
-				return err
-			}
-			list, err := s.extractionJobs(status)
-			if err != nil {
-				return err
-			}
-			return c.emit(list, func() [][]string { return jobRows(list) })
-		},
-	}
-	ls.Flags().StringVar(&status, "status", "", "only jobs of this status (queued, running, completed, failed, cancelled, requires_review)")
-
-	var timeout time.Duration
-	watch := &cobra.Command{
-		Use: "watch JOB_ID", Short: "Follow a job until it ends, printing each status it reaches (exit 4 when it fails)", Args: oneArg("job id"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
-			return s.watchJob(args[0], timeout)
-		},
-	}
-	watch.Flags().DurationVar(&timeout, "timeout", time.Hour, "give up after this long")
-
-	action := func(use, short string, do func(*session, string) (*http.Response, error)) *cobra.Command {
-		return &cobra.Command{
-			Use: use + " JOB_ID", Short: short, Args: oneArg("job id"),
-			RunE: func(_ *cobra.Command, args []string) error {
-				s, err := c.connectProject()
-				if err != nil {
-					return err
-				}
-				if _, err := call[json.RawMessage](do(s, args[0])); err != nil { //nolint:bodyclose // call closes it
-					return err
-				}
-				job, err := call[client.ExtractionJob](s.api.GetExtractionJob(c.ctx, args[0])) //nolint:bodyclose // call closes it
-				if err != nil {
-					return err
-				}
-				return c.emit(job, func() [][]string { return jobRows([]client.ExtractionJob{job}) })
-			},
-		}
-	}
-	jobs.AddCommand(ls, watch,
-		action("cancel", "Cancel a queued or running job", func(s *session, id string) (*http.Response, error) {
-			return s.api.CancelExtractionJob(s.ctx, id)
-		}),
-		action("retry", "Retry a failed or cancelled job", func(s *session, id string) (*http.Response, error) {
-			return s.api.RetryExtractionJob(s.ctx, id)
-		}))
-	return jobs
-}
-
-// watchJob prints the job's status whenever it changes (woken by the
-// event stream, and every two seconds) until it is final.
-func (s *session) watchJob(id string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
-	defer cancel()
-	changed, stop, err := s.wakeOnEvents(ctx)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	last := client.ExtractionJobStatus("")
-	for {
-		job, err := call[client.ExtractionJob](s.api.GetExtractionJob(ctx, id)) //nolint:bodyclose // call closes it
-		if err != nil {
-			return err
-		}
-		if job.Status != last {
-			last = job.Status
-			// One line per status reached: a JSON object with --json.
-			line := strings.Join([]string{time.Now().Format(time.TimeOnly), job.Id, string(job.Status), str(job.ErrorMsg)}, "  ")
-			if s.json {
-				raw, err := json.Marshal(job)
-				if err != nil {
-					return fmt.Errorf("encode job: %w", err)
-				}
-				line = string(raw)
-			}
-			if _, err := fmt.Fprintln(s.stdout, line); err != nil {
-				return err
-			}
-		}
-		switch job.Status {
-		case client.ExtractionJobStatusFailed:
-			return withCode(exitFailed, fmt.Errorf("job %s failed: %s", id, str(job.ErrorMsg)))
-		case client.ExtractionJobStatusCompleted, client.ExtractionJobStatusCancelled, client.ExtractionJobStatusRequiresReview:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("watch job %s: %w", id, ctx.Err())
-		case <-changed:
-		case <-tick.C:
-		}
-	}
 }
 
 // searchCommand is graphmill search.
@@ -398,23 +274,55 @@ func tokensCommand(c *cli) *cobra.Command {
 }
 
 // chatCommand is graphmill chat: a conversation in a chat session, each
-// answer streamed as it is written.
+// answer streamed as it is written; or, given a question (or with --json),
+// one question answered.
 func chatCommand(c *cli) *cobra.Command {
 	var sessionID string
 	cmd := &cobra.Command{
-		Use: "chat", Short: "Chat with the project's knowledge (one question per line; the answer is streamed; end with Ctrl-D)", Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Use:   "chat [QUESTION]",
+		Short: "Chat with the project's knowledge (one question per line; the answer is streamed; end with Ctrl-D)",
+		Long: "Without a question: a conversation, one question per line, each answer streamed with its citations; Ctrl-D ends it.\n\n" +
+			"With a question (or with --json, the question then read from standard input when not given): that one question; " +
+			"--json prints the answer as a JSON object (content, citations, model, tokens, cost) with its sessionId.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErr("give the question as one argument (quote it)")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			question := strings.Join(args, "")
+			if c.json && question == "" {
+				raw, err := io.ReadAll(c.stdin)
+				if err != nil {
+					return fmt.Errorf("read the question: %w", err)
+				}
+				question = string(raw)
+			}
+			question = strings.TrimSpace(question)
+			if (c.json || len(args) > 0) && question == "" {
+				return usageErr("no question: give it as an argument or on standard input")
+			}
 			s, err := c.connectProject()
 			if err != nil {
 				return err
 			}
 			if sessionID == "" {
 				title := "graphmill chat " + time.Now().Format(time.DateTime)
+				if question != "" {
+					title = oneLine(question, 80)
+				}
 				cs, err := call[client.ChatSession](s.api.CreateChatSession(c.ctx, client.CreateChatSessionJSONRequestBody{Title: &title})) //nolint:bodyclose // call closes it
 				if err != nil {
 					return err
 				}
 				sessionID = cs.Id
+			}
+			switch {
+			case c.json:
+				return s.answer(sessionID, question)
+			case question != "":
+				return s.ask(sessionID, question)
 			}
 			fmt.Fprintf(c.stderr, "chat session %s (Ctrl-D ends)\n", sessionID)
 			return s.chat(sessionID)
@@ -422,6 +330,23 @@ func chatCommand(c *cli) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this chat session (a new one when empty)")
 	return cmd
+}
+
+// chatAnswer is graphmill chat --json's output: the assistant's message
+// and the session to continue with --session.
+type chatAnswer struct {
+	SessionID string `json:"sessionId"`
+	client.ChatMessage
+}
+
+// answer sends one question and prints the whole answer as JSON.
+func (s *session) answer(sessionID, question string) error {
+	msg, err := call[client.ChatMessage](s.api.SendChatMessage(s.ctx, sessionID, &client.SendChatMessageParams{}, //nolint:bodyclose // call closes it
+		client.SendChatMessageJSONRequestBody{Content: question}))
+	if err != nil {
+		return err
+	}
+	return s.emit(chatAnswer{SessionID: sessionID, ChatMessage: msg}, nil)
 }
 
 // chat reads questions line by line and streams each answer.

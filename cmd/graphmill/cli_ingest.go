@@ -14,9 +14,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/internal/client"
@@ -43,6 +43,8 @@ type ingestResult struct {
 	Chunks         int64    `json:"chunks,omitempty"`
 	EmbeddedChunks int64    `json:"embeddedChunks,omitempty"`
 	Extraction     []string `json:"extraction,omitempty"`
+
+	created time.Time // the document's creation, as the server answered the upload
 }
 
 // ingestFile is a file to send.
@@ -102,6 +104,7 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
 	var changed <-chan struct{}
+	phases := []string{phaseUpload}
 	if wait {
 		// Subscribed before the uploads, so no event of theirs is missed.
 		var stop func()
@@ -109,6 +112,7 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 			return err
 		}
 		defer stop()
+		phases = append(phases, phaseParse, phaseExtract, phaseEmbed)
 	}
 
 	results := make([]ingestResult, len(files))
@@ -116,36 +120,63 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 	for _, f := range files {
 		total += f.size
 	}
-	bar := s.bar(total, "upload", true)
-	for i, f := range files {
-		r := &results[i]
-		r.Path, r.SHA256 = f.path, f.hash
-		if id, ok := known[f.hash]; ok {
-			r.Result, r.DocumentID = ingestUnchanged, id
-			_ = bar.Add64(f.size)
-			continue
+	// The uploads run beside the loop that draws the bars and follows the
+	// documents already sent; a result is the loop's once its index is
+	// received.
+	var sent atomic.Int64
+	uploaded := make(chan int, len(files))
+	upErr := make(chan error, 1)
+	go func() {
+		defer close(uploaded)
+		upErr <- s.uploadAll(ctx, project, files, known, results, &sent, uploaded)
+	}()
+
+	bars := s.newPhaseBars(phases)
+	defer bars.close()
+	f := &follower{s: s, results: results}
+	redraw := time.NewTicker(100 * time.Millisecond)
+	defer redraw.Stop()
+	poll := time.NewTicker(2 * time.Second)
+	defer poll.Stop()
+	uploading, dirty := true, false
+	var lastRead time.Time
+	for {
+		select {
+		case i, ok := <-uploaded:
+			if !ok {
+				if err := <-upErr; err != nil {
+					return err
+				}
+				uploading, uploaded = false, nil
+			} else if wait && results[i].DocumentID != "" && results[i].Result != ingestUnchanged {
+				f.add(i)
+			}
+			dirty = true
+		case <-changed:
+			dirty = true
+		case <-poll.C:
+			dirty = true
+		case <-redraw.C:
+		case <-ctx.Done():
+			return fmt.Errorf("ingest: %w", ctx.Err())
 		}
-		doc, err := s.upload(ctx, project, f, bar)
-		if err != nil {
-			if _, auth := errors.AsType[*exitCodeError](err); auth || ctx.Err() != nil {
+		if wait && dirty && (time.Since(lastRead) > 500*time.Millisecond || !uploading) {
+			if err := f.read(ctx); err != nil {
 				return err
 			}
-			r.Result, r.Error = ingestFailed, err.Error()
-			continue
+			dirty, lastRead = false, time.Now()
 		}
-		r.Result, r.DocumentID = ingestUploaded, doc.Id
-		if doc.Duplicate != nil && *doc.Duplicate {
-			r.Result = ingestDuplicate
+		bars.set(phaseUpload, sent.Load(), total, !uploading, fmt.Sprintf("%d file(s)", len(files)))
+		if wait {
+			f.show(bars, !uploading)
 		}
-		known[f.hash] = doc.Id
+		bars.draw()
+		if bars.complete() {
+			break
+		}
 	}
-	s.finish(bar, "upload", fmt.Sprintf("%d file(s)", len(files)))
+	bars.close()
 
-	if wait {
-		if err := s.follow(ctx, changed, results); err != nil {
-			return err
-		}
-	}
 	if err := s.emit(results, func() [][]string {
 		rows := [][]string{{"PATH", "RESULT", "DOCUMENT", "STATUS", "CHUNKS", "EXTRACTION", "ERROR"}}
 		for _, r := range results {
@@ -161,6 +192,50 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 		}
 	}
 	return nil
+}
+
+// uploadAll sends the files whose content the project lacks, filling
+// their results, counting the bytes read in sent (those of unchanged
+// files too) and giving each result's index on done once it is filled.
+// It stops at a refused token or the context's end; any other failure is
+// the file's result.
+func (s *session) uploadAll(ctx context.Context, project string, files []ingestFile, known map[string]string,
+	results []ingestResult, sent *atomic.Int64, done chan<- int,
+) error {
+	for i, f := range files {
+		r := &results[i]
+		r.Path, r.SHA256 = f.path, f.hash
+		if id, ok := known[f.hash]; ok {
+			r.Result, r.DocumentID = ingestUnchanged, id
+			sent.Add(f.size)
+			done <- i
+			continue
+		}
+		doc, err := s.upload(ctx, project, f, counter{sent})
+		if err != nil {
+			if _, auth := errors.AsType[*exitCodeError](err); auth || ctx.Err() != nil {
+				return err
+			}
+			r.Result, r.Error = ingestFailed, err.Error()
+			done <- i
+			continue
+		}
+		r.Result, r.DocumentID, r.created = ingestUploaded, doc.Id, doc.CreatedAt
+		if doc.Duplicate != nil && *doc.Duplicate {
+			r.Result = ingestDuplicate
+		}
+		known[f.hash] = doc.Id
+		done <- i
+	}
+	return nil
+}
+
+// counter is a writer that counts the bytes written to it.
+type counter struct{ n *atomic.Int64 }
+
+func (c counter) Write(b []byte) (int, error) {
+	c.n.Add(int64(len(b)))
+	return len(b), nil
 }
 
 // dash shows an empty value as "-".
@@ -247,8 +322,9 @@ func (s *session) documents() ([]client.Document, error) {
 	}
 }
 
-// upload sends one file as a multipart upload, streamed through the bar.
-func (s *session) upload(ctx context.Context, project string, f ingestFile, bar *progressbar.ProgressBar) (client.Document, error) {
+// upload sends one file as a multipart upload, its bytes counted by
+// progress as they are read.
+func (s *session) upload(ctx context.Context, project string, f ingestFile, progress io.Writer) (client.Document, error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -262,7 +338,7 @@ func (s *session) upload(ctx context.Context, project string, f ingestFile, bar 
 			if err != nil {
 				return err
 			}
-			if _, err := io.Copy(io.MultiWriter(part, bar), file); err != nil {
+			if _, err := io.Copy(io.MultiWriter(part, progress), file); err != nil {
 				return err
 			}
 			return mw.Close()
@@ -280,177 +356,153 @@ func (s *session) upload(ctx context.Context, project string, f ingestFile, bar 
 	return doc, nil
 }
 
-// follow waits, woken by the event stream (and every two seconds in case
-// an event is not visible to the token), until every uploaded document is
-// parsed (or failed), its extraction jobs are final and its chunks are
-// embedded, showing a bar per phase; it fills the results' statuses.
-func (s *session) follow(ctx context.Context, changed <-chan struct{}, results []ingestResult) error {
-	ids := map[string]*ingestResult{}
-	for i := range results {
-		if results[i].DocumentID != "" {
-			ids[results[i].DocumentID] = &results[i]
-		}
+// follower reads, by id, the documents ingest sent and their extraction
+// jobs, until every one is parsed (or failed), its chunks embedded and its
+// extraction jobs final.
+type follower struct {
+	s       *session
+	results []ingestResult
+	follow  []int                           // the results followed (uploaded or duplicate documents)
+	since   time.Time                       // the oldest followed document's creation: their jobs are newer
+	jobs    map[string]client.ExtractionJob // the followed documents' extraction jobs by id
+	jobDocs map[string]int                  // and the result each is of
+	// extracted: the jobs were read after every followed document was
+	// parsed, and all are final.
+	extracted bool
+}
+
+// add follows results[i]'s document.
+func (f *follower) add(i int) {
+	f.follow = append(f.follow, i)
+	f.extracted = false
+	if c := f.results[i].created; f.since.IsZero() || c.Before(f.since) {
+		f.since = c
 	}
-	phases := []string{"parse", "extract", "embed"}
-	phase := 0
-	bar := s.bar(int64(len(ids)), phases[0], false)
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		st, err := s.ingestState(ids)
+}
+
+// settled tells whether a result's document needs no more reading.
+func settled(r *ingestResult) bool {
+	return r.Status == string(client.DocumentStatusFailed) ||
+		(r.Status == string(client.DocumentStatusParsed) && r.EmbeddedChunks >= r.Chunks)
+}
+
+// read reads the followed documents that are not settled (one GET each)
+// and, while some extraction job is not final, the project's extraction
+// jobs created since the first followed document, newest first.
+func (f *follower) read(ctx context.Context) error {
+	for _, i := range f.follow {
+		r := &f.results[i]
+		if settled(r) {
+			continue
+		}
+		d, err := call[client.Document](f.s.api.GetDocument(ctx, r.DocumentID)) //nolint:bodyclose // call closes it
 		if err != nil {
 			return err
 		}
-		for phase < len(phases) {
-			done, total := st.progress(phases[phase])
-			bar.ChangeMax64(max(total, 1))
-			_ = bar.Set64(done)
-			if done < total {
-				break
-			}
-			s.finish(bar, phases[phase], fmt.Sprintf("%d/%d", done, total))
-			phase++
-			if phase < len(phases) {
-				bar = s.bar(1, phases[phase], false)
-			}
-		}
-		if phase == len(phases) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			_ = bar.Exit()
-			return fmt.Errorf("waiting for the %s phase: %w", phases[phase], ctx.Err())
-		case <-changed:
-		case <-tick.C:
-		}
-	}
-}
-
-// ingestProgress is what the ingested documents have reached.
-type ingestProgress struct {
-	parsed, docs     int64 // documents parsed or failed, documents
-	embedded, chunks int64 // chunks embedded, chunks of the parsed documents
-	jobsDone, jobs   int64 // final extraction jobs, extraction jobs
-}
-
-func (p ingestProgress) progress(phase string) (done, total int64) {
-	switch phase {
-	case "parse":
-		return p.parsed, p.docs
-	case "extract":
-		return p.jobsDone, p.jobs
-	}
-	return p.embedded, p.chunks
-}
-
-// ingestState reads the documents and their extraction jobs and records
-// them in their results.
-func (s *session) ingestState(ids map[string]*ingestResult) (ingestProgress, error) {
-	p := ingestProgress{docs: int64(len(ids))}
-	docs, err := s.documents()
-	if err != nil {
-		return p, err
-	}
-	allParsed := true
-	for _, d := range docs {
-		r, ok := ids[d.Id]
-		if !ok {
-			continue
-		}
 		r.Status, r.Chunks, r.EmbeddedChunks = string(d.Status), d.ChunkCount, d.EmbeddedChunks
-		switch d.Status {
-		case client.DocumentStatusParsed:
-			p.parsed++
-			p.chunks += d.ChunkCount
-			p.embedded += min(d.EmbeddedChunks, d.ChunkCount)
-		case client.DocumentStatusFailed:
-			p.parsed++
+		if d.Status == client.DocumentStatusFailed {
 			r.Result, r.Error = ingestFailed, "parsing failed: "+str(d.Error)
-		default:
-			allParsed = false
 		}
 	}
-	if !allParsed {
-		// Extraction jobs are queued with the parse: count them once all are.
-		p.jobs = 1
-		return p, nil
+	if len(f.follow) == 0 || f.extracted {
+		return nil
 	}
-	jobs, err := s.extractionJobs("")
-	if err != nil {
-		return p, err
+	// Jobs read once every document is parsed are all its jobs: the
+	// parse queues them in its transaction.
+	parsed := f.parsed()
+	if err := f.readJobs(ctx); err != nil {
+		return err
 	}
-	for _, r := range ids {
-		r.Extraction = nil
-	}
-	for _, j := range jobs {
-		r, ok := ids[str(j.DocumentId)]
-		if !ok {
-			continue
-		}
-		p.jobs++
-		r.Extraction = append(r.Extraction, string(j.Status))
-		switch j.Status {
-		case client.ExtractionJobStatusFailed:
-			p.jobsDone++
-			r.Result, r.Error = ingestFailed, "extraction failed: "+str(j.ErrorMsg)
-		case client.ExtractionJobStatusCompleted, client.ExtractionJobStatusCancelled, client.ExtractionJobStatusRequiresReview:
-			p.jobsDone++
-		}
-	}
-	for _, r := range ids {
-		slices.Sort(r.Extraction)
-	}
-	return p, nil
+	f.extracted = parsed && f.extractionDone()
+	return nil
 }
 
-// extractionJobs lists the project's extraction jobs (of a status, when
-// given), a page at a time.
-func (s *session) extractionJobs(status string) ([]client.ExtractionJob, error) {
-	project, err := s.projectID()
-	if err != nil {
-		return nil, err
+// parsed tells whether every followed document is parsed or failed.
+func (f *follower) parsed() bool {
+	for _, i := range f.follow {
+		if st := f.results[i].Status; st != string(client.DocumentStatusParsed) && st != string(client.DocumentStatusFailed) {
+			return false
+		}
 	}
-	var all []client.ExtractionJob
+	return true
+}
+
+// extractionDone tells whether every extraction job found is final.
+func (f *follower) extractionDone() bool {
+	for _, j := range f.jobs {
+		if !jobEnded(string(j.Status)) {
+			return false
+		}
+	}
+	return true
+}
+
+// readJobs pages through the project's extraction jobs, newest first,
+// down to the first followed document's creation (a parse queues its
+// document's jobs after the document exists), and records the followed
+// documents' jobs.
+func (f *follower) readJobs(ctx context.Context) error {
+	byDoc := map[string]int{}
+	for _, i := range f.follow {
+		byDoc[f.results[i].DocumentID] = i
+	}
+	f.jobs, f.jobDocs = map[string]client.ExtractionJob{}, map[string]int{}
 	limit := int64(100) // the route's most
-	params := client.ListExtractionJobsParams{Limit: &limit}
-	if status != "" {
-		params.Status = &status
-	}
 	for offset := int64(0); ; offset += limit {
-		params.Offset = &offset
-		page, err := call[client.ListJob](s.api.ListExtractionJobs(s.ctx, project, &params)) //nolint:bodyclose // call closes it
+		page, err := call[client.ListJob](f.s.api.ListExtractionJobs(ctx, f.s.cfg.Project, //nolint:bodyclose // call closes it
+			&client.ListExtractionJobsParams{Limit: &limit, Offset: &offset}))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		all = append(all, deref(page.Data)...)
-		if int64(len(deref(page.Data))) < limit {
-			return all, nil
+		jobs := deref(page.Data)
+		for _, j := range jobs {
+			if i, ok := byDoc[str(j.DocumentId)]; ok {
+				f.jobs[j.Id], f.jobDocs[j.Id] = j, i
+			}
+		}
+		if int64(len(jobs)) < limit || jobs[len(jobs)-1].CreatedAt.Before(f.since) {
+			break
 		}
 	}
-}
-
-// bar is a progress bar on the error stream, drawn only at a terminal
-// (and not with --json).
-func (s *session) bar(total int64, phase string, bytes bool) *progressbar.ProgressBar {
-	return progressbar.NewOptions64(max(total, 1),
-		progressbar.OptionSetWriter(s.stderr),
-		progressbar.OptionSetVisibility(!s.json && isTerminal(s.stderr)),
-		progressbar.OptionSetDescription(fmt.Sprintf("%-8s", phase)),
-		progressbar.OptionShowBytes(bytes),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-	)
-}
-
-// finish completes a phase's bar; without a terminal it writes the
-// phase's line instead.
-func (s *session) finish(bar *progressbar.ProgressBar, phase, summary string) {
-	if !s.json && isTerminal(s.stderr) {
-		_ = bar.Finish()
-		fmt.Fprintln(s.stderr)
-		return
+	for _, i := range f.follow {
+		f.results[i].Extraction = nil
 	}
-	fmt.Fprintf(s.stderr, "%s: %s\n", phase, summary)
+	for id, j := range f.jobs {
+		r := &f.results[f.jobDocs[id]]
+		r.Extraction = append(r.Extraction, string(j.Status))
+		if j.Status == client.ExtractionJobStatusFailed {
+			r.Result, r.Error = ingestFailed, "extraction failed: "+str(j.ErrorMsg)
+		}
+	}
+	for _, i := range f.follow {
+		slices.Sort(f.results[i].Extraction)
+	}
+	return nil
+}
+
+// show sets the parse, extract and embed bars; uploaded tells that every
+// document to follow is known.
+func (f *follower) show(bars *phaseBars, uploaded bool) {
+	var parsed, chunks, embedded, jobsDone int64
+	for _, i := range f.follow {
+		r := &f.results[i]
+		switch r.Status {
+		case string(client.DocumentStatusParsed):
+			parsed++
+			chunks += r.Chunks
+			embedded += min(r.EmbeddedChunks, r.Chunks)
+		case string(client.DocumentStatusFailed):
+			parsed++
+		}
+	}
+	for _, j := range f.jobs {
+		if jobEnded(string(j.Status)) {
+			jobsDone++
+		}
+	}
+	docs, jobs := int64(len(f.follow)), int64(len(f.jobs))
+	allParsed := uploaded && parsed == docs
+	bars.set(phaseParse, parsed, docs, allParsed, fmt.Sprintf("%d/%d", parsed, docs))
+	bars.set(phaseExtract, jobsDone, jobs, uploaded && (f.extracted || len(f.follow) == 0), fmt.Sprintf("%d/%d", jobsDone, jobs))
+	bars.set(phaseEmbed, embedded, chunks, allParsed && embedded == chunks, fmt.Sprintf("%d/%d", embedded, chunks))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // sseEvent is one server-sent event.
@@ -99,4 +100,31 @@ func (s *session) wakeOnEvents(ctx context.Context) (<-chan struct{}, func(), er
 		})
 	}()
 	return changed, func() { stream.Close() }, nil
+}
+
+// until calls check until it reports done or fails, first at once, then
+// whenever the event stream wakes it and every two seconds (an event the
+// token cannot see must not stall it); it gives up after timeout, its
+// error naming what it waited for.
+func (s *session) until(what string, timeout time.Duration, check func(ctx context.Context) (done bool, err error)) error {
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	changed, stop, err := s.wakeOnEvents(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		if done, err := check(ctx); done || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		case <-changed:
+		case <-tick.C:
+		}
+	}
 }

@@ -195,12 +195,7 @@ func TestCLICommands(t *testing.T) {
 	project, _ := s.defaultProject()
 	hp := header{"X-Project-ID", project}
 
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "engine.md"), []byte("# Engine\n\nCharles Babbage designed the Analytical Engine.\n"), 0o600))
-	var ingested []ingestResult
-	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &ingested)
-	require.Len(t, ingested, 1)
-	doc := ingested[0].DocumentID
+	doc := ingestOne(t, env, "engine.md", "# Engine\n\nCharles Babbage designed the Analytical Engine.\n")
 
 	// jobs ls: the document's extraction job, completed.
 	var jobs []struct {
@@ -215,7 +210,7 @@ func TestCLICommands(t *testing.T) {
 	decodeCLI(t, runCLI(t, env, "jobs", "ls", "--status", "failed", "--json"), &jobs)
 	require.Empty(t, jobs)
 	// watch on a finished job prints it and ends at once.
-	r := runCLI(t, env, "jobs", "watch", ingested[0].DocumentID)
+	r := runCLI(t, env, "jobs", "watch", doc)
 	require.Equal(t, exitError, r.code, "an unknown job: %v", r.err)
 	decodeCLI(t, runCLI(t, env, "jobs", "ls", "--json"), &jobs)
 	var watched struct {

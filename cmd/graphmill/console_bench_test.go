@@ -64,6 +64,11 @@ func BenchmarkConsolePages(b *testing.B) {
 		"/", base, base + "/documents", base + "/documents?offset=5000", base + "/documents/" + docIDs[docs-1].String(),
 		base + "/jobs", base + "/jobs?status=failed", base + "/jobs?offset=50000", base + "/jobs/" + jobID.String(),
 	}
+	chatPages, chatNames := benchChatPages(b, s, project)
+	chatStart := len(pages)
+	pages = append(pages, chatPages...)
+	more, moreNames := benchIntegrationPages(b, s, project, docIDs, now)
+	pages = append(pages, more...)
 	pages = append(pages, benchProjectAdmin(b, s, pid, uuid.MustParse(org), jobID)...)
 	for _, p := range pages {
 		status, _, body := br.do("GET", p, nil)
@@ -86,7 +91,8 @@ func BenchmarkConsolePages(b *testing.B) {
 	b.StopTimer()
 	names := make([]string, len(pages))
 	for k, p := range pages {
-		names[k] = strings.NewReplacer(base, "P", "/"+docIDs[docs-1].String(), "/{doc}", "/"+jobID.String(), "/{job}").Replace(p)
+		names[k] = strings.NewReplacer(append([]string{base, "P", "/" + docIDs[docs-1].String(), "/{doc}", "/" + jobID.String(), "/{job}"}, moreNames...)...).Replace(p)
 	}
+	copy(names[chatStart:], chatNames)
 	benchReport(b, lat, pages, names)
 }

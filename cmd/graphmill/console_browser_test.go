@@ -162,24 +162,28 @@ func consoleDocID(t *testing.T, s *testServer, project, filename string) string 
 }
 
 // consoleScripts is the folder of the browser scripts with playwright-core
-// installed (npm ci from the lock file), set up once per test process. The
-// folder is named by the lock file's hash under the temporary directory,
-// so later runs reuse the installed packages; the scripts are copied anew.
-var consoleScripts = sync.OnceValues(func() (string, error) {
+// installed (npm ci from the lock file), set up once per test process.
+var consoleScripts = sync.OnceValues(func() (string, error) { return nodeScripts("console-browser") })
+
+// nodeScripts copies testdata/NAME to a folder named by its lock file's
+// hash under the temporary directory and installs its packages there (npm
+// ci) unless a previous run did, so later runs reuse them; the scripts are
+// copied anew.
+func nodeScripts(name string) (string, error) {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		return "", errors.New("the console browser tests need npm on PATH")
+		return "", errors.New("the browser tests need npm on PATH")
 	}
-	lock, err := os.ReadFile("testdata/console-browser/package-lock.json")
+	lock, err := os.ReadFile(filepath.Join("testdata", name, "package-lock.json"))
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(lock)
-	dir := filepath.Join(os.TempDir(), "graphmill-console-browser-"+hex.EncodeToString(sum[:6]))
+	dir := filepath.Join(os.TempDir(), "graphmill-"+name+"-"+hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	files, err := filepath.Glob("testdata/console-browser/*")
+	files, err := filepath.Glob(filepath.Join("testdata", name, "*"))
 	if err != nil {
 		return "", err
 	}
@@ -192,7 +196,7 @@ var consoleScripts = sync.OnceValues(func() (string, error) {
 			return "", err
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
 		return dir, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -200,10 +204,10 @@ var consoleScripts = sync.OnceValues(func() (string, error) {
 	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
 	install.Dir = dir
 	if out, err := install.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("npm ci (playwright-core): %w: %s", err, out)
+		return "", fmt.Errorf("npm ci (%s): %w: %s", name, err, out)
 	}
 	return dir, nil
-})
+}
 
 // runConsoleScript runs testdata/console-browser/SCRIPT in Debian's
 // chromium against s, signed in as s.admin in project (the script's

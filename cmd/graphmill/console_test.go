@@ -245,34 +245,7 @@ func TestConsoleDocumentStream(t *testing.T) {
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
 
-	req, err := http.NewRequestWithContext(t.Context(), "GET", s.base+"/stream/projects/"+project+"/documents", nil)
-	require.NoError(t, err)
-	resp, err := b.c.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode)
-	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	frames := make(chan string, 16)
-	go func() {
-		defer close(frames)
-		buf := make([]byte, 4096)
-		var acc string
-		for {
-			n, err := resp.Body.Read(buf)
-			acc += string(buf[:n])
-			for {
-				i := strings.Index(acc, "\n\n")
-				if i < 0 {
-					break
-				}
-				frames <- acc[:i]
-				acc = acc[i+2:]
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	frames := consoleStreamFrames(t, b, "/stream/projects/"+project+"/documents")
 	require.Equal(t, ": connected", <-frames)
 
 	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "b.md", "content": "# B\n\nOther project."},

@@ -92,7 +92,7 @@ func runIO(ctx context.Context, args, environ []string, stdin io.Reader, stdout,
 		},
 	})
 
-	root.AddCommand(adminCommand(ctx, load, stdout))
+	root.AddCommand(adminCommand(ctx, load, stdout), openAPICommand(stdout))
 
 	c := &cli{ctx: ctx, environ: environ, stdin: stdin, stdout: stdout, stderr: stderr, http: &http.Client{}}
 	root.PersistentFlags().BoolVar(&c.json, "json", false, "client commands: print JSON for scripts instead of tables")

@@ -198,9 +198,13 @@ type runPageRow struct {
 }
 
 func runList(ctx context.Context, db postgres.DBTX, project, agent, user uuid.UUID, limit, offset int) ([]runRow, int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+runColumns+`, count(*) OVER () AS total FROM agent_runs r
-		WHERE r.project_id = $1 AND r.agent_id = $2 AND r.created_by = $3
-		ORDER BY r.created_at DESC, r.id DESC LIMIT $4 OFFSET $5`, project, agent, user, limit, offset)
+	// The page first, then its columns: the status and start subqueries
+	// run for the page's rows only, not for every row the offset skips.
+	rows, _ := db.Query(ctx, `SELECT `+runColumns+`, r.total FROM (
+		SELECT *, count(*) OVER () AS total FROM agent_runs
+		WHERE project_id = $1 AND agent_id = $2 AND created_by = $3
+		ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5) r
+		ORDER BY r.created_at DESC, r.id DESC`, project, agent, user, limit, offset)
 	list, total, err := postgres.CollectPage(rows, func(r runPageRow) runRow { return r.runRow })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list agent runs: %w", err)

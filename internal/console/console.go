@@ -24,11 +24,17 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/chat"
+	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/integration"
+	"github.com/graphmill/graphmill/internal/mcpregistry"
+	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
@@ -66,6 +72,17 @@ type Config struct {
 	// Providers are the projects' provider policies, model catalog and
 	// usage ledger.
 	Providers *provider.Service
+	// Chat is the users' chat sessions; Agents the agent definitions and
+	// runs; Notifications the users' inboxes.
+	Chat          *chat.Service
+	Agents        *agent.Service
+	Notifications *notification.Service
+	// MCP is the projects' external MCP servers and built-in tool settings.
+	MCP *mcpregistry.Service
+	// Integrations are the projects' integrations and their syncs.
+	Integrations *integration.Service
+	// Discovery is schema discovery's jobs and finalize.
+	Discovery *discovery.Service
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.
@@ -88,7 +105,9 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil || c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil ||
+		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
+		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -146,6 +165,10 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Get("/projects/{project}/tasks", h.signedIn(h.tasks))
 		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
 		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
+		h.chatRoutes(r)
+		h.agentRoutes(r)
+		h.notificationRoutes(r)
+		h.mountIntegrations(r)
 		h.mountProjectAdmin(r)
 	})
 }

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -128,16 +127,12 @@ func (h *Handler) jobContext(r *http.Request, c caller) (auth.Access, tenancy.Pr
 	return a, p, j, err
 }
 
-// prettyJSON indents a payload for reading ("" when there is none).
-func prettyJSON(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
+// payload is an LLM call's payload for reading ("" when there is none).
+func payload(raw json.RawMessage) string {
+	if string(raw) == "null" {
 		return ""
 	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return b.String()
+	return prettyJSON(raw)
 }
 
 // usd formats an amount of US dollars.
@@ -158,7 +153,8 @@ func msOf(ms *int64) string {
 	return strconv.FormatInt(*ms, 10) + " ms"
 }
 
-func percent(v float64) string { return strconv.FormatFloat(v*100, 'f', 0, 64) + "%" }
+// share formats a share of 1 as a percentage.
+func share(v float64) string { return strconv.FormatFloat(v*100, 'f', 0, 64) + "%" }
 
 // monitorStatuses and monitorSorts are what the monitoring filter offers.
 func monitorStatuses() []string {

@@ -1349,9 +1349,9 @@ func callsPage(csrf string, v callsView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var70 string
-			templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(percent(v.Metrics.SuccessRate))
+			templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(share(v.Metrics.SuccessRate))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `projectadmin.templ`, Line: 209, Col: 57}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `projectadmin.templ`, Line: 209, Col: 55}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 			if templ_7745c5c3_Err != nil {
@@ -1596,7 +1596,7 @@ func callItem(call extraction.CallLog) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if req := prettyJSON(call.RequestPayload); req != "" {
+		if req := payload(call.RequestPayload); req != "" {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 138, "<details class=\"payload request\"><summary>Request</summary><pre>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1615,7 +1615,7 @@ func callItem(call extraction.CallLog) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if resp := prettyJSON(call.ResponsePayload); resp != "" {
+		if resp := payload(call.ResponsePayload); resp != "" {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 140, "<details class=\"payload response\"><summary>Response</summary><pre>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

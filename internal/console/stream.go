@@ -70,6 +70,12 @@ type streamEvent struct {
 	Data      struct {
 		Queue  string `json:"queue"`
 		Status string `json:"status"`
+		// RunID and AgentID are an agent run's (agent_run.status,
+		// agent.question).
+		RunID   string `json:"runId"`
+		AgentID string `json:"agentId"`
+		// JobID is the job of job.completed and discovery.progress.
+		JobID *uuid.UUID `json:"jobId"`
 	} `json:"data"`
 }
 

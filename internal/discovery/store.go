@@ -76,8 +76,12 @@ type listRow struct {
 }
 
 func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]jobRow, int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+jobColumns+`, count(*) OVER () AS total FROM discovery_jobs
-		WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`, project, limit, offset)
+	// The count runs over the ids alone (an index-only scan), not over
+	// whole rows with their results, which a large project's count would
+	// sort through.
+	rows, _ := db.Query(ctx, `WITH page AS (SELECT id, count(*) OVER () AS total FROM discovery_jobs
+			WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3)
+		SELECT `+jobColumns+`, total FROM page JOIN discovery_jobs USING (id) ORDER BY created_at DESC, id DESC`, project, limit, offset)
 	list, total, err := postgres.CollectPage(rows, func(r listRow) jobRow { return r.jobRow })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list discovery jobs: %w", err)

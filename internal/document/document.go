@@ -88,7 +88,9 @@ type Upload struct {
 // Errors of this domain.
 var (
 	ErrNotFound = errs.New(errs.NotFound, "document not found")
-	ErrEmpty    = errs.New(errs.Invalid, "the document is empty")
+	// ErrChunkNotFound: no such chunk in the document.
+	ErrChunkNotFound = errs.New(errs.NotFound, "chunk not found")
+	ErrEmpty         = errs.New(errs.Invalid, "the document is empty")
 )
 
 // IsParsingQueue reports whether queue, as an event names it, is the

@@ -211,6 +211,13 @@ func (s *Service) Chunks(ctx context.Context, project, id uuid.UUID, limit, offs
 	return chunkList(ctx, s.pool, project, id, limit, offset)
 }
 
+// ChunkIndex is the index of chunk id of document doc in project (the
+// console links a citation to the page of chunks that holds it). Errors:
+// not_found.
+func (s *Service) ChunkIndex(ctx context.Context, project, doc, id uuid.UUID) (int, error) {
+	return chunkIndex(ctx, s.pool, project, doc, id)
+}
+
 // Delete removes a document, its chunks and its pending jobs; its running
 // jobs are cancelled (their workers stop within a second and roll back).
 // Errors: not_found.

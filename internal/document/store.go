@@ -192,6 +192,11 @@ func documentCounts(ctx context.Context, db postgres.DBTX, projects []uuid.UUID)
 	return out, rows.Err()
 }
 
+func chunkIndex(ctx context.Context, db postgres.DBTX, project, document, id uuid.UUID) (int, error) {
+	return postgres.One[int](ctx, db, ErrChunkNotFound, `SELECT chunk_index FROM document_chunks
+		WHERE project_id = $1 AND document_id = $2 AND id = $3`, project, document, id)
+}
+
 func chunkList(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, limit, offset int) ([]StoredChunk, int, error) {
 	rows, err := db.Query(ctx, `SELECT id, document_id, chunk_index, text, start_offset, end_offset, heading_path, token_count,
 		COALESCE(embedding_model, ''), COALESCE(embedding_dim, 0), embedded_at, count(*) OVER ()

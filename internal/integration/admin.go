@@ -58,20 +58,11 @@ func (s *Service) AdminSyncJobs(ctx context.Context, f jobqueue.ListFilter) ([]A
 		}
 		status = string(st)
 	}
-	rows, _ := s.cfg.Pool.Query(ctx, `
-		SELECT `+jobqueue.RecordColumns+`, j.integration_id, i.name AS integration_name, i.provider_type, j.trigger_type, j.phase,
-			j.total_items, j.processed_items, j.created_items, j.updated_items, j.unchanged_items, j.deleted_items, j.failed_items
-		FROM integration_sync_jobs j
-		JOIN integrations i ON i.id = j.integration_id JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id
-		WHERE `+jobqueue.ListWhere+` AND ($3 = '' OR j.status = $3)
+	list, err := syncJobsQuery(ctx, s.cfg.Pool, `WHERE `+jobqueue.ListWhere+` AND ($3 = '' OR j.status = $3)
 		ORDER BY j.created_at DESC, j.id DESC LIMIT $4 OFFSET $5`,
 		f.ProjectID, f.HasError, status, f.Limit, f.Offset)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminSyncJob])
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("list sync jobs: %w", err)
-	}
-	for i := range list {
-		list[i].Status = syncVocabulary.Name(jobqueue.Status(list[i].Status))
+		return nil, 0, nil, err
 	}
 	counts, err := jobqueue.CountByStatus(ctx, s.cfg.Pool, `SELECT j.status, count(*)::int, count(j.error_msg)::int
 		FROM integration_sync_jobs j WHERE `+jobqueue.ListWhere+` GROUP BY j.status`, f.ProjectID, f.HasError)
@@ -79,6 +70,25 @@ func (s *Service) AdminSyncJobs(ctx context.Context, f jobqueue.ListFilter) ([]A
 		return nil, 0, nil, fmt.Errorf("count sync jobs: %w", err)
 	}
 	return list, jobqueue.CountOf(counts, status), syncVocabulary.Counts(counts), nil
+}
+
+// syncJobsQuery lists sync jobs with their integration and counters (the
+// condition and order in where), their status in the sync vocabulary.
+func syncJobsQuery(ctx context.Context, db postgres.DBTX, where string, args ...any) ([]AdminSyncJob, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT `+jobqueue.RecordColumns+`, j.integration_id, i.name AS integration_name, i.provider_type, j.trigger_type, j.phase,
+			j.total_items, j.processed_items, j.created_items, j.updated_items, j.unchanged_items, j.deleted_items, j.failed_items
+		FROM integration_sync_jobs j
+		JOIN integrations i ON i.id = j.integration_id JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id
+		`+where, args...)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminSyncJob])
+	if err != nil {
+		return nil, fmt.Errorf("list sync jobs: %w", err)
+	}
+	for i := range list {
+		list[i].Status = syncVocabulary.Name(jobqueue.Status(list[i].Status))
+	}
+	return list, nil
 }
 
 // LogEntry is one entry of a sync job's log.
@@ -100,6 +110,11 @@ func (s *Service) SyncJobLogs(ctx context.Context, id uuid.UUID) (SyncJobLog, er
 	if _, err := postgres.One[uuid.UUID](ctx, s.cfg.Pool, ErrSyncNotFound, `SELECT id FROM integration_sync_jobs WHERE id = $1`, id); err != nil {
 		return SyncJobLog{}, err
 	}
+	return s.syncLog(ctx, id)
+}
+
+// syncLog reads a sync job's log, oldest first.
+func (s *Service) syncLog(ctx context.Context, id uuid.UUID) (SyncJobLog, error) {
 	rows, _ := s.cfg.Pool.Query(ctx, `SELECT created_at, level, message, details FROM integration_sync_logs WHERE job_id = $1 ORDER BY created_at, id`, id)
 	logs, err := pgx.CollectRows(rows, pgx.RowToStructByName[LogEntry])
 	if err != nil {

@@ -141,8 +141,13 @@ func rules(svc *Service) (read, write, readServer, writeServer, registry, org au
 
 // callerOf is the request's caller as the stdio policy sees it.
 func callerOf(ctx context.Context) Caller {
-	p := auth.PrincipalFrom(ctx)
-	r := p.OrgRole(auth.AccessFrom(ctx).OrgID)
+	return CallerOf(auth.PrincipalFrom(ctx), auth.AccessFrom(ctx))
+}
+
+// CallerOf is p, authorised with a, as the stdio policy sees it (the
+// console's pages use it as the routes do).
+func CallerOf(p *auth.Principal, a auth.Access) Caller {
+	r := p.OrgRole(a.OrgID)
 	return Caller{Superadmin: p.Superadmin, OrgAdmin: r == auth.OrgAdmin || r == auth.OrgOwner}
 }
 

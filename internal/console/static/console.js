@@ -85,3 +85,125 @@
     }
   });
 })();
+
+// Chat: the send form posts the question and reads the reply's events
+// from the response as they come (event: delta, done or error; data:
+// JSON): the text grows in the page, then the stored answer (with its
+// citation links, rendered by the server) takes its place. A refused turn
+// (one already running, no model) shows the server's message.
+(function () {
+  function item(list, role, text) {
+    var li = document.createElement("li");
+    li.className = "chat-message chat-" + role;
+    var div = document.createElement("div");
+    div.className = "chat-content";
+    div.textContent = text;
+    li.append(div);
+    list.append(li);
+    return li;
+  }
+
+  function flash(text) {
+    var el = document.getElementById("flash");
+    if (el) {
+      el.textContent = text;
+      el.hidden = false;
+    }
+  }
+
+  function frames(buffer, onEvent) {
+    var i;
+    while ((i = buffer.indexOf("\n\n")) >= 0) {
+      var frame = buffer.slice(0, i);
+      buffer = buffer.slice(i + 2);
+      var name = "message";
+      var data = "";
+      frame.split("\n").forEach(function (line) {
+        if (line.indexOf("event: ") === 0) {
+          name = line.slice(7);
+        } else if (line.indexOf("data: ") === 0) {
+          data += line.slice(6);
+        }
+      });
+      onEvent(name, data ? JSON.parse(data) : {});
+    }
+    return buffer;
+  }
+
+  async function send(form) {
+    var list = document.getElementById("chat-messages");
+    var box = form.querySelector("textarea");
+    var button = form.querySelector("button");
+    var content = box.value.trim();
+    if (content === "") {
+      return;
+    }
+    document.getElementById("flash").hidden = true;
+    button.disabled = true;
+    form.dataset.state = "streaming";
+    form.dataset.deltas = "0";
+    var question = item(list, "user", content);
+    var reply = null;
+    var failed = false;
+    try {
+      var res = await fetch(form.dataset.url, {
+        method: "POST",
+        headers: {
+          "X-CSRF-Token": form.dataset.csrf,
+          "Content-Type": "application/x-www-form-urlencoded",
+          "Accept": "text/event-stream",
+          "HX-Request": "true",
+        },
+        body: new URLSearchParams({ content: content }),
+      });
+      if (!res.ok) {
+        failed = true;
+        question.remove();
+        flash(await res.text() || ("request failed (" + res.status + ")"));
+        return;
+      }
+      box.value = "";
+      reply = item(list, "assistant", "");
+      reply.classList.add("streaming");
+      var text = reply.querySelector(".chat-content");
+      var reader = res.body.getReader();
+      var decoder = new TextDecoder();
+      var buffer = "";
+      for (;;) {
+        var chunk = await reader.read();
+        if (chunk.done) {
+          break;
+        }
+        buffer = frames(buffer + decoder.decode(chunk.value, { stream: true }), function (name, data) {
+          if (name === "delta") {
+            text.textContent += data.text;
+            form.dataset.deltas = String(Number(form.dataset.deltas || 0) + 1);
+          } else if (name === "done") {
+            reply.insertAdjacentHTML("afterend", data.html);
+            reply.remove();
+            reply = null;
+          } else if (name === "error") {
+            failed = true;
+            reply.classList.add("failed");
+            flash(data.message);
+          }
+        });
+      }
+    } catch (e) {
+      failed = true;
+      flash("network error: " + e);
+    } finally {
+      button.disabled = false;
+      form.dataset.state = failed ? "failed" : "done";
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("form.chat-send").forEach(function (form) {
+      form.addEventListener("submit", function (e) {
+        e.preventDefault();
+        send(form);
+      });
+    });
+  });
+})();

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ingestOne writes one file, name with body, in a new folder and ingests
+// the folder with --wait as env's caller; it returns the document's id.
+func ingestOne(t *testing.T, env []string, name, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
+	var ingested []ingestResult
+	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &ingested)
+	require.Len(t, ingested, 1)
+	require.Equal(t, "parsed", ingested[0].Status)
+	return ingested[0].DocumentID
+}
+
+// TestCLIIngestFollowsItsDocuments runs ingest --wait through a proxy that
+// records the requests: the project's documents are listed once (for the
+// hashes), then only the documents sent are read, by id, while the
+// project's other documents are never read again.
+func TestCLIIngestFollowsItsDocuments(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	var others []string
+	for i := range 3 {
+		var d struct {
+			ID string `json:"id"`
+		}
+		s.uploadFile(s.admin, project, fmt.Sprintf("other-%d.md", i), "text/markdown", fmt.Appendf(nil, "# Other %d\n\nSomething else.\n", i)).Decode(t, &d)
+		others = append(others, d.ID)
+	}
+
+	target, err := url.Parse(s.base)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	var mu sync.Mutex
+	var requests []string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests = append(requests, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	env := append(s.cliEnviron(t, ""), "GRAPHMILL_URL="+front.URL, "GRAPHMILL_TOKEN="+s.admin, "GRAPHMILL_PROJECT="+project)
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("# A\n\nAda wrote programs.\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.md"), []byte("# B\n\nBabbage built engines.\n"), 0o600))
+	var results []ingestResult
+	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &results)
+	require.Len(t, results, 2)
+	sent := map[string]bool{}
+	for _, r := range results {
+		require.Equal(t, ingestUploaded, r.Result)
+		require.Equal(t, "parsed", r.Status)
+		require.Equal(t, []string{"completed"}, r.Extraction)
+		sent["/api/documents/"+r.DocumentID] = true
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	lists, reads := 0, map[string]int{}
+	for _, req := range requests {
+		switch {
+		case req == "GET /api/documents":
+			lists++
+		case strings.HasPrefix(req, "GET /api/documents/"):
+			reads[strings.TrimPrefix(req, "GET ")]++
+		}
+	}
+	require.Equal(t, 1, lists, "%v", requests)
+	require.NotEmpty(t, reads)
+	for path := range reads {
+		require.True(t, sent[path], "read a document it did not send: %s", path)
+	}
+	for _, id := range others {
+		require.NotContains(t, reads, "/api/documents/"+id)
+	}
+}

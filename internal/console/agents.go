@@ -1,0 +1,249 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/agent"
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
+)
+
+// Events of the agent streams: a run of the agent changed status (the
+// runs table reloads), the page's run changed (its panel reloads).
+const (
+	AgentRunsEvent = "runs"
+	AgentRunEvent  = "run"
+)
+
+// The rules of the agent pages: the API's (agent.Register). Reading needs
+// agents:read and any role; starting, cancelling and answering runs need
+// agents:run and the editor role. A run is its starting user's.
+//
+//nolint:gochecknoglobals // constant rules
+var (
+	agentsRule     = auth.Rule{Scope: auth.AgentsRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	agentWriteRule = auth.Rule{Scope: auth.AgentsRun, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
+)
+
+// agentRoutes adds the agent pages.
+func (h *Handler) agentRoutes(r chi.Router) {
+	r.Get("/projects/{project}/agents", h.signedIn(h.agents))
+	r.Get("/projects/{project}/agents/{id}", h.signedIn(h.agentPage))
+	r.Get("/projects/{project}/agents/{id}/runs", h.signedIn(h.agentRunRows))
+	r.Post("/projects/{project}/agents/{id}/runs", h.signedIn(h.agentStart))
+	r.Get(StreamPrefix+"projects/{project}/agents/{id}", h.signedIn(h.agentStream))
+	r.Get("/projects/{project}/agent-runs/{runId}", h.signedIn(h.agentRun))
+	r.Get("/projects/{project}/agent-runs/{runId}/panel", h.signedIn(h.agentRunPanel))
+	r.Post("/projects/{project}/agent-runs/{runId}/answer", h.signedIn(h.agentAnswer))
+	r.Post("/projects/{project}/agent-runs/{runId}/cancel", h.signedIn(h.agentCancel))
+	r.Get(StreamPrefix+"projects/{project}/agent-runs/{runId}", h.signedIn(h.agentRunStream))
+}
+
+// agentOwner and runOwner are the API's owners of agent and run paths.
+func (h *Handler) agentOwner() *auth.Owner {
+	return &auth.Owner{Param: "id", Kind: "agent", Resolve: auth.InProject(h.cfg.Agents.AgentProject), NotFound: agent.ErrNotFound}
+}
+
+func (h *Handler) runOwner() *auth.Owner {
+	return &auth.Owner{Param: "runId", Kind: "agent-run", Resolve: auth.InProject(h.cfg.Agents.RunProject), NotFound: agent.ErrRunNotFound}
+}
+
+func agentsURL(project uuid.UUID) string { return projectURL(project) + "/agents" }
+
+func agentURL(project, id uuid.UUID) string { return agentsURL(project) + "/" + id.String() }
+
+func runURL(project, id uuid.UUID) string { return projectURL(project) + "/agent-runs/" + id.String() }
+
+// agents lists the project's agent definitions, newest first.
+func (h *Handler) agents(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, agentsRule, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	offset := pageOffset(r)
+	list, total, err := h.cfg.Agents.ListAgents(r.Context(), a.ProjectID, PageSize, offset)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, agentsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: agentsURL(p.ID)}))
+}
+
+// agentRuns is an agent and a page of the caller's runs of it.
+func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent.Agent, runs []agent.Run, pg pager, err error) {
+	a, p, err := h.projectContext(r, c, agentsRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		return pv, ag, nil, pg, err
+	}
+	if ag, err = h.cfg.Agents.GetAgent(r.Context(), a.ProjectID, a.ResourceID); err != nil {
+		return pv, ag, nil, pg, err
+	}
+	offset := pageOffset(r)
+	runs, total, err := h.cfg.Agents.ListRuns(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID, PageSize, offset)
+	pv = projectView{Project: p, CanWrite: h.can(r, c, agentWriteRule)}
+	return pv, ag, runs, pager{Offset: offset, Total: total, Base: agentURL(p.ID, ag.ID)}, err
+}
+
+// agentPage shows an agent, the form that starts a run (for those who
+// may) and the caller's runs with their live status.
+func (h *Handler) agentPage(w http.ResponseWriter, r *http.Request, c caller) {
+	pv, ag, runs, pg, err := h.agentRuns(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, agentPage(c.sess.CSRF, pv, ag, runs, pg))
+}
+
+// agentRunRows is the runs table's body, reloaded on AgentRunsEvent.
+func (h *Handler) agentRunRows(w http.ResponseWriter, r *http.Request, c caller) {
+	pv, _, runs, _, err := h.agentRuns(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, agentRunRows(pv.Project.ID, runs))
+}
+
+// agentStart starts a run of the agent with the form's input, as the
+// API's route, and opens it.
+func (h *Handler) agentStart(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, agentWriteRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	run, err := h.cfg.Agents.StartRun(r.Context(), c.p, a.ProjectID, a.ResourceID, r.PostFormValue("input"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, runURL(p.ID, run.ID), http.StatusSeeOther)
+}
+
+// runContext authorises c for the path's run with rule and reads it (the
+// caller's own: another user's run is not found).
+func (h *Handler) runContext(r *http.Request, c caller, rule auth.Rule) (projectView, agent.Run, error) {
+	a, p, err := h.projectContext(r, c, rule.WithOwner(h.runOwner()), chi.URLParam(r, "runId"))
+	if err != nil {
+		return projectView{}, agent.Run{}, err
+	}
+	run, err := h.cfg.Agents.GetRun(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID)
+	return projectView{Project: p, CanWrite: h.can(r, c, agentWriteRule)}, run, err
+}
+
+// agentRun shows a run: its status, steps, open question (answered in
+// the page) and output, live.
+func (h *Handler) agentRun(w http.ResponseWriter, r *http.Request, c caller) {
+	pv, run, err := h.runContext(r, c, agentsRule)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ag, err := h.cfg.Agents.GetAgent(r.Context(), pv.Project.ID, run.AgentID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, agentRunPage(c.sess.CSRF, pv, ag, run))
+}
+
+// agentRunPanel is the run's panel, reloaded on AgentRunEvent.
+func (h *Handler) agentRunPanel(w http.ResponseWriter, r *http.Request, c caller) {
+	pv, run, err := h.runContext(r, c, agentsRule)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, agentRunPanel(pv, run))
+}
+
+// agentAnswer answers the run's open question: form field answer for a
+// question, approve (true or false) for an approval.
+func (h *Handler) agentAnswer(w http.ResponseWriter, r *http.Request, c caller) {
+	var ans agent.Answer
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, r, errs.New(errs.Invalid, "the answer must be a form"))
+		return
+	}
+	if v, ok := r.PostForm["answer"]; ok {
+		ans.Answer = &v[0]
+	}
+	switch v := r.PostForm.Get("approve"); v {
+	case "":
+	case "true", "false":
+		approve := v == "true"
+		ans.Approve = &approve
+	default:
+		h.fail(w, r, errs.New(errs.Invalid, "approve must be true or false"))
+		return
+	}
+	h.actOnRun(w, r, c, func(project, user, id uuid.UUID) (agent.Run, error) {
+		return h.cfg.Agents.AnswerRun(r.Context(), project, user, id, ans)
+	})
+}
+
+// agentCancel cancels the run.
+func (h *Handler) agentCancel(w http.ResponseWriter, r *http.Request, c caller) {
+	h.actOnRun(w, r, c, func(project, user, id uuid.UUID) (agent.Run, error) {
+		return h.cfg.Agents.CancelRun(r.Context(), project, user, id)
+	})
+}
+
+// actOnRun runs act on the path's run with the API's write rule and
+// answers the run's new panel.
+func (h *Handler) actOnRun(w http.ResponseWriter, r *http.Request, c caller, act func(project, user, id uuid.UUID) (agent.Run, error)) {
+	a, p, err := h.projectContext(r, c, agentWriteRule.WithOwner(h.runOwner()), chi.URLParam(r, "runId"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	run, err := act(a.ProjectID, c.p.UserID, a.ResourceID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, agentRunPanel(projectView{Project: p, CanWrite: true}, run))
+}
+
+// agentStream passes on AgentRunsEvent when a run of the path's agent
+// changes status.
+func (h *Handler) agentStream(w http.ResponseWriter, r *http.Request, c caller) {
+	a, err := h.check(r, c, agentsRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	id := a.ResourceID.String()
+	h.stream(w, r, c, agentsRule, runEvents(AgentRunsEvent, func(e streamEvent) bool {
+		return e.Type == agent.EventRunStatus && e.Data.AgentID == id
+	}))
+}
+
+// agentRunStream passes on AgentRunEvent when the path's run changes
+// status or asks a question.
+func (h *Handler) agentRunStream(w http.ResponseWriter, r *http.Request, c caller) {
+	_, run, err := h.runContext(r, c, agentsRule)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	id := run.ID.String()
+	h.stream(w, r, c, agentsRule, runEvents(AgentRunEvent, func(e streamEvent) bool {
+		return (e.Type == agent.EventRunStatus || e.Type == agent.EventQuestion) && e.Data.RunID == id
+	}))
+}
+
+// runEvents selects, as the SSE event name, the events of the project
+// that keep keeps.
+func runEvents(name string, keep func(streamEvent) bool) func(uuid.UUID) func(streamEvent) (string, bool) {
+	return func(project uuid.UUID) func(streamEvent) (string, bool) {
+		return func(e streamEvent) (string, bool) {
+			return name, e.ProjectID != nil && *e.ProjectID == project && keep(e)
+		}
+	}
+}

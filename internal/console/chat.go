@@ -1,0 +1,283 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/chat"
+	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/tenancy"
+)
+
+// Events of a chat turn's stream (the console's own, read by console.js):
+// the reply's text as it is written, then the stored answer as HTML, or
+// the turn's error.
+const (
+	ChatDeltaEvent = "delta"
+	ChatDoneEvent  = "done"
+	ChatErrorEvent = "error"
+)
+
+// chatWriteTimeout bounds one event's write to a slow browser.
+const chatWriteTimeout = 10 * time.Second
+
+// chatRule is the API's rule of the chat routes (chat.Register): a
+// user's own sessions in the project.
+//
+//nolint:gochecknoglobals // constant rule
+var chatRule = auth.Rule{Scope: auth.ChatUse, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+
+// chatRoutes adds the chat pages.
+func (h *Handler) chatRoutes(r chi.Router) {
+	r.Get("/projects/{project}/chat", h.signedIn(h.chatSessions))
+	r.Post("/projects/{project}/chat", h.signedIn(h.chatCreate))
+	r.Get("/projects/{project}/chat/{sessionId}", h.signedIn(h.chatSession))
+	r.Post("/projects/{project}/chat/{sessionId}/rename", h.signedIn(h.chatRename))
+	r.Post("/projects/{project}/chat/{sessionId}/delete", h.signedIn(h.chatDelete))
+	r.Post(StreamPrefix+"projects/{project}/chat/{sessionId}/messages", h.signedIn(h.chatSend))
+	r.Get("/projects/{project}/documents/{id}/chunks/{chunk}", h.signedIn(h.chunk))
+}
+
+// chatOwner is the API's owner of a chat session path.
+func (h *Handler) chatOwner() *auth.Owner {
+	return &auth.Owner{Param: "sessionId", Kind: "chat-session", Resolve: auth.InProject(h.cfg.Chat.SessionProject), NotFound: chat.ErrNotFound}
+}
+
+func chatURL(project uuid.UUID) string { return projectURL(project) + "/chat" }
+
+func chatSessionURL(project, id uuid.UUID) string { return chatURL(project) + "/" + id.String() }
+
+// chatSessions lists the caller's sessions in the project, newest first.
+func (h *Handler) chatSessions(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, chatRule, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	offset := pageOffset(r)
+	list, total, err := h.cfg.Chat.ListSessions(r.Context(), a.ProjectID, c.p.UserID, PageSize, offset)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, chatSessionsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: chatURL(p.ID)}))
+}
+
+// chatCreate starts a session (form field title, optional) and opens it.
+func (h *Handler) chatCreate(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, chatRule, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	sess, err := h.cfg.Chat.CreateSession(r.Context(), a.ProjectID, c.p.UserID, chat.CreateParams{Title: r.PostFormValue("title")})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, chatSessionURL(p.ID, sess.ID), http.StatusSeeOther)
+}
+
+// chatContext authorises c for the path's session with the API's rule.
+func (h *Handler) chatContext(r *http.Request, c caller) (auth.Access, tenancy.Project, error) {
+	return h.projectContext(r, c, chatRule.WithOwner(h.chatOwner()), chi.URLParam(r, "sessionId"))
+}
+
+// chatSession shows one of the caller's sessions with its latest
+// messages and the form that asks the next question.
+func (h *Handler) chatSession(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.chatContext(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	sess, err := h.cfg.Chat.GetSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, chatSessionPage(c.sess.CSRF, p, sess))
+}
+
+// chatRename sets the session's title (form field title).
+func (h *Handler) chatRename(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.chatContext(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if _, err := h.cfg.Chat.RenameSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID, r.PostFormValue("title")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, chatSessionURL(p.ID, a.ResourceID), http.StatusSeeOther)
+}
+
+// chatDelete deletes the session and its messages.
+func (h *Handler) chatDelete(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.chatContext(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.cfg.Chat.DeleteSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, chatURL(p.ID), http.StatusSeeOther)
+}
+
+// chatSend asks the form's question (field content) in the session and
+// streams the reply as server-sent events that console.js reads from the
+// response: ChatDeltaEvent with the text as the model writes it, then
+// ChatDoneEvent with the stored answer rendered (citation links), or
+// ChatErrorEvent. An error before the first delta (a turn already
+// running, no model, bad input) is an ordinary answer with the message.
+func (h *Handler) chatSend(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.chatContext(r, c)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	s := &chatStream{w: w, rc: http.NewResponseController(w)}
+	msg, err := h.cfg.Chat.Send(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID, chat.SendParams{Content: r.PostFormValue("content"), OnDelta: s.delta})
+	if err != nil {
+		if !s.started {
+			h.fail(w, r, err)
+			return
+		}
+		_, text := statusOf(err)
+		if s.err == nil {
+			h.cfg.Logger.WarnContext(r.Context(), "console chat turn failed mid-stream", "session", a.ResourceID, "err", err)
+		}
+		s.event(ChatErrorEvent, map[string]string{"message": text})
+		return
+	}
+	var html bytes.Buffer
+	if err := chatMessageView(p.ID, msg).Render(r.Context(), &html); err != nil {
+		h.cfg.Logger.ErrorContext(r.Context(), "render chat message", "err", err)
+	}
+	s.event(ChatDoneEvent, map[string]string{"html": html.String()})
+}
+
+// chatStream writes a turn's events.
+type chatStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	err     error // the first write error: the browser is gone
+}
+
+func (s *chatStream) event(name string, data any) {
+	if s.err != nil {
+		return
+	}
+	if !s.started {
+		s.started = true
+		hd := s.w.Header()
+		hd.Set("Content-Type", "text/event-stream")
+		hd.Set("X-Accel-Buffering", "no")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		s.err = err
+		return
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(chatWriteTimeout))
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		s.err = err
+		return
+	}
+	s.err = s.rc.Flush()
+}
+
+// delta is chat.SendParams.OnDelta: a write error ends the turn.
+func (s *chatStream) delta(text string) error {
+	s.event(ChatDeltaEvent, map[string]string{"text": text})
+	if s.err != nil {
+		return fmt.Errorf("console chat stream: browser gone: %w", s.err)
+	}
+	return nil
+}
+
+// chatMarker is a citation marker of an answer.
+var chatMarker = regexp.MustCompile(`\[(\d+)\]`)
+
+// contentPart is a run of a message's text, or a marker citing a source.
+type contentPart struct {
+	Text  string
+	Cites int // the marker's n; 0 for text
+}
+
+// contentParts splits an answer's content on its [n] markers; a marker
+// of no citation stays text.
+func contentParts(m chat.Message) []contentPart {
+	cited := map[int]bool{}
+	for _, c := range m.Citations {
+		cited[c.Index] = true
+	}
+	var out []contentPart
+	rest := m.Content
+	for {
+		loc := chatMarker.FindStringSubmatchIndex(rest)
+		if loc == nil {
+			break
+		}
+		n, err := strconv.Atoi(rest[loc[2]:loc[3]])
+		if err != nil || !cited[n] {
+			out = append(out, contentPart{Text: rest[:loc[1]]})
+			rest = rest[loc[1]:]
+			continue
+		}
+		if loc[0] > 0 {
+			out = append(out, contentPart{Text: rest[:loc[0]]})
+		}
+		out = append(out, contentPart{Text: rest[loc[0]:loc[1]], Cites: n})
+		rest = rest[loc[1]:]
+	}
+	if rest != "" {
+		out = append(out, contentPart{Text: rest})
+	}
+	return out
+}
+
+// citationID is the id of a citation's item in a message's list.
+func citationID(msg uuid.UUID, n int) string { return "cite-" + msg.String() + "-" + strconv.Itoa(n) }
+
+// chunkURL links a citation to its chunk (chunk redirects to it on its
+// document's page).
+func chunkURL(project uuid.UUID, c chat.Citation) string {
+	return documentURL(project, c.DocumentID) + "/chunks/" + c.ChunkID.String()
+}
+
+// chunk sends to the page of the document's chunks that holds the path's
+// chunk, at the chunk (the document page's rule and owner).
+func (h *Handler) chunk(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.projectContext(r, c, documentsRule.WithOwner(h.documentOwner()), chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	id, err := uuid.Parse(chi.URLParam(r, "chunk"))
+	if err != nil {
+		h.fail(w, r, document.ErrChunkNotFound)
+		return
+	}
+	n, err := h.cfg.Documents.ChunkIndex(r.Context(), a.ProjectID, a.ResourceID, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	page := pager{Base: documentURL(p.ID, a.ResourceID)}
+	http.Redirect(w, r, page.url(n/PageSize*PageSize)+"#chunk-"+id.String(), http.StatusSeeOther)
+}
