@@ -17,10 +17,11 @@ import (
 
 // BenchmarkConsolePages measures the console's pages end to end (HTTP,
 // session, auth, services, templ rendering) on a project with 10,000
-// documents and 100,000 extraction jobs, written directly (COPY), and
+// documents and 100,000 extraction jobs, written directly (COPY), the
+// superadmin pages included, and
 // reports each page's p50 and p95.
 //
-//	go test ./cmd/graphmill -run '^$' -bench ConsolePages -benchtime 700x
+//	go test ./cmd/graphmill -run '^$' -bench ConsolePages -benchtime 1700x
 func BenchmarkConsolePages(b *testing.B) {
 	ctx := context.Background()
 	s := newServer(b)
@@ -63,6 +64,10 @@ func BenchmarkConsolePages(b *testing.B) {
 	pages := []string{
 		"/", base, base + "/documents", base + "/documents?offset=5000", base + "/documents/" + docIDs[docs-1].String(),
 		base + "/jobs", base + "/jobs?status=failed", base + "/jobs?offset=50000", base + "/jobs/" + jobID.String(),
+		// The superadmin pages (the same 100,000 jobs).
+		"/admin/queues", "/admin/queues/object_extraction", "/admin/queues/object_extraction?status=failed",
+		"/admin/queues/object_extraction?offset=50000", "/admin/queues/object_extraction?projectId=" + project,
+		"/admin/users", "/admin/organizations", "/admin/audit",
 	}
 	chatPages, chatNames := benchChatPages(b, s, project)
 	chatStart := len(pages)
@@ -79,6 +84,8 @@ func BenchmarkConsolePages(b *testing.B) {
 	require.Contains(b, body, fmt.Sprintf("of %d", docs), "the documents page counts them all")
 	_, _, body = br.do("GET", base+"/jobs", nil)
 	require.Contains(b, body, fmt.Sprintf("of %d", jobs), "the jobs page counts them all")
+	_, _, body = br.do("GET", "/admin/queues/object_extraction", nil)
+	require.Contains(b, body, fmt.Sprintf("of %d", jobs), "the queue page counts them all")
 
 	lat := make([][]time.Duration, len(pages))
 	b.ResetTimer()

@@ -147,19 +147,7 @@ func TestConsoleCSRF(t *testing.T) {
 	require.Equal(t, 200, status, "still signed in")
 
 	upload := func(headers ...header) (int, string) {
-		body := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"note.md\"\r\nContent-Type: text/markdown\r\n\r\n# Note\n\nA short note.\r\n--b--\r\n"
-		req, err := http.NewRequestWithContext(t.Context(), "POST", s.base+"/projects/"+project+"/documents", strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
-		for _, h := range headers {
-			req.Header.Set(h.k, h.v)
-		}
-		resp, err := b.c.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(raw)
+		return b.uploadNote("/projects/"+project+"/documents", headers...)
 	}
 	countDocs := func() int {
 		return int(s.must(200, "GET", "/api/documents", s.admin, nil, header{"X-Project-ID", project}).JSON(t)["total"].(float64))

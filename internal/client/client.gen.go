@@ -3306,7 +3306,7 @@ type SearchHit struct {
 	ObjectType  *string   `json:"objectType,omitempty"`
 	Score       float64   `json:"score"`
 
-	// Snippet Matching text with <b> highlights (keyword matches), else the start of the text.
+	// Snippet HTML: the matching text, escaped, with <b>...</b> around keyword matches as its only markup; else the start of the text, escaped.
 	Snippet *string         `json:"snippet,omitempty"`
 	Target  SearchHitTarget `json:"target"`
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/integration"
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/provider"
@@ -72,6 +73,12 @@ type Config struct {
 	// Providers are the projects' provider policies, model catalog and
 	// usage ledger.
 	Providers *provider.Service
+	// Jobs is the job engine: the queues page's counts, paused states,
+	// pause and resume.
+	Jobs *jobqueue.Client
+	// OpsQueues are the queues with superadmin pages (their API lists and
+	// actions), named by the wiring.
+	OpsQueues []OpsQueue
 	// Chat is the users' chat sessions; Agents the agent definitions and
 	// runs; Notifications the users' inboxes.
 	Chat          *chat.Service
@@ -105,7 +112,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil ||
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil || c.Jobs == nil ||
 		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
 		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
@@ -137,6 +144,7 @@ var (
 	projectsRule  = auth.Rule{Scope: auth.AdminRead, Resource: auth.Authenticated}
 	projectRule   = auth.Rule{Scope: auth.AdminRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 	documentsRule = auth.Rule{Scope: auth.DocumentsRead, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
+	uploadRule    = auth.Rule{Scope: auth.DocumentsWrite, Resource: auth.Project, ProjectRole: auth.ProjectEditor}
 	streamRule    = auth.Rule{Scope: auth.NotificationsRead, Resource: auth.Authenticated}
 )
 
@@ -165,11 +173,25 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Get("/projects/{project}/tasks", h.signedIn(h.tasks))
 		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
 		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
+		h.mountOps(r)
 		h.chatRoutes(r)
 		h.agentRoutes(r)
 		h.notificationRoutes(r)
 		h.mountIntegrations(r)
 		h.mountProjectAdmin(r)
+	})
+	// An unknown path outside /api asked for as a page (a browser's
+	// navigation) is a console address: a page, not the API's problem
+	// body, which every other client gets (the service's paths outside
+	// /api, such as /debug, answer JSON).
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		if httpapi.IsAPIPath(req.URL.Path) || !strings.Contains(req.Header.Get("Accept"), "text/html") {
+			httpapi.NotFound(w, req)
+			return
+		}
+		securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			h.render(w, req, http.StatusNotFound, errorPage(http.StatusNotFound, "There is no page at this address."))
+		})).ServeHTTP(w, req)
 	})
 }
 
@@ -319,6 +341,12 @@ func (h *Handler) signout(w http.ResponseWriter, r *http.Request, _ caller) {
 
 func (h *Handler) projects(w http.ResponseWriter, r *http.Request, c caller) {
 	if _, err := h.check(r, c, projectsRule, ""); err != nil {
+		if errs.CodeOf(err) == errs.PermissionDenied {
+			// The console's landing page: say what the token lacks (an
+			// error page would send back here).
+			h.render(w, r, http.StatusOK, landingPage(c.sess.CSRF, projectsRule.Scope.String(), c.p.BoundProject))
+			return
+		}
 		h.fail(w, r, err)
 		return
 	}
@@ -331,11 +359,17 @@ func (h *Handler) projects(w http.ResponseWriter, r *http.Request, c caller) {
 	h.render(w, r, http.StatusOK, projectsPage(c.sess.CSRF, list, pager{Offset: offset, Total: total, Base: "/"}))
 }
 
-// projectContext authorises c for rule on the path's project and loads it.
+// projectContext authorises c for rule on the path's project and loads
+// it. The project's record (its name, role, dates) is the API's GET
+// /api/projects/{id} (projectRule): a caller the page's rule lets in but
+// that route refuses sees the project's id as its name, nothing more.
 func (h *Handler) projectContext(r *http.Request, c caller, rule auth.Rule, resource string) (auth.Access, tenancy.Project, error) {
 	a, err := h.check(r, c, rule, resource)
 	if err != nil {
 		return a, tenancy.Project{}, err
+	}
+	if !h.can(r, c, projectRule) {
+		return a, tenancy.Project{ID: a.ProjectID, Name: a.ProjectID.String()}, nil
 	}
 	pr, err := h.cfg.Projects.GetProject(r.Context(), c.p, a.ProjectID)
 	return a, pr, err
@@ -371,7 +405,8 @@ func (h *Handler) documents(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, documentsPage(c.sess.CSRF, pr, list, pg))
+	pv := projectView{Project: pr, CanWrite: h.can(r, c, uploadRule)}
+	h.render(w, r, http.StatusOK, documentsPage(c.sess.CSRF, pv, list, pg))
 }
 
 // documentRows is the documents table's body, which the page reloads
@@ -421,7 +456,9 @@ func (h *Handler) documentOwner() *auth.Owner {
 func (h *Handler) upload(w http.ResponseWriter, r *http.Request, c caller) {
 	// A fresh routing context: the API's router routes the request anew.
 	fwd := r.Clone(context.WithValue(r.Context(), chi.RouteCtxKey, (*chi.Context)(nil)))
-	fwd.URL.Path, fwd.URL.RawPath, fwd.RequestURI = "/api/documents", "", ""
+	// The browser's query string is not passed on: the API reads
+	// projectId from it, which would win over the path's project.
+	fwd.URL.Path, fwd.URL.RawPath, fwd.URL.RawQuery, fwd.RequestURI = "/api/documents", "", "", ""
 	fwd.Header = r.Header.Clone()
 	fwd.Header.Del("Cookie")
 	fwd.Header.Del(CSRFHeader)

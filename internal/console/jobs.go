@@ -15,7 +15,7 @@ import (
 )
 
 // JobsEvent is the SSE event the jobs stream sends when one of the
-// project's extraction jobs ended: the table reloads its rows.
+// project's extraction jobs started or ended: the table reloads its rows.
 const JobsEvent = "jobs"
 
 // The rules of the extraction job pages: the API's (extraction.Register).
@@ -138,11 +138,12 @@ func (h *Handler) actOnJob(w http.ResponseWriter, r *http.Request, c caller,
 	h.render(w, r, http.StatusOK, jobRow(projectView{Project: p, CanWrite: true}, j))
 }
 
-// jobEvents selects the events of project that end one of its
-// extraction jobs.
+// jobEvents selects the events of project that start (job.started) or
+// end one of its extraction jobs.
 func jobEvents(project uuid.UUID) func(e streamEvent) (string, bool) {
 	return func(e streamEvent) (string, bool) {
-		if e.ProjectID != nil && *e.ProjectID == project && e.Type == events.TypeJobCompleted && extraction.IsQueue(e.Data.Queue) {
+		if e.ProjectID != nil && *e.ProjectID == project && (e.Type == events.TypeJobCompleted || e.Type == events.TypeJobStarted) &&
+			extraction.IsQueue(e.Data.Queue) {
 			return JobsEvent, true
 		}
 		return "", false

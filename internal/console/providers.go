@@ -260,8 +260,6 @@ func costChart(days []provider.UsageDay) chart {
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
-func i64(v int64) string { return strconv.FormatInt(v, 10) }
-
 // totalTokens sums a usage row's tokens.
 func totalTokens(u provider.UsageRow) int64 {
 	return u.TotalText + u.TotalImage + u.TotalVideo + u.TotalAudio + u.TotalOutput

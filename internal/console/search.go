@@ -1,6 +1,7 @@
 package console
 
 import (
+	"html"
 	"net/http"
 	"strings"
 
@@ -47,27 +48,28 @@ type snippetPart struct {
 	Mark bool
 }
 
-// snippetParts splits a search snippet on its <b>...</b> highlights, so
-// that the page escapes all of the text (which is the documents') and
-// marks the highlights itself.
+// snippetParts splits a search snippet (escaped text with <b>...</b>
+// highlights, search.Hit) on its highlights and unescapes the text, so
+// that the page escapes all of it again (templ) and marks the highlights
+// itself: nothing of a snippet is rendered as HTML.
 func snippetParts(snippet string) []snippetPart {
 	var out []snippetPart
 	for snippet != "" {
 		open := strings.Index(snippet, "<b>")
 		if open < 0 {
-			out = append(out, snippetPart{Text: snippet})
+			out = append(out, snippetPart{Text: html.UnescapeString(snippet)})
 			break
 		}
 		if open > 0 {
-			out = append(out, snippetPart{Text: snippet[:open]})
+			out = append(out, snippetPart{Text: html.UnescapeString(snippet[:open])})
 		}
 		rest := snippet[open+len("<b>"):]
 		end := strings.Index(rest, "</b>")
 		if end < 0 {
-			out = append(out, snippetPart{Text: rest, Mark: true})
+			out = append(out, snippetPart{Text: html.UnescapeString(rest), Mark: true})
 			break
 		}
-		out = append(out, snippetPart{Text: rest[:end], Mark: true})
+		out = append(out, snippetPart{Text: html.UnescapeString(rest[:end]), Mark: true})
 		snippet = rest[end+len("</b>"):]
 	}
 	return out

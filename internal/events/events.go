@@ -14,8 +14,11 @@ import (
 
 // Event types emitted so far.
 const (
-	TypeNotification      = "notification"
-	TypeJobCompleted      = "job.completed"
+	TypeNotification = "notification"
+	TypeJobCompleted = "job.completed"
+	// TypeJobStarted announces a claimed batch of a queue's jobs (one
+	// event per project of the batch): they are running.
+	TypeJobStarted        = "job.started"
 	TypeDocumentConverted = "document.converted"
 	// TypeIntegrationSyncCompleted ends every sync, successful or not,
 	// with its counts.
@@ -71,6 +74,45 @@ func Publish(ctx context.Context, tx postgres.DBTX, typ string, project, user *u
 		return 0, fmt.Errorf("publish %s: notify: %w", typ, err)
 	}
 	return id, nil
+}
+
+// ProjectEvent is one event of PublishProjects: its type, its project and
+// its data.
+type ProjectEvent struct {
+	Type    string
+	Project uuid.UUID
+	Data    any
+}
+
+// PublishProjects records project events in one statement on db (a pool:
+// the statement is its own transaction, the events are delivered when it
+// ends; or the caller's transaction), taking the publish lock before it
+// draws any id, as Publish does. It costs one round trip.
+func PublishProjects(ctx context.Context, db postgres.DBTX, evs []ProjectEvent, now time.Time) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	projects, types, payloads := make([]uuid.UUID, len(evs)), make([]string, len(evs)), make([]string, len(evs))
+	for i, e := range evs {
+		raw, err := json.Marshal(e.Data)
+		if err != nil {
+			return fmt.Errorf("publish %s: encode: %w", e.Type, err)
+		}
+		projects[i], types[i], payloads[i] = e.Project, e.Type, string(raw)
+	}
+	// The lock is a CTE that every inserted row joins: no row, so no id,
+	// exists before the lock is held.
+	_, err := db.Exec(ctx, `WITH l AS (SELECT pg_advisory_xact_lock($1)),
+e AS (
+    INSERT INTO events (project_id, type, payload, created_at)
+    SELECT p, t, d::jsonb, $5 FROM unnest($2::uuid[], $3::text[], $4::text[]) WITH ORDINALITY AS u(p, t, d, n), l
+    ORDER BY n
+    RETURNING id)
+SELECT pg_notify($6, id::text) FROM e`, publishLock, projects, types, payloads, now.UTC(), Channel)
+	if err != nil {
+		return fmt.Errorf("publish %d events: %w", len(evs), err)
+	}
+	return nil
 }
 
 // Lock takes the publish lock now instead of at Publish; it is held until

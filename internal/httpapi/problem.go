@@ -69,7 +69,9 @@ func StatusOf(c errs.Code) int {
 	return http.StatusInternalServerError
 }
 
-func codeOfStatus(status int) errs.Code {
+// CodeOfStatus is the error code of an HTTP status (StatusOf's inverse,
+// with the statuses huma answers itself mapped too).
+func CodeOfStatus(status int) errs.Code {
 	switch status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusMethodNotAllowed,
 		http.StatusNotAcceptable, http.StatusUnsupportedMediaType:
@@ -167,7 +169,7 @@ func newProblem(ctx context.Context, status int, msg string, errList ...error) *
 		}
 		msg = strings.TrimSuffix(msg, ".") + ": " + strings.Join(parts, "; ")
 	}
-	code := codeOfStatus(status)
+	code := CodeOfStatus(status)
 	if domain && msg == unstorableText {
 		code = errs.Invalid
 	}

@@ -106,13 +106,24 @@ func NewRouter(c RouterConfig) chi.Router {
 			serve(c, r, next, w, req)
 		})
 	})
-	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
-		WriteProblem(w, req, errs.Errorf(errs.NotFound, "no route for %s %s", req.Method, req.URL.Path))
-	})
+	r.NotFound(NotFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		WriteProblem(w, req, errs.Errorf(errs.Invalid, "method %s is not allowed on %s", req.Method, req.URL.Path))
 	})
 	return r
+}
+
+// NotFound answers a request no route matched with a problem body (the
+// router's 404; the console answers its own paths outside /api with a
+// page, see IsAPIPath).
+func NotFound(w http.ResponseWriter, req *http.Request) {
+	WriteProblem(w, req, errs.Errorf(errs.NotFound, "no route for %s %s", req.Method, req.URL.Path))
+}
+
+// IsAPIPath reports whether path is the API's (/api and below), whose
+// answers are JSON whatever the route.
+func IsAPIPath(path string) bool {
+	return path == "/api" || strings.HasPrefix(path, "/api/")
 }
 
 func serve(c RouterConfig, mux *chi.Mux, next http.Handler, w http.ResponseWriter, req *http.Request) {

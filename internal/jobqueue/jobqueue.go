@@ -361,6 +361,40 @@ func (o Outcome) PublishCompleted(ctx context.Context, tx pgx.Tx, queue string, 
 	return nil
 }
 
+// PublishStarted publishes job.started on db (a pool or the caller's
+// transaction) for a claimed batch of queue: one event per project of the
+// batch (its jobs' ids, status running), none for jobs without a project;
+// one statement. It is what job.completed is to a job's end, per batch
+// rather than per job: claims are frequent.
+func PublishStarted(ctx context.Context, db postgres.DBTX, queue string, jobs []Job, now time.Time) error {
+	var evs []events.ProjectEvent
+	byProject := map[uuid.UUID]*startedData{}
+	for _, j := range jobs {
+		if j.ProjectID == nil {
+			continue
+		}
+		d := byProject[*j.ProjectID]
+		if d == nil {
+			d = &startedData{Queue: queue, Status: StatusRunning, StartedAt: now.UTC()}
+			byProject[*j.ProjectID] = d
+			evs = append(evs, events.ProjectEvent{Type: events.TypeJobStarted, Project: *j.ProjectID, Data: d})
+		}
+		d.JobIDs = append(d.JobIDs, j.ID)
+	}
+	if err := events.PublishProjects(ctx, db, evs, now); err != nil {
+		return fmt.Errorf("publish job.started: %w", err)
+	}
+	return nil
+}
+
+// startedData is the data of a job.started event.
+type startedData struct {
+	Queue     string      `json:"queue"`
+	JobIDs    []uuid.UUID `json:"jobIds"`
+	Status    Status      `json:"status"`
+	StartedAt time.Time   `json:"startedAt"`
+}
+
 // OutcomeFunc is called with the outcomes of a batch (or of reaped jobs) in
 // the transaction that records them.
 type OutcomeFunc func(ctx context.Context, tx pgx.Tx, outcomes []Outcome) error

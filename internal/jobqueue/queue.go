@@ -174,7 +174,7 @@ func (q *queue) fill() {
 		// Cleared before claiming, so that a notification arriving during
 		// the claim sets it again.
 		q.more.Store(false)
-		jobs, err := q.claim(n)
+		jobs, err := q.claimAnnounced(n)
 		if err != nil {
 			q.c.logger.Warn("claiming jobs failed", "queue", q.cfg.Name, "err", err)
 			return // the poll retries
@@ -206,6 +206,22 @@ func (q *queue) claim(n int) ([]Job, error) {
 		return q.jobClaimCapped(ctx, q.c, q.c.now(), n)
 	}
 	return q.jobClaim(ctx, q.c.pool, q.c.now(), q.c.workerID, n)
+}
+
+// claimAnnounced claims up to n jobs and announces them as job.started
+// before they run, so the event comes before the job's job.completed. An
+// announcement that fails is logged: the jobs are claimed and run anyway.
+func (q *queue) claimAnnounced(n int) ([]Job, error) {
+	jobs, err := q.claim(n)
+	if err != nil || len(jobs) == 0 {
+		return jobs, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := PublishStarted(ctx, q.c.pool, q.cfg.Name, jobs, q.c.now()); err != nil {
+		q.c.logger.Warn("announcing started jobs failed", "queue", q.cfg.Name, "jobs", len(jobs), "err", err)
+	}
+	return jobs, nil
 }
 
 func (q *queue) launch(jobs []Job) {

@@ -6,6 +6,9 @@
 package search
 
 import (
+	"strings"
+	"unicode/utf8"
+
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
@@ -28,6 +31,8 @@ const (
 const (
 	LimitDefault = 10
 	LimitMax     = 100
+	// QueryMax is the longest query, in characters (the API's maxLength).
+	QueryMax = 2000
 )
 
 // Request is a search.
@@ -52,7 +57,7 @@ type Hit struct {
 	// mode, the text rank in keyword mode, the cosine similarity in vector
 	// mode.
 	Score   float64 `json:"score"`
-	Snippet string  `json:"snippet,omitempty" doc:"Matching text with <b> highlights (keyword matches), else the start of the text."`
+	Snippet string  `json:"snippet,omitempty" doc:"HTML: the matching text, escaped, with <b>...</b> around keyword matches as its only markup; else the start of the text, escaped."`
 	// Chunks.
 	DocumentID  *uuid.UUID `json:"documentId,omitempty"`
 	ChunkIndex  *int       `json:"chunkIndex,omitempty"`
@@ -71,10 +76,16 @@ type Response struct {
 	Models map[string]string `json:"models,omitempty"`
 }
 
-// Normalize applies the defaults and checks the request.
+// Normalize applies the defaults and checks the request: every caller
+// (the API, the console, chat, MCP) gets the same answers.
 func (r *Request) Normalize() error {
-	if r.Query == "" {
+	switch {
+	case r.Query == "":
 		return errs.New(errs.Invalid, "query is required")
+	case !utf8.ValidString(r.Query) || strings.ContainsRune(r.Query, 0):
+		return errs.New(errs.Invalid, "query must be valid UTF-8 without the NUL character (U+0000)")
+	case utf8.RuneCountInString(r.Query) > QueryMax:
+		return errs.Errorf(errs.Invalid, "query must be at most %d characters", QueryMax)
 	}
 	switch r.Mode {
 	case "":

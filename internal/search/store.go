@@ -3,6 +3,8 @@ package search
 import (
 	"context"
 	"fmt"
+	"html"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -10,9 +12,30 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-// headline is ts_headline's option string: highlighted with <b>, up to two
-// fragments.
-const headline = `StartSel=<b>, StopSel=</b>, MaxFragments=2, MaxWords=35, MinWords=12, FragmentDelimiter=" … "`
+// A snippet is HTML: the text escaped, with <b> and </b> around keyword
+// matches as its only markup, so that a client may render it as HTML
+// whatever the documents hold. ts_headline marks matches with two
+// private-use characters (markOpen, markClose) that are removed from the
+// text before (headlineText), so every marker in its result is its own;
+// snippetHTML escapes the text, then turns the markers into <b> and </b>.
+// The vector side's snippets (the start of the text) are escaped alone.
+const (
+	markOpen  = "\ue000"
+	markClose = "\ue001"
+	// headline is ts_headline's option string: up to two fragments.
+	headline = `StartSel=` + markOpen + `, StopSel=` + markClose + `, MaxFragments=2, MaxWords=35, MinWords=12, FragmentDelimiter=" … "`
+)
+
+// headlineText is the SQL of a text column without the markers.
+func headlineText(column string) string {
+	return "translate(" + column + ", '" + markOpen + markClose + "', '')"
+}
+
+// snippetHTML is the snippet of a ts_headline result (a plain text, as
+// the vector side's, is html.EscapeString'd alone: a marker in it is text).
+func snippetHTML(text string) string {
+	return strings.NewReplacer(markOpen, "<b>", markClose, "</b>").Replace(html.EscapeString(text))
+}
 
 // keywordChunks ranks project's chunks against a websearch query; the
 // headline is computed for the ranked top only.
@@ -28,14 +51,14 @@ func keywordChunks(ctx context.Context, db postgres.DBTX, project uuid.UUID, que
 			WHERE c.project_id = $1 AND c.tsv @@ q.q AND ($3::uuid[] IS NULL OR c.document_id = ANY($3))
 			ORDER BY rank DESC, c.id LIMIT $4)
 		SELECT top.id, top.document_id, top.chunk_index, top.heading_path, top.rank::float8,
-			ts_headline('english', top.text, q.q, '`+headline+`')
+			ts_headline('english', `+headlineText("top.text")+`, q.q, '`+headline+`')
 		FROM top, q ORDER BY top.rank DESC, top.id`, project, query, docFilter, limit)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hit, error) {
 		h := Hit{Target: "chunk"}
 		var doc uuid.UUID
 		var idx int
 		err := r.Scan(&h.ID, &doc, &idx, &h.HeadingPath, &h.Score, &h.Snippet)
-		h.DocumentID, h.ChunkIndex = &doc, &idx
+		h.DocumentID, h.ChunkIndex, h.Snippet = &doc, &idx, snippetHTML(h.Snippet)
 		return h, err
 	})
 }
@@ -53,11 +76,12 @@ func keywordObjects(ctx context.Context, db postgres.DBTX, project uuid.UUID, qu
 			WHERE o.project_id = $1 AND o.deleted_at IS NULL AND o.tsv @@ q.q AND ($3::text[] IS NULL OR o.type = ANY($3))
 			ORDER BY rank DESC, o.id LIMIT $4)
 		SELECT top.id, top.type, top.name, top.key, top.rank::float8,
-			ts_headline('english', top.name || CASE WHEN top.description = '' THEN '' ELSE ': ' || top.description END, q.q, '`+headline+`')
+			ts_headline('english', `+headlineText("top.name || CASE WHEN top.description = '' THEN '' ELSE ': ' || top.description END")+`, q.q, '`+headline+`')
 		FROM top, q ORDER BY top.rank DESC, top.id`, project, query, typeFilter, limit)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hit, error) {
 		h := Hit{Target: "object"}
 		err := r.Scan(&h.ID, &h.ObjectType, &h.Name, &h.Key, &h.Score, &h.Snippet)
+		h.Snippet = snippetHTML(h.Snippet)
 		return h, err
 	})
 }
@@ -85,7 +109,7 @@ func describe(ctx context.Context, db postgres.DBTX, project uuid.UUID, target s
 				return nil, fmt.Errorf("describe chunks: %w", err)
 			}
 			h := &hits[at[id]]
-			h.Target, h.DocumentID, h.ChunkIndex, h.HeadingPath, h.Snippet = "chunk", &doc, &idx, path, text
+			h.Target, h.DocumentID, h.ChunkIndex, h.HeadingPath, h.Snippet = "chunk", &doc, &idx, path, html.EscapeString(text)
 			found[at[id]] = true
 		}
 		if err := rows.Err(); err != nil {
@@ -102,7 +126,7 @@ func describe(ctx context.Context, db postgres.DBTX, project uuid.UUID, target s
 				return nil, fmt.Errorf("describe objects: %w", err)
 			}
 			h := &hits[at[id]]
-			h.Target, h.ObjectType, h.Name, h.Key, h.Snippet = "object", typ, name, key, desc
+			h.Target, h.ObjectType, h.Name, h.Key, h.Snippet = "object", typ, name, key, html.EscapeString(desc)
 			found[at[id]] = true
 		}
 		if err := rows.Err(); err != nil {

@@ -140,6 +140,10 @@ func TestResolverSeesResolvedRow(t *testing.T) {
 	require.ErrorIs(t, err, task.ErrBadResolution)
 	_, err = b.svc.Resolve(ctx, b.project, tk.ID, b.user, task.StatusAccepted, strings.Repeat("n", task.NotesMax+1))
 	require.ErrorIs(t, err, task.ErrNotesTooLong)
+	for _, bad := range []string{"a\x00b", "a\xffb"} {
+		_, err = b.svc.Resolve(ctx, b.project, tk.ID, b.user, task.StatusAccepted, bad)
+		require.ErrorIs(t, err, task.ErrNotesInvalid, "%q", bad)
+	}
 	resolved, err := b.svc.Resolve(ctx, b.project, tk.ID, b.user, task.StatusAccepted, "")
 	require.NoError(t, err)
 	require.Equal(t, b.user, *resolved.ResolvedBy)

@@ -91,6 +91,7 @@ var (
 	ErrBadResolution   = errs.New(errs.Invalid, "resolution must be accepted or rejected")
 	ErrBadStatus       = errs.New(errs.Invalid, "status must be pending, accepted, rejected or cancelled")
 	ErrNotesTooLong    = errs.Errorf(errs.Invalid, "resolutionNotes must be at most %d characters", NotesMax)
+	ErrNotesInvalid    = errs.New(errs.Invalid, "resolutionNotes must be valid UTF-8 without the NUL character (U+0000)")
 	ErrTitleRequired   = errs.New(errs.Invalid, "a task needs a title")
 	ErrTypeRequired    = errs.New(errs.Invalid, "a task needs a type")
 	ErrProjectRequired = errs.New(errs.Invalid, "a task needs a project")
