@@ -17,8 +17,8 @@ import (
 
 // BenchmarkConsolePages measures the console's pages end to end (HTTP,
 // session, auth, services, templ rendering) on a project with 10,000
-// documents and 100,000 extraction jobs, written directly (COPY), the
-// superadmin pages included, and
+// documents, 100,000 extraction jobs and 100,000 graph objects, written
+// directly (COPY), the superadmin pages included, and
 // reports each page's p50 and p95.
 //
 //	go test ./cmd/graphmill -run '^$' -bench ConsolePages -benchtime 1700x
@@ -29,7 +29,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	project, org := s.defaultProject()
 	pid := uuid.MustParse(project)
 	now := time.Now().UTC()
-	const docs, jobs = 10_000, 100_000
+	const docs, jobs, graphObjects = 10_000, 100_000, 100_000
 	docRows := make([][]any, docs)
 	docIDs := make([]uuid.UUID, docs)
 	for i := range docRows {
@@ -58,6 +58,8 @@ func BenchmarkConsolePages(b *testing.B) {
 	benchCopy(b, s, "object_extraction_jobs",
 		[]string{"id", "project_id", "status", "run_at", "error_msg", "created_at", "updated_at", "document_id", "job_type", "trigger_type"}, jobRows)
 
+	center := benchGraph(b, s, pid, docIDs, graphObjects)
+
 	br := newConsoleBrowser(b, s)
 	br.signIn(s.admin)
 	base := "/projects/" + project
@@ -68,6 +70,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		"/admin/queues", "/admin/queues/object_extraction", "/admin/queues/object_extraction?status=failed",
 		"/admin/queues/object_extraction?offset=50000", "/admin/queues/object_extraction?projectId=" + project,
 		"/admin/users", "/admin/organizations", "/admin/audit",
+		base + "/graph", base + "/graph?q=object+09999", base + "/graph?type=Person", base + "/graph?offset=50000",
+		base + "/graph/objects/" + center.String(),
 	}
 	chatPages, chatNames := benchChatPages(b, s, project)
 	chatStart := len(pages)
@@ -86,6 +90,11 @@ func BenchmarkConsolePages(b *testing.B) {
 	require.Contains(b, body, fmt.Sprintf("of %d", jobs), "the jobs page counts them all")
 	_, _, body = br.do("GET", "/admin/queues/object_extraction", nil)
 	require.Contains(b, body, fmt.Sprintf("of %d", jobs), "the queue page counts them all")
+	_, _, body = br.do("GET", base+"/graph", nil)
+	require.Contains(b, body, fmt.Sprintf("of %d", graphObjects), "the graph page counts the objects")
+	_, _, body = br.do("GET", base+"/graph/objects/"+center.String(), nil)
+	require.Contains(b, body, "of 61", "the object's relationships")
+	require.Contains(b, body, "and 10 more chunks.", "the object's provenance")
 
 	lat := make([][]time.Duration, len(pages))
 	b.ResetTimer()
@@ -98,7 +107,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	b.StopTimer()
 	names := make([]string, len(pages))
 	for k, p := range pages {
-		names[k] = strings.NewReplacer(append([]string{base, "P", "/" + docIDs[docs-1].String(), "/{doc}", "/" + jobID.String(), "/{job}"}, moreNames...)...).Replace(p)
+		names[k] = strings.NewReplacer(append([]string{base, "P", "/" + docIDs[docs-1].String(), "/{doc}", "/" + jobID.String(), "/{job}", "/" + center.String(), "/{object}"}, moreNames...)...).Replace(p)
 	}
 	copy(names[chatStart:], chatNames)
 	benchReport(b, lat, pages, names)

@@ -4,11 +4,11 @@
 "use strict";
 
 (function () {
-  function upload(zone, file) {
+  function upload(zone, file, path) {
     var list = zone.querySelector("#upload-progress");
     var item = document.createElement("li");
     var name = document.createElement("span");
-    name.textContent = file.name;
+    name.textContent = path || file.webkitRelativePath || file.name;
     var bar = document.createElement("progress");
     bar.max = 100;
     bar.value = 0;
@@ -68,8 +68,66 @@
     zone.addEventListener("drop", function (e) {
       e.preventDefault();
       zone.classList.remove("dragging");
-      Array.prototype.forEach.call(e.dataTransfer.files, function (f) { upload(zone, f); });
+      dropped(zone, e.dataTransfer);
     });
+    var folder = zone.querySelector("#upload-folder");
+    if (folder) {
+      folder.addEventListener("change", function () {
+        Array.prototype.forEach.call(folder.files, function (f) { upload(zone, f); });
+        folder.value = "";
+      });
+    }
+  }
+
+  // dropped uploads what was dropped: files, and every file of dropped
+  // folders, nested ones too (the entries API), each with its path.
+  function dropped(zone, dt) {
+    var entries = [];
+    if (dt.items) {
+      Array.prototype.forEach.call(dt.items, function (item) {
+        var entry = item.kind === "file" && item.webkitGetAsEntry ? item.webkitGetAsEntry() : null;
+        if (entry) {
+          entries.push(entry);
+        }
+      });
+    }
+    if (entries.length === 0) {
+      Array.prototype.forEach.call(dt.files, function (f) { upload(zone, f); });
+      return;
+    }
+    entries.forEach(function (entry) { walk(zone, entry); });
+  }
+
+  // walk uploads a file entry, or every file under a folder entry.
+  function walk(zone, entry) {
+    if (entry.isFile) {
+      entry.file(function (f) {
+        upload(zone, f, entry.fullPath.replace(/^\//, ""));
+      }, function (err) { failed(zone, entry.fullPath, err); });
+      return;
+    }
+    if (!entry.isDirectory) {
+      return;
+    }
+    var reader = entry.createReader();
+    // readEntries answers in batches until an empty one.
+    var next = function () {
+      reader.readEntries(function (batch) {
+        if (batch.length === 0) {
+          return;
+        }
+        batch.forEach(function (child) { walk(zone, child); });
+        next();
+      }, function (err) { failed(zone, entry.fullPath, err); });
+    };
+    next();
+  }
+
+  function failed(zone, path, err) {
+    var item = document.createElement("li");
+    item.dataset.state = "failed";
+    item.textContent = path + ": " + (err && err.message ? err.message : "cannot be read");
+    zone.querySelector("#upload-progress").append(item);
   }
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -83,6 +141,55 @@
       flash.textContent = e.detail.xhr.responseText || ("request failed (" + e.detail.xhr.status + ")");
       flash.hidden = false;
     }
+  });
+})();
+
+// Graph explorer (graph.templ): draws an object and its neighbours with
+// Cytoscape.js from the elements in the canvas's data-elements; a click
+// on a node opens that object. The drawing is window.graphmillGraph.
+(function () {
+  // Cytoscape adds an inline <style> unless an element with this id
+  // exists; the strict CSP refuses inline styles, so the page's own
+  // stylesheet carries that rule (console.css) and this marker stops it.
+  var marker = "__________cytoscape_stylesheet";
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var canvas = document.getElementById("graph-canvas");
+    if (!canvas || typeof cytoscape === "undefined") {
+      return;
+    }
+    if (!document.getElementById(marker)) {
+      var m = document.createElement("meta");
+      m.id = marker;
+      document.head.append(m);
+    }
+    var elements = JSON.parse(canvas.dataset.elements || "[]");
+    var cy = cytoscape({
+      container: canvas,
+      elements: elements,
+      wheelSensitivity: 0.3,
+      style: [
+        { selector: "node", style: {
+          "label": "data(label)", "background-color": "#7a9cc6", "color": "#1d2329",
+          "font-size": 11, "text-valign": "bottom", "text-margin-y": 4, "width": 22, "height": 22,
+        } },
+        { selector: "node.center", style: { "background-color": "#2457a6", "width": 32, "height": 32, "font-weight": "bold" } },
+        { selector: "edge", style: {
+          "label": "data(label)", "font-size": 9, "color": "#5b6670", "width": 1.5, "line-color": "#b5c0cb",
+          "target-arrow-color": "#b5c0cb", "target-arrow-shape": "triangle", "curve-style": "bezier",
+          "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 1,
+        } },
+      ],
+      layout: { name: "concentric", concentric: function (n) { return n.hasClass("center") ? 2 : 1; },
+        levelWidth: function () { return 1; }, minNodeSpacing: 40, animate: false },
+    });
+    cy.on("tap", "node", function (e) {
+      var url = e.target.data("url");
+      if (url && !e.target.hasClass("center")) {
+        window.location.assign(url);
+      }
+    });
+    window.graphmillGraph = cy;
   });
 })();
 
@@ -207,3 +314,20 @@
     });
   });
 })();
+
+// auth/streams: a stream resumes where it was. The browser's own
+// reconnect (a dropped connection) sends Last-Event-ID; but after a
+// refused reconnect (a proxy's 502 while the server restarts) the SSE
+// extension opens a new EventSource, which sends none. Keeping the last
+// event's id in the stream's URL (lastEventId, read by the API's stream)
+// makes that one replay what the page missed too.
+document.addEventListener("htmx:sseMessage", function (e) {
+  var id = e.detail && e.detail.lastEventId;
+  var source = e.target.closest && e.target.closest("[sse-connect]");
+  if (!id || !source) {
+    return;
+  }
+  var url = new URL(source.getAttribute("sse-connect"), window.location.href);
+  url.searchParams.set("lastEventId", id);
+  source.setAttribute("sse-connect", url.pathname + url.search);
+});
