@@ -466,7 +466,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// The web console at /: its pages call the services above with the
 	// signed-in caller; uploads go through the API's route.
 	web, err := console.New(console.Config{
-		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Tasks: m.tasks, Search: searches, Graph: graphs,
+		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Providers: providers, Tasks: m.tasks, Search: searches, Graph: graphs,
 		Jobs: m.jobs, OpsQueues: consoleOpsQueues(),
 		Chat: chats, Agents: agents, Notifications: m.notifs, MCP: m.mcpReg, Integrations: integrations, Discovery: discoveries,
 		Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,

@@ -37,6 +37,7 @@ import (
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/notification"
+	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/task"
@@ -72,6 +73,9 @@ type Config struct {
 	Graph *graph.Service
 	// Extraction is the object_extraction queue's jobs.
 	Extraction *extraction.Service
+	// Providers are the projects' provider policies, model catalog and
+	// usage ledger.
+	Providers *provider.Service
 	// Jobs is the job engine: the queues page's counts, paused states,
 	// pause and resume.
 	Jobs *jobqueue.Client
@@ -121,7 +125,7 @@ type Handler struct {
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Graph == nil || c.Jobs == nil ||
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil || c.Graph == nil || c.Jobs == nil ||
 		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
 		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
@@ -199,6 +203,7 @@ func (h *Handler) Mount(r chi.Router) {
 		h.agentRoutes(r)
 		h.notificationRoutes(r)
 		h.mountIntegrations(r)
+		h.mountProjectAdmin(r)
 	})
 	// An unknown path outside /api asked for as a page (a browser's
 	// navigation) is a console address: a page, not the API's problem
