@@ -264,6 +264,11 @@ func TestCLICommands(t *testing.T) {
 		hitDocs[h.Target] += h.DocumentID
 	}
 	require.Equal(t, doc, hitDocs["chunk"], "%+v", found.Data)
+	// The table shows the snippet as text: no markup, matches unmarked off a terminal.
+	r = runCLI(t, env, "search", "Babbage", "--mode", "keyword")
+	require.NoError(t, r.err)
+	require.Contains(t, r.stdout, "Charles Babbage designed the Analytical Engine.")
+	require.NotContains(t, r.stdout, "<b>")
 	r = runCLI(t, env, "search", "Babbage", "--mode", "nonsense")
 	require.Equal(t, exitError, r.code)
 	require.ErrorContains(t, r.err, "400")
