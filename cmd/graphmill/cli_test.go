@@ -267,7 +267,7 @@ func TestCLICommands(t *testing.T) {
 	// The table shows the snippet as text: no markup, matches unmarked off a terminal.
 	r = runCLI(t, env, "search", "Babbage", "--mode", "keyword")
 	require.NoError(t, r.err)
-	require.Contains(t, r.stdout, "Charles Babbage designed the Analytical Engine.")
+	require.Regexp(t, `chunk\s.*Charles Babbage designed the Analytical Engine\n`, r.stdout)
 	require.NotContains(t, r.stdout, "<b>")
 	r = runCLI(t, env, "search", "Babbage", "--mode", "nonsense")
 	require.Equal(t, exitError, r.code)
