@@ -166,21 +166,9 @@ func TestCLIChatFailedQuestions(t *testing.T) {
 	require.ErrorContains(t, err, "1 of 2 question(s) failed")
 	require.Contains(t, errb.String(), "error: POST /api/chat/sessions/")
 	require.NotEmpty(t, strings.TrimSpace(out.String()), "the second question answered")
-	var sessions struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	s.must(200, "GET", "/api/chat/sessions", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &sessions)
-	require.Len(t, sessions.Data, 1)
-	var got struct {
-		Messages []struct {
-			Content string `json:"content"`
-		} `json:"messages"`
-	}
-	s.must(200, "GET", "/api/chat/sessions/"+sessions.Data[0].ID, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
-	require.Len(t, got.Messages, 2)
-	require.Equal(t, "What do you know?", got.Messages[0].Content)
+	got := s.onlyChatSession(t, project)
+	require.Len(t, got, 2, "the question refused is not stored")
+	require.Equal(t, "What do you know?", got[0])
 }
 
 // TestCLIWaitWithoutNotifications: a token without notifications:read

@@ -197,7 +197,9 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 		// the table's once they have.
 		for range uploaded {
 		}
-		<-upErr
+		if err := <-upErr; err != nil && ctx.Err() == nil {
+			return err
+		}
 	}
 
 	if err := s.emit(results, func() [][]string {
