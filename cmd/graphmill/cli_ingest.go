@@ -101,9 +101,9 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 	if err != nil {
 		return err
 	}
-	known := make(map[string]string, len(docs))
+	known := make(map[string]client.Document, len(docs))
 	for _, d := range docs {
-		known[d.Sha256] = d.Id
+		known[d.Sha256] = d
 	}
 
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
@@ -158,7 +158,10 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 					return err
 				}
 				uploading, uploaded = false, nil
-			} else if wait && results[i].DocumentID != "" && results[i].Result != ingestUnchanged {
+			} else if wait && results[i].DocumentID != "" && results[i].Status == "" {
+				// Sent documents, and unchanged ones whose parse is under
+				// way (an earlier, interrupted run sent them); an unchanged
+				// document already parsed or failed has its status.
 				f.add(i)
 			}
 			dirty = true
@@ -227,14 +230,22 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 // files too) and giving each result's index on done once it is filled.
 // It stops at a refused token or the context's end; any other failure is
 // the file's result.
-func (s *session) uploadAll(ctx context.Context, project string, files []ingestFile, known map[string]string,
+func (s *session) uploadAll(ctx context.Context, project string, files []ingestFile, known map[string]client.Document,
 	results []ingestResult, sent *atomic.Int64, done chan<- int,
 ) error {
 	for i, f := range files {
 		r := &results[i]
 		r.Path, r.SHA256 = f.path, f.hash
-		if id, ok := known[f.hash]; ok {
-			r.Result, r.DocumentID = ingestUnchanged, id
+		if d, ok := known[f.hash]; ok {
+			r.Result, r.DocumentID, r.created = ingestUnchanged, d.Id, d.CreatedAt
+			switch d.Status {
+			case client.DocumentStatusFailed:
+				// Not sent again (the content is the same), but not a
+				// success either: its parsing failed.
+				r.Result, r.Status, r.Error = ingestFailed, string(d.Status), "unchanged, and its parsing failed: "+str(d.Error)
+			case client.DocumentStatusParsed:
+				r.Status, r.Chunks, r.EmbeddedChunks = string(d.Status), d.ChunkCount, d.EmbeddedChunks
+			}
 			sent.Add(f.size)
 			done <- i
 			continue
@@ -252,7 +263,7 @@ func (s *session) uploadAll(ctx context.Context, project string, files []ingestF
 		if doc.Duplicate != nil && *doc.Duplicate {
 			r.Result = ingestDuplicate
 		}
-		known[f.hash] = doc.Id
+		known[f.hash] = doc
 		done <- i
 	}
 	return nil

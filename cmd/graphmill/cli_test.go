@@ -16,6 +16,8 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/document"
 )
 
 // cliRun is one client command's outcome.
@@ -496,4 +498,49 @@ func (s *testServer) onlyChatSession(t *testing.T, project string) []string {
 		contents[i] = m.Content
 	}
 	return contents
+}
+
+// TestCLIIngestUnchangedDocuments: a file the project already has is not
+// sent again, but its document's state still counts: one whose parsing
+// failed is a failure (exit 4) on every later run, and with --wait one an
+// earlier, interrupted run sent is followed until it is parsed.
+func TestCLIIngestUnchangedDocuments(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	env := s.cliEnviron(t, s.admin)
+	project, _ := s.defaultProject()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "broken.pdf"), []byte("%PDF-1.4\nthis is not really a pdf"), 0o600))
+
+	// The first run ends before following (no --wait).
+	var results []ingestResult
+	decodeCLI(t, runCLI(t, env, "ingest", "--json", dir), &results)
+	require.Len(t, results, 1)
+	require.Equal(t, ingestUploaded, results[0].Result)
+	require.Equal(t, "failed", s.waitDocument(project, results[0].DocumentID).Status)
+
+	for _, args := range [][]string{{"ingest", "--json", dir}, {"ingest", "--wait", "--json", dir}} {
+		r := runCLI(t, env, args...)
+		require.Equal(t, exitFailed, r.code, "%v: %v %s", args, r.err, r.stderr)
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &results), r.stdout)
+		require.Len(t, results, 1)
+		require.Equal(t, ingestFailed, results[0].Result, args)
+		require.Equal(t, "failed", results[0].Status)
+		require.Contains(t, results[0].Error, "unchanged, and its parsing failed")
+	}
+
+	// A document still being parsed when the next run starts is followed.
+	require.NoError(t, s.m.jobs.Pause(context.Background(), document.QueueParsing))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "broken.pdf"), []byte("# Notes\n\nThe loom reads cards."), 0o600))
+	require.NoError(t, os.Rename(filepath.Join(dir, "broken.pdf"), filepath.Join(dir, "notes.md")))
+	decodeCLI(t, runCLI(t, env, "ingest", "--json", dir), &results)
+	require.Equal(t, ingestUploaded, results[0].Result)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = s.m.jobs.Resume(context.Background(), document.QueueParsing)
+	}()
+	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &results)
+	require.Equal(t, ingestUnchanged, results[0].Result)
+	require.Equal(t, "parsed", results[0].Status, "followed until parsed")
+	require.Positive(t, results[0].Chunks)
 }
