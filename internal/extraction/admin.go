@@ -93,6 +93,8 @@ const adminWhere = `($1 = '' OR j.job_type = $1) AND ($2::uuid IS NULL OR j.proj
 	AND ($3::bool IS NULL OR (j.error_msg IS NOT NULL) = $3)`
 
 func adminJobList(ctx context.Context, db postgres.DBTX, f AdminFilter) ([]AdminJob, []jobqueue.StatusCount, error) {
+	// The page's ids first (by the (created_at, id) index): only its jobs
+	// are joined to their project and document, however deep the offset.
 	rows, _ := db.Query(ctx, `
 		WITH page AS (SELECT j.id FROM object_extraction_jobs j WHERE `+adminWhere+` AND ($4 = '' OR j.status = $4)
 			ORDER BY j.created_at DESC, j.id DESC LIMIT $5 OFFSET $6)
