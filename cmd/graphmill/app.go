@@ -249,7 +249,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 
 	var verifier auth.Verifier
 	if m.Config.OIDCIssuer != "" {
-		verifier = auth.NewOIDCVerifier(m.Config.OIDCIssuer, m.Config.OIDCAudience, m.HTTPClient)
+		verifier = auth.NewOIDCVerifier(m.Config.OIDCIssuer, m.Config.OIDCAudience, m.HTTPClient).WithClock(m.Now)
 	}
 	m.guard = auth.NewGuard(auth.GuardConfig{
 		Directory: tenancy.NewDirectory(pool, m.Now), Verifier: verifier, TTL: m.Config.AuthCacheTTL, Now: m.Now,
@@ -432,7 +432,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	m.mcp, err = mcpserver.New(mcpserver.Config{
 		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Chat: chats, Agents: agentTools,
 		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
-		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(),
+		PublicHosts: m.Config.PublicHosts, ListenAddr: m.Config.HTTPAddr, Version: health.Version(), TracerProvider: tp,
 	})
 	if err != nil {
 		return err
@@ -466,10 +466,11 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// The web console at /: its pages call the services above with the
 	// signed-in caller; uploads go through the API's route.
 	web, err := console.New(console.Config{
-		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Tasks: m.tasks, Search: searches, Graph: graphs,
+		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Providers: providers, Tasks: m.tasks, Search: searches, Graph: graphs,
 		Jobs: m.jobs, OpsQueues: consoleOpsQueues(),
 		Chat: chats, Agents: agents, Notifications: m.notifs, MCP: m.mcpReg, Integrations: integrations, Discovery: discoveries,
 		Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,
+		OIDC: m.consoleOIDC(), SecureCookie: console.CookieSecurity(m.Config.ConsoleSecureCookie), PublicURL: m.Config.PublicURL,
 	})
 	if err != nil {
 		return err
@@ -478,7 +479,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 
 	host, _ := os.Hostname()
 	workerID := fmt.Sprintf("%s-%d", host, os.Getpid())
-	m.sched = scheduler.New(scheduler.Config{Pool: pool, Logger: log, Now: m.Now, WorkerID: workerID},
+	m.sched = scheduler.New(scheduler.Config{Pool: pool, Logger: log, Now: m.Now, WorkerID: workerID, TracerProvider: tp},
 		// Network calls: no transaction is held across them (decisions.md).
 		scheduler.Task{Name: "provider-models-sync", Interval: m.Config.ModelSyncInterval, Run: providers.SyncCatalog},
 		// Database work commits with the task's recorded run.
@@ -798,6 +799,23 @@ func (m *Main) mcpService(pool *pgxpool.Pool, box *secrets.Box, catalog []mcpser
 
 // announceToken saves the bootstrap token for the operator and shows it
 // once (not in production, where it only goes to the file).
+// consoleOIDC is the console's client at the OIDC issuer, nil when the
+// console signs in with API tokens only.
+func (m *Main) consoleOIDC() *console.OIDCClient {
+	c := m.Config
+	if c.ConsoleOIDCClientID == "" {
+		return nil
+	}
+	redirect := c.ConsoleOIDCRedirectURL
+	if redirect == "" {
+		redirect = c.PublicBaseURL() + console.OIDCCallbackPath
+	}
+	return &console.OIDCClient{
+		Issuer: c.OIDCIssuer, ClientID: c.ConsoleOIDCClientID, ClientSecret: c.ConsoleOIDCClientSecret,
+		RedirectURL: redirect, Scopes: c.ConsoleOIDCScopes, HTTPClient: m.HTTPClient,
+	}
+}
+
 func (m *Main) announceToken(token string) error {
 	if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)

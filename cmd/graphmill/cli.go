@@ -68,7 +68,9 @@ type cli struct {
 	stderr  io.Writer
 	json    bool   // --json: machine-readable output
 	project string // --project
-	http    *http.Client
+	// requestTimeout bounds an ordinary request (--request-timeout).
+	requestTimeout time.Duration
+	http           *clientHTTP // built from requestTimeout by open
 }
 
 // getenv looks a variable up in the command's environment.
@@ -172,6 +174,12 @@ func (c *cli) connect() (*session, error) {
 // open builds the generated client for cfg's server.
 func (c *cli) open(cfg cliConfig) (*session, error) {
 	s := &session{cli: c, cfg: cfg}
+	if c.requestTimeout < 0 {
+		return nil, usageErr("--request-timeout must not be negative")
+	}
+	if c.http == nil {
+		c.http = newClientHTTP(c.requestTimeout)
+	}
 	var err error
 	s.api, err = client.NewClient(strings.TrimRight(cfg.Server, "/"), client.WithHTTPClient(c.http),
 		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
@@ -321,7 +329,7 @@ func loginCommand(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "login",
 		Short: "Save the server URL and API token for the client commands (checked against the server)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if cfg.Server == "" || cfg.Token == "" {
 				return usageErr("login needs --server and --token")

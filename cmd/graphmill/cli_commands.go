@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -52,10 +54,11 @@ func searchCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			bold := isTerminal(c.stdout)
 			return c.emit(res, func() [][]string {
 				rows := [][]string{{"SCORE", "TARGET", "ID", "NAME", "SNIPPET"}}
 				for _, h := range deref(res.Data) {
-					rows = append(rows, []string{fmt.Sprintf("%.3f", h.Score), string(h.Target), h.Id, dash(str(h.Name)), oneLine(str(h.Snippet), 80)})
+					rows = append(rows, []string{fmt.Sprintf("%.3f", h.Score), string(h.Target), h.Id, dash(str(h.Name)), snippetText(str(h.Snippet), 80, bold)})
 				}
 				return rows
 			})
@@ -73,6 +76,67 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// Terminal bold on and off, around a snippet's matches.
+const (
+	boldOn  = "\x1b[1m"
+	boldOff = "\x1b[22m"
+)
+
+// snippetText is a search snippet (HTML: escaped text with <b>...</b>
+// around the keyword matches, internal/search) for a terminal: the text
+// unescaped, with no control characters (a document's text must not drive
+// the terminal), on one line and cut to n runes; the matches in bold when
+// bold (at a terminal), else unmarked.
+func snippetText(snippet string, n int, bold bool) string {
+	// The snippet's characters, each marked when in a match, whitespace
+	// and control characters as one space between words.
+	type char struct {
+		r     rune
+		match bool
+	}
+	var chars []char
+	for match := false; snippet != ""; match = !match {
+		tag := "<b>"
+		if match {
+			tag = "</b>"
+		}
+		var text string
+		text, snippet, _ = strings.Cut(snippet, tag)
+		for _, r := range html.UnescapeString(text) {
+			if unicode.IsSpace(r) || unicode.IsControl(r) {
+				if len(chars) > 0 && chars[len(chars)-1].r != ' ' {
+					chars = append(chars, char{' ', match})
+				}
+				continue
+			}
+			chars = append(chars, char{r, match})
+		}
+	}
+	if len(chars) > 0 && chars[len(chars)-1].r == ' ' {
+		chars = chars[:len(chars)-1]
+	}
+	if len(chars) > n {
+		chars = append(chars[:n-1], char{'…', false})
+	}
+	var b strings.Builder
+	in := false
+	for _, c := range chars {
+		if bold && c.match != in {
+			in = c.match
+			if in {
+				b.WriteString(boldOn)
+			} else {
+				b.WriteString(boldOff)
+			}
+		}
+		b.WriteRune(c.r)
+	}
+	if in {
+		b.WriteString(boldOff)
+	}
+	return b.String()
 }
 
 // graphCommand is graphmill graph get|neighbors.
@@ -157,40 +221,80 @@ func eventsCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx := c.ctx
-			stream, err := s.eventStream(ctx, since)
-			if err != nil {
-				return err
-			}
-			defer stream.Close()
-			// Subscribed: every event from now on is printed.
-			fmt.Fprintln(c.stderr, "following the event stream (Ctrl-C ends)")
-			err = readSSE(stream, func(ev sseEvent) error {
-				if c.json {
-					_, err := fmt.Fprintln(c.stdout, ev.Data)
-					return err
-				}
-				var e struct {
-					Type      string          `json:"type"`
-					ProjectID string          `json:"projectId"`
-					Data      json.RawMessage `json:"data"`
-					CreatedAt time.Time       `json:"createdAt"`
-				}
-				if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
-					return fmt.Errorf("event %s: %w", ev.ID, err)
-				}
-				_, err := fmt.Fprintf(c.stdout, "%s  %-8s %-28s %s\n", e.CreatedAt.Local().Format(time.DateTime), ev.ID, e.Type, e.Data)
-				return err
-			})
-			if ctx.Err() != nil {
-				return nil // interrupted: the normal end
-			}
-			return err
+			return s.tail(since)
 		},
 	}
 	tail.Flags().StringVar(&since, "since", "", "replay the stored events after this event id first")
 	events.AddCommand(tail)
 	return events
+}
+
+// tailRetries is how many times in a row events tail opens the stream
+// again after the server ended it without an event in between.
+const tailRetries = 3
+
+// tail prints the event stream's events from the one after since. When
+// the server ends the stream, it is opened again from the last event
+// printed: a token refused then ends the tail with exitAuth, a server
+// that is gone or keeps ending the stream with an error. Only the
+// command's own end (Ctrl-C) ends it without one.
+func (s *session) tail(since string) error {
+	ctx := s.ctx
+	stream, err := s.eventStream(ctx, since)
+	if err != nil {
+		return err
+	}
+	// Subscribed: every event from now on is printed.
+	fmt.Fprintln(s.stderr, "following the event stream (Ctrl-C ends)")
+	for ends := 0; ; {
+		seen := false
+		err = readSSE(stream, func(ev sseEvent) error {
+			seen = true
+			if ev.ID != "" {
+				since = ev.ID
+			}
+			return s.printEvent(ev)
+		})
+		stream.Close()
+		if ctx.Err() != nil {
+			return nil // interrupted: the normal end
+		}
+		if err != nil {
+			return err
+		}
+		if seen {
+			ends = 0
+		}
+		if ends++; ends > tailRetries {
+			return fmt.Errorf("the server ended the event stream %d times without an event", ends)
+		}
+		fmt.Fprintln(s.stderr, "the server ended the event stream: opening it again")
+		if stream, err = s.eventStream(ctx, since); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("the server ended the event stream: %w", err)
+		}
+	}
+}
+
+// printEvent writes one event: its data (--json) or a line for people.
+func (s *session) printEvent(ev sseEvent) error {
+	if s.json {
+		_, err := fmt.Fprintln(s.stdout, ev.Data)
+		return err
+	}
+	var e struct {
+		Type      string          `json:"type"`
+		ProjectID string          `json:"projectId"`
+		Data      json.RawMessage `json:"data"`
+		CreatedAt time.Time       `json:"createdAt"`
+	}
+	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+		return fmt.Errorf("event %s: %w", ev.ID, err)
+	}
+	_, err := fmt.Fprintf(s.stdout, "%s  %-8s %-28s %s\n", e.CreatedAt.Local().Format(time.DateTime), ev.ID, e.Type, e.Data)
+	return err
 }
 
 // tokensCommand is graphmill tokens ls|create|revoke: the caller's own
@@ -307,7 +411,12 @@ func chatCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if sessionID == "" {
+			if sessionID != "" {
+				// A session that cannot be continued fails before any question.
+				if _, err := call[client.ChatSession](s.api.GetChatSession(c.ctx, sessionID)); err != nil { //nolint:bodyclose // call closes it
+					return err
+				}
+			} else {
 				title := "graphmill chat " + time.Now().Format(time.DateTime)
 				if question != "" {
 					title = oneLine(question, 80)
@@ -341,7 +450,8 @@ type chatAnswer struct {
 
 // answer sends one question and prints the whole answer as JSON.
 func (s *session) answer(sessionID, question string) error {
-	msg, err := call[client.ChatMessage](s.api.SendChatMessage(s.ctx, sessionID, &client.SendChatMessageParams{}, //nolint:bodyclose // call closes it
+	// As long as the model takes: no request timeout.
+	msg, err := call[client.ChatMessage](s.api.SendChatMessage(withLimit(s.ctx, limitNone), sessionID, &client.SendChatMessageParams{}, //nolint:bodyclose // call closes it
 		client.SendChatMessageJSONRequestBody{Content: question}))
 	if err != nil {
 		return err
@@ -349,24 +459,36 @@ func (s *session) answer(sessionID, question string) error {
 	return s.emit(chatAnswer{SessionID: sessionID, ChatMessage: msg}, nil)
 }
 
-// chat reads questions line by line and streams each answer.
+// chat reads questions line by line and streams each answer. A question
+// that fails is reported and the conversation goes on; at the end of the
+// input, any failed question makes the command fail (a refused token ends
+// it at once).
 func (s *session) chat(sessionID string) error {
 	in := bufio.NewScanner(s.stdin)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
+	asked, failed := 0, 0
 	for {
 		fmt.Fprint(s.stderr, "> ")
 		if !in.Scan() {
 			fmt.Fprintln(s.stderr)
-			return in.Err()
+			if err := in.Err(); err != nil {
+				return fmt.Errorf("read the questions: %w", err)
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d question(s) failed", failed, asked)
+			}
+			return nil
 		}
 		q := strings.TrimSpace(in.Text())
 		if q == "" {
 			continue
 		}
+		asked++
 		if err := s.ask(sessionID, q); err != nil {
 			if _, code := errors.AsType[*exitCodeError](err); code {
 				return err
 			}
+			failed++
 			fmt.Fprintln(s.stderr, "error:", err)
 		}
 	}

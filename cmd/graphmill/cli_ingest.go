@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/internal/client"
+	"github.com/graphmill/graphmill/internal/document"
 )
 
 // Outcomes of one ingested file.
@@ -27,7 +28,8 @@ const (
 	ingestUploaded  = "uploaded"  // a new document
 	ingestUnchanged = "unchanged" // the project has a document with this content: not sent
 	ingestDuplicate = "duplicate" // sent; the server found the same content (uploaded meanwhile)
-	ingestFailed    = "failed"    // refused at upload, or (with --wait) parsing or extraction failed
+	ingestFailed    = "failed"    // refused at upload, or (with --wait) parsing, extraction or embedding failed
+	ingestPending   = "pending"   // not sent: the command ended (its timeout) before
 )
 
 // ingestResult is one file's line of graphmill ingest's output.
@@ -45,6 +47,9 @@ type ingestResult struct {
 	Extraction     []string `json:"extraction,omitempty"`
 
 	created time.Time // the document's creation, as the server answered the upload
+	// embedEnded: the project's embedding queue was found idle after the
+	// document was parsed: its chunks not embedded by then never will be.
+	embedEnded bool
 }
 
 // ingestFile is a file to send.
@@ -117,8 +122,10 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 
 	results := make([]ingestResult, len(files))
 	var total int64
-	for _, f := range files {
+	for i, f := range files {
 		total += f.size
+		// A file the uploads do not reach before a timeout stays pending.
+		results[i].Path, results[i].SHA256, results[i].Result = f.path, f.hash, ingestPending
 	}
 	// The uploads run beside the loop that draws the bars and follows the
 	// documents already sent; a result is the loop's once its index is
@@ -140,11 +147,14 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 	defer poll.Stop()
 	uploading, dirty := true, false
 	var lastRead time.Time
+	// cut is the timeout (or interruption) that ends the wait early: the
+	// results gathered so far are printed, then it is the command's error.
+	var cut error
 	for {
 		select {
 		case i, ok := <-uploaded:
 			if !ok {
-				if err := <-upErr; err != nil {
+				if err := <-upErr; err != nil && ctx.Err() == nil {
 					return err
 				}
 				uploading, uploaded = false, nil
@@ -158,11 +168,17 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 			dirty = true
 		case <-redraw.C:
 		case <-ctx.Done():
-			return fmt.Errorf("ingest: %w", ctx.Err())
+		}
+		if ctx.Err() != nil {
+			cut = fmt.Errorf("ingest: %w", ctx.Err())
+			break
 		}
 		if wait && dirty && (time.Since(lastRead) > 500*time.Millisecond || !uploading) {
 			if err := f.read(ctx); err != nil {
-				return err
+				if ctx.Err() == nil {
+					return err
+				}
+				continue
 			}
 			dirty, lastRead = false, time.Now()
 		}
@@ -176,15 +192,27 @@ func (s *session) ingest(paths []string, wait bool, timeout time.Duration) error
 		}
 	}
 	bars.close()
+	if uploaded != nil {
+		// Cut short: the uploads stop with the context; their results are
+		// the table's once they have.
+		for range uploaded {
+		}
+		if err := <-upErr; err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
 
 	if err := s.emit(results, func() [][]string {
 		rows := [][]string{{"PATH", "RESULT", "DOCUMENT", "STATUS", "CHUNKS", "EXTRACTION", "ERROR"}}
 		for _, r := range results {
-			rows = append(rows, []string{r.Path, r.Result, r.DocumentID, dash(r.Status), fmt.Sprint(r.Chunks), dash(strings.Join(r.Extraction, ",")), r.Error})
+			rows = append(rows, []string{r.Path, r.Result, dash(r.DocumentID), dash(r.Status), fmt.Sprint(r.Chunks), dash(strings.Join(r.Extraction, ",")), r.Error})
 		}
 		return rows
 	}); err != nil {
 		return err
+	}
+	if cut != nil {
+		return cut
 	}
 	for _, r := range results {
 		if r.Result == ingestFailed {
@@ -345,7 +373,9 @@ func (s *session) upload(ctx context.Context, project string, f ingestFile, prog
 		}())
 	}()
 	defer pr.Close()
-	doc, err := call[client.Document](s.api.UploadDocumentWithBody(ctx, &client.UploadDocumentParams{}, mw.FormDataContentType(), pr, //nolint:bodyclose // call closes it
+	// The file is sent without the request timeout (its size is not
+	// foreseen); the answer must come within it.
+	doc, err := call[client.Document](s.api.UploadDocumentWithBody(withLimit(ctx, limitAnswer), &client.UploadDocumentParams{}, mw.FormDataContentType(), pr, //nolint:bodyclose // call closes it
 		func(_ context.Context, r *http.Request) error {
 			r.Header.Set("X-Project-ID", project)
 			return nil
@@ -369,6 +399,11 @@ type follower struct {
 	// extracted: the jobs were read after every followed document was
 	// parsed, and all are final.
 	extracted bool
+	// queueRead is when the project's job counts were last read;
+	// noCounts: the token may not read them (GET /api/metrics/jobs needs
+	// admin:read), so the embeddings are waited for until the timeout.
+	queueRead time.Time
+	noCounts  bool
 }
 
 // add follows results[i]'s document.
@@ -382,14 +417,25 @@ func (f *follower) add(i int) {
 
 // settled tells whether a result's document needs no more reading.
 func settled(r *ingestResult) bool {
-	return r.Status == string(client.DocumentStatusFailed) ||
-		(r.Status == string(client.DocumentStatusParsed) && r.EmbeddedChunks >= r.Chunks)
+	return r.Status == string(client.DocumentStatusFailed) || (r.Status == string(client.DocumentStatusParsed) && embedSettled(r))
 }
+
+// embedSettled tells whether a parsed document's chunks are all embedded,
+// or never will be.
+func embedSettled(r *ingestResult) bool { return r.EmbeddedChunks >= r.Chunks || r.embedEnded }
 
 // read reads the followed documents that are not settled (one GET each)
 // and, while some extraction job is not final, the project's extraction
-// jobs created since the first followed document, newest first.
+// jobs created since the first followed document, newest first. Once every
+// followed document is parsed but some chunks wait for their embedding, it
+// also reads the project's embedding queue first: idle, the chunks the
+// documents then lack will not come (no embedding model, their jobs
+// failed), and those documents fail.
 func (f *follower) read(ctx context.Context) error {
+	idle, err := f.embeddingIdle(ctx)
+	if err != nil {
+		return err
+	}
 	for _, i := range f.follow {
 		r := &f.results[i]
 		if settled(r) {
@@ -403,6 +449,13 @@ func (f *follower) read(ctx context.Context) error {
 		if d.Status == client.DocumentStatusFailed {
 			r.Result, r.Error = ingestFailed, "parsing failed: "+str(d.Error)
 		}
+		if idle && d.Status == client.DocumentStatusParsed && r.EmbeddedChunks < r.Chunks {
+			r.embedEnded = true
+			if r.Result != ingestFailed {
+				r.Result, r.Error = ingestFailed, fmt.Sprintf("embedding failed: %d of %d chunks not embedded (no embedding model, or their jobs failed)",
+					r.Chunks-r.EmbeddedChunks, r.Chunks)
+			}
+		}
 	}
 	if len(f.follow) == 0 || f.extracted {
 		return nil
@@ -415,6 +468,43 @@ func (f *follower) read(ctx context.Context) error {
 	}
 	f.extracted = parsed && f.extractionDone()
 	return nil
+}
+
+// embeddingIdle reads, when every followed document was parsed (or
+// failed) at the last read and some still lacks embeddings, and at most
+// every two seconds, whether the project's chunk embedding queue is idle
+// (no job queued or running): the embeddings of those documents were
+// queued when they were parsed, so none of theirs is coming then. Read
+// before the documents, it holds for what they show after.
+func (f *follower) embeddingIdle(ctx context.Context) (bool, error) {
+	if f.noCounts || len(f.follow) == 0 || !f.parsed() || time.Since(f.queueRead) < 2*time.Second {
+		return false, nil
+	}
+	waiting := false
+	for _, i := range f.follow {
+		if r := &f.results[i]; r.Status == string(client.DocumentStatusParsed) && !embedSettled(r) {
+			waiting = true
+		}
+	}
+	if !waiting {
+		return false, nil
+	}
+	f.queueRead = time.Now()
+	counts, err := call[client.JobqueueAllMetrics](f.s.api.JobMetrics(ctx, &client.JobMetricsParams{ProjectId: &f.s.cfg.Project})) //nolint:bodyclose // call closes it
+	if _, refused := errors.AsType[*exitCodeError](err); refused {
+		f.noCounts = true
+		fmt.Fprintf(f.s.stderr, "warning: %v; waiting for the embeddings until the timeout\n", err)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, q := range deref(counts.Queues) {
+		if q.Queue == document.QueueChunkEmbedding {
+			return q.Pending == 0 && q.Processing == 0, nil
+		}
+	}
+	return false, nil
 }
 
 // parsed tells whether every followed document is parsed or failed.
@@ -484,6 +574,7 @@ func (f *follower) readJobs(ctx context.Context) error {
 // document to follow is known.
 func (f *follower) show(bars *phaseBars, uploaded bool) {
 	var parsed, chunks, embedded, jobsDone int64
+	embedWaits := false
 	for _, i := range f.follow {
 		r := &f.results[i]
 		switch r.Status {
@@ -491,6 +582,9 @@ func (f *follower) show(bars *phaseBars, uploaded bool) {
 			parsed++
 			chunks += r.Chunks
 			embedded += min(r.EmbeddedChunks, r.Chunks)
+			if !embedSettled(r) {
+				embedWaits = true
+			}
 		case string(client.DocumentStatusFailed):
 			parsed++
 		}
@@ -504,5 +598,5 @@ func (f *follower) show(bars *phaseBars, uploaded bool) {
 	allParsed := uploaded && parsed == docs
 	bars.set(phaseParse, parsed, docs, allParsed, fmt.Sprintf("%d/%d", parsed, docs))
 	bars.set(phaseExtract, jobsDone, jobs, uploaded && (f.extracted || len(f.follow) == 0), fmt.Sprintf("%d/%d", jobsDone, jobs))
-	bars.set(phaseEmbed, embedded, chunks, allParsed && embedded == chunks, fmt.Sprintf("%d/%d", embedded, chunks))
+	bars.set(phaseEmbed, embedded, chunks, allParsed && !embedWaits, fmt.Sprintf("%d/%d", embedded, chunks))
 }

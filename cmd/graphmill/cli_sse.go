@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -75,17 +76,30 @@ func (s *session) eventStream(ctx context.Context, since string) (io.ReadCloser,
 	if res.StatusCode != http.StatusOK {
 		defer res.Body.Close()
 		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode == http.StatusForbidden {
+			return nil, fmt.Errorf("%w: %w", errEventsForbidden, problemError(res, body))
+		}
 		return nil, problemError(res, body)
 	}
 	return res.Body, nil
 }
 
+// errEventsForbidden is the event stream refused to a token the server
+// knows (403: it lacks notifications:read).
+var errEventsForbidden = errors.New("event stream refused")
+
 // wakeOnEvents opens the event stream and signals on the channel (without
 // blocking: one signal stands for any number of events) whenever an event
-// arrives; the commands that wait re-read their state then. stop closes
-// the stream.
+// arrives; the commands that wait re-read their state then, and every two
+// seconds anyway. stop closes the stream. A token that may not read the
+// stream (403) gets a warning and a channel that never signals: the
+// commands poll.
 func (s *session) wakeOnEvents(ctx context.Context) (<-chan struct{}, func(), error) {
 	stream, err := s.eventStream(ctx, "")
+	if errors.Is(err, errEventsForbidden) {
+		fmt.Fprintf(s.stderr, "warning: %v; polling every 2 s instead\n", err)
+		return nil, func() {}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}

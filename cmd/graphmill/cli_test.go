@@ -264,6 +264,11 @@ func TestCLICommands(t *testing.T) {
 		hitDocs[h.Target] += h.DocumentID
 	}
 	require.Equal(t, doc, hitDocs["chunk"], "%+v", found.Data)
+	// The table shows the snippet as text: no markup, matches unmarked off a terminal.
+	r = runCLI(t, env, "search", "Babbage", "--mode", "keyword")
+	require.NoError(t, r.err)
+	require.Regexp(t, `chunk\s.*Charles Babbage designed the Analytical Engine\n`, r.stdout)
+	require.NotContains(t, r.stdout, "<b>")
 	r = runCLI(t, env, "search", "Babbage", "--mode", "nonsense")
 	require.Equal(t, exitError, r.code)
 	require.ErrorContains(t, r.err, "400")
@@ -463,6 +468,16 @@ func TestCLIChatTerminal(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, <-done)
 
+	got := s.onlyChatSession(t, project)
+	require.Len(t, got, 2)
+	require.Equal(t, "How often do quillwort bearings need lubrication?", got[0])
+	require.Contains(t, got[1], "every quarter with whale-free grease")
+}
+
+// onlyChatSession is the contents of the messages of the admin's only chat
+// session in project (the test fails when there is not exactly one).
+func (s *testServer) onlyChatSession(t *testing.T, project string) []string {
+	t.Helper()
 	var sessions struct {
 		Data []struct {
 			ID string `json:"id"`
@@ -472,12 +487,13 @@ func TestCLIChatTerminal(t *testing.T) {
 	require.Len(t, sessions.Data, 1)
 	var got struct {
 		Messages []struct {
-			Role    string `json:"role"`
 			Content string `json:"content"`
 		} `json:"messages"`
 	}
 	s.must(200, "GET", "/api/chat/sessions/"+sessions.Data[0].ID, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
-	require.Len(t, got.Messages, 2)
-	require.Equal(t, "How often do quillwort bearings need lubrication?", got.Messages[0].Content)
-	require.Contains(t, got.Messages[1].Content, "every quarter with whale-free grease")
+	contents := make([]string, len(got.Messages))
+	for i, m := range got.Messages {
+		contents[i] = m.Content
+	}
+	return contents
 }

@@ -26,7 +26,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	ctx := context.Background()
 	s := newServer(b)
 	require.NoError(b, s.m.jobs.Pause(ctx, extraction.Queue))
-	project, _ := s.defaultProject()
+	project, org := s.defaultProject()
 	pid := uuid.MustParse(project)
 	now := time.Now().UTC()
 	const docs, jobs, graphObjects = 10_000, 100_000, 100_000
@@ -78,6 +78,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	pages = append(pages, chatPages...)
 	more, moreNames := benchIntegrationPages(b, s, project, docIDs, now)
 	pages = append(pages, more...)
+	pages = append(pages, benchProjectAdmin(b, s, pid, uuid.MustParse(org), jobID)...)
 	for _, p := range pages {
 		status, _, body := br.do("GET", p, nil)
 		require.Equal(b, http.StatusOK, status, p)

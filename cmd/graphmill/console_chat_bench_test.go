@@ -85,15 +85,17 @@ func benchChatPages(b *testing.B, s *testServer, project string) (pages, names [
 	benchCopy(b, s, "notifications", []string{"id", "user_id", "project_id", "title", "message", "severity", "importance", "read_at", "created_at", "updated_at"}, noteRows)
 
 	base := "/projects/" + project
-	return []string{
+	chatPages := []string{
 		base + "/chat", base + "/chat?offset=5000", base + "/chat/" + session.String(),
 		base + "/agents", base + "/agents?offset=500", base + "/agents/" + agentID, base + "/agents/" + agentID + "?offset=5000",
 		base + "/agent-runs/" + run.String(),
 		"/notifications", "/notifications?tab=important&unread=true", "/notifications?offset=5000", "/notifications/badge",
-	}, []string{
+	}
+	chatNames := []string{
 		"P/chat", "P/chat?offset=5000", "P/chat/{session}",
 		"P/agents", "P/agents?offset=500", "P/agents/{agent}", "P/agents/{agent}?offset=5000",
 		"P/agent-runs/{run}",
 		"/notifications", "/notifications?tab=important&unread=true", "/notifications?offset=5000", "/notifications/badge",
 	}
+	return chatPages, chatNames
 }

@@ -4,10 +4,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -94,12 +94,52 @@ func runIO(ctx context.Context, args, environ []string, stdin io.Reader, stdout,
 
 	root.AddCommand(adminCommand(ctx, load, stdout), openAPICommand(stdout))
 
-	c := &cli{ctx: ctx, environ: environ, stdin: stdin, stdout: stdout, stderr: stderr, http: &http.Client{}}
+	c := &cli{ctx: ctx, environ: environ, stdin: stdin, stdout: stdout, stderr: stderr}
 	root.PersistentFlags().BoolVar(&c.json, "json", false, "client commands: print JSON for scripts instead of tables")
+	root.PersistentFlags().DurationVar(&c.requestTimeout, "request-timeout", requestTimeoutDefault,
+		"client commands: give up on a server that has not answered a request within this long (0: never; event streams and chat answers are not bounded)")
 	root.PersistentFlags().StringVar(&c.project, "project", "", "client commands: the project id (default: GRAPHMILL_PROJECT, the login's, or the token's only project)")
 	root.AddCommand(clientCommands(c)...)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(exitUsage, err) })
+	usageCodes(root)
 	return root.ExecuteContext(ctx)
+}
+
+// usageCodes makes every bad command line end with exitUsage (cobra's own
+// refusals are plain errors, and a group given an unknown command prints
+// its help and succeeds): a command with subcommands refuses any argument
+// as an unknown command (and prints its help when given none); any other
+// command's argument check answers with a usage error.
+func usageCodes(cmd *cobra.Command) {
+	if cmd.HasSubCommands() {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2 // cobra's default, set where it reports an unknown command
+			}
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += " (did you mean " + strings.Join(s, ", ") + "?)"
+			}
+			return usageErr("%s: run %s --help", msg, cmd.CommandPath())
+		}
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		for _, sub := range cmd.Commands() {
+			usageCodes(sub)
+		}
+		return
+	}
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			if _, coded := errors.AsType[*exitCodeError](err); err != nil && !coded {
+				return withCode(exitUsage, err)
+			}
+			return err
+		}
+	}
 }
 
 // serveUntilDone starts a server (or, workersOnly, the workers) and stops

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -164,10 +165,12 @@ func runInsert(ctx context.Context, db postgres.DBTX, v runInsertValues) error {
 	if err != nil {
 		return fmt.Errorf("encode definition: %w", err)
 	}
+	// trace_parent: the run's job span continues the trace that started it
+	// (the request, or the job whose hook starts it).
 	_, err = db.Exec(ctx, `INSERT INTO agent_runs (id, project_id, status, run_at, created_at, updated_at, agent_id, created_by,
-		scopes, trigger_type, input, definition)
-		VALUES ($1, $2, 'queued', $3, $3, $3, $4, $5, $6, $7, $8, $9)`,
-		v.ID, v.ProjectID, v.Now, v.AgentID, v.CreatedBy, v.Scopes, v.Trigger, v.Input, def)
+		scopes, trigger_type, input, definition, trace_parent)
+		VALUES ($1, $2, 'queued', $3, $3, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		v.ID, v.ProjectID, v.Now, v.AgentID, v.CreatedBy, v.Scopes, v.Trigger, v.Input, def, jobqueue.TraceParent(ctx))
 	if err != nil {
 		return fmt.Errorf("insert agent run: %w", err)
 	}

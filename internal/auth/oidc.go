@@ -22,6 +22,7 @@ type OIDCVerifier struct {
 	issuer   string
 	audience string
 	client   *http.Client
+	now      func() time.Time // nil: time.Now
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
@@ -46,6 +47,13 @@ func NewOIDCVerifier(issuer, audience string, client *http.Client) *OIDCVerifier
 	return &OIDCVerifier{issuer: issuer, audience: audience, client: client}
 }
 
+// WithClock makes v check expiry against now (the process's clock, as
+// the guard's cache does) and returns v.
+func (v *OIDCVerifier) WithClock(now func() time.Time) *OIDCVerifier {
+	v.now = now
+	return v
+}
+
 func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -66,7 +74,7 @@ func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 		return nil, v.failure
 	}
 	keys := oidc.NewRemoteKeySet(pctx, providerJWKS(provider))
-	v.verifier = oidc.NewVerifier(v.issuer, keys, &oidc.Config{ClientID: v.audience})
+	v.verifier = oidc.NewVerifier(v.issuer, keys, &oidc.Config{ClientID: v.audience, Now: v.now})
 	return v.verifier, nil
 }
 

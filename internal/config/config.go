@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,23 @@ type Config struct {
 	// session: their expiry when none is asked for, the latest allowed.
 	// It must be positive.
 	OIDCTokenMaxLifetime time.Duration `env:"OIDC_TOKEN_MAX_LIFETIME" envDefault:"720h"`
+
+	// ConsoleOIDCClientID turns on the console's sign-in with the OIDC
+	// issuer (authorization-code flow with PKCE); the issuer's access
+	// tokens must be for OIDCAudience. ConsoleOIDCClientSecret is empty
+	// for a public client. ConsoleOIDCRedirectURL is the callback
+	// registered at the provider (empty: the public base URL +
+	// /signin/oidc/callback). ConsoleOIDCScopes are asked for;
+	// offline_access brings a refresh token, which renews the session's
+	// access token.
+	ConsoleOIDCClientID     string   `env:"CONSOLE_OIDC_CLIENT_ID"`
+	ConsoleOIDCClientSecret string   `env:"CONSOLE_OIDC_CLIENT_SECRET"`
+	ConsoleOIDCRedirectURL  string   `env:"CONSOLE_OIDC_REDIRECT_URL"`
+	ConsoleOIDCScopes       []string `env:"CONSOLE_OIDC_SCOPES" envSeparator:"," envDefault:"openid,profile,email,offline_access"`
+	// ConsoleSecureCookie says when the console's cookies are Secure:
+	// auto (over TLS, or always when PUBLIC_URL is https, as behind a
+	// TLS-terminating proxy), always or never.
+	ConsoleSecureCookie string `env:"CONSOLE_SECURE_COOKIE" envDefault:"auto"`
 
 	// AuthCacheTTL bounds how long a verified token is trusted without a
 	// database round trip; revocations are pushed to every process at once,
@@ -255,6 +273,9 @@ func (c Config) Validate() error {
 	if (c.OIDCIssuer == "") != (c.OIDCAudience == "") {
 		return fmt.Errorf("GRAPHMILL_OIDC_ISSUER and GRAPHMILL_OIDC_AUDIENCE must be set together")
 	}
+	if err := c.validateConsole(); err != nil {
+		return err
+	}
 	if c.OIDCTokenMaxLifetime <= 0 {
 		// 0 would not mean "no limit" nor "no tokens": refused rather
 		// than read as some default.
@@ -386,6 +407,33 @@ func ValidOrigin(o string) error {
 	return nil
 }
 
+func (c Config) validateConsole() error {
+	switch c.ConsoleSecureCookie {
+	case "", "auto", "always", "never": // "": a Config built in code, auto
+	default:
+		return fmt.Errorf("GRAPHMILL_CONSOLE_SECURE_COOKIE must be auto, always or never, not %q", c.ConsoleSecureCookie)
+	}
+	if c.ConsoleOIDCClientID == "" {
+		if c.ConsoleOIDCClientSecret != "" || c.ConsoleOIDCRedirectURL != "" {
+			return fmt.Errorf("GRAPHMILL_CONSOLE_OIDC_CLIENT_SECRET and GRAPHMILL_CONSOLE_OIDC_REDIRECT_URL need GRAPHMILL_CONSOLE_OIDC_CLIENT_ID")
+		}
+		return nil
+	}
+	if c.OIDCIssuer == "" {
+		return fmt.Errorf("GRAPHMILL_CONSOLE_OIDC_CLIENT_ID needs GRAPHMILL_OIDC_ISSUER and GRAPHMILL_OIDC_AUDIENCE (the API must accept the provider's access tokens)")
+	}
+	if c.ConsoleOIDCRedirectURL != "" {
+		u, err := url.Parse(c.ConsoleOIDCRedirectURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
+			return fmt.Errorf("GRAPHMILL_CONSOLE_OIDC_REDIRECT_URL must be an absolute http(s) URL without a fragment, not %q", c.ConsoleOIDCRedirectURL)
+		}
+	}
+	if !slices.Contains(c.ConsoleOIDCScopes, "openid") {
+		return fmt.Errorf("GRAPHMILL_CONSOLE_OIDC_SCOPES must include openid")
+	}
+	return nil
+}
+
 // PublicBaseURL is the base of the links the server emails, without a
 // trailing slash: GRAPHMILL_PUBLIC_URL, else http:// and the HTTP address
 // (localhost when it names no host or every interface).
@@ -437,6 +485,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("oidcIssuer", c.OIDCIssuer),
 		slog.String("oidcAudience", c.OIDCAudience),
 		slog.Duration("oidcTokenMaxLifetime", c.OIDCTokenMaxLifetime),
+		slog.String("consoleOidcClientId", c.ConsoleOIDCClientID),
+		slog.String("consoleOidcClientSecret", mask(c.ConsoleOIDCClientSecret)),
+		slog.String("consoleOidcRedirectUrl", c.ConsoleOIDCRedirectURL),
+		slog.String("consoleOidcScopes", strings.Join(c.ConsoleOIDCScopes, ",")),
+		slog.String("consoleSecureCookie", c.ConsoleSecureCookie),
 		slog.Duration("authCacheTtl", c.AuthCacheTTL),
 		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
 		slog.Int("dbMaxConns", int(c.DBMaxConns)),

@@ -30,6 +30,7 @@ func TestLoadDefaults(t *testing.T) {
 		MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
 		MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
 		AgentQuestionTimeout: 24 * time.Hour,
+		ConsoleOIDCScopes:    []string{"openid", "profile", "email", "offline_access"}, ConsoleSecureCookie: "auto",
 	}, c, "unprefixed variables must not be read")
 	require.False(t, c.Production())
 	require.Equal(t, slog.LevelInfo, c.SlogLevel())
@@ -57,6 +58,8 @@ func TestLoad(t *testing.T) {
 				"GRAPHMILL_AUTH_CACHE_TTL=5s", "GRAPHMILL_SHUTDOWN_TIMEOUT=1m", "GRAPHMILL_DB_MAX_CONNS=50",
 				"GRAPHMILL_SECRET_KEY=k1", "GRAPHMILL_SECRET_KEYS_OLD=k2,k3", "GRAPHMILL_KEY_AI_API_KEY=key",
 				"GRAPHMILL_KEY_AI_BASE_URL=http://fake/", "GRAPHMILL_LOCAL_PROVIDER=false", "GRAPHMILL_PROVIDER_RPM=60",
+				"GRAPHMILL_CONSOLE_OIDC_CLIENT_ID=console", "GRAPHMILL_CONSOLE_OIDC_CLIENT_SECRET=cs", "GRAPHMILL_CONSOLE_OIDC_REDIRECT_URL=https://gm.example.com/signin/oidc/callback",
+				"GRAPHMILL_CONSOLE_OIDC_SCOPES=openid,email", "GRAPHMILL_CONSOLE_SECURE_COOKIE=always",
 			},
 			check: func(t *testing.T, c config.Config) {
 				t.Helper()
@@ -73,6 +76,8 @@ func TestLoad(t *testing.T) {
 					MCPRegistryURL: "https://registry.modelcontextprotocol.io", MCPStdio: "superadmin", MCPCallTimeout: time.Minute,
 					MCPIdleTimeout: 5 * time.Minute, WebSearchBaseURL: "https://api.search.brave.com",
 					AgentQuestionTimeout: 24 * time.Hour,
+					ConsoleOIDCClientID:  "console", ConsoleOIDCClientSecret: "cs", ConsoleOIDCRedirectURL: "https://gm.example.com/signin/oidc/callback",
+					ConsoleOIDCScopes: []string{"openid", "email"}, ConsoleSecureCookie: "always",
 				}, c)
 				require.False(t, c.LocalProviderEnabled())
 				require.True(t, c.Production())
@@ -355,6 +360,23 @@ func TestValidate(t *testing.T) {
 		{name: "TinyVectorCache", change: func(c *config.Config) { c.VectorCacheBytes = 10 }, wantErr: "GRAPHMILL_VECTOR_CACHE_BYTES"},
 		{name: "ShortModelSync", change: func(c *config.Config) { c.ModelSyncInterval = time.Second }, wantErr: "GRAPHMILL_MODEL_SYNC_INTERVAL"},
 		{name: "OIDCPair", change: func(c *config.Config) { c.OIDCIssuer, c.OIDCAudience = "https://id", "gm" }},
+		{name: "ConsoleOIDC", change: func(c *config.Config) {
+			c.OIDCIssuer, c.OIDCAudience, c.ConsoleOIDCClientID, c.ConsoleOIDCScopes = "https://id", "gm", "console", []string{"openid"}
+			c.ConsoleOIDCRedirectURL = "https://gm.example.com/signin/oidc/callback"
+		}},
+		{name: "ConsoleOIDCWithoutIssuer", change: func(c *config.Config) {
+			c.ConsoleOIDCClientID, c.ConsoleOIDCScopes = "console", []string{"openid"}
+		}, wantErr: "GRAPHMILL_CONSOLE_OIDC_CLIENT_ID needs GRAPHMILL_OIDC_ISSUER"},
+		{name: "ConsoleOIDCSecretWithoutClient", change: func(c *config.Config) { c.ConsoleOIDCClientSecret = "s" }, wantErr: "need GRAPHMILL_CONSOLE_OIDC_CLIENT_ID"},
+		{name: "ConsoleOIDCWithoutOpenID", change: func(c *config.Config) {
+			c.OIDCIssuer, c.OIDCAudience, c.ConsoleOIDCClientID, c.ConsoleOIDCScopes = "https://id", "gm", "console", []string{"email"}
+		}, wantErr: "GRAPHMILL_CONSOLE_OIDC_SCOPES must include openid"},
+		{name: "ConsoleOIDCRelativeRedirect", change: func(c *config.Config) {
+			c.OIDCIssuer, c.OIDCAudience, c.ConsoleOIDCClientID, c.ConsoleOIDCScopes = "https://id", "gm", "console", []string{"openid"}
+			c.ConsoleOIDCRedirectURL = "/signin/oidc/callback"
+		}, wantErr: "GRAPHMILL_CONSOLE_OIDC_REDIRECT_URL must be an absolute http(s) URL"},
+		{name: "ConsoleSecureCookie", change: func(c *config.Config) { c.ConsoleSecureCookie = "never" }},
+		{name: "ConsoleSecureCookieBad", change: func(c *config.Config) { c.ConsoleSecureCookie = "yes" }, wantErr: "GRAPHMILL_CONSOLE_SECURE_COOKIE must be auto, always or never"},
 		{name: "OIDCIssuerOnly", change: func(c *config.Config) { c.OIDCIssuer = "https://id" }, wantErr: "GRAPHMILL_OIDC_AUDIENCE"},
 		{name: "NegativeOIDCTokenLifetime", change: func(c *config.Config) { c.OIDCTokenMaxLifetime = -time.Hour }, wantErr: "GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME"},
 		{name: "ZeroOIDCTokenLifetime", change: func(c *config.Config) { c.OIDCTokenMaxLifetime = 0 }, wantErr: "GRAPHMILL_OIDC_TOKEN_MAX_LIFETIME"},
@@ -469,7 +491,7 @@ func TestLogValue(t *testing.T) {
 			OpenAIAPIKey: "sk-s3cret-openai", OpenAIBaseURL: "https://u:s3cret@openai.example.com/v1",
 			MCPRegistryURL: "https://u:s3cret@registry.example.com", WebSearchBaseURL: "https://api.search.brave.com",
 			SMTPURL: "smtp://u:s3cret@mail.example.com:587", EmailFrom: "noreply@example.com",
-			OTLPEndpoint: "https://u:s3cret@collector.example.com",
+			OTLPEndpoint: "https://u:s3cret@collector.example.com", ConsoleOIDCClientID: "console", ConsoleOIDCClientSecret: "console-s3cret",
 		}
 		for name, newHandler := range map[string]func(*bytes.Buffer) slog.Handler{
 			"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },

@@ -33,10 +33,11 @@ import (
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/httpapi"
-	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/integration"
+	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/notification"
+	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
 	"github.com/graphmill/graphmill/internal/task"
@@ -72,6 +73,9 @@ type Config struct {
 	Graph *graph.Service
 	// Extraction is the object_extraction queue's jobs.
 	Extraction *extraction.Service
+	// Providers are the projects' provider policies, model catalog and
+	// usage ledger.
+	Providers *provider.Service
 	// Jobs is the job engine: the queues page's counts, paused states,
 	// pause and resume.
 	Jobs *jobqueue.Client
@@ -100,18 +104,28 @@ type Config struct {
 	Box    *secrets.Box
 	Logger *slog.Logger
 	Now    func() time.Time
+
+	// OIDC, when set, offers sign-in with the identity provider besides
+	// API tokens.
+	OIDC *OIDCClient
+	// SecureCookie says when cookies are Secure; PublicURL (may be empty)
+	// is the server's public base URL, https behind a TLS-terminating
+	// proxy.
+	SecureCookie CookieSecurity
+	PublicURL    string
 }
 
 // Handler serves the console.
 type Handler struct {
 	cfg      Config
 	sessions sessions
+	oidc     *oidcLogin // nil: API tokens only
 	static   http.Handler
 }
 
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
-	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Graph == nil || c.Jobs == nil ||
+	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil || c.Graph == nil || c.Jobs == nil ||
 		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
 		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
 		return nil, errors.New("console: incomplete config")
@@ -131,7 +145,15 @@ func New(c Config) (*Handler, error) {
 		}
 		files.ServeHTTP(w, r)
 	})
-	return &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now}, static: static}, nil
+	secure, err := c.SecureCookie.secureFunc(c.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now, secure: secure}, static: static}
+	if c.OIDC != nil {
+		h.oidc = newOIDCLogin(*c.OIDC, c.Now)
+	}
+	return h, nil
 }
 
 // The rules of the console's pages: those of the API routes that read the
@@ -155,6 +177,8 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Handle("/static/*", h.static)
 		r.Get("/signin", h.signinForm)
 		r.Post("/signin", h.signin)
+		r.Get(OIDCPath, h.oidcStart)
+		r.Get(OIDCCallbackPath, h.oidcCallback)
 		r.Post("/signout", h.signedIn(h.signout))
 		r.Get("/", h.signedIn(h.projects))
 		r.Get("/projects/{project}", h.signedIn(h.project))
@@ -179,6 +203,7 @@ func (h *Handler) Mount(r chi.Router) {
 		h.agentRoutes(r)
 		h.notificationRoutes(r)
 		h.mountIntegrations(r)
+		h.mountProjectAdmin(r)
 	})
 	// An unknown path outside /api asked for as a page (a browser's
 	// navigation) is a console address: a page, not the API's problem
@@ -226,13 +251,16 @@ func (h *Handler) signedIn(page pageFunc) http.HandlerFunc {
 		var p *auth.Principal
 		if err == nil {
 			p, err = h.cfg.Guard.Authenticate(r.Context(), "Bearer "+sess.Token)
-			if err != nil && errs.CodeOf(err) == errs.Internal {
-				h.fail(w, r, err)
+			if err != nil && errs.CodeOf(err) == errs.Unauthenticated && sess.Refresh != "" {
+				sess, p, err = h.reauthenticate(w, r, sess) // an expired OIDC access token
+			}
+			if code := errs.CodeOf(err); err != nil && (code == errs.Internal || code == errs.Unavailable) {
+				h.fail(w, r, err) // the session may be fine: kept
 				return
 			}
 		}
 		if err != nil {
-			clearCookie(w, r, SessionCookie, "/")
+			h.sessions.clearCookie(w, r, SessionCookie, "/")
 			if r.Header.Get("HX-Request") != "" || r.Method != http.MethodGet {
 				w.Header().Set("HX-Redirect", "/signin")
 				http.Error(w, "signed out", http.StatusUnauthorized)
@@ -302,8 +330,8 @@ func pageOffset(r *http.Request) int {
 
 func (h *Handler) signinForm(w http.ResponseWriter, r *http.Request) {
 	token := randomToken()
-	setCookie(w, r, SigninCookie, token, "/signin", 3600)
-	h.render(w, r, http.StatusOK, signinPage(token, ""))
+	h.sessions.setCookie(w, r, SigninCookie, token, "/signin", 3600)
+	h.render(w, r, http.StatusOK, signinPage(token, "", h.oidcLabel()))
 }
 
 // signin checks the sign-in form's CSRF token against its cookie (a
@@ -322,20 +350,28 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
-		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "This token is not valid."))
+		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "This token is not valid.", h.oidcLabel()))
 		return
 	}
 	if p.Kind != auth.KindAPIToken {
-		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "Sign in with an API token."))
+		h.render(w, r, http.StatusUnauthorized, signinPage(c.Value, "Sign in with an API token.", h.oidcLabel()))
 		return
 	}
-	clearCookie(w, r, SigninCookie, "/signin")
-	h.sessions.set(w, r, token)
+	h.sessions.clearCookie(w, r, SigninCookie, "/signin")
+	if _, err := h.sessions.set(w, r, token, ""); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-func (h *Handler) signout(w http.ResponseWriter, r *http.Request, _ caller) {
-	clearCookie(w, r, SessionCookie, "/")
+func (h *Handler) signout(w http.ResponseWriter, r *http.Request, c caller) {
+	h.sessions.clearCookie(w, r, SessionCookie, "/")
+	if h.oidc != nil && c.sess.Refresh != "" {
+		if err := h.oidc.revokeRefresh(r.Context(), c.sess.Refresh); err != nil {
+			h.cfg.Logger.WarnContext(r.Context(), "console sign-out: refresh token not revoked", "err", err)
+		}
+	}
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 

@@ -320,7 +320,7 @@ func discoveryEvents(project uuid.UUID) func(e streamEvent) (string, bool) {
 		if e.ProjectID == nil || *e.ProjectID != project {
 			return "", false
 		}
-		if e.Type == events.TypeDiscoveryProgress || (e.Type == events.TypeJobCompleted && e.Data.Queue == discovery.Queue) {
+		if e.Type == events.TypeDiscoveryProgress || (e.Type == events.TypeJobCompleted && discovery.IsQueue(e.Data.Queue)) {
 			return DiscoveryEvent, true
 		}
 		return "", false

@@ -96,12 +96,7 @@ func (h *Handler) jobRows(w http.ResponseWriter, r *http.Request, c caller) {
 }
 
 func (h *Handler) job(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, jobsRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	j, err := h.cfg.Extraction.Job(r.Context(), a.ProjectID, a.ResourceID)
+	a, p, j, err := h.jobContext(r, c)
 	if err != nil {
 		h.fail(w, r, err)
 		return

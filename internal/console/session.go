@@ -5,9 +5,11 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/graphmill/graphmill/internal/secrets"
@@ -39,6 +41,10 @@ type session struct {
 	Token   string `json:"t"`
 	CSRF    string `json:"c"`
 	Expires int64  `json:"e"`
+	// Refresh is the OIDC refresh token of a session signed in with the
+	// identity provider (Token is then its access token); empty for an
+	// API token's session.
+	Refresh string `json:"r,omitempty"`
 }
 
 // sessionPlace is the associated data of a sealed session: a session
@@ -51,17 +57,37 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// sessions seals and opens session cookies.
+// sessions seals and opens session cookies, and sets the console's
+// cookies with its Secure policy.
 type sessions struct {
-	box *secrets.Box
-	now func() time.Time
+	box    *secrets.Box
+	now    func() time.Time
+	secure func(*http.Request) bool
 }
 
-func (s sessions) set(w http.ResponseWriter, r *http.Request, token string) session {
-	sess := session{Token: token, CSRF: randomToken(), Expires: s.now().Add(SessionTTL).Unix()}
+// MaxCookieBytes bounds the session cookie: browsers keep cookies of up
+// to 4096 bytes (name and attributes included) and drop larger ones.
+const MaxCookieBytes = 3900
+
+// errCookieTooLarge refuses a session whose sealed cookie browsers would
+// drop (an identity provider's very large tokens).
+var errCookieTooLarge = errors.New("the identity provider's tokens are too large for the session cookie")
+
+func (s sessions) set(w http.ResponseWriter, r *http.Request, token, refresh string) (session, error) {
+	sess := session{Token: token, Refresh: refresh, CSRF: randomToken(), Expires: s.now().Add(SessionTTL).Unix()}
+	return sess, s.put(w, r, sess)
+}
+
+// put seals sess into the session cookie, which lives until the session
+// ends.
+func (s sessions) put(w http.ResponseWriter, r *http.Request, sess session) error {
 	raw, _ := json.Marshal(sess) // plain struct: cannot fail
-	setCookie(w, r, SessionCookie, s.box.Seal(raw, sessionPlace()), "/", int(SessionTTL.Seconds()))
-	return sess
+	sealed := s.box.Seal(raw, sessionPlace())
+	if len(sealed) > MaxCookieBytes {
+		return errCookieTooLarge
+	}
+	s.setCookie(w, r, SessionCookie, sealed, "/", int(sess.Expires-s.now().Unix()))
+	return nil
 }
 
 func (s sessions) get(r *http.Request) (session, error) {
@@ -84,18 +110,57 @@ func (s sessions) get(r *http.Request) (session, error) {
 }
 
 // setCookie sets a console cookie: HttpOnly, SameSite=Strict, and Secure
-// when the request came over TLS (plain HTTP is the loopback development
-// server, where a Secure cookie would never come back). A negative maxAge
-// deletes it.
-func setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure is set whenever the request is over TLS
+// as the console's CookieSecurity says for r. A negative maxAge deletes
+// it.
+func (s sessions) setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
+	s.cookie(w, r, name, value, path, maxAge, http.SameSiteStrictMode)
+}
+
+// cookie sets a cookie HttpOnly, with sameSite, and Secure as the policy
+// says for r.
+func (s sessions) cookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int, sameSite http.SameSite) {
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure as GRAPHMILL_CONSOLE_SECURE_COOKIE says (TLS or an https public URL by default)
 		Name: name, Value: value, Path: path, MaxAge: maxAge,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: s.secure(r), SameSite: sameSite,
 	})
 }
 
-func clearCookie(w http.ResponseWriter, r *http.Request, name, path string) {
-	setCookie(w, r, name, "", path, -1)
+func (s sessions) clearCookie(w http.ResponseWriter, r *http.Request, name, path string) {
+	s.setCookie(w, r, name, "", path, -1)
+}
+
+// CookieSecurity says when the console's cookies are Secure (sent back
+// over HTTPS only).
+type CookieSecurity string
+
+// Cookie security policies (GRAPHMILL_CONSOLE_SECURE_COOKIE).
+const (
+	// SecureAuto: Secure when the request came over TLS or the public URL
+	// (GRAPHMILL_PUBLIC_URL) is https, as behind a TLS-terminating proxy.
+	SecureAuto CookieSecurity = "auto"
+	// SecureAlways: always Secure (a browser then keeps no session over
+	// plain HTTP, loopback excepted in Chromium and Firefox).
+	SecureAlways CookieSecurity = "always"
+	// SecureNever: never Secure (plain HTTP only, such as a private
+	// network without TLS).
+	SecureNever CookieSecurity = "never"
+)
+
+// secureFunc is the policy c as a decision per request; publicURL is the
+// server's public base URL (may be empty).
+func (c CookieSecurity) secureFunc(publicURL string) (func(*http.Request) bool, error) {
+	switch c {
+	case SecureAlways:
+		return func(*http.Request) bool { return true }, nil
+	case SecureNever:
+		return func(*http.Request) bool { return false }, nil
+	case SecureAuto, "":
+		if strings.HasPrefix(strings.ToLower(publicURL), "https://") {
+			return func(*http.Request) bool { return true }, nil
+		}
+		return func(r *http.Request) bool { return r.TLS != nil }, nil
+	}
+	return nil, fmt.Errorf("console: cookie security %q is not auto, always or never", c)
 }
 
 // sameToken compares a submitted CSRF token with the expected one in

@@ -110,17 +110,36 @@ func (fw *frameWriter) Write(p []byte) (int, error) {
 }
 
 // translate turns one SSE frame of the API's stream into the console's.
+// Each event keeps its id, so that the browser's EventSource, reconnecting,
+// sends it back as Last-Event-ID and the API's stream replays what the
+// page missed; an event the page does not want goes as its id alone (no
+// data: the browser dispatches nothing but moves its last event id on),
+// so that a replay starts where the stream was, not at the page's last
+// event.
 func (fw *frameWriter) translate(frame string) string {
 	if strings.HasPrefix(frame, ":") {
 		return frame
 	}
+	var id string
 	var e streamEvent
+	decoded := false
 	for line := range strings.SplitSeq(strings.TrimSuffix(frame, "\n\n"), "\n") {
-		if v, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(v), &e) == nil {
-			if name, ok := fw.keep(e); ok {
-				return "event: " + name + "\ndata: " + e.Type + "\n\n"
-			}
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id = v
+		} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+			decoded = json.Unmarshal([]byte(v), &e) == nil
 		}
 	}
-	return ""
+	var out strings.Builder
+	if id != "" {
+		out.WriteString("id: " + id + "\n")
+	}
+	if name, ok := fw.keep(e); decoded && ok {
+		out.WriteString("event: " + name + "\ndata: " + e.Type + "\n")
+	}
+	if out.Len() == 0 {
+		return ""
+	}
+	out.WriteString("\n")
+	return out.String()
 }

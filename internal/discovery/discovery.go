@@ -13,6 +13,10 @@ import (
 // Queue is the discovery queue's name (DESIGN 6).
 const Queue = "schema_discovery"
 
+// IsQueue reports whether queue, as an event names it, is the discovery
+// queue (readers such as the console match events without naming it).
+func IsQueue(queue string) bool { return queue == Queue }
+
 // Job statuses on the wire (the spec's vocabulary; the job engine's
 // queued is shown as pending).
 const (

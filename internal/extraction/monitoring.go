@@ -137,19 +137,39 @@ type MonitorFilter struct {
 	Offset     int
 }
 
-// sortColumns are the sortable columns of the job list.
+// sortColumn is the sort key of the job list for by, as the page's
+// query (monitorPage) names it.
 func sortColumn(by string) (string, bool) {
 	switch by {
 	case "", "created_at":
-		return "j.created_at", true
+		return "created_at", true
 	case "started_at":
-		return "j.started_at", true
+		return "started_at", true
 	case "duration_ms":
 		return "duration_ms", true
 	case "total_cost_usd":
 		return "total_cost_usd", true
 	}
 	return "", false
+}
+
+// innerKey is the sort key col in the page's inner query; outerKey in
+// its outer one.
+func innerKey(col string) string {
+	switch col {
+	case "total_cost_usd":
+		return "sort_cost"
+	case "duration_ms":
+		return "duration_ms"
+	}
+	return "j." + col
+}
+
+func outerKey(col string) string {
+	if col == "total_cost_usd" {
+		return "p.sort_cost"
+	}
+	return "p." + col
 }
 
 type monitorRow struct {
@@ -224,29 +244,48 @@ func (s *Service) MonitorJobs(ctx context.Context, project uuid.UUID, f MonitorF
 	if f.DateFrom != nil && f.DateTo != nil && f.DateTo.Before(*f.DateFrom) {
 		return nil, 0, errs.New(errs.Invalid, "date_to must not be before date_from")
 	}
-	// col and dir come from the fixed lists above.
-	sql := monitorSelect + `
-	WHERE j.project_id = $1 AND ($3::text[] IS NULL OR j.status = ANY($3))
-	  AND ($4 = '' OR ($4 = 'document' AND j.document_id IS NOT NULL) OR ($4 = 'datasource' AND j.datasource_id IS NOT NULL))
-	  AND ($5::timestamptz IS NULL OR j.created_at >= $5) AND ($6::timestamptz IS NULL OR j.created_at <= $6)
-	ORDER BY ` + col + ` ` + dir + ` NULLS LAST, j.id ` + dir + ` LIMIT $7 OFFSET $8`
+	// col and dir come from the fixed lists above. The page is chosen on
+	// the jobs alone (its total column unused), and the calls summed for its rows
+	// only: summing them for every job before the LIMIT costs a lookup
+	// per job of the project. Sorting by cost sums them all, once.
+	cost, costs := `0::float8`, ``
+	if col == "total_cost_usd" {
+		cost = `coalesce(s.cost, 0)::float8`
+		costs = `LEFT JOIN (SELECT job_id, sum(cost_usd) AS cost FROM extraction_llm_calls WHERE project_id = $1 GROUP BY job_id) s ON s.job_id = j.id`
+	}
+	sql := `SELECT p.id, p.document_id, p.datasource_id, p.status, p.started_at, p.completed_at, p.error_msg,
+		p.objects_created, p.relationships_created, p.suggestions_created,
+		coalesce(c.calls, 0)::int AS total_llm_calls, coalesce(c.cost, 0)::float8 AS total_cost_usd, p.duration_ms, p.total
+	FROM (SELECT j.id, j.document_id, j.datasource_id, j.status, j.started_at, j.completed_at, j.error_msg, j.created_at,
+			j.objects_created, j.relationships_created, j.suggestions_created, ` + cost + ` AS sort_cost,
+			CASE WHEN j.started_at IS NULL THEN NULL
+			     ELSE (extract(epoch FROM coalesce(j.completed_at, $2::timestamptz) - j.started_at) * 1000)::bigint END AS duration_ms,
+			0 AS total
+		FROM object_extraction_jobs j ` + costs + `
+		WHERE j.project_id = $1 AND ($3::text[] IS NULL OR j.status = ANY($3))
+		  AND ($4 = '' OR ($4 = 'document' AND j.document_id IS NOT NULL) OR ($4 = 'datasource' AND j.datasource_id IS NOT NULL))
+		  AND ($5::timestamptz IS NULL OR j.created_at >= $5) AND ($6::timestamptz IS NULL OR j.created_at <= $6)
+		ORDER BY ` + innerKey(col) + ` ` + dir + ` NULLS LAST, j.id ` + dir + ` LIMIT $7 OFFSET $8) p
+	LEFT JOIN LATERAL (SELECT count(*) AS calls, sum(cost_usd) AS cost FROM extraction_llm_calls WHERE job_id = p.id) c ON true
+	ORDER BY ` + outerKey(col) + ` ` + dir + ` NULLS LAST, p.id ` + dir
 	rows, err := s.pool.Query(ctx, sql, project, s.now().UTC(), statuses, f.SourceType, f.DateFrom, f.DateTo, f.Limit, f.Offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list monitored jobs: %w", err)
 	}
-	list, total, err := postgres.CollectPage(rows, monitorFromRow)
+	list, _, err := postgres.CollectPage(rows, monitorFromRow)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list monitored jobs: %w", err)
 	}
-	if len(list) == 0 && f.Offset > 0 {
-		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM object_extraction_jobs j
+	// Counted apart (the index answers it): a window count would sort
+	// every job of the project where the page needs only its top rows.
+	var total int
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM object_extraction_jobs j
 			WHERE j.project_id = $1 AND ($2::text[] IS NULL OR j.status = ANY($2))
 			  AND ($3 = '' OR ($3 = 'document' AND j.document_id IS NOT NULL) OR ($3 = 'datasource' AND j.datasource_id IS NOT NULL))
 			  AND ($4::timestamptz IS NULL OR j.created_at >= $4) AND ($5::timestamptz IS NULL OR j.created_at <= $5)`,
-			project, statuses, f.SourceType, f.DateFrom, f.DateTo).Scan(&total)
-		if err != nil {
-			return nil, 0, fmt.Errorf("count monitored jobs: %w", err)
-		}
+		project, statuses, f.SourceType, f.DateFrom, f.DateTo).Scan(&total)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count monitored jobs: %w", err)
 	}
 	return list, total, nil
 }
@@ -327,4 +366,14 @@ func (s *Service) MonitorCalls(ctx context.Context, project, id uuid.UUID, limit
 		return nil, 0, err
 	}
 	return callList(ctx, s.pool, id, limit, offset)
+}
+
+// MonitorMetrics returns the metrics of one of project's jobs, from its
+// whole call log (as in MonitorDetail), without its logs and calls.
+// Errors: not_found.
+func (s *Service) MonitorMetrics(ctx context.Context, project, id uuid.UUID) (Metrics, error) {
+	if err := s.checkJob(ctx, project, id); err != nil {
+		return Metrics{}, err
+	}
+	return callMetrics(ctx, s.pool, id)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -25,6 +26,9 @@ type caller struct {
 	// again after a restart, whose outcome is unknown (Server.Call).
 	callKey string
 	resumed bool
+	// span is the span of the request (or the tool box call) the caller
+	// was authorised in: the parent of its tool calls' spans.
+	span trace.SpanContext
 }
 
 // sessionOwner names the token and project a session belongs to: a

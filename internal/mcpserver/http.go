@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -184,7 +185,7 @@ func (a apiTokenCaller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, ErrNotAPIToken)
 		return
 	}
-	c := &caller{principal: p, project: acc.ProjectID, org: acc.OrgID}
+	c := &caller{principal: p, project: acc.ProjectID, org: acc.OrgID, span: trace.SpanContextFromContext(r.Context())}
 	a.next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
 }
 

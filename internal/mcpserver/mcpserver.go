@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/document"
@@ -126,6 +128,8 @@ type Config struct {
 	// Agents, when set, adds the agent tools (agents_list, agents_run,
 	// agent_run_get, agent_run_answer).
 	Agents Agents
+	// TracerProvider traces tool calls (nil: not traced).
+	TracerProvider trace.TracerProvider
 }
 
 // ToolSettings says which built-in tools are enabled for a project, all at
@@ -153,6 +157,7 @@ type Server struct {
 	// stateless), its message about the spec's tool names demoted.
 	sdkLogger *slog.Logger
 	mcp       *mcp.Server
+	tracer    trace.Tracer
 	rules     map[string]toolRule
 	catalog   []CatalogTool
 	hosts     hostPolicy
@@ -175,6 +180,11 @@ func New(c Config) (*Server, error) {
 		cfg: c, logger: c.Logger.With("component", "mcp"), rules: map[string]toolRule{},
 		sse: map[string]*sseSession{},
 	}
+	tp := c.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	s.tracer = tp.Tracer("github.com/graphmill/graphmill/internal/mcpserver")
 	s.sdkLogger = slog.New(minLevel{Handler: specToolNames{Handler: s.logger.Handler()}, min: slog.LevelWarn})
 	var err error
 	if s.hosts, err = newHostPolicy(c.ListenAddr, c.PublicHosts, c.AllowedOrigins); err != nil {
@@ -197,6 +207,7 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcp.AddReceivingMiddleware(s.authorize)
+	s.mcp.AddReceivingMiddleware(s.traced) // outermost: refusals are traced too
 	return s, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
@@ -156,7 +157,7 @@ func (s *Server) inProcessCaller(ctx context.Context, p *auth.Principal, project
 		return nil, err
 	}
 	key, resumed := agent.CallKeyFrom(ctx)
-	return &caller{principal: p, project: acc.ProjectID, org: acc.OrgID, callKey: key, resumed: resumed}, nil
+	return &caller{principal: p, project: acc.ProjectID, org: acc.OrgID, callKey: key, resumed: resumed, span: trace.SpanContextFromContext(ctx)}, nil
 }
 
 // toolbox lists c's tools (see Tools).

@@ -13,6 +13,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/startstop"
@@ -53,12 +57,17 @@ type Config struct {
 	Now      func() time.Time
 	WorkerID string
 	Poll     time.Duration
+	// TracerProvider traces each task's run as the root span of its own
+	// trace, so that the jobs it queues (their stored traceparent) and
+	// their work are one trace (nil: not traced).
+	TracerProvider trace.TracerProvider
 }
 
 // Scheduler elects a leader and runs due tasks on it.
 type Scheduler struct {
-	cfg   Config
-	tasks []Task
+	cfg    Config
+	tasks  []Task
+	tracer trace.Tracer
 
 	mu     sync.Mutex
 	leader bool
@@ -74,7 +83,10 @@ func New(cfg Config, tasks ...Task) *Scheduler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Scheduler{cfg: cfg, tasks: tasks}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = noop.NewTracerProvider()
+	}
+	return &Scheduler{cfg: cfg, tasks: tasks, tracer: cfg.TracerProvider.Tracer("github.com/graphmill/graphmill/internal/scheduler")}
 }
 
 func (s *Scheduler) setLeader(v bool) {
@@ -169,25 +181,44 @@ func (s *Scheduler) lead(ctx context.Context) error {
 	}
 }
 
+// AttrTask names the scheduled task of a span.
+const AttrTask = attribute.Key("graphmill.scheduler.task")
+
+// run runs a due task under a new root span, "scheduler <task>" (no
+// request started it): its queries, and the jobs it queues, are its
+// trace.
 func (s *Scheduler) run(ctx context.Context, t Task) {
+	ctx, span := s.tracer.Start(ctx, "scheduler "+t.Name, trace.WithNewRoot(), trace.WithAttributes(AttrTask.String(t.Name)))
+	defer span.End()
+	var err error
 	if t.RunInTx != nil {
-		s.runInTx(ctx, t)
-		return
+		err = s.runInTx(ctx, t)
+	} else {
+		err = s.runClaimed(ctx, t)
 	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+}
+
+// runClaimed claims a network task's run, runs it and records it.
+func (s *Scheduler) runClaimed(ctx context.Context, t Task) error {
 	start := s.cfg.Now()
 	claimed, err := taskClaim(ctx, s.cfg.Pool, t.Name, start, start.Add(min(t.Interval, ClaimLease)))
 	if err != nil || !claimed {
 		if err != nil {
 			s.cfg.Logger.Warn("claim scheduled task", "task", t.Name, "err", err)
 		}
-		return
+		return err
 	}
 	err = t.Run(ctx)
 	s.record(ctx, t, start, err)
+	return err
 }
 
-// runInTx runs a database task and records its run in one transaction.
-func (s *Scheduler) runInTx(ctx context.Context, t Task) {
+// runInTx runs a database task and records its run in one transaction;
+// it returns the task's error (or the transaction's).
+func (s *Scheduler) runInTx(ctx context.Context, t Task) error {
 	start := s.cfg.Now()
 	var runErr error
 	due := false
@@ -211,6 +242,7 @@ func (s *Scheduler) runInTx(ctx context.Context, t Task) {
 	default:
 		s.cfg.Logger.Warn("scheduled task", "task", t.Name, "err", err)
 	}
+	return err
 }
 
 func (s *Scheduler) record(ctx context.Context, t Task, start time.Time, err error) {

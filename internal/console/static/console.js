@@ -314,3 +314,20 @@
     });
   });
 })();
+
+// auth/streams: a stream resumes where it was. The browser's own
+// reconnect (a dropped connection) sends Last-Event-ID; but after a
+// refused reconnect (a proxy's 502 while the server restarts) the SSE
+// extension opens a new EventSource, which sends none. Keeping the last
+// event's id in the stream's URL (lastEventId, read by the API's stream)
+// makes that one replay what the page missed too.
+document.addEventListener("htmx:sseMessage", function (e) {
+  var id = e.detail && e.detail.lastEventId;
+  var source = e.target.closest && e.target.closest("[sse-connect]");
+  if (!id || !source) {
+    return;
+  }
+  var url = new URL(source.getAttribute("sse-connect"), window.location.href);
+  url.searchParams.set("lastEventId", id);
+  source.setAttribute("sse-connect", url.pathname + url.search);
+});
