@@ -31,12 +31,15 @@ func (s *Service) AdminParsingJobs(ctx context.Context, f jobqueue.ListFilter) (
 	if err := f.Check(); err != nil {
 		return nil, nil, err
 	}
+	// The page's ids first (by the (created_at, id) index): only its jobs
+	// are joined to their project and document, however deep the offset.
 	rows, _ := s.pool.Query(ctx, `
+		WITH page AS (SELECT j.id FROM document_parsing_jobs j WHERE `+jobqueue.ListWhere+` AND ($3 = '' OR j.status = $3)
+			ORDER BY j.created_at DESC, j.id DESC LIMIT $4 OFFSET $5)
 		SELECT `+jobqueue.RecordColumns+`, j.document_id, d.filename
-		FROM document_parsing_jobs j
+		FROM page JOIN document_parsing_jobs j ON j.id = page.id
 		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id JOIN documents d ON d.id = j.document_id
-		WHERE `+jobqueue.ListWhere+` AND ($3 = '' OR j.status = $3)
-		ORDER BY j.created_at DESC, j.id DESC LIMIT $4 OFFSET $5`,
+		ORDER BY j.created_at DESC, j.id DESC`,
 		f.ProjectID, f.HasError, f.Status, f.Limit, f.Offset)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminParsingJob])
 	if err != nil {

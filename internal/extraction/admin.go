@@ -93,13 +93,16 @@ const adminWhere = `($1 = '' OR j.job_type = $1) AND ($2::uuid IS NULL OR j.proj
 	AND ($3::bool IS NULL OR (j.error_msg IS NOT NULL) = $3)`
 
 func adminJobList(ctx context.Context, db postgres.DBTX, f AdminFilter) ([]AdminJob, []jobqueue.StatusCount, error) {
+	// The page's ids first (by the (created_at, id) index): only its jobs
+	// are joined to their project and document, however deep the offset.
 	rows, _ := db.Query(ctx, `
+		WITH page AS (SELECT j.id FROM object_extraction_jobs j WHERE `+adminWhere+` AND ($4 = '' OR j.status = $4)
+			ORDER BY j.created_at DESC, j.id DESC LIMIT $5 OFFSET $6)
 		SELECT `+jobqueue.RecordColumns+`, j.document_id, d.filename, j.job_type, j.objects_created, j.relationships_created
-		FROM object_extraction_jobs j
+		FROM page JOIN object_extraction_jobs j ON j.id = page.id
 		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id
 		LEFT JOIN documents d ON d.id = j.document_id
-		WHERE `+adminWhere+` AND ($4 = '' OR j.status = $4)
-		ORDER BY j.created_at DESC, j.id DESC LIMIT $5 OFFSET $6`,
+		ORDER BY j.created_at DESC, j.id DESC`,
 		f.JobType, f.ProjectID, f.HasError, f.Status, f.Limit, f.Offset)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminJob])
 	if err != nil {

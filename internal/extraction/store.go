@@ -33,21 +33,31 @@ func jobProject(ctx context.Context, db postgres.DBTX, id uuid.UUID) (uuid.UUID,
 	return postgres.One[uuid.UUID](ctx, db, ErrNotFound, `SELECT project_id FROM object_extraction_jobs WHERE id = $1`, id)
 }
 
+// jobList pages project's jobs matching f, newest first: the page's ids
+// are read from an index (object_extraction_jobs_project_created_idx, or
+// _project_idx with a status) and only their rows whole; the total is
+// counted over the index alone. The condition names only the filters set,
+// so that a cached plan still uses the index.
 func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f JobFilter) ([]Job, int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+jobColumns+`, count(*) OVER () AS total FROM object_extraction_jobs
-		WHERE project_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR job_type = $3)
-		ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, project, f.Status, f.JobType, f.Limit, f.Offset)
-	list, total, err := postgres.CollectPageOf[Job](rows)
+	where, args := `project_id = $1`, []any{project}
+	for _, c := range []struct{ column, value string }{{"status", f.Status}, {"job_type", f.JobType}} {
+		if c.value != "" {
+			args = append(args, c.value)
+			where += fmt.Sprintf(` AND %s = $%d`, c.column, len(args))
+		}
+	}
+	var total int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM object_extraction_jobs WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count extraction jobs: %w", err)
+	}
+	n := len(args)
+	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM object_extraction_jobs WHERE id IN (
+			SELECT id FROM object_extraction_jobs WHERE `+where+fmt.Sprintf(`
+			ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d)
+		ORDER BY created_at DESC, id DESC`, n+1, n+2), append(args, f.Limit, f.Offset)...)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction jobs: %w", err)
-	}
-	if len(list) == 0 && f.Offset > 0 {
-		// The window total is empty past the end: count separately.
-		err := db.QueryRow(ctx, `SELECT count(*) FROM object_extraction_jobs
-			WHERE project_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR job_type = $3)`, project, f.Status, f.JobType).Scan(&total)
-		if err != nil {
-			return nil, 0, fmt.Errorf("count extraction jobs: %w", err)
-		}
 	}
 	return list, total, nil
 }

@@ -58,8 +58,11 @@ func (s *Service) AdminSyncJobs(ctx context.Context, f jobqueue.ListFilter) ([]A
 		}
 		status = string(st)
 	}
-	list, err := syncJobsQuery(ctx, s.cfg.Pool, `WHERE `+jobqueue.ListWhere+` AND ($3 = '' OR j.status = $3)
-		ORDER BY j.created_at DESC, j.id DESC LIMIT $4 OFFSET $5`,
+	// The page's ids first: only its jobs are joined to their integration
+	// and project, however deep the offset.
+	list, err := syncJobsQuery(ctx, s.cfg.Pool, `WHERE j.id IN (SELECT j.id FROM integration_sync_jobs j
+		WHERE `+jobqueue.ListWhere+` AND ($3 = '' OR j.status = $3)
+		ORDER BY j.created_at DESC, j.id DESC LIMIT $4 OFFSET $5) ORDER BY j.created_at DESC, j.id DESC`,
 		f.ProjectID, f.HasError, status, f.Limit, f.Offset)
 	if err != nil {
 		return nil, 0, nil, err
