@@ -28,7 +28,7 @@ func TestConsoleUnstorableText(t *testing.T) {
 	for _, title := range []string{"a\x00b", "a\xffb"} {
 		status, _, page := b.do("POST", "/projects/"+project+"/chat", url.Values{"csrf": {b.csrf}, "title": {title}})
 		require.Equal(t, http.StatusBadRequest, status, page)
-		require.Contains(t, page, "form.title: must be UTF-8 text without NUL")
+		require.Contains(t, page, "form.title: must be valid UTF-8 without the NUL character")
 	}
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM chat_sessions`))
 
@@ -37,25 +37,25 @@ func TestConsoleUnstorableText(t *testing.T) {
 	session := strings.TrimPrefix(hdr.Get("Location"), "/projects/"+project+"/chat/")
 	status, body, _ := b.chatTurn(project, session, "hello\x00there")
 	require.Equal(t, http.StatusBadRequest, status, body)
-	require.Equal(t, "form.content: must be UTF-8 text without NUL (U+0000)", body)
+	require.Equal(t, "form.content: must be valid UTF-8 without the NUL character (U+0000)", body)
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM chat_messages WHERE session_id = $1`, session))
 
 	for q, field := range map[string]string{"q=%FF": "query.q", "type=%FF": "query.type", "q=ok&sort%FF=x": "query (a parameter name)"} {
 		status, _, page := b.do("GET", "/projects/"+project+"/graph?"+q, nil)
 		require.Equal(t, http.StatusBadRequest, status, q)
-		require.Contains(t, page, field+": must be UTF-8 text without NUL", q)
+		require.Contains(t, page, field+": must be valid UTF-8 without the NUL character", q)
 	}
 
 	agentID := s.agentCreate(s.admin, project, map[string]any{"name": "n", "instructions": "i", "tools": []string{"search"}})
 	status, _, page := b.do("POST", "/projects/"+project+"/agents/"+agentID+"/runs", url.Values{"csrf": {b.csrf}, "input": {"a\x00b"}})
 	require.Equal(t, http.StatusBadRequest, status, page)
-	require.Contains(t, page, "form.input: must be UTF-8 text without NUL")
+	require.Contains(t, page, "form.input: must be valid UTF-8 without the NUL character")
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM agent_runs`))
 
 	form := url.Values{"provider_type": {"notes"}, "name": {"kb"}, "display_name": {"Know\x00ledge"}, "config.endpoint": {"https://notes.example.com"}, "config.api_key": {"notes-secret-5555"}}
 	status, _, page = b.postForm("/projects/"+project+"/integrations", form)
 	require.Equal(t, http.StatusBadRequest, status, page)
-	require.Contains(t, page, "form.display_name: must be UTF-8 text without NUL")
+	require.Contains(t, page, "form.display_name: must be valid UTF-8 without the NUL character")
 	require.NotContains(t, page, "notes-secret-5555", "no value echoed")
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM integrations`))
 }

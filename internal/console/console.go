@@ -371,11 +371,11 @@ func storableValues(where string, v url.Values) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !storableText(k) {
-			return errs.Errorf(errs.Invalid, "%s (a parameter name): must be UTF-8 text without NUL (U+0000)", where)
+			return errs.Errorf(errs.Invalid, "%s (a parameter name): must be valid UTF-8 without the NUL character (U+0000)", where)
 		}
 		for _, s := range v[k] {
 			if !storableText(s) {
-				return errs.Errorf(errs.Invalid, "%s.%s: must be UTF-8 text without NUL (U+0000)", where, k)
+				return errs.Errorf(errs.Invalid, "%s.%s: must be valid UTF-8 without the NUL character (U+0000)", where, k)
 			}
 		}
 	}

@@ -79,16 +79,16 @@ func (h *Handler) graphPage(w http.ResponseWriter, r *http.Request, c caller) {
 // extracted from, a page of its relationships and the elements of the
 // drawing of them.
 type objectView struct {
-	Object      graph.Object
-	Provenance  []graph.Provenance
-	ProvTotal   int
+	Object     graph.Object
+	Provenance []graph.Provenance
+	ProvTotal  int
 	// CanReadDocuments: the caller passes documentsRule, so the chunks'
 	// text and documents' names are shown (else only their count).
 	CanReadDocuments bool
-	Neighbours  []graph.Neighbour
-	Elements    string
-	Relations   pager
-	ObjectsBase string
+	Neighbours       []graph.Neighbour
+	Elements         string
+	Relations        pager
+	ObjectsBase      string
 }
 
 // objectPage shows an object: type, properties, the quotes it was
