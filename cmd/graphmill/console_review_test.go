@@ -70,12 +70,12 @@ func TestConsoleBadInputServices(t *testing.T) {
 		status, _, page := b.do("POST", "/projects/"+project+"/tasks/"+task+"/resolve",
 			url.Values{"resolution": {"accepted"}, "notes": {notes}}, header{console.CSRFHeader, b.csrf})
 		require.Equal(t, http.StatusBadRequest, status, "%q: %s", notes, page)
-		require.Contains(t, page, "resolutionNotes must be valid UTF-8 without the NUL character")
+		require.Contains(t, page, "form.notes: must be valid UTF-8 without the NUL character")
 	}
 	require.Equal(t, "pending", s.must(200, "GET", "/api/tasks/"+task, s.admin, nil, hp).JSON(t)["data"].(map[string]any)["status"])
 
 	for q, detail := range map[string]string{
-		"%FF%FE":  "query must be valid UTF-8 without the NUL character",
+		"%FF%FE":  "query.q: must be valid UTF-8 without the NUL character",
 		"loom%00": "must not contain the NUL character", // the router's check of every query string
 	} {
 		status, _, page := b.do("GET", "/projects/"+project+"/search?mode=keyword&q="+q, nil)

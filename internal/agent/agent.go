@@ -67,6 +67,10 @@ const (
 	// of its JSON); a longer one is given cut, as a string ending with
 	// Cut.
 	ToolResultMax = 32 << 10
+	// InputMax bounds a run's input and a question's answer (in
+	// characters), in the service: the API's maxLength and the console
+	// agree.
+	InputMax = 100000
 	// Cut ends a text that was cut short.
 	Cut = " … (truncated)"
 )

@@ -351,6 +351,9 @@ func (s *Service) StartRun(ctx context.Context, p *auth.Principal, project, id u
 	if strings.TrimSpace(input) == "" {
 		return Run{}, errs.New(errs.Invalid, "input must not be empty")
 	}
+	if n := utf8.RuneCountInString(input); n > InputMax {
+		return Run{}, errs.Errorf(errs.Invalid, "input must be at most %d characters (it has %d)", InputMax, n)
+	}
 	var r runRow
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		a, err := agentGet(ctx, tx, project, id, false)
@@ -480,6 +483,11 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 // (the run is not waiting for input), conflict (the question expired: it
 // is marked expired, and the run fails when a worker next takes it).
 func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a Answer) (Run, error) {
+	if a.Answer != nil {
+		if n := utf8.RuneCountInString(*a.Answer); n > InputMax {
+			return Run{}, errs.Errorf(errs.Invalid, "answer must be at most %d characters (it has %d)", InputMax, n)
+		}
+	}
 	var out Run
 	var late error
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {

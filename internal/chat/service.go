@@ -222,6 +222,10 @@ func (s *Service) begin(ctx context.Context, project, user uuid.UUID, p SendPara
 	if content == "" {
 		return nil, ErrNoContent
 	}
+	if n := len([]rune(content)); n > ContentMax {
+		// The API's maxLength as well: the console reaches here directly.
+		return nil, errs.Errorf(errs.Invalid, "content must be at most %d characters (it has %d)", ContentMax, n)
+	}
 	model, err := s.cfg.ModelFunc(ctx, project)
 	if err != nil {
 		return nil, err

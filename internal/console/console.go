@@ -15,10 +15,14 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
+	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
@@ -269,8 +273,16 @@ func (h *Handler) signedIn(page pageFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/signin", http.StatusSeeOther)
 			return
 		}
+		if err := readForm(w, r); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameToken(sess.CSRF, submittedCSRF(r)) {
 			http.Error(w, "invalid or missing CSRF token", http.StatusForbidden)
+			return
+		}
+		if err := textInput(r); err != nil {
+			h.fail(w, r, err)
 			return
 		}
 		page(w, r.WithContext(auth.WithPrincipal(r.Context(), p)), caller{sess: sess, p: p})
@@ -312,11 +324,67 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // statusOf is the API's status for err (httpapi.StatusOf), with the
 // error's message for the client's errors only.
 func statusOf(err error) (int, string) {
-	status := httpapi.StatusOf(errs.CodeOf(err))
-	if status >= http.StatusInternalServerError {
-		return status, "internal error"
+	status, msg, ok := httpapi.ClientError(err)
+	if !ok || status >= http.StatusInternalServerError {
+		return httpapi.StatusOf(errs.CodeOf(err)), "internal error"
 	}
-	return status, err.Error()
+	return status, msg
+}
+
+// FormMax bounds a console request's urlencoded body: the largest field a
+// form sends (an agent run's input, 100,000 characters) fits with room.
+const FormMax = 1 << 20
+
+// readForm parses an urlencoded body under FormMax (413 beyond it, 400
+// when it does not parse); a multipart body (an upload) is left to its
+// handler, which streams it.
+func readForm(w http.ResponseWriter, r *http.Request) error {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" || r.Body == nil {
+		return nil
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, FormMax)
+	if err := r.ParseForm(); err != nil {
+		if _, big := errors.AsType[*http.MaxBytesError](err); big {
+			return errs.Errorf(errs.PayloadTooLarge, "the form is larger than %d bytes", FormMax)
+		}
+		return errs.Errorf(errs.Invalid, "the form does not parse: %v", err)
+	}
+	return nil
+}
+
+// textInput refuses a query or form value (or name) that PostgreSQL
+// could not store as text, a NUL or invalid UTF-8, naming the field: the
+// API refuses both at its boundary (400), so the console does too.
+func textInput(r *http.Request) error {
+	if err := storableValues("query", r.URL.Query()); err != nil {
+		return err
+	}
+	return storableValues("form", r.PostForm)
+}
+
+// storableValues checks the names and values of one set of parameters.
+func storableValues(where string, v url.Values) error {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !storableText(k) {
+			return errs.Errorf(errs.Invalid, "%s (a parameter name): must be valid UTF-8 without the NUL character (U+0000)", where)
+		}
+		for _, s := range v[k] {
+			if !storableText(s) {
+				return errs.Errorf(errs.Invalid, "%s.%s: must be valid UTF-8 without the NUL character (U+0000)", where, k)
+			}
+		}
+	}
+	return nil
+}
+
+// storableText reports whether s is valid UTF-8 without U+0000.
+func storableText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 // pageOffset is the offset query parameter (0 when absent or invalid).

@@ -3,6 +3,7 @@ package console
 import (
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,9 +236,10 @@ func (h *Handler) cancelDiscovery(w http.ResponseWriter, r *http.Request, c call
 	h.render(w, r, http.StatusOK, discoveryLivePart(c.sess.CSRF, projectView{Project: p, CanWrite: true}, j, finalizeForm{Mode: discovery.ModeCreate, Install: true}))
 }
 
-// relKey names a proposed relationship in the form.
+// relKey names a proposed relationship in the form: its three names, each
+// query-escaped ("|" is %7C), joined by "|", so no two proposals share one.
 func relKey(rel discovery.Relationship) string {
-	return rel.SourceType + "|" + rel.RelationType + "|" + rel.TargetType
+	return url.QueryEscape(rel.SourceType) + "|" + url.QueryEscape(rel.RelationType) + "|" + url.QueryEscape(rel.TargetType)
 }
 
 // finalizeDiscovery makes a template pack of the ticked types and

@@ -79,13 +79,16 @@ func (h *Handler) graphPage(w http.ResponseWriter, r *http.Request, c caller) {
 // extracted from, a page of its relationships and the elements of the
 // drawing of them.
 type objectView struct {
-	Object      graph.Object
-	Provenance  []graph.Provenance
-	ProvTotal   int
-	Neighbours  []graph.Neighbour
-	Elements    string
-	Relations   pager
-	ObjectsBase string
+	Object     graph.Object
+	Provenance []graph.Provenance
+	ProvTotal  int
+	// CanReadDocuments: the caller passes documentsRule, so the chunks'
+	// text and documents' names are shown (else only their count).
+	CanReadDocuments bool
+	Neighbours       []graph.Neighbour
+	Elements         string
+	Relations        pager
+	ObjectsBase      string
 }
 
 // objectPage shows an object: type, properties, the quotes it was
@@ -108,6 +111,12 @@ func (h *Handler) objectPage(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
+	canDocs := h.can(r, c, documentsRule)
+	if !canDocs {
+		// The chunks' text and their documents' names are the API's
+		// documents:read (GET /api/documents/{id}/chunks): only the count.
+		prov = nil
+	}
 	offset := pageOffset(r)
 	ns, total, err := h.cfg.Graph.Neighbours(r.Context(), a.ProjectID, o.ID, PageSize, offset)
 	if err != nil {
@@ -121,7 +130,7 @@ func (h *Handler) objectPage(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	base := projectURL(p.ID) + "/graph"
 	v := objectView{
-		Object: o, Provenance: prov, ProvTotal: provTotal, Neighbours: ns, Elements: elements,
+		Object: o, Provenance: prov, ProvTotal: provTotal, CanReadDocuments: canDocs, Neighbours: ns, Elements: elements,
 		Relations: pager{Offset: offset, Total: total, Base: objectURL(p.ID, o.ID)}, ObjectsBase: base,
 	}
 	h.render(w, r, http.StatusOK, objectPageView(c.sess.CSRF, projectView{Project: p}, v))
@@ -253,3 +262,9 @@ func propertyText(v any) string {
 
 // sortedKeys are m's keys in order.
 func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+
+// objectsOfType is the graph list filtered on one type (the type encoded:
+// "R&D #1" is one value, not a second parameter and a fragment).
+func objectsOfType(base, typ string) string {
+	return base + "?" + url.Values{"type": {typ}}.Encode()
+}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -201,6 +202,11 @@ func (h *Handler) actOnNotification(w http.ResponseWriter, r *http.Request, c ca
 // caller's all tab, as the API's route.
 func (h *Handler) markAllNotificationsRead(w http.ResponseWriter, r *http.Request, c caller) {
 	a, err := h.check(r, c, notificationWriteRule, "")
+	if err == nil {
+		// The answer is the tab's panel: a bad tab is refused before
+		// anything is marked, not after.
+		err = notification.CheckTab(inboxQueryOf(r).Tab)
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -254,8 +260,16 @@ func inboxTabs(c notification.Counts) []struct {
 // localLink is a notification's action URL when it is a path of this
 // server (never another site's, nor a script).
 func localLink(u string) string {
-	if strings.HasPrefix(u, "/") && !strings.HasPrefix(u, "//") && !strings.Contains(u, `\`) {
-		return u
+	// A browser strips tabs and newlines from a URL and reads "\" as "/":
+	// "/\t/evil.example" is //evil.example. So: no control characters nor
+	// backslashes, one leading "/", no scheme, no host.
+	if !strings.HasPrefix(u, "/") || strings.HasPrefix(u, "//") || strings.Contains(u, `\`) ||
+		strings.ContainsFunc(u, unicode.IsControl) {
+		return ""
 	}
-	return ""
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme != "" || p.Host != "" || p.User != nil || !strings.HasPrefix(p.Path, "/") || strings.HasPrefix(p.Path, "//") {
+		return ""
+	}
+	return u
 }

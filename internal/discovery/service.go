@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -175,7 +176,9 @@ func options(p StartParams) (Options, error) {
 		o.BatchSize = *p.BatchSize
 	}
 	if p.MinConfidence != nil {
-		if *p.MinConfidence < 0 || *p.MinConfidence > 1 {
+		// NaN compares false with everything: refused by name (the
+		// console's form parses "NaN"; JSON cannot carry it).
+		if math.IsNaN(*p.MinConfidence) || *p.MinConfidence < 0 || *p.MinConfidence > 1 {
 			return o, errs.Errorf(errs.Invalid, "min_confidence must be between 0 and 1, not %g", *p.MinConfidence)
 		}
 		o.MinConfidence = *p.MinConfidence

@@ -102,6 +102,22 @@ func CodeOfStatus(status int) errs.Code {
 // unstorableText is the detail of a value PostgreSQL refused as text.
 const unstorableText = "a text value holds a character that cannot be stored (such as NUL, U+0000)"
 
+// ClientError is the status and client-safe message of a domain error
+// (errs.Error) or of a value PostgreSQL refused as text (400: a second
+// line of defence behind the boundary checks, the caller's input); ok is
+// false for anything else, which is an internal error. The API's problem
+// writer and the console share it.
+func ClientError(err error) (status int, msg string, ok bool) {
+	var de *errs.Error
+	if errors.As(err, &de) {
+		return StatusOf(de.Code), de.Message, true
+	}
+	if postgres.IsUnstorableText(err) {
+		return http.StatusBadRequest, unstorableText, true
+	}
+	return 0, "", false
+}
+
 // newProblem builds the body for status and message, turning domain errors
 // into their codes and hiding everything else behind "internal error" (the
 // cause goes to the request's log line).
@@ -112,11 +128,8 @@ func newProblem(ctx context.Context, status int, msg string, errList ...error) *
 		if e == nil {
 			continue
 		}
-		var de *errs.Error
-		if errors.As(e, &de) {
-			status = StatusOf(de.Code)
-			msg = de.Message
-			domain = true
+		if st, m, ok := ClientError(e); ok {
+			status, msg, domain = st, m, true
 			continue
 		}
 		var dd huma.ErrorDetailer
@@ -130,12 +143,6 @@ func newProblem(ctx context.Context, status int, msg string, errList ...error) *
 				loc, m = l, rest
 			}
 			details = append(details, &huma.ErrorDetail{Message: m, Location: loc})
-			continue
-		}
-		if postgres.IsUnstorableText(e) {
-			// Second line of defence behind the boundary checks: a
-			// value PostgreSQL cannot store is the caller's input.
-			status, msg, domain = http.StatusBadRequest, unstorableText, true
 			continue
 		}
 		if status >= 500 {

@@ -162,10 +162,12 @@ var (
 	ErrOccurrences = errs.New(errs.Invalid, "occurrences must not be negative")
 )
 
-func validTab(t string) bool {
+// CheckTab refuses a tab that is not one of the Tab constants (empty
+// is TabAll): ErrBadTab.
+func CheckTab(t string) error {
 	switch t {
-	case TabAll, TabImportant, TabOther, TabSnoozed, TabCleared:
-		return true
+	case "", TabAll, TabImportant, TabOther, TabSnoozed, TabCleared:
+		return nil
 	}
-	return false
+	return ErrBadTab
 }

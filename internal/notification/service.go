@@ -157,8 +157,8 @@ func (s *Service) List(ctx context.Context, o Owner, f Filter) ([]Notification, 
 	if f.Tab == "" {
 		f.Tab = TabAll
 	}
-	if !validTab(f.Tab) {
-		return nil, 0, ErrBadTab
+	if err := CheckTab(f.Tab); err != nil {
+		return nil, 0, err
 	}
 	f.Search = strings.TrimSpace(f.Search)
 	if utf8.RuneCountInString(f.Search) > SearchMax {

@@ -4,6 +4,14 @@
 "use strict";
 
 (function () {
+  // At most uploadsAtOnce uploads run at a time (a dropped folder may
+  // hold thousands of files); the others wait their turn, listed as
+  // queued. A 429 is tried again after its Retry-After.
+  var uploadsAtOnce = 4;
+  var retriesMax = 5;
+  var running = 0;
+  var waiting = [];
+
   function upload(zone, file, path) {
     var list = zone.querySelector("#upload-progress");
     var item = document.createElement("li");
@@ -14,10 +22,41 @@
     bar.value = 0;
     var state = document.createElement("span");
     state.className = "upload-state";
-    state.textContent = "uploading";
+    state.textContent = "queued";
+    item.dataset.state = "queued";
     item.append(name, " ", bar, " ", state);
     list.append(item);
+    waiting.push(function () { send(zone, file, item, bar, state, 0); });
+    pump();
+  }
 
+  function pump() {
+    while (running < uploadsAtOnce && waiting.length > 0) {
+      running++;
+      waiting.shift()();
+    }
+  }
+
+  function finished() {
+    running--;
+    pump();
+  }
+
+  // retryAfter is a 429's Retry-After in milliseconds (seconds or a date;
+  // one second when absent).
+  function retryAfter(xhr) {
+    var v = xhr.getResponseHeader("Retry-After") || "";
+    var n = Number(v);
+    if (v !== "" && !isNaN(n)) {
+      return Math.max(n, 0) * 1000;
+    }
+    var at = Date.parse(v);
+    return isNaN(at) ? 1000 : Math.max(at - Date.now(), 0);
+  }
+
+  function send(zone, file, item, bar, state, tries) {
+    state.textContent = "uploading";
+    item.dataset.state = "uploading";
     var body = new FormData();
     body.append("file", file, file.name);
     var xhr = new XMLHttpRequest();
@@ -34,6 +73,20 @@
         state.textContent = xhr.status === 200 ? "already uploaded" : "uploaded";
         item.dataset.state = "done";
         htmx.trigger("#document-rows", "uploaded");
+        finished();
+        return;
+      }
+      if (xhr.status === 401 && xhr.getResponseHeader("HX-Redirect")) {
+        window.location.assign(xhr.getResponseHeader("HX-Redirect"));
+        return;
+      }
+      if (xhr.status === 429 && tries < retriesMax) {
+        // The slot is kept: the rate limit is for every upload.
+        var wait = retryAfter(xhr);
+        bar.value = 0;
+        state.textContent = "rate limited: trying again in " + Math.ceil(wait / 1000) + " s";
+        item.dataset.state = "retrying";
+        setTimeout(function () { send(zone, file, item, bar, state, tries + 1); }, wait);
         return;
       }
       var detail = "upload failed (" + xhr.status + ")";
@@ -44,12 +97,20 @@
       }
       state.textContent = detail;
       item.dataset.state = "failed";
+      finished();
     });
     xhr.addEventListener("error", function () {
       state.textContent = "network error";
       item.dataset.state = "failed";
+      finished();
     });
     xhr.send(body);
+  }
+
+  // hidden is a path with a part starting with "." (.git, .DS_Store):
+  // never uploaded from a folder.
+  function hidden(path) {
+    return path.split("/").some(function (part) { return part.charAt(0) === "."; });
   }
 
   function setup(zone) {
@@ -73,7 +134,11 @@
     var folder = zone.querySelector("#upload-folder");
     if (folder) {
       folder.addEventListener("change", function () {
-        Array.prototype.forEach.call(folder.files, function (f) { upload(zone, f); });
+        Array.prototype.forEach.call(folder.files, function (f) {
+          if (!hidden(f.webkitRelativePath || f.name)) {
+            upload(zone, f);
+          }
+        });
         folder.value = "";
       });
     }
@@ -100,6 +165,9 @@
 
   // walk uploads a file entry, or every file under a folder entry.
   function walk(zone, entry) {
+    if (entry.name.charAt(0) === ".") {
+      return; // a hidden file or folder (.git, .DS_Store)
+    }
     if (entry.isFile) {
       entry.file(function (f) {
         upload(zone, f, entry.fullPath.replace(/^\//, ""));
@@ -263,6 +331,11 @@
         },
         body: new URLSearchParams({ content: content }),
       });
+      if (res.status === 401 && res.headers.get("HX-Redirect")) {
+        // Signed out: to the sign-in page, as htmx does.
+        window.location.assign(res.headers.get("HX-Redirect"));
+        return;
+      }
       if (!res.ok) {
         failed = true;
         question.remove();
@@ -291,10 +364,20 @@
             reply = null;
           } else if (name === "error") {
             failed = true;
+            reply.classList.remove("streaming");
             reply.classList.add("failed");
+            reply = null;
             flash(data.message);
           }
         });
+      }
+      if (reply) {
+        // The stream ended with neither done nor error (the server went
+        // away): the reply is not left "streaming".
+        failed = true;
+        reply.classList.remove("streaming");
+        reply.classList.add("failed");
+        flash("the answer was cut off; reload the page to see what was kept");
       }
     } catch (e) {
       failed = true;
