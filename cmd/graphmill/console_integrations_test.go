@@ -265,6 +265,19 @@ func TestConsoleIntegrations(t *testing.T) {
 	require.Contains(t, page, "2 created")
 	require.Contains(t, page, `id="sync-logs"`)
 	require.Contains(t, page, "<td>info</td>")
+	// A project admin who is not a superadmin: the API refuses them the
+	// log (its one route is superadmin), so does the page; the counters
+	// (every sync's integration.sync.completed event) stay.
+	_, padminToken := s.newMember("padmin@example.com", allScopes, project, "admin")
+	s.must(http.StatusForbidden, "GET", "/api/superadmin/sync-jobs/"+job+"/logs", padminToken, nil)
+	padmin := newConsoleBrowser(t, s)
+	padmin.signIn(padminToken)
+	status, _, page = padmin.do("GET", base+"/kb/syncs/"+job, nil)
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, "2 created")
+	require.NotContains(t, page, `id="sync-logs"`)
+	require.NotContains(t, page, "<td>info</td>")
+	require.Contains(t, page, `id="sync-log-superadmin"`)
 	// A second sync: the history lists both, newest first.
 	status, _, page = admin.do("POST", base+"/kb/sync", url.Values{}, hx)
 	require.Equal(t, 200, status, page)
