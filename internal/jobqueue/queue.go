@@ -246,7 +246,9 @@ func (q *queue) launch(jobs []Job) {
 	c.batches.Add(1)
 	go func() {
 		defer c.batches.Done()
-		q.announce(jobs)
+		if q.cfg.AnnounceStarted {
+			q.announce(jobs)
+		}
 		q.runBatch(ctx, b)
 	}()
 }

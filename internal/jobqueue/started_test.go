@@ -61,7 +61,7 @@ func TestClaimPublishesStarted(t *testing.T) {
 	ids := b.insert(t, jobSpec{project: &p1}, jobSpec{project: &p2}, jobSpec{project: &p1}, jobSpec{})
 	var mu sync.Mutex
 	var seen []startedEvent
-	b.newProcess(t, opts{queue: jobqueue.QueueConfig{BatchSize: 10, Handler: jobqueue.HandlerFunc(
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{BatchSize: 10, AnnounceStarted: true, Handler: jobqueue.HandlerFunc(
 		func(_ context.Context, jobs []jobqueue.Job) []error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -97,7 +97,7 @@ func TestStartedAnnouncementBoundedWhilePublishLockHeld(t *testing.T) {
 	require.NoError(t, err)
 
 	var runs atomic.Int32
-	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: 300 * time.Millisecond, Handler: jobqueue.HandlerFunc(
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: 300 * time.Millisecond, AnnounceStarted: true, Handler: jobqueue.HandlerFunc(
 		func(_ context.Context, jobs []jobqueue.Job) []error {
 			runs.Add(1)
 			return make([]error, len(jobs))
@@ -111,4 +111,18 @@ func TestStartedAnnouncementBoundedWhilePublishLockHeld(t *testing.T) {
 	require.Equal(t, 0, r.RetryCount, "no lost attempt")
 	require.Equal(t, 1, r.Attempt)
 	require.Empty(t, b.startedEvents(t), "the announcement was dropped, not published late")
+}
+
+// A queue without AnnounceStarted (one that publishes no job.completed)
+// publishes no job.started either: its jobs' starts are no wider than
+// their ends.
+func TestStartedOnlyWhenAnnounced(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.project(t)
+	ids := b.insert(t, jobSpec{project: &p}, jobSpec{project: &p})
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error { return make([]error, len(jobs)) })}})
+	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusCompleted) == len(ids) }, waitFor, 5*time.Millisecond)
+	require.Empty(t, b.startedEvents(t))
 }
