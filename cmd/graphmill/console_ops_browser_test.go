@@ -16,8 +16,9 @@ import (
 
 // TestConsoleBrowserOps drives the superadmin pages in chromium
 // (testdata/console-browser/ops.mjs): the queues, a sync job seen live
-// going pending -> completed (no job.started for sync jobs; the queue paused, then resumed,
-// the feed answering only when the test lets it), another sync job
+// going pending -> completed (no job.started for sync jobs; the queue
+// paused, then resumed, the feed answering only when the test lets it,
+// its running seen in the database), another sync job
 // cancelled and a failed parsing job retried from the browser, the sync
 // job's log, a user created and a token minted for them, the
 // organizations and the audit log. A non-superadmin's refusals are
