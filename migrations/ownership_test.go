@@ -43,6 +43,7 @@ func tableOwners() map[string]string {
 		"chat":            {"chat_sessions", "chat_messages"},
 		"discovery":       {"discovery_jobs", "discovery_llm_calls"},
 		"agent":           {"agents", "agent_runs", "agent_run_steps", "agent_run_questions"},
+		"console":         {"console_revoked_sessions"},
 	}
 	owners := map[string]string{}
 	for pkg, tables := range byPackage {

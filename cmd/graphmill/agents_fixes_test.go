@@ -257,7 +257,16 @@ func TestAgentResumedExternalTool(t *testing.T) {
 		id := s.agentCreate(s.admin, project, map[string]any{"name": tool, "instructions": "i", "tools": []string{"calc/" + tool}})
 		run := s.agentStart(s.admin, id, "CALL: calc:"+tool+" "+args)
 		require.Eventually(t, func() bool {
-			s.clock.Advance(time.Minute) // the retry's backoff
+			// The retry's backoff: the clock moves to the run's next try
+			// only while the run waits for it. Moved while the run is in
+			// flight, it would put the run's heartbeated lease in the past
+			// and the reaper would take the run back (a lost attempt).
+			var status string
+			var runAt time.Time
+			require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT status, run_at FROM agent_runs WHERE id = $1`, run.ID).Scan(&status, &runAt))
+			if d := runAt.Sub(s.clock.Now()); status == "queued" && d > 0 {
+				s.clock.Advance(d)
+			}
 			return slices.Contains([]string{"completed", "failed"}, s.agentRunGet(s.admin, run.ID).Status)
 		}, 30*time.Second, 100*time.Millisecond)
 		done := s.agentRunGet(s.admin, run.ID)

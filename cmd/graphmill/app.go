@@ -469,7 +469,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Providers: providers, Tasks: m.tasks, Search: searches, Graph: graphs,
 		Jobs: m.jobs, OpsQueues: consoleOpsQueues(),
 		Chat: chats, Agents: agents, Notifications: m.notifs, MCP: m.mcpReg, Integrations: integrations, Discovery: discoveries,
-		Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now,
+		Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now, Pool: pool,
 		OIDC: m.consoleOIDC(), SecureCookie: console.CookieSecurity(m.Config.ConsoleSecureCookie), PublicURL: m.Config.PublicURL,
 	})
 	if err != nil {
@@ -488,6 +488,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 			n, err := events.DeleteExpired(ctx, tx, m.Now())
 			if n > 0 {
 				log.Info("expired events deleted", "count", n)
+			}
+			return err
+		}},
+		scheduler.Task{Name: "console-sessions-expiry", Interval: 10 * time.Minute, RunInTx: func(ctx context.Context, tx pgx.Tx) error {
+			n, err := console.DeleteExpiredRevocations(ctx, tx, m.Now())
+			if n > 0 {
+				log.Info("expired console session revocations deleted", "count", n)
 			}
 			return err
 		}},

@@ -265,6 +265,29 @@ func TestConsoleIntegrations(t *testing.T) {
 	require.Contains(t, page, "2 created")
 	require.Contains(t, page, `id="sync-logs"`)
 	require.Contains(t, page, "<td>info</td>")
+	// The sync queue publishes no job.completed (a sync's end is
+	// integration.sync.completed), so no job.started either: project
+	// viewers are not told of its jobs by the generic job events.
+	var jobEvents, syncEnds int
+	require.NoError(t, s.pool().QueryRow(context.Background(), `SELECT
+		count(*) FILTER (WHERE type IN ('job.started', 'job.completed') AND payload->>'queue' = 'integration_sync'),
+		count(*) FILTER (WHERE type = 'integration.sync.completed')
+		FROM events WHERE project_id = $1`, project).Scan(&jobEvents, &syncEnds))
+	require.Zero(t, jobEvents)
+	require.Equal(t, 1, syncEnds)
+	// A project admin who is not a superadmin: the API refuses them the
+	// log (its one route is superadmin), so does the page; the counters
+	// (every sync's integration.sync.completed event) stay.
+	_, padminToken := s.newMember("padmin@example.com", allScopes, project, "admin")
+	s.must(http.StatusForbidden, "GET", "/api/superadmin/sync-jobs/"+job+"/logs", padminToken, nil)
+	padmin := newConsoleBrowser(t, s)
+	padmin.signIn(padminToken)
+	status, _, page = padmin.do("GET", base+"/kb/syncs/"+job, nil)
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, "2 created")
+	require.NotContains(t, page, `id="sync-logs"`)
+	require.NotContains(t, page, "<td>info</td>")
+	require.Contains(t, page, `id="sync-log-superadmin"`)
 	// A second sync: the history lists both, newest first.
 	status, _, page = admin.do("POST", base+"/kb/sync", url.Values{}, hx)
 	require.Equal(t, 200, status, page)

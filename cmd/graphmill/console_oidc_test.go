@@ -437,6 +437,10 @@ func TestConsoleOIDCSignIn(t *testing.T) {
 	status, hdr, _ = b.do("GET", "/", nil)
 	require.Equal(t, http.StatusSeeOther, status)
 	require.Equal(t, "/signin", hdr.Get("Location"))
+	// A copy of the session's cookie, of before the refresh (the same
+	// session), is refused too: the session was revoked on the server.
+	status, _, _ = b.do("GET", "/", nil, header{"Cookie", console.SessionCookie + "=" + before})
+	require.Equal(t, http.StatusSeeOther, status)
 }
 
 // TestConsoleOIDCRefreshRefusedSignsOut: when the access token expired

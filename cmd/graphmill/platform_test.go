@@ -246,7 +246,8 @@ func TestSchedulerMetrics(t *testing.T) {
 		for _, task := range m.Tasks {
 			runs[task.Name] = task.Runs
 		}
-		return len(m.Tasks) == 7 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 && runs["notifications-digest"] >= 1 &&
+		return len(m.Tasks) == 8 && runs["events-expiry"] >= 1 && runs["notifications-expiry"] >= 1 && runs["notifications-digest"] >= 1 &&
+			runs["console-sessions-expiry"] >= 1 &&
 			runs["provider-models-sync"] >= 1 && runs["scheduled-reextraction"] >= 1 && runs["integration-sync-schedule"] >= 1 &&
 			runs["agent-schedule"] >= 1 && m.Message != ""
 	}, 10*time.Second, 50*time.Millisecond)
@@ -271,7 +272,7 @@ func TestSchedulerMetricsSanitized(t *testing.T) {
 		s.must(200, "GET", "/api/metrics/scheduler", s.admin, nil).Decode(t, &m)
 		for _, task := range m.Tasks {
 			if task["name"] == "provider-models-sync" {
-				return len(m.Tasks) == 7 && task["runs"].(float64) >= 1
+				return len(m.Tasks) == 8 && task["runs"].(float64) >= 1
 			}
 		}
 		return false

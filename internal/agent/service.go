@@ -105,7 +105,7 @@ func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
 func (s *Service) AddQueue(concurrency, projectMax int) error {
 	return s.cfg.Jobs.AddQueue(jobqueue.QueueConfig{
 		Name: Queue, Table: "agent_runs", Concurrency: concurrency, BatchSize: 1, ProjectMax: projectMax,
-		Handler: jobqueue.EachFunc(s.work), BackoffFunc: s.cfg.Backoff, OutcomeFunc: s.outcomes, Lease: s.cfg.Lease,
+		Handler: jobqueue.EachFunc(s.work), BackoffFunc: s.cfg.Backoff, OutcomeFunc: s.outcomes, Lease: s.cfg.Lease, AnnounceStarted: true,
 	})
 }
 

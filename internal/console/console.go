@@ -27,6 +27,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
@@ -108,6 +109,9 @@ type Config struct {
 	Box    *secrets.Box
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Pool holds the console's own table, the signed-out sessions
+	// (console_revoked_sessions).
+	Pool *pgxpool.Pool
 
 	// OIDC, when set, offers sign-in with the identity provider besides
 	// API tokens.
@@ -123,6 +127,7 @@ type Config struct {
 type Handler struct {
 	cfg      Config
 	sessions sessions
+	revoked  revocations
 	oidc     *oidcLogin // nil: API tokens only
 	static   http.Handler
 }
@@ -131,7 +136,7 @@ type Handler struct {
 func New(c Config) (*Handler, error) {
 	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil || c.Graph == nil || c.Jobs == nil ||
 		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
-		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil {
+		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil || c.Pool == nil {
 		return nil, errors.New("console: incomplete config")
 	}
 	if c.Now == nil {
@@ -153,7 +158,7 @@ func New(c Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now, secure: secure}, static: static}
+	h := &Handler{cfg: c, sessions: sessions{box: c.Box, now: c.Now, secure: secure}, revoked: revocations{db: c.Pool}, static: static}
 	if c.OIDC != nil {
 		h.oidc = newOIDCLogin(*c.OIDC, c.Now)
 	}
@@ -253,6 +258,9 @@ func (h *Handler) signedIn(page pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess, err := h.sessions.get(r)
 		var p *auth.Principal
+		if err == nil {
+			err = h.live(r.Context(), sess)
+		}
 		if err == nil {
 			p, err = h.cfg.Guard.Authenticate(r.Context(), "Bearer "+sess.Token)
 			if err != nil && errs.CodeOf(err) == errs.Unauthenticated && sess.Refresh != "" {
@@ -433,8 +441,28 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// live refuses a signed-out session (its id revoked), whatever copy of
+// its cookie comes back.
+func (h *Handler) live(ctx context.Context, sess session) error {
+	gone, err := h.revoked.revoked(ctx, sess.ID)
+	if err != nil {
+		return err // internal: the session may be fine, kept
+	}
+	if gone {
+		return errSessionEnded
+	}
+	return nil
+}
+
+// signout ends the session for good: its id is revoked (a copy of the
+// cookie is refused from now on) before the browser is told to forget
+// the cookie.
 func (h *Handler) signout(w http.ResponseWriter, r *http.Request, c caller) {
 	h.sessions.clearCookie(w, r, SessionCookie, "/")
+	if err := h.revoked.revoke(r.Context(), c.sess.ID, time.Unix(c.sess.Expires, 0)); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	if h.oidc != nil && c.sess.Refresh != "" {
 		if err := h.oidc.revokeRefresh(r.Context(), c.sess.Refresh); err != nil {
 			h.cfg.Logger.WarnContext(r.Context(), "console sign-out: refresh token not revoked", "err", err)

@@ -36,8 +36,11 @@ const (
 // session is what the sealed cookie holds: the API token the browser
 // signed in with (never readable by script: the cookie is HttpOnly and
 // sealed with the secrets box), the CSRF token every unsafe request must
-// repeat, and when the session ends.
+// repeat, its id, and when the session ends.
 type session struct {
+	// ID names the session for its revocation at sign-out
+	// (console_revoked_sessions); a session without one is refused.
+	ID      string `json:"i"`
 	Token   string `json:"t"`
 	CSRF    string `json:"c"`
 	Expires int64  `json:"e"`
@@ -74,7 +77,7 @@ const MaxCookieBytes = 3900
 var errCookieTooLarge = errors.New("the identity provider's tokens are too large for the session cookie")
 
 func (s sessions) set(w http.ResponseWriter, r *http.Request, token, refresh string) (session, error) {
-	sess := session{Token: token, Refresh: refresh, CSRF: randomToken(), Expires: s.now().Add(SessionTTL).Unix()}
+	sess := session{ID: randomToken(), Token: token, Refresh: refresh, CSRF: randomToken(), Expires: s.now().Add(SessionTTL).Unix()}
 	return sess, s.put(w, r, sess)
 }
 
@@ -103,7 +106,7 @@ func (s sessions) get(r *http.Request) (session, error) {
 	if err := json.Unmarshal(raw, &sess); err != nil {
 		return session{}, fmt.Errorf("decode session: %w", err)
 	}
-	if sess.Token == "" || sess.CSRF == "" || s.now().Unix() >= sess.Expires {
+	if sess.ID == "" || sess.Token == "" || sess.CSRF == "" || s.now().Unix() >= sess.Expires {
 		return session{}, fmt.Errorf("session expired")
 	}
 	return sess, nil

@@ -34,7 +34,7 @@ func (s *Service) AddQueue(concurrency, projectMax int) error {
 	}
 	return s.cfg.Jobs.AddQueue(jobqueue.QueueConfig{
 		Name: Queue, Table: "discovery_jobs", Concurrency: concurrency, BatchSize: 1, ProjectMax: projectMax,
-		Handler: jobqueue.EachFunc(s.run), BackoffFunc: s.cfg.Backoff, OutcomeFunc: s.outcomes, Lease: s.cfg.Lease,
+		Handler: jobqueue.EachFunc(s.run), BackoffFunc: s.cfg.Backoff, OutcomeFunc: s.outcomes, Lease: s.cfg.Lease, AnnounceStarted: true,
 	})
 }
 

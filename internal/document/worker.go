@@ -27,7 +27,7 @@ const (
 func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 	if err := s.jobs.AddQueue(jobqueue.QueueConfig{
 		Name: QueueParsing, Table: "document_parsing_jobs", Concurrency: parseConcurrency, BatchSize: 1, ProjectMax: projectMax,
-		Handler: jobqueue.EachFunc(s.parseOne), OutcomeFunc: s.parseOutcomes,
+		Handler: jobqueue.EachFunc(s.parseOne), OutcomeFunc: s.parseOutcomes, AnnounceStarted: true,
 	}); err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 	// domains (internal/extraction, internal/embedding).
 	return s.jobs.AddQueue(jobqueue.QueueConfig{
 		Name: QueueChunkEmbedding, Table: "chunk_embedding_jobs", Concurrency: EmbedConcurrencyDefault, BatchSize: EmbedBatchDefault, ProjectMax: projectMax,
-		Handler: jobqueue.HandlerFunc(s.workEmbed), OutcomeFunc: jobOutcomes(QueueChunkEmbedding),
+		Handler: jobqueue.HandlerFunc(s.workEmbed), OutcomeFunc: jobOutcomes(QueueChunkEmbedding), AnnounceStarted: true,
 	})
 }
 

@@ -39,7 +39,7 @@ func (s *Service) AddQueue(concurrency, projectMax int) error {
 	}
 	return s.jobs.AddQueue(jobqueue.QueueConfig{
 		Name: Queue, Table: "object_extraction_jobs", Concurrency: concurrency, BatchSize: 1, ProjectMax: projectMax,
-		ConcurrencyFunc: s.cfg.InFlight, Handler: jobqueue.EachFunc(s.Run), OutcomeFunc: s.outcomes,
+		ConcurrencyFunc: s.cfg.InFlight, Handler: jobqueue.EachFunc(s.Run), OutcomeFunc: s.outcomes, AnnounceStarted: true,
 	})
 }
 

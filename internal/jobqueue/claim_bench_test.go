@@ -13,8 +13,9 @@ import (
 
 // BenchmarkClaimBatch measures the claim path of a producer: one batch of
 // ten jobs of one project claimed from a table of at least 20,000 queued
-// jobs, alone (claim) and with its job.started event (announced: what the
-// producer does before it launches the batch).
+// jobs, alone (claim) and with its job.started event (announced: what a
+// launched batch does before its handler runs, its wait for the publish
+// lock bounded).
 func BenchmarkClaimBatch(b *testing.B) {
 	const batch = 10
 	ctx := context.Background()
@@ -38,7 +39,13 @@ func BenchmarkClaimBatch(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
 		claim func(n int) ([]Job, error)
-	}{{"claim", q.claim}, {"announced", q.claimAnnounced}} {
+	}{{"claim", q.claim}, {"announced", func(n int) ([]Job, error) {
+		jobs, err := q.claim(n)
+		if err == nil {
+			q.announce(jobs)
+		}
+		return jobs, err
+	}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			// A fresh table of queued jobs for every run.
 			_, err := pool.Exec(ctx, `TRUNCATE bench_jobs`)

@@ -94,6 +94,11 @@ type QueueConfig struct {
 	// job log entries or events atomically with the status change. An error
 	// rolls that transaction back; the outcomes are then written without it.
 	OutcomeFunc OutcomeFunc
+	// AnnounceStarted publishes job.started for every claimed batch (see
+	// PublishStarted). Set it only on a queue whose OutcomeFunc publishes
+	// job.completed (Outcome.PublishCompleted): a job's start is shown to
+	// no one its end is not shown to.
+	AnnounceStarted bool
 }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,7 +175,7 @@ func (q *queue) fill() {
 		// Cleared before claiming, so that a notification arriving during
 		// the claim sets it again.
 		q.more.Store(false)
-		jobs, err := q.claimAnnounced(n)
+		jobs, err := q.claim(n)
 		if err != nil {
 			q.c.logger.Warn("claiming jobs failed", "queue", q.cfg.Name, "err", err)
 			return // the poll retries
@@ -208,20 +209,25 @@ func (q *queue) claim(n int) ([]Job, error) {
 	return q.jobClaim(ctx, q.c.pool, q.c.now(), q.c.workerID, n)
 }
 
-// claimAnnounced claims up to n jobs and announces them as job.started
-// before they run, so the event comes before the job's job.completed. An
-// announcement that fails is logged: the jobs are claimed and run anyway.
-func (q *queue) claimAnnounced(n int) ([]Job, error) {
-	jobs, err := q.claim(n)
-	if err != nil || len(jobs) == 0 {
-		return jobs, err
-	}
+// announce publishes job.started for a launched batch before its handler
+// runs, so the event comes before the jobs' job.completed. The jobs are
+// registered for heartbeats already, and the wait for the events publish
+// lock is bounded (lock_timeout, a fifth of the lease): the event only
+// informs, so one that cannot be published in time, or fails, is dropped
+// with a log line and the jobs run anyway.
+func (q *queue) announce(jobs []Job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := PublishStarted(ctx, q.c.pool, q.cfg.Name, jobs, q.c.now()); err != nil {
-		q.c.logger.Warn("announcing started jobs failed", "queue", q.cfg.Name, "jobs", len(jobs), "err", err)
+	wait := max(q.cfg.Lease/5, time.Millisecond)
+	err := pgx.BeginFunc(ctx, q.c.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(wait.Milliseconds(), 10)+"ms"); err != nil {
+			return fmt.Errorf("set lock timeout: %w", err)
+		}
+		return PublishStarted(ctx, tx, q.cfg.Name, jobs, q.c.now())
+	})
+	if err != nil {
+		q.c.logger.Warn("announcing started jobs failed; job.started dropped", "queue", q.cfg.Name, "jobs", len(jobs), "err", err)
 	}
-	return jobs, nil
 }
 
 func (q *queue) launch(jobs []Job) {
@@ -240,6 +246,9 @@ func (q *queue) launch(jobs []Job) {
 	c.batches.Add(1)
 	go func() {
 		defer c.batches.Done()
+		if q.cfg.AnnounceStarted {
+			q.announce(jobs)
+		}
 		q.runBatch(ctx, b)
 	}()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func TestClaimPublishesStarted(t *testing.T) {
 	ids := b.insert(t, jobSpec{project: &p1}, jobSpec{project: &p2}, jobSpec{project: &p1}, jobSpec{})
 	var mu sync.Mutex
 	var seen []startedEvent
-	b.newProcess(t, opts{queue: jobqueue.QueueConfig{BatchSize: 10, Handler: jobqueue.HandlerFunc(
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{BatchSize: 10, AnnounceStarted: true, Handler: jobqueue.HandlerFunc(
 		func(_ context.Context, jobs []jobqueue.Job) []error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -76,4 +77,52 @@ func TestClaimPublishesStarted(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, want, seen, "the handler ran after the announcement committed")
+}
+
+// The job.started announcement waits for the events publish lock at most
+// a fifth of the lease, after the batch is registered for heartbeats: a
+// publishing transaction holding the lock for many leases neither lets
+// the reaper take the running job back (it ran twice, a lost attempt
+// counted) nor holds the job up; its job.started is dropped.
+func TestStartedAnnouncementBoundedWhilePublishLockHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	p := b.project(t)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(0x67726576)) // events' publish lock
+	require.NoError(t, err)
+
+	var runs atomic.Int32
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Lease: 300 * time.Millisecond, AnnounceStarted: true, Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error {
+			runs.Add(1)
+			return make([]error, len(jobs))
+		})}})
+	id := b.insert(t, jobSpec{project: &p})[0]
+	// Many leases pass before the lock is released.
+	time.Sleep(2 * time.Second)
+	require.NoError(t, tx.Rollback(ctx))
+	r := b.requireStatus(t, id, jobqueue.StatusCompleted)
+	require.Equal(t, int32(1), runs.Load(), "the job ran once")
+	require.Equal(t, 0, r.RetryCount, "no lost attempt")
+	require.Equal(t, 1, r.Attempt)
+	require.Empty(t, b.startedEvents(t), "the announcement was dropped, not published late")
+}
+
+// A queue without AnnounceStarted (one that publishes no job.completed)
+// publishes no job.started either: its jobs' starts are no wider than
+// their ends.
+func TestStartedOnlyWhenAnnounced(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.project(t)
+	ids := b.insert(t, jobSpec{project: &p}, jobSpec{project: &p})
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{Handler: jobqueue.HandlerFunc(
+		func(_ context.Context, jobs []jobqueue.Job) []error { return make([]error, len(jobs)) })}})
+	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusCompleted) == len(ids) }, waitFor, 5*time.Millisecond)
+	require.Empty(t, b.startedEvents(t))
 }
