@@ -827,9 +827,9 @@ func integrationPage(csrf string, pv projectView, in integration.Integration, f 
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var46 string
-			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + SyncsEvent)
+			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + SyncsEvent + ", htmx:sseOpen from:#syncs")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `integrations.templ`, Line: 138, Col: 36}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `integrations.templ`, Line: 138, Col: 67}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 			if templ_7745c5c3_Err != nil {

@@ -636,9 +636,9 @@ func queuePage(csrf string, v queueView, message string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var32 string
-			templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + QueueEvent)
+			templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + QueueEvent + ", htmx:sseOpen from:#queue-jobs")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `ops.templ`, Line: 167, Col: 81}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `ops.templ`, Line: 167, Col: 117}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var32))
 			if templ_7745c5c3_Err != nil {

@@ -1294,9 +1294,9 @@ func documentsPage(csrf string, pv projectView, list []document.Document, p page
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var70 string
-			templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs("uploaded, sse:" + DocumentsEvent)
+			templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs("uploaded, sse:" + DocumentsEvent + ", htmx:sseOpen from:#documents")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views.templ`, Line: 262, Col: 50}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views.templ`, Line: 262, Col: 85}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 			if templ_7745c5c3_Err != nil {
@@ -1915,9 +1915,9 @@ func jobsPage(csrf string, pv projectView, list []extraction.Job, f jobFilter, p
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var103 string
-			templ_7745c5c3_Var103, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + JobsEvent)
+			templ_7745c5c3_Var103, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + JobsEvent + ", htmx:sseOpen from:#jobs")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views.templ`, Line: 347, Col: 35}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views.templ`, Line: 347, Col: 65}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var103))
 			if templ_7745c5c3_Err != nil {
