@@ -868,9 +868,9 @@ func discoveryJobPage(csrf string, pv projectView, j discovery.Job, f finalizeFo
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var49 string
-			templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + DiscoveryEvent + ", htmx:sseOpen from:#discovery-job")
+			templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + DiscoveryEvent)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `discovery.templ`, Line: 119, Col: 79}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `discovery.templ`, Line: 119, Col: 40}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
 			if templ_7745c5c3_Err != nil {
