@@ -237,11 +237,11 @@ func (s *Service) MonitorJobs(ctx context.Context, project uuid.UUID, f MonitorF
 	}
 	// col and dir come from the fixed lists above. A job's call totals are
 	// kept on its row (migration 00037: triggers on the call log), so the
-	// page is read in order from an index, cost included. Cost is never
-	// NULL: its order omits NULLS LAST so that the index serves both
-	// directions.
+	// page is read in order from an index, cost included. Creation time
+	// and cost are never NULL: their order omits NULLS LAST so that the
+	// index, read forwards or backwards, gives it.
 	nulls := ` NULLS LAST`
-	if col == "total_cost_usd" {
+	if col == "created_at" || col == "total_cost_usd" {
 		nulls = ``
 	}
 	sql := monitorSelect + `
