@@ -36,24 +36,34 @@ func (s *testServer) extractionCallTotalsMatch(project, job string) int {
 	return calls
 }
 
+// extractionFailingCall starts a server whose only provider is a key-ai
+// fake with apiKey, and a job whose first extraction call the fake refuses
+// (400); it returns once that job failed.
+func extractionFailingCall(t *testing.T, apiKey string) (s *testServer, project, job string) {
+	t.Helper()
+	gemini := llmtest.NewGemini(t, apiKey)
+	gemini.SetGenerate(func(llmtest.GenerateCall) string { return extractionKeyAIAnswer })
+	s = newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
+	ctx := context.Background()
+	project, _ = s.defaultProject()
+	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
+	doc := s.extractionUpload(project, "engine.md", "# Engine\n\nAda Lovelace worked with Charles Babbage.")
+	s.waitDocument(project, doc)
+	job = s.extractionJobOf(doc)
+	// Only the extraction call fails: an embedding or a model-list
+	// request meanwhile must not take the failure.
+	gemini.FailNextOn(llmtest.EndpointGenerate, 1, 400)
+	require.NoError(t, s.m.jobs.Resume(ctx, "object_extraction"))
+	require.Equal(t, "failed", s.extractionWaitJob(job, "failed", "completed").Status)
+	return s, project, job
+}
+
 // TestExtractionCallTotalsFailureRetry: a job whose call failed and that
 // a manual retry ran again keeps totals equal to its call log, the failed
 // call included, as the monitoring list shows them.
 func TestExtractionCallTotalsFailureRetry(t *testing.T) {
 	t.Parallel()
-	const apiKey = "AIzaSy-extraction-totals-1234"
-	gemini := llmtest.NewGemini(t, apiKey)
-	gemini.SetGenerate(func(llmtest.GenerateCall) string { return extractionKeyAIAnswer })
-	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
-	ctx := context.Background()
-	project, _ := s.defaultProject()
-	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
-	doc := s.extractionUpload(project, "engine.md", "# Engine\n\nAda Lovelace worked with Charles Babbage.")
-	s.waitDocument(project, doc)
-	id := s.extractionJobOf(doc)
-	gemini.FailNextOn(llmtest.EndpointGenerate, 1, 400)
-	require.NoError(t, s.m.jobs.Resume(ctx, "object_extraction"))
-	require.Equal(t, "failed", s.extractionWaitJob(id, "failed", "completed").Status)
+	s, project, id := extractionFailingCall(t, "AIzaSy-extraction-totals-1234")
 	require.Equal(t, 1, s.extractionCallTotalsMatch(project, id), "the failed call")
 
 	s.must(200, "POST", "/api/admin/extraction-jobs/"+id+"/retry", s.admin, nil)
@@ -66,19 +76,10 @@ func TestExtractionCallTotalsFailureRetry(t *testing.T) {
 // written after the cancel), keep totals equal to their call logs.
 func TestExtractionCallTotalsCrashAndCancel(t *testing.T) {
 	t.Parallel()
-	s := newServer(t)
-	project, _ := s.defaultProject()
-	s.extractionSetThreshold(project, 0)
-	doc := s.extractionUpload(project, "orbit.md", extractionReadFile(t, "orbit.md"))
-	id := s.extractionJobOf(doc)
-	require.Equal(t, "completed", s.extractionWaitJob(id, "completed", "failed").Status)
+	s, project, id, _ := extractionCompletedJob(t)
 	first := s.extractionCallTotalsMatch(project, id)
 	require.Positive(t, first)
-	_, err := s.m.db.pool.Exec(context.Background(), `UPDATE object_extraction_jobs SET status = 'running', completed_at = NULL,
-		locked_by = 'dead-worker', locked_until = now() - interval '1 minute' WHERE id = $1`, id)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return s.extractionGetJob(id).Status == "queued" }, 10*time.Second, 20*time.Millisecond)
-	s.clock.Advance(10 * time.Minute)
+	s.extractionLoseWorker(id)
 	require.Equal(t, "completed", s.extractionWaitJob(id, "completed", "failed").Status)
 	require.Equal(t, 2*first, s.extractionCallTotalsMatch(project, id), "both attempts' calls")
 
