@@ -458,18 +458,40 @@ func TestExtractionCancelMidCall(t *testing.T) {
 	require.Less(t, d["metrics"].(map[string]any)["success_rate"].(float64), 1.0)
 }
 
+// extractionCompletedJob starts a server and runs a job of orbit.md (the
+// local provider, no review threshold) to completion.
+func extractionCompletedJob(t *testing.T) (s *testServer, project, job string, first extractionJob) {
+	t.Helper()
+	s = newServer(t)
+	project, _ = s.defaultProject()
+	s.extractionSetThreshold(project, 0)
+	doc := s.extractionUpload(project, "orbit.md", extractionReadFile(t, "orbit.md"))
+	job = s.extractionJobOf(doc)
+	first = s.extractionWaitJob(job, "completed", "failed")
+	require.Equal(t, "completed", first.Status, first.ErrorMsg)
+	return s, project, job, first
+}
+
+// extractionLoseWorker makes job's worker "crash" after its commit: the
+// row is running again under a dead worker whose lease ran out; the
+// reaper queues it again after a backoff, and the clock moves past it.
+func (s *testServer) extractionLoseWorker(job string) {
+	s.t.Helper()
+	_, err := s.m.db.pool.Exec(context.Background(), `UPDATE object_extraction_jobs SET status = 'running', completed_at = NULL,
+		locked_by = 'dead-worker', locked_until = now() - interval '1 minute' WHERE id = $1`, job)
+	require.NoError(s.t, err)
+	require.Eventually(s.t, func() bool {
+		return s.extractionGetJob(job).Status == "queued"
+	}, 10*time.Second, 20*time.Millisecond)
+	s.clock.Advance(10 * time.Minute)
+}
+
 // TestExtractionCrashThenRetryNoDuplicates: a job whose worker died after
 // committing (the lease expires, the reaper queues it again) runs again
 // and changes nothing: no duplicate objects, relationships or provenance.
 func TestExtractionCrashThenRetryNoDuplicates(t *testing.T) {
 	t.Parallel()
-	s := newServer(t)
-	project, _ := s.defaultProject()
-	s.extractionSetThreshold(project, 0)
-	doc := s.extractionUpload(project, "orbit.md", extractionReadFile(t, "orbit.md"))
-	id := s.extractionJobOf(doc)
-	first := s.extractionWaitJob(id, "completed", "failed")
-	require.Equal(t, "completed", first.Status, first.ErrorMsg)
+	s, project, id, first := extractionCompletedJob(t)
 	counts := func() [4]int {
 		return [4]int{
 			s.extractionCount(`SELECT count(*) FROM graph_objects WHERE project_id = $1`, project),
@@ -481,17 +503,7 @@ func TestExtractionCrashThenRetryNoDuplicates(t *testing.T) {
 	before := counts()
 	require.Positive(t, before[0])
 
-	// The worker "crashed" after its commit: the row is still running
-	// under a dead worker whose lease ran out.
-	ctx := context.Background()
-	_, err := s.m.db.pool.Exec(ctx, `UPDATE object_extraction_jobs SET status = 'running', completed_at = NULL,
-		locked_by = 'dead-worker', locked_until = now() - interval '1 minute' WHERE id = $1`, id)
-	require.NoError(t, err)
-	// The reaper queues it again after a backoff; move the clock past it.
-	require.Eventually(t, func() bool {
-		return s.extractionGetJob(id).Status == "queued"
-	}, 10*time.Second, 20*time.Millisecond)
-	s.clock.Advance(10 * time.Minute)
+	s.extractionLoseWorker(id)
 	again := s.extractionWaitJob(id, "completed", "failed")
 	require.Equal(t, "completed", again.Status, again.ErrorMsg)
 	require.Equal(t, 1, again.RetryCount)
@@ -880,21 +892,8 @@ func TestExtractionAdminAPI(t *testing.T) {
 // Without any provider the job fails permanently too, saying why.
 func TestExtractionProviderFailure(t *testing.T) {
 	t.Parallel()
-	const apiKey = "AIzaSy-extraction-fail-1234"
-	gemini := llmtest.NewGemini(t, apiKey)
-	gemini.SetGenerate(func(llmtest.GenerateCall) string { return extractionKeyAIAnswer })
-	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
-	ctx := context.Background()
-	project, _ := s.defaultProject()
-	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
-	doc := s.extractionUpload(project, "engine.md", "# Engine\n\nAda Lovelace worked with Charles Babbage.")
-	s.waitDocument(project, doc)
-	id := s.extractionJobOf(doc)
-	// Only the extraction call fails: an embedding or a model-list
-	// request meanwhile must not take the failure.
-	gemini.FailNextOn(llmtest.EndpointGenerate, 1, 400)
-	require.NoError(t, s.m.jobs.Resume(ctx, "object_extraction"))
-	j := s.extractionWaitJob(id, "failed", "completed")
+	s, project, id := extractionFailingCall(t, "AIzaSy-extraction-fail-1234")
+	j := s.extractionGetJob(id)
 	require.Equal(t, "failed", j.Status)
 	require.Contains(t, j.ErrorMsg, "extraction call 1 of 1")
 	require.Zero(t, j.RetryCount, "a refused request is not retried")

@@ -153,23 +153,15 @@ func sortColumn(by string) (string, bool) {
 	return "", false
 }
 
-// innerKey is the sort key col in the page's inner query; outerKey in
-// its outer one.
-func innerKey(col string) string {
+// sortKey is the expression of monitorSelect that sorts by col.
+func sortKey(col string) string {
 	switch col {
 	case "total_cost_usd":
-		return "sort_cost"
+		return "j.llm_cost_usd"
 	case "duration_ms":
 		return "duration_ms"
 	}
 	return "j." + col
-}
-
-func outerKey(col string) string {
-	if col == "total_cost_usd" {
-		return "p.sort_cost"
-	}
-	return "p." + col
 }
 
 type monitorRow struct {
@@ -191,12 +183,11 @@ type monitorRow struct {
 
 const monitorSelect = `SELECT j.id, j.document_id, j.datasource_id, j.status, j.started_at, j.completed_at, j.error_msg,
 	j.objects_created, j.relationships_created, j.suggestions_created,
-	coalesce(c.calls, 0)::int AS total_llm_calls, coalesce(c.cost, 0)::float8 AS total_cost_usd,
+	j.llm_calls AS total_llm_calls, j.llm_cost_usd::float8 AS total_cost_usd,
 	CASE WHEN j.started_at IS NULL THEN NULL
 	     ELSE (extract(epoch FROM coalesce(j.completed_at, $2::timestamptz) - j.started_at) * 1000)::bigint END AS duration_ms,
-	count(*) OVER () AS total
-	FROM object_extraction_jobs j
-	LEFT JOIN LATERAL (SELECT count(*) AS calls, sum(cost_usd) AS cost FROM extraction_llm_calls WHERE job_id = j.id) c ON true`
+	0 AS total
+	FROM object_extraction_jobs j`
 
 func monitorFromRow(r monitorRow) MonitorJob {
 	b := MonitorJobBase{
@@ -244,30 +235,20 @@ func (s *Service) MonitorJobs(ctx context.Context, project uuid.UUID, f MonitorF
 	if f.DateFrom != nil && f.DateTo != nil && f.DateTo.Before(*f.DateFrom) {
 		return nil, 0, errs.New(errs.Invalid, "date_to must not be before date_from")
 	}
-	// col and dir come from the fixed lists above. The page is chosen on
-	// the jobs alone (its total column unused), and the calls summed for its rows
-	// only: summing them for every job before the LIMIT costs a lookup
-	// per job of the project. Sorting by cost sums them all, once.
-	cost, costs := `0::float8`, ``
-	if col == "total_cost_usd" {
-		cost = `coalesce(s.cost, 0)::float8`
-		costs = `LEFT JOIN (SELECT job_id, sum(cost_usd) AS cost FROM extraction_llm_calls WHERE project_id = $1 GROUP BY job_id) s ON s.job_id = j.id`
+	// col and dir come from the fixed lists above. A job's call totals are
+	// kept on its row (migration 00037: triggers on the call log), so the
+	// page is read in order from an index, cost included. Creation time
+	// and cost are never NULL: their order omits NULLS LAST so that the
+	// index, read forwards or backwards, gives it.
+	nulls := ` NULLS LAST`
+	if col == "created_at" || col == "total_cost_usd" {
+		nulls = ``
 	}
-	sql := `SELECT p.id, p.document_id, p.datasource_id, p.status, p.started_at, p.completed_at, p.error_msg,
-		p.objects_created, p.relationships_created, p.suggestions_created,
-		coalesce(c.calls, 0)::int AS total_llm_calls, coalesce(c.cost, 0)::float8 AS total_cost_usd, p.duration_ms, p.total
-	FROM (SELECT j.id, j.document_id, j.datasource_id, j.status, j.started_at, j.completed_at, j.error_msg, j.created_at,
-			j.objects_created, j.relationships_created, j.suggestions_created, ` + cost + ` AS sort_cost,
-			CASE WHEN j.started_at IS NULL THEN NULL
-			     ELSE (extract(epoch FROM coalesce(j.completed_at, $2::timestamptz) - j.started_at) * 1000)::bigint END AS duration_ms,
-			0 AS total
-		FROM object_extraction_jobs j ` + costs + `
+	sql := monitorSelect + `
 		WHERE j.project_id = $1 AND ($3::text[] IS NULL OR j.status = ANY($3))
 		  AND ($4 = '' OR ($4 = 'document' AND j.document_id IS NOT NULL) OR ($4 = 'datasource' AND j.datasource_id IS NOT NULL))
 		  AND ($5::timestamptz IS NULL OR j.created_at >= $5) AND ($6::timestamptz IS NULL OR j.created_at <= $6)
-		ORDER BY ` + innerKey(col) + ` ` + dir + ` NULLS LAST, j.id ` + dir + ` LIMIT $7 OFFSET $8) p
-	LEFT JOIN LATERAL (SELECT count(*) AS calls, sum(cost_usd) AS cost FROM extraction_llm_calls WHERE job_id = p.id) c ON true
-	ORDER BY ` + outerKey(col) + ` ` + dir + ` NULLS LAST, p.id ` + dir
+		ORDER BY ` + sortKey(col) + ` ` + dir + nulls + `, j.id ` + dir + ` LIMIT $7 OFFSET $8`
 	rows, err := s.pool.Query(ctx, sql, project, s.now().UTC(), statuses, f.SourceType, f.DateFrom, f.DateTo, f.Limit, f.Offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list monitored jobs: %w", err)
