@@ -50,13 +50,17 @@ export async function openConsole() {
     await page.click("button[type=submit]");
     await page.waitForSelector("#projects");
   };
-  // sseOpen waits until the element's htmx SSE source is connected.
+  // sseOpen waits until the element's htmx SSE source is connected and
+  // the reload a live list makes when its stream opens has ended (a click
+  // during that swap would land on a row being replaced).
   const sseOpen = async (selector) => {
     await page.waitForFunction((sel) => {
       const el = document.querySelector(sel);
       return el && el["htmx-internal-data"] && el["htmx-internal-data"].sseEventSource &&
         el["htmx-internal-data"].sseEventSource.readyState === 1;
     }, selector);
+    await page.waitForTimeout(50);
+    await page.waitForFunction(() => document.querySelector(".htmx-request, .htmx-settling, .htmx-swapping") === null);
   };
   const run = async (body) => {
     try {
