@@ -180,13 +180,14 @@ func (h handlers) send(ctx context.Context, in *sendIn) (*huma.StreamResponse, e
 	}
 	return &huma.StreamResponse{Body: func(hc huma.Context) {
 		r, w := humachi.Unwrap(hc)
-		s := &stream{w: w, r: r, rc: http.NewResponseController(w)}
+		s := &stream{r: r}
+		s.EventStream = httpapi.NewEventStream(w, func(h http.Header) { h.Set("Server-Timing", serverTiming(s.timing)) })
 		msg, err := h.svc.Send(hc.Context(), a.ProjectID, user, a.ResourceID, SendParams{Content: in.Body.Content, OnDelta: s.delta, Timing: &s.timing})
 		if err != nil {
-			s.fail(err)
+			s.fail(w, err)
 			return
 		}
-		s.event(EventCompleted, map[string]any{"type": EventCompleted, "message": msg})
+		s.Event(EventCompleted, map[string]any{"type": EventCompleted, "message": msg})
 	}}, nil
 }
 
@@ -199,66 +200,29 @@ func serverTiming(t Timing) string {
 
 // stream writes a reply as server-sent events.
 type stream struct {
-	w       http.ResponseWriter
-	r       *http.Request
-	rc      *http.ResponseController
-	timing  Timing
-	started bool
-	err     error // the first write error: the client is gone
-}
-
-// streamWriteTimeout bounds one event's write to a slow client.
-const streamWriteTimeout = 10 * time.Second
-
-func (s *stream) start() {
-	if s.started {
-		return
-	}
-	s.started = true
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	h.Set("Server-Timing", serverTiming(s.timing))
-	s.w.WriteHeader(http.StatusOK)
-}
-
-func (s *stream) event(name string, data any) {
-	if s.err != nil {
-		return
-	}
-	s.start()
-	b, err := json.Marshal(data)
-	if err != nil {
-		s.err = err
-		return
-	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
-		s.err = err
-		return
-	}
-	s.err = s.rc.Flush()
+	*httpapi.EventStream
+	r      *http.Request
+	timing Timing
 }
 
 // delta is SendParams.OnDelta: an error ends the turn.
 func (s *stream) delta(d string) error {
-	s.event(EventDelta, map[string]string{"type": EventDelta, "delta": d})
-	if s.err != nil {
-		return fmt.Errorf("chat stream client gone: %w", s.err)
+	s.Event(EventDelta, map[string]string{"type": EventDelta, "delta": d})
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("chat stream client gone: %w", err)
 	}
 	return nil
 }
 
-func (s *stream) fail(err error) {
-	if s.err != nil {
+func (s *stream) fail(w http.ResponseWriter, err error) {
+	if s.Err() != nil {
 		return // the client is gone: nobody to tell
 	}
-	if !s.started {
-		httpapi.WriteProblem(s.w, s.r, err)
+	if !s.Started() {
+		httpapi.WriteProblem(w, s.r, err)
 		return
 	}
 	p := httpapi.ProblemFor(s.r.Context(), err)
 	httpapi.RecordStreamFailure(s.r.Context(), p)
-	s.event(EventError, map[string]any{"type": EventError, "error": p})
+	s.Event(EventError, map[string]any{"type": EventError, "error": p})
 }

@@ -2,12 +2,10 @@ package console
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -15,6 +13,7 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/chat"
 	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
@@ -26,9 +25,6 @@ const (
 	ChatDoneEvent  = "done"
 	ChatErrorEvent = "error"
 )
-
-// chatWriteTimeout bounds one event's write to a slow browser.
-const chatWriteTimeout = 10 * time.Second
 
 // chatRule is the API's rule of the chat routes (chat.Register): a
 // user's own sessions in the project.
@@ -148,64 +144,35 @@ func (h *Handler) chatSend(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	s := &chatStream{w: w, rc: http.NewResponseController(w)}
+	s := chatStream{httpapi.NewEventStream(w, nil)}
 	msg, err := h.cfg.Chat.Send(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID, chat.SendParams{Content: r.PostFormValue("content"), OnDelta: s.delta})
 	if err != nil {
-		if !s.started {
+		if !s.Started() {
 			h.fail(w, r, err)
 			return
 		}
 		_, text := statusOf(err)
-		if s.err == nil {
+		if s.Err() == nil {
 			h.cfg.Logger.WarnContext(r.Context(), "console chat turn failed mid-stream", "session", a.ResourceID, "err", err)
 		}
-		s.event(ChatErrorEvent, map[string]string{"message": text})
+		s.Event(ChatErrorEvent, map[string]string{"message": text})
 		return
 	}
 	var html bytes.Buffer
 	if err := chatMessageView(p.ID, msg).Render(r.Context(), &html); err != nil {
 		h.cfg.Logger.ErrorContext(r.Context(), "render chat message", "err", err)
 	}
-	s.event(ChatDoneEvent, map[string]string{"html": html.String()})
+	s.Event(ChatDoneEvent, map[string]string{"html": html.String()})
 }
 
 // chatStream writes a turn's events.
-type chatStream struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-	err     error // the first write error: the browser is gone
-}
-
-func (s *chatStream) event(name string, data any) {
-	if s.err != nil {
-		return
-	}
-	if !s.started {
-		s.started = true
-		hd := s.w.Header()
-		hd.Set("Content-Type", "text/event-stream")
-		hd.Set("X-Accel-Buffering", "no")
-		s.w.WriteHeader(http.StatusOK)
-	}
-	b, err := json.Marshal(data)
-	if err != nil {
-		s.err = err
-		return
-	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(chatWriteTimeout))
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
-		s.err = err
-		return
-	}
-	s.err = s.rc.Flush()
-}
+type chatStream struct{ *httpapi.EventStream }
 
 // delta is chat.SendParams.OnDelta: a write error ends the turn.
-func (s *chatStream) delta(text string) error {
-	s.event(ChatDeltaEvent, map[string]string{"text": text})
-	if s.err != nil {
-		return fmt.Errorf("console chat stream: browser gone: %w", s.err)
+func (s chatStream) delta(text string) error {
+	s.Event(ChatDeltaEvent, map[string]string{"text": text})
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("console chat stream: browser gone: %w", err)
 	}
 	return nil
 }
