@@ -20,10 +20,11 @@ import (
 
 func TestWebSearchLevels(t *testing.T) {
 	t.Parallel()
-	brave := mcptest.NewBrave(t, "key-global", "key-org", "key-project")
 	for _, global := range []string{"", "key-global"} {
 		t.Run("global="+global, func(t *testing.T) {
 			t.Parallel()
+			// One fake per subtest: the checks read the key of the last request it saw.
+			brave := mcptest.NewBrave(t, "key-global", "key-org", "key-project")
 			b := setup(t, func(c *mcpregistry.Config) { c.WebSearchAPIKey, c.WebSearchBaseURL = global, brave.URL })
 			ctx := context.Background()
 			builtin, _, err := b.svc.ListServers(ctx, b.project, 50, 0)
