@@ -274,6 +274,23 @@ func problemError(res *http.Response, body []byte) error {
 	return err
 }
 
+// listAll reads every page of a list route, limit items a page: page
+// asks for one window and returns its items; the last page is the first
+// shorter than limit.
+func listAll[T any](limit int64, page func(limit, offset *int64) (*[]T, error)) ([]T, error) {
+	var all []T
+	for offset := int64(0); ; offset += limit {
+		data, err := page(&limit, &offset)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, deref(data)...)
+		if int64(len(deref(data))) < limit {
+			return all, nil
+		}
+	}
+}
+
 // deref is the value of an optional list (nil for none).
 func deref[T any](p *[]T) []T {
 	if p == nil {

@@ -132,18 +132,10 @@ func agentsCommand(c *cli) *cobra.Command {
 
 // agents lists the project's agents, a page at a time.
 func (s *session) agents() ([]client.Agent, error) {
-	var all []client.Agent
-	limit := int64(100)
-	for offset := int64(0); ; offset += limit {
-		page, err := call[client.ListAgent](s.api.ListAgents(s.ctx, &client.ListAgentsParams{Limit: &limit, Offset: &offset})) //nolint:bodyclose // call closes it
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, deref(page.Data)...)
-		if int64(len(deref(page.Data))) < limit {
-			return all, nil
-		}
-	}
+	return listAll(100, func(limit, offset *int64) (*[]client.Agent, error) {
+		page, err := call[client.ListAgent](s.api.ListAgents(s.ctx, &client.ListAgentsParams{Limit: limit, Offset: offset})) //nolint:bodyclose // call closes it
+		return page.Data, err
+	})
 }
 
 // connectAgent is connectProject and the id of the agent ref names.

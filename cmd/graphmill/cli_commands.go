@@ -315,17 +315,12 @@ func tokensCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var all []client.TenancyToken
-			limit := int64(200)
-			for offset := int64(0); ; offset += limit {
-				page, err := call[client.ListToken](s.api.ListTokens(c.ctx, &client.ListTokensParams{Limit: &limit, Offset: &offset})) //nolint:bodyclose // call closes it
-				if err != nil {
-					return err
-				}
-				all = append(all, deref(page.Data)...)
-				if int64(len(deref(page.Data))) < limit {
-					break
-				}
+			all, err := listAll(200, func(limit, offset *int64) (*[]client.TenancyToken, error) {
+				page, err := call[client.ListToken](s.api.ListTokens(c.ctx, &client.ListTokensParams{Limit: limit, Offset: offset})) //nolint:bodyclose // call closes it
+				return page.Data, err
+			})
+			if err != nil {
+				return err
 			}
 			return c.emit(all, func() [][]string { return rows(all) })
 		},

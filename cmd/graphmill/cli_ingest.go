@@ -347,18 +347,10 @@ func collectFiles(paths []string) ([]ingestFile, error) {
 
 // documents lists all the project's documents, a page at a time.
 func (s *session) documents() ([]client.Document, error) {
-	var all []client.Document
-	limit := int64(200)
-	for offset := int64(0); ; offset += limit {
-		page, err := call[client.ListDocument](s.api.ListDocuments(s.ctx, &client.ListDocumentsParams{Limit: &limit, Offset: &offset})) //nolint:bodyclose // call closes it
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, deref(page.Data)...)
-		if int64(len(deref(page.Data))) < limit {
-			return all, nil
-		}
-	}
+	return listAll(200, func(limit, offset *int64) (*[]client.Document, error) {
+		page, err := call[client.ListDocument](s.api.ListDocuments(s.ctx, &client.ListDocumentsParams{Limit: limit, Offset: offset})) //nolint:bodyclose // call closes it
+		return page.Data, err
+	})
 }
 
 // upload sends one file as a multipart upload, its bytes counted by
