@@ -244,16 +244,9 @@ func (h *Handle) InputTokenLimit() int { return h.model.InputTokenLimit }
 // Generate makes one structured-output call.
 func (h *Handle) Generate(ctx context.Context, req llm.GenerateRequest) (*llm.GenerateResult, error) {
 	est := int64(len(req.System)+len(req.Prompt)+len(req.Text))/4 + int64(req.MaxOutputTokens)
-	var res *llm.GenerateResult
-	err := h.call(ctx, "generate", 1, est, func(ctx context.Context) (llm.Usage, error) {
-		var err error
-		res, err = h.client.Generate(ctx, h.model.ModelName, req)
-		if err != nil {
-			return llm.Usage{}, err
-		}
-		return res.Usage, nil
-	})
-	return res, err
+	return metered(ctx, h, "generate", 1, est, func(ctx context.Context) (*llm.GenerateResult, error) {
+		return h.client.Generate(ctx, h.model.ModelName, req)
+	}, func(r *llm.GenerateResult) llm.Usage { return r.Usage })
 }
 
 // Chat makes one step of a tool-using conversation (llm.Client.Chat),
@@ -261,16 +254,9 @@ func (h *Handle) Generate(ctx context.Context, req llm.GenerateRequest) (*llm.Ge
 // (operation "generate").
 func (h *Handle) Chat(ctx context.Context, req llm.ChatRequest) (*llm.ChatResult, error) {
 	est := req.EstimatedInputTokens() + int64(req.MaxOutputTokens)
-	var res *llm.ChatResult
-	err := h.call(ctx, "generate", 1, est, func(ctx context.Context) (llm.Usage, error) {
-		var err error
-		res, err = h.client.Chat(ctx, h.model.ModelName, req)
-		if err != nil {
-			return llm.Usage{}, err
-		}
-		return res.Usage, nil
-	})
-	return res, err
+	return metered(ctx, h, "generate", 1, est, func(ctx context.Context) (*llm.ChatResult, error) {
+		return h.client.Chat(ctx, h.model.ModelName, req)
+	}, func(r *llm.ChatResult) llm.Usage { return r.Usage })
 }
 
 // Embed embeds texts with one provider call (llm.Embedder).
@@ -279,19 +265,29 @@ func (h *Handle) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	for _, t := range texts {
 		est += int64(len(t)) / 4
 	}
-	var res *llm.EmbedResult
-	err := h.call(ctx, "embed", len(texts), est, func(ctx context.Context) (llm.Usage, error) {
-		var err error
-		res, err = h.client.Embed(ctx, h.model.ModelName, texts, 0)
-		if err != nil {
-			return llm.Usage{}, err
-		}
-		return res.Usage, nil
-	})
+	res, err := metered(ctx, h, "embed", len(texts), est, func(ctx context.Context) (*llm.EmbedResult, error) {
+		return h.client.Embed(ctx, h.model.ModelName, texts, 0)
+	}, func(r *llm.EmbedResult) llm.Usage { return r.Usage })
 	if err != nil {
 		return nil, err
 	}
 	return res.Vectors, nil
+}
+
+// metered runs fn through h.call (governor, ledger, span) and returns its
+// result, whose usage the ledger records.
+func metered[R any](ctx context.Context, h *Handle, op string, items int, estTokens int64,
+	fn func(context.Context) (R, error), usage func(R) llm.Usage,
+) (R, error) {
+	var res R
+	err := h.call(ctx, op, items, estTokens, func(ctx context.Context) (llm.Usage, error) {
+		var err error
+		if res, err = fn(ctx); err != nil {
+			return llm.Usage{}, err
+		}
+		return usage(res), nil
+	})
+	return res, err
 }
 
 // Span attributes of a provider call (the GenAI semantic conventions'
