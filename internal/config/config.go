@@ -346,8 +346,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("GRAPHMILL_PUBLIC_URL is required in production with email on: emailed links must not point at the listen address")
 	}
 	if c.PublicURL != "" {
-		u, err := url.Parse(c.PublicURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		if u := httpURL(c.PublicURL); u == nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return fmt.Errorf("GRAPHMILL_PUBLIC_URL must be an http(s) URL without query or fragment (https://graphmill.example.com)")
 		}
 	}
@@ -361,7 +360,7 @@ func (c Config) Validate() error {
 		if u == "" {
 			continue
 		}
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		if httpURL(u) == nil {
 			return fmt.Errorf("%s must be an http(s) URL", name)
 		}
 	}
@@ -399,9 +398,8 @@ var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.
 // ValidOrigin checks that o is a browser origin as the Origin header
 // carries it: an http(s) scheme and a host, with no path, query or user.
 func ValidOrigin(o string) error {
-	u, err := url.Parse(o)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	u := httpURL(o)
+	if u == nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
 	}
 	return nil
@@ -423,8 +421,7 @@ func (c Config) validateConsole() error {
 		return fmt.Errorf("GRAPHMILL_CONSOLE_OIDC_CLIENT_ID needs GRAPHMILL_OIDC_ISSUER and GRAPHMILL_OIDC_AUDIENCE (the API must accept the provider's access tokens)")
 	}
 	if c.ConsoleOIDCRedirectURL != "" {
-		u, err := url.Parse(c.ConsoleOIDCRedirectURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
+		if u := httpURL(c.ConsoleOIDCRedirectURL); u == nil || u.Fragment != "" {
 			return fmt.Errorf("GRAPHMILL_CONSOLE_OIDC_REDIRECT_URL must be an absolute http(s) URL without a fragment, not %q", c.ConsoleOIDCRedirectURL)
 		}
 	}
@@ -584,14 +581,23 @@ const masked = "***"
 // quote runs to the end), or up to the next space.
 var dsnPassword = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|$)|\S*)`)
 
+// httpURL is s parsed when it is an absolute http:// or https:// URL with
+// a host, else nil.
+func httpURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil
+	}
+	return u
+}
+
 // validateTracing checks the OpenTelemetry variables Config reads.
 func (c Config) validateTracing() error {
 	for name, v := range map[string]string{OTLPEndpointVar: c.OTLPEndpoint, OTLPTracesEndpointVar: c.OTLPTracesEndpoint} {
 		if v == "" {
 			continue
 		}
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if httpURL(v) == nil {
 			return fmt.Errorf("%s must be an http:// or https:// URL (OTLP over HTTP), not %q", name, MaskURL(v))
 		}
 	}
