@@ -41,44 +41,32 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	// Several clients in one process share the collectors.
-	var err error
-	m.claimed, err = register(reg, m.claimed)
-	if err == nil {
-		m.completed, err = register(reg, m.completed)
+	for _, c := range []**prometheus.CounterVec{&m.claimed, &m.completed, &m.failed, &m.retried, &m.released, &m.cancelled} {
+		if err := register(reg, c); err != nil {
+			return nil, err
+		}
 	}
-	if err == nil {
-		m.failed, err = register(reg, m.failed)
+	if err := register(reg, &m.duration); err != nil {
+		return nil, err
 	}
-	if err == nil {
-		m.retried, err = register(reg, m.retried)
-	}
-	if err == nil {
-		m.released, err = register(reg, m.released)
-	}
-	if err == nil {
-		m.cancelled, err = register(reg, m.cancelled)
-	}
-	if err == nil {
-		m.duration, err = register(reg, m.duration)
-	}
-	if err == nil {
-		m.depth, err = register(reg, m.depth)
-	}
-	if err != nil {
+	if err := register(reg, &m.depth); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
+// register registers *c with reg, or replaces *c with the collector of
+// the same name another client registered already.
+func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
+	if err := reg.Register(*c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
 			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
+				*c = existing
+				return nil
 			}
 		}
-		return c, fmt.Errorf("register jobqueue metrics: %w", err)
+		return fmt.Errorf("register jobqueue metrics: %w", err)
 	}
-	return c, nil
+	return nil
 }
