@@ -48,12 +48,7 @@ func agentsCommand(c *cli) *cobra.Command {
 	wait := true
 	var timeout time.Duration
 	run := &cobra.Command{
-		Use: "run AGENT INPUT", Short: "Start a run of an agent (by id or name) with INPUT and follow it", Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usageErr("give the agent (id or name) and the run's input (quoted)")
-			}
-			return nil
-		},
+		Use: "run AGENT INPUT", Short: "Start a run of an agent (by id or name) with INPUT and follow it", Args: argCount(2, 2, "give the agent (id or name) and the run's input (quoted)"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			s, id, err := c.connectAgent(args[0])
 			if err != nil {

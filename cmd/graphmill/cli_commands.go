@@ -18,9 +18,15 @@ import (
 
 // oneArg accepts exactly one argument, named what in the usage error.
 func oneArg(what string) cobra.PositionalArgs {
+	return argCount(1, 1, "give one "+what)
+}
+
+// argCount accepts from least to most arguments (most < 0: no limit);
+// other counts are a usage error saying msg.
+func argCount(least, most int, msg string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
-		if len(args) != 1 {
-			return usageErr("give one %s", what)
+		if len(args) < least || (most >= 0 && len(args) > most) {
+			return usageErr("%s", msg)
 		}
 		return nil
 	}
@@ -383,12 +389,7 @@ func chatCommand(c *cli) *cobra.Command {
 		Long: "Without a question: a conversation, one question per line, each answer streamed with its citations; Ctrl-D ends it.\n\n" +
 			"With a question (or with --json, the question then read from standard input when not given): that one question; " +
 			"--json prints the answer as a JSON object (content, citations, model, tokens, cost) with its sessionId.",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return usageErr("give the question as one argument (quote it)")
-			}
-			return nil
-		},
+		Args: argCount(0, 1, "give the question as one argument (quote it)"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			question := strings.Join(args, "")
 			if c.json && question == "" {

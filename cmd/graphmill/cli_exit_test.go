@@ -49,6 +49,28 @@ func TestCLIUsageExitCodes(t *testing.T) {
 	require.Contains(t, r.stdout, "graphmill jobs [command]")
 }
 
+// TestCLIArgumentCounts: a command given too few or too many arguments
+// ends 2 with its own message, before it reads any configuration.
+func TestCLIArgumentCounts(t *testing.T) {
+	t.Parallel()
+	env := []string{"XDG_CONFIG_HOME=" + t.TempDir()}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"ingest"}, "ingest needs at least one file or folder"},
+		{[]string{"agents", "run", "helper"}, "give the agent (id or name) and the run's input (quoted)"},
+		{[]string{"agents", "run", "helper", "input", "more"}, "give the agent (id or name) and the run's input (quoted)"},
+		{[]string{"chat", "one", "two"}, "give the question as one argument (quote it)"},
+		{[]string{"graph", "get"}, "give one object id"},
+		{[]string{"graph", "get", "a", "b"}, "give one object id"},
+	} {
+		r := runCLI(t, env, c.args...)
+		require.Equal(t, exitUsage, r.code, "%v: %v", c.args, r.err)
+		require.EqualError(t, r.err, c.msg, "%v", c.args)
+	}
+}
+
 // TestCLIRequestTimeout: an ordinary request to a server that never
 // answers ends with an error after --request-timeout; the event stream is
 // not bounded by it: events tail prints an event the server sends well

@@ -69,12 +69,7 @@ func ingestCommand(c *cli) *cobra.Command {
 			"A file whose SHA-256 is already a document's of the project is not sent. With --wait, follow the server's event stream " +
 			"until every document is parsed, extracted and embedded.\n\n" +
 			"Exit codes: 0 all done, 1 error, 2 bad command line or not logged in, 3 token refused, 4 a file failed (upload, parse or extraction).",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("ingest needs at least one file or folder")
-			}
-			return nil
-		},
+		Args: argCount(1, -1, "ingest needs at least one file or folder"),
 		RunE: func(_ *cobra.Command, paths []string) error {
 			s, err := c.connect()
 			if err != nil {
