@@ -37,7 +37,7 @@ func (h handlers) listAuditEvents(ctx context.Context, in *auditIn) (*httpapi.Ou
 	if err != nil {
 		return nil, err
 	}
-	f := audit.Filter{ActorID: actor, Action: audit.Action(in.Action), From: from, To: to, Limit: in.Limit, Offset: (in.Page - 1) * in.Limit}
+	f := audit.Filter{ActorID: actor, Action: audit.Action(in.Action), From: from, To: to, Limit: in.Limit, Offset: in.offset()}
 	list, total, err := h.audit.List(ctx, f)
 	return replyPaged(list, total, in.PageParams, err)
 }

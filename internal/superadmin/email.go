@@ -45,7 +45,7 @@ func (h emailHandlers) listEmailJobs(ctx context.Context, in *emailJobsIn) (*htt
 	if err != nil {
 		return nil, err
 	}
-	f := email.AdminFilter{Status: in.Status, Recipient: in.Recipient, From: from, To: to, Limit: in.Limit, Offset: (in.Page - 1) * in.Limit}
+	f := email.AdminFilter{Status: in.Status, Recipient: in.Recipient, From: from, To: to, Limit: in.Limit, Offset: in.offset()}
 	list, total, counts, err := h.emails.AdminJobs(ctx, f)
 	return replyJobs(list, total, in.PageParams, counts, namedCount, err)
 }

@@ -27,6 +27,9 @@ type PageParams struct {
 	Limit int `query:"limit" default:"20" minimum:"1" maximum:"100" doc:"Page size."`
 }
 
+// offset is the number of rows before the page.
+func (p PageParams) offset() int { return (p.Page - 1) * p.Limit }
+
 // replyPaged answers a page of a superadmin list, or err when the call
 // that gave it failed.
 func replyPaged[T any](list []T, total int, p PageParams, err error) (*httpapi.Out[Paged[T]], error) {
@@ -167,7 +170,7 @@ func (h handlers) listUsers(ctx context.Context, in *usersIn) (*httpapi.Out[Page
 	if err != nil {
 		return nil, err
 	}
-	f := Filter{Search: in.Search, OrgID: org, Page: in.Page, Limit: in.Limit}
+	f := Filter{Search: in.Search, OrgID: org, PageParams: in.PageParams}
 	list, total, err := h.svc.ListUsers(ctx, f)
 	return replyPaged(list, total, in.PageParams, err)
 }
@@ -188,7 +191,7 @@ func (h handlers) deleteUser(ctx context.Context, _ *userIDIn) (*httpapi.Out[Del
 }
 
 func (h handlers) listOrganizations(ctx context.Context, in *orgsIn) (*httpapi.Out[Paged[Organization]], error) {
-	f := Filter{Search: in.Search, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
+	f := Filter{Search: in.Search, IncludeDeleted: in.IncludeDeleted, PageParams: in.PageParams}
 	list, total, err := h.svc.ListOrganizations(ctx, f)
 	return replyPaged(list, total, in.PageParams, err)
 }
@@ -203,7 +206,7 @@ func (h handlers) listProjects(ctx context.Context, in *projectsIn) (*httpapi.Ou
 	if err != nil {
 		return nil, err
 	}
-	f := Filter{Search: in.Search, OrgID: org, IncludeDeleted: in.IncludeDeleted, Page: in.Page, Limit: in.Limit}
+	f := Filter{Search: in.Search, OrgID: org, IncludeDeleted: in.IncludeDeleted, PageParams: in.PageParams}
 	list, total, err := h.svc.ListProjects(ctx, f)
 	return replyPaged(list, total, in.PageParams, err)
 }

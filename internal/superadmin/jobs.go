@@ -89,7 +89,7 @@ func (f JobFilters) filter() (jobqueue.ListFilter, error) {
 		hasError = &b
 	}
 	return jobqueue.ListFilter{
-		Status: f.Status, ProjectID: project, HasError: hasError, Limit: f.Limit, Offset: (f.Page - 1) * f.Limit,
+		Status: f.Status, ProjectID: project, HasError: hasError, Limit: f.Limit, Offset: f.offset(),
 	}, nil
 }
 

@@ -115,12 +115,10 @@ type DeleteResult struct {
 	Message      string `json:"message"`
 }
 
-// Filter narrows a list.
+// Filter narrows and pages a list.
 type Filter struct {
 	Search         string
 	OrgID          *uuid.UUID
 	IncludeDeleted bool
-	Page, Limit    int
+	PageParams
 }
-
-func (f Filter) offset() int { return (f.Page - 1) * f.Limit }
