@@ -273,6 +273,7 @@ func TestSuperadminSyncJobs(t *testing.T) {
 	// Cancel: the running one stops; delete: only finished ones go.
 	c := s.must(200, "POST", "/api/superadmin/sync-jobs/cancel", s.admin, map[string]any{"ids": []string{running.JobID, done.JobID}}).JSON(t)
 	require.Equal(t, float64(1), c["cancelledCount"])
+	require.Equal(t, "cancelled 1 of 2 sync jobs (only pending and running jobs can be cancelled)", c["message"])
 	require.Eventually(t, func() bool {
 		list = page{}
 		s.must(200, "GET", "/api/superadmin/sync-jobs?status=cancelled", s.admin, nil).Decode(t, &list)

@@ -144,6 +144,20 @@ func (h handlers) bulkDelete(ctx context.Context, action audit.Action, what stri
 	return &httpapi.Out[DeleteResult]{Body: DeleteResult{Success: true, DeletedCount: n, Message: msg}}, nil
 }
 
+// bulkCancel runs cancel, a bulk cancel of what among ids (only jobs in
+// the statuses cancellable names can be) that returns how many jobs it
+// cancelled, with its audit row of action, and answers its result.
+func (h handlers) bulkCancel(ctx context.Context, action audit.Action, what, cancellable string, ids []uuid.UUID,
+	cancel func(tx pgx.Tx) (int, error),
+) (*httpapi.Out[CancelResult], error) {
+	n, err := h.audited(ctx, action, ids, cancel)
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("cancelled %d of %d %s (only %s jobs can be cancelled)", n, len(ids), what, cancellable)
+	return &httpapi.Out[CancelResult]{Body: CancelResult{Success: true, CancelledCount: n, Message: msg}}, nil
+}
+
 func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) (*httpapi.Out[Paged[extraction.AdminJob]], error) {
 	f, err := in.filter()
 	if err != nil {
@@ -157,14 +171,9 @@ func (h handlers) listExtractionJobs(ctx context.Context, in *extractionJobsIn) 
 
 func (h handlers) cancelExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[CancelResult], error) {
 	user := auth.PrincipalFrom(ctx).UserID
-	n, err := h.audited(ctx, audit.ExtractionJobsCancel, in.Body.IDs, func(tx pgx.Tx) (int, error) {
+	return h.bulkCancel(ctx, audit.ExtractionJobsCancel, "extraction jobs", "queued and running", in.Body.IDs, func(tx pgx.Tx) (int, error) {
 		return h.extraction.CancelJobs(ctx, tx, in.Body.IDs, in.Body.Type, &user)
 	})
-	if err != nil {
-		return nil, err
-	}
-	msg := fmt.Sprintf("cancelled %d of %d extraction jobs (only queued and running jobs can be cancelled)", n, len(in.Body.IDs))
-	return &httpapi.Out[CancelResult]{Body: CancelResult{Success: true, CancelledCount: n, Message: msg}}, nil
 }
 
 func (h handlers) deleteExtractionJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {

@@ -2,7 +2,6 @@ package superadmin
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -67,14 +66,9 @@ func (h syncHandlers) syncJobLogs(ctx context.Context, in *syncJobIn) (*httpapi.
 }
 
 func (h syncHandlers) cancelSyncJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[CancelResult], error) {
-	n, err := h.audited(ctx, audit.SyncJobsCancel, in.Body.IDs, func(tx pgx.Tx) (int, error) {
+	return h.bulkCancel(ctx, audit.SyncJobsCancel, "sync jobs", "pending and running", in.Body.IDs, func(tx pgx.Tx) (int, error) {
 		return h.integrations.CancelSyncJobs(ctx, tx, in.Body.IDs, in.Body.Type)
 	})
-	if err != nil {
-		return nil, err
-	}
-	msg := fmt.Sprintf("cancelled %d of %d sync jobs (only pending and running jobs can be cancelled)", n, len(in.Body.IDs))
-	return &httpapi.Out[CancelResult]{Body: CancelResult{Success: true, CancelledCount: n, Message: msg}}, nil
 }
 
 func (h syncHandlers) deleteSyncJobs(ctx context.Context, in *bulkIn) (*httpapi.Out[DeleteResult], error) {
