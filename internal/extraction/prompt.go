@@ -106,19 +106,7 @@ func describeProperties(schema map[string]any) string {
 	if len(props) == 0 {
 		return ""
 	}
-	required := map[string]bool{}
-	if rs, ok := schema["required"].([]any); ok {
-		for _, r := range rs {
-			if s, ok := r.(string); ok {
-				required[s] = true
-			}
-		}
-	}
-	if rs, ok := schema["required"].([]string); ok {
-		for _, s := range rs {
-			required[s] = true
-		}
-	}
+	required := llm.SchemaRequired(schema)
 	names := make([]string, 0, len(props))
 	for n := range props {
 		names = append(names, n)
@@ -147,7 +135,7 @@ func describeProperties(schema map[string]any) string {
 			}
 			typ = strings.Join(ts, " or ")
 		}
-		if required[n] {
+		if slices.Contains(required, n) {
 			typ += ", required"
 		}
 		part := n + " (" + typ + ")"
@@ -284,23 +272,11 @@ func repairProperties(t *templatepack.Types, typ string, props map[string]any) (
 		return props, nil, nil, true
 	}
 	ot, _ := t.Object(typ)
-	required := map[string]bool{}
-	switch rs := ot.Schema["required"].(type) {
-	case []any:
-		for _, r := range rs {
-			if s, ok := r.(string); ok {
-				required[s] = true
-			}
-		}
-	case []string:
-		for _, s := range rs {
-			required[s] = true
-		}
-	}
+	required := llm.SchemaRequired(ot.Schema)
 	fixed = map[string]any{}
 	names := make([]string, 0, len(props))
 	for n, v := range props {
-		if required[n] {
+		if slices.Contains(required, n) {
 			fixed[n] = v
 		} else {
 			names = append(names, n)

@@ -170,18 +170,7 @@ func stringParam(schema map[string]any, fallback string) string {
 		p, _ := props[name].(map[string]any)
 		return p != nil && p["type"] == "string"
 	}
-	var required []string
-	switch r := schema["required"].(type) {
-	case []string:
-		required = r
-	case []any:
-		for _, v := range r {
-			if s, ok := v.(string); ok {
-				required = append(required, s)
-			}
-		}
-	}
-	for _, name := range required {
+	for _, name := range SchemaRequired(schema) {
 		if isString(name) {
 			return name
 		}

@@ -311,19 +311,7 @@ func strictSchema(v any) (any, bool) {
 	if !hasProps || len(props) == 0 {
 		return out, false
 	}
-	required := map[string]bool{}
-	switch r := m["required"].(type) {
-	case []any:
-		for _, n := range r {
-			if s, isStr := n.(string); isStr {
-				required[s] = true
-			}
-		}
-	case []string:
-		for _, s := range r {
-			required[s] = true
-		}
-	}
+	required := SchemaRequired(m)
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
@@ -332,7 +320,7 @@ func strictSchema(v any) (any, bool) {
 	names := make([]any, 0, len(keys))
 	for _, k := range keys {
 		names = append(names, k)
-		if !required[k] {
+		if !slices.Contains(required, k) {
 			props[k] = nullable(props[k])
 		}
 	}
