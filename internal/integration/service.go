@@ -168,15 +168,7 @@ func record(r row) Integration {
 
 // List lists a project's integrations, by name, without their config.
 func (s *Service) List(ctx context.Context, project uuid.UUID, limit, offset int) ([]Integration, int, error) {
-	rows, total, err := integrationList(ctx, s.cfg.Pool, project, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]Integration, len(rows))
-	for i, r := range rows {
-		out[i] = record(r)
-	}
-	return out, total, nil
+	return integrationList(ctx, s.cfg.Pool, project, limit, offset)
 }
 
 // IntegrationProject is the project of integration id. Errors:

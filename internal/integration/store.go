@@ -71,10 +71,12 @@ type listRow struct {
 	postgres.Total
 }
 
-func integrationList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]row, int, error) {
+// integrationList pages project's integrations, by name, as records
+// (without their config).
+func integrationList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]Integration, int, error) {
 	rows, _ := db.Query(ctx, `SELECT `+rowColumns+`, count(*) OVER () AS total`+rowFrom+`
 		WHERE i.project_id = $1 ORDER BY i.name LIMIT $2 OFFSET $3`, project, limit, offset)
-	list, total, err := postgres.CollectPage(rows, func(r listRow) row { return r.row })
+	list, total, err := postgres.CollectPage(rows, func(r listRow) Integration { return record(r.row) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list integrations: %w", err)
 	}
