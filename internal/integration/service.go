@@ -184,14 +184,16 @@ func (s *Service) IntegrationProject(ctx context.Context, id uuid.UUID) (uuid.UU
 // Get returns the full view of an integration: its config with secrets
 // masked. Errors: not_found.
 func (s *Service) Get(ctx context.Context, project uuid.UUID, name string) (Integration, error) {
-	r, err := integrationGet(ctx, s.cfg.Pool, project, name)
+	return s.full(ctx, s.cfg.Pool, project, name)
+}
+
+// full reads the full view of project's integration called name from db
+// (the pool, or the transaction that just wrote it). Errors: not_found.
+func (s *Service) full(ctx context.Context, db postgres.DBTX, project uuid.UUID, name string) (Integration, error) {
+	r, err := integrationGet(ctx, db, project, name)
 	if err != nil {
 		return Integration{}, err
 	}
-	return s.full(r)
-}
-
-func (s *Service) full(r row) (Integration, error) {
 	o, err := s.open(r)
 	i := record(r)
 	if err != nil && errs.CodeOf(err) != errs.FailedPrecondition {
@@ -284,11 +286,8 @@ func (s *Service) Create(ctx context.Context, project uuid.UUID, user *uuid.UUID
 		if err := integrationInsert(ctx, tx, r, user); err != nil {
 			return err
 		}
-		got, err := integrationGet(ctx, tx, project, p.Name)
-		if err != nil {
-			return err
-		}
-		out, err = s.full(got)
+		var err error
+		out, err = s.full(ctx, tx, project, p.Name)
 		return err
 	})
 	return out, err
@@ -345,11 +344,7 @@ func (s *Service) Update(ctx context.Context, project uuid.UUID, name string, p 
 		if err := integrationUpdate(ctx, tx, r); err != nil {
 			return err
 		}
-		got, err := integrationGet(ctx, tx, project, name)
-		if err != nil {
-			return err
-		}
-		out, err = s.full(got)
+		out, err = s.full(ctx, tx, project, name)
 		return err
 	})
 	return out, err
