@@ -226,13 +226,7 @@ func (c *genaiClient) Generate(ctx context.Context, model string, req GenerateRe
 	if req.Schema != nil {
 		cfg.ResponseJsonSchema = req.Schema
 	}
-	if req.Temperature != nil {
-		t := float32(*req.Temperature)
-		cfg.Temperature = &t
-	}
-	if req.MaxOutputTokens > 0 {
-		cfg.MaxOutputTokens = int32(min(req.MaxOutputTokens, math.MaxInt32)) //nolint:gosec // clamped to int32
-	}
+	genaiSampling(cfg, req.Temperature, req.MaxOutputTokens)
 	contents := []*genai.Content{genai.NewContentFromParts(parts, genai.RoleUser)}
 
 	start := c.now()
@@ -258,6 +252,18 @@ func (c *genaiClient) Generate(ctx context.Context, model string, req GenerateRe
 		Model:    model,
 		Duration: dur,
 	}, nil
+}
+
+// genaiSampling sets the temperature (nil: the model's default) and the
+// output bound (0: none) of cfg.
+func genaiSampling(cfg *genai.GenerateContentConfig, temperature *float64, maxOutput int) {
+	if temperature != nil {
+		t := float32(*temperature)
+		cfg.Temperature = &t
+	}
+	if maxOutput > 0 {
+		cfg.MaxOutputTokens = int32(min(maxOutput, math.MaxInt32)) //nolint:gosec // clamped to int32
+	}
 }
 
 // responseText concatenates the text parts of the first candidate,

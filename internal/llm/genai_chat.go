@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"google.golang.org/genai"
@@ -51,13 +50,7 @@ func (c *genaiClient) Chat(ctx context.Context, model string, req ChatRequest) (
 		}
 		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
 	}
-	if req.Temperature != nil {
-		t := float32(*req.Temperature)
-		cfg.Temperature = &t
-	}
-	if req.MaxOutputTokens > 0 {
-		cfg.MaxOutputTokens = int32(min(req.MaxOutputTokens, math.MaxInt32)) //nolint:gosec // clamped to int32
-	}
+	genaiSampling(cfg, req.Temperature, req.MaxOutputTokens)
 
 	start := c.now()
 	cctx, capt := withCapture(ctx)
