@@ -49,12 +49,8 @@ func (c *localClient) chatText(start time.Time, req ChatRequest, text string) (*
 	} else {
 		res.Text = localExtract(text)
 	}
-	if req.OnDelta != nil {
-		for _, d := range wordDeltas(res.Text) {
-			if err := req.OnDelta(d); err != nil {
-				return nil, fmt.Errorf("local chat: %w", err)
-			}
-		}
+	if err := streamWords(req.OnDelta, res.Text); err != nil {
+		return nil, err
 	}
 	res.Usage = Usage{InputText: req.EstimatedInputTokens(), Output: EstimateTokens(res.Text)}
 	res.Duration = c.now().Sub(start)

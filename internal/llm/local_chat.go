@@ -83,12 +83,8 @@ func (c *localClient) Chat(ctx context.Context, model string, req ChatRequest) (
 		res.ToolCalls = []ToolCall{call}
 	} else {
 		res.Text = localAnswer(turn, notes, words)
-		if req.OnDelta != nil {
-			for _, d := range wordDeltas(res.Text) {
-				if err := req.OnDelta(d); err != nil {
-					return nil, fmt.Errorf("local chat: %w", err)
-				}
-			}
+		if err := streamWords(req.OnDelta, res.Text); err != nil {
+			return nil, err
 		}
 	}
 	res.Usage = Usage{InputText: req.EstimatedInputTokens(), Output: EstimateTokens(res.Text)}
@@ -262,6 +258,20 @@ func jsonValues(raw json.RawMessage, limit int) []string {
 		}
 	}
 	return out
+}
+
+// streamWords passes s to onDelta (nil: none) a word at a time
+// (wordDeltas), as a provider streams its answer.
+func streamWords(onDelta func(delta string) error, s string) error {
+	if onDelta == nil {
+		return nil
+	}
+	for _, d := range wordDeltas(s) {
+		if err := onDelta(d); err != nil {
+			return fmt.Errorf("local chat: %w", err)
+		}
+	}
+	return nil
 }
 
 // wordDeltas splits s into deltas of one word each, with the white space
