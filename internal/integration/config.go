@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -61,12 +62,7 @@ func checkConfig(d connector.Descriptor, cfg connector.Config) (settings, error)
 	for _, f := range fieldsOf(d) {
 		known[f.Name] = f
 	}
-	names := make([]string, 0, len(cfg))
-	for name := range cfg {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(cfg)) {
 		f, ok := known[name]
 		if !ok {
 			return st, errs.Errorf(errs.Invalid, "config field %q is not a field of %s", name, d.Name)

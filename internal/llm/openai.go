@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -312,11 +313,7 @@ func strictSchema(v any) (any, bool) {
 		return out, false
 	}
 	required := SchemaRequired(m)
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(props))
 	names := make([]any, 0, len(keys))
 	for _, k := range keys {
 		names = append(names, k)

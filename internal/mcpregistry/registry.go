@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -213,11 +214,7 @@ func packageRecord(p model.Package, env map[string]string, missing map[string]bo
 			procEnv[k] = v
 		}
 	}
-	names := make([]string, 0, len(procEnv))
-	for k := range procEnv {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(procEnv))
 	switch p.RegistryType {
 	case model.RegistryTypeNPM:
 		ref := p.Identifier
@@ -327,11 +324,7 @@ func (s *Service) Install(ctx context.Context, project uuid.UUID, in InstallInpu
 		return InstallResult{}, stdioErr
 	}
 	if len(chosenMissing) > 0 {
-		names := make([]string, 0, len(chosenMissing))
-		for k := range chosenMissing {
-			names = append(names, k)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(chosenMissing))
 		return InstallResult{}, errs.Errorf(errs.Invalid, "config.env misses required variables: %s", strings.Join(names, ", "))
 	}
 	chosen.Name = sj.Name
