@@ -133,6 +133,21 @@ func TestMCPRegServers(t *testing.T) {
 	require.Zero(t, sync.Added+sync.Removed+sync.Updated)
 	tools := mcpRegTools(t, s, s.admin, srv.ID)
 	require.Len(t, tools, 2)
+	// The tool list is paged in memory: the window asked for, the total
+	// of all; a window past the end is empty.
+	var pg struct {
+		Data   []mcpRegTool `json:"data"`
+		Total  int          `json:"total"`
+		Offset int          `json:"offset"`
+	}
+	w.must(200, "GET", "/api/admin/mcp-servers/"+srv.ID+"/tools?limit=1&offset=1", s.admin, nil).Decode(t, &pg)
+	require.Equal(t, 2, pg.Total)
+	require.Equal(t, 1, pg.Offset)
+	require.Len(t, pg.Data, 1)
+	require.Equal(t, tools[1].ToolName, pg.Data[0].ToolName)
+	w.must(200, "GET", "/api/admin/mcp-servers/"+srv.ID+"/tools?offset=5", s.admin, nil).Decode(t, &pg)
+	require.Equal(t, 2, pg.Total)
+	require.Empty(t, pg.Data)
 
 	// The Go API calls through the registry.
 	svc := s.m.mcpReg

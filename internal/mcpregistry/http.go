@@ -113,12 +113,16 @@ type (
 	}
 )
 
-// page cuts a list to the page.
-func page[T any](items []T, p httpapi.PageParams) httpapi.List[T] {
+// replyPage answers the window p of items, the whole list a service call
+// returned, or err when the call failed.
+func replyPage[T any](items []T, p httpapi.PageParams, err error) (*httpapi.Out[httpapi.List[T]], error) {
+	if err != nil {
+		return nil, err
+	}
 	total := len(items)
 	lo := min(p.Offset, total)
 	hi := min(lo+p.Limit, total)
-	return httpapi.NewList(items[lo:hi], total, p)
+	return httpapi.ReplyList(items[lo:hi], total, p, nil)
 }
 
 // Rules of the routes. Reading a project's servers and tools needs mcp:use
@@ -236,10 +240,7 @@ func (h handlers) syncServer(ctx context.Context, _ *serverIn) (*httpapi.Out[Syn
 func (h handlers) serverTools(ctx context.Context, in *toolsIn) (*httpapi.Out[httpapi.List[Tool]], error) {
 	a := auth.AccessFrom(ctx)
 	tools, err := h.svc.Tools(ctx, a.ProjectID, a.ResourceID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[Tool]]{Body: page(tools, in.PageParams)}, nil
+	return replyPage(tools, in.PageParams, err)
 }
 
 func (h handlers) updateTool(ctx context.Context, in *toolPatchIn) (*httpapi.Out[Tool], error) {
@@ -271,10 +272,7 @@ func (h handlers) deleteProjectToolSetting(ctx context.Context, in *projectToolI
 
 func (h handlers) listOrgToolSettings(ctx context.Context, in *orgIn) (*httpapi.Out[httpapi.List[ToolSetting]], error) {
 	list, err := h.svc.OrgToolSettings(ctx, auth.AccessFrom(ctx).OrgID)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.Out[httpapi.List[ToolSetting]]{Body: page(list, in.PageParams)}, nil
+	return replyPage(list, in.PageParams, err)
 }
 
 func (h handlers) putOrgToolSetting(ctx context.Context, in *orgToolPutIn) (*httpapi.Out[ToolSetting], error) {
