@@ -205,6 +205,19 @@ func (c *cli) connectProject() (*session, error) {
 	return s, nil
 }
 
+// withSession is a RunE that opens a session with connect (c.connect, or
+// c.connectProject for the commands whose routes need a project) and runs
+// fn in it with the command's arguments.
+func withSession(connect func() (*session, error), fn func(s *session, args []string) error) func(*cobra.Command, []string) error {
+	return func(_ *cobra.Command, args []string) error {
+		s, err := connect()
+		if err != nil {
+			return err
+		}
+		return fn(s, args)
+	}
+}
+
 // authorize sets the token and, when known, the project on r.
 func (s *session) authorize(r *http.Request) {
 	r.Header.Set("Authorization", "Bearer "+s.cfg.Token)

@@ -26,11 +26,7 @@ func agentsCommand(c *cli) *cobra.Command {
 	}
 	ls := &cobra.Command{
 		Use: "ls", Short: "List the project's agents", Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connectProject, func(s *session, _ []string) error {
 			list, err := s.agents()
 			if err != nil {
 				return err
@@ -42,7 +38,7 @@ func agentsCommand(c *cli) *cobra.Command {
 				}
 				return rows
 			})
-		},
+		}),
 	}
 
 	wait := true
@@ -97,11 +93,7 @@ func agentsCommand(c *cli) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connectProject, func(s *session, args []string) error {
 			body := client.AnswerAgentRunJSONRequestBody{}
 			if len(args) == 2 {
 				body.Answer = &args[1]
@@ -113,7 +105,7 @@ func agentsCommand(c *cli) *cobra.Command {
 				return err
 			}
 			return s.followRun(r, wait, timeout)
-		},
+		}),
 	}
 	answer.Flags().BoolVar(&approve, "approve", false, "approve the tool call the run waits for")
 	answer.Flags().BoolVar(&deny, "deny", false, "refuse the tool call the run waits for")

@@ -46,11 +46,7 @@ func searchCommand(c *cli) *cobra.Command {
 	var mode string
 	cmd := &cobra.Command{
 		Use: "search QUERY", Short: "Search the project's documents and graph", Args: oneArg("query (quote it)"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connectProject, func(s *session, args []string) error {
 			body := client.SearchJSONRequestBody{Query: args[0], Limit: &limit}
 			if mode != "" {
 				m := client.SearchRequestMode(mode)
@@ -68,7 +64,7 @@ func searchCommand(c *cli) *cobra.Command {
 				}
 				return rows
 			})
-		},
+		}),
 	}
 	cmd.Flags().Int64Var(&limit, "limit", 10, "most hits")
 	cmd.Flags().StringVar(&mode, "mode", "", "keyword, vector or hybrid (the server's default when empty)")
@@ -150,11 +146,7 @@ func graphCommand(c *cli) *cobra.Command {
 	graph := &cobra.Command{Use: "graph", Short: "Graph objects and their relationships"}
 	get := &cobra.Command{
 		Use: "get OBJECT_ID", Short: "Show a graph object", Args: oneArg("object id"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connectProject, func(s *session, args []string) error {
 			o, err := call[client.GraphObject](s.api.GetGraphObject(c.ctx, args[0])) //nolint:bodyclose // call closes it
 			if err != nil {
 				return err
@@ -173,17 +165,13 @@ func graphCommand(c *cli) *cobra.Command {
 					{"UPDATED", when(&o.UpdatedAt)},
 				}
 			})
-		},
+		}),
 	}
 	var direction, relType string
 	var limit int64
 	neighbors := &cobra.Command{
 		Use: "neighbors OBJECT_ID", Short: "List a graph object's relationships and the objects at their other end", Args: oneArg("object id"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connectProject()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connectProject, func(s *session, args []string) error {
 			params := client.ListGraphObjectRelationshipsParams{Limit: &limit}
 			if direction != "" {
 				d := client.ListGraphObjectRelationshipsParamsDirection(direction)
@@ -207,7 +195,7 @@ func graphCommand(c *cli) *cobra.Command {
 				}
 				return rows
 			})
-		},
+		}),
 	}
 	neighbors.Flags().StringVar(&direction, "direction", "", "out, in or both (the server's default when empty)")
 	neighbors.Flags().StringVar(&relType, "type", "", "only relationships of this type")
@@ -222,13 +210,9 @@ func eventsCommand(c *cli) *cobra.Command {
 	var since string
 	tail := &cobra.Command{
 		Use: "tail", Short: "Print the events the token may see as they happen (one JSON object per line with --json)", Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			s, err := c.connect()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connect, func(s *session, _ []string) error {
 			return s.tail(since)
-		},
+		}),
 	}
 	tail.Flags().StringVar(&since, "since", "", "replay the stored events after this event id first")
 	events.AddCommand(tail)
@@ -316,11 +300,7 @@ func tokensCommand(c *cli) *cobra.Command {
 	}
 	ls := &cobra.Command{
 		Use: "ls", Short: "List your API tokens", Args: noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			s, err := c.connect()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connect, func(s *session, _ []string) error {
 			all, err := listAll(200, func(limit, offset *int64) (*[]client.TenancyToken, error) {
 				page, err := call[client.ListToken](s.api.ListTokens(c.ctx, &client.ListTokensParams{Limit: limit, Offset: offset})) //nolint:bodyclose // call closes it
 				return page.Data, err
@@ -329,7 +309,7 @@ func tokensCommand(c *cli) *cobra.Command {
 				return err
 			}
 			return c.emit(all, func() [][]string { return rows(all) })
-		},
+		}),
 	}
 	var name, scopes string
 	var expires time.Duration
@@ -363,16 +343,12 @@ func tokensCommand(c *cli) *cobra.Command {
 	create.Flags().DurationVar(&expires, "expires", 0, "lifetime (no expiry when 0)")
 	revoke := &cobra.Command{
 		Use: "revoke TOKEN_ID", Short: "Revoke one of your API tokens", Args: oneArg("token id"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := c.connect()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connect, func(s *session, args []string) error {
 			if _, err := call[json.RawMessage](s.api.RevokeToken(c.ctx, args[0])); err != nil { //nolint:bodyclose // call closes it
 				return err
 			}
 			return c.emit(map[string]string{"revoked": args[0]}, func() [][]string { return [][]string{{"revoked " + args[0]}} })
-		},
+		}),
 	}
 	tokens.AddCommand(ls, create, revoke)
 	return tokens

@@ -70,13 +70,9 @@ func ingestCommand(c *cli) *cobra.Command {
 			"until every document is parsed, extracted and embedded.\n\n" +
 			"Exit codes: 0 all done, 1 error, 2 bad command line or not logged in, 3 token refused, 4 a file failed (upload, parse or extraction).",
 		Args: argCount(1, -1, "ingest needs at least one file or folder"),
-		RunE: func(_ *cobra.Command, paths []string) error {
-			s, err := c.connect()
-			if err != nil {
-				return err
-			}
+		RunE: withSession(c.connect, func(s *session, paths []string) error {
 			return s.ingest(paths, wait, timeout)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the documents are parsed, extracted and embedded")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "with --wait: give up after this long")
