@@ -302,11 +302,7 @@ func settingPut(ctx context.Context, db postgres.DBTX, level string, owner uuid.
 
 func settingDelete(ctx context.Context, db postgres.DBTX, level string, owner uuid.UUID, tool string) (bool, error) {
 	table, col := settingTable(level)
-	tag, err := db.Exec(ctx, `DELETE FROM `+table+` WHERE `+col+` = $1 AND tool_name = $2`, owner, tool)
-	if err != nil {
-		return false, fmt.Errorf("delete tool setting: %w", err)
-	}
-	return tag.RowsAffected() > 0, nil
+	return postgres.ExecOne(ctx, db, "delete tool setting", `DELETE FROM `+table+` WHERE `+col+` = $1 AND tool_name = $2`, owner, tool)
 }
 
 // projectOrg returns the organization of a project.

@@ -304,12 +304,8 @@ func digestItems(ctx context.Context, db postgres.DBTX, user uuid.UUID, now time
 // digestInsert records user's digest of now's UTC day and reports whether
 // it is the first of that day (false: one was recorded already).
 func digestInsert(ctx context.Context, db postgres.DBTX, user uuid.UUID, now time.Time, job *uuid.UUID, count int) (bool, error) {
-	tag, err := db.Exec(ctx, `INSERT INTO notification_digests (user_id, day, email_job_id, notification_count, created_at)
+	return postgres.ExecOne(ctx, db, "record digest", `INSERT INTO notification_digests (user_id, day, email_job_id, notification_count, created_at)
 		VALUES ($1, ($2::timestamptz AT TIME ZONE 'UTC')::date, $3, $4, $2) ON CONFLICT (user_id, day) DO NOTHING`, user, now, job, count)
-	if err != nil {
-		return false, fmt.Errorf("record digest: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 func notificationExpireSource(ctx context.Context, db postgres.DBTX, sourceType, sourceID string, now time.Time) error {

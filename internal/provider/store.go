@@ -170,11 +170,7 @@ func credentialPut(ctx context.Context, db postgres.DBTX, id, org uuid.UUID, pro
 }
 
 func credentialDelete(ctx context.Context, db postgres.DBTX, org uuid.UUID, provider string) (bool, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM org_provider_credentials WHERE org_id = $1 AND provider = $2`, org, provider)
-	if err != nil {
-		return false, fmt.Errorf("delete credential: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return postgres.ExecOne(ctx, db, "delete credential", `DELETE FROM org_provider_credentials WHERE org_id = $1 AND provider = $2`, org, provider)
 }
 
 func credentialsList(ctx context.Context, db postgres.DBTX, org uuid.UUID) ([]credentialRow, error) {

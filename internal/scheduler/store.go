@@ -63,11 +63,7 @@ func taskLockDue(ctx context.Context, tx pgx.Tx, name string, now time.Time) (bo
 // taskClaim makes a due task not due until until, and reports whether it
 // was due (whether this run is ours).
 func taskClaim(ctx context.Context, db postgres.DBTX, name string, now, until time.Time) (bool, error) {
-	tag, err := db.Exec(ctx, `UPDATE scheduler_tasks SET next_run_at = $3, updated_at = $2 WHERE name = $1 AND next_run_at <= $2`, name, now, until)
-	if err != nil {
-		return false, fmt.Errorf("claim task %s: %w", name, err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return postgres.ExecOne(ctx, db, "claim task "+name, `UPDATE scheduler_tasks SET next_run_at = $3, updated_at = $2 WHERE name = $1 AND next_run_at <= $2`, name, now, until)
 }
 
 func taskRecord(ctx context.Context, db postgres.DBTX, t Task, start time.Time, dur time.Duration, runErr error, worker string) error {

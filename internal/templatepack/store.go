@@ -206,21 +206,13 @@ func installedPacks(ctx context.Context, db postgres.DBTX, project uuid.UUID) ([
 // install records pack id as installed in project; it reports false when
 // it already was.
 func install(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, by *uuid.UUID, now time.Time) (bool, error) {
-	tag, err := db.Exec(ctx, `INSERT INTO project_template_packs (project_id, pack_id, installed_by, installed_at)
+	return postgres.ExecOne(ctx, db, "install template pack", `INSERT INTO project_template_packs (project_id, pack_id, installed_by, installed_at)
 		VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, pack_id) DO NOTHING`, project, id, by, now)
-	if err != nil {
-		return false, fmt.Errorf("install template pack: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 // uninstall removes pack id from project; false when it was not installed.
 func uninstall(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (bool, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM project_template_packs WHERE project_id = $1 AND pack_id = $2`, project, id)
-	if err != nil {
-		return false, fmt.Errorf("uninstall template pack: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return postgres.ExecOne(ctx, db, "uninstall template pack", `DELETE FROM project_template_packs WHERE project_id = $1 AND pack_id = $2`, project, id)
 }
 
 // projectOrgOf returns the organization of a live project.

@@ -159,11 +159,7 @@ func projectAdminIDs(ctx context.Context, db postgres.DBTX, project uuid.UUID) (
 }
 
 func projectSoftDelete(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) (bool, error) {
-	tag, err := db.Exec(ctx, `UPDATE projects SET deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, now)
-	if err != nil {
-		return false, fmt.Errorf("delete project: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return postgres.ExecOne(ctx, db, "delete project", `UPDATE projects SET deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, now)
 }
 
 func orgSoftDelete(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) (bool, error) {
@@ -212,11 +208,7 @@ func projectMemberGet(ctx context.Context, db postgres.DBTX, project, user uuid.
 }
 
 func projectMemberDelete(ctx context.Context, db postgres.DBTX, project, user uuid.UUID) (bool, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM project_members WHERE project_id = $1 AND user_id = $2`, project, user)
-	if err != nil {
-		return false, fmt.Errorf("delete member: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return postgres.ExecOne(ctx, db, "delete member", `DELETE FROM project_members WHERE project_id = $1 AND user_id = $2`, project, user)
 }
 
 func userInsert(ctx context.Context, db postgres.DBTX, id uuid.UUID, displayName, email string, now time.Time) error {
@@ -283,11 +275,7 @@ func userResolve(ctx context.Context, db postgres.DBTX, ref string) (uuid.UUID, 
 }
 
 func userSoftDelete(ctx context.Context, db postgres.DBTX, id uuid.UUID, now time.Time) (bool, error) {
-	tag, err := db.Exec(ctx, `UPDATE users SET deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, now)
-	if err != nil {
-		return false, fmt.Errorf("delete user: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return postgres.ExecOne(ctx, db, "delete user", `UPDATE users SET deleted_at = $2, updated_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, now)
 }
 
 func superadminGrant(ctx context.Context, db postgres.DBTX, user uuid.UUID, now time.Time) error {
