@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/connector/connectortest"
 )
 
 func TestConfigAccessors(t *testing.T) {
@@ -23,4 +24,24 @@ func TestConfigAccessors(t *testing.T) {
 	require.Equal(t, 1, c.Int("url", 1))
 	require.True(t, c.Bool("on", false))
 	require.False(t, c.Bool("missing", false))
+}
+
+func TestSaveState(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RecordsJSON", func(t *testing.T) {
+		t.Parallel()
+		w := connectortest.NewWalker(nil)
+		require.NoError(t, connector.SaveState(w, struct {
+			Commit string `json:"commit"`
+		}{"abc"}))
+		require.JSONEq(t, `{"commit":"abc"}`, string(w.State()))
+	})
+
+	t.Run("UnencodableRecordsNothing", func(t *testing.T) {
+		t.Parallel()
+		w := connectortest.NewWalker(nil)
+		require.ErrorContains(t, connector.SaveState(w, map[string]any{"f": func() {}}), "encode connector state")
+		require.Nil(t, w.State())
+	})
 }

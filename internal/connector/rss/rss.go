@@ -211,7 +211,7 @@ func (*Connector) Walk(ctx context.Context, env connector.Env, cfg connector.Con
 				return fmt.Errorf("report unchanged item: %w", err)
 			}
 		}
-		return setState(w, old)
+		return connector.SaveState(w, old)
 	}
 	base, _ := url.Parse(s.feedURL)
 	items := feed.Items
@@ -249,7 +249,7 @@ func (*Connector) Walk(ctx context.Context, env connector.Env, cfg connector.Con
 			next.Version = ""
 		}
 	}
-	return setState(w, next)
+	return connector.SaveState(w, next)
 }
 
 // report reports one item: Unchanged when its version is the stored one,
@@ -377,13 +377,4 @@ func filename(title string) string {
 		name = "item"
 	}
 	return name + ".html"
-}
-
-func setState(w connector.Walker, st state) error {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("encode feed state: %w", err)
-	}
-	w.SetState(raw)
-	return nil
 }
