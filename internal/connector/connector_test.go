@@ -8,6 +8,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/connector/connectortest"
+	"github.com/graphmill/graphmill/internal/errs"
 )
 
 func TestConfigAccessors(t *testing.T) {
@@ -44,4 +45,22 @@ func TestSaveState(t *testing.T) {
 		require.ErrorContains(t, connector.SaveState(w, map[string]any{"f": func() {}}), "encode connector state")
 		require.Nil(t, w.State())
 	})
+}
+
+func TestParseHTTPURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ raw, want string }{
+		{"%zz", "feed is not a valid URL"},
+		{"", "feed must be an http or https URL"},
+		{"file:///etc/passwd", "feed must be an http or https URL"},
+		{"https:///x", "feed has no host"},
+		{"https://u:p@x.test/", "feed must not contain credentials"},
+	} {
+		_, err := connector.ParseHTTPURL("feed", tc.raw)
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), tc.raw)
+		require.EqualError(t, err, tc.want, tc.raw)
+	}
+	u, err := connector.ParseHTTPURL("feed", " https://X.test/a?b#c ")
+	require.NoError(t, err)
+	require.Equal(t, "https://X.test/a?b#c", u.String())
 }

@@ -112,16 +112,12 @@ func (*Connector) Validate(cfg connector.Config) error {
 
 func parseSettings(cfg connector.Config) (settings, error) {
 	var s settings
-	u, err := url.Parse(strings.TrimSpace(cfg.String(fieldFeedURL)))
-	switch {
-	case err != nil || cfg.String(fieldFeedURL) == "":
+	if cfg.String(fieldFeedURL) == "" {
 		return s, errs.Errorf(errs.Invalid, "%s must be a URL", fieldFeedURL)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return s, errs.Errorf(errs.Invalid, "%s must be an http or https URL", fieldFeedURL)
-	case u.Hostname() == "":
-		return s, errs.Errorf(errs.Invalid, "%s has no host", fieldFeedURL)
-	case u.User != nil:
-		return s, errs.Errorf(errs.Invalid, "%s must not contain credentials", fieldFeedURL)
+	}
+	u, err := connector.ParseHTTPURL(fieldFeedURL, cfg.String(fieldFeedURL))
+	if err != nil {
+		return s, err
 	}
 	u.Fragment = ""
 	s.feedURL = u.String()

@@ -233,18 +233,9 @@ func intField(cfg connector.Config, field string, def, lo, hi int) (int, error) 
 
 // parseURL checks an http(s) URL without credentials and normalizes it.
 func parseURL(field, raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
+	u, err := connector.ParseHTTPURL(field, raw)
 	if err != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s is not a valid URL", field)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, errs.Errorf(errs.Invalid, "%s must be an http or https URL", field)
-	}
-	if u.Hostname() == "" {
-		return nil, errs.Errorf(errs.Invalid, "%s has no host", field)
-	}
-	if u.User != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s must not contain credentials", field)
+		return nil, err
 	}
 	return normalize(u), nil
 }
