@@ -96,27 +96,17 @@ func (h handlers) list(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.Li
 	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
-func (h handlers) get(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
-	id, err := httpapi.ParseID(in.ID, ErrNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return httpapi.Reply(h.svc.Get(ctx, auth.AccessFrom(ctx).ProjectID, id))
+func (h handlers) get(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
+	a := auth.AccessFrom(ctx)
+	return httpapi.Reply(h.svc.Get(ctx, a.ProjectID, a.ResourceID))
 }
 
-func (h handlers) cancel(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
-	id, err := httpapi.ParseID(in.ID, ErrNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return httpapi.Reply(h.svc.Cancel(ctx, auth.AccessFrom(ctx).ProjectID, id))
+func (h handlers) cancel(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
+	a := auth.AccessFrom(ctx)
+	return httpapi.Reply(h.svc.Cancel(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) finalize(ctx context.Context, in *finalizeIn) (*httpapi.Out[Finalized], error) {
-	id, err := httpapi.ParseID(in.ID, ErrNotFound)
-	if err != nil {
-		return nil, err
-	}
 	b := in.Body
 	p := FinalizeParams{
 		PackName: b.PackName, Mode: b.Mode, IncludedTypes: b.IncludedTypes, IncludedRelationships: b.IncludedRelationships,
@@ -129,5 +119,6 @@ func (h handlers) finalize(ctx context.Context, in *finalizeIn) (*httpapi.Out[Fi
 		}
 		p.ExistingPackID = &pack
 	}
-	return httpapi.Reply(h.svc.Finalize(ctx, auth.AccessFrom(ctx).ProjectID, id, p))
+	a := auth.AccessFrom(ctx)
+	return httpapi.Reply(h.svc.Finalize(ctx, a.ProjectID, a.ResourceID, p))
 }
