@@ -69,13 +69,6 @@ type handlers struct {
 	svc *Service
 }
 
-func userOf(ctx context.Context) *uuid.UUID {
-	if p := auth.PrincipalFrom(ctx); p != nil && p.UserID != uuid.Nil {
-		return &p.UserID
-	}
-	return nil
-}
-
 func (h handlers) start(ctx context.Context, in *startIn) (*httpapi.Out[Started], error) {
 	ids := make([]uuid.UUID, len(in.Body.DocumentIDs))
 	for i, raw := range in.Body.DocumentIDs {
@@ -87,7 +80,7 @@ func (h handlers) start(ctx context.Context, in *startIn) (*httpapi.Out[Started]
 	}
 	return httpapi.Reply(h.svc.Start(ctx, auth.AccessFrom(ctx).ProjectID, StartParams{
 		DocumentIDs: ids, BatchSize: in.Body.BatchSize, MinConfidence: in.Body.MinConfidence,
-		IncludeRelationships: in.Body.IncludeRelationships, MaxIterations: in.Body.MaxIterations, CreatedBy: userOf(ctx),
+		IncludeRelationships: in.Body.IncludeRelationships, MaxIterations: in.Body.MaxIterations, CreatedBy: auth.UserFrom(ctx),
 	}))
 }
 
@@ -110,7 +103,7 @@ func (h handlers) finalize(ctx context.Context, in *finalizeIn) (*httpapi.Out[Fi
 	b := in.Body
 	p := FinalizeParams{
 		PackName: b.PackName, Mode: b.Mode, IncludedTypes: b.IncludedTypes, IncludedRelationships: b.IncludedRelationships,
-		Install: b.Install == nil || *b.Install, Reextract: b.Reextract, Principal: auth.PrincipalFrom(ctx), By: userOf(ctx),
+		Install: b.Install == nil || *b.Install, Reextract: b.Reextract, Principal: auth.PrincipalFrom(ctx), By: auth.UserFrom(ctx),
 	}
 	if b.ExistingPackID != nil {
 		pack, err := uuid.Parse(*b.ExistingPackID)
