@@ -64,3 +64,19 @@ func TestParseHTTPURL(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "https://X.test/a?b#c", u.String())
 }
+
+func TestConfigIntBetween(t *testing.T) {
+	t.Parallel()
+	var c connector.Config
+	require.NoError(t, json.Unmarshal([]byte(`{"n":7,"none":null,"low":0,"high":11,"text":"7","frac":7.5}`), &c))
+	for name, want := range map[string]int{"n": 7, "none": 3, "missing": 3} {
+		got, err := c.IntBetween(name, 3, 1, 10)
+		require.NoError(t, err, name)
+		require.Equal(t, want, got, name)
+	}
+	for _, name := range []string{"low", "high", "text", "frac"} {
+		_, err := c.IntBetween(name, 3, 1, 10)
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), name)
+		require.EqualError(t, err, name+" must be an integer from 1 to 10", name)
+	}
+}

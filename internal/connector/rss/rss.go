@@ -122,13 +122,8 @@ func parseSettings(cfg connector.Config) (settings, error) {
 	u.Fragment = ""
 	s.feedURL = u.String()
 	s.fetchLinked = cfg.Bool(fieldFetchLinked, false)
-	if raw, ok := cfg[fieldMaxItems]; ok && string(raw) != "null" {
-		const unset = -1
-		if s.maxItems = cfg.Int(fieldMaxItems, unset); s.maxItems < 1 || s.maxItems > MaxMaxItems {
-			return s, errs.Errorf(errs.Invalid, "%s must be an integer from 1 to %d", fieldMaxItems, MaxMaxItems)
-		}
-	}
-	return s, nil
+	s.maxItems, err = cfg.IntBetween(fieldMaxItems, 0, 1, MaxMaxItems)
+	return s, err
 }
 
 // state is what the connector keeps between syncs: the feed's validator

@@ -184,10 +184,10 @@ func parseSettings(cfg connector.Config) (settings, error) {
 		return s, errs.Errorf(errs.Invalid, "%s needs at least one URL (or set %s)", fieldStartURLs, fieldSitemap)
 	}
 	var err error
-	if s.maxPages, err = intField(cfg, fieldMaxPages, DefaultMaxPages, 1, MaxMaxPages); err != nil {
+	if s.maxPages, err = cfg.IntBetween(fieldMaxPages, DefaultMaxPages, 1, MaxMaxPages); err != nil {
 		return s, err
 	}
-	if s.maxDepth, err = intField(cfg, fieldMaxDepth, DefaultMaxDepth, 0, MaxMaxDepth); err != nil {
+	if s.maxDepth, err = cfg.IntBetween(fieldMaxDepth, DefaultMaxDepth, 0, MaxMaxDepth); err != nil {
 		return s, err
 	}
 	if s.include, err = parseGlobs(fieldInclude, cfg.Strings(fieldInclude)); err != nil {
@@ -216,19 +216,6 @@ func (s *settings) sameOrigin(field string, u *url.URL) error {
 		return errs.Errorf(errs.Invalid, "%s %s is not on the site's origin %s", field, u, s.origin)
 	}
 	return nil
-}
-
-func intField(cfg connector.Config, field string, def, lo, hi int) (int, error) {
-	raw, ok := cfg[field]
-	if !ok || string(raw) == "null" {
-		return def, nil
-	}
-	const unset = -1 << 62
-	n := cfg.Int(field, unset)
-	if n == unset || n < lo || n > hi {
-		return 0, errs.Errorf(errs.Invalid, "%s must be an integer from %d to %d", field, lo, hi)
-	}
-	return n, nil
 }
 
 // parseURL checks an http(s) URL without credentials and normalizes it.

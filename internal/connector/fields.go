@@ -26,3 +26,19 @@ func ParseHTTPURL(field, raw string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// IntBetween returns the integer field name, def when it is absent or
+// null. Errors: errs.Invalid naming the field when it is not an integer
+// from lo to hi.
+func (c Config) IntBetween(name string, def, lo, hi int) (int, error) {
+	raw, ok := c[name]
+	if !ok || string(raw) == "null" {
+		return def, nil
+	}
+	const unset = -1 << 62
+	n := c.Int(name, unset)
+	if n == unset || n < lo || n > hi {
+		return 0, errs.Errorf(errs.Invalid, "%s must be an integer from %d to %d", name, lo, hi)
+	}
+	return n, nil
+}
