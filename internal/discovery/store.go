@@ -116,25 +116,17 @@ func jobCheckpoint(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, attemp
 	if err != nil {
 		return false, fmt.Errorf("encode batch proposal: %w", err)
 	}
-	tag, err := tx.Exec(ctx, `UPDATE discovery_jobs SET batch_proposals = batch_proposals || $4::jsonb, progress = $5, updated_at = $6
+	return postgres.ExecOne(ctx, tx, "checkpoint discovery batch", `UPDATE discovery_jobs SET batch_proposals = batch_proposals || $4::jsonb, progress = $5, updated_at = $6
 		WHERE id = $1 AND status = 'running' AND attempt = $2 AND jsonb_array_length(batch_proposals) = $3 AND project_id = $7`,
 		id, attempt, batch, raw, pr, now, project)
-	if err != nil {
-		return false, fmt.Errorf("checkpoint discovery batch: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 // jobSetProgress records the progress of a job running at attempt; it
 // reports whether the job still runs at it.
 func jobSetProgress(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, attempt int, pr Progress, now time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `UPDATE discovery_jobs SET progress = $3, updated_at = $4
+	return postgres.ExecOne(ctx, tx, "record discovery progress", `UPDATE discovery_jobs SET progress = $3, updated_at = $4
 		WHERE id = $1 AND status = 'running' AND attempt = $2 AND project_id = $5`,
 		id, attempt, pr, now, project)
-	if err != nil {
-		return false, fmt.Errorf("record discovery progress: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 // jobSetResult records a job's result and final progress (FinishInTx

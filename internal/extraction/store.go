@@ -76,7 +76,7 @@ func jobInsert(ctx context.Context, db postgres.DBTX, j Job) error {
 // jobInsertForDocument queues the extraction a parse of document calls
 // for (see Service.EnqueueDocument) and reports whether it queued one.
 func jobInsertForDocument(ctx context.Context, tx pgx.Tx, project, document uuid.UUID, datasource *uuid.UUID, trigger string, newChunks bool, now time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type, datasource_id, trace_parent)
+	return postgres.ExecOne(ctx, tx, "queue extraction", `INSERT INTO object_extraction_jobs (id, project_id, run_at, created_at, updated_at, document_id, job_type, trigger_type, datasource_id, trace_parent)
 		SELECT $1, $2, $3, $3, $3, $4, kind, $6, $9, $10 FROM (
 			SELECT CASE
 				WHEN NOT EXISTS (SELECT 1 FROM object_extraction_jobs WHERE document_id = $4 AND job_type = $7) THEN $7
@@ -84,10 +84,6 @@ func jobInsertForDocument(ctx context.Context, tx pgx.Tx, project, document uuid
 			END AS kind) AS k
 		WHERE kind IS NOT NULL`,
 		uuid.Must(uuid.NewV7()), project, now, document, newChunks, trigger, JobTypeFull, JobTypeIncremental, datasource, jobqueue.TraceParent(ctx))
-	if err != nil {
-		return false, fmt.Errorf("queue extraction: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 // jobsInsertReextraction queues the reextractions of

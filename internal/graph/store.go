@@ -122,16 +122,12 @@ func objectInsert(ctx context.Context, db postgres.DBTX, o Object, nkey string) 
 	if err != nil {
 		return false, err
 	}
-	tag, err := db.Exec(ctx, `INSERT INTO graph_objects (id, project_id, type, key, normalized_key, name, description, properties, labels,
+	return postgres.ExecOne(ctx, db, "insert object", `INSERT INTO graph_objects (id, project_id, type, key, normalized_key, name, description, properties, labels,
 			status, confidence, created_by, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
 		ON CONFLICT (project_id, type, normalized_key) WHERE deleted_at IS NULL DO NOTHING`,
 		o.ID, o.ProjectID, o.Type, o.Key, nkey, o.Name, postgres.NullIfEmpty(o.Description), props, o.Labels, o.Status, toReal(o.Confidence),
 		o.CreatedBy, o.CreatedAt)
-	if err != nil {
-		return false, fmt.Errorf("insert object: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 // objectIDByKey returns the id of the live object of project with type and
@@ -320,13 +316,9 @@ func relationshipInsert(ctx context.Context, db postgres.DBTX, r Relationship) (
 	if err != nil {
 		return false, err
 	}
-	tag, err := db.Exec(ctx, `INSERT INTO graph_relationships (id, project_id, type, source_id, target_id, properties, confidence, created_at, updated_at)
+	return postgres.ExecOne(ctx, db, "insert relationship", `INSERT INTO graph_relationships (id, project_id, type, source_id, target_id, properties, confidence, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (project_id, type, source_id, target_id) DO NOTHING`,
 		r.ID, r.ProjectID, r.Type, r.SourceID, r.TargetID, props, toReal(r.Confidence), r.CreatedAt)
-	if err != nil {
-		return false, fmt.Errorf("insert relationship: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 // relationshipIDByEnds returns the id of project's relationship of type
@@ -402,11 +394,7 @@ func relationshipsAround(ctx context.Context, db postgres.DBTX, project uuid.UUI
 // relationshipDelete removes a relationship of project; false when there
 // is none.
 func relationshipDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (bool, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM graph_relationships WHERE project_id = $1 AND id = $2`, project, id)
-	if err != nil {
-		return false, fmt.Errorf("delete relationship: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return postgres.ExecOne(ctx, db, "delete relationship", `DELETE FROM graph_relationships WHERE project_id = $1 AND id = $2`, project, id)
 }
 
 // objectsLock takes a key-share lock on the objects among ids, in id order.
