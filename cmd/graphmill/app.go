@@ -116,6 +116,18 @@ type Main struct {
 	stopOnce sync.Once
 }
 
+// expiryTask is the scheduler task name: every ten minutes, in the task's
+// transaction, del deletes the what that expired, and how many is logged.
+func expiryTask(name, what string, log *slog.Logger, del func(ctx context.Context, db postgres.DBTX) (int64, error)) scheduler.Task {
+	return scheduler.Task{Name: name, Interval: 10 * time.Minute, RunInTx: func(ctx context.Context, tx pgx.Tx) error {
+		n, err := del(ctx, tx)
+		if n > 0 {
+			log.Info("expired "+what+" deleted", "count", n)
+		}
+		return err
+	}}
+}
+
 // part is one long-running part of the server, in the startstop shape:
 // Start returns once it runs, Stop waits for its goroutines until its
 // context ends and does nothing before Start.
@@ -484,27 +496,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		scheduler.Task{Name: "provider-models-sync", Interval: m.Config.ModelSyncInterval, Run: providers.SyncCatalog},
 		// Database work commits with the task's recorded run.
 		scheduler.Task{Name: "scheduled-reextraction", Interval: 10 * time.Minute, RunInTx: extractions.RunScheduledReextraction},
-		scheduler.Task{Name: "events-expiry", Interval: 10 * time.Minute, RunInTx: func(ctx context.Context, tx pgx.Tx) error {
-			n, err := events.DeleteExpired(ctx, tx, m.Now())
-			if n > 0 {
-				log.Info("expired events deleted", "count", n)
-			}
-			return err
-		}},
-		scheduler.Task{Name: "console-sessions-expiry", Interval: 10 * time.Minute, RunInTx: func(ctx context.Context, tx pgx.Tx) error {
-			n, err := console.DeleteExpiredRevocations(ctx, tx, m.Now())
-			if n > 0 {
-				log.Info("expired console session revocations deleted", "count", n)
-			}
-			return err
-		}},
-		scheduler.Task{Name: "notifications-expiry", Interval: 10 * time.Minute, RunInTx: func(ctx context.Context, tx pgx.Tx) error {
-			n, err := m.notifs.DeleteExpired(ctx, tx)
-			if n > 0 {
-				log.Info("expired notifications deleted", "count", n)
-			}
-			return err
-		}},
+		expiryTask("events-expiry", "events", log, func(ctx context.Context, db postgres.DBTX) (int64, error) {
+			return events.DeleteExpired(ctx, db, m.Now())
+		}),
+		expiryTask("console-sessions-expiry", "console session revocations", log, func(ctx context.Context, db postgres.DBTX) (int64, error) {
+			return console.DeleteExpiredRevocations(ctx, db, m.Now())
+		}),
+		expiryTask("notifications-expiry", "notifications", log, m.notifs.DeleteExpired),
 		// Scheduled integration syncs (sync_interval_minutes).
 		scheduler.Task{Name: "integration-sync-schedule", Interval: integration.ScheduleInterval, RunInTx: integrations.QueueScheduled},
 		// Agents on a schedule (their cron expressions).
