@@ -273,6 +273,19 @@ func jobsCommand(c *cli) *cobra.Command {
 		s, err := connect()
 		return s, q, err
 	}
+	// openFor is open for an action only some queues have a route for
+	// (has): for another queue, a usage error naming those that have one,
+	// before connecting.
+	openFor := func(action string, has func(jobQueue) bool) (*session, jobQueue, error) {
+		q, err := queueNamed(queue)
+		if err != nil {
+			return nil, q, err
+		}
+		if !has(q) {
+			return nil, q, q.unsupported(action, has)
+		}
+		return open()
+	}
 
 	var status string
 	var most int64
@@ -300,14 +313,7 @@ func jobsCommand(c *cli) *cobra.Command {
 	watch := &cobra.Command{
 		Use: "watch JOB_ID", Short: "Follow a job until it ends, printing each status it reaches (exit 4 when it fails)", Args: oneArg("job id"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			q, err := queueNamed(queue)
-			if err != nil {
-				return err
-			}
-			if q.get == nil {
-				return q.unsupported("read one", func(o jobQueue) bool { return o.get != nil })
-			}
-			s, q, err := open()
+			s, q, err := openFor("read one", func(o jobQueue) bool { return o.get != nil })
 			if err != nil {
 				return err
 			}
@@ -320,14 +326,7 @@ func jobsCommand(c *cli) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " JOB_ID", Short: short, Args: oneArg("job id"),
 			RunE: func(_ *cobra.Command, args []string) error {
-				q, err := queueNamed(queue)
-				if err != nil {
-					return err
-				}
-				if do(q) == nil { //nolint:bodyclose // a func value, not a call's answer
-					return q.unsupported(use, func(o jobQueue) bool { return do(o) != nil }) //nolint:bodyclose // a func value, not a call
-				}
-				s, q, err := open()
+				s, q, err := openFor(use, func(o jobQueue) bool { return do(o) != nil }) //nolint:bodyclose // a func value, not a call
 				if err != nil {
 					return err
 				}
