@@ -24,13 +24,7 @@ func objectSchema(props map[string]any, required ...string) map[string]any {
 		"properties":           props,
 		"additionalProperties": true,
 	}
-	if len(required) > 0 {
-		r := make([]any, len(required))
-		for i, n := range required {
-			r[i] = n
-		}
-		s["required"] = r
-	}
+	setRequired(s, required)
 	return s
 }
 

@@ -270,6 +270,19 @@ func schemaRequired(schema map[string]any) []string {
 	return out
 }
 
+// setRequired sets the required list of a normal schema ([]any, as JSON
+// decodes it) to names; none leaves schema without one.
+func setRequired(schema map[string]any, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	list := make([]any, len(names))
+	for i, n := range names {
+		list[i] = n
+	}
+	schema["required"] = list
+}
+
 func emptyIfNil(examples []map[string]any) []map[string]any {
 	if examples == nil {
 		return []map[string]any{}

@@ -171,13 +171,7 @@ func mergeObject(have, o ObjectType) (ObjectType, []string) {
 			required = append(required, r)
 		}
 	}
-	if len(required) > 0 {
-		list := make([]any, len(required))
-		for i, r := range required {
-			list[i] = r
-		}
-		schema["required"] = list
-	}
+	setRequired(schema, required)
 	have.Schema = schema
 	have.Examples = unionExamples(have.Examples, o.Examples)
 	return have, conflicts
