@@ -66,11 +66,7 @@ func (h *Handler) agents(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	offset := pageOffset(r)
 	list, total, err := h.cfg.Agents.ListAgents(r.Context(), a.ProjectID, PageSize, offset)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: agentsURL(p.ID)}))
+	h.show(w, r, agentsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: agentsURL(p.ID)}), err)
 }
 
 // agentRuns is an agent and a page of the caller's runs of it.
@@ -92,21 +88,13 @@ func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent
 // may) and the caller's runs with their live status.
 func (h *Handler) agentPage(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, ag, runs, pg, err := h.agentRuns(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentPage(c.sess.CSRF, pv, ag, runs, pg))
+	h.show(w, r, agentPage(c.sess.CSRF, pv, ag, runs, pg), err)
 }
 
 // agentRunRows is the runs table's body, reloaded on AgentRunsEvent.
 func (h *Handler) agentRunRows(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, _, runs, _, err := h.agentRuns(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentRunRows(pv.Project.ID, runs))
+	h.show(w, r, agentRunRows(pv.Project.ID, runs), err)
 }
 
 // agentStart starts a run of the agent with the form's input, as the
@@ -145,21 +133,13 @@ func (h *Handler) agentRun(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	ag, err := h.cfg.Agents.GetAgent(r.Context(), pv.Project.ID, run.AgentID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentRunPage(c.sess.CSRF, pv, ag, run))
+	h.show(w, r, agentRunPage(c.sess.CSRF, pv, ag, run), err)
 }
 
 // agentRunPanel is the run's panel, reloaded on AgentRunEvent.
 func (h *Handler) agentRunPanel(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, run, err := h.runContext(r, c, agentsRule)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentRunPanel(pv, run))
+	h.show(w, r, agentRunPanel(pv, run), err)
 }
 
 // agentAnswer answers the run's open question: form field answer for a
@@ -203,11 +183,7 @@ func (h *Handler) actOnRun(w http.ResponseWriter, r *http.Request, c caller, act
 		return
 	}
 	run, err := act(a.ProjectID, c.p.UserID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentRunPanel(projectView{Project: p, CanWrite: true}, run))
+	h.show(w, r, agentRunPanel(projectView{Project: p, CanWrite: true}, run), err)
 }
 
 // agentStream passes on AgentRunsEvent when a run of the path's agent

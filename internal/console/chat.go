@@ -61,11 +61,7 @@ func (h *Handler) chatSessions(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	offset := pageOffset(r)
 	list, total, err := h.cfg.Chat.ListSessions(r.Context(), a.ProjectID, c.p.UserID, PageSize, offset)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, chatSessionsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: chatURL(p.ID)}))
+	h.show(w, r, chatSessionsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: chatURL(p.ID)}), err)
 }
 
 // chatCreate starts a session (form field title, optional) and opens it.
@@ -97,11 +93,7 @@ func (h *Handler) chatSession(w http.ResponseWriter, r *http.Request, c caller) 
 		return
 	}
 	sess, err := h.cfg.Chat.GetSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, chatSessionPage(c.sess.CSRF, p, sess))
+	h.show(w, r, chatSessionPage(c.sess.CSRF, p, sess), err)
 }
 
 // chatRename sets the session's title (form field title).

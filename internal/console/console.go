@@ -484,11 +484,7 @@ func (h *Handler) projects(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	offset := pageOffset(r)
 	list, total, err := h.cfg.Projects.ListProjects(r.Context(), c.p, nil, tenancy.Page{Limit: PageSize, Offset: offset})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, projectsPage(c.sess.CSRF, list, pager{Offset: offset, Total: total, Base: "/"}))
+	h.show(w, r, projectsPage(c.sess.CSRF, list, pager{Offset: offset, Total: total, Base: "/"}), err)
 }
 
 // projectContext authorises c for rule on the path's project and loads
@@ -555,11 +551,7 @@ func (h *Handler) documents(w http.ResponseWriter, r *http.Request, c caller) {
 // after an upload.
 func (h *Handler) documentRows(w http.ResponseWriter, r *http.Request, c caller) {
 	pr, list, _, err := h.documentList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, documentRows(pr.ID, list))
+	h.show(w, r, documentRows(pr.ID, list), err)
 }
 
 func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {

@@ -54,20 +54,12 @@ func (h *Handler) discoveryList(r *http.Request, c caller) (projectView, []disco
 // live.
 func (h *Handler) discoveryJobs(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, list, pg, err := h.discoveryList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, discoveryJobsPage(c.sess.CSRF, pv, list, pg))
+	h.show(w, r, discoveryJobsPage(c.sess.CSRF, pv, list, pg), err)
 }
 
 func (h *Handler) discoveryRows(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, list, _, err := h.discoveryList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, discoveryRowList(pv, list))
+	h.show(w, r, discoveryRowList(pv, list), err)
 }
 
 // discoveryStart is the start form as submitted.
@@ -229,11 +221,7 @@ func (h *Handler) cancelDiscovery(w http.ResponseWriter, r *http.Request, c call
 		return
 	}
 	j, err := h.cfg.Discovery.Cancel(r.Context(), a.ProjectID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, discoveryLivePart(c.sess.CSRF, projectView{Project: p, CanWrite: true}, j, finalizeForm{Mode: discovery.ModeCreate, Install: true}))
+	h.show(w, r, discoveryLivePart(c.sess.CSRF, projectView{Project: p, CanWrite: true}, j, finalizeForm{Mode: discovery.ModeCreate, Install: true}), err)
 }
 
 // relKey names a proposed relationship in the form: its three names, each

@@ -335,11 +335,7 @@ func (h *Handler) syncIntegration(w http.ResponseWriter, r *http.Request, c call
 		return
 	}
 	syncs, _, err := h.cfg.Integrations.SyncHistory(r.Context(), a.ProjectID, name, PageSize, 0)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, syncRowList(p.ID, name, syncs))
+	h.show(w, r, syncRowList(p.ID, name, syncs), err)
 }
 
 // testIntegration connects to the integration's source, as POST
@@ -352,11 +348,7 @@ func (h *Handler) testIntegration(w http.ResponseWriter, r *http.Request, c call
 		return
 	}
 	res, err := h.cfg.Integrations.Test(r.Context(), a.ProjectID, chi.URLParam(r, "name"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, testOutcome(res))
+	h.show(w, r, testOutcome(res), err)
 }
 
 // deleteIntegration removes the integration (its documents stay), as
@@ -384,11 +376,7 @@ func (h *Handler) syncRows(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	name := chi.URLParam(r, "name")
 	syncs, _, err := h.cfg.Integrations.SyncHistory(r.Context(), a.ProjectID, name, PageSize, pageOffset(r))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, syncRowList(p.ID, name, syncs))
+	h.show(w, r, syncRowList(p.ID, name, syncs), err)
 }
 
 // syncJob shows one sync with its counters, and its log to superadmins.

@@ -79,20 +79,12 @@ func (h *Handler) can(r *http.Request, c caller, rule auth.Rule) bool {
 
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, list, f, pg, err := h.jobList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, jobsPage(c.sess.CSRF, pv, list, f, pg))
+	h.show(w, r, jobsPage(c.sess.CSRF, pv, list, f, pg), err)
 }
 
 func (h *Handler) jobRows(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, list, _, _, err := h.jobList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, jobRowList(pv, list))
+	h.show(w, r, jobRowList(pv, list), err)
 }
 
 func (h *Handler) job(w http.ResponseWriter, r *http.Request, c caller) {
@@ -131,11 +123,7 @@ func (h *Handler) actOnJob(w http.ResponseWriter, r *http.Request, c caller,
 	}
 	user := c.p.UserID
 	j, err := act(r.Context(), a.ProjectID, a.ResourceID, &user)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, jobRow(projectView{Project: p, CanWrite: true}, j))
+	h.show(w, r, jobRow(projectView{Project: p, CanWrite: true}, j), err)
 }
 
 // jobEvents selects the events of project that start (job.started) or

@@ -128,21 +128,13 @@ func (h *Handler) inbox(r *http.Request, c caller) (inbox, error) {
 // filter, the list with its actions, live.
 func (h *Handler) notifications(w http.ResponseWriter, r *http.Request, c caller) {
 	in, err := h.inbox(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, notificationsPage(c.sess.CSRF, in))
+	h.show(w, r, notificationsPage(c.sess.CSRF, in), err)
 }
 
 // notificationPanel is the inbox's panel, reloaded on NotificationsEvent.
 func (h *Handler) notificationPanel(w http.ResponseWriter, r *http.Request, c caller) {
 	in, err := h.inbox(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, inboxPanel(in))
+	h.show(w, r, inboxPanel(in), err)
 }
 
 // notificationBadge is the layout's link to the inbox with the unread

@@ -311,20 +311,12 @@ func (h *Handler) queueJobs(r *http.Request, c caller) (queueView, error) {
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, c caller) {
 	v, err := h.queueJobs(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, queuePage(c.sess.CSRF, v, ""))
+	h.show(w, r, queuePage(c.sess.CSRF, v, ""), err)
 }
 
 func (h *Handler) queueRows(w http.ResponseWriter, r *http.Request, c caller) {
 	v, err := h.queueJobs(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, queueRowList(v))
+	h.show(w, r, queueRowList(v), err)
 }
 
 // cancelQueueJobs and retryQueueJobs run the API's bulk cancel or retry
@@ -366,11 +358,7 @@ func (h *Handler) bulkQueueAction(w http.ResponseWriter, r *http.Request, c call
 		return
 	}
 	v, err := h.queueJobs(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, queueActionAnswer(v, res.Message))
+	h.show(w, r, queueActionAnswer(v, res.Message), err)
 }
 
 // queueJob is a job's log, for the queues whose API has one.
@@ -457,11 +445,7 @@ func (h *Handler) userList(r *http.Request, c caller) (usersView, error) {
 
 func (h *Handler) users(w http.ResponseWriter, r *http.Request, c caller) {
 	v, err := h.userList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, usersPage(c.sess.CSRF, v))
+	h.show(w, r, usersPage(c.sess.CSRF, v), err)
 }
 
 // createUser creates a local user through the API's route.
@@ -520,21 +504,13 @@ func (h *Handler) createUserToken(w http.ResponseWriter, r *http.Request, c call
 // organizations lists the organizations through the API's list.
 func (h *Handler) organizations(w http.ResponseWriter, r *http.Request, c caller) {
 	list, f, pg, err := adminList[superadmin.Organization](h, r, c, "/api/superadmin/organizations", "/admin/organizations", "search", "includeDeleted")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, organizationsPage(c.sess.CSRF, list, f, pg))
+	h.show(w, r, organizationsPage(c.sess.CSRF, list, f, pg), err)
 }
 
 // auditLog lists the superadmin actions through the API's list.
 func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request, c caller) {
 	list, f, pg, err := adminList[audit.Event](h, r, c, "/api/superadmin/audit", "/admin/audit", "action", "actorId", "fromDate", "toDate")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, auditPage(c.sess.CSRF, list, f, pg))
+	h.show(w, r, auditPage(c.sess.CSRF, list, f, pg), err)
 }
 
 // adminList reads a page of the API's superadmin list at path with the

@@ -57,11 +57,7 @@ func (h *Handler) resolveTask(w http.ResponseWriter, r *http.Request, c caller) 
 		return
 	}
 	t, err := h.cfg.Tasks.Resolve(r.Context(), a.ProjectID, a.ResourceID, c.p.UserID, r.PostFormValue("resolution"), r.PostFormValue("notes"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, taskRow(projectView{Project: p, CanWrite: true}, t))
+	h.show(w, r, taskRow(projectView{Project: p, CanWrite: true}, t), err)
 }
 
 // taskStatuses are the statuses the tabs offer.
