@@ -64,14 +64,7 @@ func (h *Handler) graphPage(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	params := url.Values{}
-	if f.Query != "" {
-		params.Set("q", f.Query)
-	}
-	if f.Type != "" {
-		params.Set("type", f.Type)
-	}
-	pg := pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/graph", Params: params}
+	pg := pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/graph", Params: filterQuery("q", f.Query, "type", f.Type)}
 	h.render(w, r, http.StatusOK, graphSearchPage(c.sess.CSRF, projectView{Project: p}, f, types, list, pg))
 }
 

@@ -34,14 +34,7 @@ type jobFilter struct {
 
 // values is the filter as query parameters.
 func (f jobFilter) values() url.Values {
-	q := url.Values{}
-	if f.Status != "" {
-		q.Set("status", f.Status)
-	}
-	if f.JobType != "" {
-		q.Set("type", f.JobType)
-	}
-	return q
+	return filterQuery("status", f.Status, "type", f.JobType)
 }
 
 func filterOf(r *http.Request) jobFilter {

@@ -252,14 +252,7 @@ type queueFilter struct {
 }
 
 func (f queueFilter) values() url.Values {
-	q := url.Values{}
-	if f.Status != "" {
-		q.Set("status", f.Status)
-	}
-	if f.Project != "" {
-		q.Set("projectId", f.Project)
-	}
-	return q
+	return filterQuery("status", f.Status, "projectId", f.Project)
 }
 
 // queueView is a queue's job page: the queue, its page of jobs, the
@@ -427,10 +420,7 @@ type usersView struct {
 
 func (h *Handler) userList(r *http.Request, c caller) (usersView, error) {
 	search := r.URL.Query().Get("search")
-	q := url.Values{}
-	if search != "" {
-		q.Set("search", search)
-	}
+	q := filterQuery("search", search)
 	params := maps.Clone(q)
 	offset := pageQuery(r, q)
 	var page superadmin.Paged[superadmin.User]
