@@ -334,13 +334,9 @@ func (h *Handler) bulkQueueAction(w http.ResponseWriter, r *http.Request, c call
 		h.fail(w, r, errs.Errorf(errs.Invalid, "the jobs of %s cannot be cancelled or retried here", q.Name))
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "bad form: %v", err))
-		return
-	}
-	ids := r.PostForm["ids"]
-	if len(ids) == 0 {
-		h.fail(w, r, errs.New(errs.Invalid, "select at least one job"))
+	ids, err := chosen(r, "ids", "select at least one job")
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	var res struct {
@@ -466,13 +462,9 @@ func (h *Handler) userAction(w http.ResponseWriter, r *http.Request, c caller, p
 // createUserToken mints a token for the path's user through the API's
 // route and shows it once.
 func (h *Handler) createUserToken(w http.ResponseWriter, r *http.Request, c caller) {
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "bad form: %v", err))
-		return
-	}
-	scopes := r.PostForm["scopes"]
-	if len(scopes) == 0 {
-		h.fail(w, r, errs.New(errs.Invalid, "choose at least one scope"))
+	scopes, err := chosen(r, "scopes", "choose at least one scope")
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	body := map[string]any{"name": r.PostFormValue("name"), "scopes": scopes}
