@@ -29,17 +29,17 @@ var (
 )
 
 // agentRoutes adds the agent pages.
-func (h *Handler) agentRoutes(r chi.Router) {
-	r.Get("/projects/{project}/agents", h.signedIn(h.agents))
-	r.Get("/projects/{project}/agents/{id}", h.signedIn(h.agentPage))
-	r.Get("/projects/{project}/agents/{id}/runs", h.signedIn(h.agentRunRows))
-	r.Post("/projects/{project}/agents/{id}/runs", h.signedIn(h.agentStart))
-	r.Get(StreamPrefix+"projects/{project}/agents/{id}", h.signedIn(h.agentStream))
-	r.Get("/projects/{project}/agent-runs/{runId}", h.signedIn(h.agentRun))
-	r.Get("/projects/{project}/agent-runs/{runId}/panel", h.signedIn(h.agentRunPanel))
-	r.Post("/projects/{project}/agent-runs/{runId}/answer", h.signedIn(h.agentAnswer))
-	r.Post("/projects/{project}/agent-runs/{runId}/cancel", h.signedIn(h.agentCancel))
-	r.Get(StreamPrefix+"projects/{project}/agent-runs/{runId}", h.signedIn(h.agentRunStream))
+func (h *Handler) agentRoutes(p pages) {
+	p.get("/projects/{project}/agents", h.agents)
+	p.get("/projects/{project}/agents/{id}", h.agentPage)
+	p.get("/projects/{project}/agents/{id}/runs", h.agentRunRows)
+	p.post("/projects/{project}/agents/{id}/runs", h.agentStart)
+	p.get(StreamPrefix+"projects/{project}/agents/{id}", h.agentStream)
+	p.get("/projects/{project}/agent-runs/{runId}", h.agentRun)
+	p.get("/projects/{project}/agent-runs/{runId}/panel", h.agentRunPanel)
+	p.post("/projects/{project}/agent-runs/{runId}/answer", h.agentAnswer)
+	p.post("/projects/{project}/agent-runs/{runId}/cancel", h.agentCancel)
+	p.get(StreamPrefix+"projects/{project}/agent-runs/{runId}", h.agentRunStream)
 }
 
 // agentOwner and runOwner are the API's owners of agent and run paths.

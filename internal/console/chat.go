@@ -33,14 +33,14 @@ const (
 var chatRule = auth.Rule{Scope: auth.ChatUse, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 
 // chatRoutes adds the chat pages.
-func (h *Handler) chatRoutes(r chi.Router) {
-	r.Get("/projects/{project}/chat", h.signedIn(h.chatSessions))
-	r.Post("/projects/{project}/chat", h.signedIn(h.chatCreate))
-	r.Get("/projects/{project}/chat/{sessionId}", h.signedIn(h.chatSession))
-	r.Post("/projects/{project}/chat/{sessionId}/rename", h.signedIn(h.chatRename))
-	r.Post("/projects/{project}/chat/{sessionId}/delete", h.signedIn(h.chatDelete))
-	r.Post(StreamPrefix+"projects/{project}/chat/{sessionId}/messages", h.signedIn(h.chatSend))
-	r.Get("/projects/{project}/documents/{id}/chunks/{chunk}", h.signedIn(h.chunk))
+func (h *Handler) chatRoutes(p pages) {
+	p.get("/projects/{project}/chat", h.chatSessions)
+	p.post("/projects/{project}/chat", h.chatCreate)
+	p.get("/projects/{project}/chat/{sessionId}", h.chatSession)
+	p.post("/projects/{project}/chat/{sessionId}/rename", h.chatRename)
+	p.post("/projects/{project}/chat/{sessionId}/delete", h.chatDelete)
+	p.post(StreamPrefix+"projects/{project}/chat/{sessionId}/messages", h.chatSend)
+	p.get("/projects/{project}/documents/{id}/chunks/{chunk}", h.chunk)
 }
 
 // chatOwner is the API's owner of a chat session path.

@@ -35,14 +35,14 @@ var (
 )
 
 // notificationRoutes adds the inbox pages.
-func (h *Handler) notificationRoutes(r chi.Router) {
-	r.Get("/notifications", h.signedIn(h.notifications))
-	r.Get("/notifications/panel", h.signedIn(h.notificationPanel))
-	r.Get("/notifications/badge", h.signedIn(h.notificationBadge))
-	r.Post("/notifications/mark-all-read", h.signedIn(h.markAllNotificationsRead))
-	r.Post("/notifications/{id}/read", h.signedIn(h.markNotificationRead))
-	r.Post("/notifications/{id}/dismiss", h.signedIn(h.dismissNotification))
-	r.Get(StreamPrefix+"notifications", h.signedIn(h.notificationStream))
+func (h *Handler) notificationRoutes(p pages) {
+	p.get("/notifications", h.notifications)
+	p.get("/notifications/panel", h.notificationPanel)
+	p.get("/notifications/badge", h.notificationBadge)
+	p.post("/notifications/mark-all-read", h.markAllNotificationsRead)
+	p.post("/notifications/{id}/read", h.markNotificationRead)
+	p.post("/notifications/{id}/dismiss", h.dismissNotification)
+	p.get(StreamPrefix+"notifications", h.notificationStream)
 }
 
 // notificationOwner is the API's owner of a notification path.

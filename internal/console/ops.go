@@ -39,21 +39,21 @@ var (
 )
 
 // mountOps adds the superadmin pages' routes.
-func (h *Handler) mountOps(r chi.Router) {
-	r.Get("/admin/queues", h.signedIn(h.queues))
-	r.Post("/admin/queues/{queue}/pause", h.signedIn(h.pauseQueue))
-	r.Post("/admin/queues/{queue}/resume", h.signedIn(h.resumeQueue))
-	r.Get("/admin/queues/{queue}", h.signedIn(h.queue))
-	r.Get("/admin/queues/{queue}/rows", h.signedIn(h.queueRows))
-	r.Post("/admin/queues/{queue}/cancel", h.signedIn(h.cancelQueueJobs))
-	r.Post("/admin/queues/{queue}/retry", h.signedIn(h.retryQueueJobs))
-	r.Get("/admin/queues/{queue}/jobs/{id}", h.signedIn(h.queueJob))
-	r.Get(StreamPrefix+"admin/queues/{queue}", h.signedIn(h.queueStream))
-	r.Get("/admin/users", h.signedIn(h.users))
-	r.Post("/admin/users", h.signedIn(h.createUser))
-	r.Post("/admin/users/{id}/tokens", h.signedIn(h.createUserToken))
-	r.Get("/admin/organizations", h.signedIn(h.organizations))
-	r.Get("/admin/audit", h.signedIn(h.auditLog))
+func (h *Handler) mountOps(p pages) {
+	p.get("/admin/queues", h.queues)
+	p.post("/admin/queues/{queue}/pause", h.pauseQueue)
+	p.post("/admin/queues/{queue}/resume", h.resumeQueue)
+	p.get("/admin/queues/{queue}", h.queue)
+	p.get("/admin/queues/{queue}/rows", h.queueRows)
+	p.post("/admin/queues/{queue}/cancel", h.cancelQueueJobs)
+	p.post("/admin/queues/{queue}/retry", h.retryQueueJobs)
+	p.get("/admin/queues/{queue}/jobs/{id}", h.queueJob)
+	p.get(StreamPrefix+"admin/queues/{queue}", h.queueStream)
+	p.get("/admin/users", h.users)
+	p.post("/admin/users", h.createUser)
+	p.post("/admin/users/{id}/tokens", h.createUserToken)
+	p.get("/admin/organizations", h.organizations)
+	p.get("/admin/audit", h.auditLog)
 }
 
 // OpsQueue is a queue as the superadmin pages know it: the superadmin
