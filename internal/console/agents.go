@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/agent"
@@ -71,7 +70,7 @@ func (h *Handler) agents(w http.ResponseWriter, r *http.Request, c caller) {
 
 // agentRuns is an agent and a page of the caller's runs of it.
 func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent.Agent, runs []agent.Run, pg pager, err error) {
-	a, p, err := h.projectContext(r, c, agentsRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, agentsRule, h.agentOwner())
 	if err != nil {
 		return pv, ag, nil, pg, err
 	}
@@ -100,7 +99,7 @@ func (h *Handler) agentRunRows(w http.ResponseWriter, r *http.Request, c caller)
 // agentStart starts a run of the agent with the form's input, as the
 // API's route, and opens it.
 func (h *Handler) agentStart(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, agentWriteRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, agentWriteRule, h.agentOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -116,7 +115,7 @@ func (h *Handler) agentStart(w http.ResponseWriter, r *http.Request, c caller) {
 // runContext authorises c for the path's run with rule and reads it (the
 // caller's own: another user's run is not found).
 func (h *Handler) runContext(r *http.Request, c caller, rule auth.Rule) (projectView, agent.Run, error) {
-	a, p, err := h.projectContext(r, c, rule.WithOwner(h.runOwner()), chi.URLParam(r, "runId"))
+	a, p, err := h.ownedContext(r, c, rule, h.runOwner())
 	if err != nil {
 		return projectView{}, agent.Run{}, err
 	}
@@ -177,7 +176,7 @@ func (h *Handler) agentCancel(w http.ResponseWriter, r *http.Request, c caller) 
 // actOnRun runs act on the path's run with the API's write rule and
 // answers the run's new panel.
 func (h *Handler) actOnRun(w http.ResponseWriter, r *http.Request, c caller, act func(project, user, id uuid.UUID) (agent.Run, error)) {
-	a, p, err := h.projectContext(r, c, agentWriteRule.WithOwner(h.runOwner()), chi.URLParam(r, "runId"))
+	a, p, err := h.ownedContext(r, c, agentWriteRule, h.runOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -189,7 +188,7 @@ func (h *Handler) actOnRun(w http.ResponseWriter, r *http.Request, c caller, act
 // agentStream passes on AgentRunsEvent when a run of the path's agent
 // changes status.
 func (h *Handler) agentStream(w http.ResponseWriter, r *http.Request, c caller) {
-	a, err := h.check(r, c, agentsRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	a, err := h.checkOwned(r, c, agentsRule, h.agentOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -81,7 +81,7 @@ func (h *Handler) chatCreate(w http.ResponseWriter, r *http.Request, c caller) {
 
 // chatContext authorises c for the path's session with the API's rule.
 func (h *Handler) chatContext(r *http.Request, c caller) (auth.Access, tenancy.Project, error) {
-	return h.projectContext(r, c, chatRule.WithOwner(h.chatOwner()), chi.URLParam(r, "sessionId"))
+	return h.ownedContext(r, c, chatRule, h.chatOwner())
 }
 
 // chatSession shows one of the caller's sessions with its latest
@@ -222,7 +222,7 @@ func chunkURL(project uuid.UUID, c chat.Citation) string {
 // chunk sends to the page of the document's chunks that holds the path's
 // chunk, at the chunk (the document page's rule and owner).
 func (h *Handler) chunk(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, documentsRule.WithOwner(h.documentOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, documentsRule, h.documentOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

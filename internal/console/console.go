@@ -556,7 +556,7 @@ func (h *Handler) documentRows(w http.ResponseWriter, r *http.Request, c caller)
 }
 
 func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {
-	a, pr, err := h.projectContext(r, c, documentsRule.WithOwner(h.documentOwner()), chi.URLParam(r, "id"))
+	a, pr, err := h.ownedContext(r, c, documentsRule, h.documentOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

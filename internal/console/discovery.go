@@ -194,7 +194,7 @@ type finalizeForm struct {
 }
 
 func (h *Handler) renderDiscoveryJob(w http.ResponseWriter, r *http.Request, c caller, status int, f finalizeForm, fragment bool) {
-	a, p, err := h.projectContext(r, c, discoveryRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, discoveryRule, h.discoveryOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -215,7 +215,7 @@ func (h *Handler) renderDiscoveryJob(w http.ResponseWriter, r *http.Request, c c
 // cancelDiscovery cancels a pending or running job and answers its live
 // part.
 func (h *Handler) cancelDiscovery(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, discoveryWriteRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, discoveryWriteRule, h.discoveryOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -234,7 +234,7 @@ func relKey(rel discovery.Relationship) string {
 // relationships, as POST /api/discovery-jobs/{id}/finalize; the page
 // shows the pack made, or the API's message with the form as it was.
 func (h *Handler) finalizeDiscovery(w http.ResponseWriter, r *http.Request, c caller) {
-	a, _, err := h.projectContext(r, c, discoveryWriteRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id"))
+	a, _, err := h.ownedContext(r, c, discoveryWriteRule, h.discoveryOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -339,7 +339,7 @@ func discoveryJobEvents(job uuid.UUID) func(project uuid.UUID) func(e streamEven
 // discoveryJobStream is the job page's stream: the job's own progress
 // and end.
 func (h *Handler) discoveryJobStream(w http.ResponseWriter, r *http.Request, c caller) {
-	if _, err := h.check(r, c, discoveryRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id")); err != nil {
+	if _, err := h.checkOwned(r, c, discoveryRule, h.discoveryOwner()); err != nil {
 		h.fail(w, r, err)
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -89,7 +88,7 @@ type objectView struct {
 // relationships, listed as links and drawn (Cytoscape.js, from the
 // elements in the page).
 func (h *Handler) objectPage(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, graphRule.WithOwner(h.objectOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, graphRule, h.objectOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -109,7 +108,7 @@ func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, c caller) {
 func (h *Handler) actOnJob(w http.ResponseWriter, r *http.Request, c caller,
 	act func(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) (extraction.Job, error),
 ) {
-	a, p, err := h.projectContext(r, c, jobWriteRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, jobWriteRule, h.jobOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

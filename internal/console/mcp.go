@@ -101,7 +101,7 @@ func httpStatusOf(err error) int {
 // mcpServer shows a server with its tool catalogue (the built-in server's
 // tools with their effective settings).
 func (h *Handler) mcpServer(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, mcpReadRule.WithOwner(h.mcpOwner()), chi.URLParam(r, "server"))
+	a, p, err := h.ownedContext(r, c, mcpReadRule, h.mcpOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -123,7 +123,7 @@ func (h *Handler) mcpServer(w http.ResponseWriter, r *http.Request, c caller) {
 // mcpWrite authorises c to change the path's server (the API's write rule
 // and owner).
 func (h *Handler) mcpWrite(r *http.Request, c caller) (auth.Access, projectView, error) {
-	a, p, err := h.projectContext(r, c, mcpWriteRule.WithOwner(h.mcpOwner()), chi.URLParam(r, "server"))
+	a, p, err := h.ownedContext(r, c, mcpWriteRule, h.mcpOwner())
 	return a, projectView{Project: p, CanWrite: true}, err
 }
 

@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/tenancy"
@@ -103,7 +101,7 @@ func (h *Handler) jobCalls(w http.ResponseWriter, r *http.Request, c caller) {
 // jobContext authorises c to read the path's extraction job (the API's
 // rule and owner) and loads its project and the job.
 func (h *Handler) jobContext(r *http.Request, c caller) (auth.Access, tenancy.Project, extraction.Job, error) {
-	a, p, err := h.projectContext(r, c, jobsRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, jobsRule, h.jobOwner())
 	if err != nil {
 		return a, p, extraction.Job{}, err
 	}

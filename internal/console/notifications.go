@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -178,7 +177,7 @@ func (h *Handler) dismissNotification(w http.ResponseWriter, r *http.Request, c 
 // actOnNotification runs act on the path's notification with the API's
 // rule (another user's is not found) and answers the inbox's panel.
 func (h *Handler) actOnNotification(w http.ResponseWriter, r *http.Request, c caller, act func(auth.Access) error) {
-	a, err := h.check(r, c, notificationWriteRule.WithOwner(h.notificationOwner()), chi.URLParam(r, "id"))
+	a, err := h.checkOwned(r, c, notificationWriteRule, h.notificationOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
