@@ -568,12 +568,8 @@ func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	offset := pageOffset(r)
 	chunks, total, err := h.cfg.Documents.Chunks(r.Context(), a.ProjectID, a.ResourceID, PageSize, offset)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	base := "/projects/" + pr.ID.String() + "/documents/" + d.ID.String()
-	h.render(w, r, http.StatusOK, documentPage(c.sess.CSRF, pr, d, chunks, pager{Offset: offset, Total: total, Base: base}))
+	h.show(w, r, documentPage(c.sess.CSRF, pr, d, chunks, pager{Offset: offset, Total: total, Base: base}), err)
 }
 
 // documentOwner is the API's owner of a document path (document.Register).

@@ -59,12 +59,8 @@ func (h *Handler) graphPage(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	types, err := h.cfg.Graph.ObjectTypes(r.Context(), a.ProjectID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	pg := pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/graph", Params: filterQuery("q", f.Query, "type", f.Type)}
-	h.render(w, r, http.StatusOK, graphSearchPage(c.sess.CSRF, projectView{Project: p}, f, types, list, pg))
+	h.show(w, r, graphSearchPage(c.sess.CSRF, projectView{Project: p}, f, types, list, pg), err)
 }
 
 // objectView is an object's page: the object, the chunks it was
