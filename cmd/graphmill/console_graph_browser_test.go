@@ -59,6 +59,7 @@ func TestConsoleBrowserGraph(t *testing.T) {
 		Found         []string                        `json:"found"`
 		ObjectURL     string                          `json:"objectURL"`
 		ObjectType    string                          `json:"objectType"`
+		Provenance    string                          `json:"provenanceText"`
 		Quotes        []string                        `json:"quotes"`
 		QuoteMarks    []string                        `json:"quoteMarks"`
 		Sources       []string                        `json:"sources"`
@@ -124,7 +125,8 @@ func TestConsoleBrowserGraph(t *testing.T) {
 	require.Contains(t, report.SearchURL, "q=")
 	require.Equal(t, "/projects/"+project+"/graph/objects/"+center.ID, report.ObjectURL)
 	require.Equal(t, center.Type, report.ObjectType)
-	require.NotEmpty(t, report.Quotes)
+	require.NotEmpty(t, report.Quotes, "the object has %d provenance rows now; its page said: %s",
+		s.extractionCount(`SELECT count(*) FROM graph_object_provenance WHERE object_id = $1`, center.ID), report.Provenance)
 	require.NotEmpty(t, report.QuoteMarks)
 	for _, m := range report.QuoteMarks {
 		require.True(t, strings.EqualFold(center.Name, m), "quote mark %q", m)

@@ -118,6 +118,8 @@ await run(async () => {
   await page.waitForSelector("#object-name");
   report.objectURL = new URL(page.url()).pathname;
   report.objectType = (await page.textContent("#object-type")).trim();
+  report.provenanceText = await page.$$eval("section", (ss) => ss.filter((s) => s.querySelector("h2")?.textContent === "Provenance")
+    .map((s) => s.textContent.replace(/\s+/g, " ").trim()).join(" | "));
   report.quotes = await page.$$eval("#provenance blockquote", (q) => q.map((e) => e.textContent.replace(/\s+/g, " ").trim()));
   report.quoteMarks = await page.$$eval("#provenance mark", (m) => m.map((e) => e.textContent));
   report.sources = await page.$$eval("#provenance a", (a) => a.map((e) => e.getAttribute("href")));
