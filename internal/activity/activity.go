@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -49,10 +50,7 @@ type Record struct {
 
 // Owner selects whose history an operation acts on: a user's, and only
 // that of one project when ProjectID is set.
-type Owner struct {
-	UserID    uuid.UUID
-	ProjectID *uuid.UUID
-}
+type Owner = auth.OwnRecords
 
 // namePattern is what resource and action types look like (they are used
 // in paths).

@@ -41,16 +41,6 @@ type (
 	}
 )
 
-// ownerOf is whose history a request acts on: the caller's, of the
-// request's project when it names one (or the token is bound to one).
-func ownerOf(ctx context.Context) Owner {
-	o := Owner{UserID: auth.PrincipalFrom(ctx).UserID}
-	if a := auth.AccessFrom(ctx); a.ProjectID != uuid.Nil {
-		o.ProjectID = &a.ProjectID
-	}
-	return o
-}
-
 func newList(items []Item) List {
 	if items == nil {
 		items = []Item{}
@@ -99,7 +89,7 @@ func (h handlers) recordUserActivity(ctx context.Context, in *recordIn) (*httpap
 }
 
 func (h handlers) listUserActivity(ctx context.Context, in *recentIn) (*httpapi.Out[List], error) {
-	list, err := h.svc.Recent(ctx, ownerOf(ctx), "", in.Limit)
+	list, err := h.svc.Recent(ctx, auth.OwnRecordsFrom(ctx), "", in.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +97,7 @@ func (h handlers) listUserActivity(ctx context.Context, in *recentIn) (*httpapi.
 }
 
 func (h handlers) listUserActivityOfType(ctx context.Context, in *recentTypeIn) (*httpapi.Out[List], error) {
-	list, err := h.svc.Recent(ctx, ownerOf(ctx), in.ResourceType, in.Limit)
+	list, err := h.svc.Recent(ctx, auth.OwnRecordsFrom(ctx), in.ResourceType, in.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +105,10 @@ func (h handlers) listUserActivityOfType(ctx context.Context, in *recentTypeIn) 
 }
 
 func (h handlers) clearUserActivity(ctx context.Context, _ *clearIn) (*httpapi.NoContent, error) {
-	_, err := h.svc.Clear(ctx, ownerOf(ctx))
+	_, err := h.svc.Clear(ctx, auth.OwnRecordsFrom(ctx))
 	return nil, err
 }
 
 func (h handlers) removeUserActivity(ctx context.Context, in *removeIn) (*httpapi.NoContent, error) {
-	return nil, h.svc.Remove(ctx, ownerOf(ctx), in.ResourceType, in.ResourceID)
+	return nil, h.svc.Remove(ctx, auth.OwnRecordsFrom(ctx), in.ResourceType, in.ResourceID)
 }

@@ -120,6 +120,17 @@ func PrincipalFrom(ctx context.Context) *Principal {
 	return p
 }
 
+// UserFrom is the id of the user calling, for the created_by and
+// cancelled_by columns: nil when ctx has no principal or its principal is
+// no user.
+func UserFrom(ctx context.Context) *uuid.UUID {
+	if p := PrincipalFrom(ctx); p != nil && p.UserID != uuid.Nil {
+		id := p.UserID
+		return &id
+	}
+	return nil
+}
+
 // WithAccess attaches the authorised project and organization to ctx.
 func WithAccess(ctx context.Context, a Access) context.Context {
 	return context.WithValue(ctx, accessKey{}, a)

@@ -136,16 +136,8 @@ func objectChunks(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids 
 		FROM graph_object_provenance p JOIN document_chunks c ON c.id = p.chunk_id
 		WHERE p.project_id = $1 AND p.object_id = ANY($2)
 		ORDER BY p.object_id, c.document_id, c.chunk_index`, project, ids)
-	defer rows.Close()
-	out := map[uuid.UUID]uuid.UUID{}
-	for rows.Next() {
-		var obj, chunk uuid.UUID
-		if err := rows.Scan(&obj, &chunk); err != nil {
-			return nil, fmt.Errorf("read provenance: %w", err)
-		}
-		out[obj] = chunk
-	}
-	if err := rows.Err(); err != nil {
+	out, err := postgres.CollectMap[uuid.UUID, uuid.UUID](rows)
+	if err != nil {
 		return nil, fmt.Errorf("read provenance: %w", err)
 	}
 	return out, nil

@@ -49,14 +49,10 @@ func (h *Handler) notificationOwner() *auth.Owner {
 	return &auth.Owner{Param: "id", Kind: "notification", Resolve: h.cfg.Notifications.Recipient, NotFound: notification.ErrNotFound}
 }
 
-// inboxOwner is whose notifications a request acts on (the API's
-// ownerOf): the caller's, of the project its token is bound to.
+// inboxOwner is whose notifications a request acts on, as for the API:
+// the caller's, of the project its token is bound to.
 func inboxOwner(c caller, a auth.Access) notification.Owner {
-	o := notification.Owner{UserID: c.p.UserID}
-	if a.ProjectID != uuid.Nil {
-		o.ProjectID = &a.ProjectID
-	}
-	return o
+	return auth.OwnRecordsOf(c.p, a)
 }
 
 // inboxQuery is the inbox's tab, unread filter and offset.

@@ -69,13 +69,6 @@ type handlers struct {
 	svc *Service
 }
 
-func userOf(ctx context.Context) *uuid.UUID {
-	if p := auth.PrincipalFrom(ctx); p != nil && p.UserID != uuid.Nil {
-		return &p.UserID
-	}
-	return nil
-}
-
 func (h handlers) start(ctx context.Context, in *startIn) (*httpapi.Out[Started], error) {
 	ids := make([]uuid.UUID, len(in.Body.DocumentIDs))
 	for i, raw := range in.Body.DocumentIDs {
@@ -87,7 +80,7 @@ func (h handlers) start(ctx context.Context, in *startIn) (*httpapi.Out[Started]
 	}
 	return httpapi.Reply(h.svc.Start(ctx, auth.AccessFrom(ctx).ProjectID, StartParams{
 		DocumentIDs: ids, BatchSize: in.Body.BatchSize, MinConfidence: in.Body.MinConfidence,
-		IncludeRelationships: in.Body.IncludeRelationships, MaxIterations: in.Body.MaxIterations, CreatedBy: userOf(ctx),
+		IncludeRelationships: in.Body.IncludeRelationships, MaxIterations: in.Body.MaxIterations, CreatedBy: auth.UserFrom(ctx),
 	}))
 }
 
@@ -96,31 +89,21 @@ func (h handlers) list(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.Li
 	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
-func (h handlers) get(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
-	id, err := httpapi.ParseID(in.ID, ErrNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return httpapi.Reply(h.svc.Get(ctx, auth.AccessFrom(ctx).ProjectID, id))
+func (h handlers) get(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
+	a := auth.AccessFrom(ctx)
+	return httpapi.Reply(h.svc.Get(ctx, a.ProjectID, a.ResourceID))
 }
 
-func (h handlers) cancel(ctx context.Context, in *jobIn) (*httpapi.Out[Job], error) {
-	id, err := httpapi.ParseID(in.ID, ErrNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return httpapi.Reply(h.svc.Cancel(ctx, auth.AccessFrom(ctx).ProjectID, id))
+func (h handlers) cancel(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], error) {
+	a := auth.AccessFrom(ctx)
+	return httpapi.Reply(h.svc.Cancel(ctx, a.ProjectID, a.ResourceID))
 }
 
 func (h handlers) finalize(ctx context.Context, in *finalizeIn) (*httpapi.Out[Finalized], error) {
-	id, err := httpapi.ParseID(in.ID, ErrNotFound)
-	if err != nil {
-		return nil, err
-	}
 	b := in.Body
 	p := FinalizeParams{
 		PackName: b.PackName, Mode: b.Mode, IncludedTypes: b.IncludedTypes, IncludedRelationships: b.IncludedRelationships,
-		Install: b.Install == nil || *b.Install, Reextract: b.Reextract, Principal: auth.PrincipalFrom(ctx), By: userOf(ctx),
+		Install: b.Install == nil || *b.Install, Reextract: b.Reextract, Principal: auth.PrincipalFrom(ctx), By: auth.UserFrom(ctx),
 	}
 	if b.ExistingPackID != nil {
 		pack, err := uuid.Parse(*b.ExistingPackID)
@@ -129,5 +112,6 @@ func (h handlers) finalize(ctx context.Context, in *finalizeIn) (*httpapi.Out[Fi
 		}
 		p.ExistingPackID = &pack
 	}
-	return httpapi.Reply(h.svc.Finalize(ctx, auth.AccessFrom(ctx).ProjectID, id, p))
+	a := auth.AccessFrom(ctx)
+	return httpapi.Reply(h.svc.Finalize(ctx, a.ProjectID, a.ResourceID, p))
 }

@@ -364,54 +364,51 @@ Below are the object types discovered in the project's documents (JSON), followe
 // Response schemas of the three purposes.
 func typesSchema() map[string]any {
 	str := map[string]any{"type": "string"}
-	property := map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"type":        map[string]any{"type": "string", "enum": []any{"string", "number", "integer", "boolean", "array"}},
-			"description": str,
-		},
-		"required": []any{"type", "description"},
-	}
-	instance := map[string]any{
-		"type":       "object",
-		"properties": map[string]any{"name": str, "quote": str, "document_id": str},
-		"required":   []any{"name", "quote", "document_id"},
-	}
-	typ := map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"type_name":           str,
-			"description":         str,
-			"properties":          map[string]any{"type": "object", "additionalProperties": property},
-			"required_properties": map[string]any{"type": "array", "items": str},
-			"instances":           map[string]any{"type": "array", "items": instance},
-			"confidence":          map[string]any{"type": "number", "minimum": 0, "maximum": 1},
-		},
-		"required": []any{"type_name", "description", "properties", "required_properties", "instances", "confidence"},
-	}
-	return map[string]any{
-		"type":       "object",
-		"properties": map[string]any{"types": map[string]any{"type": "array", "items": typ}},
-		"required":   []any{"types"},
-	}
+	property := objectSchema(map[string]any{
+		"type":        map[string]any{"type": "string", "enum": []any{"string", "number", "integer", "boolean", "array"}},
+		"description": str,
+	}, "type", "description")
+	instance := objectSchema(map[string]any{"name": str, "quote": str, "document_id": str}, "name", "quote", "document_id")
+	typ := objectSchema(map[string]any{
+		"type_name":           str,
+		"description":         str,
+		"properties":          map[string]any{"type": "object", "additionalProperties": property},
+		"required_properties": arraySchema(str),
+		"instances":           arraySchema(instance),
+		"confidence":          confidenceSchema(),
+	}, "type_name", "description", "properties", "required_properties", "instances", "confidence")
+	return listSchema("types", typ)
 }
 
 func relationshipsSchema() map[string]any {
 	str := map[string]any{"type": "string"}
-	rel := map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"source_type": str, "target_type": str, "relation_type": str, "description": str,
-			"cardinality": map[string]any{"type": "string", "enum": []any{OneToOne, OneToMany, ManyToMany}},
-			"confidence":  map[string]any{"type": "number", "minimum": 0, "maximum": 1},
-		},
-		"required": []any{"source_type", "target_type", "relation_type", "description", "cardinality", "confidence"},
-	}
-	return map[string]any{
-		"type":       "object",
-		"properties": map[string]any{"relationships": map[string]any{"type": "array", "items": rel}},
-		"required":   []any{"relationships"},
-	}
+	rel := objectSchema(map[string]any{
+		"source_type": str, "target_type": str, "relation_type": str, "description": str,
+		"cardinality": map[string]any{"type": "string", "enum": []any{OneToOne, OneToMany, ManyToMany}},
+		"confidence":  confidenceSchema(),
+	}, "source_type", "target_type", "relation_type", "description", "cardinality", "confidence")
+	return listSchema("relationships", rel)
+}
+
+// objectSchema is the JSON Schema of an object with properties, of which
+// required must be present.
+func objectSchema(properties map[string]any, required ...any) map[string]any {
+	return map[string]any{"type": "object", "properties": properties, "required": required}
+}
+
+// arraySchema is the JSON Schema of an array of items.
+func arraySchema(items map[string]any) map[string]any {
+	return map[string]any{"type": "array", "items": items}
+}
+
+// listSchema is the JSON Schema of an answer {"<field>": [item, ...]}.
+func listSchema(field string, item map[string]any) map[string]any {
+	return objectSchema(map[string]any{field: arraySchema(item)}, field)
+}
+
+// confidenceSchema is a confidence from 0 to 1.
+func confidenceSchema() map[string]any {
+	return map[string]any{"type": "number", "minimum": 0, "maximum": 1}
 }
 
 // decode reads a response into v.

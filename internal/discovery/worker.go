@@ -34,18 +34,8 @@ func (s *Service) AddQueue(concurrency, projectMax int) error {
 	}
 	return s.cfg.Jobs.AddQueue(jobqueue.QueueConfig{
 		Name: Queue, Table: "discovery_jobs", Concurrency: concurrency, BatchSize: 1, ProjectMax: projectMax,
-		Handler: jobqueue.EachFunc(s.run), BackoffFunc: s.cfg.Backoff, OutcomeFunc: s.outcomes, Lease: s.cfg.Lease, AnnounceStarted: true,
+		Handler: jobqueue.EachFunc(s.run), BackoffFunc: s.cfg.Backoff, OutcomeFunc: jobqueue.PublishCompletedFunc(Queue, s.now), Lease: s.cfg.Lease, AnnounceStarted: true,
 	})
-}
-
-// outcomes publishes job.completed for every job that ended (DESIGN 8).
-func (s *Service) outcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
-	for _, o := range outcomes {
-		if err := o.PublishCompleted(ctx, tx, Queue, s.now()); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // run is one attempt of a job: the batches not finished yet (each

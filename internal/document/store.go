@@ -175,21 +175,12 @@ func documentDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID
 
 // documentCounts counts documents per project.
 func documentCounts(ctx context.Context, db postgres.DBTX, projects []uuid.UUID) (map[uuid.UUID]int, error) {
-	rows, err := db.Query(ctx, `SELECT project_id, count(*)::int FROM documents WHERE project_id = ANY($1) GROUP BY project_id`, projects)
+	rows, _ := db.Query(ctx, `SELECT project_id, count(*)::int FROM documents WHERE project_id = ANY($1) GROUP BY project_id`, projects)
+	out, err := postgres.CollectMap[uuid.UUID, int](rows)
 	if err != nil {
 		return nil, fmt.Errorf("count documents: %w", err)
 	}
-	defer rows.Close()
-	out := map[uuid.UUID]int{}
-	for rows.Next() {
-		var id uuid.UUID
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, fmt.Errorf("count documents: %w", err)
-		}
-		out[id] = n
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func chunkIndex(ctx context.Context, db postgres.DBTX, project, document, id uuid.UUID) (int, error) {
@@ -447,13 +438,7 @@ func jobsOfDocument(ctx context.Context, db postgres.DBTX, document uuid.UUID) (
 // project.
 func documentStatuses(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
 	rows, _ := db.Query(ctx, `SELECT id, status FROM documents WHERE project_id = $1 AND id = ANY($2)`, project, ids)
-	out := make(map[uuid.UUID]string, len(ids))
-	var id uuid.UUID
-	var status string
-	_, err := pgx.ForEachRow(rows, []any{&id, &status}, func() error {
-		out[id] = status
-		return nil
-	})
+	out, err := postgres.CollectMap[uuid.UUID, string](rows)
 	if err != nil {
 		return nil, fmt.Errorf("read document statuses: %w", err)
 	}

@@ -35,7 +35,7 @@ func (s *Service) AddQueues(parseConcurrency, projectMax int) error {
 	// domains (internal/extraction, internal/embedding).
 	return s.jobs.AddQueue(jobqueue.QueueConfig{
 		Name: QueueChunkEmbedding, Table: "chunk_embedding_jobs", Concurrency: EmbedConcurrencyDefault, BatchSize: EmbedBatchDefault, ProjectMax: projectMax,
-		Handler: jobqueue.HandlerFunc(s.workEmbed), OutcomeFunc: jobOutcomes(QueueChunkEmbedding), AnnounceStarted: true,
+		Handler: jobqueue.HandlerFunc(s.workEmbed), OutcomeFunc: jobqueue.PublishCompletedFunc(QueueChunkEmbedding, time.Now), AnnounceStarted: true,
 	})
 }
 
@@ -139,7 +139,7 @@ func (s *Service) parseOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqu
 			s.notifyFailed(ctx, tx, d.ProjectID, d.ID, *d.CreatedBy, d.Filename, reason)
 		}
 	}
-	return jobOutcomes(QueueParsing)(ctx, tx, outcomes)
+	return jobqueue.PublishCompletedFunc(QueueParsing, time.Now)(ctx, tx, outcomes)
 }
 
 // notifyFailed tells the uploader in a savepoint: a notification that
@@ -157,19 +157,6 @@ func (s *Service) notifyFailed(ctx context.Context, tx pgx.Tx, project, doc, upl
 	}
 	if err := sp.Commit(ctx); err != nil {
 		s.logger.Error("notify document failure: release savepoint", "document", doc, "err", err)
-	}
-}
-
-// jobOutcomes publishes job.completed for every job of queue that finished
-// (completed, requires_review or failed).
-func jobOutcomes(queue string) func(context.Context, pgx.Tx, []jobqueue.Outcome) error {
-	return func(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
-		for _, o := range outcomes {
-			if err := o.PublishCompleted(ctx, tx, queue, time.Now()); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
 }
 

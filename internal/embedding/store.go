@@ -28,12 +28,7 @@ func jobsInsert(ctx context.Context, db postgres.DBTX, project uuid.UUID, jobIDs
 // jobObjects maps the given jobs to their objects.
 func jobObjects(ctx context.Context, db postgres.DBTX, jobIDs []uuid.UUID) (map[uuid.UUID]uuid.UUID, error) {
 	rows, _ := db.Query(ctx, `SELECT id, object_id FROM graph_embedding_jobs WHERE id = ANY($1)`, jobIDs)
-	out := map[uuid.UUID]uuid.UUID{}
-	var job, object uuid.UUID
-	_, err := pgx.ForEachRow(rows, []any{&job, &object}, func() error {
-		out[job] = object
-		return nil
-	})
+	out, err := postgres.CollectMap[uuid.UUID, uuid.UUID](rows)
 	if err != nil {
 		return nil, fmt.Errorf("load graph embedding jobs: %w", err)
 	}

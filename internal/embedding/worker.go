@@ -414,14 +414,3 @@ func (s *Service) textsOf(o *graph.Object, policies []*compiledPolicy) ([]object
 	}
 	return out, failed
 }
-
-// outcomes publishes job.completed for the finished jobs.
-func (s *Service) outcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqueue.Outcome) error {
-	now := s.now().UTC()
-	for _, o := range outcomes {
-		if err := o.PublishCompleted(ctx, tx, Queue, now); err != nil {
-			return err
-		}
-	}
-	return nil
-}

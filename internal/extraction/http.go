@@ -187,7 +187,7 @@ func (h handlers) getJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], erro
 func (h handlers) createJob(ctx context.Context, in *createIn) (*httpapi.Out[Job], error) {
 	params := CreateParams{
 		ProjectID: auth.AccessFrom(ctx).ProjectID, JobType: in.Body.JobType, Priority: in.Body.Priority,
-		CreatedBy: userOf(ctx), Superadmin: auth.PrincipalFrom(ctx).Superadmin,
+		CreatedBy: auth.UserFrom(ctx), Superadmin: auth.PrincipalFrom(ctx).Superadmin,
 	}
 	if in.Body.DocumentID != "" {
 		doc, err := httpapi.ParseID(in.Body.DocumentID, ErrDocumentNotFound)
@@ -211,11 +211,11 @@ func (h handlers) retryJob(ctx context.Context, _ *jobIn) (*httpapi.Out[Job], er
 // answers the job it returns.
 func (h handlers) actOnJob(ctx context.Context, act func(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) (Job, error)) (*httpapi.Out[Job], error) {
 	a := auth.AccessFrom(ctx)
-	return httpapi.Reply(act(ctx, a.ProjectID, a.ResourceID, userOf(ctx)))
+	return httpapi.Reply(act(ctx, a.ProjectID, a.ResourceID, auth.UserFrom(ctx)))
 }
 
 func (h handlers) bulkCancel(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
-	n, err := h.svc.BulkCancel(ctx, auth.AccessFrom(ctx).ProjectID, in.status(), userOf(ctx))
+	n, err := h.svc.BulkCancel(ctx, auth.AccessFrom(ctx).ProjectID, in.status(), auth.UserFrom(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (h handlers) bulkCancel(ctx context.Context, in *bulkIn) (*httpapi.Out[Bulk
 }
 
 func (h handlers) bulkRetry(ctx context.Context, in *bulkIn) (*httpapi.Out[BulkResult], error) {
-	n, err := h.svc.BulkRetry(ctx, auth.AccessFrom(ctx).ProjectID, in.status(), userOf(ctx))
+	n, err := h.svc.BulkRetry(ctx, auth.AccessFrom(ctx).ProjectID, in.status(), auth.UserFrom(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -325,15 +325,6 @@ func (h handlers) monitorCalls(ctx context.Context, in *monitorCallsIn) (*httpap
 		return nil, err
 	}
 	return &httpapi.Out[MonitorCallList]{Body: MonitorCallList{LLMCalls: calls, Total: total, Limit: in.Limit, Offset: in.Offset}}, nil
-}
-
-// userOf is the calling user, for the jobs' audit fields.
-func userOf(ctx context.Context) *uuid.UUID {
-	if p := auth.PrincipalFrom(ctx); p != nil && p.UserID != uuid.Nil {
-		id := p.UserID
-		return &id
-	}
-	return nil
 }
 
 // status is the bulk body's status filter (empty: the default).

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
@@ -119,11 +118,7 @@ func (h handlers) create(ctx context.Context, in *createIn) (*httpapi.Created[In
 	if err != nil {
 		return nil, err
 	}
-	var user *uuid.UUID
-	if p := auth.PrincipalFrom(ctx); p != nil && p.UserID != uuid.Nil {
-		user = &p.UserID
-	}
-	return httpapi.ReplyCreated(h.svc.Create(ctx, auth.AccessFrom(ctx).ProjectID, user, CreateParams{
+	return httpapi.ReplyCreated(h.svc.Create(ctx, auth.AccessFrom(ctx).ProjectID, auth.UserFrom(ctx), CreateParams{
 		Name: in.Body.Name, DisplayName: in.Body.DisplayName, ProviderType: in.Body.ProviderType, Config: cfg,
 	}))
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/httpapi"
@@ -53,16 +52,6 @@ type (
 	}
 )
 
-// ownerOf is whose notifications a request acts on: the caller's, of the
-// request's project when it names one (or the token is bound to one).
-func ownerOf(ctx context.Context) Owner {
-	o := Owner{UserID: auth.PrincipalFrom(ctx).UserID}
-	if a := auth.AccessFrom(ctx); a.ProjectID != uuid.Nil {
-		o.ProjectID = &a.ProjectID
-	}
-	return o
-}
-
 // Register adds the notification routes. Each acts on the caller's own
 // notifications; X-Project-ID (or a project-scoped token) narrows them to
 // one project.
@@ -105,18 +94,18 @@ type handlers struct {
 }
 
 func (h handlers) listNotifications(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Notification]], error) {
-	list, total, err := h.svc.List(ctx, ownerOf(ctx), Filter{
+	list, total, err := h.svc.List(ctx, auth.OwnRecordsFrom(ctx), Filter{
 		Tab: in.Tab, Category: in.Category, Search: in.Search, UnreadOnly: in.Unread, Limit: in.Limit, Offset: in.Offset,
 	})
 	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 
 func (h handlers) notificationStats(ctx context.Context, _ *contextIn) (*httpapi.Out[Stats], error) {
-	return httpapi.Reply(h.svc.Stats(ctx, ownerOf(ctx)))
+	return httpapi.Reply(h.svc.Stats(ctx, auth.OwnRecordsFrom(ctx)))
 }
 
 func (h handlers) notificationCounts(ctx context.Context, _ *contextIn) (*httpapi.Out[CountsEnvelope], error) {
-	c, err := h.svc.Counts(ctx, ownerOf(ctx))
+	c, err := h.svc.Counts(ctx, auth.OwnRecordsFrom(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +113,11 @@ func (h handlers) notificationCounts(ctx context.Context, _ *contextIn) (*httpap
 }
 
 func (h handlers) markNotificationRead(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
-	return httpapi.Reply(h.svc.MarkRead(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID))
+	return httpapi.Reply(h.svc.MarkRead(ctx, auth.OwnRecordsFrom(ctx), auth.AccessFrom(ctx).ResourceID))
 }
 
 func (h handlers) markAllNotificationsRead(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
-	n, err := h.svc.MarkAllRead(ctx, ownerOf(ctx))
+	n, err := h.svc.MarkAllRead(ctx, auth.OwnRecordsFrom(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +125,7 @@ func (h handlers) markAllNotificationsRead(ctx context.Context, _ *contextIn) (*
 }
 
 func (h handlers) dismissNotification(ctx context.Context, _ *idIn) (*httpapi.Out[Notification], error) {
-	return httpapi.Reply(h.svc.Dismiss(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID))
+	return httpapi.Reply(h.svc.Dismiss(ctx, auth.OwnRecordsFrom(ctx), auth.AccessFrom(ctx).ResourceID))
 }
 
 func (h handlers) notificationPreferences(ctx context.Context, _ *contextIn) (*httpapi.Out[Preferences], error) {
@@ -149,11 +138,11 @@ func (h handlers) setNotificationPreferences(ctx context.Context, in *preference
 }
 
 func (h handlers) snoozeNotification(ctx context.Context, in *snoozeIn) (*httpapi.Out[Notification], error) {
-	return httpapi.Reply(h.svc.Snooze(ctx, ownerOf(ctx), auth.AccessFrom(ctx).ResourceID, in.Body.Until))
+	return httpapi.Reply(h.svc.Snooze(ctx, auth.OwnRecordsFrom(ctx), auth.AccessFrom(ctx).ResourceID, in.Body.Until))
 }
 
 func (h handlers) clearAllNotifications(ctx context.Context, _ *contextIn) (*httpapi.Out[BulkResult], error) {
-	n, err := h.svc.ClearAll(ctx, ownerOf(ctx))
+	n, err := h.svc.ClearAll(ctx, auth.OwnRecordsFrom(ctx))
 	if err != nil {
 		return nil, err
 	}

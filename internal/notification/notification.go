@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -132,10 +133,7 @@ type Params struct {
 
 // Owner selects whose notifications an operation acts on: a user's, and
 // only those of one project when ProjectID is set.
-type Owner struct {
-	UserID    uuid.UUID
-	ProjectID *uuid.UUID
-}
+type Owner = auth.OwnRecords
 
 // Filter selects and pages a tab. Empty Tab means TabAll.
 type Filter struct {

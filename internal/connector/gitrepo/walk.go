@@ -89,12 +89,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	if err := c.report(ctx, sto, tree, s, branch, opts.FullSync, w); err != nil {
 		return err
 	}
-	raw, err := json.Marshal(state{Commit: tip.String()})
-	if err != nil {
-		return fmt.Errorf("encode state: %w", err)
-	}
-	w.SetState(raw)
-	return nil
+	return connector.SaveState(w, state{Commit: tip.String()})
 }
 
 // report walks tree and reports every selected file.

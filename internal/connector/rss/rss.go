@@ -112,27 +112,18 @@ func (*Connector) Validate(cfg connector.Config) error {
 
 func parseSettings(cfg connector.Config) (settings, error) {
 	var s settings
-	u, err := url.Parse(strings.TrimSpace(cfg.String(fieldFeedURL)))
-	switch {
-	case err != nil || cfg.String(fieldFeedURL) == "":
+	if cfg.String(fieldFeedURL) == "" {
 		return s, errs.Errorf(errs.Invalid, "%s must be a URL", fieldFeedURL)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return s, errs.Errorf(errs.Invalid, "%s must be an http or https URL", fieldFeedURL)
-	case u.Hostname() == "":
-		return s, errs.Errorf(errs.Invalid, "%s has no host", fieldFeedURL)
-	case u.User != nil:
-		return s, errs.Errorf(errs.Invalid, "%s must not contain credentials", fieldFeedURL)
+	}
+	u, err := connector.ParseHTTPURL(fieldFeedURL, cfg.String(fieldFeedURL))
+	if err != nil {
+		return s, err
 	}
 	u.Fragment = ""
 	s.feedURL = u.String()
 	s.fetchLinked = cfg.Bool(fieldFetchLinked, false)
-	if raw, ok := cfg[fieldMaxItems]; ok && string(raw) != "null" {
-		const unset = -1
-		if s.maxItems = cfg.Int(fieldMaxItems, unset); s.maxItems < 1 || s.maxItems > MaxMaxItems {
-			return s, errs.Errorf(errs.Invalid, "%s must be an integer from 1 to %d", fieldMaxItems, MaxMaxItems)
-		}
-	}
-	return s, nil
+	s.maxItems, err = cfg.IntBetween(fieldMaxItems, 0, 1, MaxMaxItems)
+	return s, err
 }
 
 // state is what the connector keeps between syncs: the feed's validator
@@ -211,7 +202,7 @@ func (*Connector) Walk(ctx context.Context, env connector.Env, cfg connector.Con
 				return fmt.Errorf("report unchanged item: %w", err)
 			}
 		}
-		return setState(w, old)
+		return connector.SaveState(w, old)
 	}
 	base, _ := url.Parse(s.feedURL)
 	items := feed.Items
@@ -249,7 +240,7 @@ func (*Connector) Walk(ctx context.Context, env connector.Env, cfg connector.Con
 			next.Version = ""
 		}
 	}
-	return setState(w, next)
+	return connector.SaveState(w, next)
 }
 
 // report reports one item: Unchanged when its version is the stored one,
@@ -377,13 +368,4 @@ func filename(title string) string {
 		name = "item"
 	}
 	return name + ".html"
-}
-
-func setState(w connector.Walker, st state) error {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("encode feed state: %w", err)
-	}
-	w.SetState(raw)
-	return nil
 }

@@ -262,12 +262,7 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	if cr.pages >= s.maxPages {
 		w.Log(ctx, connector.LevelWarn, fmt.Sprintf("the page cap (max_pages %d) is reached: further pages are not synced", s.maxPages), nil)
 	}
-	raw, err := json.Marshal(cr.next.st)
-	if err != nil {
-		return fmt.Errorf("encode web state: %w", err)
-	}
-	w.SetState(raw)
-	return nil
+	return connector.SaveState(w, cr.next.st)
 }
 
 // checkpoint records the state to resume from (Walker.SetState) at the
@@ -278,12 +273,10 @@ func (cr *crawl) checkpoint(levelEnd bool) error {
 	if cr.pages == cr.saved || (!levelEnd && cr.pages-cr.saved < checkpointPages) {
 		return nil
 	}
-	raw, err := json.Marshal(cr.next.checkpoint(cr.old))
-	if err != nil {
-		return fmt.Errorf("encode web state: %w", err)
+	if err := connector.SaveState(cr.w, cr.next.checkpoint(cr.old)); err != nil {
+		return err
 	}
 	cr.saved = cr.pages
-	cr.w.SetState(raw)
 	return nil
 }
 

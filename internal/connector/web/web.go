@@ -184,10 +184,10 @@ func parseSettings(cfg connector.Config) (settings, error) {
 		return s, errs.Errorf(errs.Invalid, "%s needs at least one URL (or set %s)", fieldStartURLs, fieldSitemap)
 	}
 	var err error
-	if s.maxPages, err = intField(cfg, fieldMaxPages, DefaultMaxPages, 1, MaxMaxPages); err != nil {
+	if s.maxPages, err = cfg.IntBetween(fieldMaxPages, DefaultMaxPages, 1, MaxMaxPages); err != nil {
 		return s, err
 	}
-	if s.maxDepth, err = intField(cfg, fieldMaxDepth, DefaultMaxDepth, 0, MaxMaxDepth); err != nil {
+	if s.maxDepth, err = cfg.IntBetween(fieldMaxDepth, DefaultMaxDepth, 0, MaxMaxDepth); err != nil {
 		return s, err
 	}
 	if s.include, err = parseGlobs(fieldInclude, cfg.Strings(fieldInclude)); err != nil {
@@ -218,33 +218,11 @@ func (s *settings) sameOrigin(field string, u *url.URL) error {
 	return nil
 }
 
-func intField(cfg connector.Config, field string, def, lo, hi int) (int, error) {
-	raw, ok := cfg[field]
-	if !ok || string(raw) == "null" {
-		return def, nil
-	}
-	const unset = -1 << 62
-	n := cfg.Int(field, unset)
-	if n == unset || n < lo || n > hi {
-		return 0, errs.Errorf(errs.Invalid, "%s must be an integer from %d to %d", field, lo, hi)
-	}
-	return n, nil
-}
-
 // parseURL checks an http(s) URL without credentials and normalizes it.
 func parseURL(field, raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
+	u, err := connector.ParseHTTPURL(field, raw)
 	if err != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s is not a valid URL", field)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, errs.Errorf(errs.Invalid, "%s must be an http or https URL", field)
-	}
-	if u.Hostname() == "" {
-		return nil, errs.Errorf(errs.Invalid, "%s has no host", field)
-	}
-	if u.User != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s must not contain credentials", field)
+		return nil, err
 	}
 	return normalize(u), nil
 }
