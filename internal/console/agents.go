@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/agent"
@@ -29,17 +28,17 @@ var (
 )
 
 // agentRoutes adds the agent pages.
-func (h *Handler) agentRoutes(r chi.Router) {
-	r.Get("/projects/{project}/agents", h.signedIn(h.agents))
-	r.Get("/projects/{project}/agents/{id}", h.signedIn(h.agentPage))
-	r.Get("/projects/{project}/agents/{id}/runs", h.signedIn(h.agentRunRows))
-	r.Post("/projects/{project}/agents/{id}/runs", h.signedIn(h.agentStart))
-	r.Get(StreamPrefix+"projects/{project}/agents/{id}", h.signedIn(h.agentStream))
-	r.Get("/projects/{project}/agent-runs/{runId}", h.signedIn(h.agentRun))
-	r.Get("/projects/{project}/agent-runs/{runId}/panel", h.signedIn(h.agentRunPanel))
-	r.Post("/projects/{project}/agent-runs/{runId}/answer", h.signedIn(h.agentAnswer))
-	r.Post("/projects/{project}/agent-runs/{runId}/cancel", h.signedIn(h.agentCancel))
-	r.Get(StreamPrefix+"projects/{project}/agent-runs/{runId}", h.signedIn(h.agentRunStream))
+func (h *Handler) agentRoutes(p pages) {
+	p.get("/projects/{project}/agents", h.agents)
+	p.get("/projects/{project}/agents/{id}", h.agentPage)
+	p.get("/projects/{project}/agents/{id}/runs", h.agentRunRows)
+	p.post("/projects/{project}/agents/{id}/runs", h.agentStart)
+	p.get(StreamPrefix+"projects/{project}/agents/{id}", h.agentStream)
+	p.get("/projects/{project}/agent-runs/{runId}", h.agentRun)
+	p.get("/projects/{project}/agent-runs/{runId}/panel", h.agentRunPanel)
+	p.post("/projects/{project}/agent-runs/{runId}/answer", h.agentAnswer)
+	p.post("/projects/{project}/agent-runs/{runId}/cancel", h.agentCancel)
+	p.get(StreamPrefix+"projects/{project}/agent-runs/{runId}", h.agentRunStream)
 }
 
 // agentOwner and runOwner are the API's owners of agent and run paths.
@@ -66,16 +65,12 @@ func (h *Handler) agents(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	offset := pageOffset(r)
 	list, total, err := h.cfg.Agents.ListAgents(r.Context(), a.ProjectID, PageSize, offset)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: agentsURL(p.ID)}))
+	h.show(w, r, agentsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: agentsURL(p.ID)}), err)
 }
 
 // agentRuns is an agent and a page of the caller's runs of it.
 func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent.Agent, runs []agent.Run, pg pager, err error) {
-	a, p, err := h.projectContext(r, c, agentsRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, agentsRule, h.agentOwner())
 	if err != nil {
 		return pv, ag, nil, pg, err
 	}
@@ -92,27 +87,19 @@ func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent
 // may) and the caller's runs with their live status.
 func (h *Handler) agentPage(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, ag, runs, pg, err := h.agentRuns(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentPage(c.sess.CSRF, pv, ag, runs, pg))
+	h.show(w, r, agentPage(c.sess.CSRF, pv, ag, runs, pg), err)
 }
 
 // agentRunRows is the runs table's body, reloaded on AgentRunsEvent.
 func (h *Handler) agentRunRows(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, _, runs, _, err := h.agentRuns(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentRunRows(pv.Project.ID, runs))
+	h.show(w, r, agentRunRows(pv.Project.ID, runs), err)
 }
 
 // agentStart starts a run of the agent with the form's input, as the
 // API's route, and opens it.
 func (h *Handler) agentStart(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, agentWriteRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, agentWriteRule, h.agentOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -128,7 +115,7 @@ func (h *Handler) agentStart(w http.ResponseWriter, r *http.Request, c caller) {
 // runContext authorises c for the path's run with rule and reads it (the
 // caller's own: another user's run is not found).
 func (h *Handler) runContext(r *http.Request, c caller, rule auth.Rule) (projectView, agent.Run, error) {
-	a, p, err := h.projectContext(r, c, rule.WithOwner(h.runOwner()), chi.URLParam(r, "runId"))
+	a, p, err := h.ownedContext(r, c, rule, h.runOwner())
 	if err != nil {
 		return projectView{}, agent.Run{}, err
 	}
@@ -145,21 +132,13 @@ func (h *Handler) agentRun(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	ag, err := h.cfg.Agents.GetAgent(r.Context(), pv.Project.ID, run.AgentID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentRunPage(c.sess.CSRF, pv, ag, run))
+	h.show(w, r, agentRunPage(c.sess.CSRF, pv, ag, run), err)
 }
 
 // agentRunPanel is the run's panel, reloaded on AgentRunEvent.
 func (h *Handler) agentRunPanel(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, run, err := h.runContext(r, c, agentsRule)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentRunPanel(pv, run))
+	h.show(w, r, agentRunPanel(pv, run), err)
 }
 
 // agentAnswer answers the run's open question: form field answer for a
@@ -197,23 +176,19 @@ func (h *Handler) agentCancel(w http.ResponseWriter, r *http.Request, c caller) 
 // actOnRun runs act on the path's run with the API's write rule and
 // answers the run's new panel.
 func (h *Handler) actOnRun(w http.ResponseWriter, r *http.Request, c caller, act func(project, user, id uuid.UUID) (agent.Run, error)) {
-	a, p, err := h.projectContext(r, c, agentWriteRule.WithOwner(h.runOwner()), chi.URLParam(r, "runId"))
+	a, p, err := h.ownedContext(r, c, agentWriteRule, h.runOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	run, err := act(a.ProjectID, c.p.UserID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, agentRunPanel(projectView{Project: p, CanWrite: true}, run))
+	h.show(w, r, agentRunPanel(projectView{Project: p, CanWrite: true}, run), err)
 }
 
 // agentStream passes on AgentRunsEvent when a run of the path's agent
 // changes status.
 func (h *Handler) agentStream(w http.ResponseWriter, r *http.Request, c caller) {
-	a, err := h.check(r, c, agentsRule.WithOwner(h.agentOwner()), chi.URLParam(r, "id"))
+	a, err := h.checkOwned(r, c, agentsRule, h.agentOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

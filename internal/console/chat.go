@@ -33,14 +33,14 @@ const (
 var chatRule = auth.Rule{Scope: auth.ChatUse, Resource: auth.Project, ProjectRole: auth.ProjectViewer}
 
 // chatRoutes adds the chat pages.
-func (h *Handler) chatRoutes(r chi.Router) {
-	r.Get("/projects/{project}/chat", h.signedIn(h.chatSessions))
-	r.Post("/projects/{project}/chat", h.signedIn(h.chatCreate))
-	r.Get("/projects/{project}/chat/{sessionId}", h.signedIn(h.chatSession))
-	r.Post("/projects/{project}/chat/{sessionId}/rename", h.signedIn(h.chatRename))
-	r.Post("/projects/{project}/chat/{sessionId}/delete", h.signedIn(h.chatDelete))
-	r.Post(StreamPrefix+"projects/{project}/chat/{sessionId}/messages", h.signedIn(h.chatSend))
-	r.Get("/projects/{project}/documents/{id}/chunks/{chunk}", h.signedIn(h.chunk))
+func (h *Handler) chatRoutes(p pages) {
+	p.get("/projects/{project}/chat", h.chatSessions)
+	p.post("/projects/{project}/chat", h.chatCreate)
+	p.get("/projects/{project}/chat/{sessionId}", h.chatSession)
+	p.post("/projects/{project}/chat/{sessionId}/rename", h.chatRename)
+	p.post("/projects/{project}/chat/{sessionId}/delete", h.chatDelete)
+	p.post(StreamPrefix+"projects/{project}/chat/{sessionId}/messages", h.chatSend)
+	p.get("/projects/{project}/documents/{id}/chunks/{chunk}", h.chunk)
 }
 
 // chatOwner is the API's owner of a chat session path.
@@ -61,11 +61,7 @@ func (h *Handler) chatSessions(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	offset := pageOffset(r)
 	list, total, err := h.cfg.Chat.ListSessions(r.Context(), a.ProjectID, c.p.UserID, PageSize, offset)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, chatSessionsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: chatURL(p.ID)}))
+	h.show(w, r, chatSessionsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: chatURL(p.ID)}), err)
 }
 
 // chatCreate starts a session (form field title, optional) and opens it.
@@ -85,7 +81,7 @@ func (h *Handler) chatCreate(w http.ResponseWriter, r *http.Request, c caller) {
 
 // chatContext authorises c for the path's session with the API's rule.
 func (h *Handler) chatContext(r *http.Request, c caller) (auth.Access, tenancy.Project, error) {
-	return h.projectContext(r, c, chatRule.WithOwner(h.chatOwner()), chi.URLParam(r, "sessionId"))
+	return h.ownedContext(r, c, chatRule, h.chatOwner())
 }
 
 // chatSession shows one of the caller's sessions with its latest
@@ -97,11 +93,7 @@ func (h *Handler) chatSession(w http.ResponseWriter, r *http.Request, c caller) 
 		return
 	}
 	sess, err := h.cfg.Chat.GetSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, chatSessionPage(c.sess.CSRF, p, sess))
+	h.show(w, r, chatSessionPage(c.sess.CSRF, p, sess), err)
 }
 
 // chatRename sets the session's title (form field title).
@@ -230,7 +222,7 @@ func chunkURL(project uuid.UUID, c chat.Citation) string {
 // chunk sends to the page of the document's chunks that holds the path's
 // chunk, at the chunk (the document page's rule and owner).
 func (h *Handler) chunk(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, documentsRule.WithOwner(h.documentOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, documentsRule, h.documentOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -188,31 +188,32 @@ func (h *Handler) Mount(r chi.Router) {
 		r.Post("/signin", h.signin)
 		r.Get(OIDCPath, h.oidcStart)
 		r.Get(OIDCCallbackPath, h.oidcCallback)
-		r.Post("/signout", h.signedIn(h.signout))
-		r.Get("/", h.signedIn(h.projects))
-		r.Get("/projects/{project}", h.signedIn(h.project))
-		r.Get("/projects/{project}/documents", h.signedIn(h.documents))
-		r.Get("/projects/{project}/documents/rows", h.signedIn(h.documentRows))
-		r.Post("/projects/{project}/documents", h.signedIn(h.upload))
-		r.Get("/projects/{project}/documents/{id}", h.signedIn(h.document))
-		r.Get(StreamPrefix+"projects/{project}/documents", h.signedIn(h.documentStream))
-		r.Get("/projects/{project}/jobs", h.signedIn(h.jobs))
-		r.Get("/projects/{project}/jobs/rows", h.signedIn(h.jobRows))
-		r.Get("/projects/{project}/jobs/{id}", h.signedIn(h.job))
-		r.Post("/projects/{project}/jobs/{id}/cancel", h.signedIn(h.cancelJob))
-		r.Post("/projects/{project}/jobs/{id}/retry", h.signedIn(h.retryJob))
-		r.Get(StreamPrefix+"projects/{project}/jobs", h.signedIn(h.jobStream))
-		r.Get("/projects/{project}/tasks", h.signedIn(h.tasks))
-		r.Post("/projects/{project}/tasks/{taskID}/resolve", h.signedIn(h.resolveTask))
-		r.Get("/projects/{project}/search", h.signedIn(h.searchPage))
-		h.mountOps(r)
-		r.Get("/projects/{project}/graph", h.signedIn(h.graphPage))
-		r.Get("/projects/{project}/graph/objects/{id}", h.signedIn(h.objectPage))
-		h.chatRoutes(r)
-		h.agentRoutes(r)
-		h.notificationRoutes(r)
-		h.mountIntegrations(r)
-		h.mountProjectAdmin(r)
+		p := pages{r: r, h: h}
+		p.post("/signout", h.signout)
+		p.get("/", h.projects)
+		p.get("/projects/{project}", h.project)
+		p.get("/projects/{project}/documents", h.documents)
+		p.get("/projects/{project}/documents/rows", h.documentRows)
+		p.post("/projects/{project}/documents", h.upload)
+		p.get("/projects/{project}/documents/{id}", h.document)
+		p.get(StreamPrefix+"projects/{project}/documents", h.documentStream)
+		p.get("/projects/{project}/jobs", h.jobs)
+		p.get("/projects/{project}/jobs/rows", h.jobRows)
+		p.get("/projects/{project}/jobs/{id}", h.job)
+		p.post("/projects/{project}/jobs/{id}/cancel", h.cancelJob)
+		p.post("/projects/{project}/jobs/{id}/retry", h.retryJob)
+		p.get(StreamPrefix+"projects/{project}/jobs", h.jobStream)
+		p.get("/projects/{project}/tasks", h.tasks)
+		p.post("/projects/{project}/tasks/{taskID}/resolve", h.resolveTask)
+		p.get("/projects/{project}/search", h.searchPage)
+		h.mountOps(p)
+		p.get("/projects/{project}/graph", h.graphPage)
+		p.get("/projects/{project}/graph/objects/{id}", h.objectPage)
+		h.chatRoutes(p)
+		h.agentRoutes(p)
+		h.notificationRoutes(p)
+		h.mountIntegrations(p)
+		h.mountProjectAdmin(p)
 	})
 	// An unknown path outside /api asked for as a page (a browser's
 	// navigation) is a console address: a page, not the API's problem
@@ -484,11 +485,7 @@ func (h *Handler) projects(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	offset := pageOffset(r)
 	list, total, err := h.cfg.Projects.ListProjects(r.Context(), c.p, nil, tenancy.Page{Limit: PageSize, Offset: offset})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, projectsPage(c.sess.CSRF, list, pager{Offset: offset, Total: total, Base: "/"}))
+	h.show(w, r, projectsPage(c.sess.CSRF, list, pager{Offset: offset, Total: total, Base: "/"}), err)
 }
 
 // projectContext authorises c for rule on the path's project and loads
@@ -555,15 +552,11 @@ func (h *Handler) documents(w http.ResponseWriter, r *http.Request, c caller) {
 // after an upload.
 func (h *Handler) documentRows(w http.ResponseWriter, r *http.Request, c caller) {
 	pr, list, _, err := h.documentList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, documentRows(pr.ID, list))
+	h.show(w, r, documentRows(pr.ID, list), err)
 }
 
 func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {
-	a, pr, err := h.projectContext(r, c, documentsRule.WithOwner(h.documentOwner()), chi.URLParam(r, "id"))
+	a, pr, err := h.ownedContext(r, c, documentsRule, h.documentOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -575,12 +568,8 @@ func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	offset := pageOffset(r)
 	chunks, total, err := h.cfg.Documents.Chunks(r.Context(), a.ProjectID, a.ResourceID, PageSize, offset)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	base := "/projects/" + pr.ID.String() + "/documents/" + d.ID.String()
-	h.render(w, r, http.StatusOK, documentPage(c.sess.CSRF, pr, d, chunks, pager{Offset: offset, Total: total, Base: base}))
+	h.show(w, r, documentPage(c.sess.CSRF, pr, d, chunks, pager{Offset: offset, Total: total, Base: base}), err)
 }
 
 // documentOwner is the API's owner of a document path (document.Register).

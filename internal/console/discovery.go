@@ -54,20 +54,12 @@ func (h *Handler) discoveryList(r *http.Request, c caller) (projectView, []disco
 // live.
 func (h *Handler) discoveryJobs(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, list, pg, err := h.discoveryList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, discoveryJobsPage(c.sess.CSRF, pv, list, pg))
+	h.show(w, r, discoveryJobsPage(c.sess.CSRF, pv, list, pg), err)
 }
 
 func (h *Handler) discoveryRows(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, list, _, err := h.discoveryList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, discoveryRowList(pv, list))
+	h.show(w, r, discoveryRowList(pv, list), err)
 }
 
 // discoveryStart is the start form as submitted.
@@ -202,7 +194,7 @@ type finalizeForm struct {
 }
 
 func (h *Handler) renderDiscoveryJob(w http.ResponseWriter, r *http.Request, c caller, status int, f finalizeForm, fragment bool) {
-	a, p, err := h.projectContext(r, c, discoveryRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, discoveryRule, h.discoveryOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -223,17 +215,13 @@ func (h *Handler) renderDiscoveryJob(w http.ResponseWriter, r *http.Request, c c
 // cancelDiscovery cancels a pending or running job and answers its live
 // part.
 func (h *Handler) cancelDiscovery(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, discoveryWriteRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, discoveryWriteRule, h.discoveryOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	j, err := h.cfg.Discovery.Cancel(r.Context(), a.ProjectID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, discoveryLivePart(c.sess.CSRF, projectView{Project: p, CanWrite: true}, j, finalizeForm{Mode: discovery.ModeCreate, Install: true}))
+	h.show(w, r, discoveryLivePart(c.sess.CSRF, projectView{Project: p, CanWrite: true}, j, finalizeForm{Mode: discovery.ModeCreate, Install: true}), err)
 }
 
 // relKey names a proposed relationship in the form: its three names, each
@@ -246,7 +234,7 @@ func relKey(rel discovery.Relationship) string {
 // relationships, as POST /api/discovery-jobs/{id}/finalize; the page
 // shows the pack made, or the API's message with the form as it was.
 func (h *Handler) finalizeDiscovery(w http.ResponseWriter, r *http.Request, c caller) {
-	a, _, err := h.projectContext(r, c, discoveryWriteRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id"))
+	a, _, err := h.ownedContext(r, c, discoveryWriteRule, h.discoveryOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -351,7 +339,7 @@ func discoveryJobEvents(job uuid.UUID) func(project uuid.UUID) func(e streamEven
 // discoveryJobStream is the job page's stream: the job's own progress
 // and end.
 func (h *Handler) discoveryJobStream(w http.ResponseWriter, r *http.Request, c caller) {
-	if _, err := h.check(r, c, discoveryRule.WithOwner(h.discoveryOwner()), chi.URLParam(r, "id")); err != nil {
+	if _, err := h.checkOwned(r, c, discoveryRule, h.discoveryOwner()); err != nil {
 		h.fail(w, r, err)
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -60,19 +59,8 @@ func (h *Handler) graphPage(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	types, err := h.cfg.Graph.ObjectTypes(r.Context(), a.ProjectID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	params := url.Values{}
-	if f.Query != "" {
-		params.Set("q", f.Query)
-	}
-	if f.Type != "" {
-		params.Set("type", f.Type)
-	}
-	pg := pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/graph", Params: params}
-	h.render(w, r, http.StatusOK, graphSearchPage(c.sess.CSRF, projectView{Project: p}, f, types, list, pg))
+	pg := pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/graph", Params: filterQuery("q", f.Query, "type", f.Type)}
+	h.show(w, r, graphSearchPage(c.sess.CSRF, projectView{Project: p}, f, types, list, pg), err)
 }
 
 // objectView is an object's page: the object, the chunks it was
@@ -96,7 +84,7 @@ type objectView struct {
 // relationships, listed as links and drawn (Cytoscape.js, from the
 // elements in the page).
 func (h *Handler) objectPage(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, graphRule.WithOwner(h.objectOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, graphRule, h.objectOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -35,42 +35,42 @@ var (
 )
 
 // mountIntegrations adds the MCP server, integration and discovery pages.
-func (h *Handler) mountIntegrations(r chi.Router) {
+func (h *Handler) mountIntegrations(p pages) {
 	mcp := "/projects/{project}/mcp"
-	r.Get(mcp, h.signedIn(h.mcpServers))
-	r.Post(mcp, h.signedIn(h.createMCPServer))
-	r.Get(mcp+"/{server}", h.signedIn(h.mcpServer))
-	r.Post(mcp+"/{server}/enabled", h.signedIn(h.enableMCPServer))
-	r.Post(mcp+"/{server}/delete", h.signedIn(h.deleteMCPServer))
-	r.Post(mcp+"/{server}/sync", h.signedIn(h.syncMCPServer))
-	r.Post(mcp+"/{server}/inspect", h.signedIn(h.inspectMCPServer))
-	r.Post(mcp+"/{server}/tools/{tool}", h.signedIn(h.updateMCPTool))
-	r.Post(mcp+"/{server}/tools/{tool}/reset", h.signedIn(h.resetMCPTool))
+	p.get(mcp, h.mcpServers)
+	p.post(mcp, h.createMCPServer)
+	p.get(mcp+"/{server}", h.mcpServer)
+	p.post(mcp+"/{server}/enabled", h.enableMCPServer)
+	p.post(mcp+"/{server}/delete", h.deleteMCPServer)
+	p.post(mcp+"/{server}/sync", h.syncMCPServer)
+	p.post(mcp+"/{server}/inspect", h.inspectMCPServer)
+	p.post(mcp+"/{server}/tools/{tool}", h.updateMCPTool)
+	p.post(mcp+"/{server}/tools/{tool}/reset", h.resetMCPTool)
 
 	in := "/projects/{project}/integrations"
-	r.Get(in, h.signedIn(h.integrations))
-	r.Get(in+"/new", h.signedIn(h.newIntegration))
-	r.Post(in, h.signedIn(h.createIntegration))
-	r.Get(in+"/{name}", h.signedIn(h.integrationPage))
-	r.Post(in+"/{name}", h.signedIn(h.updateIntegration))
-	r.Post(in+"/{name}/sync", h.signedIn(h.syncIntegration))
-	r.Post(in+"/{name}/test", h.signedIn(h.testIntegration))
-	r.Post(in+"/{name}/delete", h.signedIn(h.deleteIntegration))
-	r.Get(in+"/{name}/syncs", h.signedIn(h.syncRows))
-	r.Get(in+"/{name}/syncs/{job}", h.signedIn(h.syncJob))
-	r.Get(StreamPrefix+"projects/{project}/integrations", h.signedIn(h.integrationStream))
+	p.get(in, h.integrations)
+	p.get(in+"/new", h.newIntegration)
+	p.post(in, h.createIntegration)
+	p.get(in+"/{name}", h.integrationPage)
+	p.post(in+"/{name}", h.updateIntegration)
+	p.post(in+"/{name}/sync", h.syncIntegration)
+	p.post(in+"/{name}/test", h.testIntegration)
+	p.post(in+"/{name}/delete", h.deleteIntegration)
+	p.get(in+"/{name}/syncs", h.syncRows)
+	p.get(in+"/{name}/syncs/{job}", h.syncJob)
+	p.get(StreamPrefix+"projects/{project}/integrations", h.integrationStream)
 
 	d := "/projects/{project}/discovery"
-	r.Get(d, h.signedIn(h.discoveryJobs))
-	r.Get(d+"/rows", h.signedIn(h.discoveryRows))
-	r.Get(d+"/new", h.signedIn(h.newDiscovery))
-	r.Post(d, h.signedIn(h.startDiscovery))
-	r.Get(d+"/{id}", h.signedIn(h.discoveryJob))
-	r.Get(d+"/{id}/live", h.signedIn(h.discoveryLive))
-	r.Post(d+"/{id}/cancel", h.signedIn(h.cancelDiscovery))
-	r.Post(d+"/{id}/finalize", h.signedIn(h.finalizeDiscovery))
-	r.Get(StreamPrefix+"projects/{project}/discovery", h.signedIn(h.discoveryStream))
-	r.Get(StreamPrefix+"projects/{project}/discovery/{id}", h.signedIn(h.discoveryJobStream))
+	p.get(d, h.discoveryJobs)
+	p.get(d+"/rows", h.discoveryRows)
+	p.get(d+"/new", h.newDiscovery)
+	p.post(d, h.startDiscovery)
+	p.get(d+"/{id}", h.discoveryJob)
+	p.get(d+"/{id}/live", h.discoveryLive)
+	p.post(d+"/{id}/cancel", h.cancelDiscovery)
+	p.post(d+"/{id}/finalize", h.finalizeDiscovery)
+	p.get(StreamPrefix+"projects/{project}/discovery", h.discoveryStream)
+	p.get(StreamPrefix+"projects/{project}/discovery/{id}", h.discoveryJobStream)
 }
 
 func integrationURL(project uuid.UUID, name string) string {
@@ -335,11 +335,7 @@ func (h *Handler) syncIntegration(w http.ResponseWriter, r *http.Request, c call
 		return
 	}
 	syncs, _, err := h.cfg.Integrations.SyncHistory(r.Context(), a.ProjectID, name, PageSize, 0)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, syncRowList(p.ID, name, syncs))
+	h.show(w, r, syncRowList(p.ID, name, syncs), err)
 }
 
 // testIntegration connects to the integration's source, as POST
@@ -352,11 +348,7 @@ func (h *Handler) testIntegration(w http.ResponseWriter, r *http.Request, c call
 		return
 	}
 	res, err := h.cfg.Integrations.Test(r.Context(), a.ProjectID, chi.URLParam(r, "name"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, testOutcome(res))
+	h.show(w, r, testOutcome(res), err)
 }
 
 // deleteIntegration removes the integration (its documents stay), as
@@ -384,11 +376,7 @@ func (h *Handler) syncRows(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	name := chi.URLParam(r, "name")
 	syncs, _, err := h.cfg.Integrations.SyncHistory(r.Context(), a.ProjectID, name, PageSize, pageOffset(r))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, syncRowList(p.ID, name, syncs))
+	h.show(w, r, syncRowList(p.ID, name, syncs), err)
 }
 
 // syncJob shows one sync with its counters, and its log to superadmins.

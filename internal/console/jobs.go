@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -34,14 +33,7 @@ type jobFilter struct {
 
 // values is the filter as query parameters.
 func (f jobFilter) values() url.Values {
-	q := url.Values{}
-	if f.Status != "" {
-		q.Set("status", f.Status)
-	}
-	if f.JobType != "" {
-		q.Set("type", f.JobType)
-	}
-	return q
+	return filterQuery("status", f.Status, "type", f.JobType)
 }
 
 func filterOf(r *http.Request) jobFilter {
@@ -79,20 +71,12 @@ func (h *Handler) can(r *http.Request, c caller, rule auth.Rule) bool {
 
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, list, f, pg, err := h.jobList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, jobsPage(c.sess.CSRF, pv, list, f, pg))
+	h.show(w, r, jobsPage(c.sess.CSRF, pv, list, f, pg), err)
 }
 
 func (h *Handler) jobRows(w http.ResponseWriter, r *http.Request, c caller) {
 	pv, list, _, _, err := h.jobList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, jobRowList(pv, list))
+	h.show(w, r, jobRowList(pv, list), err)
 }
 
 func (h *Handler) job(w http.ResponseWriter, r *http.Request, c caller) {
@@ -124,18 +108,14 @@ func (h *Handler) retryJob(w http.ResponseWriter, r *http.Request, c caller) {
 func (h *Handler) actOnJob(w http.ResponseWriter, r *http.Request, c caller,
 	act func(ctx context.Context, project, id uuid.UUID, user *uuid.UUID) (extraction.Job, error),
 ) {
-	a, p, err := h.projectContext(r, c, jobWriteRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, jobWriteRule, h.jobOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	user := c.p.UserID
 	j, err := act(r.Context(), a.ProjectID, a.ResourceID, &user)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, jobRow(projectView{Project: p, CanWrite: true}, j))
+	h.show(w, r, jobRow(projectView{Project: p, CanWrite: true}, j), err)
 }
 
 // jobEvents selects the events of project that start (job.started) or

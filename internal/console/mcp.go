@@ -101,7 +101,7 @@ func httpStatusOf(err error) int {
 // mcpServer shows a server with its tool catalogue (the built-in server's
 // tools with their effective settings).
 func (h *Handler) mcpServer(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, mcpReadRule.WithOwner(h.mcpOwner()), chi.URLParam(r, "server"))
+	a, p, err := h.ownedContext(r, c, mcpReadRule, h.mcpOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -123,7 +123,7 @@ func (h *Handler) mcpServer(w http.ResponseWriter, r *http.Request, c caller) {
 // mcpWrite authorises c to change the path's server (the API's write rule
 // and owner).
 func (h *Handler) mcpWrite(r *http.Request, c caller) (auth.Access, projectView, error) {
-	a, p, err := h.projectContext(r, c, mcpWriteRule.WithOwner(h.mcpOwner()), chi.URLParam(r, "server"))
+	a, p, err := h.ownedContext(r, c, mcpWriteRule, h.mcpOwner())
 	return a, projectView{Project: p, CanWrite: true}, err
 }
 
@@ -137,11 +137,7 @@ func (h *Handler) enableMCPServer(w http.ResponseWriter, r *http.Request, c call
 	}
 	on := r.PostFormValue("enabled") == "true"
 	srv, err := h.cfg.MCP.UpdateServer(r.Context(), a.ProjectID, a.ResourceID, mcpregistry.ServerUpdate{Enabled: &on}, mcpregistry.CallerOf(c.p, a))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, mcpServerRow(pv, srv))
+	h.show(w, r, mcpServerRow(pv, srv), err)
 }
 
 // deleteMCPServer deletes a server with its tools and answers nothing
@@ -173,11 +169,7 @@ func (h *Handler) syncMCPServer(w http.ResponseWriter, r *http.Request, c caller
 		return
 	}
 	srv, err := h.cfg.MCP.Server(r.Context(), a.ProjectID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, mcpToolTable(pv, srv, res.Tools, &res))
+	h.show(w, r, mcpToolTable(pv, srv, res.Tools, &res), err)
 }
 
 // inspectMCPServer lists the live server's tools without recording them.
@@ -188,11 +180,7 @@ func (h *Handler) inspectMCPServer(w http.ResponseWriter, r *http.Request, c cal
 		return
 	}
 	live, err := h.cfg.MCP.Inspect(r.Context(), a.ProjectID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, mcpLiveTools(live))
+	h.show(w, r, mcpLiveTools(live), err)
 }
 
 // updateMCPTool enables or disables a tool (form field enabled); for a
@@ -222,11 +210,7 @@ func (h *Handler) updateMCPTool(w http.ResponseWriter, r *http.Request, c caller
 		return
 	}
 	srv, err := h.cfg.MCP.Server(r.Context(), a.ProjectID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, mcpToolRow(pv, srv, t))
+	h.show(w, r, mcpToolRow(pv, srv, t), err)
 }
 
 // resetMCPTool removes the project's setting of a built-in tool (the

@@ -28,18 +28,18 @@ var (
 
 // mountProjectAdmin adds the project administration pages: members,
 // tokens, providers, usage and extraction monitoring.
-func (h *Handler) mountProjectAdmin(r chi.Router) {
-	r.Get("/projects/{project}/members", h.signedIn(h.members))
-	r.Post("/projects/{project}/members", h.signedIn(h.addMember))
-	r.Post("/projects/{project}/members/{userId}/remove", h.signedIn(h.removeMember))
-	r.Get("/projects/{project}/tokens", h.signedIn(h.tokens))
-	r.Post("/projects/{project}/tokens", h.signedIn(h.createToken))
-	r.Post("/projects/{project}/tokens/{id}/revoke", h.signedIn(h.revokeToken))
-	r.Get("/projects/{project}/providers", h.signedIn(h.providers))
-	r.Post("/projects/{project}/providers/{provider}/policy", h.signedIn(h.putPolicy))
-	r.Get("/projects/{project}/usage", h.signedIn(h.usage))
-	r.Get("/projects/{project}/monitoring", h.signedIn(h.monitoring))
-	r.Get("/projects/{project}/jobs/{id}/llm-calls", h.signedIn(h.jobCalls))
+func (h *Handler) mountProjectAdmin(p pages) {
+	p.get("/projects/{project}/members", h.members)
+	p.post("/projects/{project}/members", h.addMember)
+	p.post("/projects/{project}/members/{userId}/remove", h.removeMember)
+	p.get("/projects/{project}/tokens", h.tokens)
+	p.post("/projects/{project}/tokens", h.createToken)
+	p.post("/projects/{project}/tokens/{id}/revoke", h.revokeToken)
+	p.get("/projects/{project}/providers", h.providers)
+	p.post("/projects/{project}/providers/{provider}/policy", h.putPolicy)
+	p.get("/projects/{project}/usage", h.usage)
+	p.get("/projects/{project}/monitoring", h.monitoring)
+	p.get("/projects/{project}/jobs/{id}/llm-calls", h.jobCalls)
 }
 
 // notice is what a page says after an action: a message, or a problem

@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/tenancy"
@@ -55,14 +53,10 @@ func (h *Handler) monitoring(w http.ResponseWriter, r *http.Request, c caller) {
 	list, total, err := h.cfg.Extraction.MonitorJobs(r.Context(), a.ProjectID, extraction.MonitorFilter{
 		Status: f.Status, SortBy: f.SortBy, SortOrder: f.SortOrder, Limit: PageSize, Offset: offset,
 	})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, monitoringPage(c.sess.CSRF, monitoringView{
+	h.show(w, r, monitoringPage(c.sess.CSRF, monitoringView{
 		projectView: projectView{Project: p}, Jobs: list, Filter: f,
 		Pager: pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/monitoring", Params: f.values()},
-	}))
+	}), err)
 }
 
 // callsView is an extraction job's LLM calls page.
@@ -90,20 +84,16 @@ func (h *Handler) jobCalls(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	m, err := h.cfg.Extraction.MonitorMetrics(r.Context(), a.ProjectID, a.ResourceID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, callsPage(c.sess.CSRF, callsView{
+	h.show(w, r, callsPage(c.sess.CSRF, callsView{
 		projectView: projectView{Project: p}, Job: j, Metrics: m, Calls: calls,
 		Pager: pager{Offset: offset, Total: total, Base: jobURL(p.ID, j.ID) + "/llm-calls"},
-	}))
+	}), err)
 }
 
 // jobContext authorises c to read the path's extraction job (the API's
 // rule and owner) and loads its project and the job.
 func (h *Handler) jobContext(r *http.Request, c caller) (auth.Access, tenancy.Project, extraction.Job, error) {
-	a, p, err := h.projectContext(r, c, jobsRule.WithOwner(h.jobOwner()), chi.URLParam(r, "id"))
+	a, p, err := h.ownedContext(r, c, jobsRule, h.jobOwner())
 	if err != nil {
 		return a, p, extraction.Job{}, err
 	}

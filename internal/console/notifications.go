@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -35,14 +34,14 @@ var (
 )
 
 // notificationRoutes adds the inbox pages.
-func (h *Handler) notificationRoutes(r chi.Router) {
-	r.Get("/notifications", h.signedIn(h.notifications))
-	r.Get("/notifications/panel", h.signedIn(h.notificationPanel))
-	r.Get("/notifications/badge", h.signedIn(h.notificationBadge))
-	r.Post("/notifications/mark-all-read", h.signedIn(h.markAllNotificationsRead))
-	r.Post("/notifications/{id}/read", h.signedIn(h.markNotificationRead))
-	r.Post("/notifications/{id}/dismiss", h.signedIn(h.dismissNotification))
-	r.Get(StreamPrefix+"notifications", h.signedIn(h.notificationStream))
+func (h *Handler) notificationRoutes(p pages) {
+	p.get("/notifications", h.notifications)
+	p.get("/notifications/panel", h.notificationPanel)
+	p.get("/notifications/badge", h.notificationBadge)
+	p.post("/notifications/mark-all-read", h.markAllNotificationsRead)
+	p.post("/notifications/{id}/read", h.markNotificationRead)
+	p.post("/notifications/{id}/dismiss", h.dismissNotification)
+	p.get(StreamPrefix+"notifications", h.notificationStream)
 }
 
 // notificationOwner is the API's owner of a notification path.
@@ -124,21 +123,13 @@ func (h *Handler) inbox(r *http.Request, c caller) (inbox, error) {
 // filter, the list with its actions, live.
 func (h *Handler) notifications(w http.ResponseWriter, r *http.Request, c caller) {
 	in, err := h.inbox(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, notificationsPage(c.sess.CSRF, in))
+	h.show(w, r, notificationsPage(c.sess.CSRF, in), err)
 }
 
 // notificationPanel is the inbox's panel, reloaded on NotificationsEvent.
 func (h *Handler) notificationPanel(w http.ResponseWriter, r *http.Request, c caller) {
 	in, err := h.inbox(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, inboxPanel(in))
+	h.show(w, r, inboxPanel(in), err)
 }
 
 // notificationBadge is the layout's link to the inbox with the unread
@@ -182,7 +173,7 @@ func (h *Handler) dismissNotification(w http.ResponseWriter, r *http.Request, c 
 // actOnNotification runs act on the path's notification with the API's
 // rule (another user's is not found) and answers the inbox's panel.
 func (h *Handler) actOnNotification(w http.ResponseWriter, r *http.Request, c caller, act func(auth.Access) error) {
-	a, err := h.check(r, c, notificationWriteRule.WithOwner(h.notificationOwner()), chi.URLParam(r, "id"))
+	a, err := h.checkOwned(r, c, notificationWriteRule, h.notificationOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return

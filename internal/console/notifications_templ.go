@@ -309,9 +309,9 @@ func notificationsPage(csrf string, in inbox) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var16 string
-			templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + NotificationsEvent + ", htmx:sseOpen from:#inbox-live")
+			templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(liveTrigger(NotificationsEvent, "inbox-live"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications.templ`, Line: 43, Col: 150}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `notifications.templ`, Line: 43, Col: 132}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 			if templ_7745c5c3_Err != nil {

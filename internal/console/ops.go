@@ -39,21 +39,21 @@ var (
 )
 
 // mountOps adds the superadmin pages' routes.
-func (h *Handler) mountOps(r chi.Router) {
-	r.Get("/admin/queues", h.signedIn(h.queues))
-	r.Post("/admin/queues/{queue}/pause", h.signedIn(h.pauseQueue))
-	r.Post("/admin/queues/{queue}/resume", h.signedIn(h.resumeQueue))
-	r.Get("/admin/queues/{queue}", h.signedIn(h.queue))
-	r.Get("/admin/queues/{queue}/rows", h.signedIn(h.queueRows))
-	r.Post("/admin/queues/{queue}/cancel", h.signedIn(h.cancelQueueJobs))
-	r.Post("/admin/queues/{queue}/retry", h.signedIn(h.retryQueueJobs))
-	r.Get("/admin/queues/{queue}/jobs/{id}", h.signedIn(h.queueJob))
-	r.Get(StreamPrefix+"admin/queues/{queue}", h.signedIn(h.queueStream))
-	r.Get("/admin/users", h.signedIn(h.users))
-	r.Post("/admin/users", h.signedIn(h.createUser))
-	r.Post("/admin/users/{id}/tokens", h.signedIn(h.createUserToken))
-	r.Get("/admin/organizations", h.signedIn(h.organizations))
-	r.Get("/admin/audit", h.signedIn(h.auditLog))
+func (h *Handler) mountOps(p pages) {
+	p.get("/admin/queues", h.queues)
+	p.post("/admin/queues/{queue}/pause", h.pauseQueue)
+	p.post("/admin/queues/{queue}/resume", h.resumeQueue)
+	p.get("/admin/queues/{queue}", h.queue)
+	p.get("/admin/queues/{queue}/rows", h.queueRows)
+	p.post("/admin/queues/{queue}/cancel", h.cancelQueueJobs)
+	p.post("/admin/queues/{queue}/retry", h.retryQueueJobs)
+	p.get("/admin/queues/{queue}/jobs/{id}", h.queueJob)
+	p.get(StreamPrefix+"admin/queues/{queue}", h.queueStream)
+	p.get("/admin/users", h.users)
+	p.post("/admin/users", h.createUser)
+	p.post("/admin/users/{id}/tokens", h.createUserToken)
+	p.get("/admin/organizations", h.organizations)
+	p.get("/admin/audit", h.auditLog)
 }
 
 // OpsQueue is a queue as the superadmin pages know it: the superadmin
@@ -252,14 +252,7 @@ type queueFilter struct {
 }
 
 func (f queueFilter) values() url.Values {
-	q := url.Values{}
-	if f.Status != "" {
-		q.Set("status", f.Status)
-	}
-	if f.Project != "" {
-		q.Set("projectId", f.Project)
-	}
-	return q
+	return filterQuery("status", f.Status, "projectId", f.Project)
 }
 
 // queueView is a queue's job page: the queue, its page of jobs, the
@@ -311,20 +304,12 @@ func (h *Handler) queueJobs(r *http.Request, c caller) (queueView, error) {
 
 func (h *Handler) queue(w http.ResponseWriter, r *http.Request, c caller) {
 	v, err := h.queueJobs(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, queuePage(c.sess.CSRF, v, ""))
+	h.show(w, r, queuePage(c.sess.CSRF, v, ""), err)
 }
 
 func (h *Handler) queueRows(w http.ResponseWriter, r *http.Request, c caller) {
 	v, err := h.queueJobs(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, queueRowList(v))
+	h.show(w, r, queueRowList(v), err)
 }
 
 // cancelQueueJobs and retryQueueJobs run the API's bulk cancel or retry
@@ -349,13 +334,9 @@ func (h *Handler) bulkQueueAction(w http.ResponseWriter, r *http.Request, c call
 		h.fail(w, r, errs.Errorf(errs.Invalid, "the jobs of %s cannot be cancelled or retried here", q.Name))
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "bad form: %v", err))
-		return
-	}
-	ids := r.PostForm["ids"]
-	if len(ids) == 0 {
-		h.fail(w, r, errs.New(errs.Invalid, "select at least one job"))
+	ids, err := chosen(r, "ids", "select at least one job")
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	var res struct {
@@ -366,11 +347,7 @@ func (h *Handler) bulkQueueAction(w http.ResponseWriter, r *http.Request, c call
 		return
 	}
 	v, err := h.queueJobs(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, queueActionAnswer(v, res.Message))
+	h.show(w, r, queueActionAnswer(v, res.Message), err)
 }
 
 // queueJob is a job's log, for the queues whose API has one.
@@ -439,10 +416,7 @@ type usersView struct {
 
 func (h *Handler) userList(r *http.Request, c caller) (usersView, error) {
 	search := r.URL.Query().Get("search")
-	q := url.Values{}
-	if search != "" {
-		q.Set("search", search)
-	}
+	q := filterQuery("search", search)
 	params := maps.Clone(q)
 	offset := pageQuery(r, q)
 	var page superadmin.Paged[superadmin.User]
@@ -457,11 +431,7 @@ func (h *Handler) userList(r *http.Request, c caller) (usersView, error) {
 
 func (h *Handler) users(w http.ResponseWriter, r *http.Request, c caller) {
 	v, err := h.userList(r, c)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, usersPage(c.sess.CSRF, v))
+	h.show(w, r, usersPage(c.sess.CSRF, v), err)
 }
 
 // createUser creates a local user through the API's route.
@@ -492,13 +462,9 @@ func (h *Handler) userAction(w http.ResponseWriter, r *http.Request, c caller, p
 // createUserToken mints a token for the path's user through the API's
 // route and shows it once.
 func (h *Handler) createUserToken(w http.ResponseWriter, r *http.Request, c caller) {
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "bad form: %v", err))
-		return
-	}
-	scopes := r.PostForm["scopes"]
-	if len(scopes) == 0 {
-		h.fail(w, r, errs.New(errs.Invalid, "choose at least one scope"))
+	scopes, err := chosen(r, "scopes", "choose at least one scope")
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	body := map[string]any{"name": r.PostFormValue("name"), "scopes": scopes}
@@ -520,21 +486,13 @@ func (h *Handler) createUserToken(w http.ResponseWriter, r *http.Request, c call
 // organizations lists the organizations through the API's list.
 func (h *Handler) organizations(w http.ResponseWriter, r *http.Request, c caller) {
 	list, f, pg, err := adminList[superadmin.Organization](h, r, c, "/api/superadmin/organizations", "/admin/organizations", "search", "includeDeleted")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, organizationsPage(c.sess.CSRF, list, f, pg))
+	h.show(w, r, organizationsPage(c.sess.CSRF, list, f, pg), err)
 }
 
 // auditLog lists the superadmin actions through the API's list.
 func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request, c caller) {
 	list, f, pg, err := adminList[audit.Event](h, r, c, "/api/superadmin/audit", "/admin/audit", "action", "actorId", "fromDate", "toDate")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, auditPage(c.sess.CSRF, list, f, pg))
+	h.show(w, r, auditPage(c.sess.CSRF, list, f, pg), err)
 }
 
 // adminList reads a page of the API's superadmin list at path with the

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/task"
 )
@@ -51,17 +49,13 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, c caller) {
 // resolveTask accepts or rejects the path's task (form field
 // resolution), as the API's resolve route, and answers its new row.
 func (h *Handler) resolveTask(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, taskWriteRule.WithOwner(h.taskOwner()), chi.URLParam(r, "taskID"))
+	a, p, err := h.ownedContext(r, c, taskWriteRule, h.taskOwner())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	t, err := h.cfg.Tasks.Resolve(r.Context(), a.ProjectID, a.ResourceID, c.p.UserID, r.PostFormValue("resolution"), r.PostFormValue("notes"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, http.StatusOK, taskRow(projectView{Project: p, CanWrite: true}, t))
+	h.show(w, r, taskRow(projectView{Project: p, CanWrite: true}, t), err)
 }
 
 // taskStatuses are the statuses the tabs offer.
