@@ -227,16 +227,9 @@ func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 	// calls referencing the job) and may deadlock with this transaction's
 	// cascade. The victim, when it is this transaction, runs again; the
 	// handler's writes are then committed or gone.
-	var err error
-	for range 3 {
-		err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			return s.DeleteInTx(ctx, tx, project, id)
-		})
-		if !postgres.IsDeadlock(err) {
-			return err
-		}
-	}
-	return err
+	return postgres.WithTxRetryDeadlock(ctx, s.pool, func(tx pgx.Tx) error {
+		return s.DeleteInTx(ctx, tx, project, id)
+	})
 }
 
 // DeleteInTx deletes a document in tx, the caller's transaction, as Delete

@@ -363,7 +363,12 @@ func sameInterval(a, b *int) bool {
 // not_found.
 func (s *Service) Delete(ctx context.Context, project uuid.UUID, name string) error {
 	var id uuid.UUID
-	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+	// A running sync's transactions lock its job row, then the
+	// integration's (the final one records the sync on it; a stored item's
+	// document references it); this one locks them the other way round.
+	// The victim of such a deadlock, when it is this transaction, runs
+	// again once the sync's transaction ends.
+	err := postgres.WithTxRetryDeadlock(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		r, err := integrationLock(ctx, tx, project, name)
 		if err != nil {
 			return err

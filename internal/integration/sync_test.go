@@ -330,6 +330,42 @@ func TestDeleteKeepsDocuments(t *testing.T) {
 	require.Equal(t, errs.NotFound, errs.CodeOf(b.svc.Delete(ctx, b.project, "docs")))
 }
 
+// TestDeleteDuringSyncCommit: a sync's transaction that holds its job row
+// and waits for the integration's (the final one records the sync on
+// it) deadlocks with a deletion that holds the integration and cancels
+// the job; the deletion, chosen as the victim, runs again once the sync's
+// transaction ends, and succeeds (it answered 500 before).
+func TestDeleteDuringSyncCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	ctx := context.Background()
+	i := b.create(t, "docs", nil)
+	res, err := b.svc.Sync(ctx, b.project, "docs", integration.TriggerManual, integration.SyncOptions{})
+	require.NoError(t, err)
+
+	sync, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = sync.Rollback(ctx) }()
+	// The deletion, not the sync, is the victim: its deadlock check runs first.
+	_, err = sync.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
+	require.NoError(t, err)
+	_, err = sync.Exec(ctx, `UPDATE integration_sync_jobs SET phase = 'done' WHERE id = $1`, res.JobID)
+	require.NoError(t, err)
+
+	deleted := make(chan error, 1)
+	go func() { deleted <- b.svc.Delete(ctx, b.project, "docs") }()
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the deletion waits for the job row")
+	_, err = sync.Exec(ctx, `UPDATE integrations SET last_sync_at = now() WHERE id = $1`, i.ID)
+	require.NoError(t, err, "the deletion gave way")
+	require.NoError(t, sync.Commit(ctx))
+
+	require.NoError(t, <-deleted)
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integrations WHERE id = $1`, i.ID))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs`))
+}
+
 // TestRetriedSyncCountsOnce: a walk that fails after reporting items is
 // retried; the retries do not count again the items an earlier attempt
 // counted, unchanged or stored.

@@ -92,6 +92,26 @@ func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) e
 	return nil
 }
 
+// deadlockRuns is how many times WithTxRetryDeadlock runs its
+// transaction at the most.
+const deadlockRuns = 3
+
+// WithTxRetryDeadlock runs fn in a transaction as WithTx does, and again
+// (three runs at the most) when PostgreSQL chose it as a deadlock's
+// victim. It is for the use cases that delete a row whose dependent rows a
+// running job writes (a document, an integration): the job's transactions
+// take their locks in the other order until its cancel reaches it, and
+// the deletion, run again, finds the job's writes committed or gone.
+func WithTxRetryDeadlock(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	var err error
+	for range deadlockRuns {
+		if err = WithTx(ctx, pool, fn); !IsDeadlock(err) {
+			return err
+		}
+	}
+	return err
+}
+
 // IsDeadlock reports whether err is PostgreSQL's deadlock_detected: the
 // transaction was chosen as the victim and rolled back; running it again
 // is safe.
