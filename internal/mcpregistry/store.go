@@ -178,8 +178,16 @@ func toolSetEnabled(ctx context.Context, db postgres.DBTX, server, id uuid.UUID,
 }
 
 // toolsUpsert mirrors a server's catalogue: listed tools are added (enabled)
-// or refreshed (their enabled choice kept), the others removed.
+// or refreshed (their enabled choice kept), the others removed. It takes
+// the server's row first (key share: an update of the server goes on), as
+// the server's deletion does before its cascade takes the tools': a new
+// tool's reference would otherwise wait for the deletion while holding a
+// refreshed tool the deletion waits for (a deadlock). Errors: not_found
+// (the server was deleted).
 func toolsUpsert(ctx context.Context, db postgres.DBTX, server uuid.UUID, live []LiveTool, now time.Time) (added, updated, removed int, err error) {
+	if _, err := postgres.One[int](ctx, db, ErrServerNotFound, `SELECT 1 FROM mcp_servers WHERE id = $1 FOR KEY SHARE`, server); err != nil {
+		return 0, 0, 0, fmt.Errorf("lock mcp server: %w", err)
+	}
 	names := make([]string, len(live))
 	for i, t := range live {
 		names[i] = t.ToolName
