@@ -80,20 +80,34 @@ SET status = 'running', attempt = j.attempt + 1, locked_by = $2, locked_until = 
     heartbeat_at = $1, started_at = COALESCE(j.started_at, $1), updated_at = $1
 FROM chosen WHERE j.id = chosen.id
 RETURNING ` + jobReturning
+	// Finish and heartbeat change several jobs: they lock them first, in
+	// id order (as transitionSQL and DeleteWhere do; no stronger than the
+	// update's own lock), so that they cannot deadlock with a bulk cancel
+	// or delete of the same jobs; the update's own order is the join's.
 	// $1 now, $2 worker (NULL: the reaper, which holds the row locks).
-	q.finish = `UPDATE ` + t + ` AS j
+	q.finish = `WITH u AS (
+    SELECT * FROM unnest($3::uuid[], $4::int[], $5::text[], $6::int[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::bool[])
+        AS u(id, attempt, status, retry_count, run_at, error_msg, completed_at, keep_error)
+), mine AS (
+    SELECT j.id FROM ` + t + ` AS j JOIN u ON j.id = u.id AND j.attempt = u.attempt
+    WHERE j.status = 'running' AND ($2::text IS NULL OR j.locked_by = $2)
+    ORDER BY j.id FOR NO KEY UPDATE OF j
+)
+UPDATE ` + t + ` AS j
 SET status = u.status, retry_count = u.retry_count, run_at = COALESCE(u.run_at, j.run_at),
     error_msg = CASE WHEN u.keep_error THEN j.error_msg ELSE u.error_msg END, completed_at = u.completed_at,
     locked_by = NULL, locked_until = NULL, updated_at = $1` + clearFinal + `
-FROM unnest($3::uuid[], $4::int[], $5::text[], $6::int[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::bool[])
-     AS u(id, attempt, status, retry_count, run_at, error_msg, completed_at, keep_error)
-WHERE j.id = u.id AND j.status = 'running' AND j.attempt = u.attempt
-  AND ($2::text IS NULL OR j.locked_by = $2)
+FROM mine JOIN u ON u.id = mine.id
+WHERE j.id = mine.id
 RETURNING j.id`
-	q.heartbeat = `UPDATE ` + t + ` AS j
+	q.heartbeat = `WITH mine AS (
+    SELECT j.id FROM ` + t + ` AS j JOIN unnest($4::uuid[], $5::int[]) AS u(id, attempt) ON j.id = u.id AND j.attempt = u.attempt
+    WHERE j.status = 'running' AND j.locked_by = $2
+    ORDER BY j.id FOR NO KEY UPDATE OF j
+)
+UPDATE ` + t + ` AS j
 SET locked_until = $3, heartbeat_at = $1
-FROM unnest($4::uuid[], $5::int[]) AS u(id, attempt)
-WHERE j.id = u.id AND j.attempt = u.attempt AND j.status = 'running' AND j.locked_by = $2
+FROM mine WHERE j.id = mine.id
 RETURNING j.id`
 	q.expired = `SELECT ` + jobReturning + `, j.locked_by FROM ` + t + ` AS j
 WHERE j.status = 'running' AND j.locked_until < $1

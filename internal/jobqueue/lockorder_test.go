@@ -1,0 +1,118 @@
+package jobqueue
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/pgtest"
+)
+
+// lockOrderWorker runs the jobs of the lock order tests.
+const lockOrderWorker = "worker-a"
+
+// lockOrderSetup makes a queue whose table holds two jobs running under
+// lockOrderWorker at attempt 1, the one with the higher id stored first;
+// it returns them, higher id first.
+func lockOrderSetup(t *testing.T) (*pgxpool.Pool, *queue, []Job) {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	_, err := pool.Exec(ctx, CreateTableSQL("lock_jobs", ""))
+	require.NoError(t, err)
+	c, err := NewClient(pool, Config{})
+	require.NoError(t, err)
+	require.NoError(t, c.AddQueue(QueueConfig{
+		Name: "lock", Table: "lock_jobs", BatchSize: 2,
+		Handler: HandlerFunc(func(_ context.Context, jobs []Job) []error { return make([]error, len(jobs)) }),
+	}))
+	q, err := c.queue("lock")
+	require.NoError(t, err)
+	jobs := []Job{
+		{ID: uuid.MustParse("ffffffff-0000-7000-8000-000000000000"), Queue: "lock", Attempt: 1},
+		{ID: uuid.MustParse("00000000-0000-7000-8000-000000000000"), Queue: "lock", Attempt: 1},
+	}
+	for _, j := range jobs {
+		_, err := pool.Exec(ctx, `INSERT INTO lock_jobs (id, status, attempt, locked_by, locked_until, run_at, created_at, updated_at)
+			VALUES ($1, 'running', 1, $2, now() + interval '1 minute', now(), now(), now())`, j.ID, lockOrderWorker)
+		require.NoError(t, err)
+	}
+	return pool, q, jobs
+}
+
+// holdLowerThenHigher runs fn while a transaction that mimics a bulk
+// cancel (transitionSQL locks its jobs by id) holds the lower job and
+// fn's statement waits for it; the transaction then takes the higher job,
+// which fn's statement must not hold (it would be a deadlock, and fn's
+// statement its victim: the transaction's deadlock check runs last), and
+// commits. It returns fn's error.
+func holdLowerThenHigher(t *testing.T, pool *pgxpool.Pool, jobs []Job, fn func() error) error {
+	t.Helper()
+	ctx := context.Background()
+	cancel, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = cancel.Rollback(ctx) }()
+	_, err = cancel.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
+	require.NoError(t, err)
+	_, err = cancel.Exec(ctx, `SELECT 1 FROM lock_jobs WHERE id = $1 FOR UPDATE`, jobs[1].ID)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+		return n == 1
+	}, 10*time.Second, 10*time.Millisecond, "the statement waits for the lower job")
+	_, err = cancel.Exec(ctx, `SELECT 1 FROM lock_jobs WHERE id = $1 FOR UPDATE`, jobs[0].ID)
+	require.NoError(t, err, "the statement gave way")
+	require.NoError(t, cancel.Commit(ctx))
+	return <-done
+}
+
+// TestHeartbeatLocksByID: a heartbeat extends its jobs' leases taking
+// their rows in id order, as a bulk cancel or delete does, whatever order
+// the running jobs come in (a map's); it deadlocked with the cancel
+// before.
+func TestHeartbeatLocksByID(t *testing.T) {
+	t.Parallel()
+	pool, q, jobs := lockOrderSetup(t)
+	var owned []uuid.UUID
+	err := holdLowerThenHigher(t, pool, jobs, func() error {
+		var err error
+		owned, err = q.jobHeartbeat(context.Background(), pool, time.Now(), lockOrderWorker, jobs)
+		return err
+	})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{jobs[0].ID, jobs[1].ID}, owned)
+}
+
+// TestFinishLocksByID: recording a batch's outcomes takes the jobs' rows
+// in id order, as a bulk cancel or delete does, whatever the batch's
+// order (by priority and run time); it deadlocked with the cancel before.
+func TestFinishLocksByID(t *testing.T) {
+	t.Parallel()
+	pool, q, jobs := lockOrderSetup(t)
+	now := time.Now()
+	me := lockOrderWorker
+	ups := make([]update, len(jobs))
+	for i, j := range jobs {
+		ups[i] = update{job: j, decision: decision{status: StatusCompleted, completed: &now}}
+	}
+	var done []uuid.UUID
+	err := holdLowerThenHigher(t, pool, jobs, func() error {
+		var err error
+		done, err = q.jobFinish(context.Background(), pool, now, &me, ups)
+		return err
+	})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{jobs[0].ID, jobs[1].ID}, done)
+	var completed int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM lock_jobs WHERE status = 'completed'`).Scan(&completed))
+	require.Equal(t, 2, completed)
+}
