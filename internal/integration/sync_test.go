@@ -366,6 +366,56 @@ func TestDeleteDuringSyncCommit(t *testing.T) {
 	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs`))
 }
 
+// TestItemDuringParseFailure: an edited item's transaction locks its
+// document, then cancels the document's parse; the engine recording that
+// parse's failure holds the parse's job row, then marks the document
+// failed (parseOutcomes). The item's transaction, chosen as the victim of
+// that deadlock, runs again once the engine's commits, and the sync
+// completes at its first attempt (the attempt failed before, and the sync
+// ran again).
+func TestItemDuringParseFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	ctx := context.Background()
+	b.firstSync(t, "a")
+	var doc uuid.UUID
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM documents WHERE project_id = $1 AND external_id = 'a'`, b.project).Scan(&doc))
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM document_parsing_jobs WHERE document_id = $1 AND status IN ('queued', 'running')`, doc) == 0
+	}, 30*time.Second, 20*time.Millisecond, "the first parse ended")
+	// A parse of the document running elsewhere, whose failure the engine records.
+	parse := uuid.Must(uuid.NewV7())
+	_, err := b.pool.Exec(ctx, `INSERT INTO document_parsing_jobs (id, project_id, document_id, status, attempt, locked_by, locked_until, run_at, created_at, updated_at)
+		VALUES ($1, $2, $3, 'running', 1, 'elsewhere', now() + interval '1 hour', now(), now(), now())`, parse, b.project, doc)
+	require.NoError(t, err)
+	b.src.put("a", "# a\n\nedited")
+
+	engine, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = engine.Rollback(ctx) }()
+	// The item's transaction, not the engine's, is the victim: its deadlock check runs first.
+	_, err = engine.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
+	require.NoError(t, err)
+	_, err = engine.Exec(ctx, `UPDATE document_parsing_jobs SET status = 'failed', locked_by = NULL, locked_until = NULL WHERE id = $1`, parse)
+	require.NoError(t, err)
+
+	res, err := b.svc.Sync(ctx, b.project, "docs", integration.TriggerManual, integration.SyncOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return count(t, b.pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the item's transaction waits for the parse's job row")
+	_, err = engine.Exec(ctx, `UPDATE documents SET status = 'failed', error = 'parsing failed' WHERE id = $1`, doc)
+	require.NoError(t, err, "the item's transaction gave way")
+	require.NoError(t, engine.Commit(ctx))
+
+	j := b.wait(t, res.JobID)
+	require.Equal(t, "completed", j.Status, j.Error)
+	require.Equal(t, 1, j.Updated)
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE job_id = $1 AND message LIKE '%deadlock%'`, res.JobID))
+	require.Equal(t, 1, count(t, b.pool, `SELECT attempt FROM integration_sync_jobs WHERE id = $1`, res.JobID), "the sync ran once")
+	require.Equal(t, "# a\n\nedited", b.synced(t)["a"])
+}
+
 // TestRetriedSyncCountsOnce: a walk that fails after reporting items is
 // retried; the retries do not count again the items an earlier attempt
 // counted, unchanged or stored.

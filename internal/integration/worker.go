@@ -321,18 +321,16 @@ func (w *walker) Unchanged(ctx context.Context, externalID string) error {
 }
 
 // checkpoint saves, in tx, the state the connector last recorded on the
-// job row, if it changed. The state is one the connector may resume
-// from; the items it covers are committed (or their document's version
-// does not match, and Known tells the connector so).
+// job row, if it changed; the caller clears w.dirty once tx committed (a
+// transaction rolled back or run again writes it again). The state is one
+// the connector may resume from; the items it covers are committed (or
+// their document's version does not match, and Known tells the connector
+// so).
 func (w *walker) checkpoint(ctx context.Context, tx pgx.Tx) error {
 	if !w.dirty {
 		return nil
 	}
-	if err := syncJobCheckpoint(ctx, tx, w.job.ID, w.newState); err != nil {
-		return err
-	}
-	w.dirty = false
-	return nil
+	return syncJobCheckpoint(ctx, tx, w.job.ID, w.newState)
 }
 
 // flush confirms the pending unchanged items and counts them, and
@@ -357,6 +355,7 @@ func (w *walker) flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.dirty = false
 	w.pending, w.pendingNew = w.pending[:0], 0
 	return nil
 }
@@ -369,7 +368,12 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 	w.seen[it.ExternalID] = true
 	already := w.counted(it.ExternalID)
 	var skip error
-	err := postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
+	// An edited item's document is locked, then its parse cancelled; the
+	// engine recording that parse's failure holds the parse's job row,
+	// then marks the document failed (the other order). This transaction,
+	// when chosen as the victim of such a deadlock, runs again.
+	err := postgres.WithTxRetryDeadlock(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
+		skip = nil
 		if err := w.checkpoint(ctx, tx); err != nil {
 			return err
 		}
@@ -426,6 +430,7 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 	if err != nil {
 		return err
 	}
+	w.dirty = false
 	if skip != nil {
 		return connector.ErrSkipItem
 	}
@@ -526,11 +531,10 @@ func (w *walker) State() json.RawMessage { return w.state }
 func (w *walker) SetState(state json.RawMessage) {
 	w.newState, w.dirty = state, true
 	err := postgres.WithTx(w.ctx, w.s.cfg.Pool, func(tx pgx.Tx) error { return w.checkpoint(w.ctx, tx) })
-	if err != nil {
-		w.dirty = true
-		if w.ctx.Err() == nil {
-			w.s.cfg.Logger.Warn("checkpointing a sync failed", "job", w.job.ID, "err", err)
-		}
+	if err == nil {
+		w.dirty = false
+	} else if w.ctx.Err() == nil {
+		w.s.cfg.Logger.Warn("checkpointing a sync failed", "job", w.job.ID, "err", err)
 	}
 }
 
