@@ -72,3 +72,55 @@ func TestScheduleQueuesErrorIntegrations(t *testing.T) {
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs WHERE integration_id = $1 AND trigger_type = 'scheduled'`, in.ID),
 		"a due integration in status error got no scheduled sync")
 }
+
+// TestScheduleDuringSyncCommit: an integration falls due while its sync's
+// final transaction, holding the job row, waits to record the sync on
+// the integration. The scheduler passes over it (its sync is active)
+// without waiting for the job row while it holds the integration's (a
+// deadlock before: the scheduler's insert waited for the sync's
+// transaction, which waited for the scheduler's lock).
+func TestScheduleDuringSyncCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	ctx := context.Background()
+	i := b.create(t, "due", map[string]any{"sync_interval_minutes": 10})
+	res, err := b.svc.Sync(ctx, b.project, "due", integration.TriggerManual, integration.SyncOptions{})
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE integration_sync_jobs SET status = 'running', attempt = 1 WHERE id = $1`, res.JobID)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE integrations SET next_sync_at = now() - interval '1 minute' WHERE id = $1`, i.ID)
+	require.NoError(t, err)
+
+	sync, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = sync.Rollback(ctx) }()
+	// The scheduler, not the sync, would be the victim: its deadlock check runs first.
+	_, err = sync.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
+	require.NoError(t, err)
+	_, err = sync.Exec(ctx, `UPDATE integration_sync_jobs SET phase = 'done' WHERE id = $1`, res.JobID)
+	require.NoError(t, err)
+
+	scheduled := make(chan error, 1)
+	go func() {
+		scheduled <- postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+			if err := b.svc.QueueScheduled(ctx, tx); err != nil {
+				return err
+			}
+			// The scheduler's transaction commits with the scheduler's
+			// other tasks: it holds its locks until then.
+			_, err := tx.Exec(ctx, `SELECT pg_sleep(0.2)`)
+			return err
+		})
+	}()
+	require.Eventually(t, func() bool {
+		return len(scheduled) == 1 || count(t, b.pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND (wait_event_type = 'Lock' OR (state = 'active' AND query LIKE 'SELECT pg_sleep%'))`) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the scheduler waits for the job row, or holds the integration's")
+	_, err = sync.Exec(ctx, `UPDATE integrations SET last_sync_at = now() WHERE id = $1`, i.ID)
+	require.NoError(t, err, "the scheduler gave way")
+	require.NoError(t, sync.Commit(ctx))
+
+	require.NoError(t, <-scheduled)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs`), "none queued: the sync was active")
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integrations WHERE id = $1 AND next_sync_at > now() + interval '9 minutes'`, i.ID))
+}
