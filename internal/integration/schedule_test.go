@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/integration"
+	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -91,15 +92,8 @@ func TestScheduleDuringSyncCommit(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `UPDATE integrations SET next_sync_at = now() - interval '1 minute' WHERE id = $1`, i.ID)
 	require.NoError(t, err)
 
-	sync, err := b.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = sync.Rollback(ctx) }()
-	// The scheduler, not the sync, would be the victim: its deadlock check runs first.
-	_, err = sync.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
-	require.NoError(t, err)
-	_, err = sync.Exec(ctx, `UPDATE integration_sync_jobs SET phase = 'done' WHERE id = $1`, res.JobID)
-	require.NoError(t, err)
-
+	// The sync's final transaction: its job row, then the integration's.
+	sync := pgtest.Hold(t, b.pool, `UPDATE integration_sync_jobs SET phase = 'done' WHERE id = $1`, res.JobID)
 	scheduled := make(chan error, 1)
 	go func() {
 		scheduled <- postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
@@ -113,8 +107,8 @@ func TestScheduleDuringSyncCommit(t *testing.T) {
 		})
 	}()
 	require.Eventually(t, func() bool {
-		return len(scheduled) == 1 || count(t, b.pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND (wait_event_type = 'Lock' OR (state = 'active' AND query LIKE 'SELECT pg_sleep%'))`) == 1
+		return len(scheduled) == 1 || pgtest.LockWaits(t, b.pool) == 1 ||
+			count(t, b.pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`) == 1
 	}, 10*time.Second, 10*time.Millisecond, "the scheduler waits for the job row, or holds the integration's")
 	_, err = sync.Exec(ctx, `UPDATE integrations SET last_sync_at = now() WHERE id = $1`, i.ID)
 	require.NoError(t, err, "the scheduler gave way")

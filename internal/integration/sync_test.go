@@ -16,6 +16,7 @@ import (
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/integration"
+	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
 // TestSyncIncremental: a first sync stores every item as a document of
@@ -343,20 +344,11 @@ func TestDeleteDuringSyncCommit(t *testing.T) {
 	res, err := b.svc.Sync(ctx, b.project, "docs", integration.TriggerManual, integration.SyncOptions{})
 	require.NoError(t, err)
 
-	sync, err := b.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = sync.Rollback(ctx) }()
-	// The deletion, not the sync, is the victim: its deadlock check runs first.
-	_, err = sync.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
-	require.NoError(t, err)
-	_, err = sync.Exec(ctx, `UPDATE integration_sync_jobs SET phase = 'done' WHERE id = $1`, res.JobID)
-	require.NoError(t, err)
-
+	// The sync's final transaction: its job row, then the integration's.
+	sync := pgtest.Hold(t, b.pool, `UPDATE integration_sync_jobs SET phase = 'done' WHERE id = $1`, res.JobID)
 	deleted := make(chan error, 1)
 	go func() { deleted <- b.svc.Delete(ctx, b.project, "docs") }()
-	require.Eventually(t, func() bool {
-		return count(t, b.pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
-	}, 10*time.Second, 10*time.Millisecond, "the deletion waits for the job row")
+	require.Eventually(t, func() bool { return pgtest.LockWaits(t, b.pool) == 1 }, 10*time.Second, 10*time.Millisecond, "the deletion waits for the job row")
 	_, err = sync.Exec(ctx, `UPDATE integrations SET last_sync_at = now() WHERE id = $1`, i.ID)
 	require.NoError(t, err, "the deletion gave way")
 	require.NoError(t, sync.Commit(ctx))
@@ -390,20 +382,11 @@ func TestItemDuringParseFailure(t *testing.T) {
 	require.NoError(t, err)
 	b.src.put("a", "# a\n\nedited")
 
-	engine, err := b.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = engine.Rollback(ctx) }()
-	// The item's transaction, not the engine's, is the victim: its deadlock check runs first.
-	_, err = engine.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
-	require.NoError(t, err)
-	_, err = engine.Exec(ctx, `UPDATE document_parsing_jobs SET status = 'failed', locked_by = NULL, locked_until = NULL WHERE id = $1`, parse)
-	require.NoError(t, err)
-
+	// The engine recording the parse's failure: its job row, then (parseOutcomes) the document.
+	engine := pgtest.Hold(t, b.pool, `UPDATE document_parsing_jobs SET status = 'failed', locked_by = NULL, locked_until = NULL WHERE id = $1`, parse)
 	res, err := b.svc.Sync(ctx, b.project, "docs", integration.TriggerManual, integration.SyncOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		return count(t, b.pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
-	}, 10*time.Second, 10*time.Millisecond, "the item's transaction waits for the parse's job row")
+	require.Eventually(t, func() bool { return pgtest.LockWaits(t, b.pool) == 1 }, 10*time.Second, 10*time.Millisecond, "the item's transaction waits for the parse's job row")
 	_, err = engine.Exec(ctx, `UPDATE documents SET status = 'failed', error = 'parsing failed' WHERE id = $1`, doc)
 	require.NoError(t, err, "the item's transaction gave way")
 	require.NoError(t, engine.Commit(ctx))

@@ -53,23 +53,11 @@ func lockOrderSetup(t *testing.T) (*pgxpool.Pool, *queue, []Job) {
 func holdLowerThenHigher(t *testing.T, pool *pgxpool.Pool, jobs []Job, fn func() error) error {
 	t.Helper()
 	ctx := context.Background()
-	cancel, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = cancel.Rollback(ctx) }()
-	_, err = cancel.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
-	require.NoError(t, err)
-	_, err = cancel.Exec(ctx, `SELECT 1 FROM lock_jobs WHERE id = $1 FOR UPDATE`, jobs[1].ID)
-	require.NoError(t, err)
-
+	cancel := pgtest.Hold(t, pool, `SELECT 1 FROM lock_jobs WHERE id = $1 FOR UPDATE`, jobs[1].ID)
 	done := make(chan error, 1)
 	go func() { done <- fn() }()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
-		return n == 1
-	}, 10*time.Second, 10*time.Millisecond, "the statement waits for the lower job")
-	_, err = cancel.Exec(ctx, `SELECT 1 FROM lock_jobs WHERE id = $1 FOR UPDATE`, jobs[0].ID)
+	require.Eventually(t, func() bool { return pgtest.LockWaits(t, pool) == 1 }, 10*time.Second, 10*time.Millisecond, "the statement waits for the lower job")
+	_, err := cancel.Exec(ctx, `SELECT 1 FROM lock_jobs WHERE id = $1 FOR UPDATE`, jobs[0].ID)
 	require.NoError(t, err, "the statement gave way")
 	require.NoError(t, cancel.Commit(ctx))
 	return <-done

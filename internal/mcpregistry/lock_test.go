@@ -9,6 +9,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/mcpregistry/mcptest"
+	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
 // TestSyncDuringDelete: a server's deletion locks the server's row, then
@@ -30,26 +31,14 @@ func TestSyncDuringDelete(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `DELETE FROM mcp_server_tools WHERE server_id = $1 AND tool_name = 'echo'`, srv.ID)
 	require.NoError(t, err)
 
-	del, err := b.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = del.Rollback(ctx) }()
-	// The sync, not the deletion, would be the victim: its deadlock check runs first.
-	_, err = del.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
-	require.NoError(t, err)
-	_, err = del.Exec(ctx, `SELECT 1 FROM mcp_servers WHERE id = $1 FOR UPDATE`, srv.ID)
-	require.NoError(t, err)
-
+	// The deletion: the server's row, then (its cascade) the tools'.
+	del := pgtest.Hold(t, b.pool, `SELECT 1 FROM mcp_servers WHERE id = $1 FOR UPDATE`, srv.ID)
 	synced := make(chan error, 1)
 	go func() {
 		_, err := b.svc.Sync(ctx, b.project, srv.ID)
 		synced <- err
 	}()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
-		return n == 1
-	}, 10*time.Second, 10*time.Millisecond, "the sync waits for the server's row")
+	require.Eventually(t, func() bool { return pgtest.LockWaits(t, b.pool) == 1 }, 10*time.Second, 10*time.Millisecond, "the sync waits for the server's row")
 	_, err = del.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, srv.ID)
 	require.NoError(t, err, "the sync gave way")
 	require.NoError(t, del.Commit(ctx))
