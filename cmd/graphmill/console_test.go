@@ -60,6 +60,23 @@ func (b *consoleBrowser) do(method, path string, form url.Values, headers ...hea
 	return resp.StatusCode, resp.Header, string(raw)
 }
 
+// requireFormAgain asserts a refused form's answer (the console's rule,
+// docs/decisions.md "Issue 18: console forms"): the status of the
+// refusal, the page again with the form (id form), the message in its
+// alert (id problem) and each of typed, the submitted values as the form
+// writes them back (value="...", checked, the textarea's text); not the
+// error page.
+func requireFormAgain(t *testing.T, status int, page string, want int, form, problem, msg string, typed ...string) {
+	t.Helper()
+	require.Equal(t, want, status, page)
+	require.Contains(t, page, `id="`+form+`"`, "the form again")
+	require.Contains(t, page, `role="alert" id="`+problem+`">`+msg+`<`)
+	for _, v := range typed {
+		require.Contains(t, page, v, "the value typed")
+	}
+	require.NotContains(t, page, `<title>Error`, "not the error page")
+}
+
 // signIn signs in with token and keeps the session's CSRF token.
 func (b *consoleBrowser) signIn(token string) {
 	b.t.Helper()
