@@ -126,9 +126,8 @@ func TestConsoleMCPServers(t *testing.T) {
 	for _, x := range mcpRegTools(t, s, s.admin, serverID) {
 		require.Equal(t, x.ToolName != "add", x.Enabled, x.ToolName)
 	}
-	status, _, page = admin.do("POST", srvPath+"/tools/"+add.ID, url.Values{}, hx)
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "nothing to change")
+	status, _, page = admin.do("POST", srvPath+"/tools/"+add.ID, url.Values{}, hx, header{"HX-Request", "true"})
+	requireActionRefused(t, status, page, http.StatusBadRequest, "nothing to change: give enabled or an api_key")
 
 	// The built-in server: its tools with their settings, set here.
 	builtin := mcpRegServers(t, s, s.admin, "?projectId="+project)[0]
