@@ -219,6 +219,9 @@ func TestConsoleProjectTokens(t *testing.T) {
 	require.Contains(t, page, "The token was revoked.")
 	require.NotContains(t, page, `id="token-`+id+`"`)
 	s.must(401, "GET", "/api/documents", token, nil)
+	// Its row's button once more (an older page): the list again, with why.
+	status, _, page = admin.do("POST", base+"/"+id+"/revoke", url.Values{"csrf": {admin.csrf}})
+	requireFormAgain(t, status, page, http.StatusNotFound, "tokens", "problem", "token not found")
 }
 
 // TestConsoleProjectProviders: the providers page lists the project's
