@@ -291,8 +291,9 @@ func TestConsoleProjectProviders(t *testing.T) {
 	})
 	requireFormAgain(t, status, page, 400, "policy-form-account-ai", "problem", "credentials, gcpProject and location are only taken with policy project, not organization",
 		`name="gcpProject" value="gcp-typed"`, `name="location" value="europe-west4"`, `name="embeddingModel" value="embed-typed"`)
-	form := page[strings.Index(page, `id="policy-form-account-ai"`):]
-	require.Contains(t, form[:strings.Index(form, "</form>")], `<option value="organization" selected>`)
+	_, form, _ := strings.Cut(page, `id="policy-form-account-ai"`)
+	form, _, _ = strings.Cut(form, "</form>")
+	require.Contains(t, form, `<option value="organization" selected>`)
 	require.NotContains(t, page, secret)
 
 	status, _, page = admin.do("POST", base+"/key-ai/policy", url.Values{"csrf": {admin.csrf}, "policy": {"project"}, "apiKey": {secret}})
