@@ -110,7 +110,7 @@ func (h *Handler) addMember(w http.ResponseWriter, r *http.Request, c caller) {
 		}, tenancy.ErrUserNotFound)
 		return
 	}
-	h.renderMembers(w, r, c, http.StatusOK, notice{Message: memberName(m) + " is now " + m.Role + "."}, memberForm{Role: f.Role})
+	h.renderMembers(w, r, c, http.StatusOK, notice{Message: memberName(m) + " is now " + m.Role + "."}, memberForm{Role: string(auth.ProjectViewer)})
 }
 
 // removeMember removes the path's member, as the API's
