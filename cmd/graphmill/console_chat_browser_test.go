@@ -59,6 +59,7 @@ func TestConsoleBrowserChat(t *testing.T) {
 		CitationURL      string   `json:"citationURL"`
 		CitedChunk       string   `json:"citedChunk"`
 		BusyFlash        string   `json:"busyFlash"`
+		BusyKept         string   `json:"busyKept"`
 		InboxNotReloaded bool     `json:"inboxNotReloaded"`
 		Tabs             []string `json:"tabs"`
 		BadgeAfter       string   `json:"badgeAfter"`
@@ -103,6 +104,7 @@ func TestConsoleBrowserChat(t *testing.T) {
 	text, _ := chatChunkText(t, s, project, c.ChunkID)
 	require.Equal(t, text, report.CitedChunk, "the cited chunk is the link's target")
 	require.Equal(t, "a question is already being answered in this chat session: wait for its answer", report.BusyFlash)
+	require.Equal(t, "And the grease?", report.BusyKept, "a refused turn keeps the question typed")
 
 	// Notifications: arrived live, read in the page.
 	require.True(t, report.InboxNotReloaded, "the inbox was reloaded")

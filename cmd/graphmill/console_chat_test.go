@@ -121,8 +121,8 @@ func TestConsoleChat(t *testing.T) {
 	status, _, _ = b.do("POST", "/projects/"+project+"/chat", url.Values{"title": {"Turbines"}})
 	require.Equal(t, http.StatusForbidden, status)
 	status, _, page = b.do("POST", "/projects/"+project+"/chat", url.Values{"csrf": {b.csrf}, "title": {strings.Repeat("x", 201)}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "title must be at most 200 characters")
+	requireFormAgain(t, status, page, http.StatusBadRequest, "chat-new", "chat-problem", "title must be at most 200 characters",
+		`value="`+strings.Repeat("x", 201)+`"`)
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM chat_sessions`))
 	status, hdr, _ = b.do("POST", "/projects/"+project+"/chat", url.Values{"csrf": {b.csrf}, "title": {"Turbines"}})
 	require.Equal(t, http.StatusSeeOther, status)
@@ -189,9 +189,9 @@ func TestConsoleChat(t *testing.T) {
 	require.Equal(t, 2, s.extractionCount(`SELECT count(*) FROM chat_messages WHERE session_id = $1`, session))
 
 	// Rename (bad input first), then delete.
-	status, _, page = b.post("/projects/"+project+"/chat/"+session+"/rename", url.Values{"title": {strings.Repeat("y", 201)}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "title must be at most 200 characters")
+	status, _, page = b.postForm("/projects/"+project+"/chat/"+session+"/rename", url.Values{"title": {strings.Repeat("y", 201)}})
+	requireFormAgain(t, status, page, http.StatusBadRequest, "chat-rename", "chat-problem", "title must be at most 200 characters",
+		`value="`+strings.Repeat("y", 201)+`"`, `<details class="chat-manage" open>`)
 	status, hdr, _ = b.do("POST", "/projects/"+project+"/chat/"+session+"/rename", url.Values{"csrf": {b.csrf}, "title": {"Bearings"}})
 	require.Equal(t, http.StatusSeeOther, status)
 	require.Equal(t, loc, hdr.Get("Location"))
@@ -336,6 +336,10 @@ func TestConsoleAgents(t *testing.T) {
 	status, _, page = b.do("POST", agentPath+"/runs", url.Values{"csrf": {b.csrf}, "input": {"  "}})
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, page, "input must not be empty")
+	long := "Who founded Acme? " + strings.Repeat("x", 100000)
+	status, _, page = b.do("POST", agentPath+"/runs", url.Values{"csrf": {b.csrf}, "input": {long}})
+	requireFormAgain(t, status, page, http.StatusBadRequest, "agent-start", "agent-start-problem",
+		"input must be at most 100000 characters (it has 100018)", `required>`+long+`</textarea>`)
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM agent_runs`))
 	input := "Who founded Acme?\nASK: Which name should the founder's record have?\nCALL: graph_create_object {\"type\":\"Person\",\"name\":\"Ada Lovelace\"}"
 	status, hdr, _ = b.do("POST", agentPath+"/runs", url.Values{"csrf": {b.csrf}, "input": {input}})

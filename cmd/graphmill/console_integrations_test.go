@@ -78,9 +78,11 @@ func TestConsoleMCPServers(t *testing.T) {
 	_, padminToken := s.newMember("padmin@example.com", allScopes, project, "admin")
 	padmin := newConsoleBrowser(t, s)
 	padmin.signIn(padminToken)
-	status, _, page = padmin.postForm(base, url.Values{"name": {"local"}, "type": {"stdio"}, "command": {"/bin/true"}})
-	require.Equal(t, http.StatusForbidden, status, "stdio per GRAPHMILL_MCP_STDIO (superadmins), as the API")
-	require.Contains(t, page, "only superadmins may create or change stdio MCP servers")
+	status, _, page = padmin.postForm(base, url.Values{"name": {"local"}, "type": {"stdio"}, "command": {"/bin/true"}, "args": {"--quiet"}})
+	// stdio per GRAPHMILL_MCP_STDIO (superadmins), as the API: the form
+	// again, as typed.
+	requireFormAgain(t, status, page, http.StatusForbidden, "mcp-add", "mcp-problem", "only superadmins may create or change stdio MCP servers (GRAPHMILL_MCP_STDIO=superadmin)",
+		`name="name" value="local"`, `<option value="stdio" selected>`, `name="command" value="/bin/true"`, `rows="2">--quiet</textarea>`)
 
 	status, hdr, page = admin.postForm(base, url.Values{"name": {"notes"}, "type": {"http"}, "url": {ts.URL}, "headers": {"Authorization: " + secret}})
 	require.Equal(t, http.StatusSeeOther, status, page)
@@ -124,9 +126,8 @@ func TestConsoleMCPServers(t *testing.T) {
 	for _, x := range mcpRegTools(t, s, s.admin, serverID) {
 		require.Equal(t, x.ToolName != "add", x.Enabled, x.ToolName)
 	}
-	status, _, page = admin.do("POST", srvPath+"/tools/"+add.ID, url.Values{}, hx)
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "nothing to change")
+	status, _, page = admin.do("POST", srvPath+"/tools/"+add.ID, url.Values{}, hx, header{"HX-Request", "true"})
+	requireActionRefused(t, status, page, http.StatusBadRequest, "nothing to change: give enabled or an api_key")
 
 	// The built-in server: its tools with their settings, set here.
 	builtin := mcpRegServers(t, s, s.admin, "?projectId="+project)[0]
@@ -221,6 +222,11 @@ func TestConsoleIntegrations(t *testing.T) {
 	status, hdr, page := admin.postForm(base, form)
 	require.Equal(t, http.StatusSeeOther, status, page)
 	require.Equal(t, base+"/kb", hdr.Get("Location"))
+	// The name taken: the form again as typed, its secret left out.
+	status, _, page = admin.postForm(base, form)
+	requireFormAgain(t, status, page, http.StatusConflict, "integration-add", "integration-problem", "an integration of this name exists in the project",
+		`name="name" value="kb"`, `value="Knowledge"`, `name="config.endpoint" value="https://notes.example.com"`)
+	require.NotContains(t, page, "notes-secret-5555")
 	var sealed string
 	require.NoError(t, s.pool().QueryRow(context.Background(), `SELECT config_sealed FROM integrations WHERE name = 'kb'`).Scan(&sealed))
 	require.NotContains(t, sealed, "notes-secret-5555")
@@ -314,9 +320,10 @@ func TestConsoleIntegrations(t *testing.T) {
 	require.Contains(t, page, "connected to Notes")
 
 	// Configure: the secret left empty is kept; a bad value is the 400.
-	status, _, page = admin.postForm(base+"/kb", url.Values{"display_name": {"KB"}, "config.endpoint": {"https://notes.example.com"}, "config.max_delete_fraction": {"2"}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "max_delete_fraction")
+	status, _, page = admin.postForm(base+"/kb", url.Values{"display_name": {"Typed KB"}, "config.endpoint": {"https://notes.example.com"}, "config.max_delete_fraction": {"2"}})
+	requireFormAgain(t, status, page, http.StatusBadRequest, "integration-config", "integration-problem",
+		"config field max_delete_fraction must be a number greater than 0 and at most 1",
+		`name="display_name" value="Typed KB"`, `name="config.max_delete_fraction" value="2"`)
 	status, _, page = admin.postForm(base+"/kb", url.Values{"display_name": {"KB"}, "config.endpoint": {"https://notes.example.com"}})
 	require.Equal(t, http.StatusSeeOther, status, page)
 	var in struct {
@@ -368,10 +375,9 @@ func TestConsoleDiscovery(t *testing.T) {
 	status, _, page = admin.postForm(base, url.Values{})
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, page, `id="discovery-problem"`)
-	status, _, page = admin.postForm(base, url.Values{"document": {doc}, "batch_size": {"99"}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "batch_size must be between 1 and 50")
-	require.Contains(t, page, `value="`+doc+`" id="pick-`+doc+`" checked`, "the pick kept")
+	status, _, page = admin.postForm(base, url.Values{"document": {doc}, "batch_size": {"99"}, "max_iterations": {"3"}})
+	requireFormAgain(t, status, page, http.StatusBadRequest, "discovery-start", "discovery-problem", "batch_size must be between 1 and 50, not 99",
+		`value="`+doc+`" id="pick-`+doc+`" checked`, `name="batch_size" inputmode="numeric" value="99"`, `name="max_iterations" inputmode="numeric" value="3"`)
 	var jobs struct {
 		Total int `json:"total"`
 	}
@@ -423,6 +429,14 @@ func TestConsoleDiscovery(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, page, "packName is required")
 	ticked.Set("packName", "Team types")
+	// A pack the form names that does not exist: the form again, as typed.
+	ticked.Set("mode", "update")
+	ticked.Set("existingPackId", "0190a0a0-0000-7000-8000-0000000000aa")
+	status, _, page = admin.postForm(jobPath+"/finalize", ticked)
+	requireFormAgain(t, status, page, http.StatusNotFound, "discovery-finalize", "finalize-problem", "template pack not found",
+		`name="packName" value="Team types"`, `<option value="update" selected>`, `name="existingPackId" value="0190a0a0-0000-7000-8000-0000000000aa"`)
+	ticked.Set("mode", "create")
+	ticked.Del("existingPackId")
 	ticked.Set("reextract", "true")
 	ticked.Del("install")
 	status, _, page = admin.postForm(jobPath+"/finalize", ticked)

@@ -137,8 +137,7 @@ func TestConsoleOpsQueues(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, set.Paused)
 	status, _, page = b.do("POST", "/admin/queues/"+document.QueueParsing+"/pause", url.Values{"csrf": {b.csrf}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "cannot be paused")
+	requireFormAgain(t, status, page, http.StatusBadRequest, "queues", "ops-problem", "queue document_parsing cannot be paused or resumed here")
 
 	// The queue's page and its filters.
 	status, _, page = b.do("GET", "/admin/queues/object_extraction", nil)
@@ -248,9 +247,9 @@ func TestConsoleOpsUsers(t *testing.T) {
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
 
-	status, _, page := b.do("POST", "/admin/users", url.Values{"csrf": {b.csrf}, "primaryEmail": {"not-an-address"}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "primaryEmail must be an email address")
+	status, _, page := b.do("POST", "/admin/users", url.Values{"csrf": {b.csrf}, "primaryEmail": {"not-an-address"}, "displayName": {"Typed Name"}})
+	requireFormAgain(t, status, page, http.StatusBadRequest, "user-create", "ops-problem", "primaryEmail must be an email address",
+		`<details class="create" open>`, `name="primaryEmail" value="not-an-address"`, `name="displayName" value="Typed Name"`)
 	status, _, page = b.do("POST", "/admin/users", url.Values{"csrf": {b.csrf}, "primaryEmail": {"ada@example.com"}, "displayName": {"Ada Lovelace"}})
 	require.Equal(t, http.StatusCreated, status, page)
 	require.Contains(t, page, "User ada@example.com created.")
@@ -266,9 +265,14 @@ func TestConsoleOpsUsers(t *testing.T) {
 	status, _, page = b.do("POST", "/admin/users/"+userID+"/tokens", url.Values{"csrf": {b.csrf}, "name": {"ci"}})
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, page, "choose at least one scope")
-	status, _, page = b.do("POST", "/admin/users/"+userID+"/tokens", url.Values{"csrf": {b.csrf}, "name": {"ci"}, "scopes": {"admin:read"}, "expiresInDays": {"0"}})
-	require.Equal(t, http.StatusBadRequest, status)
-	require.Contains(t, page, "expiresInDays")
+	status, _, page = b.do("POST", "/admin/users/"+userID+"/tokens", url.Values{"csrf": {b.csrf}, "name": {"ci typed"}, "scopes": {"admin:read"}, "expiresInDays": {"0"}})
+	requireFormAgain(t, status, page, http.StatusBadRequest, "user-"+userID, "ops-problem", "expiresInDays must be a number of days from 1 to 3650")
+	_, row, _ := strings.Cut(page, `id="user-`+userID+`"`)
+	row, _, _ = strings.Cut(row, "</tr>")
+	for _, typed := range []string{`<details open>`, `name="name" value="ci typed"`, `<option value="admin:read" selected>`, `name="expiresInDays" value="0"`} {
+		require.Contains(t, row, typed, "the user's mint form as typed")
+	}
+	require.NotContains(t, row, `<option value="documents:read" selected>`)
 	status, _, page = b.do("POST", "/admin/users/"+userID+"/tokens", url.Values{"csrf": {b.csrf}, "name": {"ci"}, "scopes": {"admin:read", "documents:read"}, "expiresInDays": {"30"}})
 	require.Equal(t, http.StatusCreated, status, page)
 	_, token, found := strings.Cut(page, `<code id="minted-token">`)

@@ -35,6 +35,8 @@ func TestConsoleBrowserProject(t *testing.T) {
 	var report struct {
 		Pages                []string `json:"pages"`
 		MemberNotice         string   `json:"memberNotice"`
+		MemberProblem        string   `json:"memberProblem"`
+		MemberKept           []string `json:"memberKept"`
 		Token                string   `json:"token"`
 		TokenShownAgain      bool     `json:"tokenShownAgain"`
 		NewTokenBoxAgain     bool     `json:"newTokenBoxAgain"`
@@ -56,6 +58,8 @@ func TestConsoleBrowserProject(t *testing.T) {
 	require.Equal(t, []string{"project", "members", "token-created", "tokens", "providers", "usage", "monitoring", "llm-calls"}, report.Pages)
 	requireScreenshots(t, shots, report.Pages)
 
+	require.Equal(t, "user not found", report.MemberProblem, "a refused add: the form again with why")
+	require.Equal(t, []string{"0190a0a0-0000-7000-8000-000000000000", "editor"}, report.MemberKept, "and what was typed")
 	require.Equal(t, "newcomer@example.com is now editor.", report.MemberNotice)
 	require.Equal(t, "editor", consoleMembers(t, s, project)[user])
 

@@ -94,9 +94,12 @@ func TestConsoleProjectMembers(t *testing.T) {
 	} {
 		bad.form.Set("csrf", admin.csrf)
 		status, _, page = admin.do("POST", base, bad.form)
-		require.Equal(t, bad.code, status, page)
-		require.Contains(t, page, `id="problem">`+bad.msg+`<`)
+		requireFormAgain(t, status, page, bad.code, "add-member", "problem", bad.msg,
+			`name="userId" value="`+bad.form.Get("userId")+`"`)
 	}
+	// A role the select offers comes back chosen.
+	status, _, page = admin.do("POST", base, url.Values{"csrf": {admin.csrf}, "userId": {"0190a0a0-0000-7000-8000-000000000000"}, "role": {"editor"}})
+	requireFormAgain(t, status, page, 404, "add-member", "problem", "user not found", `<option value="editor" selected>`)
 	require.NotContains(t, consoleMembers(t, s, project), newcomer)
 
 	// Add, change the role, remove.
@@ -156,13 +159,21 @@ func TestConsoleProjectTokens(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, status, page)
 		require.Contains(t, page, bad.msg)
 	}
+	// The form comes back as typed: name, scopes ticked, expiry.
+	status, _, page := admin.do("POST", base, url.Values{
+		"csrf": {admin.csrf}, "name": {"nightly ci"}, "scope": {"documents:read", "search:read"}, "expiresAt": {"tomorrow"},
+	})
+	requireFormAgain(t, status, page, 400, "create-token", "problem", "The expiry must be a date such as 2030-01-31.",
+		`name="name" value="nightly ci"`, `name="scope" value="documents:read" checked`, `name="scope" value="search:read" checked`,
+		`name="expiresAt" type="date" value="tomorrow"`)
+	require.NotContains(t, page, `name="scope" value="documents:write" checked`)
 	var list struct {
 		Total int `json:"total"`
 	}
 	s.must(200, "GET", "/api/projects/"+project+"/tokens", s.admin, nil).Decode(t, &list)
 	require.Zero(t, list.Total, "no token made by a refused form")
 
-	status, _, page := admin.do("POST", base, url.Values{"csrf": {admin.csrf}, "name": {"ci"}, "scope": {"documents:read", "search:read"}, "expiresAt": {"2099-01-31"}})
+	status, _, page = admin.do("POST", base, url.Values{"csrf": {admin.csrf}, "name": {"ci"}, "scope": {"documents:read", "search:read"}, "expiresAt": {"2099-01-31"}})
 	require.Equal(t, http.StatusCreated, status, page)
 	m := newTokenValue.FindStringSubmatch(page)
 	require.NotNil(t, m, page)
@@ -208,6 +219,9 @@ func TestConsoleProjectTokens(t *testing.T) {
 	require.Contains(t, page, "The token was revoked.")
 	require.NotContains(t, page, `id="token-`+id+`"`)
 	s.must(401, "GET", "/api/documents", token, nil)
+	// Its row's button once more (an older page): the list again, with why.
+	status, _, page = admin.do("POST", base+"/"+id+"/revoke", url.Values{"csrf": {admin.csrf}})
+	requireFormAgain(t, status, page, http.StatusNotFound, "tokens", "problem", "token not found")
 }
 
 // TestConsoleProjectProviders: the providers page lists the project's
@@ -270,6 +284,17 @@ func TestConsoleProjectProviders(t *testing.T) {
 		require.NotContains(t, page, secret)
 	}
 	s.must(404, "GET", "/api/v1/projects/"+project+"/providers/key-ai/policy", s.admin, nil)
+	// The refused form comes back as typed (its secret never).
+	status, _, page = admin.do("POST", base+"/account-ai/policy", url.Values{
+		"csrf": {admin.csrf}, "policy": {"organization"}, "gcpProject": {"gcp-typed"}, "location": {"europe-west4"},
+		"embeddingModel": {"embed-typed"}, "serviceAccountJson": {secret},
+	})
+	requireFormAgain(t, status, page, 400, "policy-form-account-ai", "problem", "credentials, gcpProject and location are only taken with policy project, not organization",
+		`name="gcpProject" value="gcp-typed"`, `name="location" value="europe-west4"`, `name="embeddingModel" value="embed-typed"`)
+	_, form, _ := strings.Cut(page, `id="policy-form-account-ai"`)
+	form, _, _ = strings.Cut(form, "</form>")
+	require.Contains(t, form, `<option value="organization" selected>`)
+	require.NotContains(t, page, secret)
 
 	status, _, page = admin.do("POST", base+"/key-ai/policy", url.Values{"csrf": {admin.csrf}, "policy": {"project"}, "apiKey": {secret}})
 	require.Equal(t, 200, status, page)

@@ -60,6 +60,32 @@ func (b *consoleBrowser) do(method, path string, form url.Values, headers ...hea
 	return resp.StatusCode, resp.Header, string(raw)
 }
 
+// requireFormAgain asserts a refused form's answer (the console's rule,
+// docs/decisions.md "Issue 18: console forms"): the status of the
+// refusal, the page again with the form (id form), the message in its
+// alert (id problem) and each of typed, the submitted values as the form
+// writes them back (value="...", checked, the textarea's text); not the
+// error page.
+func requireFormAgain(t *testing.T, status int, page string, want int, form, problem, msg string, typed ...string) {
+	t.Helper()
+	require.Equal(t, want, status, page)
+	require.Contains(t, page, `id="`+form+`"`, "the form again")
+	require.Contains(t, page, `role="alert" id="`+problem+`">`+msg+`<`)
+	for _, v := range typed {
+		require.Contains(t, page, v, "the value typed")
+	}
+	require.NotContains(t, page, `<title>Error`, "not the error page")
+}
+
+// requireActionRefused asserts a refused htmx action's answer: the
+// refusal's status and its message alone (console.js shows it; htmx swaps
+// nothing, so the page and its form stay as they were).
+func requireActionRefused(t *testing.T, status int, body string, want int, msg string) {
+	t.Helper()
+	require.Equal(t, want, status, body)
+	require.Equal(t, msg, body)
+}
+
 // signIn signs in with token and keeps the session's CSRF token.
 func (b *consoleBrowser) signIn(token string) {
 	b.t.Helper()
@@ -282,8 +308,8 @@ func TestConsoleJobActions(t *testing.T) {
 	require.Contains(t, page, `data-status="cancelled"`)
 	require.Equal(t, "cancelled", s.extractionGetJob(job).Status)
 	// A cancelled job cannot be retried (not failed): the service's answer.
-	status, _, _ = admin.do("POST", "/projects/"+project+"/jobs/"+job+"/retry", url.Values{}, header{console.CSRFHeader, admin.csrf})
-	require.Equal(t, http.StatusConflict, status)
+	status, _, page = admin.do("POST", "/projects/"+project+"/jobs/"+job+"/retry", url.Values{}, header{console.CSRFHeader, admin.csrf}, header{"HX-Request", "true"})
+	requireActionRefused(t, status, page, http.StatusConflict, "job "+job+" is cancelled; only failed jobs can be retried")
 	require.Equal(t, "cancelled", s.extractionGetJob(job).Status)
 
 	// The filter: by status.
@@ -332,8 +358,8 @@ func TestConsoleTasks(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status, "no CSRF token")
 	status, _ = resolve(admin, project, foreign, "accepted", header{console.CSRFHeader, admin.csrf})
 	require.Equal(t, http.StatusNotFound, status, "another project's task")
-	status, _ = resolve(admin, project, first, "maybe", header{console.CSRFHeader, admin.csrf})
-	require.Equal(t, http.StatusBadRequest, status)
+	status, page = resolve(admin, project, first, "maybe", header{console.CSRFHeader, admin.csrf}, header{"HX-Request", "true"})
+	requireActionRefused(t, status, page, http.StatusBadRequest, "resolution must be accepted or rejected")
 	require.Equal(t, "pending", taskStatus(first, project))
 	require.Equal(t, "pending", taskStatus(foreign, other))
 

@@ -86,8 +86,21 @@ func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent
 // agentPage shows an agent, the form that starts a run (for those who
 // may) and the caller's runs with their live status.
 func (h *Handler) agentPage(w http.ResponseWriter, r *http.Request, c caller) {
+	h.renderAgent(w, r, c, http.StatusOK, agentStartForm{})
+}
+
+// agentStartForm is the start form's input and, when the start was
+// refused, why.
+type agentStartForm struct{ Input, Problem string }
+
+// renderAgent answers the agent's page with status and the start form f.
+func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, c caller, status int, f agentStartForm) {
 	pv, ag, runs, pg, err := h.agentRuns(r, c)
-	h.show(w, r, agentPage(c.sess.CSRF, pv, ag, runs, pg), err)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, status, agentPage(c.sess.CSRF, pv, ag, runs, pg, f))
 }
 
 // agentRunRows is the runs table's body, reloaded on AgentRunsEvent.
@@ -104,9 +117,12 @@ func (h *Handler) agentStart(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	run, err := h.cfg.Agents.StartRun(r.Context(), c.p, a.ProjectID, a.ResourceID, r.PostFormValue("input"))
+	input := r.PostFormValue("input")
+	run, err := h.cfg.Agents.StartRun(r.Context(), c.p, a.ProjectID, a.ResourceID, input)
 	if err != nil {
-		h.fail(w, r, err)
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderAgent(w, r, c, status, agentStartForm{Input: input, Problem: problem})
+		})
 		return
 	}
 	http.Redirect(w, r, runURL(p.ID, run.ID), http.StatusSeeOther)

@@ -54,6 +54,16 @@ func chatSessionURL(project, id uuid.UUID) string { return chatURL(project) + "/
 
 // chatSessions lists the caller's sessions in the project, newest first.
 func (h *Handler) chatSessions(w http.ResponseWriter, r *http.Request, c caller) {
+	h.renderChatSessions(w, r, c, http.StatusOK, chatTitleForm{})
+}
+
+// chatTitleForm is a form's title (new chat, rename) and, when its action
+// was refused, why.
+type chatTitleForm struct{ Title, Problem string }
+
+// renderChatSessions answers the sessions page with status and the new
+// chat form f.
+func (h *Handler) renderChatSessions(w http.ResponseWriter, r *http.Request, c caller, status int, f chatTitleForm) {
 	a, p, err := h.projectContext(r, c, chatRule, "")
 	if err != nil {
 		h.fail(w, r, err)
@@ -61,7 +71,11 @@ func (h *Handler) chatSessions(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	offset := pageOffset(r)
 	list, total, err := h.cfg.Chat.ListSessions(r.Context(), a.ProjectID, c.p.UserID, PageSize, offset)
-	h.show(w, r, chatSessionsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: chatURL(p.ID)}), err)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, status, chatSessionsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: chatURL(p.ID)}, f))
 }
 
 // chatCreate starts a session (form field title, optional) and opens it.
@@ -71,9 +85,12 @@ func (h *Handler) chatCreate(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	sess, err := h.cfg.Chat.CreateSession(r.Context(), a.ProjectID, c.p.UserID, chat.CreateParams{Title: r.PostFormValue("title")})
+	title := r.PostFormValue("title")
+	sess, err := h.cfg.Chat.CreateSession(r.Context(), a.ProjectID, c.p.UserID, chat.CreateParams{Title: title})
 	if err != nil {
-		h.fail(w, r, err)
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderChatSessions(w, r, c, status, chatTitleForm{Title: title, Problem: problem})
+		})
 		return
 	}
 	http.Redirect(w, r, chatSessionURL(p.ID, sess.ID), http.StatusSeeOther)
@@ -87,13 +104,28 @@ func (h *Handler) chatContext(r *http.Request, c caller) (auth.Access, tenancy.P
 // chatSession shows one of the caller's sessions with its latest
 // messages and the form that asks the next question.
 func (h *Handler) chatSession(w http.ResponseWriter, r *http.Request, c caller) {
+	h.renderChatSession(w, r, c, http.StatusOK, nil, "")
+}
+
+// renderChatSession answers the session's page with status and problem,
+// why its rename or delete form was refused; typed, when set, is the
+// title the rename form shows (else the session's).
+func (h *Handler) renderChatSession(w http.ResponseWriter, r *http.Request, c caller, status int, typed *string, problem string) {
 	a, p, err := h.chatContext(r, c)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	sess, err := h.cfg.Chat.GetSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID)
-	h.show(w, r, chatSessionPage(c.sess.CSRF, p, sess), err)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	form := chatTitleForm{Title: sess.Title, Problem: problem}
+	if typed != nil {
+		form.Title = *typed
+	}
+	h.render(w, r, status, chatSessionPage(c.sess.CSRF, p, sess, form))
 }
 
 // chatRename sets the session's title (form field title).
@@ -103,8 +135,11 @@ func (h *Handler) chatRename(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	if _, err := h.cfg.Chat.RenameSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID, r.PostFormValue("title")); err != nil {
-		h.fail(w, r, err)
+	title := r.PostFormValue("title")
+	if _, err := h.cfg.Chat.RenameSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID, title); err != nil {
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderChatSession(w, r, c, status, &title, problem)
+		})
 		return
 	}
 	http.Redirect(w, r, chatSessionURL(p.ID, a.ResourceID), http.StatusSeeOther)
@@ -118,7 +153,9 @@ func (h *Handler) chatDelete(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	if err := h.cfg.Chat.DeleteSession(r.Context(), a.ProjectID, c.p.UserID, a.ResourceID); err != nil {
-		h.fail(w, r, err)
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderChatSession(w, r, c, status, nil, problem)
+		})
 		return
 	}
 	http.Redirect(w, r, chatURL(p.ID), http.StatusSeeOther)

@@ -16,6 +16,7 @@ import (
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/templatepack"
 )
 
 // DiscoveryEvent is the SSE event the discovery stream sends on a
@@ -148,12 +149,10 @@ func (h *Handler) startDiscovery(w http.ResponseWriter, r *http.Request, c calle
 			return
 		}
 	}
-	if errs.CodeOf(err) != errs.Invalid {
-		h.fail(w, r, err)
-		return
-	}
-	f.Problem = errs.MessageOf(err)
-	h.renderNewDiscovery(w, r, c, httpStatusOf(err), f)
+	h.formRefused(w, r, err, func(status int, problem string) {
+		f.Problem = problem
+		h.renderNewDiscovery(w, r, c, status, f)
+	})
 }
 
 // optInt reads an optional whole number field. Errors: invalid_argument.
@@ -294,13 +293,10 @@ func (h *Handler) finalizeDiscovery(w http.ResponseWriter, r *http.Request, c ca
 			return
 		}
 	}
-	switch errs.CodeOf(err) {
-	case errs.Invalid, errs.Conflict, errs.FailedPrecondition, errs.PermissionDenied, errs.NotFound:
-		f.Problem = errs.MessageOf(err)
-		h.renderDiscoveryJob(w, r, c, httpStatusOf(err), f, false)
-	default:
-		h.fail(w, r, err)
-	}
+	h.formRefused(w, r, err, func(status int, problem string) {
+		f.Problem = problem
+		h.renderDiscoveryJob(w, r, c, status, f, false)
+	}, templatepack.ErrNotFound, templatepack.ErrNotInstalled)
 }
 
 // discoveryEvents selects the events of project that move a discovery

@@ -149,12 +149,10 @@ func (h *Handler) createIntegration(w http.ResponseWriter, r *http.Request, c ca
 			return
 		}
 	}
-	if errs.CodeOf(err) != errs.Invalid && errs.CodeOf(err) != errs.Conflict {
-		h.fail(w, r, err)
-		return
-	}
-	f.Problem = errs.MessageOf(err)
-	h.render(w, r, httpStatusOf(err), integrationNewPage(c.sess.CSRF, projectView{Project: p, CanWrite: true}, f))
+	h.formRefused(w, r, err, func(status int, problem string) {
+		f.Problem = problem
+		h.render(w, r, status, integrationNewPage(c.sess.CSRF, projectView{Project: p, CanWrite: true}, f))
+	})
 }
 
 // allFields are a provider's fields and the domain's own settings.
@@ -215,10 +213,13 @@ func configOf(r *http.Request, d connector.Descriptor, stored map[string]any) (m
 // integrationPage shows an integration (config masked), the configure
 // form, Sync now, and the sync history, live.
 func (h *Handler) integrationPage(w http.ResponseWriter, r *http.Request, c caller) {
-	h.renderIntegration(w, r, c, http.StatusOK, "")
+	h.renderIntegration(w, r, c, http.StatusOK, nil, "")
 }
 
-func (h *Handler) renderIntegration(w http.ResponseWriter, r *http.Request, c caller, status int, problem string) {
+// renderIntegration answers the integration's page with status and
+// problem, why its configure or delete form was refused; typed, when set,
+// is the configure form as submitted (else the stored config).
+func (h *Handler) renderIntegration(w http.ResponseWriter, r *http.Request, c caller, status int, typed *integrationForm, problem string) {
 	a, p, err := h.projectContext(r, c, integrationAdminRule, "")
 	if err != nil {
 		h.fail(w, r, err)
@@ -237,8 +238,13 @@ func (h *Handler) renderIntegration(w http.ResponseWriter, r *http.Request, c ca
 		return
 	}
 	d, _ := h.cfg.Integrations.Descriptor(in.ProviderType)
+	f := integrationForm{DisplayName: in.DisplayName, Desc: d, Values: shownConfig(d, in.Config)}
+	if typed != nil {
+		f.DisplayName, f.Values = typed.DisplayName, typed.Values
+	}
+	f.Problem = problem
 	pv := projectView{Project: p, CanWrite: true}
-	h.render(w, r, status, integrationPage(c.sess.CSRF, pv, in, integrationForm{Desc: d, Values: shownConfig(d, in.Config), Problem: problem}, syncs,
+	h.render(w, r, status, integrationPage(c.sess.CSRF, pv, in, f, syncs,
 		pager{Offset: offset, Total: total, Base: integrationURL(p.ID, name)}))
 }
 
@@ -300,20 +306,18 @@ func (h *Handler) updateIntegration(w http.ResponseWriter, r *http.Request, c ca
 		h.fail(w, r, errs.Errorf(errs.FailedPrecondition, "the provider %q is not available on this server", in.ProviderType))
 		return
 	}
-	cfg, _, err := configOf(r, d, in.Config)
+	cfg, values, err := configOf(r, d, in.Config)
+	typed := integrationForm{DisplayName: strings.TrimSpace(r.PostFormValue("display_name")), Values: values}
 	if err == nil {
-		display := strings.TrimSpace(r.PostFormValue("display_name"))
-		_, err = h.cfg.Integrations.Update(r.Context(), a.ProjectID, name, integration.UpdateParams{DisplayName: &display, Config: cfg})
+		_, err = h.cfg.Integrations.Update(r.Context(), a.ProjectID, name, integration.UpdateParams{DisplayName: &typed.DisplayName, Config: cfg})
 		if err == nil {
 			http.Redirect(w, r, integrationURL(in.ProjectID, in.Name), http.StatusSeeOther)
 			return
 		}
 	}
-	if errs.CodeOf(err) != errs.Invalid && errs.CodeOf(err) != errs.Conflict {
-		h.fail(w, r, err)
-		return
-	}
-	h.renderIntegration(w, r, c, httpStatusOf(err), errs.MessageOf(err))
+	h.formRefused(w, r, err, func(status int, problem string) {
+		h.renderIntegration(w, r, c, status, &typed, problem)
+	})
 }
 
 // syncIntegration queues a manual sync, as POST /api/integrations/{name}/sync,
@@ -360,7 +364,9 @@ func (h *Handler) deleteIntegration(w http.ResponseWriter, r *http.Request, c ca
 		return
 	}
 	if err := h.cfg.Integrations.Delete(r.Context(), a.ProjectID, chi.URLParam(r, "name")); err != nil {
-		h.fail(w, r, err)
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderIntegration(w, r, c, status, nil, problem)
+		})
 		return
 	}
 	http.Redirect(w, r, projectURL(p.ID)+"/integrations", http.StatusSeeOther)

@@ -84,18 +84,10 @@ func (h *Handler) createMCPServer(w http.ResponseWriter, r *http.Request, c call
 			}
 		}
 	}
-	if code := errs.CodeOf(err); code != errs.Invalid && code != errs.PermissionDenied {
-		h.fail(w, r, err)
-		return
-	}
-	f.Problem = errs.MessageOf(err)
-	h.renderMCPServers(w, r, c, httpStatusOf(err), f)
-}
-
-// httpStatusOf is the API's status of err.
-func httpStatusOf(err error) int {
-	status, _ := statusOf(err)
-	return status
+	h.formRefused(w, r, err, func(status int, problem string) {
+		f.Problem = problem
+		h.renderMCPServers(w, r, c, status, f)
+	})
 }
 
 // mcpServer shows a server with its tool catalogue (the built-in server's

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
@@ -55,15 +56,20 @@ type membersView struct {
 	Members []tenancy.Member
 	Pager   pager
 	Notice  notice
+	// Form is the add form's values: as typed when it was refused.
+	Form memberForm
 }
+
+// memberForm is the add-member form's values.
+type memberForm struct{ UserID, Role string }
 
 func (h *Handler) members(w http.ResponseWriter, r *http.Request, c caller) {
-	h.renderMembers(w, r, c, http.StatusOK, notice{})
+	h.renderMembers(w, r, c, http.StatusOK, notice{}, memberForm{Role: string(auth.ProjectViewer)})
 }
 
-// renderMembers answers the members page with status and n (after an
-// action, or its refusal).
-func (h *Handler) renderMembers(w http.ResponseWriter, r *http.Request, c caller, status int, n notice) {
+// renderMembers answers the members page with status, n and the add
+// form's values f (after an action, or its refusal).
+func (h *Handler) renderMembers(w http.ResponseWriter, r *http.Request, c caller, status int, n notice, f memberForm) {
 	a, p, err := h.projectContext(r, c, membersRule, "")
 	if err != nil {
 		h.fail(w, r, err)
@@ -77,23 +83,9 @@ func (h *Handler) renderMembers(w http.ResponseWriter, r *http.Request, c caller
 	}
 	v := membersView{
 		projectView: projectView{Project: p, CanWrite: h.can(r, c, memberAdminRule)},
-		Members:     list, Pager: pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/members"}, Notice: n,
+		Members:     list, Pager: pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/members"}, Notice: n, Form: f,
 	}
 	h.render(w, r, status, membersPage(c.sess.CSRF, v))
-}
-
-// formProblem answers a refused form: the page again with the message
-// of a client error, or the error page for others.
-func (h *Handler) formProblem(w http.ResponseWriter, r *http.Request, err error, again func(status int, n notice)) {
-	status, msg := statusOf(err)
-	if status >= http.StatusInternalServerError {
-		h.fail(w, r, err)
-		return
-	}
-	// The project was checked first: a client error is about the form
-	// (an unknown user, member or token, a bad role, a scope the caller
-	// lacks).
-	again(status, notice{Problem: msg})
 }
 
 // addMember adds a member or changes a member's role (form fields
@@ -104,18 +96,21 @@ func (h *Handler) addMember(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	again := func(status int, n notice) { h.renderMembers(w, r, c, status, n) }
-	user, err := uuid.Parse(strings.TrimSpace(r.PostFormValue("userId")))
+	f := memberForm{UserID: strings.TrimSpace(r.PostFormValue("userId")), Role: r.PostFormValue("role")}
+	var m tenancy.Member
+	user, err := uuid.Parse(f.UserID)
 	if err != nil {
-		again(http.StatusBadRequest, notice{Problem: "The user must be given by its id (a UUID)."})
+		err = errs.New(errs.Invalid, "The user must be given by its id (a UUID).")
+	} else {
+		m, err = h.cfg.Projects.AddMember(r.Context(), a.ProjectID, user, f.Role)
+	}
+	if err != nil {
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderMembers(w, r, c, status, notice{Problem: problem}, f)
+		}, tenancy.ErrUserNotFound)
 		return
 	}
-	m, err := h.cfg.Projects.AddMember(r.Context(), a.ProjectID, user, r.PostFormValue("role"))
-	if err != nil {
-		h.formProblem(w, r, err, again)
-		return
-	}
-	again(http.StatusOK, notice{Message: memberName(m) + " is now " + m.Role + "."})
+	h.renderMembers(w, r, c, http.StatusOK, notice{Message: memberName(m) + " is now " + m.Role + "."}, memberForm{Role: string(auth.ProjectViewer)})
 }
 
 // removeMember removes the path's member, as the API's
@@ -126,16 +121,19 @@ func (h *Handler) removeMember(w http.ResponseWriter, r *http.Request, c caller)
 		h.fail(w, r, err)
 		return
 	}
-	again := func(status int, n notice) { h.renderMembers(w, r, c, status, n) }
+	f := memberForm{Role: string(auth.ProjectViewer)}
 	user, err := httpapi.ParseID(chi.URLParam(r, "userId"), tenancy.ErrMemberNotFound)
 	if err == nil {
 		err = h.cfg.Projects.RemoveMember(r.Context(), a.ProjectID, user)
 	}
 	if err != nil {
-		h.formProblem(w, r, err, again)
+		// The row's member may be gone already: the list again, with why.
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderMembers(w, r, c, status, notice{Problem: problem}, f)
+		}, tenancy.ErrMemberNotFound)
 		return
 	}
-	again(http.StatusOK, notice{Message: "The member was removed."})
+	h.renderMembers(w, r, c, http.StatusOK, notice{Message: "The member was removed."}, f)
 }
 
 // memberName is how a page names a member.
@@ -159,13 +157,22 @@ type tokensView struct {
 	Created *tenancy.Token
 	// Scopes are those the caller holds, which a new token may have.
 	Scopes []string
+	// Form is the create form's values: as typed when it was refused.
+	Form tokenForm
+}
+
+// tokenForm is the create-token form's values.
+type tokenForm struct {
+	Name      string
+	Scopes    []string
+	ExpiresAt string
 }
 
 func (h *Handler) tokens(w http.ResponseWriter, r *http.Request, c caller) {
-	h.renderTokens(w, r, c, http.StatusOK, notice{}, nil)
+	h.renderTokens(w, r, c, http.StatusOK, notice{}, nil, tokenForm{})
 }
 
-func (h *Handler) renderTokens(w http.ResponseWriter, r *http.Request, c caller, status int, n notice, created *tenancy.Token) {
+func (h *Handler) renderTokens(w http.ResponseWriter, r *http.Request, c caller, status int, n notice, created *tenancy.Token, f tokenForm) {
 	a, p, err := h.projectContext(r, c, tokensRule, "")
 	if err != nil {
 		h.fail(w, r, err)
@@ -180,7 +187,7 @@ func (h *Handler) renderTokens(w http.ResponseWriter, r *http.Request, c caller,
 	v := tokensView{
 		projectView: projectView{Project: p, CanWrite: h.can(r, c, tokenWriteRule)},
 		Tokens:      list, Pager: pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/tokens"},
-		Notice: n, Created: created, Scopes: c.p.Scopes.Names(),
+		Notice: n, Created: created, Scopes: c.p.Scopes.Names(), Form: f,
 	}
 	h.render(w, r, status, tokensPage(c.sess.CSRF, v))
 }
@@ -194,26 +201,26 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c caller) 
 		h.fail(w, r, err)
 		return
 	}
-	again := func(status int, n notice) { h.renderTokens(w, r, c, status, n, nil) }
-	if err := r.ParseForm(); err != nil {
-		again(http.StatusBadRequest, notice{Problem: "The form could not be read."})
-		return
-	}
-	params := tenancy.CreateTokenParams{UserID: c.p.UserID, ProjectID: &a.ProjectID, Name: r.PostForm.Get("name"), Scopes: r.PostForm["scope"]}
-	if raw := strings.TrimSpace(r.PostForm.Get("expiresAt")); raw != "" {
-		at, ok := parseDate(raw)
+	f := tokenForm{Name: r.PostFormValue("name"), Scopes: r.PostForm["scope"], ExpiresAt: strings.TrimSpace(r.PostFormValue("expiresAt"))}
+	params := tenancy.CreateTokenParams{UserID: c.p.UserID, ProjectID: &a.ProjectID, Name: f.Name, Scopes: f.Scopes}
+	var t tenancy.Token
+	if f.ExpiresAt != "" {
+		at, ok := parseDate(f.ExpiresAt)
 		if !ok {
-			again(http.StatusBadRequest, notice{Problem: "The expiry must be a date such as 2030-01-31."})
-			return
+			err = errs.New(errs.Invalid, "The expiry must be a date such as 2030-01-31.")
 		}
 		params.ExpiresAt = &at
 	}
-	t, err := h.cfg.Projects.CreateToken(r.Context(), c.p, params)
+	if err == nil {
+		t, err = h.cfg.Projects.CreateToken(r.Context(), c.p, params)
+	}
 	if err != nil {
-		h.formProblem(w, r, err, again)
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderTokens(w, r, c, status, notice{Problem: problem}, nil, f)
+		})
 		return
 	}
-	h.renderTokens(w, r, c, http.StatusCreated, notice{Message: "Token " + t.Name + " created."}, &t)
+	h.renderTokens(w, r, c, http.StatusCreated, notice{Message: "Token " + t.Name + " created."}, &t, tokenForm{})
 }
 
 // parseDate reads a date (the end of that day, UTC) or an RFC 3339 time.
@@ -237,14 +244,15 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request, c caller) 
 		h.fail(w, r, err)
 		return
 	}
-	again := func(status int, n notice) { h.renderTokens(w, r, c, status, n, nil) }
 	id, err := httpapi.ParseID(chi.URLParam(r, "id"), tenancy.ErrTokenNotFound)
 	if err == nil {
 		err = h.cfg.Projects.RevokeProjectToken(r.Context(), c.p, a, id)
 	}
 	if err != nil {
-		h.formProblem(w, r, err, again)
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderTokens(w, r, c, status, notice{Problem: problem}, nil, tokenForm{})
+		}, tenancy.ErrTokenNotFound)
 		return
 	}
-	again(http.StatusOK, notice{Message: "The token was revoked."})
+	h.renderTokens(w, r, c, http.StatusOK, notice{Message: "The token was revoked."}, nil, tokenForm{})
 }

@@ -170,6 +170,12 @@ type queueLine struct {
 // queues lists every queue of the job engine: its jobs by status and
 // whether it is paused, with pause and resume where the API has them.
 func (h *Handler) queues(w http.ResponseWriter, r *http.Request, c caller) {
+	h.renderQueues(w, r, c, http.StatusOK, "")
+}
+
+// renderQueues answers the queues page with status and problem, why a
+// pause or resume was refused.
+func (h *Handler) renderQueues(w http.ResponseWriter, r *http.Request, c caller, status int, problem string) {
 	if _, err := h.check(r, c, superRead, ""); err != nil {
 		h.fail(w, r, err)
 		return
@@ -188,7 +194,7 @@ func (h *Handler) queues(w http.ResponseWriter, r *http.Request, c caller) {
 		}
 		rows = append(rows, queueLine{QueueStats: s, OpsQueue: h.opsQueue(s.Queue), Paused: set.Paused})
 	}
-	h.render(w, r, http.StatusOK, queuesPage(c.sess.CSRF, rows, h.can(r, c, superWrite)))
+	h.render(w, r, status, queuesPage(c.sess.CSRF, rows, h.can(r, c, superWrite), problem))
 }
 
 // pauseQueue and resumeQueue pause and resume a queue the API's worker
@@ -207,12 +213,12 @@ func (h *Handler) setPaused(w http.ResponseWriter, r *http.Request, c caller, se
 		return
 	}
 	q := h.opsQueue(chi.URLParam(r, "queue"))
-	if !q.Pausable {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "queue %s cannot be paused or resumed here", q.Name))
-		return
+	var err error = errs.Errorf(errs.Invalid, "queue %s cannot be paused or resumed here", q.Name)
+	if q.Pausable {
+		err = set(r.Context(), q.Name)
 	}
-	if err := set(r.Context(), q.Name); err != nil {
-		h.fail(w, r, err)
+	if err != nil {
+		h.formRefused(w, r, err, func(status int, problem string) { h.renderQueues(w, r, c, status, problem) })
 		return
 	}
 	http.Redirect(w, r, "/admin/queues", http.StatusSeeOther)
@@ -412,6 +418,29 @@ type usersView struct {
 	// Scopes are the scopes a token may be given.
 	Scopes   []string
 	CanWrite bool
+	// Problem is why a form was refused; Create and Mint are the forms'
+	// values (as typed when refused; Mint for the user Mint.User).
+	Problem string
+	Create  userForm
+	Mint    mintForm
+}
+
+// mintOf is the mint form's values for user: as typed when its form was
+// refused, else empty.
+func (v usersView) mintOf(user uuid.UUID) mintForm {
+	if v.Mint.User != user.String() {
+		return mintForm{}
+	}
+	return v.Mint
+}
+
+// userForm is the create-user form's values.
+type userForm struct{ Email, DisplayName string }
+
+// mintForm is a user's mint-token form's values.
+type mintForm struct {
+	User, Name, Days string
+	Scopes           []string
 }
 
 func (h *Handler) userList(r *http.Request, c caller) (usersView, error) {
@@ -437,48 +466,71 @@ func (h *Handler) users(w http.ResponseWriter, r *http.Request, c caller) {
 // createUser creates a local user through the API's route.
 func (h *Handler) createUser(w http.ResponseWriter, r *http.Request, c caller) {
 	var u tenancy.User
-	body := map[string]any{"primaryEmail": r.PostFormValue("primaryEmail"), "displayName": r.PostFormValue("displayName")}
-	h.userAction(w, r, c, "/api/superadmin/users", body, &u, func(v *usersView) {
+	f := userForm{Email: r.PostFormValue("primaryEmail"), DisplayName: r.PostFormValue("displayName")}
+	body := map[string]any{"primaryEmail": f.Email, "displayName": f.DisplayName}
+	h.userAction(w, r, c, "/api/superadmin/users", body, nil, &u, func(v *usersView, err error) {
+		if err != nil {
+			v.Create = f
+			return
+		}
 		v.Created, v.Message = &u, "User "+u.PrimaryEmail+" created."
 	})
 }
 
-// userAction posts body to the API's route at path, decoding its answer
-// into out, and answers the users page with what done adds to it.
-func (h *Handler) userAction(w http.ResponseWriter, r *http.Request, c caller, path string, body, out any, done func(*usersView)) {
-	if err := h.callAPI(r, c, http.MethodPost, path, nil, body, out); err != nil {
+// userAction posts body to the API's route at path (unless checked, the
+// form's own check, refused it), decoding its answer into out, and
+// answers the users page with what done adds to it (given the action's
+// error: a fixable one shows the page with the form's values again).
+func (h *Handler) userAction(w http.ResponseWriter, r *http.Request, c caller, path string, body map[string]any, checked error, out any, done func(*usersView, error)) {
+	// The API's rule first, as any page's: a refusal of it is no form's.
+	if _, err := h.check(r, c, superWrite, ""); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	v, err := h.userList(r, c)
+	err := checked
+	if err == nil {
+		err = h.callAPI(r, c, http.MethodPost, path, nil, body, out)
+	}
+	answer := func(status int, problem string) {
+		v, lerr := h.userList(r, c)
+		if lerr != nil {
+			h.fail(w, r, lerr)
+			return
+		}
+		v.Problem = problem
+		done(&v, err)
+		h.render(w, r, status, usersPage(c.sess.CSRF, v))
+	}
 	if err != nil {
-		h.fail(w, r, err)
+		h.formRefused(w, r, err, answer)
 		return
 	}
-	done(&v)
-	h.render(w, r, http.StatusCreated, usersPage(c.sess.CSRF, v))
+	answer(http.StatusCreated, "")
 }
 
 // createUserToken mints a token for the path's user through the API's
 // route and shows it once.
 func (h *Handler) createUserToken(w http.ResponseWriter, r *http.Request, c caller) {
+	user := chi.URLParam(r, "id")
+	f := mintForm{User: user, Name: r.PostFormValue("name"), Days: strings.TrimSpace(r.PostFormValue("expiresInDays"))}
 	scopes, err := chosen(r, "scopes", "choose at least one scope")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	body := map[string]any{"name": r.PostFormValue("name"), "scopes": scopes}
-	if days := r.PostFormValue("expiresInDays"); days != "" {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 1 || n > 3650 {
-			h.fail(w, r, errs.New(errs.Invalid, "expiresInDays must be a number of days from 1 to 3650"))
-			return
+	f.Scopes = scopes
+	body := map[string]any{"name": f.Name, "scopes": scopes}
+	if err == nil && f.Days != "" {
+		n, perr := strconv.Atoi(f.Days)
+		if perr != nil || n < 1 || n > 3650 {
+			err = errs.New(errs.Invalid, "expiresInDays must be a number of days from 1 to 3650")
+		} else {
+			body["expiresAt"] = h.cfg.Now().Add(time.Duration(n) * 24 * time.Hour).UTC()
 		}
-		body["expiresAt"] = h.cfg.Now().Add(time.Duration(n) * 24 * time.Hour).UTC()
 	}
 	var t tenancy.Token
-	path := "/api/superadmin/users/" + url.PathEscape(chi.URLParam(r, "id")) + "/tokens"
-	h.userAction(w, r, c, path, body, &t, func(v *usersView) {
+	path := "/api/superadmin/users/" + url.PathEscape(user) + "/tokens"
+	h.userAction(w, r, c, path, body, err, &t, func(v *usersView, err error) {
+		if err != nil {
+			v.Mint = f
+			return
+		}
 		v.Token, v.Message = &t, "Token "+t.Name+" minted. Copy it now: it is not shown again."
 	})
 }

@@ -33,6 +33,9 @@ type policyRow struct {
 	Provider string
 	Set      bool
 	Policy   provider.Policy
+	// Form is its form's values: the stored policy's, or those typed
+	// when the form was refused (secrets never).
+	Form provider.Policy
 }
 
 // providersView is the providers page's content.
@@ -57,14 +60,15 @@ func credentialProviders() []string {
 }
 
 func (h *Handler) providers(w http.ResponseWriter, r *http.Request, c caller) {
-	h.renderProviders(w, r, c, http.StatusOK, notice{})
+	h.renderProviders(w, r, c, http.StatusOK, notice{}, nil)
 }
 
 // renderProviders answers the providers page: the project's policies
 // (list-policies), the organization's credential metadata
 // (list-credentials, when its rule lets the caller) and a provider's
-// model catalog (list-models), never a secret.
-func (h *Handler) renderProviders(w http.ResponseWriter, r *http.Request, c caller, status int, n notice) {
+// model catalog (list-models), never a secret; typed, when set, is a
+// refused form's values (its provider's form shows them).
+func (h *Handler) renderProviders(w http.ResponseWriter, r *http.Request, c caller, status int, n notice, typed *provider.Policy) {
 	a, p, err := h.projectContext(r, c, providersRule, "")
 	if err != nil {
 		h.fail(w, r, err)
@@ -82,6 +86,10 @@ func (h *Handler) renderProviders(w http.ResponseWriter, r *http.Request, c call
 			if pol.Provider == name {
 				row.Set, row.Policy = true, pol
 			}
+		}
+		row.Form = row.Policy
+		if typed != nil && typed.Provider == name {
+			row.Form = *typed
 		}
 		v.Policies = append(v.Policies, row)
 	}
@@ -131,10 +139,18 @@ func (h *Handler) putPolicy(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	pol, err := h.cfg.Providers.PutPolicy(r.Context(), a.ProjectID, name, in)
 	if err != nil {
-		h.formProblem(w, r, err, func(status int, n notice) { h.renderProviders(w, r, c, status, n) })
+		// The credentials are sealed with the secrets: only the fields the
+		// page shows of a stored policy come back.
+		typed := provider.Policy{
+			Provider: name, Policy: in.Policy, EmbeddingModel: in.EmbeddingModel, GenerativeModel: in.GenerativeModel,
+			GCPProject: in.GCPProject, Location: in.Location,
+		}
+		h.formRefused(w, r, err, func(status int, problem string) {
+			h.renderProviders(w, r, c, status, notice{Problem: problem}, &typed)
+		})
 		return
 	}
-	h.renderProviders(w, r, c, http.StatusOK, notice{Message: "The " + pol.Provider + " policy is now " + pol.Policy + "."})
+	h.renderProviders(w, r, c, http.StatusOK, notice{Message: "The " + pol.Provider + " policy is now " + pol.Policy + "."}, nil)
 }
 
 // usageView is the usage page's content: the period's sums per provider

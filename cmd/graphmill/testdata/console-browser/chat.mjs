@@ -63,6 +63,7 @@ await run(async () => {
   await page.click("#chat-send button[type=submit]");
   await page.waitForSelector("#chat-send[data-state=failed]");
   report.busyFlash = (await page.textContent("#flash")).trim();
+  report.busyKept = await page.inputValue("#chat-send textarea");
   await shot("chat-busy");
 
   // Notifications: one arrives live; the badge counts it; mark it read.

@@ -22,8 +22,18 @@ await run(async () => {
   await page.click(`a[href="/projects/${project}/members"]`);
   await page.waitForSelector("#members");
   const user = await step("user");
-  await page.fill("#add-member input[name=userId]", user);
+  // A user id that names no one: the form comes back as typed, with why.
+  const nobody = "0190a0a0-0000-7000-8000-000000000000";
+  await page.fill("#add-member input[name=userId]", nobody);
   await page.selectOption("#add-member select[name=role]", "editor");
+  await page.click("#add-member button[type=submit]");
+  await page.waitForSelector("#problem");
+  report.memberProblem = (await page.textContent("#problem")).trim();
+  report.memberKept = [
+    await page.inputValue("#add-member input[name=userId]"),
+    await page.inputValue("#add-member select[name=role]"),
+  ];
+  await page.fill("#add-member input[name=userId]", user);
   await page.click("#add-member button[type=submit]");
   await page.waitForSelector(`#member-${user}[data-role=editor]`);
   report.memberNotice = (await page.textContent("#notice")).trim();
