@@ -412,14 +412,12 @@ func parseJobInsert(ctx context.Context, db postgres.DBTX, project, document uui
 }
 
 // jobsOfDocument lists the unfinished jobs of the pipeline's queues that
-// work on a document, by id: cancelled one by one in that order, they are
-// locked in the order a batch finishing several of them locks them.
+// work on a document.
 func jobsOfDocument(ctx context.Context, db postgres.DBTX, document uuid.UUID) (map[string][]uuid.UUID, error) {
 	rows, err := db.Query(ctx, `
 		SELECT 'document_parsing', id FROM document_parsing_jobs WHERE document_id = $1 AND status IN ('queued', 'running')
 		UNION ALL SELECT 'chunk_embedding', j.id FROM chunk_embedding_jobs j JOIN document_chunks c ON c.id = j.chunk_id
-		  WHERE c.document_id = $1 AND j.status = 'running'
-		ORDER BY 2`, document)
+		  WHERE c.document_id = $1 AND j.status = 'running'`, document)
 	if err != nil {
 		return nil, fmt.Errorf("jobs of document: %w", err)
 	}

@@ -263,26 +263,22 @@ func (s *Service) embedGroup(ctx context.Context, project uuid.UUID, jobs []jobq
 			return fmt.Errorf("embedder returned %d vectors for %d texts", len(vectors), len(in))
 		}
 	}
-	// The jobs are finished first: a document's deletion cancels its
-	// running jobs, then its cascade takes the chunks; taking the chunks
-	// first would deadlock with it.
 	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.jobs.FinishBatchInTx(ctx, tx, QueueChunkEmbedding, jobs, jobqueue.StatusCompleted); err != nil {
-			return err
-		}
-		if len(todo) == 0 {
-			return nil
-		}
 		now := s.now().UTC()
-		batch := &pgx.Batch{}
-		for k, i := range todo {
-			batch.Queue(`UPDATE document_chunks SET embedding = $2, embedding_model = $3, embedding_dim = $4, embedded_at = $5 WHERE id = $1`,
-				chunkIDs[i], vectors[k], emb.Model(), len(vectors[k]), now)
+		if len(todo) > 0 {
+			batch := &pgx.Batch{}
+			for k, i := range todo {
+				batch.Queue(`UPDATE document_chunks SET embedding = $2, embedding_model = $3, embedding_dim = $4, embedded_at = $5 WHERE id = $1`,
+					chunkIDs[i], vectors[k], emb.Model(), len(vectors[k]), now)
+			}
+			if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+				return err
+			}
+			if err := vectorindex.Changed(ctx, tx, project, vectorindex.KindChunks); err != nil {
+				return err
+			}
 		}
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return err
-		}
-		return vectorindex.Changed(ctx, tx, project, vectorindex.KindChunks)
+		return s.jobs.FinishBatchInTx(ctx, tx, QueueChunkEmbedding, jobs, jobqueue.StatusCompleted)
 	})
 	if err != nil {
 		return fmt.Errorf("store embeddings: %w", err)
