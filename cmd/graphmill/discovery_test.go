@@ -266,6 +266,12 @@ func TestDiscoveryLocalOverRepositoryDocuments(t *testing.T) {
 		TemplatePackID string `json:"template_pack_id"`
 		Message        string `json:"message"`
 	}
+	// A document whose extraction is still queued gets no second one (the
+	// queued one reads the new types when it runs): wait for the uploads'
+	// extractions to start, so that every document is queued again.
+	require.Eventually(t, func() bool {
+		return s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE project_id = $1 AND status = 'queued'`, project) == 0
+	}, time.Minute, 50*time.Millisecond)
 	before := s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE job_type = 'reextraction'`)
 	s.must(200, "POST", "/api/discovery-jobs/"+id+"/finalize", s.admin, map[string]any{
 		"packName": "Repository schema", "mode": "create", "includedTypes": included, "includedRelationships": rels, "reextract": true,
