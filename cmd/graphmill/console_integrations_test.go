@@ -209,9 +209,11 @@ func TestConsoleIntegrations(t *testing.T) {
 	require.NotContains(t, page, "notes-secret-5555")
 	bad.Set("config.endpoint", "https://notes.example.com")
 	bad.Set("config.sync_interval_minutes", "soon")
+	bad.Set("config.max_delete_fraction", "0.3")
 	status, _, page = admin.postForm(base, bad)
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, page, "sync_interval_minutes must be a whole number")
+	require.Contains(t, page, `name="config.max_delete_fraction" value="0.3"`, "a field after the bad one as typed")
 	s.must(200, "GET", "/api/integrations", s.admin, nil, header{"X-Project-ID", project})
 	var list struct {
 		Total int `json:"total"`
@@ -324,6 +326,12 @@ func TestConsoleIntegrations(t *testing.T) {
 	requireFormAgain(t, status, page, http.StatusBadRequest, "integration-config", "integration-problem",
 		"config field max_delete_fraction must be a number greater than 0 and at most 1",
 		`name="display_name" value="Typed KB"`, `name="config.max_delete_fraction" value="2"`)
+	// A field that does not parse: every other field still comes back as
+	// typed, those after it too (else a save after fixing it drops them).
+	status, _, page = admin.postForm(base+"/kb", url.Values{"display_name": {"Typed KB"}, "config.endpoint": {"https://notes.example.com/typed"},
+		"config.sync_interval_minutes": {"soon"}, "config.max_delete_fraction": {"0.25"}})
+	requireFormAgain(t, status, page, http.StatusBadRequest, "integration-config", "integration-problem", "sync_interval_minutes must be a whole number",
+		`name="config.endpoint" value="https://notes.example.com/typed"`, `name="config.sync_interval_minutes" value="soon"`, `name="config.max_delete_fraction" value="0.25"`)
 	status, _, page = admin.postForm(base+"/kb", url.Values{"display_name": {"KB"}, "config.endpoint": {"https://notes.example.com"}})
 	require.Equal(t, http.StatusSeeOther, status, page)
 	var in struct {

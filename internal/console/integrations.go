@@ -167,15 +167,20 @@ func allFields(d connector.Descriptor) []connector.Field {
 // configOf reads the form's config fields by their types (arrays one
 // item a line); an empty field is left out, except that an empty secret
 // of a configured integration (stored, shown masked) keeps its value.
-// It returns the values to show again, secrets left out. Errors:
-// invalid_argument naming the field.
+// It returns the values to show again, secrets left out: every field's,
+// those after a field that does not parse too. Errors: invalid_argument
+// naming the (first) field.
 func configOf(r *http.Request, d connector.Descriptor, stored map[string]any) (map[string]json.RawMessage, map[string]string, error) {
-	cfg, values := map[string]json.RawMessage{}, map[string]string{}
-	for _, f := range allFields(d) {
-		raw := strings.TrimSpace(r.PostFormValue("config." + f.Name))
+	fields := allFields(d)
+	values := map[string]string{}
+	for _, f := range fields {
 		if !f.Secret {
-			values[f.Name] = raw
+			values[f.Name] = strings.TrimSpace(r.PostFormValue("config." + f.Name))
 		}
+	}
+	cfg := map[string]json.RawMessage{}
+	for _, f := range fields {
+		raw := strings.TrimSpace(r.PostFormValue("config." + f.Name))
 		var v any
 		switch {
 		case raw == "" && f.Secret && stored[f.Name] != nil:
