@@ -328,8 +328,10 @@ func TestConsoleIntegrations(t *testing.T) {
 		`name="display_name" value="Typed KB"`, `name="config.max_delete_fraction" value="2"`)
 	// A field that does not parse: every other field still comes back as
 	// typed, those after it too (else a save after fixing it drops them).
-	status, _, page = admin.postForm(base+"/kb", url.Values{"display_name": {"Typed KB"}, "config.endpoint": {"https://notes.example.com/typed"},
-		"config.sync_interval_minutes": {"soon"}, "config.max_delete_fraction": {"0.25"}})
+	status, _, page = admin.postForm(base+"/kb", url.Values{
+		"display_name": {"Typed KB"}, "config.endpoint": {"https://notes.example.com/typed"},
+		"config.sync_interval_minutes": {"soon"}, "config.max_delete_fraction": {"0.25"},
+	})
 	requireFormAgain(t, status, page, http.StatusBadRequest, "integration-config", "integration-problem", "sync_interval_minutes must be a whole number",
 		`name="config.endpoint" value="https://notes.example.com/typed"`, `name="config.sync_interval_minutes" value="soon"`, `name="config.max_delete_fraction" value="0.25"`)
 	status, _, page = admin.postForm(base+"/kb", url.Values{"display_name": {"KB"}, "config.endpoint": {"https://notes.example.com"}})
