@@ -340,6 +340,15 @@ func TestConsoleAgents(t *testing.T) {
 	status, _, page = b.do("POST", agentPath+"/runs", url.Values{"csrf": {b.csrf}, "input": {long}})
 	requireFormAgain(t, status, page, http.StatusBadRequest, "agent-start", "agent-start-problem",
 		"input must be at most 100000 characters (it has 100018)", `required>`+long+`</textarea>`)
+	// A token that may start runs (agents:run) but not read the agent's
+	// page (no agents:read): the refusal as the API answers it, not the
+	// page's 403.
+	_, runOnly := s.newMember("runner@example.com", []string{"agents:run", "admin:read"}, project, "editor")
+	ro := newConsoleBrowser(t, s)
+	ro.signIn(runOnly)
+	status, _, page = ro.do("POST", agentPath+"/runs", url.Values{"csrf": {ro.csrf}, "input": {"  "}})
+	require.Equal(t, http.StatusBadRequest, status, page)
+	require.Contains(t, page, "input must not be empty")
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM agent_runs`))
 	input := "Who founded Acme?\nASK: Which name should the founder's record have?\nCALL: graph_create_object {\"type\":\"Person\",\"name\":\"Ada Lovelace\"}"
 	status, hdr, _ = b.do("POST", agentPath+"/runs", url.Values{"csrf": {b.csrf}, "input": {input}})

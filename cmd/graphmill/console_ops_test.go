@@ -250,6 +250,24 @@ func TestConsoleOpsUsers(t *testing.T) {
 	status, _, page := b.do("POST", "/admin/users", url.Values{"csrf": {b.csrf}, "primaryEmail": {"not-an-address"}, "displayName": {"Typed Name"}})
 	requireFormAgain(t, status, page, http.StatusBadRequest, "user-create", "ops-problem", "primaryEmail must be an email address",
 		`<details class="create" open>`, `name="primaryEmail" value="not-an-address"`, `name="displayName" value="Typed Name"`)
+
+	// A superadmin token that may act (admin:write) but not read the
+	// pages (no admin:read): a refusal is the action's, as the API answers
+	// it, not the page's 403.
+	admin := s.must(200, "GET", "/api/superadmin/me", s.admin, nil).JSON(t)
+	var minted struct {
+		Token string `json:"token"`
+	}
+	s.must(201, "POST", "/api/superadmin/users/"+admin["userId"].(string)+"/tokens", s.admin, map[string]any{"name": "write only", "scopes": []string{"admin:write"}}).Decode(t, &minted)
+	wo := newConsoleBrowser(t, s)
+	wo.signIn(minted.Token)
+	status, _, page = wo.do("POST", "/admin/users", url.Values{"csrf": {wo.csrf}, "primaryEmail": {"not-an-address"}})
+	require.Equal(t, http.StatusBadRequest, status, page)
+	require.Contains(t, page, "primaryEmail must be an email address")
+	status, _, page = wo.do("POST", "/admin/queues/document_parsing/pause", url.Values{"csrf": {wo.csrf}})
+	require.Equal(t, http.StatusBadRequest, status, page)
+	require.Contains(t, page, "queue document_parsing cannot be paused or resumed here")
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM users WHERE primary_email = 'not-an-address'`))
 	status, _, page = b.do("POST", "/admin/users", url.Values{"csrf": {b.csrf}, "primaryEmail": {"ada@example.com"}, "displayName": {"Ada Lovelace"}})
 	require.Equal(t, http.StatusCreated, status, page)
 	require.Contains(t, page, "User ada@example.com created.")

@@ -120,7 +120,7 @@ func (h *Handler) agentStart(w http.ResponseWriter, r *http.Request, c caller) {
 	input := r.PostFormValue("input")
 	run, err := h.cfg.Agents.StartRun(r.Context(), c.p, a.ProjectID, a.ResourceID, input)
 	if err != nil {
-		h.formRefused(w, r, err, func(status int, problem string) {
+		h.formRefusedOn(agentsRule, w, r, c, err, func(status int, problem string) {
 			h.renderAgent(w, r, c, status, agentStartForm{Input: input, Problem: problem})
 		})
 		return

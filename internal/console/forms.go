@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -62,4 +63,16 @@ func (h *Handler) formRefused(w http.ResponseWriter, r *http.Request, err error,
 	}
 	status, msg := statusOf(err)
 	again(status, msg)
+}
+
+// formRefusedOn is formRefused for a form whose page has a read rule of
+// its own, read, that the action's rule does not imply: a caller who may
+// act but not read the page gets the refusal's error page (the action's
+// status and message, as the API answers), not the page's 403.
+func (h *Handler) formRefusedOn(read auth.Rule, w http.ResponseWriter, r *http.Request, c caller, err error, again func(status int, problem string), named ...error) {
+	if !h.can(r, c, read) {
+		h.fail(w, r, err)
+		return
+	}
+	h.formRefused(w, r, err, again, named...)
 }

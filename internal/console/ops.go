@@ -218,7 +218,7 @@ func (h *Handler) setPaused(w http.ResponseWriter, r *http.Request, c caller, se
 		err = set(r.Context(), q.Name)
 	}
 	if err != nil {
-		h.formRefused(w, r, err, func(status int, problem string) { h.renderQueues(w, r, c, status, problem) })
+		h.formRefusedOn(superRead, w, r, c, err, func(status int, problem string) { h.renderQueues(w, r, c, status, problem) })
 		return
 	}
 	http.Redirect(w, r, "/admin/queues", http.StatusSeeOther)
@@ -502,7 +502,7 @@ func (h *Handler) userAction(w http.ResponseWriter, r *http.Request, c caller, p
 		h.render(w, r, status, usersPage(c.sess.CSRF, v))
 	}
 	if err != nil {
-		h.formRefused(w, r, err, answer)
+		h.formRefusedOn(superRead, w, r, c, err, answer)
 		return
 	}
 	answer(http.StatusCreated, "")
