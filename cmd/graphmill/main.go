@@ -242,7 +242,7 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 					at := time.Now().Add(expires)
 					p.ExpiresAt = &at
 				}
-				t, err := svc.CreateToken(ctx, nil, p)
+				t, err := svc.CreateToken(ctx, nil, p, nil)
 				if err != nil {
 					return err
 				}
@@ -268,7 +268,7 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return withDatabase(ctx, load, func(db *database) error {
-				u, err := tenancy.NewService(db.pool, nil, time.Now).CreateUser(ctx, email, display)
+				u, err := tenancy.NewService(db.pool, nil, time.Now).CreateUser(ctx, email, display, nil)
 				if err != nil {
 					return err
 				}

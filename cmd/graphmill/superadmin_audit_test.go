@@ -42,9 +42,13 @@ func (s *testServer) auditRows(action string) []auditRow {
 }
 
 // auditCount is how many audit rows there are.
+// The users the harness makes (newUser, through the superadmin API) are
+// recorded as user.create and user.token_create rows;
+// TestSuperadminAuditRecordsCreations checks those. auditCount counts the
+// others: the actions the tests are about.
 func (s *testServer) auditCount() int {
 	s.t.Helper()
-	return s.extractionCount(`SELECT count(*) FROM audit_events`)
+	return s.extractionCount(`SELECT count(*) FROM audit_events WHERE action NOT IN ('user.create', 'user.token_create')`)
 }
 
 // tokenID is the id of an API token.
@@ -114,6 +118,48 @@ func TestSuperadminAuditRecordsJobActions(t *testing.T) {
 	s.must(400, "POST", "/api/superadmin/extraction-jobs/delete", s.admin, map[string]any{"ids": []string{"nope"}})
 	s.must(401, "POST", "/api/superadmin/extraction-jobs/cancel", "", map[string]any{"ids": []string{completed}})
 	require.Equal(t, 3, s.auditCount())
+}
+
+// TestSuperadminAuditRecordsCreations: creating a user and minting a
+// token for one are recorded (the new record among the targets) in the
+// creation's transaction; refused calls record nothing, and a row that
+// cannot be written undoes the creation.
+func TestSuperadminAuditRecordsCreations(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	creations := func() int {
+		return s.extractionCount(`SELECT count(*) FROM audit_events WHERE action IN ('user.create', 'user.token_create')`)
+	}
+
+	var u struct{ ID string }
+	r := s.must(201, "POST", "/api/superadmin/users", s.admin, map[string]any{"primaryEmail": "new@example.com", "displayName": "New"})
+	r.Decode(t, &u)
+	s.requireAudit(r, "user.create", []string{u.ID}, 1, 1)
+	var tok struct{ ID, Token string }
+	r = s.must(201, "POST", "/api/superadmin/users/"+u.ID+"/tokens", s.admin, map[string]any{"name": "cli", "scopes": []string{"documents:read"}})
+	r.Decode(t, &tok)
+	require.Equal(t, s.tokenID(tok.Token), tok.ID)
+	s.requireAudit(r, "user.token_create", []string{u.ID, tok.ID}, 2, 2)
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM audit_events a WHERE strpos(row_to_json(a)::text, $1) > 0`, tok.Token), "the secret is not recorded")
+
+	// Refused: bad input, a taken email, an unknown user, no scope.
+	s.must(400, "POST", "/api/superadmin/users", s.admin, map[string]any{"primaryEmail": "nope"})
+	s.must(409, "POST", "/api/superadmin/users", s.admin, map[string]any{"primaryEmail": "new@example.com"})
+	s.must(404, "POST", "/api/superadmin/users/"+uuid.NewString()+"/tokens", s.admin, map[string]any{"name": "x", "scopes": []string{"documents:read"}})
+	_, member := s.newUser("m@example.com", []string{"documents:read"}, "")
+	before := creations()
+	s.must(403, "POST", "/api/superadmin/users", member, map[string]any{"primaryEmail": "other@example.com"})
+	require.Equal(t, before, creations())
+	require.Equal(t, 4, before, "new@example.com and its token, m@example.com and its token")
+
+	// The audit row fails: no user, no token.
+	undo := s.failOn("audit_events", "INSERT")
+	s.must(500, "POST", "/api/superadmin/users", s.admin, map[string]any{"primaryEmail": "undone@example.com"})
+	s.must(500, "POST", "/api/superadmin/users/"+u.ID+"/tokens", s.admin, map[string]any{"name": "undone", "scopes": []string{"documents:read"}})
+	undo()
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM users WHERE primary_email = 'undone@example.com'`))
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM api_tokens WHERE name = 'undone'`))
+	require.Equal(t, before, creations())
 }
 
 func TestSuperadminAuditRecordsDeletions(t *testing.T) {
@@ -216,6 +262,10 @@ func TestSuperadminAuditList(t *testing.T) {
 	// project, admin cancels jobs, ops deletes a project.
 	victim, _ := s.newUser("v@example.com", []string{"admin:read"}, "")
 	p1, p2 := s.newProject(org, "p1"), s.newProject(org, "p2")
+	// The two users' creations are recorded (TestSuperadminAuditRecordsCreations);
+	// this test lists the four actions below.
+	_, err = s.m.db.pool.Exec(context.Background(), `DELETE FROM audit_events WHERE action IN ('user.create', 'user.token_create')`)
+	require.NoError(t, err)
 	job := uuid.NewString()
 	s.clock.Advance(time.Hour)
 	t0 := s.clock.Now()
@@ -359,6 +409,6 @@ func TestSuperadminAuditRefusesOthers(t *testing.T) {
 	s.must(403, "GET", "/api/superadmin/audit", bound["token"].(string), nil)
 	require.Contains(t, s.must(403, "GET", "/api/superadmin/audit", noRead["token"].(string), nil).Detail(t), "admin:read")
 	var p pagedBody
-	s.must(200, "GET", "/api/superadmin/audit", s.admin, nil).Decode(t, &p)
+	s.must(200, "GET", "/api/superadmin/audit?action=user.delete", s.admin, nil).Decode(t, &p)
 	require.Equal(t, 1, p.Meta.Total)
 }

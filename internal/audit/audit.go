@@ -27,6 +27,8 @@ const (
 	DocumentParsingJobsRetry    Action = "document_parsing_jobs.retry"
 	EmbeddingJobsDelete         Action = "embedding_jobs.delete"
 	EmbeddingJobsCleanupOrphans Action = "embedding_jobs.cleanup_orphans"
+	UserCreate                  Action = "user.create"
+	UserTokenCreate             Action = "user.token_create" //nolint:gosec // an action's name, not a credential
 	UserDelete                  Action = "user.delete"
 	OrganizationDelete          Action = "organization.delete"
 	ProjectDelete               Action = "project.delete"
@@ -38,7 +40,7 @@ const (
 func Actions() []Action {
 	return []Action{
 		ExtractionJobsCancel, ExtractionJobsDelete, DocumentParsingJobsDelete, DocumentParsingJobsRetry,
-		EmbeddingJobsDelete, EmbeddingJobsCleanupOrphans, UserDelete, OrganizationDelete, ProjectDelete,
+		EmbeddingJobsDelete, EmbeddingJobsCleanupOrphans, UserCreate, UserTokenCreate, UserDelete, OrganizationDelete, ProjectDelete,
 		SyncJobsCancel, SyncJobsDelete,
 	}
 }

@@ -212,7 +212,7 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c caller) 
 		params.ExpiresAt = &at
 	}
 	if err == nil {
-		t, err = h.cfg.Projects.CreateToken(r.Context(), c.p, params)
+		t, err = h.cfg.Projects.CreateToken(r.Context(), c.p, params, nil)
 	}
 	if err != nil {
 		h.formRefused(w, r, err, func(status int, problem string) {

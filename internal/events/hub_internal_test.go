@@ -153,11 +153,11 @@ func TestHubChecksEventsAgainstCurrentMemberships(t *testing.T) {
 	ctx := context.Background()
 	guard := h.cfg.Guard
 	ten := tenancy.NewService(h.cfg.Pool, guard, time.Now)
-	u, err := ten.CreateUser(ctx, "leaver@example.com", "Leaver")
+	u, err := ten.CreateUser(ctx, "leaver@example.com", "Leaver", nil)
 	require.NoError(t, err)
 	_, err = ten.AddMember(ctx, project, u.ID, "viewer")
 	require.NoError(t, err)
-	tok, err := ten.CreateToken(ctx, nil, tenancy.CreateTokenParams{UserID: u.ID, Name: "t", Scopes: []string{"notifications:read"}})
+	tok, err := ten.CreateToken(ctx, nil, tenancy.CreateTokenParams{UserID: u.ID, Name: "t", Scopes: []string{"notifications:read"}}, nil)
 	require.NoError(t, err)
 	header := "Bearer " + tok.Token
 	p, err := guard.Authenticate(ctx, header)
@@ -222,11 +222,11 @@ func TestHubLeavesReverificationToTheStream(t *testing.T) {
 	clients := map[string]*client{}
 	users := map[string]uuid.UUID{}
 	for _, name := range []string{"slow", "steady"} {
-		u, err := ten.CreateUser(ctx, name+"@example.com", name)
+		u, err := ten.CreateUser(ctx, name+"@example.com", name, nil)
 		require.NoError(t, err)
 		_, err = ten.AddMember(ctx, project, u.ID, "viewer")
 		require.NoError(t, err)
-		tok, err := ten.CreateToken(ctx, nil, tenancy.CreateTokenParams{UserID: u.ID, Name: "t", Scopes: []string{"notifications:read"}})
+		tok, err := ten.CreateToken(ctx, nil, tenancy.CreateTokenParams{UserID: u.ID, Name: "t", Scopes: []string{"notifications:read"}}, nil)
 		require.NoError(t, err)
 		header := "Bearer " + tok.Token
 		p, err := guard.Authenticate(ctx, header)

@@ -67,7 +67,7 @@ func setupMail(t *testing.T) *mailBundle {
 
 func (b *mailBundle) user(t *testing.T, address string) uuid.UUID {
 	t.Helper()
-	u, err := b.ten.CreateUser(context.Background(), address, "User "+address)
+	u, err := b.ten.CreateUser(context.Background(), address, "User "+address, nil)
 	require.NoError(t, err)
 	return u.ID
 }

@@ -3,6 +3,7 @@ package superadmin
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
@@ -12,6 +13,7 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
 type auditIn struct {
@@ -60,6 +62,16 @@ func (h handlers) audited(ctx context.Context, action audit.Action, ids []uuid.U
 		return 0, err
 	}
 	return n, nil
+}
+
+// recordCreated is the step that writes the audit row of a creation: its
+// targets are the records named (the user a token is minted for) and the
+// record created, all of them affected.
+func (h handlers) recordCreated(action audit.Action, named ...uuid.UUID) tenancy.CreatedStep {
+	return func(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+		ids := append(slices.Clone(named), id)
+		return h.record(action, ids, len(ids))(ctx, tx)
+	}
 }
 
 // record is the step that writes the audit row of action on ids (affected

@@ -176,13 +176,14 @@ func (h handlers) listUsers(ctx context.Context, in *usersIn) (*httpapi.Out[Page
 }
 
 func (h handlers) createUser(ctx context.Context, in *userCreateIn) (*httpapi.Created[tenancy.User], error) {
-	return httpapi.ReplyCreated(h.ten.CreateUser(ctx, in.Body.PrimaryEmail, in.Body.DisplayName))
+	return httpapi.ReplyCreated(h.ten.CreateUser(ctx, in.Body.PrimaryEmail, in.Body.DisplayName, h.recordCreated(audit.UserCreate)))
 }
 
 func (h handlers) createUserToken(ctx context.Context, in *userTokenIn) (*httpapi.Created[tenancy.Token], error) {
+	user := auth.AccessFrom(ctx).ResourceID
 	return httpapi.ReplyCreated(h.ten.CreateToken(ctx, auth.PrincipalFrom(ctx), tenancy.CreateTokenParams{
-		UserID: auth.AccessFrom(ctx).ResourceID, ProjectID: in.Body.ProjectID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
-	}))
+		UserID: user, ProjectID: in.Body.ProjectID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
+	}, h.recordCreated(audit.UserTokenCreate, user)))
 }
 
 func (h handlers) deleteUser(ctx context.Context, _ *userIDIn) (*httpapi.Out[DeleteResult], error) {

@@ -261,7 +261,7 @@ func (h handlers) listTokens(ctx context.Context, in *tokenListIn) (*httpapi.Out
 
 func (h handlers) createToken(ctx context.Context, in *tokenCreateIn) (*httpapi.Created[Token], error) {
 	p := auth.PrincipalFrom(ctx)
-	return httpapi.ReplyCreated(h.svc.CreateToken(ctx, p, CreateTokenParams{UserID: p.UserID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt}))
+	return httpapi.ReplyCreated(h.svc.CreateToken(ctx, p, CreateTokenParams{UserID: p.UserID, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt}, nil))
 }
 
 func (h handlers) listProjectTokens(ctx context.Context, in *projectTokenListIn) (*httpapi.Out[httpapi.List[Token]], error) {
@@ -274,7 +274,7 @@ func (h handlers) createProjectToken(ctx context.Context, in *projectTokenCreate
 	project := auth.AccessFrom(ctx).ProjectID
 	return httpapi.ReplyCreated(h.svc.CreateToken(ctx, p, CreateTokenParams{
 		UserID: p.UserID, ProjectID: &project, Name: in.Body.Name, Scopes: in.Body.Scopes, ExpiresAt: in.Body.ExpiresAt,
-	}))
+	}, nil))
 }
 
 func (h handlers) revokeProjectToken(ctx context.Context, in *projectTokenIn) (*httpapi.NoContent, error) {

@@ -222,6 +222,9 @@ func (s *Service) DeleteOrg(ctx context.Context, id uuid.UUID, also TxStep) erro
 // superadmin audit row): its error rolls the change back.
 type TxStep func(ctx context.Context, tx pgx.Tx) error
 
+// CreatedStep is a TxStep of a creation, told the new record's id.
+type CreatedStep func(ctx context.Context, tx pgx.Tx, id uuid.UUID) error
+
 // softDelete soft-deletes the record id with del (notFound when it is not
 // live), then runs also, in one identity change c.
 func (s *Service) softDelete(ctx context.Context, id uuid.UUID, del func(context.Context, postgres.DBTX, uuid.UUID, time.Time) (bool, error),
@@ -289,13 +292,14 @@ func (s *Service) RemoveMember(ctx context.Context, project, user uuid.UUID) err
 }
 
 // CreateToken mints a token for p.UserID. A caller may only hand out scopes
-// it holds itself (issuer is the caller; nil for the command line).
+// it holds itself (issuer is the caller; nil for the command line). also,
+// when not nil, runs in the same transaction with the new token's id.
 // Errors: invalid_argument, permission_denied, not_found.
-func (s *Service) CreateToken(ctx context.Context, issuer *auth.Principal, params CreateTokenParams) (Token, error) {
-	return s.createToken(ctx, issuer, params, "")
+func (s *Service) CreateToken(ctx context.Context, issuer *auth.Principal, params CreateTokenParams, also CreatedStep) (Token, error) {
+	return s.createToken(ctx, issuer, params, "", also)
 }
 
-func (s *Service) createToken(ctx context.Context, issuer *auth.Principal, params CreateTokenParams, secret string) (Token, error) {
+func (s *Service) createToken(ctx context.Context, issuer *auth.Principal, params CreateTokenParams, secret string, also CreatedStep) (Token, error) {
 	name, err := cleanName("token", params.Name)
 	if err != nil {
 		return Token{}, err
@@ -336,7 +340,10 @@ func (s *Service) createToken(ctx context.Context, issuer *auth.Principal, param
 		if !ok {
 			return ErrUserNotFound
 		}
-		return tokenInsert(ctx, tx, id, params, secret, s.now().UTC())
+		if err := tokenInsert(ctx, tx, id, params, secret, s.now().UTC()); err != nil || also == nil {
+			return err
+		}
+		return also(ctx, tx, id)
 	})
 	if err != nil {
 		return Token{}, err
@@ -448,9 +455,10 @@ func (s *Service) LiveProject(ctx context.Context, id uuid.UUID) (uuid.UUID, err
 	return pr.ID, err
 }
 
-// CreateUser creates a local user (for deployments without OIDC). Errors:
-// invalid_argument, conflict.
-func (s *Service) CreateUser(ctx context.Context, email, displayName string) (User, error) {
+// CreateUser creates a local user (for deployments without OIDC). also,
+// when not nil, runs in the same transaction with the new user's id.
+// Errors: invalid_argument, conflict.
+func (s *Service) CreateUser(ctx context.Context, email, displayName string, also CreatedStep) (User, error) {
 	email = strings.TrimSpace(email)
 	displayName = strings.TrimSpace(displayName)
 	if email == "" || !strings.Contains(email, "@") || len(email) > 320 {
@@ -461,7 +469,13 @@ func (s *Service) CreateUser(ctx context.Context, email, displayName string) (Us
 	}
 	id := newID()
 	now := s.now().UTC()
-	if err := userInsert(ctx, s.pool, id, displayName, email, now); err != nil {
+	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := userInsert(ctx, tx, id, displayName, email, now); err != nil || also == nil {
+			return err
+		}
+		return also(ctx, tx, id)
+	})
+	if err != nil {
 		return User{}, err
 	}
 	return User{ID: id, DisplayName: displayName, PrimaryEmail: email, CreatedAt: now}, nil
