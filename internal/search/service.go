@@ -41,25 +41,40 @@ type VectorSearcher interface {
 // QueryVectors is one search's query text and its embeddings: each model
 // embeds the text at most once however many targets and spaces use it
 // (a hybrid search over chunks and objects asks twice). Safe for
-// concurrent use: a second asker of the same model waits for the first.
+// concurrent use: a second asker of the same model waits for the first;
+// different models embed at once.
 type QueryVectors struct {
 	text    string
-	mu      sync.Mutex
-	byModel map[string][]float32
+	mu      sync.Mutex // guards byModel
+	byModel map[string]*modelVector
+}
+
+// modelVector is the text's embedding under one model, once embedded.
+type modelVector struct {
+	mu   sync.Mutex // held while the model embeds
+	done bool
+	vec  []float32
 }
 
 // NewQueryVectors returns the embeddings cache of one search of text.
 func NewQueryVectors(text string) *QueryVectors {
-	return &QueryVectors{text: text, byModel: map[string][]float32{}}
+	return &QueryVectors{text: text, byModel: map[string]*modelVector{}}
 }
 
 // Vector returns the text's embedding under model, embedding it with emb
 // on first use (a failure is not kept: the next asker tries again).
 func (q *QueryVectors) Vector(ctx context.Context, model string, emb llm.Embedder) ([]float32, error) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if v, ok := q.byModel[model]; ok {
-		return v, nil
+	m := q.byModel[model]
+	if m == nil {
+		m = &modelVector{}
+		q.byModel[model] = m
+	}
+	q.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done {
+		return m.vec, nil
 	}
 	vecs, err := emb.Embed(ctx, []string{q.text})
 	if err != nil {
@@ -68,8 +83,8 @@ func (q *QueryVectors) Vector(ctx context.Context, model string, emb llm.Embedde
 	if len(vecs) != 1 {
 		return nil, fmt.Errorf("embed the query with %s: %d vectors for one text", model, len(vecs))
 	}
-	q.byModel[model] = vecs[0]
-	return vecs[0], nil
+	m.vec, m.done = vecs[0], true
+	return m.vec, nil
 }
 
 // Service runs searches.
