@@ -244,10 +244,7 @@ func (s *Service) MonitorJobs(ctx context.Context, project uuid.UUID, f MonitorF
 	if col == "created_at" || col == "total_cost_usd" {
 		nulls = ``
 	}
-	sql := monitorSelect + `
-		WHERE j.project_id = $1 AND ($3::text[] IS NULL OR j.status = ANY($3))
-		  AND ($4 = '' OR ($4 = 'document' AND j.document_id IS NOT NULL) OR ($4 = 'datasource' AND j.datasource_id IS NOT NULL))
-		  AND ($5::timestamptz IS NULL OR j.created_at >= $5) AND ($6::timestamptz IS NULL OR j.created_at <= $6)
+	sql := monitorSelect + ` WHERE ` + monitorWhere(3) + `
 		ORDER BY ` + sortKey(col) + ` ` + dir + nulls + `, j.id ` + dir + ` LIMIT $7 OFFSET $8`
 	rows, err := s.pool.Query(ctx, sql, project, s.now().UTC(), statuses, f.SourceType, f.DateFrom, f.DateTo, f.Limit, f.Offset)
 	if err != nil {
@@ -260,15 +257,22 @@ func (s *Service) MonitorJobs(ctx context.Context, project uuid.UUID, f MonitorF
 	// Counted apart (the index answers it): a window count would sort
 	// every job of the project where the page needs only its top rows.
 	var total int
-	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM object_extraction_jobs j
-			WHERE j.project_id = $1 AND ($2::text[] IS NULL OR j.status = ANY($2))
-			  AND ($3 = '' OR ($3 = 'document' AND j.document_id IS NOT NULL) OR ($3 = 'datasource' AND j.datasource_id IS NOT NULL))
-			  AND ($4::timestamptz IS NULL OR j.created_at >= $4) AND ($5::timestamptz IS NULL OR j.created_at <= $5)`,
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM object_extraction_jobs j WHERE `+monitorWhere(2),
 		project, statuses, f.SourceType, f.DateFrom, f.DateTo).Scan(&total)
 	if err != nil {
 		return nil, 0, fmt.Errorf("count monitored jobs: %w", err)
 	}
 	return list, total, nil
+}
+
+// monitorWhere is the condition of the job list's filters: $1 the
+// project, then from $first the statuses, the source type and the
+// creation period's bounds (the page and its count name them alike).
+func monitorWhere(first int) string {
+	return fmt.Sprintf(`j.project_id = $1 AND ($%[1]d::text[] IS NULL OR j.status = ANY($%[1]d))
+		  AND ($%[2]d = '' OR ($%[2]d = 'document' AND j.document_id IS NOT NULL) OR ($%[2]d = 'datasource' AND j.datasource_id IS NOT NULL))
+		  AND ($%[3]d::timestamptz IS NULL OR j.created_at >= $%[3]d) AND ($%[4]d::timestamptz IS NULL OR j.created_at <= $%[4]d)`,
+		first, first+1, first+2, first+3)
 }
 
 // monitorJob returns one of project's jobs in the monitoring vocabulary.
