@@ -413,9 +413,9 @@ func (h *Handler) syncJob(w http.ResponseWriter, r *http.Request, c caller) {
 	// sees the job's counters only, which every sync's
 	// integration.sync.completed event gives the project already.
 	var logs []integration.LogEntry
-	showLog := false
-	if _, err := h.check(r, c, superRead, ""); err == nil {
-		logs, showLog = log.Logs, true
+	showLog := h.can(r, c, superRead)
+	if showLog {
+		logs = log.Logs
 	}
 	h.render(w, r, http.StatusOK, syncJobPage(c.sess.CSRF, projectView{Project: p}, name, j, showLog, logs))
 }
