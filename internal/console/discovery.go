@@ -107,13 +107,9 @@ func (h *Handler) startDiscovery(w http.ResponseWriter, r *http.Request, c calle
 		h.fail(w, r, err)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "form: %v", err))
-		return
-	}
 	f := discoveryStart{
-		Selected: map[string]bool{}, BatchSize: r.PostFormValue("batch_size"), MinConfidence: r.PostFormValue("min_confidence"),
-		MaxIterations: r.PostFormValue("max_iterations"), IncludeRelationships: r.PostFormValue("include_relationships") == "true",
+		Selected: map[string]bool{}, BatchSize: r.PostForm.Get("batch_size"), MinConfidence: r.PostForm.Get("min_confidence"),
+		MaxIterations: r.PostForm.Get("max_iterations"), IncludeRelationships: r.PostForm.Get("include_relationships") == "true",
 	}
 	sp := discovery.StartParams{IncludeRelationships: &f.IncludeRelationships}
 	if c.p.UserID != uuid.Nil {
@@ -238,19 +234,15 @@ func (h *Handler) finalizeDiscovery(w http.ResponseWriter, r *http.Request, c ca
 		h.fail(w, r, err)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "form: %v", err))
-		return
-	}
 	j, err := h.cfg.Discovery.Get(r.Context(), a.ProjectID, a.ResourceID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	f := finalizeForm{
-		PackName: strings.TrimSpace(r.PostFormValue("packName")), Mode: r.PostFormValue("mode"),
-		ExistingPackID: strings.TrimSpace(r.PostFormValue("existingPackId")),
-		Install:        r.PostFormValue("install") == "true", Reextract: r.PostFormValue("reextract") == "true",
+		PackName: strings.TrimSpace(r.PostForm.Get("packName")), Mode: r.PostForm.Get("mode"),
+		ExistingPackID: strings.TrimSpace(r.PostForm.Get("existingPackId")),
+		Install:        r.PostForm.Get("install") == "true", Reextract: r.PostForm.Get("reextract") == "true",
 		Excluded: map[string]bool{},
 	}
 	types, rels := r.PostForm["type"], r.PostForm["relationship"]
