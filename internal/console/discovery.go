@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -327,11 +326,12 @@ func discoveryJobEvents(job uuid.UUID) func(project uuid.UUID) func(e streamEven
 // discoveryJobStream is the job page's stream: the job's own progress
 // and end.
 func (h *Handler) discoveryJobStream(w http.ResponseWriter, r *http.Request, c caller) {
-	if _, err := h.checkOwned(r, c, discoveryRule, h.discoveryOwner()); err != nil {
+	a, err := h.checkOwned(r, c, discoveryRule, h.discoveryOwner())
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.stream(w, r, c, discoveryRule, discoveryJobEvents(uuid.MustParse(chi.URLParam(r, "id"))))
+	h.stream(w, r, c, discoveryRule, discoveryJobEvents(a.ResourceID))
 }
 
 // pickable reports whether a document can be picked for discovery.
