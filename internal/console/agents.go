@@ -161,10 +161,6 @@ func (h *Handler) agentRunPanel(w http.ResponseWriter, r *http.Request, c caller
 // question, approve (true or false) for an approval.
 func (h *Handler) agentAnswer(w http.ResponseWriter, r *http.Request, c caller) {
 	var ans agent.Answer
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.New(errs.Invalid, "the answer must be a form"))
-		return
-	}
 	if v, ok := r.PostForm["answer"]; ok {
 		ans.Answer = &v[0]
 	}

@@ -264,9 +264,9 @@ func (h *Handler) chunk(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	id, err := uuid.Parse(chi.URLParam(r, "chunk"))
+	id, err := httpapi.ParseID(chi.URLParam(r, "chunk"), document.ErrChunkNotFound)
 	if err != nil {
-		h.fail(w, r, document.ErrChunkNotFound)
+		h.fail(w, r, err)
 		return
 	}
 	n, err := h.cfg.Documents.ChunkIndex(r.Context(), a.ProjectID, a.ResourceID, id)

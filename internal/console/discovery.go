@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -107,13 +106,9 @@ func (h *Handler) startDiscovery(w http.ResponseWriter, r *http.Request, c calle
 		h.fail(w, r, err)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "form: %v", err))
-		return
-	}
 	f := discoveryStart{
-		Selected: map[string]bool{}, BatchSize: r.PostFormValue("batch_size"), MinConfidence: r.PostFormValue("min_confidence"),
-		MaxIterations: r.PostFormValue("max_iterations"), IncludeRelationships: r.PostFormValue("include_relationships") == "true",
+		Selected: map[string]bool{}, BatchSize: r.PostForm.Get("batch_size"), MinConfidence: r.PostForm.Get("min_confidence"),
+		MaxIterations: r.PostForm.Get("max_iterations"), IncludeRelationships: r.PostForm.Get("include_relationships") == "true",
 	}
 	sp := discovery.StartParams{IncludeRelationships: &f.IncludeRelationships}
 	if c.p.UserID != uuid.Nil {
@@ -238,19 +233,15 @@ func (h *Handler) finalizeDiscovery(w http.ResponseWriter, r *http.Request, c ca
 		h.fail(w, r, err)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, errs.Errorf(errs.Invalid, "form: %v", err))
-		return
-	}
 	j, err := h.cfg.Discovery.Get(r.Context(), a.ProjectID, a.ResourceID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	f := finalizeForm{
-		PackName: strings.TrimSpace(r.PostFormValue("packName")), Mode: r.PostFormValue("mode"),
-		ExistingPackID: strings.TrimSpace(r.PostFormValue("existingPackId")),
-		Install:        r.PostFormValue("install") == "true", Reextract: r.PostFormValue("reextract") == "true",
+		PackName: strings.TrimSpace(r.PostForm.Get("packName")), Mode: r.PostForm.Get("mode"),
+		ExistingPackID: strings.TrimSpace(r.PostForm.Get("existingPackId")),
+		Install:        r.PostForm.Get("install") == "true", Reextract: r.PostForm.Get("reextract") == "true",
 		Excluded: map[string]bool{},
 	}
 	types, rels := r.PostForm["type"], r.PostForm["relationship"]
@@ -335,11 +326,12 @@ func discoveryJobEvents(job uuid.UUID) func(project uuid.UUID) func(e streamEven
 // discoveryJobStream is the job page's stream: the job's own progress
 // and end.
 func (h *Handler) discoveryJobStream(w http.ResponseWriter, r *http.Request, c caller) {
-	if _, err := h.checkOwned(r, c, discoveryRule, h.discoveryOwner()); err != nil {
+	a, err := h.checkOwned(r, c, discoveryRule, h.discoveryOwner())
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.stream(w, r, c, discoveryRule, discoveryJobEvents(uuid.MustParse(chi.URLParam(r, "id"))))
+	h.stream(w, r, c, discoveryRule, discoveryJobEvents(a.ResourceID))
 }
 
 // pickable reports whether a document can be picked for discovery.

@@ -14,6 +14,7 @@ import (
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
+	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/integration"
 )
 
@@ -397,9 +398,9 @@ func (h *Handler) syncJob(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	id, err := uuid.Parse(chi.URLParam(r, "job"))
+	id, err := httpapi.ParseID(chi.URLParam(r, "job"), integration.ErrSyncNotFound)
 	if err != nil {
-		h.fail(w, r, integration.ErrSyncNotFound)
+		h.fail(w, r, err)
 		return
 	}
 	name := chi.URLParam(r, "name")
@@ -413,9 +414,9 @@ func (h *Handler) syncJob(w http.ResponseWriter, r *http.Request, c caller) {
 	// sees the job's counters only, which every sync's
 	// integration.sync.completed event gives the project already.
 	var logs []integration.LogEntry
-	showLog := false
-	if _, err := h.check(r, c, superRead, ""); err == nil {
-		logs, showLog = log.Logs, true
+	showLog := h.can(r, c, superRead)
+	if showLog {
+		logs = log.Logs
 	}
 	h.render(w, r, http.StatusOK, syncJobPage(c.sess.CSRF, projectView{Project: p}, name, j, showLog, logs))
 }

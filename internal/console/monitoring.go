@@ -20,13 +20,7 @@ type monitorFilter struct {
 }
 
 func (f monitorFilter) values() url.Values {
-	q := url.Values{}
-	for k, v := range map[string]string{"status": f.Status, "sort_by": f.SortBy, "sort_order": f.SortOrder} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	return q
+	return filterQuery("status", f.Status, "sort_by", f.SortBy, "sort_order", f.SortOrder)
 }
 
 // monitoringView is the project's extraction monitoring page: the jobs

@@ -299,11 +299,7 @@ func (h *Handler) queueJobs(r *http.Request, c caller) (queueView, error) {
 		Pager: pager{Offset: offset, Total: page.Meta.Total, Base: queueURL(q.Name), Params: f.values()},
 	}
 	if page.Stats != nil {
-		v.Counts = page.Stats.ByStatus
-		for st := range page.Stats.ByStatus {
-			v.Statuses = append(v.Statuses, st)
-		}
-		slices.Sort(v.Statuses)
+		v.Counts, v.Statuses = page.Stats.ByStatus, slices.Sorted(maps.Keys(page.Stats.ByStatus))
 	}
 	return v, nil
 }

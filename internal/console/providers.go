@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,7 +176,7 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, c caller) {
 	days := 30
 	if raw := r.URL.Query().Get("days"); raw != "" {
 		days, err = strconv.Atoi(raw)
-		if err != nil || !validPeriod(days) {
+		if err != nil || !slices.Contains(usagePeriods, days) {
 			h.render(w, r, http.StatusBadRequest, errorPage(http.StatusBadRequest, "days must be 7, 30 or 90"))
 			return
 		}
@@ -201,15 +202,6 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	h.render(w, r, http.StatusOK, usagePage(c.sess.CSRF, usageView{projectView: projectView{Project: p}, Days: days, Summary: sum, Daily: daily, Since: since}))
-}
-
-func validPeriod(days int) bool {
-	for _, d := range usagePeriods {
-		if d == days {
-			return true
-		}
-	}
-	return false
 }
 
 // Chart geometry, in SVG user units.
