@@ -228,21 +228,16 @@ func (s *session) listJobs(q jobQueue, status string, most int64) ([]json.RawMes
 	if status != "" && q.name == "schema_discovery" {
 		return nil, usageErr("the API lists %s jobs without a status filter", q.name)
 	}
-	all := []json.RawMessage{}
-	limit := min(most, 100) // the routes' most
-	for page := int64(0); int64(len(all)) < most; page++ {
+	jobs, err := listUpTo(min(most, 100), most, func(limit, offset *int64) (*[]json.RawMessage, error) { // 100: the routes' most
 		got, err := call[struct {
 			Data []json.RawMessage `json:"data"`
-		}](q.list(s, status, page, limit)) //nolint:bodyclose // call closes it
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, got.Data...)
-		if int64(len(got.Data)) < limit {
-			break
-		}
+		}](q.list(s, status, *offset / *limit, *limit)) //nolint:bodyclose // call closes it
+		return &got.Data, err
+	})
+	if jobs == nil && err == nil {
+		jobs = []json.RawMessage{} // --json prints [] for none
 	}
-	return all[:min(int64(len(all)), most)], nil
+	return jobs, err
 }
 
 // jobsCommand is graphmill jobs: the jobs of every queue the caller may see.
