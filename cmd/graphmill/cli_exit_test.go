@@ -327,3 +327,20 @@ func TestCLIListUpTo(t *testing.T) {
 	require.Len(t, got, 6)
 	require.Equal(t, []int64{0, 3}, asked, "a full last page ends it when most is reached")
 }
+
+func TestCLIPrintEvent(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	s := &session{cli: &cli{stdout: &out}}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	data := `{"type":"document.parsed","projectId":"6f1c2c1e-8a3b-4f43-9a55-0d7c1a2b3c4d","data":{"documentId":"d1"},"createdAt":"2026-01-02T03:04:05Z"}`
+	require.NoError(t, s.printEvent(sseEvent{ID: "42", Data: data}))
+	require.Equal(t, at.Local().Format(time.DateTime)+"  42       document.parsed              {\"documentId\":\"d1\"}\n", out.String())
+
+	out.Reset()
+	s.json = true
+	require.NoError(t, s.printEvent(sseEvent{ID: "42", Data: data}))
+	require.Equal(t, data+"\n", out.String())
+
+	require.Error(t, (&session{cli: &cli{stdout: &out}}).printEvent(sseEvent{ID: "43", Data: "not json"}))
+}
