@@ -335,9 +335,9 @@ func jobsCommand(c *cli) *cobra.Command {
 	return jobs
 }
 
-// jobAction cancels or retries one job and shows it after (the job when
-// the queue has a route reading one, else the bulk route's result, which
-// must count the job).
+// jobAction cancels or retries one job and shows it after (the job the
+// route answers when the queue has a route reading one (the project's
+// queues), else the bulk route's result, which must count the job).
 func (s *session) jobAction(q jobQueue, action, id string, do func(*session, string) (*http.Response, error)) error {
 	res, err := call[json.RawMessage](do(s, id)) //nolint:bodyclose // call closes it
 	if err != nil {
@@ -361,15 +361,12 @@ func (s *session) jobAction(q jobQueue, action, id string, do func(*session, str
 		}
 		return s.emit(res, func() [][]string { return [][]string{{counts.Message}} })
 	}
-	job, err := call[json.RawMessage](q.get(s, id)) //nolint:bodyclose // call closes it
+	// The project's routes answer the job as it is after the change.
+	rows, err := jobTable(q.name, []json.RawMessage{res})
 	if err != nil {
 		return err
 	}
-	rows, err := jobTable(q.name, []json.RawMessage{job})
-	if err != nil {
-		return err
-	}
-	return s.emit(job, func() [][]string { return rows })
+	return s.emit(res, func() [][]string { return rows })
 }
 
 // watchJob prints the job's status whenever it changes until it is
