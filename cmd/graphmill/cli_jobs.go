@@ -254,12 +254,17 @@ func jobsCommand(c *cli) *cobra.Command {
 	var queue string
 	jobs.PersistentFlags().StringVar(&queue, "queue", "object_extraction", "the job queue")
 
-	// session connects for the queue: the project resolved for the
-	// project's queues.
-	open := func() (*session, jobQueue, error) {
+	// openFor connects for the queue (the project resolved for the
+	// project's queues). For an action only some queues have a route for
+	// (has, nil for every queue): for another queue, a usage error naming
+	// those that have one, before connecting.
+	openFor := func(action string, has func(jobQueue) bool) (*session, jobQueue, error) {
 		q, err := queueNamed(queue)
 		if err != nil {
 			return nil, q, err
+		}
+		if has != nil && !has(q) {
+			return nil, q, q.unsupported(action, has)
 		}
 		connect := c.connectProject
 		if q.superadmin {
@@ -267,19 +272,6 @@ func jobsCommand(c *cli) *cobra.Command {
 		}
 		s, err := connect()
 		return s, q, err
-	}
-	// openFor is open for an action only some queues have a route for
-	// (has): for another queue, a usage error naming those that have one,
-	// before connecting.
-	openFor := func(action string, has func(jobQueue) bool) (*session, jobQueue, error) {
-		q, err := queueNamed(queue)
-		if err != nil {
-			return nil, q, err
-		}
-		if !has(q) {
-			return nil, q, q.unsupported(action, has)
-		}
-		return open()
 	}
 
 	var status string
@@ -290,7 +282,7 @@ func jobsCommand(c *cli) *cobra.Command {
 			if most < 1 {
 				return usageErr("--limit must be at least 1")
 			}
-			s, q, err := open()
+			s, q, err := openFor("list", nil)
 			if err != nil {
 				return err
 			}
