@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -291,17 +292,24 @@ func problemError(res *http.Response, body []byte) error {
 // asks for one window and returns its items; the last page is the first
 // shorter than limit.
 func listAll[T any](limit int64, page func(limit, offset *int64) (*[]T, error)) ([]T, error) {
+	return listUpTo(limit, math.MaxInt64, page)
+}
+
+// listUpTo is listAll that stops once it has most items, and returns no
+// more than most (nil for none).
+func listUpTo[T any](limit, most int64, page func(limit, offset *int64) (*[]T, error)) ([]T, error) {
 	var all []T
-	for offset := int64(0); ; offset += limit {
+	for offset := int64(0); int64(len(all)) < most; offset += limit {
 		data, err := page(&limit, &offset)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, deref(data)...)
 		if int64(len(deref(data))) < limit {
-			return all, nil
+			break
 		}
 	}
+	return all[:min(int64(len(all)), most)], nil
 }
 
 // deref is the value of an optional list (nil for none).

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/internal/client"
+	"github.com/graphmill/graphmill/internal/events"
 )
 
 // oneArg accepts exactly one argument, named what in the usage error.
@@ -274,12 +275,7 @@ func (s *session) printEvent(ev sseEvent) error {
 		_, err := fmt.Fprintln(s.stdout, ev.Data)
 		return err
 	}
-	var e struct {
-		Type      string          `json:"type"`
-		ProjectID string          `json:"projectId"`
-		Data      json.RawMessage `json:"data"`
-		CreatedAt time.Time       `json:"createdAt"`
-	}
+	var e events.Event
 	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
 		return fmt.Errorf("event %s: %w", ev.ID, err)
 	}

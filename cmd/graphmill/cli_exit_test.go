@@ -297,3 +297,50 @@ func TestSnippetText(t *testing.T) {
 	require.Equal(t, "Charles \x1b[1mBab\x1b[22m…", snippetText(snippet, 12, true))
 	require.Empty(t, snippetText("", 80, true))
 }
+
+func TestCLIListUpTo(t *testing.T) {
+	t.Parallel()
+	// A route holding 7 items, answering the window asked for.
+	var asked []int64
+	page := func(limit, offset *int64) (*[]int, error) {
+		asked = append(asked, *offset)
+		var out []int
+		for i := *offset; i < min(*offset+*limit, 7); i++ {
+			out = append(out, int(i))
+		}
+		return &out, nil
+	}
+	got, err := listUpTo(3, 5, page)
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1, 2, 3, 4}, got)
+	require.Equal(t, []int64{0, 3}, asked, "stops once it has most")
+
+	asked = nil
+	got, err = listAll(3, page)
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6}, got)
+	require.Equal(t, []int64{0, 3, 6}, asked, "stops at the first short page")
+
+	asked = nil
+	got, err = listUpTo(3, 6, page)
+	require.NoError(t, err)
+	require.Len(t, got, 6)
+	require.Equal(t, []int64{0, 3}, asked, "a full last page ends it when most is reached")
+}
+
+func TestCLIPrintEvent(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	s := &session{cli: &cli{stdout: &out}}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	data := `{"type":"document.parsed","projectId":"6f1c2c1e-8a3b-4f43-9a55-0d7c1a2b3c4d","data":{"documentId":"d1"},"createdAt":"2026-01-02T03:04:05Z"}`
+	require.NoError(t, s.printEvent(sseEvent{ID: "42", Data: data}))
+	require.Equal(t, at.Local().Format(time.DateTime)+"  42       document.parsed              {\"documentId\":\"d1\"}\n", out.String())
+
+	out.Reset()
+	s.json = true
+	require.NoError(t, s.printEvent(sseEvent{ID: "42", Data: data}))
+	require.Equal(t, data+"\n", out.String())
+
+	require.Error(t, (&session{cli: &cli{stdout: &out}}).printEvent(sseEvent{ID: "43", Data: "not json"}))
+}

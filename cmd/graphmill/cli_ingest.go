@@ -389,7 +389,6 @@ type follower struct {
 	follow  []int                           // the results followed (uploaded or duplicate documents)
 	since   time.Time                       // the oldest followed document's creation: their jobs are newer
 	jobs    map[string]client.ExtractionJob // the followed documents' extraction jobs by id
-	jobDocs map[string]int                  // and the result each is of
 	// extracted: the jobs were read after every followed document was
 	// parsed, and all are final.
 	extracted bool
@@ -530,7 +529,7 @@ func (f *follower) readJobs(ctx context.Context) error {
 	for _, i := range f.follow {
 		byDoc[f.results[i].DocumentID] = i
 	}
-	f.jobs, f.jobDocs = map[string]client.ExtractionJob{}, map[string]int{}
+	f.jobs = map[string]client.ExtractionJob{}
 	limit := int64(100) // the route's most
 	for offset := int64(0); ; offset += limit {
 		page, err := call[client.ListJob](f.s.api.ListExtractionJobs(ctx, f.s.cfg.Project, //nolint:bodyclose // call closes it
@@ -540,8 +539,8 @@ func (f *follower) readJobs(ctx context.Context) error {
 		}
 		jobs := deref(page.Data)
 		for _, j := range jobs {
-			if i, ok := byDoc[str(j.DocumentId)]; ok {
-				f.jobs[j.Id], f.jobDocs[j.Id] = j, i
+			if _, ok := byDoc[str(j.DocumentId)]; ok {
+				f.jobs[j.Id] = j
 			}
 		}
 		if int64(len(jobs)) < limit || jobs[len(jobs)-1].CreatedAt.Before(f.since) {
@@ -551,8 +550,8 @@ func (f *follower) readJobs(ctx context.Context) error {
 	for _, i := range f.follow {
 		f.results[i].Extraction = nil
 	}
-	for id, j := range f.jobs {
-		r := &f.results[f.jobDocs[id]]
+	for _, j := range f.jobs {
+		r := &f.results[byDoc[str(j.DocumentId)]]
 		r.Extraction = append(r.Extraction, string(j.Status))
 		if j.Status == client.ExtractionJobStatusFailed {
 			r.Result, r.Error = ingestFailed, "extraction failed: "+str(j.ErrorMsg)

@@ -228,21 +228,16 @@ func (s *session) listJobs(q jobQueue, status string, most int64) ([]json.RawMes
 	if status != "" && q.name == "schema_discovery" {
 		return nil, usageErr("the API lists %s jobs without a status filter", q.name)
 	}
-	all := []json.RawMessage{}
-	limit := min(most, 100) // the routes' most
-	for page := int64(0); int64(len(all)) < most; page++ {
+	jobs, err := listUpTo(min(most, 100), most, func(limit, offset *int64) (*[]json.RawMessage, error) { // 100: the routes' most
 		got, err := call[struct {
 			Data []json.RawMessage `json:"data"`
-		}](q.list(s, status, page, limit)) //nolint:bodyclose // call closes it
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, got.Data...)
-		if int64(len(got.Data)) < limit {
-			break
-		}
+		}](q.list(s, status, *offset / *limit, *limit)) //nolint:bodyclose // call closes it
+		return &got.Data, err
+	})
+	if jobs == nil && err == nil {
+		jobs = []json.RawMessage{} // --json prints [] for none
 	}
-	return all[:min(int64(len(all)), most)], nil
+	return jobs, err
 }
 
 // jobsCommand is graphmill jobs: the jobs of every queue the caller may see.
@@ -259,12 +254,17 @@ func jobsCommand(c *cli) *cobra.Command {
 	var queue string
 	jobs.PersistentFlags().StringVar(&queue, "queue", "object_extraction", "the job queue")
 
-	// session connects for the queue: the project resolved for the
-	// project's queues.
-	open := func() (*session, jobQueue, error) {
+	// openFor connects for the queue (the project resolved for the
+	// project's queues). For an action only some queues have a route for
+	// (has, nil for every queue): for another queue, a usage error naming
+	// those that have one, before connecting.
+	openFor := func(action string, has func(jobQueue) bool) (*session, jobQueue, error) {
 		q, err := queueNamed(queue)
 		if err != nil {
 			return nil, q, err
+		}
+		if has != nil && !has(q) {
+			return nil, q, q.unsupported(action, has)
 		}
 		connect := c.connectProject
 		if q.superadmin {
@@ -272,19 +272,6 @@ func jobsCommand(c *cli) *cobra.Command {
 		}
 		s, err := connect()
 		return s, q, err
-	}
-	// openFor is open for an action only some queues have a route for
-	// (has): for another queue, a usage error naming those that have one,
-	// before connecting.
-	openFor := func(action string, has func(jobQueue) bool) (*session, jobQueue, error) {
-		q, err := queueNamed(queue)
-		if err != nil {
-			return nil, q, err
-		}
-		if !has(q) {
-			return nil, q, q.unsupported(action, has)
-		}
-		return open()
 	}
 
 	var status string
@@ -295,7 +282,7 @@ func jobsCommand(c *cli) *cobra.Command {
 			if most < 1 {
 				return usageErr("--limit must be at least 1")
 			}
-			s, q, err := open()
+			s, q, err := openFor("list", nil)
 			if err != nil {
 				return err
 			}
@@ -340,9 +327,9 @@ func jobsCommand(c *cli) *cobra.Command {
 	return jobs
 }
 
-// jobAction cancels or retries one job and shows it after (the job when
-// the queue has a route reading one, else the bulk route's result, which
-// must count the job).
+// jobAction cancels or retries one job and shows it after (the job the
+// route answers when the queue has a route reading one (the project's
+// queues), else the bulk route's result, which must count the job).
 func (s *session) jobAction(q jobQueue, action, id string, do func(*session, string) (*http.Response, error)) error {
 	res, err := call[json.RawMessage](do(s, id)) //nolint:bodyclose // call closes it
 	if err != nil {
@@ -366,15 +353,12 @@ func (s *session) jobAction(q jobQueue, action, id string, do func(*session, str
 		}
 		return s.emit(res, func() [][]string { return [][]string{{counts.Message}} })
 	}
-	job, err := call[json.RawMessage](q.get(s, id)) //nolint:bodyclose // call closes it
+	// The project's routes answer the job as it is after the change.
+	rows, err := jobTable(q.name, []json.RawMessage{res})
 	if err != nil {
 		return err
 	}
-	rows, err := jobTable(q.name, []json.RawMessage{job})
-	if err != nil {
-		return err
-	}
-	return s.emit(job, func() [][]string { return rows })
+	return s.emit(res, func() [][]string { return rows })
 }
 
 // watchJob prints the job's status whenever it changes until it is

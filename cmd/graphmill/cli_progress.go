@@ -83,15 +83,19 @@ func (p *phaseBars) set(name string, done, total int64, final bool, summary stri
 	}
 }
 
-// complete tells whether every phase has ended.
-func (p *phaseBars) complete() bool {
+// ended is the number of phases that have ended.
+func (p *phaseBars) ended() int {
+	n := 0
 	for _, d := range p.done {
-		if !d {
-			return false
+		if d {
+			n++
 		}
 	}
-	return true
+	return n
 }
+
+// complete tells whether every phase has ended.
+func (p *phaseBars) complete() bool { return p.ended() == len(p.done) }
 
 // draw redraws the phases' lines under the host bar.
 func (p *phaseBars) draw() {
@@ -101,14 +105,8 @@ func (p *phaseBars) draw() {
 	for _, bar := range p.bars {
 		_ = p.host.AddDetail(strings.TrimLeft(bar.String(), "\r"))
 	}
-	n := 0
-	for _, d := range p.done {
-		if d {
-			n++
-		}
-	}
-	_ = p.host.Set(n)
-	if n == len(p.done) {
+	_ = p.host.Set(p.ended())
+	if p.complete() {
 		// The finished host bar has drawn its details and left the
 		// cursor after the last one.
 		p.finished = true
