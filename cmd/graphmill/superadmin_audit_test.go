@@ -434,12 +434,16 @@ func TestAdminCommandsAudited(t *testing.T) {
 
 	user, err := admin("user", "create", "--email", "cli@example.com", "--name", "Cli")
 	require.NoError(t, err)
-	require.Equal(t, []auditRow{{ActorID: commandLine, Action: "user.create", TargetIDs: []string{user}, Requested: 1, Affected: 1,
-		RequestID: "cli: graphmill admin user create"}}, s.auditRows("user.create"))
+	require.Equal(t, []auditRow{{
+		ActorID: commandLine, Action: "user.create", TargetIDs: []string{user}, Requested: 1, Affected: 1,
+		RequestID: "cli: graphmill admin user create",
+	}}, s.auditRows("user.create"))
 	token, err := admin("token", "create", "--user", "cli@example.com", "--scopes", "documents:read", "--name", "cli-token")
 	require.NoError(t, err)
-	require.Equal(t, []auditRow{{ActorID: commandLine, Action: "user.token_create", TargetIDs: []string{user, s.tokenID(token)}, Requested: 2, Affected: 2,
-		RequestID: "cli: graphmill admin token create"}}, s.auditRows("user.token_create"))
+	require.Equal(t, []auditRow{{
+		ActorID: commandLine, Action: "user.token_create", TargetIDs: []string{user, s.tokenID(token)}, Requested: 2, Affected: 2,
+		RequestID: "cli: graphmill admin token create",
+	}}, s.auditRows("user.token_create"))
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM audit_events a WHERE strpos(row_to_json(a)::text, $1) > 0`, token), "the secret is not recorded")
 
 	// The API lists them by their actor.

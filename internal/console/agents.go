@@ -101,7 +101,7 @@ type agentStartForm struct{ Input, Problem string }
 // shown open). Tools and RequireApprovalFor are one tool a line.
 type agentEditForm struct {
 	Name, Description, Instructions, Model, Tools, RequireApprovalFor, MaxSteps, Schedule, TriggerIntegrationID string
-	Problem                                                                                                      string
+	Problem                                                                                                     string
 }
 
 // agentEditOf is the edit form of a as stored.
