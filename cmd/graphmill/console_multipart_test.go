@@ -30,18 +30,7 @@ func (b *consoleBrowser) postMultipart(path string, fields map[string]string, fi
 		require.NoError(b.t, err)
 	}
 	require.NoError(b.t, mw.Close())
-	req, err := http.NewRequestWithContext(b.t.Context(), "POST", b.s.base+path, &body)
-	require.NoError(b.t, err)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	for _, h := range headers {
-		req.Header.Set(h.k, h.v)
-	}
-	resp, err := b.c.Do(req)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(b.t, err)
-	return resp.StatusCode, resp.Header, string(raw)
+	return b.send("POST", path, mw.FormDataContentType(), &body, headers...)
 }
 
 // TestConsoleMultipartFormsBounded: a console form read as multipart is
