@@ -212,7 +212,11 @@ func withDatabase(ctx context.Context, load func() (config.Config, *slog.Logger,
 }
 
 func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger, error), stdout io.Writer) *cobra.Command {
-	admin := &cobra.Command{Use: "admin", Short: "Administer users and tokens directly in the database"}
+	admin := &cobra.Command{
+		Use: "admin", Short: "Administer users and tokens directly in the database",
+		Long: "Administer users and tokens directly in the database. Each creation is recorded in the superadmin audit log " +
+			"(user.create, user.token_create) with the command line as the actor (the nil UUID, no token, request \"cli: <command>\").",
+	}
 
 	token := &cobra.Command{Use: "token", Short: "API tokens"}
 	var user, scopes, project, name string
