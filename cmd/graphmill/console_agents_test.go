@@ -57,7 +57,7 @@ func TestConsoleAgentEdit(t *testing.T) {
 	require.Equal(t, 200, status, page)
 	require.Contains(t, page, `id="agent-edit"`)
 	require.Contains(t, page, `name="name" value="Founder finder"`)
-	require.Contains(t, page, ">search\ngraph_create_object</textarea>")
+	require.Contains(t, page, ">\nsearch\ngraph_create_object</textarea>")
 	require.Contains(t, page, `name="maxSteps" value="10"`)
 
 	form := url.Values{
@@ -139,6 +139,33 @@ func TestConsoleAgentEdit(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, status, page)
 	want.Model, want.Schedule, want.TriggerIntegrationID, want.RequireApprovalFor, want.Description = "", "", "", []string{}, ""
 	require.Equal(t, want, stored())
+
+	// Another editor saves the form as a browser sends it (textareas
+	// with CRLF line ends) with only maxSteps changed: the instructions
+	// are the same, so the agent's owner (whom its schedule runs as)
+	// stays the one who last changed them.
+	require.Equal(t, 1, s.extractionCount(`UPDATE agents SET instructions = 'Line one.'||chr(10)||'Line two.' WHERE id = $1 RETURNING 1`, agentID))
+	want.Instructions = "Line one.\nLine two."
+	owner := s.agentGet(s.admin, agentID).OwnerID
+	require.NotEmpty(t, owner)
+	_, eveToken := s.newMember("eve@example.com", allScopes, project, "editor")
+	eve := newConsoleBrowser(t, s)
+	eve.signIn(eveToken)
+	status, _, page = eve.do("GET", agentPath, nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, "required>\nLine one.\nLine two.</textarea>", "a leading newline the parser drops: the text as stored")
+	typed := with("maxSteps", "5")
+	typed.Set("csrf", eve.csrf)
+	typed.Set("instructions", "Line one.\r\nLine two.")
+	typed.Set("description", "")
+	for _, k := range []string{"model", "schedule", "triggerIntegrationId", "requireApprovalFor"} {
+		typed.Set(k, "")
+	}
+	status, _, page = eve.do("POST", agentPath, typed)
+	require.Equal(t, http.StatusSeeOther, status, page)
+	want.MaxSteps = 5
+	require.Equal(t, want, stored())
+	require.Equal(t, owner, s.agentGet(s.admin, agentID).OwnerID, "not a change of the instructions")
 
 	// The agent under another project, an unknown agent: not found.
 	for _, p := range []string{"/projects/" + other + "/agents/" + agentID, "/projects/" + project + "/agents/" + uuid.NewString()} {

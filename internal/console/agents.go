@@ -117,11 +117,14 @@ func agentEditOf(a agent.Agent) agentEditForm {
 	return f
 }
 
-// agentEditTyped is the edit form as submitted.
+// agentEditTyped is the edit form as submitted, the textareas' line ends
+// as stored ("\n": a browser sends "\r\n", which would change the
+// instructions, and so the agent's owner, on every save).
 func agentEditTyped(r *http.Request) agentEditForm {
 	v := r.PostFormValue
+	text := func(k string) string { return strings.ReplaceAll(v(k), "\r\n", "\n") }
 	return agentEditForm{
-		Name: v("name"), Description: v("description"), Instructions: v("instructions"), Model: v("model"),
+		Name: v("name"), Description: text("description"), Instructions: text("instructions"), Model: v("model"),
 		Tools: v("tools"), RequireApprovalFor: v("requireApprovalFor"), MaxSteps: v("maxSteps"),
 		Schedule: v("schedule"), TriggerIntegrationID: v("triggerIntegrationId"),
 	}
