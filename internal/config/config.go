@@ -17,6 +17,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/email"
+	"github.com/graphmill/graphmill/internal/mcpserver"
 )
 
 // Environments.
@@ -383,7 +384,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("GRAPHMILL_DB_MAX_CONNS must be at least 2")
 	}
 	for _, o := range c.MCPAllowedOrigins {
-		if err := ValidOrigin(o); err != nil {
+		if _, err := mcpserver.NormalizeOrigin(o); err != nil {
 			return fmt.Errorf("GRAPHMILL_MCP_ALLOWED_ORIGINS: %w", err)
 		}
 	}
@@ -397,16 +398,6 @@ func (c Config) Validate() error {
 
 // hostName matches a DNS name (an optional trailing dot included).
 var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$`)
-
-// ValidOrigin checks that o is a browser origin as the Origin header
-// carries it: an http(s) scheme and a host, with no path, query or user.
-func ValidOrigin(o string) error {
-	u := httpURL(o)
-	if u == nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
-	}
-	return nil
-}
 
 func (c Config) validateConsole() error {
 	switch c.ConsoleSecureCookie {

@@ -530,7 +530,12 @@ func TestLoadMCP(t *testing.T) {
 		require.ErrorContains(t, err, "GRAPHMILL_PUBLIC_HOSTS", bad)
 	}
 
-	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://u@x", "https://x?q=1"} {
+	// Spaces around an entry (after the commas) are allowed: the MCP server
+	// trims them, as it always did.
+	c, err = config.Load([]string{"GRAPHMILL_MCP_ALLOWED_ORIGINS=https://app.example.com, http://localhost:3000/"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://app.example.com", " http://localhost:3000/"}, c.MCPAllowedOrigins)
+	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://u@x", "https://x?q=1", "https://x#f"} {
 		_, err := config.Load([]string{"GRAPHMILL_MCP_ALLOWED_ORIGINS=" + bad})
 		require.ErrorContains(t, err, "GRAPHMILL_MCP_ALLOWED_ORIGINS", bad)
 	}

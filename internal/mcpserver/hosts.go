@@ -25,7 +25,7 @@ type hostPolicy struct {
 	// names are canonical host names (canonicalHost): the listen address's
 	// host and GRAPHMILL_PUBLIC_HOSTS.
 	names map[string]bool
-	// origins are normalised origins (normalizeOrigin) of
+	// origins are normalised origins (NormalizeOrigin) of
 	// GRAPHMILL_MCP_ALLOWED_ORIGINS.
 	origins map[string]bool
 }
@@ -49,9 +49,9 @@ func newHostPolicy(listenAddr string, public, origins []string) (hostPolicy, err
 		p.names[n] = true
 	}
 	for _, o := range origins {
-		n, ok := normalizeOrigin(o)
-		if !ok {
-			return p, fmt.Errorf("mcpserver: %q is not an origin (scheme://host[:port])", o)
+		n, err := NormalizeOrigin(o)
+		if err != nil {
+			return p, fmt.Errorf("mcpserver: %w", err)
 		}
 		p.origins[n] = true
 	}
@@ -152,8 +152,8 @@ func (s *Server) admit(r *http.Request) error {
 	if o == "" {
 		return nil // not a browser
 	}
-	n, ok := normalizeOrigin(o)
-	if !ok {
+	n, err := NormalizeOrigin(o)
+	if err != nil {
 		return ErrOrigin
 	}
 	if s.hosts.origins[n] {
@@ -180,13 +180,17 @@ func (s *Server) admit(r *http.Request) error {
 	return nil
 }
 
-// normalizeOrigin lower-cases an origin and drops a trailing slash; ok is
-// false for anything that is not scheme://host[:port].
-func normalizeOrigin(o string) (string, bool) {
+// NormalizeOrigin checks that o is a browser origin as the Origin header
+// carries it (scheme://host[:port]: an http(s) scheme and a host, no path
+// but "/", no query, fragment or user) and returns it lower-cased, without
+// the trailing slash or surrounding spaces. GRAPHMILL_MCP_ALLOWED_ORIGINS
+// is validated with it (config.Validate) and both its entries and the
+// Origin header are compared in this form.
+func NormalizeOrigin(o string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(o))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return "", false
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host), true
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }
