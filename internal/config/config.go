@@ -34,7 +34,8 @@ const (
 
 // Config is the effective configuration of one process. A field read from
 // a GRAPHMILL_ variable (env tag) is logged by LogValue, in clear unless
-// its log tag says otherwise (logSecret, logURL, logCount, logDerived).
+// its log tag says otherwise (logSecret, logURL, logCount, logDerived);
+// the variables of the fields LogValue masks are SecretVars.
 type Config struct {
 	// DatabaseURL points at an external PostgreSQL; empty means the embedded
 	// cluster under DataDir.
@@ -237,6 +238,9 @@ func (c Config) TraceEndpoint() string {
 	return ""
 }
 
+// envPrefix starts the name of every variable of an env-tagged field.
+const envPrefix = "GRAPHMILL_"
+
 // WebSearchKeyVar is the contract's name of the global web search key.
 const WebSearchKeyVar = "WEB_SEARCH_API_KEY"
 
@@ -250,7 +254,7 @@ func Load(environ []string) (Config, error) {
 		}
 	}
 	var c Config
-	if err := env.ParseWithOptions(&c, env.Options{Prefix: "GRAPHMILL_", Environment: m}); err != nil {
+	if err := env.ParseWithOptions(&c, env.Options{Prefix: envPrefix, Environment: m}); err != nil {
 		return Config{}, fmt.Errorf("read configuration: %w", err)
 	}
 	c.WebSearchAPIKey = m[WebSearchKeyVar]

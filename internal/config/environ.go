@@ -4,16 +4,24 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 )
 
-// SecretVars names the variables that hold key material or credentials.
+// SecretVars names the variables that hold key material or credentials,
+// or may (a URL's password): those of the fields LogValue masks (log tag
+// secret, url or count), and WebSearchKeyVar.
 func SecretVars() []string {
-	return []string{
-		"GRAPHMILL_SECRET_KEY", "GRAPHMILL_SECRET_KEYS_OLD", "GRAPHMILL_BOOTSTRAP_TOKEN",
-		"GRAPHMILL_DATABASE_URL", "GRAPHMILL_KEY_AI_API_KEY", WebSearchKeyVar,
+	var names []string
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, ok := f.Tag.Lookup("env"); ok && f.Tag.Get("log") != "" && f.Tag.Get("log") != logDerived {
+			names = append(names, envPrefix+name)
+		}
 	}
+	return append(names, WebSearchKeyVar)
 }
 
 // HideSecrets takes the SecretVars out of this process's environment once
