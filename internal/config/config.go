@@ -393,15 +393,12 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, h := range c.PublicHosts {
-		if !hostName.MatchString(h) && net.ParseIP(strings.Trim(h, "[]")) == nil {
+		if _, ok := mcpserver.CanonicalHost(h); !ok {
 			return fmt.Errorf("GRAPHMILL_PUBLIC_HOSTS: %q is not a host name (a name or IP address, without scheme or port)", h)
 		}
 	}
 	return nil
 }
-
-// hostName matches a DNS name (an optional trailing dot included).
-var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$`)
 
 func (c Config) validateConsole() error {
 	switch c.ConsoleSecureCookie {

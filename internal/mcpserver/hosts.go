@@ -22,7 +22,7 @@ import (
 // hostPolicy holds the Host names and Origins allowed besides the loopback
 // names and the address a connection arrived on.
 type hostPolicy struct {
-	// names are canonical host names (canonicalHost): the listen address's
+	// names are canonical host names (CanonicalHost): the listen address's
 	// host and GRAPHMILL_PUBLIC_HOSTS.
 	names map[string]bool
 	// origins are normalised origins (NormalizeOrigin) of
@@ -35,14 +35,14 @@ func newHostPolicy(listenAddr string, public, origins []string) (hostPolicy, err
 	if listenAddr != "" {
 		if h, _, err := net.SplitHostPort(listenAddr); err == nil && h != "" {
 			if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
-				if n, ok := canonicalHost(h); ok {
+				if n, ok := CanonicalHost(h); ok {
 					p.names[n] = true
 				}
 			}
 		}
 	}
 	for _, h := range public {
-		n, ok := canonicalHost(h)
+		n, ok := CanonicalHost(h)
 		if !ok {
 			return p, fmt.Errorf("mcpserver: %q is not a host name (a name or IP address, without scheme or port)", h)
 		}
@@ -58,10 +58,11 @@ func newHostPolicy(listenAddr string, public, origins []string) (hostPolicy, err
 	return p, nil
 }
 
-// canonicalHost lower-cases a host name, drops a trailing dot and IPv6
-// brackets, and spells IP addresses canonically; ok is false for anything
-// that is not a plain name or IP address.
-func canonicalHost(h string) (string, bool) {
+// CanonicalHost lower-cases a host name, drops surrounding spaces, a
+// trailing dot and IPv6 brackets, and spells IP addresses canonically; ok
+// is false for anything that is not a plain name or IP address.
+// GRAPHMILL_PUBLIC_HOSTS is validated with it (config.Validate).
+func CanonicalHost(h string) (string, bool) {
 	h = strings.ToLower(strings.TrimSpace(h))
 	if strings.HasPrefix(h, "[") {
 		if !strings.HasSuffix(h, "]") {
@@ -107,7 +108,7 @@ func splitHost(hostport string) (name, port string, ok bool) {
 			return "", "", false
 		}
 	}
-	name, ok = canonicalHost(host)
+	name, ok = CanonicalHost(host)
 	return name, port, ok
 }
 
@@ -163,7 +164,7 @@ func (s *Server) admit(r *http.Request) error {
 	if err != nil {
 		return ErrOrigin
 	}
-	oname, ok := canonicalHost(u.Hostname())
+	oname, ok := CanonicalHost(u.Hostname())
 	if !ok {
 		return ErrOrigin
 	}
