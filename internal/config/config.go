@@ -468,14 +468,11 @@ func (c Config) SlogLevel() slog.Level {
 // read from unprefixed variables.
 func (c Config) LogValue() slog.Value {
 	v := reflect.ValueOf(c)
-	attrs := make([]slog.Attr, 0, v.NumField())
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		name, ok := f.Tag.Lookup("env")
-		if !ok || f.Tag.Get("log") == logDerived {
-			continue
+	var attrs []slog.Attr
+	for _, f := range envFields() {
+		if f.log != logDerived {
+			attrs = append(attrs, slog.Attr{Key: logKey(f.name), Value: logField(f.log, v.Field(f.index))})
 		}
-		attrs = append(attrs, slog.Attr{Key: logKey(name), Value: logField(f.Tag.Get("log"), v.Field(i))})
 	}
 	return slog.GroupValue(append(attrs,
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
@@ -547,6 +544,24 @@ const (
 	logCount   = "count"   // the number of values
 	logDerived = "derived" // not shown as read: LogValue shows what it derives from it
 )
+
+// envField is a field of Config read from a GRAPHMILL_ variable.
+type envField struct {
+	index     int    // in Config
+	name, log string // its env and log tags
+}
+
+// envFields are the fields of Config read from GRAPHMILL_ variables.
+func envFields() []envField {
+	var fs []envField
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if name, ok := t.Field(i).Tag.Lookup("env"); ok {
+			fs = append(fs, envField{index: i, name: name, log: t.Field(i).Tag.Get("log")})
+		}
+	}
+	return fs
+}
 
 // logKey is the key a setting is logged under: its variable's name
 // (without GRAPHMILL_) in lowerCamel, DATABASE_URL as databaseUrl.

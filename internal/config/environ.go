@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 )
@@ -14,11 +13,9 @@ import (
 // secret, url or count), and WebSearchKeyVar.
 func SecretVars() []string {
 	var names []string
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if name, ok := f.Tag.Lookup("env"); ok && f.Tag.Get("log") != "" && f.Tag.Get("log") != logDerived {
-			names = append(names, envPrefix+name)
+	for _, f := range envFields() {
+		if f.log != "" && f.log != logDerived {
+			names = append(names, envPrefix+f.name)
 		}
 	}
 	return append(names, WebSearchKeyVar)
