@@ -12,23 +12,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// unprefixed are the fields Load reads from unprefixed variables (or
-// derives), which have no env tag and so are not logged by reflection:
-// LogValue shows each as its reason says.
-var unprefixed = map[string]string{
-	"WebSearchAPIKey":    "webSearchApiKey, masked",
-	"OTLPEndpoint":       "in traceEndpoint, masked",
-	"OTLPTracesEndpoint": "in traceEndpoint, masked",
-	"OTLPProtocol":       "not logged: only http/protobuf is accepted",
-	"TracingOff":         "not logged: traceEndpoint is empty",
-}
-
 // TestLogTags: every setting whose variable names a key, token, secret,
 // password or URL says with a log tag how it is masked, but the few listed
 // with the reason they are not secret; tags are known and fit their field.
 func TestLogTags(t *testing.T) {
 	t.Parallel()
 
+	// unprefixed are the fields Load reads from unprefixed variables (or
+	// derives), which have no env tag and so are not logged by reflection:
+	// LogValue shows each as its reason says.
+	unprefixed := map[string]string{
+		"WebSearchAPIKey":    "webSearchApiKey, masked",
+		"OTLPEndpoint":       "in traceEndpoint, masked",
+		"OTLPTracesEndpoint": "in traceEndpoint, masked",
+		"OTLPProtocol":       "not logged: only http/protobuf is accepted",
+		"TracingOff":         "not logged: traceEndpoint is empty",
+	}
 	notSecret := map[string]string{
 		"OIDC_TOKEN_MAX_LIFETIME": "a duration, the lifetime of the tokens created with an OIDC session",
 	}
