@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/egress"
 	"github.com/graphmill/graphmill/internal/email"
+	"github.com/graphmill/graphmill/internal/mcpserver"
 )
 
 // Environments.
@@ -30,11 +32,14 @@ const (
 	LogText = "text"
 )
 
-// Config is the effective configuration of one process.
+// Config is the effective configuration of one process. A field read from
+// a GRAPHMILL_ variable (env tag) is logged by LogValue, in clear unless
+// its log tag says otherwise (logSecret, logURL, logCount, logDerived);
+// the variables of the fields LogValue masks are SecretVars.
 type Config struct {
 	// DatabaseURL points at an external PostgreSQL; empty means the embedded
 	// cluster under DataDir.
-	DatabaseURL string `env:"DATABASE_URL"`
+	DatabaseURL string `env:"DATABASE_URL" log:"url"`
 	// DataDir holds the embedded cluster, the generated admin token and other
 	// local state.
 	DataDir     string `env:"DATA_DIR" envDefault:"./.graphmill"`
@@ -47,7 +52,7 @@ type Config struct {
 	LogFormat string `env:"LOG_FORMAT"`
 
 	// BootstrapToken fixes the value of the first admin token.
-	BootstrapToken string `env:"BOOTSTRAP_TOKEN"`
+	BootstrapToken string `env:"BOOTSTRAP_TOKEN" log:"secret"`
 
 	OIDCIssuer   string `env:"OIDC_ISSUER"`
 	OIDCAudience string `env:"OIDC_AUDIENCE"`
@@ -65,8 +70,8 @@ type Config struct {
 	// offline_access brings a refresh token, which renews the session's
 	// access token.
 	ConsoleOIDCClientID     string   `env:"CONSOLE_OIDC_CLIENT_ID"`
-	ConsoleOIDCClientSecret string   `env:"CONSOLE_OIDC_CLIENT_SECRET"`
-	ConsoleOIDCRedirectURL  string   `env:"CONSOLE_OIDC_REDIRECT_URL"`
+	ConsoleOIDCClientSecret string   `env:"CONSOLE_OIDC_CLIENT_SECRET" log:"secret"`
+	ConsoleOIDCRedirectURL  string   `env:"CONSOLE_OIDC_REDIRECT_URL" log:"url"`
 	ConsoleOIDCScopes       []string `env:"CONSOLE_OIDC_SCOPES" envSeparator:"," envDefault:"openid,profile,email,offline_access"`
 	// ConsoleSecureCookie says when the console's cookies are Secure:
 	// auto (over TLS, or always when PUBLIC_URL is https, as behind a
@@ -107,28 +112,28 @@ type Config struct {
 
 	// SecretKey (base64 of 32 bytes) seals secrets at rest; the embedded
 	// default generates one into the data directory when it is unset.
-	SecretKey string `env:"SECRET_KEY"`
+	SecretKey string `env:"SECRET_KEY" log:"secret"`
 	// SecretKeysOld are retired keys, still used to open old values.
-	SecretKeysOld []string `env:"SECRET_KEYS_OLD" envSeparator:","`
+	SecretKeysOld []string `env:"SECRET_KEYS_OLD" envSeparator:"," log:"count"`
 
 	// The global provider credentials, used by projects without their own
 	// or their organization's.
-	KeyAIAPIKey              string `env:"KEY_AI_API_KEY"`
-	KeyAIBaseURL             string `env:"KEY_AI_BASE_URL"`
+	KeyAIAPIKey              string `env:"KEY_AI_API_KEY" log:"secret"`
+	KeyAIBaseURL             string `env:"KEY_AI_BASE_URL" log:"url"`
 	AccountAICredentialsFile string `env:"ACCOUNT_AI_CREDENTIALS_FILE"`
 	AccountAIProject         string `env:"ACCOUNT_AI_PROJECT"`
 	AccountAILocation        string `env:"ACCOUNT_AI_LOCATION"`
-	AccountAIBaseURL         string `env:"ACCOUNT_AI_BASE_URL"`
+	AccountAIBaseURL         string `env:"ACCOUNT_AI_BASE_URL" log:"url"`
 	// The openai provider (any OpenAI-compatible endpoint): either the
 	// base URL or the key enables it. The base URL is the operator's, so it
 	// may be private or loopback (Ollama: http://localhost:11434/v1).
-	OpenAIBaseURL        string `env:"OPENAI_BASE_URL"`
-	OpenAIAPIKey         string `env:"OPENAI_API_KEY"`
+	OpenAIBaseURL        string `env:"OPENAI_BASE_URL" log:"url"`
+	OpenAIAPIKey         string `env:"OPENAI_API_KEY" log:"secret"`
 	OpenAIModel          string `env:"OPENAI_MODEL"`
 	OpenAIEmbeddingModel string `env:"OPENAI_EMBEDDING_MODEL"`
 	// LocalProvider enables the offline provider as the last resort; unset
 	// means enabled on the embedded default and disabled otherwise.
-	LocalProvider *bool `env:"LOCAL_PROVIDER"`
+	LocalProvider *bool `env:"LOCAL_PROVIDER" log:"derived"`
 	// ProviderRPM and ProviderTPM override the catalog's requests and
 	// tokens per minute for every model (0: the catalog's figures).
 	ProviderRPM int `env:"PROVIDER_RPM" envDefault:"0"`
@@ -153,7 +158,7 @@ type Config struct {
 	// answer 405).
 	MCPStateless bool `env:"MCP_STATELESS" envDefault:"false"`
 	// MCPRegistryURL is the official MCP registry (its /v0.1/servers API).
-	MCPRegistryURL string `env:"MCP_REGISTRY_URL" envDefault:"https://registry.modelcontextprotocol.io"`
+	MCPRegistryURL string `env:"MCP_REGISTRY_URL" envDefault:"https://registry.modelcontextprotocol.io" log:"url"`
 	// MCPStdio says who may create stdio MCP servers, which run commands
 	// on this host: superadmin (only superadmins), enabled (organization
 	// admins too) or disabled (nobody; existing ones do not start).
@@ -188,17 +193,17 @@ type Config struct {
 	// read from the unprefixed WEB_SEARCH_API_KEY the contract names.
 	WebSearchAPIKey string
 	// WebSearchBaseURL is the Brave Search API's base URL.
-	WebSearchBaseURL string `env:"WEB_SEARCH_BASE_URL" envDefault:"https://api.search.brave.com"`
+	WebSearchBaseURL string `env:"WEB_SEARCH_BASE_URL" envDefault:"https://api.search.brave.com" log:"url"`
 
 	// SMTPURL (smtp://user:pass@host:587, STARTTLS required except to a
 	// loopback host; smtps:// for implicit TLS) and EmailFrom turn email
 	// on; without both, email is off.
-	SMTPURL   string `env:"SMTP_URL"`
+	SMTPURL   string `env:"SMTP_URL" log:"url"`
 	EmailFrom string `env:"EMAIL_FROM"`
 	// PublicURL is the base URL (scheme://host[:port][/path]) people
 	// reach the server by, under which emailed links point; empty means
 	// http:// and the HTTP address (PublicBaseURL).
-	PublicURL string `env:"PUBLIC_URL"`
+	PublicURL string `env:"PUBLIC_URL" log:"url"`
 
 	// Tracing, from OpenTelemetry's standard (unprefixed) variables:
 	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT, the base URL /v1/traces
@@ -233,6 +238,9 @@ func (c Config) TraceEndpoint() string {
 	return ""
 }
 
+// envPrefix starts the name of every variable of an env-tagged field.
+const envPrefix = "GRAPHMILL_"
+
 // WebSearchKeyVar is the contract's name of the global web search key.
 const WebSearchKeyVar = "WEB_SEARCH_API_KEY"
 
@@ -246,7 +254,7 @@ func Load(environ []string) (Config, error) {
 		}
 	}
 	var c Config
-	if err := env.ParseWithOptions(&c, env.Options{Prefix: "GRAPHMILL_", Environment: m}); err != nil {
+	if err := env.ParseWithOptions(&c, env.Options{Prefix: envPrefix, Environment: m}); err != nil {
 		return Config{}, fmt.Errorf("read configuration: %w", err)
 	}
 	c.WebSearchAPIKey = m[WebSearchKeyVar]
@@ -380,27 +388,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("GRAPHMILL_DB_MAX_CONNS must be at least 2")
 	}
 	for _, o := range c.MCPAllowedOrigins {
-		if err := ValidOrigin(o); err != nil {
+		if _, err := mcpserver.NormalizeOrigin(o); err != nil {
 			return fmt.Errorf("GRAPHMILL_MCP_ALLOWED_ORIGINS: %w", err)
 		}
 	}
 	for _, h := range c.PublicHosts {
-		if !hostName.MatchString(h) && net.ParseIP(strings.Trim(h, "[]")) == nil {
+		if _, ok := mcpserver.CanonicalHost(h); !ok {
 			return fmt.Errorf("GRAPHMILL_PUBLIC_HOSTS: %q is not a host name (a name or IP address, without scheme or port)", h)
 		}
-	}
-	return nil
-}
-
-// hostName matches a DNS name (an optional trailing dot included).
-var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$`)
-
-// ValidOrigin checks that o is a browser origin as the Origin header
-// carries it: an http(s) scheme and a host, with no path, query or user.
-func ValidOrigin(o string) error {
-	u := httpURL(o)
-	if u == nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
 	}
 	return nil
 }
@@ -468,73 +463,38 @@ func (c Config) SlogLevel() slog.Level {
 }
 
 // LogValue prints the configuration with every secret masked, so that it can
-// be logged at start.
+// be logged at start: every field read from a GRAPHMILL_ variable under
+// logKey of its name, as its log tag says, then the settings derived or
+// read from unprefixed variables.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("databaseUrl", MaskURL(c.DatabaseURL)),
-		slog.String("dataDir", c.DataDir),
-		slog.String("httpAddr", c.HTTPAddr),
-		slog.String("opsAddr", c.OpsAddr),
-		slog.String("environment", c.Environment),
-		slog.String("logLevel", c.LogLevel),
-		slog.String("logFormat", c.LogFormat),
-		slog.String("bootstrapToken", mask(c.BootstrapToken)),
-		slog.String("oidcIssuer", c.OIDCIssuer),
-		slog.String("oidcAudience", c.OIDCAudience),
-		slog.Duration("oidcTokenMaxLifetime", c.OIDCTokenMaxLifetime),
-		slog.String("consoleOidcClientId", c.ConsoleOIDCClientID),
-		slog.String("consoleOidcClientSecret", mask(c.ConsoleOIDCClientSecret)),
-		slog.String("consoleOidcRedirectUrl", c.ConsoleOIDCRedirectURL),
-		slog.String("consoleOidcScopes", strings.Join(c.ConsoleOIDCScopes, ",")),
-		slog.String("consoleSecureCookie", c.ConsoleSecureCookie),
-		slog.Duration("authCacheTtl", c.AuthCacheTTL),
-		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
-		slog.Int("dbMaxConns", int(c.DBMaxConns)),
-		slog.String("secretKey", mask(c.SecretKey)),
-		slog.Int("secretKeysOld", len(c.SecretKeysOld)),
-		slog.String("keyAiApiKey", mask(c.KeyAIAPIKey)),
-		slog.String("keyAiBaseUrl", MaskURL(c.KeyAIBaseURL)),
-		slog.String("accountAiCredentialsFile", c.AccountAICredentialsFile),
-		slog.String("accountAiProject", c.AccountAIProject),
-		slog.String("accountAiLocation", c.AccountAILocation),
-		slog.String("accountAiBaseUrl", MaskURL(c.AccountAIBaseURL)),
-		slog.String("openaiBaseUrl", MaskURL(c.OpenAIBaseURL)),
-		slog.String("openaiApiKey", mask(c.OpenAIAPIKey)),
-		slog.String("openaiModel", c.OpenAIModel),
-		slog.String("openaiEmbeddingModel", c.OpenAIEmbeddingModel),
+	v := reflect.ValueOf(c)
+	var attrs []slog.Attr
+	for _, f := range envFields() {
+		if f.log != logDerived {
+			attrs = append(attrs, slog.Attr{Key: logKey(f.name), Value: logField(f.log, v.Field(f.index))})
+		}
+	}
+	return slog.GroupValue(append(attrs,
 		slog.Bool("localProvider", c.LocalProviderEnabled()),
-		slog.Int64("vectorCacheBytes", c.VectorCacheBytes),
-		slog.Int64("maxUploadBytes", c.MaxUploadBytes),
-		slog.Int64("maxJsonUploadBytes", c.MaxJSONUploadBytes),
-		slog.Int("maxConcurrentUploads", c.MaxConcurrentUploads),
-		slog.String("uploadSpoolDir", c.UploadSpoolDir),
-		slog.Any("mcpAllowedOrigins", c.MCPAllowedOrigins),
-		slog.Any("publicHosts", c.PublicHosts),
-		slog.Bool("mcpStateless", c.MCPStateless),
-		slog.String("mcpRegistryUrl", MaskURL(c.MCPRegistryURL)),
-		slog.String("mcpStdio", c.MCPStdio),
-		slog.Duration("mcpCallTimeout", c.MCPCallTimeout),
-		slog.Duration("mcpIdleTimeout", c.MCPIdleTimeout),
-		slog.Duration("agentQuestionTimeout", c.AgentQuestionTimeout),
-		slog.String("mcpStdioUser", c.MCPStdioUser),
-		slog.Int64("mcpMaxResponseBytes", c.MCPMaxResponseBytes),
-		slog.Int("mcpMaxConcurrentCalls", c.MCPMaxConcurrentCalls),
-		slog.Int("mcpMaxConcurrentCallsTotal", c.MCPMaxConcurrentCallsTotal),
-		slog.Any("egressAllow", c.EgressAllow),
-		slog.String("webSearchApiKey", mask(c.WebSearchAPIKey)),
-		slog.String("webSearchBaseUrl", MaskURL(c.WebSearchBaseURL)),
-		slog.String("smtpUrl", MaskURL(c.SMTPURL)),
-		slog.String("emailFrom", c.EmailFrom),
-		slog.String("publicUrl", c.PublicURL),
+		slog.Attr{Key: "webSearchApiKey", Value: logField(logSecret, reflect.ValueOf(c.WebSearchAPIKey))},
 		slog.String("traceEndpoint", MaskURL(c.TraceEndpoint())),
-	)
+	)...)
 }
 
-func mask(s string) string {
-	if s == "" {
-		return ""
+// logField is v as a field tagged log:how is shown; a tag that does not
+// fit v's kind, or that logField does not know, masks it.
+func logField(how string, v reflect.Value) slog.Value {
+	switch {
+	case how == "":
+		return slog.AnyValue(v.Interface())
+	case how == logURL && v.Kind() == reflect.String:
+		return slog.StringValue(MaskURL(v.String()))
+	case how == logCount && v.Kind() == reflect.Slice:
+		return slog.IntValue(v.Len())
+	case v.IsZero():
+		return slog.StringValue("")
 	}
-	return masked
+	return slog.StringValue(masked)
 }
 
 // MaskURL hides the passwords of a connection string, in either form that
@@ -575,6 +535,45 @@ func MaskURL(s string) string {
 }
 
 const masked = "***"
+
+// How LogValue shows a field, by its log tag; a field without one is shown
+// as it is.
+const (
+	logSecret  = "secret"  // masked when set
+	logURL     = "url"     // MaskURL: the passwords in it masked
+	logCount   = "count"   // the number of values
+	logDerived = "derived" // not shown as read: LogValue shows what it derives from it
+)
+
+// envField is a field of Config read from a GRAPHMILL_ variable.
+type envField struct {
+	index     int    // in Config
+	name, log string // its env and log tags
+}
+
+// envFields are the fields of Config read from GRAPHMILL_ variables.
+func envFields() []envField {
+	var fs []envField
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if name, ok := t.Field(i).Tag.Lookup("env"); ok {
+			fs = append(fs, envField{index: i, name: name, log: t.Field(i).Tag.Get("log")})
+		}
+	}
+	return fs
+}
+
+// logKey is the key a setting is logged under: its variable's name
+// (without GRAPHMILL_) in lowerCamel, DATABASE_URL as databaseUrl.
+func logKey(name string) string {
+	words := strings.Split(strings.ToLower(name), "_")
+	for i := 1; i < len(words); i++ {
+		if words[i] != "" {
+			words[i] = strings.ToUpper(words[i][:1]) + words[i][1:]
+		}
+	}
+	return strings.Join(words, "")
+}
 
 // dsnPassword matches the value of a password (or sslpassword, the client
 // key's passphrase) setting in a keyword/value connection string: single-quoted with backslash escapes (an unterminated

@@ -525,12 +525,22 @@ func TestLoadMCP(t *testing.T) {
 	require.Equal(t, []string{"https://app.example.com", "http://localhost:3000"}, c.MCPAllowedOrigins)
 	require.True(t, c.MCPStateless)
 	require.Equal(t, []string{"graphmill.example.com", "10.0.0.7", "[2001:db8::1]", "internal_host.corp."}, c.PublicHosts)
-	for _, bad := range []string{"graphmill.example.com:443", "https://graphmill.example.com", "a/b", "-x.example.com", "*.example.com"} {
+	// The MCP server's own check (mcpserver.CanonicalHost): spaces around
+	// a name are dropped; an IPv4 address in brackets, which it refuses, is
+	// refused here rather than when the server starts.
+	_, err = config.Load([]string{"GRAPHMILL_PUBLIC_HOSTS=graphmill.example.com, other.example.com"})
+	require.NoError(t, err)
+	for _, bad := range []string{"graphmill.example.com:443", "https://graphmill.example.com", "a/b", "-x.example.com", "*.example.com", "[10.0.0.7]", "[::1"} {
 		_, err := config.Load([]string{"GRAPHMILL_PUBLIC_HOSTS=" + bad})
 		require.ErrorContains(t, err, "GRAPHMILL_PUBLIC_HOSTS", bad)
 	}
 
-	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://u@x", "https://x?q=1"} {
+	// Spaces around an entry (after the commas) are allowed: the MCP server
+	// trims them, as it always did.
+	c, err = config.Load([]string{"GRAPHMILL_MCP_ALLOWED_ORIGINS=https://app.example.com, http://localhost:3000/"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://app.example.com", " http://localhost:3000/"}, c.MCPAllowedOrigins)
+	for _, bad := range []string{"app.example.com", "https://app.example.com/path", "ftp://x", "https://u@x", "https://x?q=1", "https://x#f"} {
 		_, err := config.Load([]string{"GRAPHMILL_MCP_ALLOWED_ORIGINS=" + bad})
 		require.ErrorContains(t, err, "GRAPHMILL_MCP_ALLOWED_ORIGINS", bad)
 	}

@@ -8,12 +8,17 @@ import (
 	"strings"
 )
 
-// SecretVars names the variables that hold key material or credentials.
+// SecretVars names the variables that hold key material or credentials,
+// or may (a URL's password): those of the fields LogValue masks (log tag
+// secret, url or count), and WebSearchKeyVar.
 func SecretVars() []string {
-	return []string{
-		"GRAPHMILL_SECRET_KEY", "GRAPHMILL_SECRET_KEYS_OLD", "GRAPHMILL_BOOTSTRAP_TOKEN",
-		"GRAPHMILL_DATABASE_URL", "GRAPHMILL_KEY_AI_API_KEY", WebSearchKeyVar,
+	var names []string
+	for _, f := range envFields() {
+		if f.log != "" && f.log != logDerived {
+			names = append(names, envPrefix+f.name)
+		}
 	}
+	return append(names, WebSearchKeyVar)
 }
 
 // HideSecrets takes the SecretVars out of this process's environment once

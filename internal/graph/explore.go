@@ -60,7 +60,7 @@ func (s *Service) Neighbours(ctx context.Context, project, id uuid.UUID, limit, 
 	if _, err := objectGet(ctx, s.pool, project, id, false); err != nil {
 		return nil, 0, err
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT `+prefixed("r.", relationshipColumns)+`,
+	rows, _ := s.pool.Query(ctx, `SELECT `+postgres.Qualify("r", relationshipColumns)+`,
 			o.id AS other_id, o.type AS other_type, o.name AS other_name, o.status AS other_status, count(*) OVER () AS total
 		FROM graph_relationships r
 		JOIN graph_objects o ON o.id = CASE WHEN r.source_id = $2 THEN r.target_id ELSE r.source_id END AND o.deleted_at IS NULL

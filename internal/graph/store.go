@@ -154,15 +154,6 @@ func objectGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID, loc
 	return r.toObject(), nil
 }
 
-// prefixed qualifies each column of a column list with p ("o.").
-func prefixed(p, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = p + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
-}
-
 // escapeLike quotes the LIKE wildcards of s.
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
@@ -211,7 +202,7 @@ func objectList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f Obje
 	rows, _ := db.Query(ctx, `WITH page AS (
 			SELECT id, created_at, `+window+` AS total FROM graph_objects WHERE `+cond+fmt.Sprintf(`
 			ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d)`, len(args)+1, len(args)+2)+`
-		SELECT `+prefixed("o.", objectColumns)+`, page.total FROM page JOIN graph_objects o ON o.id = page.id
+		SELECT `+postgres.Qualify("o", objectColumns)+`, page.total FROM page JOIN graph_objects o ON o.id = page.id
 		ORDER BY page.created_at DESC, page.id DESC`, append(args, f.Limit, f.Offset)...)
 	out, pageTotal, err := postgres.CollectPage(rows, objectPageRow.toObject)
 	if err != nil {

@@ -309,19 +309,9 @@ func waking() transition {
 	}
 }
 
-// transitionCols are the columns a transition returns of each job: the
+// transitionColumns are the columns a transition returns of each job: the
 // Job's, then status and updated_at.
-func transitionCols() []string {
-	return []string{"id", "project_id", "priority", "run_at", "attempt", "retry_count", "max_retries", "started_at", "created_at", "trace_parent", "status", "updated_at"}
-}
-
-func prefixed(prefix string, cols []string) string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		out[i] = prefix + c
-	}
-	return strings.Join(out, ", ")
-}
+const transitionColumns = `id, project_id, priority, run_at, attempt, retry_count, max_retries, started_at, created_at, trace_parent, status, updated_at`
 
 // transitionSQL is the one statement of transition t on table for the
 // jobs where selects (with $1 now, $2 the channel, $3 t's from states, and
@@ -334,18 +324,18 @@ func transitionSQL(table string, t transition, where string) string {
 	tb := pgx.Identifier{table}.Sanitize()
 	prev := `cur.status, cur.error_msg, cur.retry_count, (SELECT count(*) FROM note)`
 	return `WITH cur AS (
-    SELECT ` + strings.Join(transitionCols(), ", ") + `, error_msg FROM ` + tb + `
+    SELECT ` + transitionColumns + `, error_msg FROM ` + tb + `
     WHERE ` + where + ` ORDER BY id FOR UPDATE
 ), upd AS (
     UPDATE ` + tb + ` AS j SET ` + t.set + `
     FROM cur WHERE j.id = cur.id AND cur.status = ANY($3)
-    RETURNING ` + prefixed("j.", transitionCols()) + `
+    RETURNING ` + postgres.Qualify("j", transitionColumns) + `
 ), note AS (
     ` + t.notify + `
 )
-SELECT ` + prefixed("upd.", transitionCols()) + `, true, ` + prev + ` FROM upd JOIN cur USING (id)
+SELECT ` + postgres.Qualify("upd", transitionColumns) + `, true, ` + prev + ` FROM upd JOIN cur USING (id)
 UNION ALL
-SELECT ` + prefixed("cur.", transitionCols()) + `, false, ` + prev + ` FROM cur WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = cur.id)
+SELECT ` + postgres.Qualify("cur", transitionColumns) + `, false, ` + prev + ` FROM cur WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = cur.id)
 ORDER BY 9, 1`
 }
 

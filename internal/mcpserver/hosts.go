@@ -22,10 +22,10 @@ import (
 // hostPolicy holds the Host names and Origins allowed besides the loopback
 // names and the address a connection arrived on.
 type hostPolicy struct {
-	// names are canonical host names (canonicalHost): the listen address's
+	// names are canonical host names (CanonicalHost): the listen address's
 	// host and GRAPHMILL_PUBLIC_HOSTS.
 	names map[string]bool
-	// origins are normalised origins (normalizeOrigin) of
+	// origins are normalised origins (NormalizeOrigin) of
 	// GRAPHMILL_MCP_ALLOWED_ORIGINS.
 	origins map[string]bool
 }
@@ -35,33 +35,34 @@ func newHostPolicy(listenAddr string, public, origins []string) (hostPolicy, err
 	if listenAddr != "" {
 		if h, _, err := net.SplitHostPort(listenAddr); err == nil && h != "" {
 			if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
-				if n, ok := canonicalHost(h); ok {
+				if n, ok := CanonicalHost(h); ok {
 					p.names[n] = true
 				}
 			}
 		}
 	}
 	for _, h := range public {
-		n, ok := canonicalHost(h)
+		n, ok := CanonicalHost(h)
 		if !ok {
 			return p, fmt.Errorf("mcpserver: %q is not a host name (a name or IP address, without scheme or port)", h)
 		}
 		p.names[n] = true
 	}
 	for _, o := range origins {
-		n, ok := normalizeOrigin(o)
-		if !ok {
-			return p, fmt.Errorf("mcpserver: %q is not an origin (scheme://host[:port])", o)
+		n, err := NormalizeOrigin(o)
+		if err != nil {
+			return p, fmt.Errorf("mcpserver: %w", err)
 		}
 		p.origins[n] = true
 	}
 	return p, nil
 }
 
-// canonicalHost lower-cases a host name, drops a trailing dot and IPv6
-// brackets, and spells IP addresses canonically; ok is false for anything
-// that is not a plain name or IP address.
-func canonicalHost(h string) (string, bool) {
+// CanonicalHost lower-cases a host name, drops surrounding spaces, a
+// trailing dot and IPv6 brackets, and spells IP addresses canonically; ok
+// is false for anything that is not a plain name or IP address.
+// GRAPHMILL_PUBLIC_HOSTS is validated with it (config.Validate).
+func CanonicalHost(h string) (string, bool) {
 	h = strings.ToLower(strings.TrimSpace(h))
 	if strings.HasPrefix(h, "[") {
 		if !strings.HasSuffix(h, "]") {
@@ -107,7 +108,7 @@ func splitHost(hostport string) (name, port string, ok bool) {
 			return "", "", false
 		}
 	}
-	name, ok = canonicalHost(host)
+	name, ok = CanonicalHost(host)
 	return name, port, ok
 }
 
@@ -152,8 +153,8 @@ func (s *Server) admit(r *http.Request) error {
 	if o == "" {
 		return nil // not a browser
 	}
-	n, ok := normalizeOrigin(o)
-	if !ok {
+	n, err := NormalizeOrigin(o)
+	if err != nil {
 		return ErrOrigin
 	}
 	if s.hosts.origins[n] {
@@ -163,7 +164,7 @@ func (s *Server) admit(r *http.Request) error {
 	if err != nil {
 		return ErrOrigin
 	}
-	oname, ok := canonicalHost(u.Hostname())
+	oname, ok := CanonicalHost(u.Hostname())
 	if !ok {
 		return ErrOrigin
 	}
@@ -180,13 +181,17 @@ func (s *Server) admit(r *http.Request) error {
 	return nil
 }
 
-// normalizeOrigin lower-cases an origin and drops a trailing slash; ok is
-// false for anything that is not scheme://host[:port].
-func normalizeOrigin(o string) (string, bool) {
+// NormalizeOrigin checks that o is a browser origin as the Origin header
+// carries it (scheme://host[:port]: an http(s) scheme and a host, no path
+// but "/", no query, fragment or user) and returns it lower-cased, without
+// the trailing slash or surrounding spaces. GRAPHMILL_MCP_ALLOWED_ORIGINS
+// is validated with it (config.Validate) and both its entries and the
+// Origin header are compared in this form.
+func NormalizeOrigin(o string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(o))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return "", false
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host), true
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }

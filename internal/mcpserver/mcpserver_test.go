@@ -320,6 +320,32 @@ func TestHostsAndOrigins(t *testing.T) {
 	}
 }
 
+// TestNormalizeOrigin covers both callers: GRAPHMILL_MCP_ALLOWED_ORIGINS
+// (config.Validate and newHostPolicy) and the Origin header (admit).
+func TestNormalizeOrigin(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"https://app.example.com", "https://app.example.com"},
+		{"http://localhost:3000", "http://localhost:3000"},
+		{"https://App.example.com/", "https://app.example.com"},
+		{"HTTPS://APP.EXAMPLE.COM/", "https://app.example.com"},
+		{"https://graphmill.example.com:8443", "https://graphmill.example.com:8443"},
+		{"http://[::1]:5000", "http://[::1]:5000"},
+		{" https://app.example.com ", "https://app.example.com"}, // GRAPHMILL_MCP_ALLOWED_ORIGINS=a, b
+	} {
+		got, err := NormalizeOrigin(c.in)
+		require.NoError(t, err, c.in)
+		require.Equal(t, c.want, got, c.in)
+	}
+	for _, bad := range []string{
+		"", "app.example.com", "https://app.example.com/path", "ftp://x", "https://u@x", "https://u:p@x",
+		"https://x?q=1", "https://x#f", "null", "file://", "https://", "://x", "https://x/%zz",
+	} {
+		_, err := NormalizeOrigin(bad)
+		require.ErrorContains(t, err, "is not an origin (scheme://host[:port])", bad)
+	}
+}
+
 // go-sdk's registration message about the spec's tool names is demoted to
 // DEBUG (dropped at INFO); every other SDK message keeps its level.
 func TestSpecToolNameMessageDemoted(t *testing.T) {

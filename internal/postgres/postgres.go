@@ -292,6 +292,17 @@ func Value[T any](p *T) T {
 	return *p
 }
 
+// Qualify qualifies each column of a comma-separated column list, as a
+// query names them (spaces and line breaks allowed), with alias:
+// Qualify("o", "id, name") is "o.id, o.name".
+func Qualify(alias, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
 // NullIfEmpty stores an empty string as NULL.
 func NullIfEmpty(s string) *string {
 	if s == "" {

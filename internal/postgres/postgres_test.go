@@ -288,3 +288,14 @@ func TestIsDeadlock(t *testing.T) {
 	require.False(t, postgres.IsDeadlock(errors.New("deadlock detected")))
 	require.False(t, postgres.IsDeadlock(nil))
 }
+
+func TestQualify(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ alias, columns, want string }{
+		{"o", "id", "o.id"},
+		{"j", "id, project_id,status", "j.id, j.project_id, j.status"},
+		{"r", "id, type,\n\tcreated_at, updated_at", "r.id, r.type, r.created_at, r.updated_at"},
+	} {
+		require.Equal(t, c.want, postgres.Qualify(c.alias, c.columns))
+	}
+}

@@ -13,29 +13,43 @@ const [folder, files, session] = args;
 await run(async () => {
   await signIn();
 
-  // Uploads: every POST is held 300 ms (so that they overlap) and counted
-  // while in flight (from its request to its response's end); the first
-  // is refused with 429, Retry-After 1.
+  // Uploads: every POST is held 300 ms (so that they overlap); the first
+  // is refused with 429, Retry-After 1. The uploads in flight are counted
+  // in the page, from send to readyState 4 (which comes before the load
+  // handler that starts the next): Playwright's requestfinished events
+  // reach this script after the page has already sent the next request,
+  // so counting them here read five at once under load.
   const uploadURL = `${base}/projects/${project}/documents`;
   const isUpload = (r) => r.method() === "POST" && r.url() === uploadURL;
-  let inflight = 0;
   let refused = false;
-  report.maxInflight = 0;
   report.posts = 0;
   page.on("request", (r) => {
     if (isUpload(r)) {
       report.posts++;
-      inflight++;
-      report.maxInflight = Math.max(report.maxInflight, inflight);
     }
   });
-  const ended = (r) => {
-    if (isUpload(r)) {
-      inflight--;
-    }
-  };
-  page.on("requestfinished", ended);
-  page.on("requestfailed", ended);
+  await page.addInitScript(() => {
+    window.uploadsInflight = 0;
+    window.uploadsMaxInflight = 0;
+    const open = XMLHttpRequest.prototype.open;
+    const send = XMLHttpRequest.prototype.send;
+    XMLHttpRequest.prototype.open = function (method, url, ...rest) {
+      this.countedUpload = method === "POST" && new URL(url, location.href).pathname.endsWith("/documents");
+      return open.call(this, method, url, ...rest);
+    };
+    XMLHttpRequest.prototype.send = function (...args) {
+      if (this.countedUpload) {
+        window.uploadsInflight++;
+        window.uploadsMaxInflight = Math.max(window.uploadsMaxInflight, window.uploadsInflight);
+        this.addEventListener("readystatechange", () => {
+          if (this.readyState === 4) {
+            window.uploadsInflight--;
+          }
+        });
+      }
+      return send.apply(this, args);
+    };
+  });
   await page.route(uploadURL, async (route) => {
     if (route.request().method() !== "POST") {
       return route.continue();
@@ -57,6 +71,7 @@ await run(async () => {
   await page.waitForFunction((n) => document.querySelectorAll("#upload-progress li[data-state=done]").length === n, Number(files));
   report.names = await page.$$eval("#upload-progress li > span:first-child", (l) => l.map((e) => e.textContent).sort());
   report.failed = await page.$$eval("#upload-progress li[data-state=failed]", (l) => l.length);
+  report.maxInflight = await page.evaluate(() => window.uploadsMaxInflight);
   await shot("uploads");
   await page.unroute(uploadURL);
 
