@@ -296,9 +296,9 @@ func listAll[T any](limit int64, page func(limit, offset *int64) (*[]T, error)) 
 }
 
 // listUpTo is listAll that stops once it has most items, and returns no
-// more than most (nil for none).
+// more than most (empty, not nil, for none: --json prints []).
 func listUpTo[T any](limit, most int64, page func(limit, offset *int64) (*[]T, error)) ([]T, error) {
-	var all []T
+	all := []T{}
 	for offset := int64(0); int64(len(all)) < most; offset += limit {
 		data, err := page(&limit, &offset)
 		if err != nil {
@@ -312,10 +312,11 @@ func listUpTo[T any](limit, most int64, page func(limit, offset *int64) (*[]T, e
 	return all[:min(int64(len(all)), most)], nil
 }
 
-// deref is the value of an optional list (nil for none).
+// deref is the value of an optional list (empty, not nil, for none or
+// null: --json prints []).
 func deref[T any](p *[]T) []T {
-	if p == nil {
-		return nil
+	if p == nil || *p == nil {
+		return []T{}
 	}
 	return *p
 }

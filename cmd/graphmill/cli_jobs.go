@@ -228,16 +228,12 @@ func (s *session) listJobs(q jobQueue, status string, most int64) ([]json.RawMes
 	if status != "" && q.name == "schema_discovery" {
 		return nil, usageErr("the API lists %s jobs without a status filter", q.name)
 	}
-	jobs, err := listUpTo(min(most, 100), most, func(limit, offset *int64) (*[]json.RawMessage, error) { // 100: the routes' most
+	return listUpTo(min(most, 100), most, func(limit, offset *int64) (*[]json.RawMessage, error) { // 100: the routes' most
 		got, err := call[struct {
 			Data []json.RawMessage `json:"data"`
 		}](q.list(s, status, *offset / *limit, *limit)) //nolint:bodyclose // call closes it
 		return &got.Data, err
 	})
-	if jobs == nil && err == nil {
-		jobs = []json.RawMessage{} // --json prints [] for none
-	}
-	return jobs, err
 }
 
 // jobsCommand is graphmill jobs: the jobs of every queue the caller may see.

@@ -18,7 +18,8 @@ import (
 // the cited chunk, a turn refused while another runs, a notification
 // arriving live and marked read (the nav badge following), an agent run
 // started in the page whose question is answered there and which ends
-// live. Screenshots of each page go to the test's artifact directory.
+// live, the agent then changed in its page. Screenshots of each page go
+// to the test's artifact directory.
 func TestConsoleBrowserChat(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -26,7 +27,7 @@ func TestConsoleBrowserChat(t *testing.T) {
 	doc := consoleUpload(t, s, project, "zephyr.md", chatDocs[0].text)
 	s.waitDocument(project, doc)
 	agentID := s.agentCreate(s.admin, project, map[string]any{
-		"name": "Founder finder", "description": "finds founders", "instructions": "Find who founded the company and record them.",
+		"name": "Founder finder", "description": "finds founders", "instructions": "Find who founded the company.\nRecord them.",
 		"tools": []string{"search", "graph_create_object"},
 	})
 	adminID := s.agentGet(s.admin, agentID).CreatedBy
@@ -70,11 +71,13 @@ func TestConsoleBrowserChat(t *testing.T) {
 		Steps            []string `json:"steps"`
 		Output           string   `json:"output"`
 		RunRows          []string `json:"runRows"`
+		EditInstructions string   `json:"editInstructions"`
+		AgentFacts       []string `json:"agentFacts"`
 	}
 	require.NoError(t, json.Unmarshal(out, &report), "report: %s", out)
 	require.Equal(t, []string{
 		"chat-new", "chat-session", "chat-citation", "chat-busy", "notifications-empty", "notifications", "notifications-read",
-		"agents", "agent", "agent-run-question", "agent-run", "agent-runs",
+		"agents", "agent", "agent-run-question", "agent-run", "agent-runs", "agent-edit", "agent-edited",
 	}, report.Pages)
 	requireScreenshots(t, shots, report.Pages)
 	require.Equal(t, "0", report.BadgeBefore)
@@ -125,4 +128,16 @@ func TestConsoleBrowserChat(t *testing.T) {
 	require.Equal(t, []string{"model", "tool: search", "model", "tool: ask_user", "model", "tool: graph_create_object", "model"}, report.Steps)
 	require.Equal(t, strings.TrimSpace(done.Output), report.Output)
 	require.Equal(t, []string{"run-" + run}, report.RunRows)
+
+	// The agent changed in its page: what was changed, and the
+	// instructions as they were (the browser sent them with CRLF).
+	require.Equal(t, "Find who founded the company.\nRecord them.", report.EditInstructions, "the form's text as stored")
+	require.Contains(t, report.AgentFacts, "Steps at most: 7")
+	require.Contains(t, report.AgentFacts, "Description: finds founders, and more")
+	var edited consoleAgent
+	s.must(200, "GET", "/api/agents/"+agentID, s.admin, nil).Decode(t, &edited)
+	require.Equal(t, consoleAgent{
+		Name: "Founder finder", Description: "finds founders, and more", Instructions: "Find who founded the company.\nRecord them.",
+		Tools: []string{"search", "graph_create_object"}, RequireApprovalFor: []string{}, MaxSteps: 7,
+	}, edited)
 }

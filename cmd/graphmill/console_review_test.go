@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -37,18 +36,8 @@ func TestConsoleUploadKeepsPageProject(t *testing.T) {
 func (b *consoleBrowser) uploadNote(path string, headers ...header) (int, string) {
 	b.t.Helper()
 	body := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"note.md\"\r\nContent-Type: text/markdown\r\n\r\n# Note\n\nA short note.\r\n--b--\r\n"
-	req, err := http.NewRequestWithContext(b.t.Context(), "POST", b.s.base+path, strings.NewReader(body))
-	require.NoError(b.t, err)
-	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
-	for _, h := range headers {
-		req.Header.Set(h.k, h.v)
-	}
-	resp, err := b.c.Do(req)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(b.t, err)
-	return resp.StatusCode, string(raw)
+	status, _, answer := b.send("POST", path, "multipart/form-data; boundary=b", strings.NewReader(body), headers...)
+	return status, answer
 }
 
 // TestConsoleBadInputServices: input the services refuse is 400 with a

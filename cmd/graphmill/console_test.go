@@ -40,14 +40,20 @@ func newConsoleBrowser(t testing.TB, s *testServer) *consoleBrowser {
 
 func (b *consoleBrowser) do(method, path string, form url.Values, headers ...header) (int, http.Header, string) {
 	b.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
+	if form == nil {
+		return b.send(method, path, "", nil, headers...)
 	}
+	return b.send(method, path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), headers...)
+}
+
+// send sends body of contentType (none when empty) with headers and
+// returns the answer whole.
+func (b *consoleBrowser) send(method, path, contentType string, body io.Reader, headers ...header) (int, http.Header, string) {
+	b.t.Helper()
 	req, err := http.NewRequestWithContext(b.t.Context(), method, b.s.base+path, body)
 	require.NoError(b.t, err)
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	for _, h := range headers {
 		req.Header.Set(h.k, h.v)

@@ -10,14 +10,17 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/graphmill/graphmill/internal/audit"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -209,7 +212,11 @@ func withDatabase(ctx context.Context, load func() (config.Config, *slog.Logger,
 }
 
 func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger, error), stdout io.Writer) *cobra.Command {
-	admin := &cobra.Command{Use: "admin", Short: "Administer users and tokens directly in the database"}
+	admin := &cobra.Command{
+		Use: "admin", Short: "Administer users and tokens directly in the database",
+		Long: "Administer users and tokens directly in the database. Each creation is recorded in the superadmin audit log " +
+			"(user.create, user.token_create) with the command line as the actor (the nil UUID, no token, request \"cli: <command>\").",
+	}
 
 	token := &cobra.Command{Use: "token", Short: "API tokens"}
 	var user, scopes, project, name string
@@ -218,7 +225,7 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 		Use:   "create",
 		Short: "Mint an API token for a user and print it (shown once)",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDatabase(ctx, load, func(db *database) error {
 				svc := tenancy.NewService(db.pool, nil, time.Now)
 				uid, err := svc.ResolveUser(ctx, user)
@@ -242,7 +249,7 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 					at := time.Now().Add(expires)
 					p.ExpiresAt = &at
 				}
-				t, err := svc.CreateToken(ctx, nil, p, nil)
+				t, err := svc.CreateToken(ctx, nil, p, commandAudited(db, cmd, audit.UserTokenCreate, uid))
 				if err != nil {
 					return err
 				}
@@ -266,9 +273,9 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 		Use:   "create",
 		Short: "Create a local user and print its id",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDatabase(ctx, load, func(db *database) error {
-				u, err := tenancy.NewService(db.pool, nil, time.Now).CreateUser(ctx, email, display, nil)
+				u, err := tenancy.NewService(db.pool, nil, time.Now).CreateUser(ctx, email, display, commandAudited(db, cmd, audit.UserCreate))
 				if err != nil {
 					return err
 				}
@@ -284,4 +291,16 @@ func adminCommand(ctx context.Context, load func() (config.Config, *slog.Logger,
 
 	admin.AddCommand(token, users)
 	return admin
+}
+
+// commandAudited is the step that records cmd's creation in the superadmin
+// audit log, in the creation's transaction, as the API's routes record
+// theirs: the records named (the user a token is minted for) and the one
+// created are its targets, the command line its actor
+// (audit.Service.RecordCommand).
+func commandAudited(db *database, cmd *cobra.Command, action audit.Action, named ...uuid.UUID) tenancy.CreatedStep {
+	return func(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+		_, err := audit.NewService(db.pool, time.Now).RecordCommand(ctx, tx, cmd.CommandPath(), action, append(slices.Clone(named), id))
+		return err
+	}
 }

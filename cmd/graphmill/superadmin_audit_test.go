@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net/url"
 	"strings"
@@ -411,4 +412,88 @@ func TestSuperadminAuditRefusesOthers(t *testing.T) {
 	var p pagedBody
 	s.must(200, "GET", "/api/superadmin/audit?action=user.delete", s.admin, nil).Decode(t, &p)
 	require.Equal(t, 1, p.Meta.Total)
+}
+
+// TestAdminCommandsAudited: graphmill admin user create and admin token
+// create, which write the database directly, record user.create and
+// user.token_create like the API's routes, in the creation's transaction,
+// with the command line as the actor (the nil UUID: no user acted; no
+// token; the command as the request). The API's audit list shows them. A
+// refused command records nothing, and a row that cannot be written
+// undoes the creation.
+func TestAdminCommandsAudited(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	admin := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"admin"}, args...),
+			[]string{"GRAPHMILL_DATA_DIR=" + t.TempDir(), "GRAPHMILL_DATABASE_URL=" + s.dbURL}, &out, &errOut)
+		return strings.TrimSpace(out.String()), err
+	}
+	const commandLine = "00000000-0000-0000-0000-000000000000"
+
+	user, err := admin("user", "create", "--email", "cli@example.com", "--name", "Cli")
+	require.NoError(t, err)
+	require.Equal(t, []auditRow{{
+		ActorID: commandLine, Action: "user.create", TargetIDs: []string{user}, Requested: 1, Affected: 1,
+		RequestID: "cli: graphmill admin user create",
+	}}, s.auditRows("user.create"))
+	token, err := admin("token", "create", "--user", "cli@example.com", "--scopes", "documents:read", "--name", "cli-token")
+	require.NoError(t, err)
+	require.Equal(t, []auditRow{{
+		ActorID: commandLine, Action: "user.token_create", TargetIDs: []string{user, s.tokenID(token)}, Requested: 2, Affected: 2,
+		RequestID: "cli: graphmill admin token create",
+	}}, s.auditRows("user.token_create"))
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM audit_events a WHERE strpos(row_to_json(a)::text, $1) > 0`, token), "the secret is not recorded")
+
+	// The API lists them by their actor.
+	var list struct {
+		Data []struct {
+			ActorID    string  `json:"actorId"`
+			ActorEmail *string `json:"actorEmail"`
+			TokenID    *string `json:"tokenId"`
+			Action     string  `json:"action"`
+			RequestID  string  `json:"requestId"`
+		} `json:"data"`
+	}
+	s.must(200, "GET", "/api/superadmin/audit?actorId="+commandLine, s.admin, nil).Decode(t, &list)
+	require.Len(t, list.Data, 2)
+	require.Equal(t, "user.token_create", list.Data[0].Action)
+	require.Equal(t, "user.create", list.Data[1].Action)
+	for _, e := range list.Data {
+		require.Equal(t, commandLine, e.ActorID)
+		require.Nil(t, e.ActorEmail)
+		require.Nil(t, e.TokenID)
+	}
+
+	// The console's audit log names the command line as the actor.
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+	status, _, page := b.do("GET", "/admin/audit?actorId="+commandLine, nil)
+	require.Equal(t, 200, status)
+	require.Equal(t, 2, strings.Count(page, "<td>command line</td>"), page)
+	require.NotContains(t, page, "<td>"+commandLine+"</td>")
+
+	// Refused: a taken email, an unknown user, a bad scope.
+	count := func() int {
+		return s.extractionCount(`SELECT count(*) FROM audit_events WHERE actor_id = $1`, commandLine)
+	}
+	_, err = admin("user", "create", "--email", "cli@example.com")
+	require.Error(t, err)
+	_, err = admin("token", "create", "--user", "nobody@example.com", "--scopes", "documents:read")
+	require.Error(t, err)
+	_, err = admin("token", "create", "--user", user, "--scopes", "nope")
+	require.Error(t, err)
+	require.Equal(t, 2, count())
+
+	// The audit row fails: no user, no token.
+	undo := s.failOn("audit_events", "INSERT")
+	_, err = admin("user", "create", "--email", "undone@example.com")
+	require.ErrorContains(t, err, "refused by the test")
+	_, err = admin("token", "create", "--user", user, "--scopes", "documents:read", "--name", "undone")
+	require.ErrorContains(t, err, "refused by the test")
+	undo()
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM users WHERE primary_email = 'undone@example.com'`))
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM api_tokens WHERE name = 'undone'`))
+	require.Equal(t, 2, count())
 }

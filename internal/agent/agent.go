@@ -51,6 +51,14 @@ const (
 const (
 	MaxStepsDefault = 10
 	MaxStepsMax     = 50
+	// The API's bounds of a definition's fields (characters; items of
+	// tools and requireApprovalFor), checked by the service too, so that
+	// the console's form is refused the same (the name's, 200, and the
+	// schedule's, ScheduleMax, were already).
+	DescriptionMax  = 2000
+	InstructionsMax = 100000
+	ModelMax        = 200
+	ToolsMax        = 100
 	// QuestionTimeoutDefault is how long a question waits for its answer
 	// (GRAPHMILL_AGENT_QUESTION_TIMEOUT).
 	QuestionTimeoutDefault = 24 * time.Hour
@@ -129,6 +137,20 @@ type Update struct {
 	// Schedule "" and TriggerIntegrationID uuid.Nil remove them.
 	Schedule             *string
 	TriggerIntegrationID *uuid.UUID
+}
+
+// ParseTrigger reads an update's trigger integration as a client gives
+// it: an integration's id, or "" to remove the trigger (uuid.Nil, see
+// Update). Errors: invalid_argument.
+func ParseTrigger(raw string) (uuid.UUID, error) {
+	if raw == "" {
+		return uuid.Nil, nil
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return uuid.Nil, errs.New(errs.Invalid, "triggerIntegrationId must be an integration's id (a UUID) or empty")
+	}
+	return id, nil
 }
 
 // Step is one step of a run.

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
@@ -124,12 +123,9 @@ func (h handlers) update(ctx context.Context, in *updateIn) (*httpapi.Out[Agent]
 		MaxSteps: b.MaxSteps, RequireApprovalFor: b.RequireApprovalFor, Schedule: b.Schedule,
 	}
 	if raw := b.TriggerIntegrationID; raw != nil {
-		id := uuid.Nil
-		if *raw != "" {
-			var err error
-			if id, err = uuid.Parse(*raw); err != nil {
-				return nil, errs.New(errs.Invalid, "triggerIntegrationId must be an integration's id (a UUID) or empty")
-			}
+		id, err := ParseTrigger(*raw)
+		if err != nil {
+			return nil, err
 		}
 		u.TriggerIntegrationID = &id
 	}

@@ -285,6 +285,18 @@ func check(a *Agent) error {
 		return errs.New(errs.Invalid, "instructions must not be empty")
 	case a.MaxSteps < 1 || a.MaxSteps > MaxStepsMax:
 		return errs.Errorf(errs.Invalid, "maxSteps must be between 1 and %d", MaxStepsMax)
+	case len(a.Tools) > ToolsMax:
+		return errs.Errorf(errs.Invalid, "tools must name at most %d tools", ToolsMax)
+	case len(a.RequireApprovalFor) > ToolsMax:
+		return errs.Errorf(errs.Invalid, "requireApprovalFor must name at most %d tools", ToolsMax)
+	}
+	for _, f := range []struct {
+		name, value string
+		most        int
+	}{{"description", a.Description, DescriptionMax}, {"instructions", a.Instructions, InstructionsMax}, {"model", a.Model, ModelMax}} {
+		if n := utf8.RuneCountInString(f.value); n > f.most {
+			return errs.Errorf(errs.Invalid, "%s must be at most %d characters (it has %d)", f.name, f.most, n)
+		}
 	}
 	a.Tools = dedupe(a.Tools)
 	a.RequireApprovalFor = dedupe(a.RequireApprovalFor)

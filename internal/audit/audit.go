@@ -51,8 +51,9 @@ func (a Action) Valid() bool { return slices.Contains(Actions(), a) }
 // Event is one recorded action.
 type Event struct {
 	ID uuid.UUID `json:"id" db:"id"`
-	// ActorID is the user who acted; ActorEmail their primary email, when
-	// they have one.
+	// ActorID is the user who acted, or the nil UUID for graphmill's
+	// command line (RecordCommand); ActorEmail the user's primary email,
+	// when they have one.
 	ActorID    uuid.UUID `json:"actorId" db:"actor_id"`
 	ActorEmail string    `json:"actorEmail,omitempty" db:"actor_email"`
 	// TokenID is the API token the actor used, when they used one.

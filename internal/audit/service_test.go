@@ -126,6 +126,38 @@ func TestRecordRefusesIncompleteEvents(t *testing.T) {
 	require.Zero(t, b.count(t))
 }
 
+// TestRecordCommand: an action of the command line is recorded with the
+// nil UUID as its actor, no token, the command as its request and every
+// target affected; an unknown action is refused.
+func TestRecordCommand(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	user, token := uuid.New(), uuid.New()
+	require.NoError(t, postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		_, err := b.svc.RecordCommand(ctx, tx, "graphmill admin token create", audit.UserTokenCreate, []uuid.UUID{user, token})
+		return err
+	}))
+	list, _, err := b.svc.List(ctx, audit.Filter{ActorID: &uuid.Nil, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	got := list[0]
+	require.Equal(t, uuid.Nil, got.ActorID)
+	require.Nil(t, got.TokenID)
+	require.Equal(t, audit.UserTokenCreate, got.Action)
+	require.Equal(t, []uuid.UUID{user, token}, got.TargetIDs)
+	require.Equal(t, 2, got.Requested)
+	require.Equal(t, 2, got.Affected)
+	require.Equal(t, "cli: graphmill admin token create", got.RequestID)
+
+	err = postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		_, err := b.svc.RecordCommand(ctx, tx, "graphmill admin nuke", "users.nuke", nil)
+		return err
+	})
+	require.Error(t, err)
+	require.Equal(t, 1, b.count(t))
+}
+
 // TestRecordRollsBackWithTheChange: the event is part of the caller's
 // transaction; a change that fails after recording leaves no row.
 func TestRecordRollsBackWithTheChange(t *testing.T) {

@@ -4433,7 +4433,7 @@ type SuperadminListAuditEventsParams struct {
 	// Limit Page size.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// ActorId Only actions of this user.
+	// ActorId Only actions of this user (00000000-0000-0000-0000-000000000000: those of the command line, graphmill admin).
 	ActorId *string `form:"actorId,omitempty" json:"actorId,omitempty"`
 
 	// Action Only this action, for example extraction_jobs.cancel or user.delete.

@@ -2,6 +2,8 @@ package console
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -32,6 +34,7 @@ func (h *Handler) agentRoutes(p pages) {
 	p.get("/projects/{project}/agents", h.agents)
 	p.get("/projects/{project}/agents/{id}", h.agentPage)
 	p.get("/projects/{project}/agents/{id}/runs", h.agentRunRows)
+	p.post("/projects/{project}/agents/{id}", h.agentUpdate)
 	p.post("/projects/{project}/agents/{id}/runs", h.agentStart)
 	p.get(StreamPrefix+"projects/{project}/agents/{id}", h.agentStream)
 	p.get("/projects/{project}/agent-runs/{runId}", h.agentRun)
@@ -83,24 +86,105 @@ func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent
 	return pv, ag, runs, pager{Offset: offset, Total: total, Base: agentURL(p.ID, ag.ID)}, err
 }
 
-// agentPage shows an agent, the form that starts a run (for those who
-// may) and the caller's runs with their live status.
+// agentPage shows an agent, the forms that start a run and change the
+// agent (for those who may) and the caller's runs with their live status.
 func (h *Handler) agentPage(w http.ResponseWriter, r *http.Request, c caller) {
-	h.renderAgent(w, r, c, http.StatusOK, agentStartForm{})
+	h.renderAgent(w, r, c, http.StatusOK, agentStartForm{}, nil)
 }
 
 // agentStartForm is the start form's input and, when the start was
 // refused, why.
 type agentStartForm struct{ Input, Problem string }
 
-// renderAgent answers the agent's page with status and the start form f.
-func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, c caller, status int, f agentStartForm) {
+// agentEditForm is the edit form's fields as text: the agent's, or as
+// typed when the change was refused, with why (Problem; the form is then
+// shown open). Tools and RequireApprovalFor are one tool a line.
+type agentEditForm struct {
+	Name, Description, Instructions, Model, Tools, RequireApprovalFor, MaxSteps, Schedule, TriggerIntegrationID string
+	Problem                                                                                                     string
+}
+
+// agentEditOf is the edit form of a as stored.
+func agentEditOf(a agent.Agent) agentEditForm {
+	f := agentEditForm{
+		Name: a.Name, Description: a.Description, Instructions: a.Instructions, Model: a.Model,
+		Tools: strings.Join(a.Tools, "\n"), RequireApprovalFor: strings.Join(a.RequireApprovalFor, "\n"),
+		MaxSteps: strconv.Itoa(a.MaxSteps), Schedule: a.Schedule,
+	}
+	if a.TriggerIntegrationID != nil {
+		f.TriggerIntegrationID = a.TriggerIntegrationID.String()
+	}
+	return f
+}
+
+// agentEditTyped is the edit form as submitted, the textareas' line ends
+// as stored ("\n": a browser sends "\r\n", which would change the
+// instructions, and so the agent's owner, on every save).
+func agentEditTyped(r *http.Request) agentEditForm {
+	v := r.PostFormValue
+	text := func(k string) string { return strings.ReplaceAll(v(k), "\r\n", "\n") }
+	return agentEditForm{
+		Name: v("name"), Description: text("description"), Instructions: text("instructions"), Model: v("model"),
+		Tools: v("tools"), RequireApprovalFor: v("requireApprovalFor"), MaxSteps: v("maxSteps"),
+		Schedule: v("schedule"), TriggerIntegrationID: v("triggerIntegrationId"),
+	}
+}
+
+// update is the API's PATCH of every field the form shows: an empty
+// model, schedule or trigger integration removes it. Errors:
+// invalid_argument naming the field that does not parse.
+func (f agentEditForm) update() (agent.Update, error) {
+	steps, err := strconv.Atoi(strings.TrimSpace(f.MaxSteps))
+	if err != nil {
+		return agent.Update{}, errs.New(errs.Invalid, "maxSteps must be a whole number")
+	}
+	trigger, err := agent.ParseTrigger(strings.TrimSpace(f.TriggerIntegrationID))
+	if err != nil {
+		return agent.Update{}, err
+	}
+	tools, approval := append([]string{}, lines(f.Tools)...), append([]string{}, lines(f.RequireApprovalFor)...)
+	return agent.Update{
+		Name: &f.Name, Description: &f.Description, Instructions: &f.Instructions, Model: &f.Model,
+		Tools: &tools, RequireApprovalFor: &approval, MaxSteps: &steps, Schedule: &f.Schedule, TriggerIntegrationID: &trigger,
+	}, nil
+}
+
+// renderAgent answers the agent's page with status, the start form f and
+// the edit form edit (nil: the agent's values).
+func (h *Handler) renderAgent(w http.ResponseWriter, r *http.Request, c caller, status int, f agentStartForm, edit *agentEditForm) {
 	pv, ag, runs, pg, err := h.agentRuns(r, c)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, status, agentPage(c.sess.CSRF, pv, ag, runs, pg, f))
+	if edit == nil {
+		e := agentEditOf(ag)
+		edit = &e
+	}
+	h.render(w, r, status, agentPage(c.sess.CSRF, pv, ag, runs, pg, f, *edit))
+}
+
+// agentUpdate changes the agent with the edit form's fields, as the API's
+// PATCH (agents:run, editor), and shows its page again.
+func (h *Handler) agentUpdate(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.ownedContext(r, c, agentWriteRule, h.agentOwner())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	f := agentEditTyped(r)
+	u, err := f.update()
+	if err == nil {
+		_, err = h.cfg.Agents.UpdateAgent(r.Context(), c.p, a.ProjectID, a.ResourceID, u)
+	}
+	if err != nil {
+		h.formRefusedOn(agentsRule, w, r, c, err, func(status int, problem string) {
+			f.Problem = problem
+			h.renderAgent(w, r, c, status, agentStartForm{}, &f)
+		})
+		return
+	}
+	http.Redirect(w, r, agentURL(p.ID, a.ResourceID), http.StatusSeeOther)
 }
 
 // agentRunRows is the runs table's body, reloaded on AgentRunsEvent.
@@ -121,7 +205,7 @@ func (h *Handler) agentStart(w http.ResponseWriter, r *http.Request, c caller) {
 	run, err := h.cfg.Agents.StartRun(r.Context(), c.p, a.ProjectID, a.ResourceID, input)
 	if err != nil {
 		h.formRefusedOn(agentsRule, w, r, c, err, func(status int, problem string) {
-			h.renderAgent(w, r, c, status, agentStartForm{Input: input, Problem: problem})
+			h.renderAgent(w, r, c, status, agentStartForm{Input: input, Problem: problem}, nil)
 		})
 		return
 	}

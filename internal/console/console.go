@@ -194,7 +194,7 @@ func (h *Handler) Mount(r chi.Router) {
 		p.get("/projects/{project}", h.project)
 		p.get("/projects/{project}/documents", h.documents)
 		p.get("/projects/{project}/documents/rows", h.documentRows)
-		p.post("/projects/{project}/documents", h.upload)
+		p.upload("/projects/{project}/documents", h.upload)
 		p.get("/projects/{project}/documents/{id}", h.document)
 		p.get(StreamPrefix+"projects/{project}/documents", h.documentStream)
 		p.get("/projects/{project}/jobs", h.jobs)
@@ -253,9 +253,10 @@ type caller struct {
 type pageFunc func(w http.ResponseWriter, r *http.Request, c caller)
 
 // signedIn authenticates the session's token with the guard (so that a
-// revoked or expired token signs the browser out at once), checks the
+// revoked or expired token signs the browser out at once), reads the
+// request's form (body: formBody or uploadBody, see readForm), checks the
 // CSRF token of unsafe requests, and runs page.
-func (h *Handler) signedIn(page pageFunc) http.HandlerFunc {
+func (h *Handler) signedIn(page pageFunc, body requestBody) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess, err := h.sessions.get(r)
 		var p *auth.Principal
@@ -282,7 +283,7 @@ func (h *Handler) signedIn(page pageFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/signin", http.StatusSeeOther)
 			return
 		}
-		if err := readForm(w, r); err != nil {
+		if err := readForm(w, r, body); err != nil {
 			h.fail(w, r, err)
 			return
 		}
@@ -340,19 +341,44 @@ func statusOf(err error) (int, string) {
 	return status, msg
 }
 
-// FormMax bounds a console request's urlencoded body: the largest field a
-// form sends (an agent run's input, 100,000 characters) fits with room.
+// FormMax bounds a console form's body, whatever its encoding: the
+// largest field a form sends (an agent run's input, 100,000 characters)
+// fits with room.
 const FormMax = 1 << 20
 
-// readForm parses an urlencoded body under FormMax (413 beyond it, 400
-// when it does not parse); a multipart body (an upload) is left to its
-// handler, which streams it.
-func readForm(w http.ResponseWriter, r *http.Request) error {
-	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" || r.Body == nil {
+// requestBody is what a console route's request body is: a form, parsed
+// under FormMax whatever its encoding, or the upload's multipart body,
+// streamed by its handler to the API under the API's own limit.
+type requestBody int
+
+// The bodies of console routes.
+const (
+	formBody requestBody = iota
+	uploadBody
+)
+
+// readForm parses a form body under FormMax (413 beyond it, 400 when it
+// does not parse): urlencoded or, unless body is uploadBody (then left to
+// the handler, which streams it), multipart, its values in r.PostForm as
+// an urlencoded form's, files counted in the bound. A form is never left
+// for PostFormValue to parse: it would read a multipart body up to 32 MiB
+// in memory and the rest to disk. Other bodies are no form: nothing reads
+// them.
+func readForm(w http.ResponseWriter, r *http.Request, body requestBody) error {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	multipart := ct == "multipart/form-data"
+	if r.Body == nil || !multipart && ct != "application/x-www-form-urlencoded" || multipart && body == uploadBody {
 		return nil
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, FormMax)
-	if err := r.ParseForm(); err != nil {
+	var err error
+	if multipart {
+		// The whole body fits in memory: no file part reaches the disk.
+		err = r.ParseMultipartForm(FormMax) //nolint:gosec // G120: r.Body is bounded above (gosec 2.29's rule has no sanitizer, MaxBytesReader included)
+	} else {
+		err = r.ParseForm()
+	}
+	if err != nil {
 		if _, big := errors.AsType[*http.MaxBytesError](err); big {
 			return errs.Errorf(errs.PayloadTooLarge, "the form is larger than %d bytes", FormMax)
 		}
@@ -415,6 +441,10 @@ func (h *Handler) signinForm(w http.ResponseWriter, r *http.Request) {
 // double submit: no session exists yet), authenticates the API token
 // with the guard, and seals it into the session cookie.
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
+	if err := readForm(w, r, formBody); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	c, err := r.Cookie(SigninCookie)
 	if err != nil || !sameToken(c.Value, r.PostFormValue(csrfField)) {
 		http.Error(w, "invalid or missing CSRF token", http.StatusForbidden)

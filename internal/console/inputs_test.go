@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -45,7 +47,7 @@ func TestTextInput(t *testing.T) {
 	check := func(target string, form url.Values) error {
 		r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		require.NoError(t, readForm(httptest.NewRecorder(), r))
+		require.NoError(t, readForm(httptest.NewRecorder(), r, formBody))
 		return textInput(r)
 	}
 	require.NoError(t, check("/x?q=caf%C3%A9", url.Values{"title": {"naïve 日本"}}))
@@ -67,19 +69,60 @@ func TestTextInput(t *testing.T) {
 	}
 }
 
-// TestReadFormBounded: an urlencoded body over FormMax is 413, not read
-// whole; a multipart body is left to its handler.
+// TestReadFormBounded: a form body over FormMax is 413, not read whole,
+// urlencoded or multipart (its fields, or a file part); under it, a
+// multipart form's values are read as an urlencoded form's. The upload's
+// multipart body is left to its handler; a body that is no form is not
+// read.
 func TestReadFormBounded(t *testing.T) {
 	t.Parallel()
-	body := "content=" + strings.Repeat("a", FormMax)
-	r := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(body))
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	err := readForm(httptest.NewRecorder(), r)
-	require.Equal(t, errs.PayloadTooLarge, errs.CodeOf(err), "%v", err)
+	big := strings.Repeat("a", FormMax)
+	request := func(ct, body string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		return r
+	}
+	multipartBody := func(fields map[string]string, file string) (string, string) {
+		var b strings.Builder
+		mw := multipart.NewWriter(&b)
+		for k, v := range fields {
+			require.NoError(t, mw.WriteField(k, v))
+		}
+		if file != "" {
+			fw, err := mw.CreateFormFile("file", "f.txt")
+			require.NoError(t, err)
+			_, err = io.WriteString(fw, file)
+			require.NoError(t, err)
+		}
+		require.NoError(t, mw.Close())
+		return mw.FormDataContentType(), b.String()
+	}
 
-	r = httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(body))
-	r.Header.Set("Content-Type", "multipart/form-data; boundary=x")
-	require.NoError(t, readForm(httptest.NewRecorder(), r))
+	err := readForm(httptest.NewRecorder(), request("application/x-www-form-urlencoded", "content="+big), formBody)
+	require.Equal(t, errs.PayloadTooLarge, errs.CodeOf(err), "%v", err)
+	fieldCT, fieldBody := multipartBody(map[string]string{"content": big}, "")
+	fileCT, fileBody := multipartBody(nil, big)
+	for _, r := range []*http.Request{request(fieldCT, fieldBody), request(fileCT, fileBody)} {
+		err := readForm(httptest.NewRecorder(), r, formBody)
+		require.Equal(t, errs.PayloadTooLarge, errs.CodeOf(err), "%v", err)
+		require.EqualError(t, err, "the form is larger than 1048576 bytes")
+	}
+
+	ct, body := multipartBody(map[string]string{"content": "hello", "csrf": "t"}, "")
+	r := request(ct, body)
+	require.NoError(t, readForm(httptest.NewRecorder(), r, formBody))
+	require.Equal(t, "hello", r.PostForm.Get("content"))
+	require.Equal(t, "t", r.PostFormValue("csrf"))
+
+	err = readForm(httptest.NewRecorder(), request("multipart/form-data; boundary=x", "not multipart"), formBody)
+	require.Equal(t, errs.Invalid, errs.CodeOf(err), "%v", err)
+
+	r = request(fieldCT, fieldBody)
+	require.NoError(t, readForm(httptest.NewRecorder(), r, uploadBody))
+	require.Nil(t, r.PostForm, "not parsed")
+	require.Nil(t, r.MultipartForm, "not parsed")
+	r = request("application/json", `{"content": "x"}`)
+	require.NoError(t, readForm(httptest.NewRecorder(), r, formBody))
 	require.Nil(t, r.PostForm, "not parsed")
 }
 

@@ -11,7 +11,12 @@ type pages struct {
 }
 
 // get registers page for GET requests to path.
-func (p pages) get(path string, page pageFunc) { p.r.Get(path, p.h.signedIn(page)) }
+func (p pages) get(path string, page pageFunc) { p.r.Get(path, p.h.signedIn(page, formBody)) }
 
-// post registers page for POST requests to path.
-func (p pages) post(path string, page pageFunc) { p.r.Post(path, p.h.signedIn(page)) }
+// post registers page for POST requests to path: a form, read under
+// FormMax whatever its encoding.
+func (p pages) post(path string, page pageFunc) { p.r.Post(path, p.h.signedIn(page, formBody)) }
+
+// upload registers page for POST requests to path whose multipart body
+// page streams itself, under its own limit (the document upload).
+func (p pages) upload(path string, page pageFunc) { p.r.Post(path, p.h.signedIn(page, uploadBody)) }

@@ -178,8 +178,8 @@ func submittedCSRF(r *http.Request) string {
 	if v := r.Header.Get(CSRFHeader); v != "" {
 		return v
 	}
-	// Only a urlencoded form is parsed here: a multipart body (an
-	// upload) is streamed by its handler, and carries the header.
+	// Only an urlencoded form's field counts: a multipart body carries the
+	// header (the upload's is streamed by its handler, never parsed).
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
 		return r.PostFormValue(csrfField)
 	}

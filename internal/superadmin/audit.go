@@ -18,7 +18,7 @@ import (
 
 type auditIn struct {
 	PageParams
-	ActorID  string `query:"actorId" doc:"Only actions of this user."`
+	ActorID  string `query:"actorId" doc:"Only actions of this user (00000000-0000-0000-0000-000000000000: those of the command line, graphmill admin)."`
 	Action   string `query:"action" doc:"Only this action, for example extraction_jobs.cancel or user.delete."`
 	FromDate string `query:"fromDate" doc:"RFC 3339; actions at or after this time."`
 	ToDate   string `query:"toDate" doc:"RFC 3339; actions at or before this time."`

@@ -6,7 +6,8 @@
 // its citation (the cited chunk on the document's page), watches a
 // notification arrive in the inbox without a reload and marks it read,
 // then starts an agent run whose question it answers in the run's page,
-// which follows the run to its end live. It prints a JSON report.
+// which follows the run to its end live, and changes the agent in its
+// page. It prints a JSON report.
 import { openConsole } from "./lib.mjs";
 
 const { base, project, args, page, report, shot, step, signIn, sseOpen, run } = await openConsole();
@@ -120,4 +121,18 @@ await run(async () => {
   await page.waitForSelector("#agent-run-rows [data-status=completed]");
   report.runRows = await page.$$eval("#agent-run-rows tr", (rs) => rs.map((r) => r.id));
   await shot("agent-runs");
+
+  // The agent changed in its page: the form opens with the agent's
+  // values; two fields changed, saved (the others as the browser sends
+  // them: the textareas with CRLF line ends); the page shows the change.
+  await page.click("details.agent-edit > summary");
+  await page.waitForSelector("#agent-edit input[name=maxSteps]");
+  report.editInstructions = await page.inputValue("#agent-edit textarea[name=instructions]");
+  await shot("agent-edit");
+  await page.fill("#agent-edit input[name=maxSteps]", "7");
+  await page.fill("#agent-edit textarea[name=description]", "finds founders, and more");
+  await page.click("#agent-edit button[type=submit]");
+  await page.waitForFunction(() => document.querySelector("dl.facts")?.textContent.includes("finds founders, and more"));
+  report.agentFacts = await page.$$eval("dl.facts dt", (ds) => ds.map((d) => `${d.textContent}: ${d.nextElementSibling.textContent}`));
+  await shot("agent-edited");
 });
