@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -227,6 +228,51 @@ func TestDocumentUploadRules(t *testing.T) {
 		(SELECT count(*) FROM document_chunks) + (SELECT count(*) FROM chunk_embedding_jobs) +
 		(SELECT count(*) FROM document_parsing_jobs) + (SELECT count(*) FROM object_extraction_jobs)`).Scan(&left))
 	require.Zero(t, left)
+}
+
+// TestUploadMediaType: an upload that declares no media type, or a
+// generic one (curl -F sends application/octet-stream), is stored with its
+// extension's type, over multipart, JSON and an integration's items alike
+// (the last through document.PutSourced, TestStoredMediaType covers the
+// rule); a declared type is kept.
+func TestUploadMediaType(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	stored := func(id string) string {
+		var mt string
+		require.NoError(t, s.m.db.pool.QueryRow(context.Background(), `SELECT mime_type FROM documents WHERE id = $1`, id).Scan(&mt))
+		return mt
+	}
+	upload := func(name, contentType, text string) (id, mimeType string) {
+		res := s.uploadFile(s.admin, project, name, contentType, []byte(text))
+		require.Equal(t, 201, res.Status, string(res.Body))
+		var d struct {
+			ID       string `json:"id"`
+			MimeType string `json:"mimeType"`
+		}
+		require.NoError(t, json.Unmarshal(res.Body, &d))
+		return d.ID, d.MimeType
+	}
+	for _, c := range []struct{ name, contentType, want string }{
+		{"generic.md", "application/octet-stream", "text/markdown"},
+		{"none.md", "", "text/markdown"},
+		{"page.html", "application/octet-stream", "text/html"},
+		{"declared.md", "text/plain", "text/plain"},
+		{"noext", "application/octet-stream", "application/octet-stream"},
+	} {
+		id, mt := upload(c.name, c.contentType, "# "+c.name+"\n\nSome words about "+c.name+".\n")
+		require.Equal(t, c.want, mt, c.name)
+		require.Equal(t, c.want, stored(id), c.name)
+	}
+	var d struct {
+		ID       string `json:"id"`
+		MimeType string `json:"mimeType"`
+	}
+	s.must(201, "POST", "/api/documents", s.admin, map[string]any{"filename": "json.txt", "content": "Plain words."}, hp).Decode(t, &d)
+	require.Equal(t, "text/plain", d.MimeType)
+	require.Equal(t, "text/plain", stored(d.ID))
 }
 
 func TestCorruptDocumentFailsPermanently(t *testing.T) {

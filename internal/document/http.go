@@ -217,11 +217,7 @@ func decodeUpload(in *uploadIn, lim UploadLimits) (Upload, func(), error) {
 			if err != nil {
 				return Upload{}, nothing, bodyError("malformed multipart body", err)
 			}
-			ct := part.Header.Get("Content-Type")
-			if ct == "application/octet-stream" {
-				ct = ""
-			}
-			return Upload{Filename: part.FileName(), MimeType: ct, Content: sp}, func() { _ = sp.Close() }, nil
+			return Upload{Filename: part.FileName(), MimeType: part.Header.Get("Content-Type"), Content: sp}, func() { _ = sp.Close() }, nil
 		}
 	}
 	return Upload{}, nothing, errs.Errorf(errs.Invalid, "Content-Type %s is not accepted: use multipart/form-data or application/json", mt)

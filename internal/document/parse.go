@@ -189,7 +189,7 @@ func DetectFormatAt(filename, mimeType string, r io.ReaderAt, size int64) (Forma
 	if f, ok := formatByMediaType(mediaType); ok {
 		return f, nil
 	}
-	ext := strings.ToLower(path.Ext(strings.ReplaceAll(filename, "\\", "/")))
+	ext := fileExtension(filename)
 	if f, ok := formatByExtension(ext); ok {
 		return f, nil
 	}
@@ -198,13 +198,49 @@ func DetectFormatAt(filename, mimeType string, r io.ReaderAt, size int64) (Forma
 		return f, nil
 	}
 	switch {
-	case mediaType != "" && !isGenericMediaType(mediaType):
+	case !isGenericMediaType(mediaType):
 		return "", fmt.Errorf("%w: %s", ErrUnsupported, mediaType)
 	case ext != "":
 		return "", fmt.Errorf("%w: %s", ErrUnsupported, ext)
 	default:
 		return "", fmt.Errorf("%w: %s", ErrUnsupported, sniffed)
 	}
+}
+
+// MediaType is the media type a document of the format is stored with
+// when its upload names none or a generic one.
+func (f Format) MediaType() string {
+	switch f {
+	case FormatText:
+		return "text/plain"
+	case FormatMarkdown:
+		return "text/markdown"
+	case FormatHTML:
+		return "text/html"
+	case FormatPDF:
+		return "application/pdf"
+	case FormatDOCX:
+		return "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	}
+	return "application/octet-stream"
+}
+
+// storedMediaType is the media type a document is stored with: the one
+// its upload declares, unless that is empty or generic
+// (application/octet-stream), then its extension's format's type (else
+// application/octet-stream).
+func storedMediaType(declared, filename string) string {
+	if !isGenericMediaType(strings.ToLower(strings.TrimSpace(declared))) {
+		return declared
+	}
+	f, _ := formatByExtension(fileExtension(filename))
+	return f.MediaType()
+}
+
+// fileExtension is filename's extension, lower-cased ("" for none); a
+// backslash separates directories too.
+func fileExtension(filename string) string {
+	return strings.ToLower(path.Ext(strings.ReplaceAll(filename, "\\", "/")))
 }
 
 func formatByMediaType(mediaType string) (Format, bool) {
@@ -225,7 +261,7 @@ func formatByMediaType(mediaType string) (Format, bool) {
 
 func isGenericMediaType(mediaType string) bool {
 	switch mediaType {
-	case "application/octet-stream", "binary/octet-stream", "application/unknown":
+	case "", "application/octet-stream", "binary/octet-stream", "application/unknown":
 		return true
 	}
 	return false

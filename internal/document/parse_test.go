@@ -100,6 +100,27 @@ func TestDetectFormat(t *testing.T) {
 	}
 }
 
+// TestStoredMediaType: a declared media type is kept; none or a generic
+// one becomes the extension's format's type, else application/octet-stream.
+func TestStoredMediaType(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ declared, filename, want string }{
+		{"", "notes.md", "text/markdown"},
+		{"application/octet-stream", "Notes.MD", "text/markdown"},
+		{" Application/Octet-Stream ", "a.txt", "text/plain"},
+		{"binary/octet-stream", "page.htm", "text/html"},
+		{"application/unknown", `C:\docs\report.DOCX`, "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
+		{"", "paper.pdf", "application/pdf"},
+		{"", "image.png", "application/octet-stream"},
+		{"", "README", "application/octet-stream"},
+		{"application/octet-stream", "data.bin", "application/octet-stream"},
+		{"text/plain", "a.md", "text/plain"},
+		{"text/html; charset=utf-8", "a.txt", "text/html; charset=utf-8"},
+	} {
+		require.Equal(t, tt.want, storedMediaType(tt.declared, tt.filename), "%q %q", tt.declared, tt.filename)
+	}
+}
+
 func TestParseText(t *testing.T) {
 	t.Parallel()
 

@@ -114,9 +114,7 @@ func (s *Service) Upload(ctx context.Context, u Upload) (Document, error) {
 	if strings.IndexByte(u.Filename, 0) >= 0 {
 		return Document{}, errs.New(errs.Invalid, "filename must not contain the NUL character (U+0000)")
 	}
-	if u.MimeType == "" {
-		u.MimeType = "application/octet-stream"
-	}
+	u.MimeType = storedMediaType(u.MimeType, u.Filename)
 	if len(u.MimeType) > 255 || !utf8.ValidString(u.MimeType) || strings.IndexByte(u.MimeType, 0) >= 0 {
 		return Document{}, errs.New(errs.Invalid, "mimeType must be valid UTF-8 of at most 255 bytes without NUL")
 	}

@@ -158,9 +158,7 @@ func checkSourced(in *Sourced) error {
 		return errs.Errorf(errs.Invalid, "item %s: the filename must be valid UTF-8 of 1 to 500 bytes without NUL", in.ExternalID)
 	}
 	in.Filename = name
-	if in.MimeType == "" {
-		in.MimeType = "application/octet-stream"
-	}
+	in.MimeType = storedMediaType(in.MimeType, in.Filename)
 	if len(in.Data) == 0 {
 		return ErrEmpty
 	}
