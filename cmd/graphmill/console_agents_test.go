@@ -4,6 +4,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -194,4 +195,67 @@ func TestConsoleAgentEdit(t *testing.T) {
 	require.Contains(t, page, "maxSteps must be between 1 and 50")
 	require.NotContains(t, page, `id="agent-edit"`)
 	require.Equal(t, want, stored())
+}
+
+// browserForm is what a browser submits of the form with id on page when
+// the user changes nothing: each field's value as its HTML parser reads
+// it (CR LF and a lone CR become LF; a textarea's first newline is
+// dropped; a text input's line breaks are stripped), its line ends sent
+// as CR LF.
+func browserForm(t *testing.T, page, id string) url.Values {
+	t.Helper()
+	at := strings.Index(page, `id="`+id+`"`)
+	require.GreaterOrEqual(t, at, 0, "form %s", id)
+	start := strings.LastIndex(page[:at], "<form")
+	require.GreaterOrEqual(t, start, 0, "form %s", id)
+	body := page[start : start+strings.Index(page[start:], "</form>")]
+	parsed := func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(html.UnescapeString(s), "\r\n", "\n"), "\r", "\n")
+	}
+	sent := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
+	form := url.Values{}
+	for _, m := range regexp.MustCompile(`(?s)<textarea[^>]*name="([^"]+)"[^>]*>(.*?)</textarea>`).FindAllStringSubmatch(body, -1) {
+		form.Set(m[1], sent(strings.TrimPrefix(parsed(m[2]), "\n")))
+	}
+	for _, m := range regexp.MustCompile(`<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		form.Set(m[1], strings.NewReplacer("\n", "", "\r", "").Replace(html.UnescapeString(m[2])))
+	}
+	return form
+}
+
+// TestConsoleAgentEditKeepsStoredLineEnds: an agent whose name,
+// description and instructions the API stored with CR LF (or CR) line
+// ends, saved from its console page as a browser sends the form back
+// with only maxSteps changed, keeps them, and so its owner (whom its
+// schedule and trigger runs act as).
+func TestConsoleAgentEditKeepsStoredLineEnds(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	agentID := s.agentCreate(s.admin, project, map[string]any{
+		"name": "Windows\r\nnotes", "description": "one\r\ntwo", "instructions": "Line one.\r\nLine two.\rLine three.",
+		"tools": []string{"search"},
+	})
+	agentPath := "/projects/" + project + "/agents/" + agentID
+	var before consoleAgent
+	s.must(200, "GET", "/api/agents/"+agentID, s.admin, nil).Decode(t, &before)
+	owner := s.agentGet(s.admin, agentID).OwnerID
+
+	_, eveToken := s.newMember("eve@example.com", allScopes, project, "editor")
+	eve := newConsoleBrowser(t, s)
+	eve.signIn(eveToken)
+	status, _, page := eve.do("GET", agentPath, nil)
+	require.Equal(t, 200, status, page)
+	form := browserForm(t, page, "agent-edit")
+	require.Equal(t, eve.csrf, form.Get("csrf"))
+	form.Set("maxSteps", "4")
+	status, _, page = eve.do("POST", agentPath, form)
+	require.Equal(t, http.StatusSeeOther, status, page)
+
+	var after consoleAgent
+	s.must(200, "GET", "/api/agents/"+agentID, s.admin, nil).Decode(t, &after)
+	require.Equal(t, 4, after.MaxSteps)
+	after.MaxSteps = before.MaxSteps
+	require.Equal(t, before, after, "only maxSteps changed")
+	require.Equal(t, owner, s.agentGet(s.admin, agentID).OwnerID, "the instructions did not change")
 }

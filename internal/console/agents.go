@@ -131,9 +131,14 @@ func agentEditTyped(r *http.Request) agentEditForm {
 }
 
 // update is the API's PATCH of every field the form shows: an empty
-// model, schedule or trigger integration removes it. Errors:
-// invalid_argument naming the field that does not parse.
-func (f agentEditForm) update() (agent.Update, error) {
+// model, schedule or trigger integration removes it. The name,
+// description and instructions are left out when they are the stored
+// ones as the form showed them (shownLine, shownText): a text the API
+// stored with CR LF or CR line ends comes back with LF, and saving it
+// would change the instructions, and so the agent's owner, though the
+// user did not touch them. Errors: invalid_argument naming the field
+// that does not parse.
+func (f agentEditForm) update(stored agent.Agent) (agent.Update, error) {
 	steps, err := strconv.Atoi(strings.TrimSpace(f.MaxSteps))
 	if err != nil {
 		return agent.Update{}, errs.New(errs.Invalid, "maxSteps must be a whole number")
@@ -144,9 +149,30 @@ func (f agentEditForm) update() (agent.Update, error) {
 	}
 	tools, approval := append([]string{}, lines(f.Tools)...), append([]string{}, lines(f.RequireApprovalFor)...)
 	return agent.Update{
-		Name: &f.Name, Description: &f.Description, Instructions: &f.Instructions, Model: &f.Model,
+		Name:        changed(f.Name, shownLine(stored.Name)),
+		Description: changed(f.Description, shownText(stored.Description)), Instructions: changed(f.Instructions, shownText(stored.Instructions)),
+		Model: &f.Model,
 		Tools: &tools, RequireApprovalFor: &approval, MaxSteps: &steps, Schedule: &f.Schedule, TriggerIntegrationID: &trigger,
 	}, nil
+}
+
+// shownText is a textarea's text s as a browser sends it back untouched,
+// read by agentEditTyped: its HTML parser reads CR LF and a lone CR as LF.
+func shownText(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+// shownLine is a text input's value s as a browser sends it back
+// untouched: without its line breaks.
+func shownLine(s string) string { return strings.NewReplacer("\r", "", "\n", "").Replace(s) }
+
+// changed is typed, or nil (no change) when it is shown, the stored
+// value as the form showed it.
+func changed(typed, shown string) *string {
+	if typed == shown {
+		return nil
+	}
+	return &typed
 }
 
 // renderAgent answers the agent's page with status, the start form f and
@@ -173,7 +199,11 @@ func (h *Handler) agentUpdate(w http.ResponseWriter, r *http.Request, c caller) 
 		return
 	}
 	f := agentEditTyped(r)
-	u, err := f.update()
+	stored, err := h.cfg.Agents.GetAgent(r.Context(), a.ProjectID, a.ResourceID)
+	var u agent.Update
+	if err == nil {
+		u, err = f.update(stored)
+	}
 	if err == nil {
 		_, err = h.cfg.Agents.UpdateAgent(r.Context(), c.p, a.ProjectID, a.ResourceID, u)
 	}
