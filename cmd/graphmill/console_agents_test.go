@@ -259,3 +259,57 @@ func TestConsoleAgentEditKeepsStoredLineEnds(t *testing.T) {
 	require.Equal(t, before, after, "only maxSteps changed")
 	require.Equal(t, owner, s.agentGet(s.admin, agentID).OwnerID, "the instructions did not change")
 }
+
+// TestConsoleAgentEditRefusesStaleForm: a form opened before someone
+// else changed the agent is refused on save (409, the agent as the other
+// left it, the form again with what was typed and the message); saved
+// again from that page, it applies.
+func TestConsoleAgentEditRefusesStaleForm(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	agentID := s.agentCreate(s.admin, project, map[string]any{
+		"name": "Digest", "instructions": "Summarise the week.", "tools": []string{"search"},
+	})
+	agentPath := "/projects/" + project + "/agents/" + agentID
+	_, eveToken := s.newMember("eve@example.com", allScopes, project, "editor")
+	eve := newConsoleBrowser(t, s)
+	eve.signIn(eveToken)
+	status, _, page := eve.do("GET", agentPath, nil)
+	require.Equal(t, 200, status, page)
+	form := browserForm(t, page, "agent-edit")
+	require.NotEmpty(t, form.Get("updatedAt"))
+
+	// Meanwhile the admin changes the instructions over the API.
+	s.must(200, "PATCH", "/api/agents/"+agentID, s.admin, map[string]any{"instructions": "Summarise the month."})
+	stored := func() consoleAgent {
+		var a consoleAgent
+		s.must(200, "GET", "/api/agents/"+agentID, s.admin, nil).Decode(t, &a)
+		return a
+	}
+	theirs := stored()
+
+	form.Set("maxSteps", "7")
+	status, _, page = eve.do("POST", agentPath, form)
+	require.Equal(t, http.StatusConflict, status, page)
+	require.Contains(t, html.UnescapeString(page), "the agent was changed by someone else after you opened it")
+	require.Contains(t, page, `<details class="agent-edit" open>`)
+	require.Contains(t, page, `name="maxSteps" value="7"`, "what eve typed")
+	require.Contains(t, page, "Summarise the month.", "the agent as it is now, above the form")
+	require.Equal(t, theirs, stored(), "nothing of eve's applied")
+
+	// Saved again from the refusal's page: eve's values replace theirs.
+	again := browserForm(t, page, "agent-edit")
+	require.NotEqual(t, form.Get("updatedAt"), again.Get("updatedAt"))
+	status, _, page = eve.do("POST", agentPath, again)
+	require.Equal(t, http.StatusSeeOther, status, page)
+	after := stored()
+	require.Equal(t, 7, after.MaxSteps)
+	require.Equal(t, "Summarise the week.", after.Instructions)
+
+	// A malformed updatedAt is bad input, not a silent overwrite.
+	again.Set("updatedAt", "yesterday")
+	status, _, page = eve.do("POST", agentPath, again)
+	require.Equal(t, http.StatusBadRequest, status, page)
+	require.Contains(t, page, "updatedAt must be the agent")
+}

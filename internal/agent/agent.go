@@ -94,6 +94,9 @@ var (
 	ErrNotFound    = errs.New(errs.NotFound, "agent not found")
 	ErrRunNotFound = errs.New(errs.NotFound, "agent run not found")
 	ErrNameTaken   = errs.New(errs.Conflict, "an agent of this name already exists in the project")
+	// ErrChanged refuses an Update whose UnchangedSince is not the agent's
+	// updatedAt: someone changed it after the caller read it.
+	ErrChanged = errs.New(errs.Conflict, "the agent was changed by someone else after you opened it: its current values are shown; save again to replace them with yours")
 )
 
 // Agent is a definition.
@@ -137,6 +140,10 @@ type Update struct {
 	// Schedule "" and TriggerIntegrationID uuid.Nil remove them.
 	Schedule             *string
 	TriggerIntegrationID *uuid.UUID
+	// UnchangedSince, when set, is the updatedAt the caller read: the
+	// update is refused (ErrChanged) if the agent changed since, so that
+	// a form sending every field does not undo another's change.
+	UnchangedSince *time.Time
 }
 
 // ParseTrigger reads an update's trigger integration as a client gives

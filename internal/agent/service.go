@@ -179,6 +179,9 @@ func (s *Service) UpdateAgent(ctx context.Context, p *auth.Principal, project, i
 		if a, err = agentGet(ctx, tx, project, id, true); err != nil {
 			return err
 		}
+		if u.UnchangedSince != nil && !a.UpdatedAt.Equal(*u.UnchangedSince) {
+			return ErrChanged
+		}
 		was := a
 		set(&a.Name, u.Name, strings.TrimSpace)
 		set(&a.Description, u.Description, nil)

@@ -1,9 +1,11 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -101,7 +103,10 @@ type agentStartForm struct{ Input, Problem string }
 // shown open). Tools and RequireApprovalFor are one tool a line.
 type agentEditForm struct {
 	Name, Description, Instructions, Model, Tools, RequireApprovalFor, MaxSteps, Schedule, TriggerIntegrationID string
-	Problem                                                                                                     string
+	// UpdatedAt is the agent's updatedAt the form was filled from
+	// (RFC 3339): a save is refused when the agent changed since.
+	UpdatedAt string
+	Problem   string
 }
 
 // agentEditOf is the edit form of a as stored.
@@ -109,7 +114,7 @@ func agentEditOf(a agent.Agent) agentEditForm {
 	f := agentEditForm{
 		Name: a.Name, Description: a.Description, Instructions: a.Instructions, Model: a.Model,
 		Tools: strings.Join(a.Tools, "\n"), RequireApprovalFor: strings.Join(a.RequireApprovalFor, "\n"),
-		MaxSteps: strconv.Itoa(a.MaxSteps), Schedule: a.Schedule,
+		MaxSteps: strconv.Itoa(a.MaxSteps), Schedule: a.Schedule, UpdatedAt: a.UpdatedAt.Format(time.RFC3339Nano),
 	}
 	if a.TriggerIntegrationID != nil {
 		f.TriggerIntegrationID = a.TriggerIntegrationID.String()
@@ -126,7 +131,7 @@ func agentEditTyped(r *http.Request) agentEditForm {
 	return agentEditForm{
 		Name: v("name"), Description: text("description"), Instructions: text("instructions"), Model: v("model"),
 		Tools: v("tools"), RequireApprovalFor: v("requireApprovalFor"), MaxSteps: v("maxSteps"),
-		Schedule: v("schedule"), TriggerIntegrationID: v("triggerIntegrationId"),
+		Schedule: v("schedule"), TriggerIntegrationID: v("triggerIntegrationId"), UpdatedAt: v("updatedAt"),
 	}
 }
 
@@ -147,12 +152,21 @@ func (f agentEditForm) update(stored agent.Agent) (agent.Update, error) {
 	if err != nil {
 		return agent.Update{}, err
 	}
+	var since *time.Time
+	if f.UpdatedAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.UpdatedAt)
+		if err != nil {
+			return agent.Update{}, errs.New(errs.Invalid, "updatedAt must be the agent's updatedAt as the form gave it (RFC 3339)")
+		}
+		since = &t
+	}
 	tools, approval := append([]string{}, lines(f.Tools)...), append([]string{}, lines(f.RequireApprovalFor)...)
 	return agent.Update{
 		Name:        changed(f.Name, shownLine(stored.Name)),
 		Description: changed(f.Description, shownText(stored.Description)), Instructions: changed(f.Instructions, shownText(stored.Instructions)),
 		Model: &f.Model,
 		Tools: &tools, RequireApprovalFor: &approval, MaxSteps: &steps, Schedule: &f.Schedule, TriggerIntegrationID: &trigger,
+		UnchangedSince: since,
 	}, nil
 }
 
@@ -208,6 +222,11 @@ func (h *Handler) agentUpdate(w http.ResponseWriter, r *http.Request, c caller) 
 		_, err = h.cfg.Agents.UpdateAgent(r.Context(), c.p, a.ProjectID, a.ResourceID, u)
 	}
 	if err != nil {
+		if errors.Is(err, agent.ErrChanged) {
+			// The page shows the agent as it is now; a second save
+			// replaces it with what the user typed.
+			f.UpdatedAt = agentEditOf(stored).UpdatedAt
+		}
 		h.formRefusedOn(agentsRule, w, r, c, err, func(status int, problem string) {
 			f.Problem = problem
 			h.renderAgent(w, r, c, status, agentStartForm{}, &f)
