@@ -319,6 +319,9 @@ func (c *Client) FinishBatchInTx(ctx context.Context, tx pgx.Tx, queue string, j
 	if len(ids) != len(ups) {
 		return ErrCancelled
 	}
+	if err := q.startedFirst(ctx, tx, jobsOf(ups)); err != nil {
+		return fmt.Errorf("finish in tx: %w", err)
+	}
 	if err := q.callHooks(ctx, tx, ups, ids); err != nil {
 		return fmt.Errorf("finish in tx: %w", err)
 	}
@@ -350,6 +353,9 @@ func (c *Client) WaitInTx(ctx context.Context, tx pgx.Tx, queue string, j Job, u
 	}
 	if len(ids) != 1 {
 		return ErrCancelled
+	}
+	if err := q.startedFirst(ctx, tx, jobsOf(ups)); err != nil {
+		return fmt.Errorf("wait in tx: %w", err)
 	}
 	if err := q.callHooks(ctx, tx, ups, ids); err != nil {
 		return fmt.Errorf("wait in tx: %w", err)

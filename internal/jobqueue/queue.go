@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -48,6 +50,11 @@ type batch struct {
 	// counts them once and one rolled back (its jobs then get the
 	// handler's outcome) not at all.
 	inTx map[uuid.UUID]update
+	// announced, when the queue announces its batches, is closed once the
+	// announcement ended (published or dropped); published is set when
+	// its events are written, before its commit.
+	announced chan struct{}
+	published atomic.Bool
 }
 
 // entry is a running job of a client.
@@ -214,31 +221,132 @@ func (q *queue) claim(n int) ([]Job, error) {
 	return q.jobClaim(ctx, q.c.pool, q.c.now(), q.c.workerID, n)
 }
 
-// announce publishes job.started for a launched batch before its handler
-// runs, so the event comes before the jobs' job.completed. The jobs are
-// registered for heartbeats already, and the wait for the events publish
-// lock is bounded (lock_timeout, a fifth of the lease): the event only
-// informs, so one that cannot be published in time, or fails, is dropped
-// with a log line and the jobs run anyway.
-func (q *queue) announce(jobs []Job) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// announce publishes job.started for a launched batch beside its
+// handler, which it does not hold up, on ctx (the client's work context:
+// a hard stop ends it). It takes the events publish lock first, waiting at
+// most a fifth of the lease (lock_timeout), then announces the jobs of
+// the batch still running at the attempt claimed: a job's job.completed
+// is published under that lock too, after the announcement (the engine's
+// record waits for it; a handler's FinishInTx waits for it, or publishes
+// the job.started itself when its transaction holds the lock already:
+// startedFirst), so it never precedes its job.started. The event only
+// informs: one that cannot be published in time, or fails, is dropped
+// with a log line.
+func (q *queue) announce(ctx context.Context, b *batch) {
+	if !slices.ContainsFunc(b.jobs, func(j Job) bool { return j.ProjectID != nil }) {
+		return // nothing to announce
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	wait := max(q.cfg.Lease/5, time.Millisecond)
 	err := pgx.BeginFunc(ctx, q.c.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(wait.Milliseconds(), 10)+"ms"); err != nil {
 			return fmt.Errorf("set lock timeout: %w", err)
 		}
-		return PublishStarted(ctx, tx, q.cfg.Name, jobs, q.c.now())
+		if err := events.Lock(ctx, tx); err != nil {
+			return err
+		}
+		// A statement of its own after the lock, so that its snapshot
+		// sees every job.completed published before.
+		running, err := q.jobsRunning(ctx, tx, b.jobs)
+		if err != nil {
+			return err
+		}
+		if err := PublishStarted(ctx, tx, q.cfg.Name, running, q.c.now()); err != nil {
+			return err
+		}
+		// Set before the commit: a transaction that holds the publish
+		// lock after this one finds the events written (startedFirst).
+		b.published.Store(true)
+		return nil
 	})
 	if err != nil {
-		q.c.logger.Warn("announcing started jobs failed; job.started dropped", "queue", q.cfg.Name, "jobs", len(jobs), "err", err)
+		q.c.logger.Warn("announcing started jobs failed; job.started dropped", "queue", q.cfg.Name, "jobs", len(b.jobs), "err", err)
 	}
+}
+
+// jobsRunning returns the jobs still running at the attempt they were
+// claimed at, in order.
+func (q *queue) jobsRunning(ctx context.Context, db postgres.DBTX, jobs []Job) ([]Job, error) {
+	ids, attempts := make([]uuid.UUID, len(jobs)), make([]int32, len(jobs))
+	for i, j := range jobs {
+		ids[i], attempts[i] = j.ID, int32(j.Attempt) //nolint:gosec // small counter
+	}
+	rows, _ := db.Query(ctx, q.sql.running, ids, attempts)
+	still, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("running %s jobs: %w", q.cfg.Name, err)
+	}
+	return slices.DeleteFunc(slices.Clone(jobs), func(j Job) bool { return !slices.Contains(still, j.ID) }), nil
+}
+
+// startedFirst is called by FinishBatchInTx and WaitInTx before their
+// hooks publish job.completed for jobs in tx: when the announcement of a
+// batch of jobs may not have been published yet, it publishes their
+// job.started in tx if tx holds the events publish lock already (that
+// announcement, waiting for the lock, then finds them no longer running
+// once tx commits, or still running if tx rolls back), else it waits for
+// the announcement to end.
+func (q *queue) startedFirst(ctx context.Context, tx pgx.Tx, jobs []Job) error {
+	if !q.cfg.AnnounceStarted {
+		return nil
+	}
+	pending := q.c.announcing(jobs)
+	if len(pending) == 0 {
+		return nil
+	}
+	held, err := events.LockHeld(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !held {
+		for _, e := range pending {
+			select {
+			case <-e.b.announced:
+			case <-ctx.Done():
+				return fmt.Errorf("wait for job.started: %w", context.Cause(ctx))
+			}
+		}
+		return nil
+	}
+	// The announcements cannot commit before tx ends: those whose events
+	// are not written yet will find the jobs tx makes final gone.
+	var unannounced []Job
+	for _, e := range pending {
+		if !e.b.published.Load() {
+			unannounced = append(unannounced, e.job)
+		}
+	}
+	return PublishStarted(ctx, tx, q.cfg.Name, unannounced, q.c.now())
+}
+
+// announcing returns the entries of those of jobs (running here at their
+// attempt) whose batch's announcement has not ended.
+func (c *Client) announcing(jobs []Job) []entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []entry
+	for _, j := range jobs {
+		e, ok := c.inflight[j.ID]
+		if !ok || e.job.Attempt != j.Attempt || e.b.announced == nil {
+			continue
+		}
+		select {
+		case <-e.b.announced:
+		default:
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (q *queue) launch(jobs []Job) {
 	c := q.c
 	ctx, cancel := context.WithCancelCause(c.workCtx)
 	b := &batch{queue: q.cfg.Name, jobs: jobs, cancel: cancel, cancelled: map[uuid.UUID]bool{}, inTx: map[uuid.UUID]update{}}
+	if q.cfg.AnnounceStarted {
+		b.announced = make(chan struct{})
+	}
 	c.mu.Lock()
 	for _, j := range jobs {
 		c.inflight[j.ID] = entry{b: b, job: j}
@@ -248,12 +356,17 @@ func (q *queue) launch(jobs []Job) {
 	q.inflight++
 	q.mu.Unlock()
 	c.metrics.claimed.WithLabelValues(q.cfg.Name).Add(float64(len(jobs)))
+	if b.announced != nil {
+		c.batches.Add(1)
+		go func() {
+			defer c.batches.Done()
+			defer close(b.announced)
+			q.announce(c.workCtx, b)
+		}()
+	}
 	c.batches.Add(1)
 	go func() {
 		defer c.batches.Done()
-		if q.cfg.AnnounceStarted {
-			q.announce(jobs)
-		}
 		q.runBatch(ctx, b)
 	}()
 }
@@ -305,6 +418,11 @@ func (q *queue) runBatch(ctx context.Context, b *batch) {
 			u.decision = decide(j, err, now, q.cfg.BackoffFunc)
 		}
 		ups = append(ups, u)
+	}
+	if b.announced != nil {
+		// The jobs' job.completed comes after their job.started; the
+		// announcement's own wait is bounded (announce).
+		<-b.announced
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
