@@ -71,10 +71,16 @@ func TestClaimPublishesStarted(t *testing.T) {
 	b.newProcess(t, opts{queue: jobqueue.QueueConfig{
 		BatchSize: 10, AnnounceStarted: true, OutcomeFunc: jobqueue.PublishCompletedFunc(queueName, time.Now),
 		Handler: jobqueue.HandlerFunc(func(_ context.Context, jobs []jobqueue.Job) []error {
-			// The announcement comes while the handler runs.
-			seen.Store(assert.Eventually(t, func() bool { return len(b.startedEvents(t)) == len(want) }, waitFor, 5*time.Millisecond))
+			// The announcement comes while the handler runs (on the
+			// handler's goroutine: assert, and no require inside).
+			seen.Store(assert.Eventually(t, func() bool {
+				var n int
+				err := b.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = 'job.started'`).Scan(&n)
+				return err == nil && n == len(want)
+			}, waitFor, 5*time.Millisecond))
 			return make([]error, len(jobs))
-		})}})
+		}),
+	}})
 	require.Eventually(t, func() bool { return b.countStatus(t, jobqueue.StatusCompleted) == len(ids) }, waitFor, 5*time.Millisecond)
 	require.True(t, seen.Load(), "the handler saw the announcement")
 	require.Equal(t, want, b.startedEvents(t))
@@ -136,7 +142,8 @@ func TestBatchStartsWhilePublishLockHeld(t *testing.T) {
 			return postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
 				return client.FinishInTx(ctx, tx, queueName, j, jobqueue.StatusCompleted)
 			})
-		})}}).client
+		}),
+	}}).client
 	id := b.insert(t, jobSpec{project: &p})[0]
 	select {
 	case <-started:
