@@ -140,9 +140,11 @@ func (s *Service) work(ctx context.Context, j jobqueue.Job) error {
 }
 
 // tx runs fn in a transaction that holds the run while it is running at
-// this attempt here (a cancelled or reaped run writes nothing).
+// this attempt here (a cancelled or reaped run writes nothing), and again
+// when it loses a deadlock (in the outcome hook FinishInTx or WaitInTx
+// calls, say): fn works from its inputs and the database only.
 func (w *worker) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return postgres.WithTx(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
+	return postgres.WithTxRetryDeadlock(ctx, w.s.cfg.Pool, func(tx pgx.Tx) error {
 		if err := runLockRunning(ctx, tx, w.run.ID, w.job.Attempt, w.s.cfg.Jobs.WorkerID()); err != nil {
 			return err
 		}

@@ -540,7 +540,9 @@ func (r *run) finish(ctx context.Context, types []Type, rels []Relationship) err
 	if r.embedFailed {
 		r.pr.Message += "; embedding failed: types merged by name only"
 	}
-	return postgres.WithTx(ctx, r.s.cfg.Pool, func(tx pgx.Tx) error {
+	// Run again when it loses a deadlock (in the outcome hook FinishInTx
+	// calls, say): results, progress and completion commit together.
+	return postgres.WithTxRetryDeadlock(ctx, r.s.cfg.Pool, func(tx pgx.Tx) error {
 		if err := jobSetResult(ctx, tx, r.project, r.job.ID, types, rels, r.pr, r.s.now()); err != nil {
 			return err
 		}

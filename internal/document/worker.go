@@ -65,7 +65,9 @@ func (s *Service) parseOne(ctx context.Context, j jobqueue.Job) error {
 	}
 	chunks := s.chunker.Chunk(parsed.Blocks, s.opts)
 	project := *j.ProjectID
-	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	// Run again when it loses a deadlock (in the outcome hook FinishInTx
+	// calls, say): the chunks and the job's completion commit together.
+	return postgres.WithTxRetryDeadlock(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
 		lock, err := documentLockForParse(ctx, tx, docID)
 		if errors.Is(err, ErrNotFound) {
@@ -263,7 +265,9 @@ func (s *Service) embedGroup(ctx context.Context, project uuid.UUID, jobs []jobq
 			return fmt.Errorf("embedder returned %d vectors for %d texts", len(vectors), len(in))
 		}
 	}
-	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	// Run again when it loses a deadlock (in the outcome hook
+	// FinishBatchInTx calls, say).
+	err = postgres.WithTxRetryDeadlock(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
 		if len(todo) > 0 {
 			batch := &pgx.Batch{}

@@ -143,7 +143,10 @@ func (s *Service) work(ctx context.Context, jobs []jobqueue.Job) []error {
 		}
 	}
 
-	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	// Run again when it loses a deadlock (in the outcome hook
+	// FinishBatchInTx calls, say); out is set only for jobs no longer
+	// ours, which a run again finds so too.
+	err = postgres.WithTxRetryDeadlock(ctx, s.pool, func(tx pgx.Tx) error {
 		// The jobs still ours: a job cancelled or reaped since its claim
 		// writes nothing, and a cancel arriving now waits for this commit.
 		if err := s.objects.LockObjects(ctx, tx, objectIDs); err != nil {

@@ -127,6 +127,20 @@ func Lock(ctx context.Context, tx postgres.DBTX) error {
 	return nil
 }
 
+// LockHeld reports whether the transaction of db holds the publish lock
+// (it published, or called Lock): its events, and those of transactions
+// that waited for the lock after it, come after the events of every
+// transaction that held the lock before.
+func LockHeld(ctx context.Context, db postgres.DBTX) (bool, error) {
+	var held bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+    AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & 4294967295)::oid AND objsubid = 1)`, publishLock).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("events lock held: %w", err)
+	}
+	return held, nil
+}
+
 // DeleteExpired removes events older than Retention; the scheduler runs it.
 func DeleteExpired(ctx context.Context, db postgres.DBTX, now time.Time) (int64, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM events WHERE created_at < $1`, now.Add(-Retention))

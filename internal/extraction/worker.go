@@ -401,7 +401,12 @@ func (s *Service) write(ctx context.Context, l *jobLog, src jobSource, types *te
 		objs[i] = c.in
 	}
 	review := false
-	err := postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	kept := len(l.deferred)
+	// Run again when the transaction loses a deadlock (in the outcome
+	// hook that FinishInTx calls, say): each run starts from the same
+	// inputs, with the logs of a run that rolled back dropped.
+	err := postgres.WithTxRetryDeadlock(ctx, s.pool, func(tx pgx.Tx) error {
+		l.deferred, review = l.deferred[:kept], false
 		running, err := jobLockRunning(ctx, tx, l.job.ID, l.job.Attempt)
 		if err != nil {
 			return err

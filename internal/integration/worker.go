@@ -123,7 +123,9 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 		}
 		return err
 	}
-	return postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+	// Run again when it loses a deadlock (in syncOutcomes, which
+	// FinishInTx calls, say): the sync's end commits whole.
+	return postgres.WithTxRetryDeadlock(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		now := s.now()
 		if err := syncJobSetPhase(ctx, tx, j.ID, PhaseDone, w.newState, now); err != nil {
 			return err

@@ -267,7 +267,14 @@ func (c *Client) Stats(ctx context.Context, projectID *uuid.UUID) ([]QueueStats,
 // tx too. When the job is no longer running at this attempt under this
 // client (cancelled or reaped), it answers ErrCancelled and the caller
 // rolls tx back. The handler then returns as usual (the error, or nil);
-// the engine finds the job already final.
+// the engine finds the job already final. When a hook loses a deadlock or
+// a serialization conflict (postgres.IsTxConflict), it answers that error
+// and tx, aborted, must be rolled back: the handler runs its transaction
+// in postgres.WithTxRetryDeadlock, which runs it again, so that results,
+// status and the hooks' writes commit together or not at all; the
+// transaction's function must then be safe to run again (its inputs
+// computed before it, nothing kept in memory from a run that rolled
+// back).
 func (c *Client) FinishInTx(ctx context.Context, tx pgx.Tx, queue string, j Job, status Status) error {
 	return c.FinishBatchInTx(ctx, tx, queue, []Job{j}, status)
 }
@@ -312,8 +319,13 @@ func (c *Client) FinishBatchInTx(ctx context.Context, tx pgx.Tx, queue string, j
 	if len(ids) != len(ups) {
 		return ErrCancelled
 	}
-	q.account(ups, ids)
-	q.callHooks(ctx, tx, ups, ids)
+	if err := q.startedFirst(ctx, tx, jobsOf(ups)); err != nil {
+		return fmt.Errorf("finish in tx: %w", err)
+	}
+	if err := q.callHooks(ctx, tx, ups, ids); err != nil {
+		return fmt.Errorf("finish in tx: %w", err)
+	}
+	q.noteInTx(ups)
 	return nil
 }
 
@@ -342,8 +354,13 @@ func (c *Client) WaitInTx(ctx context.Context, tx pgx.Tx, queue string, j Job, u
 	if len(ids) != 1 {
 		return ErrCancelled
 	}
-	q.account(ups, ids)
-	q.callHooks(ctx, tx, ups, ids)
+	if err := q.startedFirst(ctx, tx, jobsOf(ups)); err != nil {
+		return fmt.Errorf("wait in tx: %w", err)
+	}
+	if err := q.callHooks(ctx, tx, ups, ids); err != nil {
+		return fmt.Errorf("wait in tx: %w", err)
+	}
+	q.noteInTx(ups)
 	return nil
 }
 

@@ -91,8 +91,12 @@ type QueueConfig struct {
 	ClearOnFinal []string
 	// OutcomeFunc, when set, is called in the transaction that records the
 	// outcomes of a batch (or of reaped jobs), so that a domain can write
-	// job log entries or events atomically with the status change. An error
-	// rolls that transaction back; the outcomes are then written without it.
+	// job log entries or events atomically with the status change. It runs
+	// in a savepoint: an error loses its writes only, the outcomes are
+	// written without them; but a deadlock or serialization failure
+	// (postgres.IsTxConflict) rolls the whole transaction back, and it runs
+	// again (the engine's own; a handler's, which FinishInTx is part of,
+	// runs in postgres.WithTxRetryDeadlock), so that it cannot be lost.
 	OutcomeFunc OutcomeFunc
 	// AnnounceStarted publishes job.started for every claimed batch (see
 	// PublishStarted). Set it only on a queue whose OutcomeFunc publishes
@@ -236,7 +240,8 @@ func (c *Client) AddQueue(qc QueueConfig) error {
 // the client, in the transaction that records them, after the queue's own
 // OutcomeFunc. Each observer runs in its own savepoint: an error loses only
 // that observer's writes, never the status changes or the other hooks'
-// writes. It must be called before Start.
+// writes (but a deadlock runs the whole transaction again, as for
+// OutcomeFunc). It must be called before Start.
 func (c *Client) Observe(fn OutcomeFunc) error {
 	if fn == nil {
 		return errors.New("jobqueue: nil observer")

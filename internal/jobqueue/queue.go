@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
@@ -43,6 +44,17 @@ type batch struct {
 	jobs      []Job
 	cancel    context.CancelCauseFunc
 	cancelled map[uuid.UUID]bool // guarded by Client.mu
+	// inTx are the jobs FinishBatchInTx or WaitInTx recorded in the
+	// handler's transaction (guarded by Client.mu): runBatch accounts for
+	// them once the handler returned, so that a transaction run again
+	// counts them once and one rolled back (its jobs then get the
+	// handler's outcome) not at all.
+	inTx map[uuid.UUID]update
+	// announced, when the queue announces its batches, is closed once the
+	// announcement ended (published or dropped); published is set when
+	// its events are written, before its commit.
+	announced chan struct{}
+	published atomic.Bool
 }
 
 // entry is a running job of a client.
@@ -209,31 +221,132 @@ func (q *queue) claim(n int) ([]Job, error) {
 	return q.jobClaim(ctx, q.c.pool, q.c.now(), q.c.workerID, n)
 }
 
-// announce publishes job.started for a launched batch before its handler
-// runs, so the event comes before the jobs' job.completed. The jobs are
-// registered for heartbeats already, and the wait for the events publish
-// lock is bounded (lock_timeout, a fifth of the lease): the event only
-// informs, so one that cannot be published in time, or fails, is dropped
-// with a log line and the jobs run anyway.
-func (q *queue) announce(jobs []Job) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// announce publishes job.started for a launched batch beside its
+// handler, which it does not hold up, on ctx (the client's work context:
+// a hard stop ends it). It takes the events publish lock first, waiting at
+// most a fifth of the lease (lock_timeout), then announces the jobs of
+// the batch still running at the attempt claimed: a job's job.completed
+// is published under that lock too, after the announcement (the engine's
+// record waits for it; a handler's FinishInTx waits for it, or publishes
+// the job.started itself when its transaction holds the lock already:
+// startedFirst), so it never precedes its job.started. The event only
+// informs: one that cannot be published in time, or fails, is dropped
+// with a log line.
+func (q *queue) announce(ctx context.Context, b *batch) {
+	if !slices.ContainsFunc(b.jobs, func(j Job) bool { return j.ProjectID != nil }) {
+		return // nothing to announce
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	wait := max(q.cfg.Lease/5, time.Millisecond)
 	err := pgx.BeginFunc(ctx, q.c.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(wait.Milliseconds(), 10)+"ms"); err != nil {
 			return fmt.Errorf("set lock timeout: %w", err)
 		}
-		return PublishStarted(ctx, tx, q.cfg.Name, jobs, q.c.now())
+		if err := events.Lock(ctx, tx); err != nil {
+			return err
+		}
+		// A statement of its own after the lock, so that its snapshot
+		// sees every job.completed published before.
+		running, err := q.jobsRunning(ctx, tx, b.jobs)
+		if err != nil {
+			return err
+		}
+		if err := PublishStarted(ctx, tx, q.cfg.Name, running, q.c.now()); err != nil {
+			return err
+		}
+		// Set before the commit: a transaction that holds the publish
+		// lock after this one finds the events written (startedFirst).
+		b.published.Store(true)
+		return nil
 	})
 	if err != nil {
-		q.c.logger.Warn("announcing started jobs failed; job.started dropped", "queue", q.cfg.Name, "jobs", len(jobs), "err", err)
+		q.c.logger.Warn("announcing started jobs failed; job.started dropped", "queue", q.cfg.Name, "jobs", len(b.jobs), "err", err)
 	}
+}
+
+// jobsRunning returns the jobs still running at the attempt they were
+// claimed at, in order.
+func (q *queue) jobsRunning(ctx context.Context, db postgres.DBTX, jobs []Job) ([]Job, error) {
+	ids, attempts := make([]uuid.UUID, len(jobs)), make([]int32, len(jobs))
+	for i, j := range jobs {
+		ids[i], attempts[i] = j.ID, int32(j.Attempt) //nolint:gosec // small counter
+	}
+	rows, _ := db.Query(ctx, q.sql.running, ids, attempts)
+	still, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("running %s jobs: %w", q.cfg.Name, err)
+	}
+	return slices.DeleteFunc(slices.Clone(jobs), func(j Job) bool { return !slices.Contains(still, j.ID) }), nil
+}
+
+// startedFirst is called by FinishBatchInTx and WaitInTx before their
+// hooks publish job.completed for jobs in tx: when the announcement of a
+// batch of jobs may not have been published yet, it publishes their
+// job.started in tx if tx holds the events publish lock already (that
+// announcement, waiting for the lock, then finds them no longer running
+// once tx commits, or still running if tx rolls back), else it waits for
+// the announcement to end.
+func (q *queue) startedFirst(ctx context.Context, tx pgx.Tx, jobs []Job) error {
+	if !q.cfg.AnnounceStarted {
+		return nil
+	}
+	pending := q.c.announcing(jobs)
+	if len(pending) == 0 {
+		return nil
+	}
+	held, err := events.LockHeld(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !held {
+		for _, e := range pending {
+			select {
+			case <-e.b.announced:
+			case <-ctx.Done():
+				return fmt.Errorf("wait for job.started: %w", context.Cause(ctx))
+			}
+		}
+		return nil
+	}
+	// The announcements cannot commit before tx ends: those whose events
+	// are not written yet will find the jobs tx makes final gone.
+	var unannounced []Job
+	for _, e := range pending {
+		if !e.b.published.Load() {
+			unannounced = append(unannounced, e.job)
+		}
+	}
+	return PublishStarted(ctx, tx, q.cfg.Name, unannounced, q.c.now())
+}
+
+// announcing returns the entries of those of jobs (running here at their
+// attempt) whose batch's announcement has not ended.
+func (c *Client) announcing(jobs []Job) []entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []entry
+	for _, j := range jobs {
+		e, ok := c.inflight[j.ID]
+		if !ok || e.job.Attempt != j.Attempt || e.b.announced == nil {
+			continue
+		}
+		select {
+		case <-e.b.announced:
+		default:
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (q *queue) launch(jobs []Job) {
 	c := q.c
 	ctx, cancel := context.WithCancelCause(c.workCtx)
-	b := &batch{queue: q.cfg.Name, jobs: jobs, cancel: cancel, cancelled: map[uuid.UUID]bool{}}
+	b := &batch{queue: q.cfg.Name, jobs: jobs, cancel: cancel, cancelled: map[uuid.UUID]bool{}, inTx: map[uuid.UUID]update{}}
+	if q.cfg.AnnounceStarted {
+		b.announced = make(chan struct{})
+	}
 	c.mu.Lock()
 	for _, j := range jobs {
 		c.inflight[j.ID] = entry{b: b, job: j}
@@ -243,12 +356,17 @@ func (q *queue) launch(jobs []Job) {
 	q.inflight++
 	q.mu.Unlock()
 	c.metrics.claimed.WithLabelValues(q.cfg.Name).Add(float64(len(jobs)))
+	if b.announced != nil {
+		c.batches.Add(1)
+		go func() {
+			defer c.batches.Done()
+			defer close(b.announced)
+			q.announce(c.workCtx, b)
+		}()
+	}
 	c.batches.Add(1)
 	go func() {
 		defer c.batches.Done()
-		if q.cfg.AnnounceStarted {
-			q.announce(jobs)
-		}
 		q.runBatch(ctx, b)
 	}()
 }
@@ -269,6 +387,8 @@ func (q *queue) runBatch(ctx context.Context, b *batch) {
 	for id := range b.cancelled {
 		cancelled[id] = true
 	}
+	inTx := b.inTx
+	b.inTx = nil
 	for _, j := range b.jobs {
 		delete(c.inflight, j.ID)
 	}
@@ -299,14 +419,21 @@ func (q *queue) runBatch(ctx context.Context, b *batch) {
 		}
 		ups = append(ups, u)
 	}
+	if b.announced != nil {
+		// The jobs' job.completed comes after their job.started; the
+		// announcement's own wait is bounded (announce).
+		<-b.announced
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	me := c.workerID
-	if err := q.record(ctx, &pgxPoolOrTx{pool: c.pool}, now, &me, ups); err != nil {
+	applied, err := q.record(ctx, now, &me, ups)
+	if err != nil {
 		// The jobs stay running under our name until their lease expires;
 		// the reaper then retries them.
 		c.logger.Error("recording job outcomes failed", "queue", q.cfg.Name, "jobs", len(ups), "err", err)
 	}
+	q.accountInTx(inTx, applied)
 
 	q.mu.Lock()
 	q.inflight--
@@ -332,53 +459,61 @@ func (q *queue) work(ctx context.Context, jobs []Job) (results []error) {
 	return results
 }
 
-// record writes the updates of still-owned jobs (owned by worker; any
-// worker when nil, for the reaper that holds the row locks) and, when the
+// record writes the updates of jobs still owned by worker and, when the
 // queue has an OutcomeFunc or the client has observers, calls them in the
-// same transaction.
-func (q *queue) record(ctx context.Context, db *pgxPoolOrTx, now time.Time, worker *string, ups []update) error {
+// same transaction, which runs again when it loses a deadlock or a
+// serialization conflict (the hooks' writes commit with the statuses or
+// not at all). It accounts for the jobs it changed once that committed
+// and returns their ids.
+func (q *queue) record(ctx context.Context, now time.Time, worker *string, ups []update) ([]uuid.UUID, error) {
 	if len(ups) == 0 {
-		return nil
+		return nil, nil
 	}
-	if !q.hooked() && db.pool != nil {
-		ids, err := q.jobFinish(ctx, db.pool, now, worker, ups)
-		if err != nil {
+	var ids []uuid.UUID
+	var err error
+	if q.hooked() {
+		err = postgres.WithTxRetryDeadlock(ctx, q.c.pool, func(tx pgx.Tx) error {
+			ids, err = q.recordInTx(ctx, tx, now, worker, ups)
 			return err
-		}
-		q.account(ups, ids)
-		return nil
+		})
+	} else {
+		ids, err = q.jobFinish(ctx, q.c.pool, now, worker, ups)
 	}
-	run := func(tx pgx.Tx) error {
-		ids, err := q.jobFinish(ctx, tx, now, worker, ups)
-		if err != nil {
-			return err
-		}
-		q.account(ups, ids)
-		q.callHooks(ctx, tx, ups, ids)
-		return nil
+	if err != nil {
+		return nil, err
 	}
-	if db.tx != nil {
-		return run(db.tx)
+	q.account(ups, ids)
+	return ids, nil
+}
+
+// recordInTx writes the updates of jobs still owned by worker (any worker
+// when nil, for the reaper that holds the row locks) in tx and calls the
+// hooks; it returns the ids changed. Its error (a hook's deadlock
+// included) means tx must be rolled back.
+func (q *queue) recordInTx(ctx context.Context, tx pgx.Tx, now time.Time, worker *string, ups []update) ([]uuid.UUID, error) {
+	ids, err := q.jobFinish(ctx, tx, now, worker, ups)
+	if err != nil {
+		return nil, err
 	}
-	return postgres.WithTx(ctx, db.pool, run)
+	if err := q.callHooks(ctx, tx, ups, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 // hooked reports whether anything wants this queue's outcomes.
 func (q *queue) hooked() bool { return q.cfg.OutcomeFunc != nil || len(q.c.observers) > 0 }
 
-// pgxPoolOrTx is where record writes: a pool (its own transaction when a
-// hook runs) or a transaction already open.
-type pgxPoolOrTx struct {
-	pool *pgxpool.Pool
-	tx   pgx.Tx
-}
-
 // callHooks runs the queue's OutcomeFunc, then the client's observers, each
 // in a savepoint: a failing hook loses its own writes, never the status
-// changes.
-func (q *queue) callHooks(ctx context.Context, tx pgx.Tx, ups []update, ids []uuid.UUID) {
+// changes. A hook that loses a deadlock or a serialization conflict
+// (postgres.IsTxConflict) is the exception: running it again in its
+// savepoint would wait for the same lock, so callHooks returns its error,
+// tx (left aborted) must be rolled back, and the whole transaction runs
+// again (postgres.WithTxRetryDeadlock).
+func (q *queue) callHooks(ctx context.Context, tx pgx.Tx, ups []update, ids []uuid.UUID) error {
 	if !q.hooked() {
-		return
+		return nil
 	}
 	applied := make(map[uuid.UUID]bool, len(ids))
 	for _, id := range ids {
@@ -396,30 +531,49 @@ func (q *queue) callHooks(ctx context.Context, tx pgx.Tx, ups []update, ids []uu
 		outs = append(outs, o)
 	}
 	if len(outs) == 0 {
-		return
+		return nil
 	}
 	if q.cfg.OutcomeFunc != nil {
-		q.callHook(ctx, tx, "job outcome hook", q.cfg.OutcomeFunc, outs)
+		if err := q.callHook(ctx, tx, "job outcome hook", q.cfg.OutcomeFunc, outs); err != nil {
+			return err
+		}
 	}
 	for _, fn := range q.c.observers {
-		q.callHook(ctx, tx, "job outcome observer", fn, outs)
+		if err := q.callHook(ctx, tx, "job outcome observer", fn, outs); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
-func (q *queue) callHook(ctx context.Context, tx pgx.Tx, what string, fn OutcomeFunc, outs []Outcome) {
+// callHook runs fn in a savepoint of tx; it returns only an error that
+// must roll tx back (postgres.IsTxConflict), and logs the others.
+func (q *queue) callHook(ctx context.Context, tx pgx.Tx, what string, fn OutcomeFunc, outs []Outcome) error {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
+		if postgres.IsTxConflict(err) {
+			return fmt.Errorf("%s: savepoint: %w", what, err)
+		}
 		q.c.logger.Error(what+": savepoint failed", "queue", q.cfg.Name, "err", err)
-		return
+		return nil
 	}
 	if err := fn(ctx, sp, outs); err != nil {
+		if postgres.IsTxConflict(err) {
+			// Not rolled back to the savepoint: tx stays aborted, so
+			// that it cannot commit the statuses without the hook.
+			return fmt.Errorf("%s: %w", what, err)
+		}
 		_ = sp.Rollback(ctx)
 		q.c.logger.Error(what+" failed", "queue", q.cfg.Name, "err", err)
-		return
+		return nil
 	}
 	if err := sp.Commit(ctx); err != nil {
+		if postgres.IsTxConflict(err) {
+			return fmt.Errorf("%s: release savepoint: %w", what, err)
+		}
 		q.c.logger.Error(what+": release savepoint failed", "queue", q.cfg.Name, "err", err)
 	}
+	return nil
 }
 
 // account updates metrics and the next wake-up for the updates applied.
@@ -456,17 +610,62 @@ func (q *queue) account(ups []update, ids []uuid.UUID) {
 	}
 }
 
+// noteInTx accounts for ups, which FinishBatchInTx or WaitInTx changed in
+// a handler's transaction: later (runBatch, accountInTx) for the jobs of
+// a batch this client runs, at once for others (a handler's transaction
+// outside the engine).
+func (q *queue) noteInTx(ups []update) {
+	c := q.c
+	var now []update
+	c.mu.Lock()
+	for _, u := range ups {
+		if e, ok := c.inflight[u.job.ID]; ok && e.job.Attempt == u.job.Attempt && e.b.inTx != nil {
+			e.b.inTx[u.job.ID] = u
+		} else {
+			now = append(now, u)
+		}
+	}
+	c.mu.Unlock()
+	q.account(now, IDs(jobsOf(now)))
+}
+
+// accountInTx accounts for the jobs a batch's handler recorded in its
+// transaction (noteInTx), except those record changed after it (applied):
+// their transaction did not commit, and record accounted for the
+// handler's outcome instead.
+func (q *queue) accountInTx(inTx map[uuid.UUID]update, applied []uuid.UUID) {
+	for _, id := range applied {
+		delete(inTx, id)
+	}
+	ups := make([]update, 0, len(inTx))
+	for _, u := range inTx {
+		ups = append(ups, u)
+	}
+	q.account(ups, IDs(jobsOf(ups)))
+}
+
+// jobsOf are the jobs of ups, in order.
+func jobsOf(ups []update) []Job {
+	jobs := make([]Job, len(ups))
+	for i, u := range ups {
+		jobs[i] = u.job
+	}
+	return jobs
+}
+
 // reap returns this queue's jobs whose lease expired to the queue (or fails
 // them when their retries are used up): the one rule for crashed workers.
 func (q *queue) reap(ctx context.Context) (int, error) {
 	now := q.c.now()
-	var n int
-	err := postgres.WithTx(ctx, q.c.pool, func(tx pgx.Tx) error {
+	var ups []update
+	var ids []uuid.UUID
+	err := postgres.WithTxRetryDeadlock(ctx, q.c.pool, func(tx pgx.Tx) error {
+		ups, ids = nil, nil
 		expired, err := q.jobExpiredLock(ctx, tx, now, 500)
 		if err != nil || len(expired) == 0 {
 			return err
 		}
-		ups := make([]update, len(expired))
+		ups = make([]update, len(expired))
 		for i, e := range expired {
 			owner := "unknown"
 			if e.lockedBy != nil {
@@ -475,12 +674,14 @@ func (q *queue) reap(ctx context.Context) (int, error) {
 			err := fmt.Errorf("%w (worker %s)", ErrLeaseExpired, owner)
 			ups[i] = update{job: e.Job, err: err, decision: decide(e.Job, err, now, q.cfg.BackoffFunc)}
 		}
-		n = len(ups)
-		return q.record(ctx, &pgxPoolOrTx{tx: tx}, now, nil, ups)
+		ids, err = q.recordInTx(ctx, tx, now, nil, ups)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("reap %s: %w", q.cfg.Name, err)
 	}
+	q.account(ups, ids)
+	n := len(ups)
 	if n > 0 {
 		q.c.logger.Warn("returned jobs with expired leases", "queue", q.cfg.Name, "jobs", n)
 	}

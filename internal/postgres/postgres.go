@@ -98,14 +98,18 @@ const deadlockRuns = 3
 
 // WithTxRetryDeadlock runs fn in a transaction as WithTx does, and again
 // (three runs at the most) when PostgreSQL chose it as a deadlock's
-// victim. It is for the use cases that delete a row whose dependent rows a
-// running job writes (a document, an integration): the job's transactions
-// take their locks in the other order until its cancel reaches it, and
-// the deletion, run again, finds the job's writes committed or gone.
+// victim or refused it with a serialization failure (IsTxConflict). It is
+// for the use cases that delete a row whose dependent rows a running job
+// writes (a document, an integration): the job's transactions take their
+// locks in the other order until its cancel reaches it, and the deletion,
+// run again, finds the job's writes committed or gone; and for a job's
+// finishing transaction (its results, final status and outcome hooks),
+// which commits all of them or none. fn must be safe to run again: it
+// starts from the same inputs each time.
 func WithTxRetryDeadlock(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
 	var err error
 	for range deadlockRuns {
-		if err = WithTx(ctx, pool, fn); !IsDeadlock(err) {
+		if err = WithTx(ctx, pool, fn); !IsTxConflict(err) {
 			return err
 		}
 	}
@@ -118,6 +122,14 @@ func WithTxRetryDeadlock(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx
 func IsDeadlock(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// IsTxConflict reports whether err is deadlock_detected or
+// serialization_failure: the transaction lost to a concurrent one and was
+// rolled back; running it again from its start is safe.
+func IsTxConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }
 
 // IsUniqueViolation reports whether err is a unique-constraint violation of

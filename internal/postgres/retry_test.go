@@ -14,9 +14,9 @@ import (
 	"github.com/graphmill/graphmill/internal/postgres"
 )
 
-// TestWithTxRetryDeadlock: a transaction chosen as a deadlock's victim is
-// run again (its writes rolled back first), three runs at the most; any
-// other error ends it at once.
+// TestWithTxRetryDeadlock: a transaction chosen as a deadlock's victim (or
+// refused with a serialization failure) is run again (its writes rolled
+// back first), three runs at the most; any other error ends it at once.
 func TestWithTxRetryDeadlock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -51,6 +51,17 @@ func TestWithTxRetryDeadlock(t *testing.T) {
 	})
 	require.True(t, postgres.IsDeadlock(err))
 	require.Equal(t, 3, runs)
+
+	runs = 0
+	serialization := fmt.Errorf("hook: %w", &pgconn.PgError{Code: "40001", Message: "could not serialize access"})
+	require.NoError(t, postgres.WithTxRetryDeadlock(ctx, pool, func(tx pgx.Tx) error {
+		runs++
+		if runs == 1 {
+			return serialization
+		}
+		return nil
+	}))
+	require.Equal(t, 2, runs, "a serialization failure runs it again too")
 
 	runs = 0
 	other := errors.New("not found")
