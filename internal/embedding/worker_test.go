@@ -445,6 +445,47 @@ func TestWorkerStaleWrite(t *testing.T) {
 	require.Equal(t, hash("Thing: Engine\nkey: engine\nsecond"), vs[vkey{a, uuid.Nil}].hash)
 }
 
+// TestWorkerFailureWhileRequeued: an object changed (a job queued for it)
+// while its running job fails with a retryable error: the failed job is
+// cancelled as superseded, since the queued one embeds the object anyway.
+// It used to ask for a second queued job of the object, which the table's
+// unique index refused: the job stayed running and the reaper failed on it
+// every second from then on.
+func TestWorkerFailureWhileRequeued(t *testing.T) {
+	t.Parallel()
+	g := &gate{entered: make(chan string), release: make(chan struct{})}
+	b := setupWith(t, true, &http.Client{Transport: g})
+	ctx := context.Background()
+	a := b.object(b.project, "Thing", "Engine", "first", nil)
+	b.enqueue(b.project, a)
+	b.gemini.FailNext(1, 500, "", "")
+	b.start()
+	<-g.entered // the first job is embedding, and will fail
+
+	b.enqueue(b.project, a)
+	g.release <- struct{}{}
+	<-g.entered // the queued job runs
+	g.release <- struct{}{}
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM graph_embedding_jobs WHERE status IN ('queued', 'running')`).Scan(&n))
+		return n == 0
+	}, waitFor, 10*time.Millisecond)
+	rows, err := b.pool.Query(ctx, `SELECT status, coalesce(error_msg, '') FROM graph_embedding_jobs WHERE object_id = $1 ORDER BY created_at, id`, a)
+	require.NoError(t, err)
+	type job struct{ status, msg string }
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
+		var j job
+		return j, r.Scan(&j.status, &j.msg)
+	})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	require.Equal(t, "cancelled", jobs[0].status)
+	require.Contains(t, jobs[0].msg, "superseded by a queued job of the same object_id")
+	require.Equal(t, "completed", jobs[1].status)
+	require.Len(t, b.vectors(b.project), 1)
+}
+
 // tableObjects is an ObjectSource reading graph_objects directly, so the
 // worker is tested without the graph domain (the server wires the graph
 // service).
