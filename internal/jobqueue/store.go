@@ -113,7 +113,7 @@ RETURNING ` + jobReturning
 )
 UPDATE ` + t + ` AS j
 SET status = e.status, retry_count = u.retry_count, run_at = COALESCE(u.run_at, j.run_at),
-    error_msg = CASE WHEN e.superseded THEN 'superseded by a queued job of the same ` + key + `'
+    error_msg = CASE WHEN e.superseded THEN '` + supersededMsg(key) + `'
         WHEN u.keep_error THEN j.error_msg ELSE u.error_msg END,
     completed_at = CASE WHEN e.superseded THEN $1 ELSE u.completed_at END,
     locked_by = NULL, locked_until = NULL, updated_at = $1` + clearFinal + `
@@ -246,14 +246,20 @@ func (q *queue) jobFinish(ctx context.Context, db postgres.DBTX, now time.Time, 
 	if err != nil {
 		return nil, fmt.Errorf("finish %s jobs: %w", q.cfg.Name, err)
 	}
-	// A job cancelled for its QueuedKey is reported as what it became.
+	// A job cancelled for its QueuedKey is reported as what it became, and
+	// written the same way should the transaction run again.
+	msg := supersededMsg(q.cfg.QueuedKey)
 	for i := range ups {
 		if superseded[ups[i].job.ID] {
-			ups[i].status, ups[i].runAt, ups[i].release = StatusCancelled, nil, false
+			ups[i].release = false
+			ups[i].decision = decision{status: StatusCancelled, retryCount: ups[i].retryCount, errorMsg: &msg, completed: &now}
 		}
 	}
 	return done, nil
 }
+
+// supersededMsg is the error of a job cancelled for its QueuedKey.
+func supersededMsg(key string) string { return "superseded by a queued job of the same " + key }
 
 // jobHeartbeat extends the leases of jobs and returns those still owned.
 func (q *queue) jobHeartbeat(ctx context.Context, db postgres.DBTX, now time.Time, worker string, jobs []Job) ([]uuid.UUID, error) {
