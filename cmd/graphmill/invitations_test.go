@@ -333,6 +333,12 @@ func TestInvitationBadInput(t *testing.T) {
 		{map[string]any{"email": "a@example.com, b@example.com", "role": "viewer"}, "email must be one email address"},
 		{map[string]any{"email": "Ann <a@example.com>", "role": "viewer"}, "email must be one email address"},
 		{map[string]any{"email": "a@example.com\r\nBcc: x@example.com", "role": "viewer"}, "email must be one email address"},
+		// Addresses no mail server takes (RFC 5321), once accepted and
+		// left to fail in the email queue: a control character, a local
+		// part over 64 characters, an address over 254.
+		{map[string]any{"email": "a@example.com\u0085x", "role": "viewer"}, "email must be one email address"},
+		{map[string]any{"email": strings.Repeat("a", 65) + "@example.com", "role": "viewer"}, "at most 64 characters before the @ and 254 in all"},
+		{map[string]any{"email": "a@" + strings.Repeat("b", 250) + ".com", "role": "viewer"}, "at most 64 characters before the @ and 254 in all"},
 		{map[string]any{"email": "a@example.com", "role": "owner"}, "role"},
 		{map[string]any{"email": "a@example.com"}, "role"},
 		{map[string]any{"role": "viewer"}, "email"},

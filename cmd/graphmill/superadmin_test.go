@@ -121,6 +121,12 @@ func TestSuperadminUsers(t *testing.T) {
 
 	// Creating users: bad input and conflicts.
 	require.Contains(t, s.must(400, "POST", "/api/superadmin/users", s.admin, map[string]any{"primaryEmail": "nope"}).Detail(t), "email")
+	// Not one bare address: a space, a control character (U+0085 was
+	// stored), a display name. Each was a user whose address no email,
+	// and no invitation, could reach.
+	for _, bad := range []string{"a b@example.com", "c@example.com\u0085x", "Ann <ann@example.com>"} {
+		require.Contains(t, s.must(400, "POST", "/api/superadmin/users", s.admin, map[string]any{"primaryEmail": bad}).Detail(t), "primaryEmail must be an email address", bad)
+	}
 	s.must(409, "POST", "/api/superadmin/users", s.admin, map[string]any{"primaryEmail": "Alice@example.com"})
 	s.must(400, "POST", "/api/superadmin/users/"+aliceID+"/tokens", s.admin, map[string]any{"name": "x", "scopes": []string{"bogus"}})
 	s.must(404, "POST", "/api/superadmin/users/"+"01900000-0000-7000-8000-000000000000"+"/tokens", s.admin, map[string]any{"name": "x", "scopes": []string{"admin:read"}})

@@ -137,16 +137,22 @@ func (b *testBundle) enqueue(project uuid.UUID, ids ...uuid.UUID) {
 func (b *testBundle) waitIdle() {
 	b.t.Helper()
 	ctx := context.Background()
-	require.Eventually(b.t, func() bool {
-		var n int
-		require.NoError(b.t, b.pool.QueryRow(ctx, `SELECT count(*) FROM graph_embedding_jobs WHERE status IN ('queued', 'running')`).Scan(&n))
-		return n == 0
-	}, waitFor, 10*time.Millisecond)
+	b.waitNoneActive()
 	var failed []string
 	rows, _ := b.pool.Query(ctx, `SELECT coalesce(error_msg, status) FROM graph_embedding_jobs WHERE status <> 'completed'`)
 	failed, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(b.t, err)
 	require.Empty(b.t, failed)
+}
+
+// waitNoneActive waits until no graph embedding job is queued or running.
+func (b *testBundle) waitNoneActive() {
+	b.t.Helper()
+	require.Eventually(b.t, func() bool {
+		var n int
+		require.NoError(b.t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM graph_embedding_jobs WHERE status IN ('queued', 'running')`).Scan(&n))
+		return n == 0
+	}, waitFor, 10*time.Millisecond)
 }
 
 type vector struct {
@@ -419,16 +425,24 @@ func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// setupGated is a key-ai bundle whose embedding requests wait at the
+// gate, with one object ("Engine", description "first") queued.
+func setupGated(t *testing.T) (*testBundle, *gate, uuid.UUID) {
+	t.Helper()
+	g := &gate{entered: make(chan string), release: make(chan struct{})}
+	b := setupWith(t, true, &http.Client{Transport: g})
+	a := b.object(b.project, "Thing", "Engine", "first", nil)
+	b.enqueue(b.project, a)
+	return b, g, a
+}
+
 // TestWorkerStaleWrite: a job whose object changed while it was embedding
 // does not store its (stale) vector; the job queued by the change stores
 // the current one.
 func TestWorkerStaleWrite(t *testing.T) {
 	t.Parallel()
-	g := &gate{entered: make(chan string), release: make(chan struct{})}
-	b := setupWith(t, true, &http.Client{Transport: g})
+	b, g, a := setupGated(t)
 	ctx := context.Background()
-	a := b.object(b.project, "Thing", "Engine", "first", nil)
-	b.enqueue(b.project, a)
 	b.start()
 	<-g.entered // the first job is embedding "first"
 
@@ -443,6 +457,40 @@ func TestWorkerStaleWrite(t *testing.T) {
 	vs := b.vectors(b.project)
 	require.Len(t, vs, 1)
 	require.Equal(t, hash("Thing: Engine\nkey: engine\nsecond"), vs[vkey{a, uuid.Nil}].hash)
+}
+
+// TestWorkerFailureWhileRequeued: an object changed (a job queued for it)
+// while its running job fails with a retryable error: the failed job is
+// cancelled as superseded, since the queued one embeds the object anyway.
+// It used to ask for a second queued job of the object, which the table's
+// unique index refused: the job stayed running and the reaper failed on it
+// every second from then on.
+func TestWorkerFailureWhileRequeued(t *testing.T) {
+	t.Parallel()
+	b, g, a := setupGated(t)
+	ctx := context.Background()
+	b.gemini.FailNext(1, 500, "", "")
+	b.start()
+	<-g.entered // the first job is embedding, and will fail
+
+	b.enqueue(b.project, a)
+	g.release <- struct{}{}
+	<-g.entered // the queued job runs
+	g.release <- struct{}{}
+	b.waitNoneActive()
+	rows, err := b.pool.Query(ctx, `SELECT status, coalesce(error_msg, '') FROM graph_embedding_jobs WHERE object_id = $1 ORDER BY created_at, id`, a)
+	require.NoError(t, err)
+	type job struct{ status, msg string }
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
+		var j job
+		return j, r.Scan(&j.status, &j.msg)
+	})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	require.Equal(t, "cancelled", jobs[0].status)
+	require.Contains(t, jobs[0].msg, "superseded by a queued job of the same object_id")
+	require.Equal(t, "completed", jobs[1].status)
+	require.Len(t, b.vectors(b.project), 1)
 }
 
 // tableObjects is an ObjectSource reading graph_objects directly, so the

@@ -44,8 +44,8 @@ func checkConfig(d connector.Descriptor, cfg connector.Config) (settings, error)
 	st := settings{MaxDeleteFraction: MaxDeleteFractionDefault}
 	if raw, ok := cfg[FieldSyncInterval]; ok {
 		n, err := integerOf(raw)
-		if err != nil || n < SyncIntervalMin || n > 365*24*60 {
-			return st, errs.Errorf(errs.Invalid, "config field %s must be an integer of at least %d (minutes)", FieldSyncInterval, SyncIntervalMin)
+		if err != nil || n < SyncIntervalMin || n > SyncIntervalMax {
+			return st, errs.Errorf(errs.Invalid, "config field %s must be an integer from %d to %d (minutes)", FieldSyncInterval, SyncIntervalMin, SyncIntervalMax)
 		}
 		st.SyncInterval = &n
 		delete(cfg, FieldSyncInterval)
@@ -126,7 +126,7 @@ func checkType(f connector.Field, raw json.RawMessage) error {
 		}
 	case connector.TypeInteger:
 		if _, err := integerOf(raw); err != nil {
-			return bad("an integer")
+			return bad(fmt.Sprintf("an integer from %d to %d", -math.MaxInt32, math.MaxInt32))
 		}
 	case connector.TypeBoolean:
 		var b bool

@@ -33,7 +33,10 @@ func TestCreateChecksConfig(t *testing.T) {
 		{name: "x", provider: "mem", detail: "config field max_items must be an integer", cfg: b.cfg(map[string]any{"max_items": 1.5})},
 		{name: "x", provider: "mem", detail: "config field verbose must be a boolean", cfg: b.cfg(map[string]any{"verbose": "yes"})},
 		{name: "x", provider: "mem", detail: "max_items must be at least 1", cfg: b.cfg(map[string]any{"max_items": 0})},
-		{name: "x", provider: "mem", detail: "sync_interval_minutes must be an integer of at least 5", cfg: b.cfg(map[string]any{"sync_interval_minutes": 4})},
+		{name: "x", provider: "mem", detail: "sync_interval_minutes must be an integer from 5 to 525600 (minutes)", cfg: b.cfg(map[string]any{"sync_interval_minutes": 4})},
+		// An integer of at least 5, past a year: the detail names the bound it breaks.
+		{name: "x", provider: "mem", detail: "sync_interval_minutes must be an integer from 5 to 525600 (minutes)", cfg: b.cfg(map[string]any{"sync_interval_minutes": 153722868})},
+		{name: "x", provider: "mem", detail: "config field max_items must be an integer from -2147483647 to 2147483647", cfg: b.cfg(map[string]any{"max_items": 10000000000})},
 		{name: "x", provider: "mem", detail: "max_delete_fraction must be a number greater than 0 and at most 1", cfg: b.cfg(map[string]any{"max_delete_fraction": 1.5})},
 	}
 	for _, tt := range tests {

@@ -43,6 +43,8 @@ const (
 	MaxDeleteFractionDefault = 0.5
 	// SyncIntervalMin is the shortest schedule, in minutes.
 	SyncIntervalMin = 5
+	// SyncIntervalMax is the longest schedule, in minutes (a year).
+	SyncIntervalMax = 365 * 24 * 60
 )
 
 // Integration is the spec's Integration record. Config is set only in the

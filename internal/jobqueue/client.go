@@ -89,6 +89,13 @@ type QueueConfig struct {
 	// still run (an email's sealed secret template values) go with the
 	// status change, in its transaction.
 	ClearOnFinal []string
+	// QueuedKey names a column of Table that a unique index limits to one
+	// queued job per value (graph_embedding: object_id, the domain queuing
+	// a job only when none of the object is queued). A job of such a queue
+	// that would go back to queued (a retry, a reaped lease, a release on
+	// stop) while another job of its value is queued is cancelled instead,
+	// "superseded": the queued job does the same work.
+	QueuedKey string
 	// OutcomeFunc, when set, is called in the transaction that records the
 	// outcomes of a batch (or of reaped jobs), so that a domain can write
 	// job log entries or events atomically with the status change. It runs
@@ -214,6 +221,9 @@ func (c *Client) AddQueue(qc QueueConfig) error {
 		if !columnRE.MatchString(col) {
 			return fmt.Errorf("jobqueue: queue %s: bad column %q to clear", qc.Name, col)
 		}
+	}
+	if qc.QueuedKey != "" && !columnRE.MatchString(qc.QueuedKey) {
+		return fmt.Errorf("jobqueue: queue %s: bad queued key column %q", qc.Name, qc.QueuedKey)
 	}
 	if qc.ProjectMax < 0 {
 		return fmt.Errorf("jobqueue: queue %s: negative project max", qc.Name)

@@ -67,7 +67,7 @@ func newQueue(c *Client, cfg QueueConfig) *queue {
 	return &queue{
 		c:           c,
 		cfg:         cfg,
-		sql:         buildQueries(cfg.Table, cfg.ClearOnFinal),
+		sql:         buildQueries(cfg.Table, cfg.ClearOnFinal, cfg.QueuedKey),
 		wake:        make(chan struct{}, 1),
 		concurrency: cfg.Concurrency,
 		batchSize:   cfg.BatchSize,

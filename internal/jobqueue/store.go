@@ -30,14 +30,30 @@ type queries struct {
 const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.retry_count, j.max_retries, j.started_at, j.created_at, j.trace_parent`
 
 // buildQueries builds the SQL of table; clear are the columns set to NULL
-// when a job becomes final (QueueConfig.ClearOnFinal).
-func buildQueries(table string, clear []string) queries {
+// when a job becomes final (QueueConfig.ClearOnFinal); key is the column
+// of QueueConfig.QueuedKey ("" for none).
+func buildQueries(table string, clear []string, key string) queries {
 	t := pgx.Identifier{table}.Sanitize()
-	final := `u.status IN ('` + strings.Join(names(FinalStatuses()), `', '`) + `')`
+	final := `e.status IN ('` + strings.Join(names(FinalStatuses()), `', '`) + `')`
 	clearFinal := ""
 	for _, col := range clear {
 		c := pgx.Identifier{col}.Sanitize()
 		clearFinal += `, ` + c + ` = CASE WHEN ` + final + ` THEN NULL ELSE j.` + c + ` END`
+	}
+	// e is each job's status as written: the one asked for, except that
+	// with a QueuedKey a job asked back to queued (a retry, a reaped
+	// lease, a release) while another job of its key is queued, or behind
+	// an earlier one of this statement (by id), is cancelled: the queued
+	// job does its work, and a second queued job of the key would break
+	// the table's unique index (and with it the whole statement).
+	effective := `SELECT u.id, u.status, false AS superseded FROM u JOIN mine ON mine.id = u.id`
+	if key != "" {
+		k := pgx.Identifier{key}.Sanitize()
+		effective = `SELECT r.id, CASE WHEN r.superseded THEN '` + string(StatusCancelled) + `' ELSE r.status END AS status, r.superseded
+    FROM (SELECT u.id, u.status, u.status = '` + string(StatusQueued) + `' AND (
+            row_number() OVER (PARTITION BY j.` + k + `, u.status = '` + string(StatusQueued) + `' ORDER BY j.id) > 1
+            OR EXISTS (SELECT 1 FROM ` + t + ` AS o WHERE o.` + k + ` = j.` + k + ` AND o.status = '` + string(StatusQueued) + `' AND o.id <> j.id)) AS superseded
+        FROM u JOIN mine ON mine.id = u.id JOIN ` + t + ` AS j ON j.id = u.id) AS r`
 	}
 	var q queries
 	// $1 now, $2 worker, $3 lease end, $4 limit.
@@ -92,14 +108,18 @@ RETURNING ` + jobReturning
     SELECT j.id FROM ` + t + ` AS j JOIN u ON j.id = u.id AND j.attempt = u.attempt
     WHERE j.status = 'running' AND ($2::text IS NULL OR j.locked_by = $2)
     ORDER BY j.id FOR NO KEY UPDATE OF j
+), e AS (
+    ` + effective + `
 )
 UPDATE ` + t + ` AS j
-SET status = u.status, retry_count = u.retry_count, run_at = COALESCE(u.run_at, j.run_at),
-    error_msg = CASE WHEN u.keep_error THEN j.error_msg ELSE u.error_msg END, completed_at = u.completed_at,
+SET status = e.status, retry_count = u.retry_count, run_at = COALESCE(u.run_at, j.run_at),
+    error_msg = CASE WHEN e.superseded THEN '` + supersededMsg(key) + `'
+        WHEN u.keep_error THEN j.error_msg ELSE u.error_msg END,
+    completed_at = CASE WHEN e.superseded THEN $1 ELSE u.completed_at END,
     locked_by = NULL, locked_until = NULL, updated_at = $1` + clearFinal + `
-FROM mine JOIN u ON u.id = mine.id
-WHERE j.id = mine.id
-RETURNING j.id`
+FROM e JOIN u ON u.id = e.id
+WHERE j.id = e.id
+RETURNING j.id, e.superseded`
 	q.heartbeat = `WITH mine AS (
     SELECT j.id FROM ` + t + ` AS j JOIN unnest($4::uuid[], $5::int[]) AS u(id, attempt) ON j.id = u.id AND j.attempt = u.attempt
     WHERE j.status = 'running' AND j.locked_by = $2
@@ -217,12 +237,32 @@ func (q *queue) jobFinish(ctx context.Context, db postgres.DBTX, now time.Time, 
 		runAts[i], msgs[i], completed[i], keep[i] = u.runAt, u.errorMsg, u.completed, u.keepError
 	}
 	rows, _ := db.Query(ctx, q.sql.finish, now, worker, ids, attempts, statuses, retries, runAts, msgs, completed, keep)
-	done, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	var done []uuid.UUID
+	superseded := map[uuid.UUID]bool{}
+	var id uuid.UUID
+	var sup bool
+	_, err := pgx.ForEachRow(rows, []any{&id, &sup}, func() error {
+		done = append(done, id)
+		superseded[id] = sup
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("finish %s jobs: %w", q.cfg.Name, err)
 	}
+	// A job cancelled for its QueuedKey is reported as what it became, and
+	// written the same way should the transaction run again.
+	msg := supersededMsg(q.cfg.QueuedKey)
+	for i := range ups {
+		if superseded[ups[i].job.ID] {
+			ups[i].release = false
+			ups[i].decision = decision{status: StatusCancelled, retryCount: ups[i].retryCount, errorMsg: &msg, completed: &now}
+		}
+	}
 	return done, nil
 }
+
+// supersededMsg is the error of a job cancelled for its QueuedKey.
+func supersededMsg(key string) string { return "superseded by a queued job of the same " + key }
 
 // jobHeartbeat extends the leases of jobs and returns those still owned.
 func (q *queue) jobHeartbeat(ctx context.Context, db postgres.DBTX, now time.Time, worker string, jobs []Job) ([]uuid.UUID, error) {

@@ -43,7 +43,7 @@ type Extended struct {
 // on the pack. Errors: invalid_argument, not_found (not project's pack),
 // failed_precondition (a built-in pack).
 func (s *Service) ExtendPack(ctx context.Context, tx pgx.Tx, project, id uuid.UUID, in PackInput, by *uuid.UUID) (Extended, error) {
-	if _, err := compilePack(in.ObjectTypes, in.RelationshipTypes); err != nil {
+	if _, err := compilePack(in.ObjectTypes, in.RelationshipTypes, true); err != nil {
 		return Extended{}, err
 	}
 	old, err := lockOwnPack(ctx, tx, project, id)

@@ -54,7 +54,7 @@ type Service struct {
 // pack does not compile (a programming error).
 func NewService(pool *pgxpool.Pool, projects Projects, now func() time.Time) (*Service, error) {
 	def := DefaultPack()
-	schemas, err := compilePack(def.ObjectTypes, def.RelationshipTypes)
+	schemas, err := compilePack(def.ObjectTypes, def.RelationshipTypes, true)
 	if err != nil {
 		return nil, fmt.Errorf("built-in template pack: %w", err)
 	}
@@ -144,7 +144,7 @@ func (s *Service) compiled(p Pack) (*compiledPack, error) {
 	if ok {
 		return c, nil
 	}
-	schemas, err := compilePack(p.ObjectTypes, p.RelationshipTypes)
+	schemas, err := compilePack(p.ObjectTypes, p.RelationshipTypes, false)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (s *Service) packFrom(in PackInput) (Pack, error) {
 		return Pack{}, ErrBadSource
 	}
 	p.fillLists()
-	if _, err := compilePack(p.ObjectTypes, p.RelationshipTypes); err != nil {
+	if _, err := compilePack(p.ObjectTypes, p.RelationshipTypes, true); err != nil {
 		return Pack{}, err
 	}
 	return p, nil

@@ -2,6 +2,8 @@ package templatepack_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -248,4 +250,59 @@ func TestCreateAndUpdatePack(t *testing.T) {
 	// Uninstall.
 	require.NoError(t, b.svc.Uninstall(ctx, b.project, p.ID))
 	require.Equal(t, errs.NotFound, errs.CodeOf(b.svc.Uninstall(ctx, b.project, p.ID)))
+}
+
+// TestPackSchemaLoopsAndCounts: a schema that refers back to itself in
+// place ($ref to itself, through allOf or $defs) used to be accepted, and
+// then refused every value of that property with "fails the rule "; a count
+// keyword past the validator's int (maxLength 1e308) was read as 0 and
+// refused every string. Both are refused when the pack is made, naming
+// the problem; recursion through a property (a tree) is still accepted.
+func TestPackSchemaLoopsAndCounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	withProps := func(name string, props map[string]any, extra map[string]any) templatepack.PackInput {
+		in := widgetPack(name)
+		sch := map[string]any{"type": "object", "properties": props}
+		maps.Copy(sch, extra)
+		in.ObjectTypes[0].Schema = sch
+		return in
+	}
+	ref := func(to string) map[string]any { return map[string]any{"$ref": to} }
+	for i, tc := range []struct {
+		props, extra map[string]any
+		detail       string
+	}{
+		{props: map[string]any{"x": ref("#/properties/x")}, detail: "#/properties/x refers back to itself"},
+		{props: map[string]any{"x": map[string]any{"allOf": []any{ref("#/properties/x")}}}, detail: "refers back to itself"},
+		{props: map[string]any{"x": ref("#/$defs/a")}, extra: map[string]any{"$defs": map[string]any{"a": ref("#/$defs/b"), "b": map[string]any{"anyOf": []any{ref("#/$defs/a")}}}}, detail: "refers back to itself"},
+		{props: map[string]any{"x": map[string]any{"type": "string", "maxLength": 1e308}}, detail: "maxLength must be at most 2147483647"},
+		{props: map[string]any{"x": map[string]any{"type": "array", "items": map[string]any{"minItems": 1e19}}}, detail: "minItems must be at most 2147483647"},
+	} {
+		_, err := b.create(t, withProps(fmt.Sprintf("Bad %d", i), tc.props, tc.extra))
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), "%d: %v", i, err)
+		require.ErrorContains(t, err, `"Widget" is invalid`)
+		require.ErrorContains(t, err, tc.detail)
+	}
+	// Fine: a tree (recursion one property deeper each time), a count in a
+	// value, a count at the bound.
+	tree := map[string]any{"$defs": map[string]any{"node": map[string]any{"type": "object", "properties": map[string]any{"child": ref("#/$defs/node")}}}}
+	p, err := b.create(t, withProps("Tree", map[string]any{"root": ref("#/$defs/node"), "note": map[string]any{"type": "string", "maxLength": 2147483647, "const": map[string]any{"maxLength": 1e308}}}, tree))
+	require.NoError(t, err)
+	_, _, err = b.svc.Install(context.Background(), b.project, p.ID, nil)
+	require.NoError(t, err)
+	types, err := b.svc.TypesFor(context.Background(), b.project)
+	require.NoError(t, err)
+	require.NoError(t, types.Validate("Widget", map[string]any{"root": map[string]any{"child": map[string]any{"child": map[string]any{}}}}))
+	require.ErrorContains(t, types.Validate("Widget", map[string]any{"root": map[string]any{"child": 1}}), "property root.child: must be object, not number")
+
+	// A pack stored before these checks still loads: the project's types
+	// do not break on it.
+	_, err = b.pool.Exec(context.Background(), `UPDATE template_packs SET object_types = '[{"name":"Loop","schema":{"type":"object","properties":{"x":{"$ref":"#/properties/x"}}}}]',
+		updated_at = now() WHERE id = $1`, p.ID)
+	require.NoError(t, err)
+	types, err = b.svc.TypesFor(context.Background(), b.project)
+	require.NoError(t, err)
+	require.NoError(t, types.Validate("Loop", map[string]any{}))
+	require.ErrorContains(t, types.Validate("Loop", map[string]any{"x": 1}), "property x: cannot be checked: its schema refers back to itself (#/properties/x)")
 }

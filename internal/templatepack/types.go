@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -165,6 +168,8 @@ func ruleText(k jsonschema.ErrorKind) string {
 		return fmt.Sprintf("must have at most %d items", k.Want)
 	case *kind.FalseSchema:
 		return "is not allowed"
+	case *kind.RefCycle:
+		return "cannot be checked: its schema refers back to itself (" + strings.TrimPrefix(k.URL, "urn:graphmill:object-type") + "); the template pack must change"
 	}
 	return "fails the rule " + strings.Join(k.KeywordPath(), "/")
 }
@@ -178,8 +183,11 @@ func (noLoader) Load(url string) (any, error) {
 }
 
 // compileSchema compiles one object type's schema; the error names the
-// type.
-func compileSchema(name string, schema map[string]any) (*jsonschema.Schema, error) {
+// type. strict (a schema being saved, not one stored) also refuses count
+// keywords past countMax and schemas that loop in place (findRefLoop):
+// stored packs compile as they were accepted, so a project's types keep
+// loading.
+func compileSchema(name string, schema map[string]any, strict bool) (*jsonschema.Schema, error) {
 	if schema == nil {
 		schema = map[string]any{"type": "object"}
 	}
@@ -189,6 +197,11 @@ func compileSchema(name string, schema map[string]any) (*jsonschema.Schema, erro
 	doc, err := jsonValue(schema)
 	if err != nil {
 		return nil, errs.Errorf(errs.Invalid, "the schema of object type %q is not JSON", name)
+	}
+	if strict {
+		if err := checkCounts(doc); err != nil {
+			return nil, errs.Errorf(errs.Invalid, "the schema of object type %q is invalid: %v", name, err)
+		}
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -201,12 +214,153 @@ func compileSchema(name string, schema map[string]any) (*jsonschema.Schema, erro
 	if err != nil {
 		return nil, errs.Errorf(errs.Invalid, "the schema of object type %q is invalid: %v", name, err)
 	}
+	if !strict {
+		return sch, nil
+	}
+	if loc := findRefLoop(sch); loc != "" {
+		return nil, errs.Errorf(errs.Invalid, "the schema of object type %q is invalid: %s refers back to itself without going into a property or item, "+
+			"so no value could ever be checked against it", name, strings.TrimPrefix(loc, url))
+	}
 	return sch, nil
 }
 
+// countKeyword reports whether k is a keyword whose value is a count (a
+// non-negative integer). The validator reads counts as an int and
+// silently wraps numbers past it (maxLength 1e308 became 0, refusing every
+// string).
+func countKeyword(k string) bool {
+	switch k {
+	case "maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "maxContains", "minContains":
+		return true
+	}
+	return false
+}
+
+// countMax bounds a count keyword.
+const countMax = math.MaxInt32
+
+// checkCounts refuses a count keyword above countMax anywhere in a schema
+// document. Values (const, enum, default, examples) are data, not schemas,
+// and are not looked into.
+func checkCounts(v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			switch k {
+			case "const", "enum", "default", "examples":
+				continue
+			}
+			if n, ok := v[k].(json.Number); ok && countKeyword(k) {
+				if f, err := n.Float64(); err != nil || f > countMax {
+					return fmt.Errorf("%s must be at most %d", k, countMax)
+				}
+				continue
+			}
+			if err := checkCounts(v[k]); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if err := checkCounts(x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// findRefLoop finds, among every subschema of root, one that applies
+// itself to the same value again through references and in-place
+// applicators only: validating a value against it never ends, which the
+// validator reports as a failure of every value (an object type no
+// properties can satisfy). It returns the schema's location, or "".
+// A recursion through a property or an item (a tree) goes one level into
+// the value each time, and is fine.
+func findRefLoop(root *jsonschema.Schema) string {
+	state := map[*jsonschema.Schema]int{}
+	seen := map[*jsonschema.Schema]bool{}
+	todo := []*jsonschema.Schema{root}
+	for len(todo) > 0 {
+		s := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if s == nil || seen[s] {
+			continue
+		}
+		seen[s] = true
+		if loc := refLoop(s, state); loc != "" {
+			return loc
+		}
+		todo = append(append(todo, inPlace(s)...), deeper(s)...)
+	}
+	return ""
+}
+
+// refLoop follows the in-place edges from s; state: 1 while a schema is on
+// the path, 2 once no loop is reachable from it.
+func refLoop(s *jsonschema.Schema, state map[*jsonschema.Schema]int) string {
+	if s == nil {
+		return ""
+	}
+	switch state[s] {
+	case 1:
+		return s.Location
+	case 2:
+		return ""
+	}
+	state[s] = 1
+	for _, n := range inPlace(s) {
+		if loc := refLoop(n, state); loc != "" {
+			return loc
+		}
+	}
+	state[s] = 2
+	return ""
+}
+
+// inPlace are the schemas s applies to the value it is given: $ref,
+// $recursiveRef, $dynamicRef, not, allOf, anyOf, oneOf, if/then/else,
+// dependentSchemas and schema dependencies.
+func inPlace(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := slices.Concat([]*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}, s.AllOf, s.AnyOf, s.OneOf)
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.DependentSchemas)) {
+		out = append(out, s.DependentSchemas[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Dependencies)) {
+		if d, ok := s.Dependencies[k].(*jsonschema.Schema); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// deeper are the schemas s applies to parts of its value: properties,
+// their names, items, contained items, decoded content.
+func deeper(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := slices.Concat([]*jsonschema.Schema{s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}, s.PrefixItems)
+	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+		out = append(out, s.Properties[k])
+	}
+	for _, p := range s.PatternProperties {
+		out = append(out, p)
+	}
+	for _, v := range []any{s.AdditionalProperties, s.AdditionalItems, s.Items} {
+		switch v := v.(type) {
+		case *jsonschema.Schema:
+			out = append(out, v)
+		case []*jsonschema.Schema:
+			out = append(out, v...)
+		}
+	}
+	return out
+}
+
 // compilePack checks a pack's types and compiles their schemas, keyed by
-// object type name.
-func compilePack(objects []ObjectType, rels []RelationshipType) (map[string]*jsonschema.Schema, error) {
+// object type name; strict as for compileSchema.
+func compilePack(objects []ObjectType, rels []RelationshipType, strict bool) (map[string]*jsonschema.Schema, error) {
 	if len(objects)+len(rels) > TypesMax {
 		return nil, errs.Errorf(errs.Invalid, "a template pack holds at most %d types", TypesMax)
 	}
@@ -221,7 +375,7 @@ func compilePack(objects []ObjectType, rels []RelationshipType) (map[string]*jso
 		if utf8.RuneCountInString(o.Description) > DescriptionMax {
 			return nil, errs.Errorf(errs.Invalid, "the description of object type %q is too long", o.Name)
 		}
-		sch, err := compileSchema(o.Name, o.Schema)
+		sch, err := compileSchema(o.Name, o.Schema, strict)
 		if err != nil {
 			return nil, err
 		}

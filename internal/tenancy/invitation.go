@@ -10,6 +10,7 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -129,7 +130,7 @@ func invitationTokenHash(token string) []byte {
 func (s *Invitations) Create(ctx context.Context, p *auth.Principal, project uuid.UUID, address, role string) (Invitation, error) {
 	address = strings.TrimSpace(address)
 	if !bareAddress(address) {
-		return Invitation{}, errs.New(errs.Invalid, "email must be one email address (name@example.com)")
+		return Invitation{}, errs.Errorf(errs.Invalid, "email must be one email address (name@example.com), at most %d characters before the @ and %d in all", addressLocalMax, addressMax)
 	}
 	if !auth.ProjectRole(role).Valid() {
 		return Invitation{}, errs.Errorf(errs.Invalid, "role must be admin, editor or viewer, not %q", role)
@@ -188,11 +189,25 @@ func (s *Invitations) invitationEmail(pr Project, address, role, inviter, token 
 	}
 }
 
-// bareAddress reports whether s is one address as an email's recipient
-// is stored (name@example.com: no display name, no line break), at most
-// 320 characters.
+// Bounds of an invitation's address (RFC 5321: a longer one cannot be
+// sent, so the email would only fail later).
+const (
+	addressMax      = 254
+	addressLocalMax = 64
+)
+
+// bareAddress reports whether s is one address an email can be sent to:
+// oneAddress, at most addressMax bytes with at most addressLocalMax before
+// the @.
 func bareAddress(s string) bool {
-	if len(s) > 320 || strings.ContainsAny(s, "\r\n") {
+	return oneAddress(s, addressMax) && strings.LastIndex(s, "@") <= addressLocalMax
+}
+
+// oneAddress reports whether s is one address as it is stored
+// (name@example.com: no display name, no space, line break or other
+// control character), at most limit bytes.
+func oneAddress(s string, limit int) bool {
+	if len(s) > limit || strings.IndexFunc(s, unicode.IsControl) >= 0 {
 		return false
 	}
 	a, err := mail.ParseAddress(s)

@@ -455,13 +455,16 @@ func (s *Service) LiveProject(ctx context.Context, id uuid.UUID) (uuid.UUID, err
 	return pr.ID, err
 }
 
+// userAddressMax bounds a user's primary email (the API's maxLength).
+const userAddressMax = 320
+
 // CreateUser creates a local user (for deployments without OIDC). also,
 // when not nil, runs in the same transaction with the new user's id.
 // Errors: invalid_argument, conflict.
 func (s *Service) CreateUser(ctx context.Context, email, displayName string, also CreatedStep) (User, error) {
 	email = strings.TrimSpace(email)
 	displayName = strings.TrimSpace(displayName)
-	if email == "" || !strings.Contains(email, "@") || len(email) > 320 {
+	if !oneAddress(email, userAddressMax) {
 		return User{}, errs.New(errs.Invalid, "primaryEmail must be an email address")
 	}
 	if len(displayName) > 200 {
