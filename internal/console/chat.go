@@ -189,7 +189,7 @@ func (h *Handler) chatSend(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	var html bytes.Buffer
 	if err := chatMessageView(p.ID, msg).Render(r.Context(), &html); err != nil {
-		h.cfg.Logger.ErrorContext(r.Context(), "render chat message", "err", err)
+		h.logFailure(r, "render chat message", err)
 	}
 	s.Event(ChatDoneEvent, map[string]string{"html": html.String()})
 }

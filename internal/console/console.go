@@ -310,8 +310,19 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c t
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := c.Render(r.Context(), w); err != nil {
-		h.cfg.Logger.ErrorContext(r.Context(), "render console page", "path", r.URL.Path, "err", err)
+		h.logFailure(r, "render console page", err)
 	}
+}
+
+// logFailure logs a request's failure as an ERROR, or at INFO when its
+// browser went away (the request's context ended: a closed tab, a chat
+// turn left), which is not the server's failure.
+func (h *Handler) logFailure(r *http.Request, msg string, err error) {
+	if r.Context().Err() != nil {
+		h.cfg.Logger.InfoContext(r.Context(), msg+": the browser went away", "path", r.URL.Path, "err", err)
+		return
+	}
+	h.cfg.Logger.ErrorContext(r.Context(), msg, "path", r.URL.Path, "err", err)
 }
 
 // fail answers an error as a page: the API's status for the error's code,
@@ -319,7 +330,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c t
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := statusOf(err)
 	if status >= http.StatusInternalServerError {
-		h.cfg.Logger.ErrorContext(r.Context(), "console request failed", "path", r.URL.Path, "err", err)
+		h.logFailure(r, "console request failed", err)
 	}
 	if r.Header.Get("HX-Request") != "" {
 		// An htmx action: the message alone, which the page shows.

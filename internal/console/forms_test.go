@@ -1,6 +1,8 @@
 package console
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,4 +66,24 @@ func TestFormRefused(t *testing.T) {
 		require.Equal(t, c.status, w.Code, c.err)
 		require.Equal(t, c.shown, w.Body.String(), c.err)
 	}
+}
+
+// TestFailBrowserGone: a request whose browser went away (its context
+// cancelled) failing with the cancellation is logged at INFO, not as a
+// server error; the same error while the browser waits is an ERROR.
+func TestFailBrowserGone(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	h := &Handler{cfg: Config{Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/projects/p/chat/s/messages", nil)
+	h.fail(httptest.NewRecorder(), r, fmt.Errorf("chat turn: %w", context.Canceled))
+	require.Contains(t, logged.String(), "level=INFO msg=\"console request failed: the browser went away\"")
+	require.NotContains(t, logged.String(), "level=ERROR")
+
+	logged.Reset()
+	r = httptest.NewRequest(http.MethodPost, "/projects/p/chat/s/messages", nil)
+	h.fail(httptest.NewRecorder(), r, errors.New("provider: connection refused"))
+	require.Contains(t, logged.String(), "level=ERROR msg=\"console request failed\"")
 }
