@@ -515,9 +515,12 @@ func (s *session) ask(sessionID, question string) error {
 			return err
 		case "message.completed":
 			fmt.Fprintln(s.stdout)
-			for i, cit := range deref(e.Message.Citations) {
-				raw, _ := json.Marshal(cit)
-				fmt.Fprintf(s.stdout, "  [%d] %s\n", i+1, raw)
+			// Each citation as its marker, document and quote (on one
+			// line, without control characters: a document's text must
+			// not drive the terminal); --json gives them whole.
+			for _, cit := range deref(e.Message.Citations) {
+				fmt.Fprintf(s.stdout, "  [%d] %s: %s\n", cit.Index, snippetText(html.EscapeString(cit.DocumentName), 80, false),
+					snippetText(html.EscapeString(cit.Quote), 160, false))
 			}
 			return nil
 		case "error":

@@ -465,7 +465,7 @@ func TestCLIChatTerminal(t *testing.T) {
 	_, err = ptmx.Write([]byte("How often do quillwort bearings need lubrication?\n"))
 	require.NoError(t, err)
 	out.waitFor(t, "every quarter with whale-free grease")
-	out.waitFor(t, `"documentName":"zephyr.md"`)
+	out.waitFor(t, "[1] zephyr.md: Quillwort bearings need lubrication every quarter with whale-free grease.\r\n")
 	_, err = ptmx.Write([]byte{4}) // Ctrl-D
 	require.NoError(t, err)
 	require.NoError(t, <-done)
