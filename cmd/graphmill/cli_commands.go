@@ -240,7 +240,7 @@ func eventsCommand(c *cli) *cobra.Command {
 			return s.tail(since)
 		}),
 	}
-	tail.Flags().StringVar(&since, "since", "", "replay the stored events after this event id first")
+	tail.Flags().StringVar(&since, "since", "", "replay the stored events after this event id first (0: all of them)")
 	events.AddCommand(tail)
 	return events
 }
