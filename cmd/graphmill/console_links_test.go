@@ -77,3 +77,26 @@ func TestConsoleNotificationLinks(t *testing.T) {
 	status, _, _ = b.do("GET", "/projects/"+other+"/jobs/integration_sync/"+sync, nil)
 	require.Equal(t, http.StatusNotFound, status, "a sync job is found in its own project only")
 }
+
+// TestConsoleJobsNameDocuments: the extraction jobs page, its live rows
+// and a job's page name each job's document by its file name (the column
+// said "document" on every row, the job page its id).
+func TestConsoleJobsNameDocuments(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	var d struct {
+		ID string `json:"id"`
+	}
+	s.uploadFile(s.admin, project, "babbage-notes.md", "text/markdown", []byte("# Engine\n\nCharles Babbage designed the Analytical Engine in London.\n")).Decode(t, &d)
+	job := s.extractionJobOf(d.ID)
+	s.extractionWaitJob(job, "completed", "requires_review", "failed")
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+	link := `href="/projects/` + project + `/documents/` + d.ID + `">babbage-notes.md</a>`
+	for _, path := range []string{"/projects/" + project + "/jobs", "/projects/" + project + "/jobs/rows", "/projects/" + project + "/jobs/" + job} {
+		status, _, page := b.do("GET", path, nil)
+		require.Equal(t, http.StatusOK, status, path)
+		require.Contains(t, page, link, path)
+	}
+}
