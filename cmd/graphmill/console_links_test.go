@@ -100,3 +100,30 @@ func TestConsoleJobsNameDocuments(t *testing.T) {
 		require.Contains(t, page, link, path)
 	}
 }
+
+// TestExtractionReviewOneObject: a review of one suggested object says
+// "object" and "is" (the task and notification said "1 objects ... are").
+func TestExtractionReviewOneObject(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	r := s.uploadFile(s.admin, project, "grace.html", "text/html",
+		[]byte("<html><body><p>Grace Hopper worked for Remington Rand and built the first compiler, A-0, in Philadelphia.</p></body></html>"))
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+	var tasks []map[string]any
+	require.Eventually(t, func() bool {
+		var tl struct {
+			Data []map[string]any `json:"data"`
+		}
+		s.must(200, "GET", "/api/tasks?type=suggestion", s.admin, nil, hp).Decode(t, &tl)
+		tasks = tl.Data
+		return len(tasks) == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Len(t, tasks[0]["metadata"].(map[string]any)["objectIds"], 1, "the fixture has one object under the default threshold")
+	require.Equal(t, "Review 1 suggested object from grace.html", tasks[0]["title"])
+	require.Contains(t, tasks[0]["description"], " found 1 object with a confidence under the review threshold 0.70.")
+	n := s.notifications(s.admin, "category=extraction").Data
+	require.Len(t, n, 1)
+	require.Equal(t, "1 object extracted from grace.html is below the review threshold and waits for review.", n[0].Message)
+}
