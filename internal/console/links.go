@@ -30,7 +30,8 @@ func (h *Handler) jobLink(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
-	rule, target := projectRule, func(uuid.UUID) (string, error) { return queueURL(queue), nil }
+	rule := projectRule
+	var target func(project uuid.UUID) (string, error)
 	switch queue {
 	case extraction.Queue:
 		rule, target = jobsRule, func(p uuid.UUID) (string, error) { return jobURL(p, id), nil }
