@@ -310,8 +310,8 @@ func TestOpsProblemBodies(t *testing.T) {
 	requireProblem(t, s.opsDo("PATCH", "/api/embeddings/config", `nope`), 400, "invalid_argument")
 	requireProblem(t, s.opsDo("GET", "/api/embeddings/nothing", ""), 404, "not_found")
 	requireProblem(t, s.opsDo("GET", "/nothing", ""), 404, "not_found")
-	requireProblem(t, s.opsDo("DELETE", "/api/embeddings/config", ""), 400, "invalid_argument")
-	requireProblem(t, s.opsDo("POST", "/metrics", ""), 400, "invalid_argument")
+	requireProblem(t, s.opsDo("DELETE", "/api/embeddings/config", ""), 405, "invalid_argument")
+	requireProblem(t, s.opsDo("POST", "/metrics", ""), 405, "invalid_argument")
 	requireProblem(t, s.opsDo("GET", "/metrics?x=%00", ""), 400, "invalid_argument")
 	// What worked before still does.
 	require.Equal(t, 200, s.opsDo("GET", "/metrics", "").Status)

@@ -175,7 +175,10 @@ func graphCommand(c *cli) *cobra.Command {
 		RunE: withSession(c.connectProject, func(s *session, args []string) error {
 			params := client.ListGraphObjectRelationshipsParams{Limit: &limit}
 			if direction != "" {
-				d := client.ListGraphObjectRelationshipsParamsDirection(direction)
+				d, ok := neighborDirection(direction)
+				if !ok {
+					return usageErr("--direction must be out, in or both, not %q", direction)
+				}
 				params.Direction = &d
 			}
 			if relType != "" {
@@ -186,23 +189,45 @@ func graphCommand(c *cli) *cobra.Command {
 				return err
 			}
 			return c.emit(list, func() [][]string {
-				rows := [][]string{{"RELATIONSHIP", "TYPE", "DIRECTION", "OTHER"}}
+				// The objects at the other ends, each read once, for
+				// their type and name.
+				others := map[string]client.GraphObject{}
+				rows := [][]string{{"RELATIONSHIP", "TYPE", "DIRECTION", "OTHER", "OTHER TYPE", "OTHER NAME"}}
 				for _, r := range deref(list.Data) {
 					dir, other := "out", r.TargetId
 					if r.TargetId == args[0] {
 						dir, other = "in", r.SourceId
 					}
-					rows = append(rows, []string{r.Id, r.Type, dir, other})
+					o, seen := others[other]
+					if !seen {
+						o, _ = call[client.GraphObject](s.api.GetGraphObject(c.ctx, other)) //nolint:bodyclose // call closes it
+						others[other] = o
+					}
+					rows = append(rows, []string{r.Id, r.Type, dir, other, dash(o.Type), dash(o.Name)})
 				}
 				return rows
 			})
 		}),
 	}
-	neighbors.Flags().StringVar(&direction, "direction", "", "out, in or both (the server's default when empty)")
+	neighbors.Flags().StringVar(&direction, "direction", "", "out, in or both (outgoing and incoming too; the server's default, both, when empty)")
 	neighbors.Flags().StringVar(&relType, "type", "", "only relationships of this type")
 	neighbors.Flags().Int64Var(&limit, "limit", 50, "most relationships")
 	graph.AddCommand(get, neighbors)
 	return graph
+}
+
+// neighborDirection is the API's direction for graph neighbors
+// --direction's value: the table's out and in, or the API's words.
+func neighborDirection(v string) (client.ListGraphObjectRelationshipsParamsDirection, bool) {
+	switch v {
+	case "out", "outgoing":
+		return client.ListGraphObjectRelationshipsParamsDirectionOutgoing, true
+	case "in", "incoming":
+		return client.ListGraphObjectRelationshipsParamsDirectionIncoming, true
+	case "both":
+		return client.ListGraphObjectRelationshipsParamsDirectionBoth, true
+	}
+	return "", false
 }
 
 // eventsCommand is graphmill events tail.
@@ -215,7 +240,7 @@ func eventsCommand(c *cli) *cobra.Command {
 			return s.tail(since)
 		}),
 	}
-	tail.Flags().StringVar(&since, "since", "", "replay the stored events after this event id first")
+	tail.Flags().StringVar(&since, "since", "", "replay the stored events after this event id first (0: all of them)")
 	events.AddCommand(tail)
 	return events
 }
@@ -490,9 +515,12 @@ func (s *session) ask(sessionID, question string) error {
 			return err
 		case "message.completed":
 			fmt.Fprintln(s.stdout)
-			for i, cit := range deref(e.Message.Citations) {
-				raw, _ := json.Marshal(cit)
-				fmt.Fprintf(s.stdout, "  [%d] %s\n", i+1, raw)
+			// Each citation as its marker, document and quote (on one
+			// line, without control characters: a document's text must
+			// not drive the terminal); --json gives them whole.
+			for _, cit := range deref(e.Message.Citations) {
+				fmt.Fprintf(s.stdout, "  [%d] %s: %s\n", cit.Index, snippetText(html.EscapeString(cit.DocumentName), 80, false),
+					snippetText(html.EscapeString(cit.Quote), 160, false))
 			}
 			return nil
 		case "error":

@@ -525,9 +525,10 @@ func (f *follower) extractionDone() bool {
 // document's jobs after the document exists), and records the followed
 // documents' jobs.
 func (f *follower) readJobs(ctx context.Context) error {
-	byDoc := map[string]int{}
+	// A document's rows: files of the same content share one.
+	byDoc := map[string][]int{}
 	for _, i := range f.follow {
-		byDoc[f.results[i].DocumentID] = i
+		byDoc[f.results[i].DocumentID] = append(byDoc[f.results[i].DocumentID], i)
 	}
 	f.jobs = map[string]client.ExtractionJob{}
 	limit := int64(100) // the route's most
@@ -551,10 +552,12 @@ func (f *follower) readJobs(ctx context.Context) error {
 		f.results[i].Extraction = nil
 	}
 	for _, j := range f.jobs {
-		r := &f.results[byDoc[str(j.DocumentId)]]
-		r.Extraction = append(r.Extraction, string(j.Status))
-		if j.Status == client.ExtractionJobStatusFailed {
-			r.Result, r.Error = ingestFailed, "extraction failed: "+str(j.ErrorMsg)
+		for _, i := range byDoc[str(j.DocumentId)] {
+			r := &f.results[i]
+			r.Extraction = append(r.Extraction, string(j.Status))
+			if j.Status == client.ExtractionJobStatusFailed {
+				r.Result, r.Error = ingestFailed, "extraction failed: "+str(j.ErrorMsg)
+			}
 		}
 	}
 	for _, i := range f.follow {

@@ -94,3 +94,28 @@ func TestCLIIngestFollowsItsDocuments(t *testing.T) {
 		require.NotContains(t, reads, "/api/documents/"+id)
 	}
 }
+
+// TestCLIIngestSameContentTwice: two files of one folder with the same
+// content are one document, sent once; with --wait both rows show that
+// document's parse and its extraction jobs (the first row's were lost
+// to the second).
+func TestCLIIngestSameContentTwice(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	env := append(s.cliEnviron(t, ""), "GRAPHMILL_URL="+s.base, "GRAPHMILL_TOKEN="+s.admin, "GRAPHMILL_PROJECT="+project)
+	dir := t.TempDir()
+	for _, name := range []string{"a.md", "b.md"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("# Ada\n\nAda Lovelace wrote programs.\n"), 0o600))
+	}
+	var results []ingestResult
+	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &results)
+	require.Len(t, results, 2)
+	require.Equal(t, ingestUploaded, results[0].Result)
+	require.Equal(t, ingestUnchanged, results[1].Result)
+	require.Equal(t, results[0].DocumentID, results[1].DocumentID)
+	for _, r := range results {
+		require.Equal(t, "parsed", r.Status, r.Path)
+		require.Equal(t, []string{"completed"}, r.Extraction, r.Path)
+	}
+}

@@ -465,7 +465,7 @@ func TestCLIChatTerminal(t *testing.T) {
 	_, err = ptmx.Write([]byte("How often do quillwort bearings need lubrication?\n"))
 	require.NoError(t, err)
 	out.waitFor(t, "every quarter with whale-free grease")
-	out.waitFor(t, `"documentName":"zephyr.md"`)
+	out.waitFor(t, "[1] zephyr.md: Quillwort bearings need lubrication every quarter with whale-free grease.\r\n")
 	_, err = ptmx.Write([]byte{4}) // Ctrl-D
 	require.NoError(t, err)
 	require.NoError(t, <-done)
@@ -543,4 +543,34 @@ func TestCLIIngestUnchangedDocuments(t *testing.T) {
 	require.Equal(t, ingestUnchanged, results[0].Result)
 	require.Equal(t, "parsed", results[0].Status, "followed until parsed")
 	require.Positive(t, results[0].Chunks)
+}
+
+// TestCLIGraphNeighborsDirection: graph neighbors --direction takes the
+// table's out and in (and the API's outgoing, incoming, both), another
+// value being a usage error; the table names the object at each
+// relationship's other end.
+func TestCLIGraphNeighborsDirection(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	env := append(s.cliEnviron(t, ""), "GRAPHMILL_URL="+s.base, "GRAPHMILL_TOKEN="+s.admin, "GRAPHMILL_PROJECT="+project)
+	ada := s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Ada"})
+	acme := s.graphCreateObject(s.admin, project, map[string]any{"type": "Organization", "name": "Acme"})
+	s.must(201, "POST", "/api/graph/relationships", s.admin, map[string]any{"type": "WORKS_FOR", "sourceId": ada, "targetId": acme}, header{"X-Project-ID", project})
+	count := func(object, direction string) int {
+		var rels struct {
+			Data []any `json:"data"`
+		}
+		decodeCLI(t, runCLI(t, env, "graph", "neighbors", object, "--direction", direction, "--json"), &rels)
+		return len(rels.Data)
+	}
+	for dir, want := range map[string][2]int{"out": {1, 0}, "outgoing": {1, 0}, "in": {0, 1}, "incoming": {0, 1}, "both": {1, 1}} {
+		require.Equal(t, want, [2]int{count(ada, dir), count(acme, dir)}, dir)
+	}
+	r := runCLI(t, env, "graph", "neighbors", acme, "--direction", "in")
+	require.NoError(t, r.err)
+	require.Regexp(t, `WORKS_FOR\s+in\s+`+ada+`\s+Person\s+Ada\n`, r.stdout)
+	r = runCLI(t, env, "graph", "neighbors", acme, "--direction", "sideways")
+	require.Equal(t, exitUsage, r.code)
+	require.ErrorContains(t, r.err, `--direction must be out, in or both, not "sideways"`)
 }

@@ -356,3 +356,19 @@ func TestReparseLeavesNoDuplicates(t *testing.T) {
 	require.Equal(t, rows, distinct)
 	require.Equal(t, 1, extraction)
 }
+
+// TestUploadUnsupportedNamesFormat: an upload of a format Graphmill does
+// not read is 400 naming what was found (the media type, else the
+// extension) and the formats it reads; the detail said only
+// "unsupported document format".
+func TestUploadUnsupportedNamesFormat(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	const formats = " (supported: text, Markdown, HTML, PDF and DOCX)"
+	r := s.uploadFile(s.admin, project, "picture.png", "", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	require.Equal(t, 400, r.Status, "%s", r.Body)
+	require.Equal(t, "unsupported document format: .png"+formats, r.Detail(t))
+	r = s.must(400, "POST", "/api/documents", s.admin, map[string]any{"filename": "x.exe", "content": "MZ\x02\x01binary", "mimeType": "application/x-msdownload"}, header{"X-Project-ID", project})
+	require.Equal(t, "unsupported document format: application/x-msdownload"+formats, r.Detail(t))
+}

@@ -26,16 +26,28 @@ type sseFrame struct {
 	Comment string
 }
 
-// openStream connects to the event stream and returns its frames.
+// openStream connects to the event stream (replaying after lastID when
+// it is positive) and returns its frames.
 func (s *testServer) openStream(token string, lastID int64) (<-chan sseFrame, func()) {
+	s.t.Helper()
+	last := ""
+	if lastID > 0 {
+		last = strconv.FormatInt(lastID, 10)
+	}
+	return s.openStreamAfter(token, last)
+}
+
+// openStreamAfter connects to the event stream with Last-Event-ID last
+// (none when empty) and returns its frames.
+func (s *testServer) openStreamAfter(token, last string) (<-chan sseFrame, func()) {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", s.base+"/api/events/stream", nil)
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "text/event-stream")
-	if lastID > 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
+	if last != "" {
+		req.Header.Set("Last-Event-ID", last)
 	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(s.t, err)
@@ -165,6 +177,29 @@ func TestEventStreamReplay(t *testing.T) {
 	// And live events follow the replay without duplicates.
 	live := s.publish(events.TypeJobCompleted, &project, nil, map[string]any{"n": 4})
 	require.Equal(t, live, nextEvent(t, frames).ID)
+}
+
+// TestEventStreamReplayFromZero: Last-Event-ID 0 (graphmill events tail
+// --since 0) replays every stored event the caller may see, from the
+// first; it replayed none.
+func TestEventStreamReplayFromZero(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	projectID, _ := s.defaultProject()
+	project := uuid.MustParse(projectID)
+	live, stop := s.openStream(s.admin, 0)
+	require.Eventually(t, func() bool { return s.m.hub.Clients() == 1 }, 5*time.Second, 10*time.Millisecond)
+	first := s.publish(events.TypeDocumentConverted, &project, nil, map[string]any{"n": 1})
+	second := s.publish(events.TypeJobCompleted, &project, nil, map[string]any{"n": 2})
+	for nextEvent(t, live).ID != second { // delivered live: past, for the stream opened next
+	}
+	stop()
+	frames, _ := s.openStreamAfter(s.admin, "0")
+	var replayed []int64
+	for len(replayed) == 0 || replayed[len(replayed)-1] != second {
+		replayed = append(replayed, nextEvent(t, frames).ID)
+	}
+	require.Contains(t, replayed, first)
 }
 
 func TestEventStreamHeartbeatAndOtherProcess(t *testing.T) {

@@ -78,9 +78,10 @@ func TestProblemBodies(t *testing.T) {
 	require.Equal(t, "req-123", p["requestId"])
 	require.Equal(t, float64(404), p["status"])
 
-	r = s.must(400, "PUT", "/api/orgs", s.admin, nil)
+	r = s.must(405, "PUT", "/api/orgs", s.admin, nil)
 	require.Equal(t, "invalid_argument", r.JSON(t)["code"])
-	require.Contains(t, r.Detail(t), "not allowed")
+	require.Equal(t, "method PUT is not allowed on /api/orgs (allowed: GET, POST)", r.Detail(t))
+	require.Equal(t, "GET, POST", r.Header.Get("Allow"))
 
 	// A generated request id when the client sends none (or a bad one).
 	r = s.must(401, "GET", "/api/orgs", "", nil, header{"X-Request-ID", "bad id with spaces"})

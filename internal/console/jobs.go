@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -48,18 +49,48 @@ func (h *Handler) jobOwner() *auth.Owner {
 	}
 }
 
-func (h *Handler) jobList(r *http.Request, c caller) (pv projectView, list []extraction.Job, f jobFilter, pg pager, err error) {
+func (h *Handler) jobList(r *http.Request, c caller) (pv projectView, list []extraction.Job, names map[uuid.UUID]string, f jobFilter, pg pager, err error) {
 	a, p, err := h.projectContext(r, c, jobsRule, "")
 	if err != nil {
-		return projectView{}, nil, f, pg, err
+		return projectView{}, nil, nil, f, pg, err
 	}
 	f, offset := filterOf(r), pageOffset(r)
 	list, total, err := h.cfg.Extraction.ListJobs(r.Context(), a.ProjectID, extraction.JobFilter{
 		Status: f.Status, JobType: f.JobType, Limit: PageSize, Offset: offset,
 	})
+	if err == nil {
+		names, err = h.documentNames(r, a.ProjectID, list...)
+	}
 	base := projectURL(p.ID) + "/jobs"
-	return projectView{Project: p, CanWrite: h.can(r, c, jobWriteRule)}, list, f,
+	return projectView{Project: p, CanWrite: h.can(r, c, jobWriteRule)}, list, names, f,
 		pager{Offset: offset, Total: total, Base: base, Params: f.values()}, err
+}
+
+// documentNames are the file names of the jobs' documents, in one query.
+func (h *Handler) documentNames(r *http.Request, project uuid.UUID, jobs ...extraction.Job) (map[uuid.UUID]string, error) {
+	var ids []uuid.UUID
+	for _, j := range jobs {
+		if j.DocumentID != nil {
+			ids = append(ids, *j.DocumentID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	names, err := h.cfg.Documents.Filenames(r.Context(), project, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs' documents: %w", err)
+	}
+	return names, nil
+}
+
+// documentName is the file name of a job's document, "document" when it
+// is gone.
+func documentName(names map[uuid.UUID]string, j extraction.Job) string {
+	if j.DocumentID != nil && names[*j.DocumentID] != "" {
+		return names[*j.DocumentID]
+	}
+	return "document"
 }
 
 // can reports whether c may do what rule guards on the request's project
@@ -70,13 +101,13 @@ func (h *Handler) can(r *http.Request, c caller, rule auth.Rule) bool {
 }
 
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request, c caller) {
-	pv, list, f, pg, err := h.jobList(r, c)
-	h.show(w, r, jobsPage(c.sess.CSRF, pv, list, f, pg), err)
+	pv, list, names, f, pg, err := h.jobList(r, c)
+	h.show(w, r, jobsPage(c.sess.CSRF, pv, list, names, f, pg), err)
 }
 
 func (h *Handler) jobRows(w http.ResponseWriter, r *http.Request, c caller) {
-	pv, list, _, _, err := h.jobList(r, c)
-	h.show(w, r, jobRowList(pv, list), err)
+	pv, list, names, _, _, err := h.jobList(r, c)
+	h.show(w, r, jobRowList(pv, list, names), err)
 }
 
 func (h *Handler) job(w http.ResponseWriter, r *http.Request, c caller) {
@@ -91,8 +122,13 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, c caller) {
 		h.fail(w, r, err)
 		return
 	}
+	names, err := h.documentNames(r, a.ProjectID, j)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	pv := projectView{Project: p, CanWrite: h.can(r, c, jobWriteRule)}
-	h.render(w, r, http.StatusOK, jobPage(c.sess.CSRF, pv, j, logs, pager{Offset: offset, Total: total, Base: jobURL(p.ID, j.ID)}))
+	h.render(w, r, http.StatusOK, jobPage(c.sess.CSRF, pv, j, documentName(names, j), logs, pager{Offset: offset, Total: total, Base: jobURL(p.ID, j.ID)}))
 }
 
 func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request, c caller) {
@@ -115,7 +151,11 @@ func (h *Handler) actOnJob(w http.ResponseWriter, r *http.Request, c caller,
 	}
 	user := c.p.UserID
 	j, err := act(r.Context(), a.ProjectID, a.ResourceID, &user)
-	h.show(w, r, jobRow(projectView{Project: p, CanWrite: true}, j), err)
+	var names map[uuid.UUID]string
+	if err == nil {
+		names, err = h.documentNames(r, a.ProjectID, j)
+	}
+	h.show(w, r, jobRow(projectView{Project: p, CanWrite: true}, j, documentName(names, j)), err)
 }
 
 // jobEvents selects the events of project that start (job.started) or

@@ -199,13 +199,28 @@ func DetectFormatAt(filename, mimeType string, r io.ReaderAt, size int64) (Forma
 	}
 	switch {
 	case !isGenericMediaType(mediaType):
-		return "", fmt.Errorf("%w: %s", ErrUnsupported, mediaType)
+		return "", unsupportedError{mediaType}
 	case ext != "":
-		return "", fmt.Errorf("%w: %s", ErrUnsupported, ext)
+		return "", unsupportedError{ext}
 	default:
-		return "", fmt.Errorf("%w: %s", ErrUnsupported, sniffed)
+		return "", unsupportedError{sniffed}
 	}
 }
+
+// unsupportedError is ErrUnsupported naming what was found (a media type
+// or an extension) and the formats Parse reads, all of it the client's
+// message (errs.MessageOf).
+type unsupportedError struct{ found string }
+
+func (e unsupportedError) Error() string {
+	return ErrUnsupported.Message + ": " + e.found + " (supported: text, Markdown, HTML, PDF and DOCX)"
+}
+
+// Unwrap is the client's error: invalid_argument with the whole message.
+func (e unsupportedError) Unwrap() error { return errs.New(ErrUnsupported.Code, e.Error()) }
+
+// Is makes errors.Is(err, ErrUnsupported) hold.
+func (e unsupportedError) Is(target error) bool { return target == ErrUnsupported } //nolint:errorlint // identity of the sentinel
 
 // MediaType is the media type a document of the format is stored with
 // when its upload names none or a generic one.

@@ -196,6 +196,12 @@ func (s *Service) Statuses(ctx context.Context, project uuid.UUID, ids []uuid.UU
 	return documentStatuses(ctx, s.pool, project, ids)
 }
 
+// Filenames returns the file name of each of ids that is a document of
+// project, in one query; ids of no document of project are absent.
+func (s *Service) Filenames(ctx context.Context, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	return documentFilenames(ctx, s.pool, project, ids)
+}
+
 // List lists a project's documents, newest first.
 func (s *Service) List(ctx context.Context, project uuid.UUID, limit, offset int) ([]Document, int, error) {
 	return documentList(ctx, s.pool, project, limit, offset)

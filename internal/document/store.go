@@ -437,10 +437,20 @@ func jobsOfDocument(ctx context.Context, db postgres.DBTX, document uuid.UUID) (
 // documentStatuses is the status of each of ids that is a document of
 // project.
 func documentStatuses(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
-	rows, _ := db.Query(ctx, `SELECT id, status FROM documents WHERE project_id = $1 AND id = ANY($2)`, project, ids)
+	return documentColumn(ctx, db, "status", project, ids)
+}
+
+func documentFilenames(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	return documentColumn(ctx, db, "filename", project, ids)
+}
+
+// documentColumn reads one text column (a constant name) of each of ids
+// that is a document of project.
+func documentColumn(ctx context.Context, db postgres.DBTX, column string, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	rows, _ := db.Query(ctx, `SELECT id, `+column+` FROM documents WHERE project_id = $1 AND id = ANY($2)`, project, ids)
 	out, err := postgres.CollectMap[uuid.UUID, string](rows)
 	if err != nil {
-		return nil, fmt.Errorf("read document statuses: %w", err)
+		return nil, fmt.Errorf("read document %ss: %w", column, err)
 	}
 	return out, nil
 }

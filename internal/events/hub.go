@@ -321,14 +321,16 @@ func (h *Hub) Clients() int {
 }
 
 // ErrBadLastEventID refuses a Last-Event-ID that is not an event id.
-var ErrBadLastEventID = errs.New(errs.Invalid, "Last-Event-ID must be a positive integer event id")
+var ErrBadLastEventID = errs.New(errs.Invalid, "Last-Event-ID must be an event id: an integer, 0 or more")
 
 // ServeHTTP is GET /api/events/stream: server-sent events for the caller
 // (set by httpapi.Protect), replaying from Last-Event-ID (header, or the
 // lastEventId query parameter for clients that cannot set headers).
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := auth.PrincipalFrom(r.Context())
-	last := int64(0)
+	// Given, the replay starts after it (0: from the first event); else
+	// only live events follow.
+	last, replay := int64(0), false
 	if v := r.Header.Get("Last-Event-ID"); v != "" || r.URL.Query().Get("lastEventId") != "" {
 		if v == "" {
 			v = r.URL.Query().Get("lastEventId")
@@ -338,7 +340,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			httpapi.WriteProblem(w, r, ErrBadLastEventID)
 			return
 		}
-		last = n
+		last, replay = n, true
 	}
 	c := h.newClient(p)
 	watch, err := h.cfg.Watcher.Watch(r.Context(), r.Header.Get("Authorization"), uuid.Nil, c.drop)
@@ -367,7 +369,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	if last > 0 && !h.replay(ctx, c, send, &last) {
+	if replay && !h.replay(ctx, c, send, &last) {
 		return
 	}
 	tick := time.NewTicker(h.cfg.Heartbeat)

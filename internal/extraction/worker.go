@@ -504,6 +504,20 @@ func (s *Service) write(ctx context.Context, l *jobLog, src jobSource, types *te
 	return nil
 }
 
+// countObjects is n and noun, in the plural unless n is 1 ("1 object",
+// "3 suggested objects").
+func countObjects(n int, noun string) string {
+	return fmt.Sprintf("%d %s%s", n, noun, plural(n, "", "s"))
+}
+
+// plural is one for a count of 1, else many (a noun's ending, a verb).
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // requestReview logs the suggestions, creates the job's review task and
 // tells the project's admins, in the write transaction.
 func (s *Service) requestReview(ctx context.Context, tx pgx.Tx, l *jobLog, src jobSource, ids []uuid.UUID, listed []map[string]any, threshold float64, now time.Time) error {
@@ -513,9 +527,9 @@ func (s *Service) requestReview(ctx context.Context, tx pgx.Tx, l *jobLog, src j
 	}
 	t, err := s.cfg.Tasks.Create(ctx, tx, task.CreateParams{
 		ProjectID: l.project,
-		Title:     fmt.Sprintf("Review %d suggested objects from %s", len(ids), clipRunes(source, 300)),
-		Description: fmt.Sprintf("Extraction job %s found %d objects with a confidence under the review threshold %.2f. "+
-			"Accept the task to accept them; reject it to delete them with their relationships.", l.job.ID, len(ids), threshold),
+		Title:     fmt.Sprintf("Review %s from %s", countObjects(len(ids), "suggested object"), clipRunes(source, 300)),
+		Description: fmt.Sprintf("Extraction job %s found %s with a confidence under the review threshold %.2f. "+
+			"Accept the task to accept them; reject it to delete them with their relationships.", l.job.ID, countObjects(len(ids), "object"), threshold),
 		Type: TaskType, SourceType: TaskSourceType, SourceID: l.job.ID.String(),
 		Metadata: map[string]any{"jobId": l.job.ID, "documentId": src.DocumentID, "objectIds": ids, "objects": listed, "reviewThreshold": threshold},
 	})
@@ -530,7 +544,7 @@ func (s *Service) requestReview(ctx context.Context, tx pgx.Tx, l *jobLog, src j
 	}
 	_, err = s.cfg.Notifier.NotifyProjectAdmins(ctx, tx, l.project, notification.Params{
 		Title:               "Extraction results need review",
-		Message:             fmt.Sprintf("%d objects extracted from %s are below the review threshold and wait for review.", len(ids), clipRunes(source, 300)),
+		Message:             fmt.Sprintf("%s extracted from %s %s below the review threshold and %s for review.", countObjects(len(ids), "object"), clipRunes(source, 300), plural(len(ids), "is", "are"), plural(len(ids), "waits", "wait")),
 		Type:                "extraction_review",
 		Severity:            notification.SeverityWarning,
 		Importance:          notification.ImportanceImportant,

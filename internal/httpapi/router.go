@@ -108,7 +108,17 @@ func NewRouter(c RouterConfig) chi.Router {
 	})
 	r.NotFound(NotFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		WriteProblem(w, req, errs.Errorf(errs.Invalid, "method %s is not allowed on %s", req.Method, req.URL.Path))
+		// The path's methods (chi tells a custom handler none).
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				allowed = append(allowed, m)
+			}
+		}
+		allow := strings.Join(allowed, ", ")
+		w.Header().Set("Allow", allow)
+		writeProblem(w, newProblem(req.Context(), http.StatusMethodNotAllowed,
+			fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", req.Method, req.URL.Path, allow)))
 	})
 	return r
 }

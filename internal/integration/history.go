@@ -57,3 +57,11 @@ func (s *Service) SyncJob(ctx context.Context, project uuid.UUID, name string, i
 	log, err := s.syncLog(ctx, id)
 	return list[0], log, err
 }
+
+// SyncJobIntegration returns the name of the integration a sync job of
+// the project belongs to (notifications link a job by its id alone).
+// Errors: not_found (no such job in the project).
+func (s *Service) SyncJobIntegration(ctx context.Context, project, id uuid.UUID) (string, error) {
+	return postgres.One[string](ctx, s.cfg.Pool, ErrSyncNotFound, `SELECT i.name FROM integration_sync_jobs j
+		JOIN integrations i ON i.id = j.integration_id WHERE j.project_id = $1 AND j.id = $2`, project, id)
+}

@@ -1,0 +1,84 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/graphmill/graphmill/internal/agent"
+	"github.com/graphmill/graphmill/internal/discovery"
+	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/extraction"
+	"github.com/graphmill/graphmill/internal/httpapi"
+	"github.com/graphmill/graphmill/internal/integration"
+	"github.com/graphmill/graphmill/internal/task"
+)
+
+// errLinkedJobNotFound is a notification's job link naming no job page.
+var errLinkedJobNotFound = errs.New(errs.NotFound, "job not found")
+
+// jobLink is the page a failed job's notification links to
+// (/projects/{project}/jobs/{queue}/{id}, notification.JobOutcomes; its
+// emails too): a redirect to the page of that job for the queues that
+// have one in the project (extraction jobs, syncs, discovery jobs, agent
+// runs), else to the queue's administration page narrowed to the project.
+func (h *Handler) jobLink(w http.ResponseWriter, r *http.Request, c caller) {
+	queue := chi.URLParam(r, "queue")
+	id, err := httpapi.ParseID(chi.URLParam(r, "id"), errLinkedJobNotFound)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	rule := projectRule
+	var target func(project uuid.UUID) (string, error)
+	switch queue {
+	case extraction.Queue:
+		rule, target = jobsRule, func(p uuid.UUID) (string, error) { return jobURL(p, id), nil }
+	case discovery.Queue:
+		rule, target = discoveryRule, func(p uuid.UUID) (string, error) { return discoveryJobURL(p, id), nil }
+	case agent.Queue:
+		rule, target = agentsRule, func(p uuid.UUID) (string, error) { return runURL(p, id), nil }
+	case integration.Queue:
+		rule, target = integrationAdminRule, func(p uuid.UUID) (string, error) {
+			name, err := h.cfg.Integrations.SyncJobIntegration(r.Context(), p, id)
+			return integrationURL(p, name) + "/syncs/" + id.String(), err
+		}
+	default:
+		if h.opsQueue(queue).List == "" {
+			h.fail(w, r, errLinkedJobNotFound)
+			return
+		}
+		target = func(p uuid.UUID) (string, error) { return queueURL(queue) + "?projectId=" + p.String(), nil }
+	}
+	a, err := h.check(r, c, rule, "")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	to, err := target(a.ProjectID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// task is the page a review task's notification links to
+// (/projects/{project}/tasks/{taskID}, the extraction's review
+// notification): the tasks page showing that task alone, under the tab
+// of its status, with accept and reject while it is pending.
+func (h *Handler) task(w http.ResponseWriter, r *http.Request, c caller) {
+	a, p, err := h.ownedContext(r, c, tasksRule, h.taskOwner())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	t, err := h.cfg.Tasks.Get(r.Context(), a.ProjectID, a.ResourceID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	pv := projectView{Project: p, CanWrite: h.can(r, c, taskWriteRule)}
+	h.render(w, r, http.StatusOK, tasksPage(c.sess.CSRF, pv, []task.Task{t}, t.Status, pager{Total: 1, Base: projectURL(p.ID) + "/tasks"}))
+}
