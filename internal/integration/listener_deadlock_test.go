@@ -68,7 +68,9 @@ func TestSyncListenerDeadlockRunsTheEndAgain(t *testing.T) {
 
 	require.Equal(t, "completed", b.wait(t, res.JobID).Status)
 	require.Equal(t, 2, count(t, b.pool, `SELECT n FROM listener_target WHERE id = 1`), "the listener's write and the other transaction's")
-	require.Equal(t, int32(2), l.calls.Load(), "told again in the transaction run again")
+	// At least twice: the run again may lose to the other transaction
+	// once more before it commits (it can take the job's row first).
+	require.GreaterOrEqual(t, l.calls.Load(), int32(2), "told again in the transaction run again")
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM events WHERE type = 'integration.sync.completed' AND payload->>'jobId' = $1::text`, res.JobID))
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE job_id = $1 AND message = 'sync completed'`, res.JobID))
 }
