@@ -80,7 +80,9 @@ type Config struct {
 // records the end (the job's final status and the event): what it writes
 // commits with them, so once per sync, whichever process ends it. It runs
 // in a savepoint: its error is logged and loses only its own writes,
-// never the sync's end.
+// never the sync's end; but a deadlock or serialization failure
+// (postgres.IsTxConflict) runs that whole transaction again, the
+// listener's call included, so that it must be safe to run again.
 type SyncListener interface {
 	SyncEnded(ctx context.Context, tx pgx.Tx, e SyncEnded) error
 }

@@ -253,6 +253,11 @@ func (s *Service) syncOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobque
 		if l := s.cfg.Listener; l != nil {
 			e := SyncEnded{ProjectID: *o.Job.ProjectID, IntegrationID: job.IntegrationID, JobID: o.Job.ID, Status: syncVocabulary.Name(o.Status), Data: data}
 			if err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return l.SyncEnded(ctx, sp, e) }); err != nil {
+				if postgres.IsTxConflict(err) {
+					// The whole transaction runs again (jobqueue's callHook):
+					// run alone, the listener would wait for the same lock.
+					return fmt.Errorf("sync listener: %w", err)
+				}
 				s.cfg.Logger.ErrorContext(ctx, "sync listener failed: the sync ends without its writes", "job", o.Job.ID, "err", err)
 			}
 		}

@@ -268,16 +268,30 @@ func (q *queue) announce(ctx context.Context, b *batch) {
 // jobsRunning returns the jobs still running at the attempt they were
 // claimed at, in order.
 func (q *queue) jobsRunning(ctx context.Context, db postgres.DBTX, jobs []Job) ([]Job, error) {
-	ids, attempts := make([]uuid.UUID, len(jobs)), make([]int32, len(jobs))
+	ups := make([]update, len(jobs))
 	for i, j := range jobs {
-		ids[i], attempts[i] = j.ID, int32(j.Attempt) //nolint:gosec // small counter
+		ups[i] = update{job: j, decision: decision{status: StatusRunning}}
 	}
-	rows, _ := db.Query(ctx, q.sql.running, ids, attempts)
-	still, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	still, err := q.jobsAt(ctx, db, ups)
 	if err != nil {
-		return nil, fmt.Errorf("running %s jobs: %w", q.cfg.Name, err)
+		return nil, err
 	}
 	return slices.DeleteFunc(slices.Clone(jobs), func(j Job) bool { return !slices.Contains(still, j.ID) }), nil
+}
+
+// jobsAt returns the ids of the jobs of ups whose row is at the update's
+// status, at the attempt they were claimed at.
+func (q *queue) jobsAt(ctx context.Context, db postgres.DBTX, ups []update) ([]uuid.UUID, error) {
+	ids, attempts, statuses := make([]uuid.UUID, len(ups)), make([]int32, len(ups)), make([]string, len(ups))
+	for i, u := range ups {
+		ids[i], attempts[i], statuses[i] = u.job.ID, int32(u.job.Attempt), string(u.status) //nolint:gosec // small counter
+	}
+	rows, _ := db.Query(ctx, q.sql.at, ids, attempts, statuses)
+	at, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("%s jobs at their status: %w", q.cfg.Name, err)
+	}
+	return at, nil
 }
 
 // startedFirst is called by FinishBatchInTx and WaitInTx before their
@@ -433,7 +447,15 @@ func (q *queue) runBatch(ctx context.Context, b *batch) {
 		// the reaper then retries them.
 		c.logger.Error("recording job outcomes failed", "queue", q.cfg.Name, "jobs", len(ups), "err", err)
 	}
-	q.accountInTx(inTx, applied)
+	// A job the handler did not report done, or that was cancelled, may
+	// have been noted by a transaction that rolled back.
+	doubt := make(map[uuid.UUID]bool)
+	for i, j := range b.jobs {
+		if results[i] != nil || cancelled[j.ID] {
+			doubt[j.ID] = true
+		}
+	}
+	q.accountInTx(ctx, inTx, applied, doubt)
 
 	q.mu.Lock()
 	q.inflight--
@@ -632,14 +654,33 @@ func (q *queue) noteInTx(ups []update) {
 // accountInTx accounts for the jobs a batch's handler recorded in its
 // transaction (noteInTx), except those record changed after it (applied):
 // their transaction did not commit, and record accounted for the
-// handler's outcome instead.
-func (q *queue) accountInTx(inTx map[uuid.UUID]update, applied []uuid.UUID) {
+// handler's outcome instead. A job in doubt (the handler did not report
+// it done, or it was cancelled) is counted only when its row is at the
+// status noted: a transaction that noted it and then rolled back (a run
+// that lost a deadlock after FinishInTx, say) may be followed by a cancel
+// or a reap, which record does not see as its own.
+func (q *queue) accountInTx(ctx context.Context, inTx map[uuid.UUID]update, applied []uuid.UUID, doubt map[uuid.UUID]bool) {
 	for _, id := range applied {
 		delete(inTx, id)
 	}
-	ups := make([]update, 0, len(inTx))
-	for _, u := range inTx {
-		ups = append(ups, u)
+	var ups, check []update
+	for id, u := range inTx {
+		if doubt[id] {
+			check = append(check, u)
+		} else {
+			ups = append(ups, u)
+		}
+	}
+	if len(check) > 0 {
+		at, err := q.jobsAt(ctx, q.c.pool, check)
+		if err != nil {
+			q.c.logger.Warn("checking jobs finished in a handler's transaction failed; not counted", "queue", q.cfg.Name, "jobs", len(check), "err", err)
+		}
+		for _, u := range check {
+			if slices.Contains(at, u.job.ID) {
+				ups = append(ups, u)
+			}
+		}
 	}
 	q.account(ups, IDs(jobsOf(ups)))
 }

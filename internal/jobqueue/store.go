@@ -24,7 +24,7 @@ const (
 
 // queries holds the SQL of one queue's table, built once.
 type queries struct {
-	claim, claimCapped, finish, heartbeat, running, expired, depth, stats string
+	claim, claimCapped, finish, heartbeat, at, expired, depth, stats string
 }
 
 const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.retry_count, j.max_retries, j.started_at, j.created_at, j.trace_parent`
@@ -129,9 +129,9 @@ UPDATE ` + t + ` AS j
 SET locked_until = $3, heartbeat_at = $1
 FROM mine WHERE j.id = mine.id
 RETURNING j.id`
-	// $1 ids, $2 attempts.
-	q.running = `SELECT j.id FROM ` + t + ` AS j JOIN unnest($1::uuid[], $2::int[]) AS u(id, attempt) ON j.id = u.id AND j.attempt = u.attempt
-WHERE j.status = 'running'`
+	// $1 ids, $2 attempts, $3 statuses.
+	q.at = `SELECT j.id FROM ` + t + ` AS j JOIN unnest($1::uuid[], $2::int[], $3::text[]) AS u(id, attempt, status)
+    ON j.id = u.id AND j.attempt = u.attempt AND j.status = u.status`
 	q.expired = `SELECT ` + jobReturning + `, j.locked_by FROM ` + t + ` AS j
 WHERE j.status = 'running' AND j.locked_until < $1
 ORDER BY j.locked_until
