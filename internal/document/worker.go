@@ -138,7 +138,9 @@ func (s *Service) parseOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqu
 			return err
 		}
 		if s.notifier != nil && d.CreatedBy != nil {
-			s.notifyFailed(ctx, tx, d.ProjectID, d.ID, *d.CreatedBy, d.Filename, reason)
+			if err := s.notifyFailed(ctx, tx, d.ProjectID, d.ID, *d.CreatedBy, d.Filename, reason); err != nil {
+				return err
+			}
 		}
 	}
 	return jobqueue.PublishCompletedFunc(QueueParsing, time.Now)(ctx, tx, outcomes)
@@ -146,20 +148,20 @@ func (s *Service) parseOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqu
 
 // notifyFailed tells the uploader in a savepoint: a notification that
 // cannot be written must not keep the document from being marked failed.
-func (s *Service) notifyFailed(ctx context.Context, tx pgx.Tx, project, doc, uploader uuid.UUID, filename, reason string) {
-	sp, err := tx.Begin(ctx)
+// A deadlock or serialization conflict is the exception, answered: the
+// whole finishing transaction runs again (jobqueue's outcome hooks), as
+// run alone the notification would wait for the same lock.
+func (s *Service) notifyFailed(ctx context.Context, tx pgx.Tx, project, doc, uploader uuid.UUID, filename, reason string) error {
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		return s.notifier.DocumentParseFailed(ctx, sp, project, doc, uploader, filename, reason)
+	})
+	if postgres.IsTxConflict(err) {
+		return fmt.Errorf("notify document failure: %w", err)
+	}
 	if err != nil {
-		s.logger.Error("notify document failure: savepoint", "document", doc, "err", err)
-		return
+		s.logger.Error("notify document failure: the document is marked failed without it", "document", doc, "err", err)
 	}
-	if err := s.notifier.DocumentParseFailed(ctx, sp, project, doc, uploader, filename, reason); err != nil {
-		_ = sp.Rollback(ctx)
-		s.logger.Error("notify document failure", "document", doc, "err", err)
-		return
-	}
-	if err := sp.Commit(ctx); err != nil {
-		s.logger.Error("notify document failure: release savepoint", "document", doc, "err", err)
-	}
+	return nil
 }
 
 // workEmbed embeds a batch of chunks with one embedder call and stores the
