@@ -67,7 +67,7 @@ func (s *Server) addChatTools() error {
 			Name: ToolChatSend, Title: "Ask the project's documents",
 			Description: "Ask a question in one of your chat sessions (or a new one). The answer is grounded on the " +
 				"project's documents and knowledge graph, cites its sources with [n] markers and lists them as citations; " +
-				"when the sources do not answer, it says so.",
+				"when the sources do not answer, it says so. A new session may talk to one of the project's agents (agentId).",
 		}, rule, map[string][]prop{
 			"sessionId": {uuidFormat}, "title": {strLen(0, chat.TitleMax)}, "agentId": {uuidFormat}, "content": {strLen(1, chat.ContentMax)},
 		}, (*Server).chatSend),
