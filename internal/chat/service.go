@@ -257,7 +257,7 @@ type turn struct {
 	// model is its model, or the project's default.
 	agent    *agent.Agent
 	model    Model
-	system   string // the system prompt
+	system   string    // the system prompt
 	history  []Message // answered messages before the question, after the stored summary
 	question Message
 	p        SendParams

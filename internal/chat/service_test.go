@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/agent"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/pgtest"
