@@ -5,13 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
-	"github.com/graphmill/graphmill/migrations"
 )
 
 // TestMigrationKeysSessionAgents applies migration 00038 over sessions
@@ -21,15 +18,7 @@ import (
 func TestMigrationKeysSessionAgents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := postgres.Open(ctx, pgtest.NewEmptyURL(t), 4)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	require.NoError(t, err)
-	_, err = provider.UpTo(ctx, 37)
-	require.NoError(t, err)
+	pool, provider := pgtest.NewAtVersion(t, 37)
 
 	id := func() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 	org, project, other, user := id(), id(), id(), id()
@@ -48,7 +37,7 @@ func TestMigrationKeysSessionAgents(t *testing.T) {
 	for s, a := range map[uuid.UUID]*uuid.UUID{kept: &agent, unknown: &nowhere, foreign: &otherAgent, plain: nil} {
 		exec(`INSERT INTO chat_sessions (id, project_id, user_id, agent_id, created_at, updated_at) VALUES ($1, $2, $3, $4, now(), now())`, s, project, user, a)
 	}
-	_, err = provider.UpTo(ctx, 38)
+	_, err := provider.UpTo(ctx, 38)
 	require.NoError(t, err)
 
 	agentOf := func(session uuid.UUID) *uuid.UUID {
