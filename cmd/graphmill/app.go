@@ -421,11 +421,13 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	}})
 
 	// Chat: answers grounded on the search and the graph, by the
-	// project's generative model.
+	// project's generative model or the session's agent's. The agents
+	// are built later (they use the MCP server, which uses the chat).
+	agentTools := &mcpAgents{}
 	chats, err := chat.NewService(chat.Config{
-		Pool: pool, Search: searches, Graph: graphs, Logger: log, Now: m.Now,
-		ModelFunc: func(ctx context.Context, project uuid.UUID) (chat.Model, error) {
-			h, err := providers.Resolve(ctx, project, provider.Generative)
+		Pool: pool, Search: searches, Graph: graphs, Agents: agentTools, Logger: log, Now: m.Now,
+		ModelFunc: func(ctx context.Context, project uuid.UUID, model string) (chat.Model, error) {
+			h, err := providers.ResolveModel(ctx, project, provider.Generative, model)
 			if errors.Is(err, provider.ErrNoProvider) {
 				return nil, chat.ErrNoProvider
 			}
@@ -440,7 +442,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// other: the server's registry and web search tools call the registry,
 	// whose built-in tool catalogue and settings are the server's tools.
 	// Its agent tools call the agents, which run with its tool box.
-	regTools, agentTools := &mcpRegistryTools{}, &mcpAgents{}
+	regTools := &mcpRegistryTools{}
 	m.mcp, err = mcpserver.New(mcpserver.Config{
 		Graph: graphs, Documents: docs, Search: searches, Registry: regTools, Web: regTools, Settings: regTools, Chat: chats, Agents: agentTools,
 		Guard: m.guard, Watcher: m.watcher, Logger: log, AllowedOrigins: m.Config.MCPAllowedOrigins, Stateless: m.Config.MCPStateless,
@@ -617,7 +619,8 @@ func (a *agentSyncs) SyncEnded(ctx context.Context, tx pgx.Tx, e integration.Syn
 	return a.svc.StartForSync(ctx, tx, agent.IntegrationSync(e))
 }
 
-// mcpAgents gives the built-in MCP server the agents, built after it.
+// mcpAgents gives the built-in MCP server and the chat the agents, built
+// after them.
 type mcpAgents struct{ *agent.Service }
 
 // mcpRegistryTools gives the built-in MCP server the registry's external

@@ -261,13 +261,13 @@ func TestChatSessionsAndAccess(t *testing.T) {
 	s := newServer(t)
 	project, _ := s.defaultProject()
 	hp := header{"X-Project-ID", project}
-	aliceID, alice := s.newMember("alice@example.com", []string{"chat:use"}, project, "viewer")
+	aliceID, alice := s.newMember("alice@example.com", []string{"chat:use", "agents:read"}, project, "viewer")
 	_, bob := s.newMember("bob@example.com", []string{"chat:use"}, project, "viewer")
 	_, noScope := s.newMember("carol@example.com", []string{"search:read"}, project, "viewer")
 	_, outsider := s.newUser("dave@example.com", []string{"chat:use"}, "")
 
-	// Create: title and agent id kept; the caller is the owner.
-	agent := "0192f5e4-6a2b-7c3d-8e4f-5a6b7c8d9e0f"
+	// Create: title and agent kept; the caller is the owner.
+	agent := s.agentCreate(s.admin, project, map[string]any{"name": "Helper", "instructions": "Be brief.", "tools": []string{}})
 	var first, second chatSession
 	s.must(201, "POST", "/api/chat/sessions", alice, map[string]any{"title": "Turbines", "agentId": agent}, hp).Decode(t, &first)
 	require.Equal(t, "Turbines", first.Title)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -43,7 +44,7 @@ type Session struct {
 	ProjectID uuid.UUID  `json:"projectId"`
 	UserID    uuid.UUID  `json:"userId"`
 	Title     string     `json:"title"`
-	AgentID   *uuid.UUID `json:"agentId,omitempty" doc:"The agent the session talks to (not checked against the agents yet)."`
+	AgentID   *uuid.UUID `json:"agentId,omitempty" doc:"The agent the session talks to: its instructions are added to the chat's rules and its model answers (the project's default when it names none), as the agent is at each turn. Absent for a plain chat, and once the agent is deleted."`
 	CreatedAt time.Time  `json:"createdAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
 }
@@ -86,8 +87,25 @@ type Citation struct {
 
 // CreateParams creates a session.
 type CreateParams struct {
-	Title   string
+	Title string
+	// AgentID, when set, must be an agent of the session's project; the
+	// caller must hold agents:read (CheckAgentScope).
 	AgentID *uuid.UUID
+}
+
+// ErrAgentScope refuses an agentId from a caller who may not read the
+// project's agents, before the id is looked up: whether it names an agent
+// is not told.
+var ErrAgentScope = errs.New(errs.PermissionDenied, "agentId: a chat session with an agent needs the scope agents:read, which this token lacks")
+
+// CheckAgentScope checks that caller may start a session with c's agent:
+// a session with an agent needs the scope agents:read (the agent's
+// instructions shape its answers). Errors: permission_denied.
+func CheckAgentScope(caller *auth.Principal, c CreateParams) error {
+	if c.AgentID != nil && (caller == nil || !caller.Scopes.Has(auth.AgentsRead)) {
+		return ErrAgentScope
+	}
+	return nil
 }
 
 // withMessages embeds a session's latest messages.

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -184,4 +185,24 @@ func TestKeywordQueryLeavesOutCommonWords(t *testing.T) {
 	q, err = keywordQuery(ctx, pool, project, "?!")
 	require.NoError(t, err)
 	require.Equal(t, "?!", q)
+}
+
+// TestSystemPromptOfAgent: a plain chat's system prompt is the rules; an
+// agent's instructions follow them, named, and are cut to the budget
+// (their start kept) so that the sources keep their share.
+func TestSystemPromptOfAgent(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, systemPrompt, systemPromptOf(nil, 100))
+	a := &agent.Agent{Name: `Ops "bot"`, Instructions: "  Answer as an engineer.\n"}
+	got := systemPromptOf(a, 100)
+	require.True(t, strings.HasPrefix(got, systemPrompt+"\n"), got)
+	require.True(t, strings.HasSuffix(got, "<agent-instructions>\nAnswer as an engineer.\n</agent-instructions>"), got)
+	require.Contains(t, got, `This chat is with the project's agent "Ops \"bot\"".`)
+
+	a.Instructions = "Start here. " + strings.Repeat("word ", 1000)
+	got = systemPromptOf(a, 50)
+	inside := got[strings.Index(got, "<agent-instructions>\n")+len("<agent-instructions>\n") : strings.LastIndex(got, "\n</agent-instructions>")]
+	require.True(t, strings.HasPrefix(inside, "Start here. word"), inside)
+	require.True(t, strings.HasSuffix(inside, "…"), inside)
+	require.Equal(t, int64(50), llm.EstimateTokens(inside))
 }

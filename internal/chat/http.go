@@ -40,7 +40,7 @@ type (
 	createIn struct {
 		Body *struct {
 			Title   string `json:"title,omitempty" maxLength:"200"`
-			AgentID string `json:"agentId,omitempty" format:"uuid" doc:"An agent's id; only its format is checked for now."`
+			AgentID string `json:"agentId,omitempty" format:"uuid" doc:"An agent of the project for the session to talk to (needs the scope agents:read): its instructions are added to the chat's rules and its model answers, as the agent is at each turn."`
 		}
 	}
 	renameIn struct {
@@ -111,6 +111,9 @@ func (h handlers) create(ctx context.Context, in *createIn) (*httpapi.Created[Se
 			}
 			p.AgentID = &id
 		}
+	}
+	if err := CheckAgentScope(auth.PrincipalFrom(ctx), p); err != nil {
+		return nil, err
 	}
 	return httpapi.ReplyCreated(h.svc.CreateSession(ctx, auth.AccessFrom(ctx).ProjectID, userOf(ctx), p))
 }

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/llm"
@@ -44,14 +46,25 @@ type Model interface {
 	Model() string
 }
 
-// Config wires a Service. Pool, Search, Graph and ModelFunc are required.
+// Agents reads the agents sessions talk to (agent.Service).
+type Agents interface {
+	// GetAgent is agent id of project; errs.NotFound when project has no
+	// such agent.
+	GetAgent(ctx context.Context, project, id uuid.UUID) (agent.Agent, error)
+}
+
+// Config wires a Service. Pool, Search, Graph, Agents and ModelFunc are
+// required.
 type Config struct {
 	Pool   *pgxpool.Pool
 	Search Searcher
 	Graph  Graph
-	// ModelFunc resolves project's generative model; ErrNoProvider when
-	// there is none.
-	ModelFunc func(ctx context.Context, project uuid.UUID) (Model, error)
+	Agents Agents
+	// ModelFunc resolves project's generative model: the model named, or
+	// the project's default when name is "". A name the project's
+	// provider does not offer gives another model (the caller compares
+	// Model()). ErrNoProvider when there is none.
+	ModelFunc func(ctx context.Context, project uuid.UUID, name string) (Model, error)
 	Logger    *slog.Logger
 	Now       func() time.Time
 }
@@ -63,8 +76,8 @@ type Service struct {
 
 // NewService builds the service.
 func NewService(c Config) (*Service, error) {
-	if c.Pool == nil || c.Search == nil || c.Graph == nil || c.ModelFunc == nil {
-		return nil, errors.New("chat: Pool, Search, Graph and ModelFunc are required")
+	if c.Pool == nil || c.Search == nil || c.Graph == nil || c.Agents == nil || c.ModelFunc == nil {
+		return nil, errors.New("chat: Pool, Search, Graph, Agents and ModelFunc are required")
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -94,16 +107,51 @@ func checkTitle(title string) (string, error) {
 	return title, nil
 }
 
-// CreateSession starts a session of user in project. Errors:
+// noAgent refuses a session's agent id that names no agent of its
+// project.
+func noAgent(id uuid.UUID) error {
+	return errs.Errorf(errs.Invalid, "agentId: no agent with id %s in this project", id)
+}
+
+// agentOf reads agent id of project; ok is false when project has none
+// (unknown, another project's, deleted).
+func (s *Service) agentOf(ctx context.Context, project, id uuid.UUID) (a agent.Agent, ok bool, err error) {
+	a, err = s.cfg.Agents.GetAgent(ctx, project, id)
+	switch {
+	case errs.CodeOf(err) == errs.NotFound:
+		return agent.Agent{}, false, nil
+	case err != nil:
+		return agent.Agent{}, false, fmt.Errorf("read the chat session's agent: %w", err)
+	}
+	return a, true, nil
+}
+
+// insertSession stores a new session; an agent deleted since it was
+// checked refuses it as an unknown one.
+func insertSession(ctx context.Context, db postgres.DBTX, sess Session) error {
+	err := sessionInsert(ctx, db, sess)
+	if sess.AgentID != nil && postgres.IsForeignKeyViolation(err, "chat_sessions_agent_id_fkey") {
+		return noAgent(*sess.AgentID)
+	}
+	return err
+}
+
+// CreateSession starts a session of user in project, with p's agent when
+// set: an agent of project (the caller checked CheckAgentScope). Errors:
 // invalid_argument.
 func (s *Service) CreateSession(ctx context.Context, project, user uuid.UUID, p CreateParams) (Session, error) {
 	title, err := checkTitle(p.Title)
 	if err != nil {
 		return Session{}, err
 	}
+	if p.AgentID != nil {
+		if _, ok, err := s.agentOf(ctx, project, *p.AgentID); err != nil || !ok {
+			return Session{}, cmp.Or(err, noAgent(*p.AgentID))
+		}
+	}
 	now := s.now()
 	sess := Session{ID: newID(), ProjectID: project, UserID: user, Title: title, AgentID: p.AgentID, CreatedAt: now, UpdatedAt: now}
-	if err := sessionInsert(ctx, s.cfg.Pool, sess); err != nil {
+	if err := insertSession(ctx, s.cfg.Pool, sess); err != nil {
 		return Session{}, err
 	}
 	return sess, nil
@@ -204,8 +252,12 @@ type turn struct {
 	// the answer once the answer is ready.
 	fresh bool
 	// until is the turn's lease on the session (not fresh).
-	until    time.Time
+	until time.Time
+	// agent is the session's agent as it is now (nil: a plain chat);
+	// model is its model, or the project's default.
+	agent    *agent.Agent
 	model    Model
+	system   string    // the system prompt
 	history  []Message // answered messages before the question, after the stored summary
 	question Message
 	p        SendParams
@@ -215,9 +267,11 @@ type turn struct {
 	calls int
 }
 
-// begin checks the question and resolves the project's model: nothing is
-// stored when either fails.
-func (s *Service) begin(ctx context.Context, project, user uuid.UUID, p SendParams) (*turn, error) {
+// begin checks the question, reads the session's agent (agentID; nil for
+// none) and resolves the model: the agent's, else the project's default.
+// Nothing is stored when any fails. An agent deleted since leaves the
+// session a plain chat, but refuses a fresh session (SendNew).
+func (s *Service) begin(ctx context.Context, project, user uuid.UUID, agentID *uuid.UUID, fresh bool, p SendParams) (*turn, error) {
 	content := strings.TrimSpace(p.Content)
 	if content == "" {
 		return nil, ErrNoContent
@@ -226,11 +280,28 @@ func (s *Service) begin(ctx context.Context, project, user uuid.UUID, p SendPara
 		// The API's maxLength as well: the console reaches here directly.
 		return nil, errs.Errorf(errs.Invalid, "content must be at most %d characters (it has %d)", ContentMax, n)
 	}
-	model, err := s.cfg.ModelFunc(ctx, project)
+	t := &turn{project: project, user: user, p: p, fresh: fresh}
+	name := ""
+	if agentID != nil {
+		a, ok, err := s.agentOf(ctx, project, *agentID)
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
+			t.agent, name = &a, a.Model
+		case fresh:
+			return nil, noAgent(*agentID)
+		}
+	}
+	model, err := s.cfg.ModelFunc(ctx, project, name)
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{project: project, user: user, p: p, model: model}
+	if name != "" && model.Model() != name {
+		return nil, errs.Errorf(errs.FailedPrecondition,
+			"the agent %q of this chat session uses the model %s, which this project's provider no longer offers: change the agent's model", t.agent.Name, name)
+	}
+	t.model = model
 	t.question = Message{ID: newID(), Role: RoleUser, Content: content, Citations: []Citation{}, CreatedAt: s.now()}
 	return t, nil
 }
@@ -241,7 +312,11 @@ func (s *Service) begin(ctx context.Context, project, user uuid.UUID, p SendPara
 // session), failed_precondition (no model), rate_limited and bad_gateway
 // (the provider).
 func (s *Service) Send(ctx context.Context, project, user, id uuid.UUID, p SendParams) (Message, error) {
-	t, err := s.begin(ctx, project, user, p)
+	sess, err := sessionGet(ctx, s.cfg.Pool, project, user, id)
+	if err != nil {
+		return Message{}, err
+	}
+	t, err := s.begin(ctx, project, user, sess.AgentID, false, p)
 	if err != nil {
 		return Message{}, err
 	}
@@ -293,7 +368,7 @@ func (s *Service) SendNew(ctx context.Context, project, user uuid.UUID, c Create
 	if err != nil {
 		return Session{}, Message{}, err
 	}
-	t, err := s.begin(ctx, project, user, p)
+	t, err := s.begin(ctx, project, user, c.AgentID, true, p)
 	if err != nil {
 		return Session{}, Message{}, err
 	}
@@ -301,7 +376,6 @@ func (s *Service) SendNew(ctx context.Context, project, user uuid.UUID, c Create
 		title = titleOf(t.question.Content)
 	}
 	now := t.question.CreatedAt
-	t.fresh = true
 	t.session = sessionRow{ID: newID(), ProjectID: project, UserID: user, Title: title, AgentID: c.AgentID, CreatedAt: now, UpdatedAt: now}
 	reply, err := s.answer(ctx, t)
 	if err != nil {
@@ -355,11 +429,12 @@ func (s *Service) answer(ctx context.Context, t *turn) (Message, error) {
 	if limit <= 0 {
 		limit = InputBudgetDefault
 	}
+	input := limit - ReplyTokens
+	t.system = systemPromptOf(t.agent, input/SourceShareMin)
 	msgs, err := s.history(ctx, t, limit/4) // the system prompt first
 	if err != nil {
 		return Message{}, err
 	}
-	input := limit - ReplyTokens
 	msgs, question := fit(msgs, t.question.Content, input-input/SourceShareMin)
 	var used int64
 	for _, m := range msgs {
@@ -462,7 +537,7 @@ func (s *Service) store(ctx context.Context, t *turn, reply Message) (Message, e
 	id := t.session.ID
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		if t.fresh {
-			if err := sessionInsert(ctx, tx, t.session.session()); err != nil {
+			if err := insertSession(ctx, tx, t.session.session()); err != nil {
 				return err
 			}
 			if err := messageInsert(ctx, tx, t.project, id, t.question); err != nil {
@@ -489,11 +564,11 @@ func (s *Service) store(ctx context.Context, t *turn, reply Message) (Message, e
 }
 
 // history is the conversation before the question as model messages: the
-// system prompt, the stored summary, and the messages after it. When they
+// system prompt (t.system), the stored summary, and the messages after it. When they
 // exceed budget tokens, the whole history is summarised (one model call)
 // and the summary stored on the session.
 func (s *Service) history(ctx context.Context, t *turn, budget int64) ([]llm.Message, error) {
-	msgs := []llm.Message{{Role: llm.RoleSystem, Text: systemPrompt}}
+	msgs := []llm.Message{{Role: llm.RoleSystem, Text: t.system}}
 	summary := ""
 	if t.session.Summary != nil {
 		summary = *t.session.Summary
@@ -542,8 +617,7 @@ func summaryInput(earlier string, history []Message, budget int64) string {
 	share := fairShare(sizes, 2*budget)
 	for i, p := range paras {
 		if sizes[i] > share {
-			r := []rune(p)
-			paras[i] = string(r[:max(0, min(len(r), int(4*share)-1))]) + "…"
+			paras[i] = cutTokens(p, share)
 		}
 	}
 	return strings.Join(paras, "\n\n")

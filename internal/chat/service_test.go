@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/llm"
@@ -41,6 +42,13 @@ func (noGraph) Neighbourhoods(context.Context, uuid.UUID, []uuid.UUID, int) (map
 
 func (noGraph) ObjectsByID(context.Context, postgres.DBTX, []uuid.UUID) ([]graph.Object, error) {
 	return nil, nil
+}
+
+// noAgents is a project without agents.
+type noAgents struct{}
+
+func (noAgents) GetAgent(context.Context, uuid.UUID, uuid.UUID) (agent.Agent, error) {
+	return agent.Agent{}, agent.ErrNotFound
 }
 
 // fakeModel answers with answer (or fails with its error), recording
@@ -127,8 +135,8 @@ func newChatEnv(t *testing.T, texts ...string) *chatEnv {
 		e.chunks = append(e.chunks, id)
 	}
 	e.svc, err = NewService(Config{
-		Pool: pool, Search: fakeSearch{chunks: e.chunks}, Graph: noGraph{},
-		ModelFunc: func(context.Context, uuid.UUID) (Model, error) {
+		Pool: pool, Search: fakeSearch{chunks: e.chunks}, Graph: noGraph{}, Agents: noAgents{},
+		ModelFunc: func(context.Context, uuid.UUID, string) (Model, error) {
 			if e.noModel {
 				return nil, ErrNoProvider
 			}

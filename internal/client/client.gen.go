@@ -1632,7 +1632,7 @@ type ChatMessageRole string
 
 // ChatSession defines model for ChatSession.
 type ChatSession struct {
-	// AgentId The agent the session talks to (not checked against the agents yet).
+	// AgentId The agent the session talks to: its instructions are added to the chat's rules and its model answers (the project's default when it names none), as the agent is at each turn. Absent for a plain chat, and once the agent is deleted.
 	AgentId   *string   `json:"agentId,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	Id        string    `json:"id"`
@@ -1644,7 +1644,7 @@ type ChatSession struct {
 
 // ChatSessionWithMessages defines model for ChatSessionWithMessages.
 type ChatSessionWithMessages struct {
-	// AgentId The agent the session talks to (not checked against the agents yet).
+	// AgentId The agent the session talks to: its instructions are added to the chat's rules and its model answers (the project's default when it names none), as the agent is at each turn. Absent for a plain chat, and once the agent is deleted.
 	AgentId   *string   `json:"agentId,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	Id        string    `json:"id"`
@@ -1712,7 +1712,7 @@ type CreateInBody2 struct {
 
 // CreateInBody3 defines model for CreateInBody3.
 type CreateInBody3 struct {
-	// AgentId An agent's id; only its format is checked for now.
+	// AgentId An agent of the project for the session to talk to (needs the scope agents:read): its instructions are added to the chat's rules and its model answers, as the agent is at each turn.
 	AgentId *openapi_types.UUID `json:"agentId,omitempty"`
 	Title   *string             `json:"title,omitempty"`
 }

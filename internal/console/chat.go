@@ -10,9 +10,11 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/chat"
 	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/tenancy"
 )
@@ -125,7 +127,32 @@ func (h *Handler) renderChatSession(w http.ResponseWriter, r *http.Request, c ca
 	if typed != nil {
 		form.Title = *typed
 	}
-	h.render(w, r, status, chatSessionPage(c.sess.CSRF, p, sess, form))
+	ag, err := h.chatAgent(r, c, sess.Session)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, status, chatSessionPage(c.sess.CSRF, p, sess, ag, form))
+}
+
+// chatAgent is the agent of session s as its page names it: nil for a
+// plain chat (its agent deleted too); only its id for a caller who may not
+// read the project's agents.
+func (h *Handler) chatAgent(r *http.Request, c caller, s chat.Session) (*agent.Agent, error) {
+	if s.AgentID == nil {
+		return nil, nil //nolint:nilnil // a plain chat
+	}
+	if !h.can(r, c, agentsRule) {
+		return &agent.Agent{ID: *s.AgentID}, nil
+	}
+	ag, err := h.cfg.Agents.GetAgent(r.Context(), s.ProjectID, *s.AgentID)
+	switch {
+	case errs.CodeOf(err) == errs.NotFound:
+		return nil, nil //nolint:nilnil // deleted since the session was read
+	case err != nil:
+		return nil, err
+	}
+	return &ag, nil
 }
 
 // chatRename sets the session's title (form field title).

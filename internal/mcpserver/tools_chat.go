@@ -9,6 +9,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/chat"
+	"github.com/graphmill/graphmill/internal/errs"
 )
 
 // Chat tool names.
@@ -37,6 +38,7 @@ type (
 	chatSendIn struct {
 		SessionID string `json:"sessionId,omitempty" jsonschema:"one of your chat sessions; left out, a new session is started"`
 		Title     string `json:"title,omitempty" jsonschema:"the new session's title (default: the start of the question)"`
+		AgentID   string `json:"agentId,omitempty" jsonschema:"the new session's agent (needs the scope agents:read): an agent of the project whose instructions and model answer in it; left out, a plain chat"`
 		Content   string `json:"content" jsonschema:"the question"`
 	}
 	chatSendOut struct {
@@ -65,9 +67,9 @@ func (s *Server) addChatTools() error {
 			Name: ToolChatSend, Title: "Ask the project's documents",
 			Description: "Ask a question in one of your chat sessions (or a new one). The answer is grounded on the " +
 				"project's documents and knowledge graph, cites its sources with [n] markers and lists them as citations; " +
-				"when the sources do not answer, it says so.",
+				"when the sources do not answer, it says so. A new session may talk to one of the project's agents (agentId).",
 		}, rule, map[string][]prop{
-			"sessionId": {uuidFormat}, "title": {strLen(0, chat.TitleMax)}, "content": {strLen(1, chat.ContentMax)},
+			"sessionId": {uuidFormat}, "title": {strLen(0, chat.TitleMax)}, "agentId": {uuidFormat}, "content": {strLen(1, chat.ContentMax)},
 		}, (*Server).chatSend),
 	)
 }
@@ -88,11 +90,22 @@ func (s *Server) chatSessionsList(ctx context.Context, c *caller, in chatListIn)
 func (s *Server) chatSend(ctx context.Context, c *caller, in chatSendIn) (any, error) {
 	user := c.principal.UserID
 	if in.SessionID == "" {
-		sess, msg, err := s.cfg.Chat.SendNew(ctx, c.project, user, chat.CreateParams{Title: in.Title}, chat.SendParams{Content: in.Content})
+		agent, err := parseOptionalID("agentId", in.AgentID)
+		if err != nil {
+			return nil, err
+		}
+		create := chat.CreateParams{Title: in.Title, AgentID: agent}
+		if err := chat.CheckAgentScope(c.principal, create); err != nil {
+			return nil, err
+		}
+		sess, msg, err := s.cfg.Chat.SendNew(ctx, c.project, user, create, chat.SendParams{Content: in.Content})
 		if err != nil {
 			return nil, err
 		}
 		return chatSendOut{SessionID: sess.ID, Message: msg}, nil
+	}
+	if in.AgentID != "" {
+		return nil, errs.New(errs.Invalid, "agentId is for a new session: leave it out with sessionId (the session keeps its own agent)")
 	}
 	id, err := parseID("sessionId", in.SessionID)
 	if err != nil {

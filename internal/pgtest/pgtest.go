@@ -25,6 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/migrations"
@@ -171,6 +173,30 @@ func NewURL(t testing.TB) string {
 func NewEmptyURL(t testing.TB) string {
 	t.Helper()
 	return newDatabase(t, false)
+}
+
+// NewAtVersion creates a database for one test migrated up to version
+// (dropped when the test ends) and returns a pool on it and the goose
+// provider that migrates it further: a migration test writes rows as they
+// were, then applies the migration it tests (provider.UpTo, Up, Down).
+func NewAtVersion(t testing.TB, version int64) (*pgxpool.Pool, *goose.Provider) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := postgres.Open(ctx, NewEmptyURL(t), 4)
+	if err != nil {
+		t.Fatalf("pgtest: open: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { _ = db.Close() })
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		t.Fatalf("pgtest: migrations: %v", err)
+	}
+	if _, err := provider.UpTo(ctx, version); err != nil {
+		t.Fatalf("pgtest: migrate up to %d: %v", version, err)
+	}
+	return pool, provider
 }
 
 func harnessOf(t testing.TB) *harness {

@@ -135,8 +135,21 @@ func IsTxConflict(err error) bool {
 // IsUniqueViolation reports whether err is a unique-constraint violation of
 // the named constraint (any constraint when name is empty).
 func IsUniqueViolation(err error, name string) bool {
+	return isViolation(err, "23505", name)
+}
+
+// IsForeignKeyViolation reports whether err is a foreign-key violation of
+// the named constraint (any constraint when name is empty): the row
+// referred to is gone.
+func IsForeignKeyViolation(err error, name string) bool {
+	return isViolation(err, "23503", name)
+}
+
+// isViolation reports whether err is PostgreSQL's error code for the named
+// constraint (any constraint when name is empty).
+func isViolation(err error, code, name string) bool {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+	if !errors.As(err, &pgErr) || pgErr.Code != code {
 		return false
 	}
 	return name == "" || pgErr.ConstraintName == name

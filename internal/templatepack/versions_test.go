@@ -9,8 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/auth"
@@ -18,7 +16,6 @@ import (
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/templatepack"
-	"github.com/graphmill/graphmill/migrations"
 )
 
 // admin is the bootstrap user, the author of the versions the tests
@@ -461,18 +458,10 @@ func names(types []templatepack.ObjectType) []string {
 func TestMigrationBackfillsVersions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := postgres.Open(ctx, pgtest.NewEmptyURL(t), 4)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	require.NoError(t, err)
-	_, err = provider.UpTo(ctx, 27)
-	require.NoError(t, err)
+	pool, provider := pgtest.NewAtVersion(t, 27)
 
 	org, project, pack := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	_, err = pool.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'o', now(), now())`, org)
+	_, err := pool.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'o', now(), now())`, org)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, 'p', now(), now())`, project, org)
 	require.NoError(t, err)
