@@ -1,7 +1,9 @@
 package main
 
 import (
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/console"
+	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/embedding"
@@ -26,5 +28,16 @@ func consoleOpsQueues() []console.OpsQueue {
 			Logs: "/api/superadmin/sync-jobs/{id}/logs", EndEvent: events.TypeIntegrationSyncCompleted,
 		},
 		{Name: email.Queue, List: "/api/superadmin/email-jobs"},
+	}
+}
+
+// consoleJobPages are the queues whose jobs have a project page in the
+// console, which a failed job's notification links to.
+func consoleJobPages() map[string]console.JobPage {
+	return map[string]console.JobPage{
+		extraction.Queue:  console.ExtractionJobPage,
+		discovery.Queue:   console.DiscoveryJobPage,
+		agent.Queue:       console.AgentRunPage,
+		integration.Queue: console.SyncJobPage,
 	}
 }

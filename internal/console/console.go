@@ -87,6 +87,10 @@ type Config struct {
 	// OpsQueues are the queues with superadmin pages (their API lists and
 	// actions), named by the wiring.
 	OpsQueues []OpsQueue
+	// JobPages names, by queue, the project page of a job of the queues
+	// that have one (a notification's job link goes there); the wiring
+	// names the queues, which stay with their owners elsewhere.
+	JobPages map[string]JobPage
 	// Chat is the users' chat sessions; Agents the agent definitions and
 	// runs; Notifications the users' inboxes.
 	Chat          *chat.Service

@@ -6,13 +6,21 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/graphmill/graphmill/internal/agent"
-	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/errs"
-	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
-	"github.com/graphmill/graphmill/internal/integration"
 	"github.com/graphmill/graphmill/internal/task"
+)
+
+// JobPage is a kind of project page of one job.
+type JobPage int
+
+// The project pages of a job (Config.JobPages).
+const (
+	NoJobPage         JobPage = iota
+	ExtractionJobPage         // the extraction job's page, with its log
+	DiscoveryJobPage          // the discovery job's page
+	AgentRunPage              // the agent run's page
+	SyncJobPage               // the sync's page under its integration
 )
 
 // errLinkedJobNotFound is a notification's job link naming no job page.
@@ -32,14 +40,14 @@ func (h *Handler) jobLink(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	rule := projectRule
 	var target func(project uuid.UUID) (string, error)
-	switch queue {
-	case extraction.Queue:
+	switch h.cfg.JobPages[queue] {
+	case ExtractionJobPage:
 		rule, target = jobsRule, func(p uuid.UUID) (string, error) { return jobURL(p, id), nil }
-	case discovery.Queue:
+	case DiscoveryJobPage:
 		rule, target = discoveryRule, func(p uuid.UUID) (string, error) { return discoveryJobURL(p, id), nil }
-	case agent.Queue:
+	case AgentRunPage:
 		rule, target = agentsRule, func(p uuid.UUID) (string, error) { return runURL(p, id), nil }
-	case integration.Queue:
+	case SyncJobPage:
 		rule, target = integrationAdminRule, func(p uuid.UUID) (string, error) {
 			name, err := h.cfg.Integrations.SyncJobIntegration(r.Context(), p, id)
 			return integrationURL(p, name) + "/syncs/" + id.String(), err

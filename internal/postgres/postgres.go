@@ -116,14 +116,6 @@ func WithTxRetryDeadlock(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx
 	return err
 }
 
-// IsDeadlock reports whether err is PostgreSQL's deadlock_detected: the
-// transaction was chosen as the victim and rolled back; running it again
-// is safe.
-func IsDeadlock(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
-}
-
 // IsTxConflict reports whether err is deadlock_detected or
 // serialization_failure: the transaction lost to a concurrent one and was
 // rolled back; running it again from its start is safe.

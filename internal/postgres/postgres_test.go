@@ -257,10 +257,10 @@ func TestCollectPageOf(t *testing.T) {
 	require.Error(t, err, "no total column")
 }
 
-// TestIsDeadlock: two transactions locking two rows in opposite orders;
-// PostgreSQL rolls one back with deadlock_detected, which IsDeadlock
+// TestIsTxConflict: two transactions locking two rows in opposite orders;
+// PostgreSQL rolls one back with deadlock_detected, which IsTxConflict
 // recognises (and no other error).
-func TestIsDeadlock(t *testing.T) {
+func TestIsTxConflict(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
 	ctx := context.Background()
@@ -284,9 +284,9 @@ func TestIsDeadlock(t *testing.T) {
 	go func() { errc <- lockBoth(1, 2) }()
 	go func() { errc <- lockBoth(2, 1) }()
 	a, b := <-errc, <-errc
-	require.True(t, postgres.IsDeadlock(a) != postgres.IsDeadlock(b), "one victim: %v / %v", a, b)
-	require.False(t, postgres.IsDeadlock(errors.New("deadlock detected")))
-	require.False(t, postgres.IsDeadlock(nil))
+	require.True(t, postgres.IsTxConflict(a) != postgres.IsTxConflict(b), "one victim: %v / %v", a, b)
+	require.False(t, postgres.IsTxConflict(errors.New("deadlock detected")))
+	require.False(t, postgres.IsTxConflict(nil))
 }
 
 func TestQualify(t *testing.T) {

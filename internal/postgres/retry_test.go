@@ -49,7 +49,7 @@ func TestWithTxRetryDeadlock(t *testing.T) {
 		runs++
 		return deadlock
 	})
-	require.True(t, postgres.IsDeadlock(err))
+	require.True(t, postgres.IsTxConflict(err))
 	require.Equal(t, 3, runs)
 
 	runs = 0
