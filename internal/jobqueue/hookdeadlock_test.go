@@ -141,7 +141,10 @@ func TestFinishInTxHookDeadlockRunsAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	require.NoError(t, client.Stop(ctx)) // the batch has ended: its metrics are final
-	require.Equal(t, 2, runs, "the handler's transaction ran again")
+	// At least once again: under load the rerun can lose another
+	// conflict (CI saw 3 runs); what must hold is below and above: the
+	// results, the status and the hook's writes once.
+	require.GreaterOrEqual(t, runs, 2, "the handler's transaction ran again")
 	require.Equal(t, 1, exec.snapshot()[id], "the handler ran once")
 	require.InDelta(t, 1, metricValue(t, reg, "graphmill_jobqueue_jobs_completed_total"), 0, "counted completed once")
 }
