@@ -129,14 +129,11 @@ func TestCLIIngestProgressCountsDocuments(t *testing.T) {
 	env := s.cliEnviron(t, s.admin)
 
 	dir := t.TempDir()
-	for name, body := range map[string]string{
+	writeTree(t, dir, map[string]string{
 		"a.md":      "# Ada\n\nAda Lovelace wrote the first program for the Analytical Engine.\n",
 		"copy/a.md": "# Ada\n\nAda Lovelace wrote the first program for the Analytical Engine.\n",
 		"b.txt":     "Charles Babbage designed the Analytical Engine in London.\n",
-	} {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
-	}
+	})
 
 	var results []ingestResult
 	r := runCLI(t, env, "ingest", "--wait", "--json", dir)

@@ -70,15 +70,12 @@ func (r *gitRemote) commit(files map[string]string) {
 // moves nothing; one edited file is updated and nothing else moves.
 func TestIntegrationSyncGit(t *testing.T) {
 	t.Parallel()
-	repo := newGitRemote(t)
-	repo.commit(map[string]string{
+	repo, s, project := gitSyncServer(t, map[string]string{
 		"README.md":        "# Orbit\n\nOrbit was started by Maria Gonzalez at Northwind Labs in Berlin. It uses the obsidiane planner.\n",
 		"docs/team.md":     "# Team\n\nDavid Chen works for Acme Corporation in Toronto.\n",
 		"docs/install.txt": "Installing Orbit\n\nPriya Raman wrote the installer at Contoso Systems in Madrid.\n",
 		"NOTICE":           "Orbit bundles the Halcyon library of Contoso Systems.\n",
 	})
-	s := newServer(t, withEgressAllow("127.0.0.0/8"))
-	project, _ := s.defaultProject()
 	s.extractionSetThreshold(project, 0)
 	in := s.createIntegration(project, "repo", "git", map[string]any{"repository_url": repo.url, "branch": "main"})
 
@@ -101,17 +98,13 @@ func TestIntegrationSyncGit(t *testing.T) {
 // path (git+<url>@<commit>#<path>) and carries no credential.
 func TestIntegrationSyncGitFormatsAndSourceURL(t *testing.T) {
 	t.Parallel()
-	repo := newGitRemote(t)
-	repo.commit(map[string]string{
-		"README":        "Orbit\n\nOrbit was started by Maria Gonzalez at Northwind Labs in Berlin.\n",
-		"LICENSE":       "MIT License\n\nCopyright Northwind Labs.\n",
-		"docs/guide.md": "# Guide\n\nDavid Chen works for Acme Corporation in Toronto.\n",
-		"cmd/main.go":   "package main\n\n// main starts Orbit.\nfunc main() {}\n",
-		"logo.png":      "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89",
-	})
+	files := map[string]string{"logo.png": "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"}
+	documents := []string{"README", "LICENSE", "docs/guide.md", "cmd/main.go"}
+	for _, p := range documents {
+		files[p] = "Orbit\n\n" + p + " of Orbit, by Maria Gonzalez at Northwind Labs in Berlin.\n"
+	}
+	repo, s, project := gitSyncServer(t, files)
 	head := repo.head()
-	s := newServer(t, withEgressAllow("127.0.0.0/8"))
-	project, _ := s.defaultProject()
 	const token = "ghp_s3cretTokenValue"
 	in := s.createIntegration(project, "repo", "git", map[string]any{"repository_url": repo.url, "access_token": token})
 
@@ -122,7 +115,7 @@ func TestIntegrationSyncGitFormatsAndSourceURL(t *testing.T) {
 	require.Equal(t, syncCounts{Total: 5, Processed: 5, Created: 4, Failed: 1}, in.waitSync(started.JobID))
 	docs := in.docs()
 	require.Len(t, docs, 4)
-	for _, p := range []string{"README", "LICENSE", "docs/guide.md", "cmd/main.go"} {
+	for _, p := range documents {
 		d, ok := docs[p]
 		require.True(t, ok, "%s is a document", p)
 		require.Equal(t, "git+"+repo.url+"@"+head+"#"+p, d.SourceURL, p)
@@ -145,6 +138,17 @@ func TestIntegrationSyncGitFormatsAndSourceURL(t *testing.T) {
 		}
 	}
 	require.Equal(t, "warn skipped: unsupported document format: .png (supported: text, Markdown, HTML, PDF and DOCX)", skipped)
+}
+
+// gitSyncServer serves a repository holding files and starts a server
+// that may reach it; it returns both and the default project.
+func gitSyncServer(t *testing.T, files map[string]string) (*gitRemote, *testServer, string) {
+	t.Helper()
+	repo := newGitRemote(t)
+	repo.commit(files)
+	s := newServer(t, withEgressAllow("127.0.0.0/8"))
+	project, _ := s.defaultProject()
+	return repo, s, project
 }
 
 // head is the commit main points at.
