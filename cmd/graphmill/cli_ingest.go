@@ -429,14 +429,19 @@ func (f *follower) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	read := map[string]client.Document{} // files of the same content share a document: one GET
 	for _, i := range f.follow {
 		r := &f.results[i]
 		if settled(r) {
 			continue
 		}
-		d, err := call[client.Document](f.s.api.GetDocument(ctx, r.DocumentID)) //nolint:bodyclose // call closes it
-		if err != nil {
-			return err
+		d, ok := read[r.DocumentID]
+		if !ok {
+			d, err = call[client.Document](f.s.api.GetDocument(ctx, r.DocumentID)) //nolint:bodyclose // call closes it
+			if err != nil {
+				return err
+			}
+			read[r.DocumentID] = d
 		}
 		r.Status, r.Chunks, r.EmbeddedChunks = string(d.Status), d.ChunkCount, d.EmbeddedChunks
 		if d.Status == client.DocumentStatusFailed {
@@ -567,12 +572,18 @@ func (f *follower) readJobs(ctx context.Context) error {
 }
 
 // show sets the parse, extract and embed bars; uploaded tells that every
-// document to follow is known.
+// document to follow is known. The bars count documents, not files: files
+// of the same content share one document, counted once.
 func (f *follower) show(bars *phaseBars, uploaded bool) {
 	var parsed, chunks, embedded, jobsDone int64
 	embedWaits := false
+	seen := make(map[string]bool, len(f.follow))
 	for _, i := range f.follow {
 		r := &f.results[i]
+		if seen[r.DocumentID] {
+			continue
+		}
+		seen[r.DocumentID] = true
 		switch r.Status {
 		case string(client.DocumentStatusParsed):
 			parsed++
@@ -590,7 +601,7 @@ func (f *follower) show(bars *phaseBars, uploaded bool) {
 			jobsDone++
 		}
 	}
-	docs, jobs := int64(len(f.follow)), int64(len(f.jobs))
+	docs, jobs := int64(len(seen)), int64(len(f.jobs))
 	allParsed := uploaded && parsed == docs
 	bars.set(phaseParse, parsed, docs, allParsed, fmt.Sprintf("%d/%d", parsed, docs))
 	bars.set(phaseExtract, jobsDone, jobs, uploaded && (f.extracted || len(f.follow) == 0), fmt.Sprintf("%d/%d", jobsDone, jobs))

@@ -119,3 +119,37 @@ func TestCLIIngestSameContentTwice(t *testing.T) {
 		require.Equal(t, []string{"completed"}, r.Extraction, r.Path)
 	}
 }
+
+// TestCLIIngestProgressCountsDocuments: a file repeating another one's
+// content is one more file but not one more document: the parse, extract
+// and embed lines count the two documents (and their chunks) once each.
+func TestCLIIngestProgressCountsDocuments(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	env := s.cliEnviron(t, s.admin)
+
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"a.md":      "# Ada\n\nAda Lovelace wrote the first program for the Analytical Engine.\n",
+		"copy/a.md": "# Ada\n\nAda Lovelace wrote the first program for the Analytical Engine.\n",
+		"b.txt":     "Charles Babbage designed the Analytical Engine in London.\n",
+	})
+
+	var results []ingestResult
+	r := runCLI(t, env, "ingest", "--wait", "--json", dir)
+	decodeCLI(t, r, &results)
+	require.Len(t, results, 3, r.stdout)
+	docs := map[string]int64{}
+	for _, res := range results {
+		require.Equal(t, "parsed", res.Status, "%+v", res)
+		docs[res.DocumentID] = res.Chunks
+	}
+	require.Len(t, docs, 2, "the copy is the same document")
+	chunks := int64(0)
+	for _, n := range docs {
+		chunks += n
+	}
+	for _, phase := range []string{"upload: 3 file(s)", "parse: 2/2", "extract: 2/2", fmt.Sprintf("embed: %d/%d", chunks, chunks)} {
+		require.Contains(t, r.stderr, phase)
+	}
+}

@@ -137,7 +137,7 @@ func (q jobQueue) unsupported(action string, has func(jobQueue) bool) error {
 			names = append(names, o.name)
 		}
 	}
-	return usageErr("the API cannot %s a %s job (only %s)", action, q.name, strings.Join(names, ", "))
+	return usageErr("the API cannot %s jobs of queue %s (only of %s)", action, q.name, strings.Join(names, ", "))
 }
 
 // jobItem is the fields graphmill jobs shows of a job of any queue (the

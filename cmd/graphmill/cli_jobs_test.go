@@ -96,7 +96,10 @@ func TestCLIJobsQueues(t *testing.T) {
 		require.Equal(t, exitUsage, r.code, "%v: %v", args, r.err)
 	}
 	r = runCLI(t, env, "jobs", "cancel", "--queue", "document_parsing", parsing[0].ID)
-	require.ErrorContains(t, r.err, "only object_extraction, schema_discovery, integration_sync")
+	require.ErrorContains(t, r.err, "the API cannot cancel jobs of queue document_parsing (only of object_extraction, schema_discovery, integration_sync")
+	r = runCLI(t, env, "jobs", "retry", "--queue", "integration_sync", doc)
+	require.Equal(t, exitUsage, r.code, "%v", r.err)
+	require.ErrorContains(t, r.err, "the API cannot retry jobs of queue integration_sync (only of ")
 
 	// A discovery job (the project's routes): watched to its end, listed,
 	// and its cancel refused by the server once it ended.

@@ -113,10 +113,7 @@ func TestCLIIngest(t *testing.T) {
 		".hidden.md":    "# Hidden\n\nnot sent\n",
 		".git/config.x": "not sent either\n",
 	}
-	for name, body := range files {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
-	}
+	writeTree(t, dir, files)
 
 	var results []ingestResult
 	r := runCLI(t, env, "ingest", "--wait", "--json", dir)
@@ -573,4 +570,13 @@ func TestCLIGraphNeighborsDirection(t *testing.T) {
 	r = runCLI(t, env, "graph", "neighbors", acme, "--direction", "sideways")
 	require.Equal(t, exitUsage, r.code)
 	require.ErrorContains(t, r.err, `--direction must be out, in or both, not "sideways"`)
+}
+
+// writeTree writes files (slash path to content) under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
+	}
 }

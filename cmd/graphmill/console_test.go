@@ -434,3 +434,26 @@ func consoleUpload(t *testing.T, s *testServer, project, filename, content strin
 		header{"X-Project-ID", project}).Decode(t, &doc)
 	return doc.ID
 }
+
+// TestConsoleDocumentSizes: the documents page and a document's page show
+// its size for a reader (18951 bytes is "18.5 KB"), the exact count in the
+// title; a small one stays in bytes.
+func TestConsoleDocumentSizes(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	big := consoleUpload(t, s, project, "big.md", "# Big\n\n"+strings.Repeat("x", 18951-len("# Big\n\n")))
+	consoleUpload(t, s, project, "small.md", "# Small")
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+
+	status, _, page := b.do("GET", "/projects/"+project+"/documents", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, `<td title="18951 bytes">18.5 KB</td>`)
+	require.Contains(t, page, `<td title="7 bytes">7 B</td>`)
+	require.NotContains(t, page, "18951 B<")
+
+	status, _, page = b.do("GET", "/projects/"+project+"/documents/"+big, nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, page, `<dd title="18951 bytes">18.5 KB</dd>`)
+}

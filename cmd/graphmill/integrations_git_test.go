@@ -66,30 +66,95 @@ func (r *gitRemote) commit(files map[string]string) {
 
 // TestIntegrationSyncGit: a repository served by git http-backend, synced
 // through the whole server, becomes parsed, extracted, searchable
-// documents (its Go file left out); a re-sync of the unchanged repository
+// documents; a re-sync of the unchanged repository
 // moves nothing; one edited file is updated and nothing else moves.
 func TestIntegrationSyncGit(t *testing.T) {
 	t.Parallel()
-	repo := newGitRemote(t)
-	repo.commit(map[string]string{
+	repo, s, project := gitSyncServer(t, map[string]string{
 		"README.md":        "# Orbit\n\nOrbit was started by Maria Gonzalez at Northwind Labs in Berlin. It uses the obsidiane planner.\n",
 		"docs/team.md":     "# Team\n\nDavid Chen works for Acme Corporation in Toronto.\n",
 		"docs/install.txt": "Installing Orbit\n\nPriya Raman wrote the installer at Contoso Systems in Madrid.\n",
-		"main.go":          "package main\n",
+		"NOTICE":           "Orbit bundles the Halcyon library of Contoso Systems.\n",
 	})
-	s := newServer(t, withEgressAllow("127.0.0.0/8"))
-	project, _ := s.defaultProject()
 	s.extractionSetThreshold(project, 0)
 	in := s.createIntegration(project, "repo", "git", map[string]any{"repository_url": repo.url, "branch": "main"})
 
-	docs := in.firstSync(3, "obsidiane")
+	docs := in.firstSync(4, "obsidiane")
 	require.Contains(t, docs, "docs/team.md")
 
 	before := in.resyncUnchanged()
 
 	repo.commit(map[string]string{"docs/team.md": "# Team\n\nDavid Chen works for Acme Corporation in Toronto on the vermilite console.\n"})
-	require.Equal(t, syncCounts{Total: 3, Processed: 3, Updated: 1, Unchanged: 2}, in.sync(nil))
+	require.Equal(t, syncCounts{Total: 4, Processed: 4, Updated: 1, Unchanged: 3}, in.sync(nil))
 	in.waitExtractionIdle()
 	in.requireOnlyMoved(before, []string{"docs/team.md"}, nil)
 	in.requireFound("vermilite", docs["docs/team.md"].ID)
+}
+
+// TestIntegrationSyncGitFormatsAndSourceURL: a git sync takes an upload's
+// decision on every file: a README and a LICENSE without extension and a
+// Go file become documents, an image is skipped with the reason in the
+// sync log. Each document's sourceUrl names the repository, commit and
+// path (git+<url>@<commit>#<path>) and carries no credential.
+func TestIntegrationSyncGitFormatsAndSourceURL(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{"logo.png": "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"}
+	documents := []string{"README", "LICENSE", "docs/guide.md", "cmd/main.go"}
+	for _, p := range documents {
+		files[p] = "Orbit\n\n" + p + " of Orbit, by Maria Gonzalez at Northwind Labs in Berlin.\n"
+	}
+	repo, s, project := gitSyncServer(t, files)
+	head := repo.head()
+	const token = "ghp_s3cretTokenValue"
+	in := s.createIntegration(project, "repo", "git", map[string]any{"repository_url": repo.url, "access_token": token})
+
+	var started struct {
+		JobID string `json:"job_id"`
+	}
+	s.must(200, "POST", "/api/integrations/repo/sync", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &started)
+	require.Equal(t, syncCounts{Total: 5, Processed: 5, Created: 4, Failed: 1}, in.waitSync(started.JobID))
+	docs := in.docs()
+	require.Len(t, docs, 4)
+	for _, p := range documents {
+		d, ok := docs[p]
+		require.True(t, ok, "%s is a document", p)
+		require.Equal(t, "git+"+repo.url+"@"+head+"#"+p, d.SourceURL, p)
+		require.NotContains(t, d.SourceURL, token)
+	}
+	require.NotContains(t, docs, "logo.png")
+
+	var logs struct {
+		Logs []struct {
+			Level   string         `json:"level"`
+			Message string         `json:"message"`
+			Details map[string]any `json:"details"`
+		} `json:"logs"`
+	}
+	s.must(200, "GET", "/api/superadmin/sync-jobs/"+started.JobID+"/logs", s.admin, nil).Decode(t, &logs)
+	skipped := ""
+	for _, l := range logs.Logs {
+		if l.Details["externalId"] == "logo.png" {
+			skipped = l.Level + " " + l.Message
+		}
+	}
+	require.Equal(t, "warn skipped: unsupported document format: .png (supported: text, Markdown, HTML, PDF and DOCX)", skipped)
+}
+
+// gitSyncServer serves a repository holding files and starts a server
+// that may reach it; it returns both and the default project.
+func gitSyncServer(t *testing.T, files map[string]string) (*gitRemote, *testServer, string) {
+	t.Helper()
+	repo := newGitRemote(t)
+	repo.commit(files)
+	s := newServer(t, withEgressAllow("127.0.0.0/8"))
+	project, _ := s.defaultProject()
+	return repo, s, project
+}
+
+// head is the commit main points at.
+func (r *gitRemote) head() string {
+	r.t.Helper()
+	out, err := exec.Command("git", "-C", r.bare, "rev-parse", "refs/heads/main").Output()
+	require.NoError(r.t, err)
+	return strings.TrimSpace(string(out))
 }

@@ -219,7 +219,7 @@ func fromBody(rule Rule, r Request) (Request, error) {
 		}
 		r.OrgID = r.Body
 	default:
-		return r, fmt.Errorf("a body field on a %s route", rule.Resource)
+		return r, fmt.Errorf("a body field on a route of resource %s", rule.Resource)
 	}
 	return r, nil
 }

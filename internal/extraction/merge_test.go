@@ -104,7 +104,7 @@ func TestAddObject(t *testing.T) {
 			{0, rawObject{Type: "Spaceship", Name: "Enterprise"}, []uuid.UUID{c1}},
 			{1, rawObject{Type: "Person", Name: " ", Key: "--"}, []uuid.UUID{c1}},
 		},
-		logs: []string{`dropped "Enterprise": unknown object type "Spaceship"`, "dropped a Person without a usable name or key"},
+		logs: []string{`dropped "Enterprise": unknown object type "Spaceship"`, `dropped an object of type "Person" without a usable name or key`},
 	}, {
 		name: "an invalid optional property is dropped from the object, which is kept",
 		found: []found{{0, rawObject{

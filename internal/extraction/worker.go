@@ -268,7 +268,7 @@ func (s *Service) addObject(l *jobLog, types *templatepack.Types, res *result, o
 	}
 	norm := graph.NormalizeKey(key)
 	if norm == "" {
-		l.later(OpValidation, LevelWarn, fmt.Sprintf("dropped a %s without a usable name or key", typ), meta)
+		l.later(OpValidation, LevelWarn, fmt.Sprintf("dropped an object of type %q without a usable name or key", typ), meta)
 		return
 	}
 	props, dropped, verr, ok := repairProperties(types, typ, o.Properties)

@@ -72,7 +72,7 @@ func parseServiceAccount(b []byte, allow AllowList) (*serviceAccountFile, error)
 		case errors.As(err, &syn):
 			return nil, fmt.Errorf("service account credentials are not JSON (syntax error at byte %d)", syn.Offset)
 		case errors.As(err, &typ):
-			return nil, fmt.Errorf("service account credentials: field %q must be a %s", typ.Field, typ.Type)
+			return nil, fmt.Errorf("service account credentials: field %q must be of Go type %s, not JSON %s", typ.Field, typ.Type, typ.Value)
 		default:
 			return nil, errors.New("service account credentials are not JSON")
 		}

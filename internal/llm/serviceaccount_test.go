@@ -41,7 +41,7 @@ func TestValidateServiceAccountJSON(t *testing.T) {
 		{"array", `[1, 2]`, "must be a JSON object"},
 		{"no type", string(with(func(m map[string]any) { delete(m, "type") })), `"type" is missing; want "service_account"`},
 		{"wrong type", string(with(func(m map[string]any) { m["type"] = "authorized_user" })), `"type" is "authorized_user"; want "service_account"`},
-		{"type not a string", string(with(func(m map[string]any) { m["type"] = 7 })), `field "type" must be a string`},
+		{"type not a string", string(with(func(m map[string]any) { m["type"] = 7 })), `field "type" must be of Go type string, not JSON number`},
 		{"missing fields", string(with(func(m map[string]any) { delete(m, "client_email"); delete(m, "private_key"); delete(m, "token_uri") })), "missing client_email, private_key, token_uri"},
 		{"missing key", string(with(func(m map[string]any) { m["private_key"] = "" })), "missing private_key"},
 		{"bad email", string(with(func(m map[string]any) { m["client_email"] = "robot" })), "client_email is not an email address"},

@@ -446,7 +446,7 @@ func validate(srv *Server) error {
 	case TypeSSE, TypeHTTP:
 		u, err := url.Parse(srv.url())
 		if srv.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(srv.URL) > 2048 {
-			return errs.Errorf(errs.Invalid, "a %s server needs an http(s) url", srv.Type)
+			return errs.Errorf(errs.Invalid, "a server of type %s needs an http(s) url", srv.Type)
 		}
 		if srv.Command != "" || len(srv.Args) > 0 || len(srv.env) > 0 {
 			return errs.Errorf(errs.Invalid, "command, args and env apply to stdio servers, not %s", srv.Type)

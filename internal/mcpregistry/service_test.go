@@ -344,8 +344,8 @@ func TestServerValidation(t *testing.T) {
 		want string
 	}{
 		{"no command", mcpregistry.ServerInput{Name: "a", Type: "stdio"}, "needs a command"},
-		{"no url", mcpregistry.ServerInput{Name: "a", Type: "http"}, "http(s) url"},
-		{"ftp url", mcpregistry.ServerInput{Name: "a", Type: "sse", URL: "ftp://x/y"}, "http(s) url"},
+		{"no url", mcpregistry.ServerInput{Name: "a", Type: "http"}, "a server of type http needs an http(s) url"},
+		{"ftp url", mcpregistry.ServerInput{Name: "a", Type: "sse", URL: "ftp://x/y"}, "a server of type sse needs an http(s) url"},
 		{"builtin", mcpregistry.ServerInput{Name: "a", Type: "builtin"}, "cannot be created"},
 		{"bad type", mcpregistry.ServerInput{Name: "a", Type: "grpc"}, "type must be"},
 		{"no name", mcpregistry.ServerInput{Type: "http", URL: "http://x"}, "name must be"},

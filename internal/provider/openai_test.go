@@ -247,7 +247,7 @@ func TestOpenAIModelTypeOverride(t *testing.T) {
 
 	// Other providers still take only catalog models of the right type.
 	_, err = svc.SetOrgModels(ctx, f.org, provider.KeyAI, "gemini-2.5-flash", "")
-	require.ErrorContains(t, err, "is a generative model, not embedding")
+	require.ErrorContains(t, err, "has modelType generative, not embedding")
 }
 
 // TestOpenAIEndpointModelsPerOrg: the models listed from an

@@ -408,7 +408,7 @@ func (s *Service) checkModel(ctx context.Context, org uuid.UUID, provider, model
 		return errs.Errorf(errs.Invalid, "%s: %s has no model of that name (see GET /api/v1/providers/%s/models)", field, provider, provider)
 	}
 	if m.ModelType != modelType {
-		return errs.Errorf(errs.Invalid, "%s: that model of %s is a %s model, not %s", field, provider, m.ModelType, modelType)
+		return errs.Errorf(errs.Invalid, "%s: that model of %s has modelType %s, not %s", field, provider, m.ModelType, modelType)
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
-// Package gitrepo is the git connector: it syncs the documents (Markdown,
-// text, HTML, PDF, DOCX) of a repository at one branch over smart HTTP.
+// Package gitrepo is the git connector: it syncs the files of a repository
+// at one branch over smart HTTP, each stored as an upload of it would be
+// (Markdown, HTML, PDF, DOCX and text files, whatever their name; binary
+// files are skipped by the integration domain).
 //
 // The repository is kept as a shallow bare clone in the integration's cache
 // directory. Each walk asks the server for the branch tip and fetches only
@@ -47,26 +49,6 @@ const (
 // with a token as the password.
 const tokenUser = "x-access-token"
 
-// mimeType is the media type handed to the document parser for a file
-// the connector syncs (the formats an upload accepts), "" for the others.
-func mimeType(name string) string {
-	switch strings.ToLower(path.Ext(name)) {
-	case ".md", ".markdown", ".mdown", ".mkd", ".mkdn":
-		return "text/markdown"
-	case ".txt", ".text":
-		return "text/plain"
-	case ".html", ".htm":
-		return "text/html"
-	case ".xhtml":
-		return "application/xhtml+xml"
-	case ".pdf":
-		return "application/pdf"
-	case ".docx":
-		return "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-	}
-	return ""
-}
-
 // MaxFetchesDefault bounds the incremental fetches into one clone.
 const MaxFetchesDefault = 100
 
@@ -90,7 +72,7 @@ func (*Connector) Descriptor() connector.Descriptor {
 	return connector.Descriptor{
 		Name:        Name,
 		DisplayName: "Git repository",
-		Description: "Documents (Markdown, text, HTML, PDF, DOCX) of a git repository at one branch, " +
+		Description: "Documents (Markdown, text, HTML, PDF, DOCX, as an upload detects them) of a git repository at one branch, " +
 			"fetched over HTTP(S) as a shallow clone and synced incrementally by commit.",
 		Category: "code",
 		AuthType: "token",
@@ -110,7 +92,7 @@ func (*Connector) Descriptor() connector.Descriptor {
 				Name: fieldInclude,
 				Type: connector.TypeArray,
 				Description: "gitignore-style globs of the paths to sync (docs/**, *.md); " +
-					"every supported file when empty.",
+					"every file when empty.",
 			},
 			{
 				Name:        fieldExclude,
@@ -216,13 +198,13 @@ func parseGlobs(field string, globs []string) ([]gitignore.Pattern, error) {
 	return patterns, nil
 }
 
-// selects reports whether the file at p is one the connector syncs: a
-// supported extension, matched by an include glob (when any) and by no
-// exclude glob.
+// selects reports whether the file at p is one the connector offers:
+// matched by an include glob (when any) and by no exclude glob. Whether
+// it is a document is not decided here: the integration domain stores
+// the item as an upload is stored (document.PutSourced: format from the
+// extension, else the content), so a README or LICENSE is synced and a
+// binary file skipped with the reason in the sync log.
 func (s settings) selects(p string) bool {
-	if mimeType(p) == "" {
-		return false
-	}
 	parts := strings.Split(p, "/")
 	if len(s.include) > 0 && !matchAny(s.include, parts) {
 		return false
@@ -239,18 +221,17 @@ func matchAny(patterns []gitignore.Pattern, parts []string) bool {
 	return false
 }
 
-// fileURL is the page showing a file on the hosts whose layout is known
-// (GitHub, GitLab), "" elsewhere.
-func (s settings) fileURL(branch, p string) string {
-	base := strings.TrimSuffix(strings.TrimSuffix(s.url, "/"), ".git")
-	rest := (&url.URL{Path: branch + "/" + p}).EscapedPath()
-	switch strings.ToLower(s.host) {
-	case "github.com":
-		return base + "/blob/" + rest
-	case "gitlab.com":
-		return base + "/-/blob/" + rest
+// sourceURL names the file at commit without depending on the host's
+// web layout: the VCS location form of pip and SPDX,
+// git+<repository URL>@<commit>#<path>. The repository URL never carries
+// credentials (Validate refuses them; the user info is dropped again here).
+func (s settings) sourceURL(commit, p string) string {
+	u, err := url.Parse(s.url)
+	if err != nil {
+		return ""
 	}
-	return ""
+	u.User = nil
+	return "git+" + u.String() + "@" + commit + "#" + (&url.URL{Fragment: p}).EscapedFragment()
 }
 
 // redact removes the token from a message shown to the operator or

@@ -11,20 +11,24 @@ import (
 	"github.com/graphmill/graphmill/internal/connector"
 )
 
-func TestFileURL(t *testing.T) {
+// TestSourceURL: a file's source URL is the host-neutral
+// git+<repository>@<commit>#<path>, its path escaped as a fragment, with
+// no credentials even when the settings hold a URL with user info.
+func TestSourceURL(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ repo, branch, path, want string }{
-		{"https://github.com/org/repo.git", "main", "docs/a b.md", "https://github.com/org/repo/blob/main/docs/a%20b.md"},
-		{"https://github.com/org/repo", "release/1.x", "README.md", "https://github.com/org/repo/blob/release/1.x/README.md"},
-		{"https://gitlab.com/group/sub/repo.git", "main", "x.md", "https://gitlab.com/group/sub/repo/-/blob/main/x.md"},
-		{"https://git.example.com/org/repo.git", "main", "x.md", ""},
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	for _, tc := range []struct{ repo, path, want string }{
+		{"https://github.com/org/repo.git", "docs/a b.md", "git+https://github.com/org/repo.git@" + commit + "#docs/a%20b.md"},
+		{"https://git.example.com:8443/group/sub/repo", "README", "git+https://git.example.com:8443/group/sub/repo@" + commit + "#README"},
 	} {
 		raw, err := json.Marshal(tc.repo)
 		require.NoError(t, err)
 		s, err := parseSettings(connector.Config{fieldURL: raw})
 		require.NoError(t, err)
-		require.Equal(t, tc.want, s.fileURL(tc.branch, tc.path), tc.repo)
+		require.Equal(t, tc.want, s.sourceURL(commit, tc.path), tc.repo)
 	}
+	s := settings{url: "https://user:tok123@git.example.com/repo.git", token: "tok123"}
+	require.Equal(t, "git+https://git.example.com/repo.git@"+commit+"#x.md", s.sourceURL(commit, "x.md"))
 }
 
 func TestRedact(t *testing.T) {

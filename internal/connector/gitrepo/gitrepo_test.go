@@ -29,9 +29,11 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
-// baseFiles is the repository most tests start from: five supported
-// files, two that are not.
+// baseFiles is the repository most tests start from: documents with and
+// without an extension, a Go file and an image (the connector offers every
+// file; the integration domain decides what is a document).
 var baseFiles = map[string]string{
+	"LICENSE":        "MIT License\n",
 	"README.md":      "# Readme\n",
 	"docs/guide.md":  "# Guide\nv1\n",
 	"docs/old.txt":   "old notes\n",
@@ -68,19 +70,20 @@ func TestWalkIncremental(t *testing.T) {
 	c := gitrepo.New()
 	ctx := context.Background()
 
-	// First walk: every selected file is an Item with its content and blob hash.
+	// First walk: every file is an Item with its content, blob hash and
+	// source URL, and no media type of the connector's own: whatever its
+	// extension (none, .go, .png), the format is the document parser's call.
 	w1 := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(ctx, env, cfg, connector.Options{}, w1))
-	require.Equal(t, []string{"README.md", "docs/guide.md", "docs/old.txt", "notes/keep.md", "site/page.html"}, w1.ItemIDs())
+	require.Equal(t, []string{"LICENSE", "README.md", "docs/guide.md", "docs/old.txt", "logo.png", "notes/keep.md", "site/page.html", "src/main.go"}, w1.ItemIDs())
 	require.Empty(t, w1.UnchangedIDs())
 	for id, it := range w1.Items() {
 		require.Equal(t, baseFiles[id], string(it.Content), id)
 		require.Equal(t, repo.blob(id), it.Version, id)
 		require.Equal(t, filepath.Base(id), it.Filename)
+		require.Empty(t, it.MimeType, id)
+		require.Equal(t, "git+"+repo.url+"@"+head1+"#"+id, it.URL)
 	}
-	require.Equal(t, "text/markdown", w1.Items()["docs/guide.md"].MimeType)
-	require.Equal(t, "text/plain", w1.Items()["docs/old.txt"].MimeType)
-	require.Equal(t, "text/html", w1.Items()["site/page.html"].MimeType)
 	require.JSONEq(t, `{"commit":"`+head1+`"}`, string(w1.State()))
 	require.Equal(t, int64(1), srv.uploadPacks.Load())
 	require.NotContains(t, srv.lastUploadPack(), "have ")
@@ -107,18 +110,19 @@ func TestWalkIncremental(t *testing.T) {
 	}, "docs/old.txt")
 	w3 := w2.Next()
 	require.NoError(t, c.Walk(ctx, env, cfg, connector.Options{}, w3))
-	require.Equal(t, []string{"docs/guide.md", "docs/new.md"}, w3.ItemIDs())
+	require.Equal(t, []string{"docs/guide.md", "docs/new.md", "src/other.go"}, w3.ItemIDs())
 	require.Equal(t, "# Guide\nv2\n", string(w3.Items()["docs/guide.md"].Content))
 	require.Equal(t, repo.blob("docs/guide.md"), w3.Items()["docs/guide.md"].Version)
 	require.Equal(t, "# New\n", string(w3.Items()["docs/new.md"].Content))
-	require.ElementsMatch(t, []string{"README.md", "notes/keep.md", "site/page.html"}, w3.UnchangedIDs())
+	require.Equal(t, "git+"+repo.url+"@"+head2+"#docs/new.md", w3.Items()["docs/new.md"].URL)
+	require.ElementsMatch(t, []string{"LICENSE", "README.md", "logo.png", "notes/keep.md", "site/page.html", "src/main.go"}, w3.UnchangedIDs())
 	require.NotContains(t, w3.UnchangedIDs(), "docs/old.txt")
 	require.JSONEq(t, `{"commit":"`+head2+`"}`, string(w3.State()))
 	logs := w3.Logs()
 	require.Len(t, logs, 1)
 	details, err := json.Marshal(logs[0].Details)
 	require.NoError(t, err)
-	require.Contains(t, string(details), `"changes":{"added":1,"deleted":1,"modified":1}`)
+	require.Contains(t, string(details), `"changes":{"added":2,"deleted":1,"modified":1}`)
 	require.Contains(t, string(details), `"previous_commit":"`+head1+`"`)
 
 	// The cached clone was fetched into, not cloned again: the first pack
@@ -224,9 +228,8 @@ func TestWalkGlobs(t *testing.T) {
 	w := connectortest.NewWalker(nil)
 	require.NoError(t, gitrepo.New().Walk(context.Background(), env, cfg, connector.Options{}, w))
 	require.Equal(t, []string{"README.md", "blog/post.md", "docs/a.md", "docs/deep/b.markdown", "docs/manual.pdf"}, w.ItemIDs())
-	require.Equal(t, "application/pdf", w.Items()["docs/manual.pdf"].MimeType)
 
-	// Without globs every supported regular file is synced: not symlinks
+	// Without globs every regular file is offered: not symlinks
 	// (a link could point outside the repository).
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(repo.work, "passwd.txt")))
 	require.NoError(t, os.Symlink("README.md", filepath.Join(repo.work, "alias.md")))
@@ -234,9 +237,9 @@ func TestWalkGlobs(t *testing.T) {
 	w = connectortest.NewWalker(nil)
 	require.NoError(t, gitrepo.New().Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url}), connector.Options{}, w))
 	require.Len(t, w.Items(), 9)
+	require.Contains(t, w.Items(), "other/x.txt")
 	require.NotContains(t, w.Items(), "passwd.txt")
 	require.NotContains(t, w.Items(), "alias.md")
-	require.Equal(t, "application/vnd.openxmlformats-officedocument.wordprocessingml.document", w.Items()["docs/spec.docx"].MimeType)
 }
 
 func TestWalkBranches(t *testing.T) {
@@ -406,7 +409,7 @@ func TestTest(t *testing.T) {
 	require.EqualError(t, err, `branch "release" not found in `+repo.url)
 
 	err = c.Test(ctx, env, config(t, map[string]any{"repository_url": repo.url, "include": []string{"*.pdf"}}))
-	require.EqualError(t, err, `no file on branch "main" matches the supported types and globs`)
+	require.EqualError(t, err, `no file on branch "main" matches the globs`)
 
 	err = c.Test(ctx, env, config(t, map[string]any{"repository_url": srv.url + "/missing.git"}))
 	require.EqualError(t, err, "repository "+srv.url+"/missing.git not found (or not visible without a token)")

@@ -86,14 +86,14 @@ func (c *Connector) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	}
 	w.Log(ctx, connector.LevelInfo, fmt.Sprintf("%s at %s", branch, tip.String()[:12]), details)
 
-	if err := c.report(ctx, sto, tree, s, branch, opts.FullSync, w); err != nil {
+	if err := c.report(ctx, sto, tree, s, tip, opts.FullSync, w); err != nil {
 		return err
 	}
 	return connector.SaveState(w, state{Commit: tip.String()})
 }
 
 // report walks tree and reports every selected file.
-func (*Connector) report(ctx context.Context, sto storage.Storer, tree *object.Tree, s settings, branch string, full bool, w connector.Walker) error {
+func (*Connector) report(ctx context.Context, sto storage.Storer, tree *object.Tree, s settings, tip plumbing.Hash, full bool, w connector.Walker) error {
 	return eachFile(tree, s, func(name string, blob plumbing.Hash) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -110,9 +110,8 @@ func (*Connector) report(ctx context.Context, sto storage.Storer, tree *object.T
 			ExternalID: name,
 			Version:    version,
 			Title:      path.Base(name),
-			URL:        s.fileURL(branch, name),
+			URL:        s.sourceURL(tip.String(), name),
 			Filename:   path.Base(name),
-			MimeType:   mimeType(name),
 			Content:    content,
 		})
 		if errors.Is(err, connector.ErrSkipItem) {
@@ -183,7 +182,7 @@ func (*Connector) Test(ctx context.Context, env connector.Env, cfg connector.Con
 		return err
 	}
 	if !found {
-		return errs.Errorf(errs.BadGateway, "no file on branch %q matches the supported types and globs", branch)
+		return errs.Errorf(errs.BadGateway, "no file on branch %q matches the globs", branch)
 	}
 	return nil
 }

@@ -211,35 +211,21 @@ func (c *Connector) fetch(ctx context.Context, client *minio.Client, bucket, key
 		Title:      name,
 		URL:        "s3://" + bucket + "/" + key,
 		Filename:   name,
-		MimeType:   mediaType(info.ContentType, name),
+		MimeType:   mediaType(info.ContentType),
 		Content:    data,
 		Modified:   info.LastModified,
 	}, nil
 }
 
-// mediaType is the object's Content-Type without parameters, or the type
-// its extension names when the Content-Type is absent or generic.
-func mediaType(contentType, name string) string {
+// mediaType is the object's Content-Type without parameters, or "" when
+// it is absent or malformed: an upload's declared type. The document
+// package takes it from there as for an upload (a generic type means the
+// extension, else the content, decides), so no extension list lives here.
+func mediaType(contentType string) string {
 	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
-		switch mt {
-		case "application/octet-stream", "binary/octet-stream", "application/unknown":
-		default:
-			return mt
-		}
-	}
-	ext := strings.ToLower(path.Ext(name))
-	switch ext {
-	case ".md", ".markdown":
-		return "text/markdown"
-	case ".txt":
-		return "text/plain"
-	case ".docx":
-		return "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-	}
-	if mt, _, err := mime.ParseMediaType(mime.TypeByExtension(ext)); err == nil {
 		return mt
 	}
-	return "application/octet-stream"
+	return ""
 }
 
 // newClient builds a minio client whose every connection goes through

@@ -82,9 +82,10 @@ func (f *fakeS3) put(t *testing.T, key, contentType, body string) {
 	// The HTTP PUT path of gofakes3 records Last-Modified; its backend
 	// does not, and S3 always sends it.
 	meta := map[string]string{"Last-Modified": time.Now().UTC().Format(http.TimeFormat)}
-	if contentType != "" {
-		meta["Content-Type"] = contentType
+	if contentType == "" {
+		contentType = "binary/octet-stream" // what S3 stores for an object put without one
 	}
+	meta["Content-Type"] = contentType
 	_, err := f.backend.PutObject(testBucket, key, meta, strings.NewReader(body), int64(len(body)), nil)
 	require.NoError(t, err)
 }
@@ -204,7 +205,7 @@ func TestWalkFirstSync(t *testing.T) {
 	require.False(t, a.Modified.IsZero())
 	sum := md5hex("# Alpha\n\nfirst")
 	require.Equal(t, sum, a.Version, "the version is the ETag without quotes")
-	require.Equal(t, "text/plain", w.Items()["docs/b.txt"].MimeType, "no Content-Type: from the extension")
+	require.Equal(t, "binary/octet-stream", w.Items()["docs/b.txt"].MimeType, "a generic type: the document package decides, as for an upload")
 	require.Equal(t, "text/html", w.Items()["other/c.html"].MimeType)
 	require.Equal(t, int64(3), f.gets.Load(), "one download per object, none for the folder marker")
 }
@@ -468,4 +469,21 @@ func TestDescriptor(t *testing.T) {
 func md5hex(s string) string {
 	sum := md5.Sum([]byte(s)) //nolint:gosec // S3 ETags of single-part objects are MD5
 	return hex.EncodeToString(sum[:])
+}
+
+// TestWalkMediaTypeIsTheDeclaredOne: an object's media type is its
+// Content-Type only; a generic one stays generic, so the document
+// package decides from the name, else the content, as for an upload (a
+// .json or .log object is then text, as an uploaded one is, not refused as
+// the type its extension maps to).
+func TestWalkMediaTypeIsTheDeclaredOne(t *testing.T) {
+	t.Parallel()
+	f := newFakeS3(t)
+	f.put(t, "data.json", "", `{"a": 1}`)
+	f.put(t, "app.log", "", "started")
+	f.put(t, "page", "text/html; charset=utf-8", "<p>x</p>")
+	w := walk(t, f, nil, 0, connectortest.NewWalker(nil))
+	require.Equal(t, "binary/octet-stream", w.Items()["data.json"].MimeType)
+	require.Equal(t, "binary/octet-stream", w.Items()["app.log"].MimeType)
+	require.Equal(t, "text/html", w.Items()["page"].MimeType)
 }
