@@ -91,38 +91,45 @@ func TestIntegrationSyncGit(t *testing.T) {
 	in.requireFound("vermilite", docs["docs/team.md"].ID)
 }
 
-// TestIntegrationSyncGitFormatsAndSourceURL: a git sync takes an upload's
-// decision on every file: a README and a LICENSE without extension and a
-// Go file become documents, an image is skipped with the reason in the
-// sync log. Each document's sourceUrl names the repository, commit and
-// path (git+<url>@<commit>#<path>) and carries no credential.
+// TestIntegrationSyncGitFormatsAndSourceURL: without include globs a git
+// sync offers the files named as documents (README and LICENSE, which
+// have no extension, and Markdown), not source code or images, each
+// stored with a sourceUrl naming the file at the synced commit and never
+// the token; with include globs naming everything, a source file is a
+// document (detected as an upload is) and a PNG is skipped, with the
+// reason in the sync log.
 func TestIntegrationSyncGitFormatsAndSourceURL(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{"logo.png": "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"}
-	documents := []string{"README", "LICENSE", "docs/guide.md", "cmd/main.go"}
-	for _, p := range documents {
+	for _, p := range []string{"README", "LICENSE", "docs/guide.md", "cmd/main.go"} {
 		files[p] = "Orbit\n\n" + p + " of Orbit, by Maria Gonzalez at Northwind Labs in Berlin.\n"
 	}
-	repo, s, project := gitSyncServer(t, files)
-	head := repo.head()
 	const token = "ghp_s3cretTokenValue"
-	in := s.createIntegration(project, "repo", "git", map[string]any{"repository_url": repo.url, "access_token": token})
-
-	var started struct {
-		JobID string `json:"job_id"`
+	sync := func(config map[string]any, want syncCounts) (map[string]syncDoc, string, string, *testServer) {
+		repo, s, project := gitSyncServer(t, files)
+		config["repository_url"], config["access_token"] = repo.url, token
+		in := s.createIntegration(project, "repo", "git", config)
+		var started struct {
+			JobID string `json:"job_id"`
+		}
+		s.must(200, "POST", "/api/integrations/repo/sync", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &started)
+		require.Equal(t, want, in.waitSync(started.JobID))
+		return in.docs(), repo.url + "@" + repo.head(), started.JobID, s
 	}
-	s.must(200, "POST", "/api/integrations/repo/sync", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &started)
-	require.Equal(t, syncCounts{Total: 5, Processed: 5, Created: 4, Failed: 1}, in.waitSync(started.JobID))
-	docs := in.docs()
-	require.Len(t, docs, 4)
-	for _, p := range documents {
+
+	docs, at, _, _ := sync(map[string]any{}, syncCounts{Total: 3, Processed: 3, Created: 3})
+	require.Len(t, docs, 3)
+	for _, p := range []string{"README", "LICENSE", "docs/guide.md"} {
 		d, ok := docs[p]
 		require.True(t, ok, "%s is a document", p)
-		require.Equal(t, "git+"+repo.url+"@"+head+"#"+p, d.SourceURL, p)
+		require.Equal(t, "git+"+at+"#"+p, d.SourceURL, p)
 		require.NotContains(t, d.SourceURL, token)
 	}
-	require.NotContains(t, docs, "logo.png")
 
+	docs, _, job, s := sync(map[string]any{"include": []string{"*"}}, syncCounts{Total: 5, Processed: 5, Created: 4, Failed: 1})
+	require.Len(t, docs, 4)
+	require.Contains(t, docs, "cmd/main.go", "named by include: a document, as an upload of it is")
+	require.NotContains(t, docs, "logo.png")
 	var logs struct {
 		Logs []struct {
 			Level   string         `json:"level"`
@@ -130,7 +137,7 @@ func TestIntegrationSyncGitFormatsAndSourceURL(t *testing.T) {
 			Details map[string]any `json:"details"`
 		} `json:"logs"`
 	}
-	s.must(200, "GET", "/api/superadmin/sync-jobs/"+started.JobID+"/logs", s.admin, nil).Decode(t, &logs)
+	s.must(200, "GET", "/api/superadmin/sync-jobs/"+job+"/logs", s.admin, nil).Decode(t, &logs)
 	skipped := ""
 	for _, l := range logs.Logs {
 		if l.Details["externalId"] == "logo.png" {

@@ -252,6 +252,16 @@ func storedMediaType(declared, filename string) string {
 	return f.MediaType()
 }
 
+// DocumentName reports whether filename names a document by itself: its
+// extension is one of a format an upload parses (Markdown, text, HTML,
+// PDF, DOCX), or it has none (README, LICENSE), whose content decides.
+// A connector syncing whole trees offers these by default.
+func DocumentName(filename string) bool {
+	ext := fileExtension(filename)
+	_, ok := formatByExtension(ext)
+	return ok || ext == ""
+}
+
 // fileExtension is filename's extension, lower-cased ("" for none); a
 // backslash separates directories too.
 func fileExtension(filename string) string {

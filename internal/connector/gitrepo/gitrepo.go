@@ -29,6 +29,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/graphmill/graphmill/internal/connector"
+	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -91,8 +92,8 @@ func (*Connector) Descriptor() connector.Descriptor {
 			{
 				Name: fieldInclude,
 				Type: connector.TypeArray,
-				Description: "gitignore-style globs of the paths to sync (docs/**, *.md); " +
-					"every file when empty.",
+				Description: "gitignore-style globs of the paths to sync (docs/**, *.md, src/**/*.go); " +
+					"when empty, the files named as documents (Markdown, text, HTML, PDF, DOCX, or no extension: README, LICENSE).",
 			},
 			{
 				Name:        fieldExclude,
@@ -199,14 +200,20 @@ func parseGlobs(field string, globs []string) ([]gitignore.Pattern, error) {
 }
 
 // selects reports whether the file at p is one the connector offers:
-// matched by an include glob (when any) and by no exclude glob. Whether
-// it is a document is not decided here: the integration domain stores
-// the item as an upload is stored (document.PutSourced: format from the
-// extension, else the content), so a README or LICENSE is synced and a
-// binary file skipped with the reason in the sync log.
+// matched by an include glob and by no exclude glob; without include
+// globs, a file named as a document (document.DocumentName: Markdown,
+// text, HTML, PDF or DOCX by its extension, or no extension, as README
+// and LICENSE), so that a repository's source code is not extracted, at
+// a model's cost, unless include names it. Whether an offered file is a
+// document is decided as for an upload (document.PutSourced: format from
+// the extension, else the content): a binary one is skipped with the
+// reason in the sync log.
 func (s settings) selects(p string) bool {
 	parts := strings.Split(p, "/")
 	if len(s.include) > 0 && !matchAny(s.include, parts) {
+		return false
+	}
+	if len(s.include) == 0 && !document.DocumentName(p) {
 		return false
 	}
 	return !matchAny(s.exclude, parts)
@@ -221,16 +228,25 @@ func matchAny(patterns []gitignore.Pattern, parts []string) bool {
 	return false
 }
 
-// sourceURL names the file at commit without depending on the host's
-// web layout: the VCS location form of pip and SPDX,
-// git+<repository URL>@<commit>#<path>. The repository URL never carries
-// credentials (Validate refuses them; the user info is dropped again here).
+// sourceURL names the file at commit: its page at that commit on the
+// hosts whose layout is known (GitHub, GitLab), else, host-neutral, the
+// VCS location form of pip and SPDX, git+<repository URL>@<commit>#<path>.
+// The repository URL never carries credentials (Validate refuses them;
+// the user info is dropped again here).
 func (s settings) sourceURL(commit, p string) string {
 	u, err := url.Parse(s.url)
 	if err != nil {
 		return ""
 	}
 	u.User = nil
+	base := strings.TrimSuffix(strings.TrimSuffix(u.String(), "/"), ".git")
+	rest := (&url.URL{Path: commit + "/" + p}).EscapedPath()
+	switch strings.ToLower(u.Hostname()) {
+	case "github.com":
+		return base + "/blob/" + rest
+	case "gitlab.com":
+		return base + "/-/blob/" + rest
+	}
 	return "git+" + u.String() + "@" + commit + "#" + (&url.URL{Fragment: p}).EscapedFragment()
 }
 

@@ -18,7 +18,8 @@ func TestSourceURL(t *testing.T) {
 	t.Parallel()
 	const commit = "0123456789abcdef0123456789abcdef01234567"
 	for _, tc := range []struct{ repo, path, want string }{
-		{"https://github.com/org/repo.git", "docs/a b.md", "git+https://github.com/org/repo.git@" + commit + "#docs/a%20b.md"},
+		{"https://github.com/org/repo.git", "docs/a b.md", "https://github.com/org/repo/blob/" + commit + "/docs/a%20b.md"},
+		{"https://gitlab.com/group/repo", "README", "https://gitlab.com/group/repo/-/blob/" + commit + "/README"},
 		{"https://git.example.com:8443/group/sub/repo", "README", "git+https://git.example.com:8443/group/sub/repo@" + commit + "#README"},
 	} {
 		raw, err := json.Marshal(tc.repo)

@@ -30,8 +30,9 @@ import (
 )
 
 // baseFiles is the repository most tests start from: documents with and
-// without an extension, a Go file and an image (the connector offers every
-// file; the integration domain decides what is a document).
+// without an extension, a Go file and an image (without include globs the
+// connector offers the files named as documents; the integration domain
+// decides, as for an upload, what is one).
 var baseFiles = map[string]string{
 	"LICENSE":        "MIT License\n",
 	"README.md":      "# Readme\n",
@@ -70,12 +71,13 @@ func TestWalkIncremental(t *testing.T) {
 	c := gitrepo.New()
 	ctx := context.Background()
 
-	// First walk: every file is an Item with its content, blob hash and
-	// source URL, and no media type of the connector's own: whatever its
-	// extension (none, .go, .png), the format is the document parser's call.
+	// First walk: every file named as a document (an extension of a
+	// format, or none) is an Item with its content, blob hash and source
+	// URL, and no media type of the connector's own: the format is the
+	// document parser's call. Source code and images are not offered.
 	w1 := connectortest.NewWalker(nil)
 	require.NoError(t, c.Walk(ctx, env, cfg, connector.Options{}, w1))
-	require.Equal(t, []string{"LICENSE", "README.md", "docs/guide.md", "docs/old.txt", "logo.png", "notes/keep.md", "site/page.html", "src/main.go"}, w1.ItemIDs())
+	require.Equal(t, []string{"LICENSE", "README.md", "docs/guide.md", "docs/old.txt", "notes/keep.md", "site/page.html"}, w1.ItemIDs())
 	require.Empty(t, w1.UnchangedIDs())
 	for id, it := range w1.Items() {
 		require.Equal(t, baseFiles[id], string(it.Content), id)
@@ -110,19 +112,19 @@ func TestWalkIncremental(t *testing.T) {
 	}, "docs/old.txt")
 	w3 := w2.Next()
 	require.NoError(t, c.Walk(ctx, env, cfg, connector.Options{}, w3))
-	require.Equal(t, []string{"docs/guide.md", "docs/new.md", "src/other.go"}, w3.ItemIDs())
+	require.Equal(t, []string{"docs/guide.md", "docs/new.md"}, w3.ItemIDs())
 	require.Equal(t, "# Guide\nv2\n", string(w3.Items()["docs/guide.md"].Content))
 	require.Equal(t, repo.blob("docs/guide.md"), w3.Items()["docs/guide.md"].Version)
 	require.Equal(t, "# New\n", string(w3.Items()["docs/new.md"].Content))
 	require.Equal(t, "git+"+repo.url+"@"+head2+"#docs/new.md", w3.Items()["docs/new.md"].URL)
-	require.ElementsMatch(t, []string{"LICENSE", "README.md", "logo.png", "notes/keep.md", "site/page.html", "src/main.go"}, w3.UnchangedIDs())
+	require.ElementsMatch(t, []string{"LICENSE", "README.md", "notes/keep.md", "site/page.html"}, w3.UnchangedIDs())
 	require.NotContains(t, w3.UnchangedIDs(), "docs/old.txt")
 	require.JSONEq(t, `{"commit":"`+head2+`"}`, string(w3.State()))
 	logs := w3.Logs()
 	require.Len(t, logs, 1)
 	details, err := json.Marshal(logs[0].Details)
 	require.NoError(t, err)
-	require.Contains(t, string(details), `"changes":{"added":2,"deleted":1,"modified":1}`)
+	require.Contains(t, string(details), `"changes":{"added":1,"deleted":1,"modified":1}`)
 	require.Contains(t, string(details), `"previous_commit":"`+head1+`"`)
 
 	// The cached clone was fetched into, not cloned again: the first pack
@@ -229,7 +231,7 @@ func TestWalkGlobs(t *testing.T) {
 	require.NoError(t, gitrepo.New().Walk(context.Background(), env, cfg, connector.Options{}, w))
 	require.Equal(t, []string{"README.md", "blog/post.md", "docs/a.md", "docs/deep/b.markdown", "docs/manual.pdf"}, w.ItemIDs())
 
-	// Without globs every regular file is offered: not symlinks
+	// Without globs every regular file named as a document is offered: not symlinks
 	// (a link could point outside the repository).
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(repo.work, "passwd.txt")))
 	require.NoError(t, os.Symlink("README.md", filepath.Join(repo.work, "alias.md")))
