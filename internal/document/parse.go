@@ -252,11 +252,11 @@ func storedMediaType(declared, filename string) string {
 	return f.MediaType()
 }
 
-// DocumentName reports whether filename names a document by itself: its
+// NamedAsDocument reports whether filename names a document by itself: its
 // extension is one of a format an upload parses (Markdown, text, HTML,
 // PDF, DOCX), or it has none (README, LICENSE), whose content decides.
 // A connector syncing whole trees offers these by default.
-func DocumentName(filename string) bool {
+func NamedAsDocument(filename string) bool {
 	ext := fileExtension(filename)
 	_, ok := formatByExtension(ext)
 	return ok || ext == ""

@@ -201,7 +201,7 @@ func parseGlobs(field string, globs []string) ([]gitignore.Pattern, error) {
 
 // selects reports whether the file at p is one the connector offers:
 // matched by an include glob and by no exclude glob; without include
-// globs, a file named as a document (document.DocumentName: Markdown,
+// globs, a file named as a document (document.NamedAsDocument: Markdown,
 // text, HTML, PDF or DOCX by its extension, or no extension, as README
 // and LICENSE), so that a repository's source code is not extracted, at
 // a model's cost, unless include names it. Whether an offered file is a
@@ -213,7 +213,7 @@ func (s settings) selects(p string) bool {
 	if len(s.include) > 0 && !matchAny(s.include, parts) {
 		return false
 	}
-	if len(s.include) == 0 && !document.DocumentName(p) {
+	if len(s.include) == 0 && !document.NamedAsDocument(p) {
 		return false
 	}
 	return !matchAny(s.exclude, parts)
