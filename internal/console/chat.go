@@ -115,20 +115,7 @@ func (h *Handler) renderChatSessions(w http.ResponseWriter, r *http.Request, c c
 
 // sessionAgentNames are the names of the sessions' agents, in one query.
 func (h *Handler) sessionAgentNames(r *http.Request, project uuid.UUID, list []chat.Session) (map[uuid.UUID]string, error) {
-	var ids []uuid.UUID
-	for _, s := range list {
-		if s.AgentID != nil {
-			ids = append(ids, *s.AgentID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	names, err := h.cfg.Agents.Names(r.Context(), project, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read the chat sessions' agents: %w", err)
-	}
-	return names, nil
+	return namesOf(r, project, list, func(s chat.Session) *uuid.UUID { return s.AgentID }, h.cfg.Agents.Names, "the chat sessions' agents")
 }
 
 // chatCreate starts a session (form fields title and agentId, both
