@@ -976,3 +976,17 @@ func TestChatMessagesRoute(t *testing.T) {
 		require.Contains(t, r.Detail(t), detail, q)
 	}
 }
+
+// TestChatNoProvider: without any language model a turn is refused with
+// 409 failed_precondition (docs/decisions.md "Issue 17: chat"), saying
+// what to configure, and nothing is stored.
+func TestChatNoProvider(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, withoutLocalProvider)
+	project, _ := s.defaultProject()
+	session := s.chatSession(s.admin, project)
+	r := s.do("POST", "/api/chat/sessions/"+session+"/messages", s.admin, map[string]any{"content": "Who built the engine?"}, header{"X-Project-ID", project})
+	requireProblem(t, r, http.StatusConflict, "failed_precondition")
+	require.Equal(t, "no language model is configured for this project: store provider credentials or enable the local provider", r.Detail(t))
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM chat_messages`))
+}

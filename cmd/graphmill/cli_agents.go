@@ -153,6 +153,19 @@ func (s *session) agentID(ref string) (string, error) {
 	return "", fmt.Errorf("no agent named %q in the project", ref)
 }
 
+// agentUUID is agentID as a UUID (a request body's agentId).
+func (s *session) agentUUID(ref string) (uuid.UUID, error) {
+	id, err := s.agentID(ref)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("agent %q: id %q is not a UUID: %w", ref, id, err)
+	}
+	return u, nil
+}
+
 // runWaits tells whether a run's status is one graphmill agents stops at.
 func runWaits(st client.AgentRunStatus) bool {
 	switch st {

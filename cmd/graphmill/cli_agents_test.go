@@ -73,6 +73,62 @@ func TestCLIChatJSON(t *testing.T) {
 	require.Equal(t, exitError, runCLI(t, env, "chat", "--json", "--session", project, "hello?").code)
 }
 
+// TestCLIChatAgent: chat --agent starts the session with the agent named
+// (by name or id), as a streamed question and with --json; an unknown
+// name, --agent with --session, and a token without agents:read are
+// refused before any session is stored.
+func TestCLIChatAgent(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	env := append(s.cliEnviron(t, s.admin), "GRAPHMILL_PROJECT="+project)
+	hp := header{"X-Project-ID", project}
+	ingestOne(t, env, "zephyr.md", "# Zephyr maintenance\n\nQuillwort bearings need lubrication every quarter with whale-free grease.\n")
+	expert := s.agentCreate(s.admin, project, map[string]any{"name": "Turbine expert", "instructions": "Answer briefly.", "tools": []string{}})
+	otherAgent := s.agentCreate(s.admin, s.newProject(org, "other"), map[string]any{"name": "Elsewhere", "instructions": "x", "tools": []string{}})
+	agentOf := func(session string) string {
+		var sess chatSession
+		s.must(200, "GET", "/api/chat/sessions/"+session, s.admin, nil, hp).Decode(t, &sess)
+		return sess.AgentID
+	}
+	sessions := func() int { return s.extractionCount(`SELECT count(*) FROM chat_sessions`) }
+
+	// By name, one question streamed; by id, with --json.
+	r := runCLI(t, env, "chat", "--agent", "Turbine expert", "How often do quillwort bearings need lubrication?")
+	require.NoError(t, r.err, r.stderr)
+	require.Contains(t, r.stdout, "every quarter")
+	byName := s.extractionIDs(`SELECT id::text FROM chat_sessions`)
+	require.Len(t, byName, 1)
+	require.Equal(t, expert, agentOf(byName[0]))
+	var got struct {
+		SessionID string `json:"sessionId"`
+		Content   string `json:"content"`
+	}
+	decodeCLI(t, runCLI(t, env, "chat", "--json", "--agent", expert, "What grease do quillwort bearings take?"), &got)
+	require.Contains(t, got.Content, "whale-free grease")
+	require.Equal(t, expert, agentOf(got.SessionID))
+	require.Equal(t, 2, sessions())
+
+	// Refused: no such agent (by name, another project's id), a session
+	// given too, a token that may not read agents.
+	r = runCLI(t, env, "chat", "--json", "--agent", "Nobody", "hello?")
+	require.Equal(t, exitError, r.code)
+	require.ErrorContains(t, r.err, `no agent named "Nobody" in the project`)
+	r = runCLI(t, env, "chat", "--json", "--agent", otherAgent, "hello?")
+	require.Equal(t, exitError, r.code)
+	require.ErrorContains(t, r.err, "agentId: no agent with id "+otherAgent+" in this project")
+	r = runCLI(t, env, "chat", "--json", "--agent", expert, "--session", got.SessionID, "hello?")
+	require.Equal(t, exitUsage, r.code)
+	require.ErrorContains(t, r.err, "--agent starts a new session: leave out --session (a session keeps its agent)")
+	_, chatOnly := s.newMember("bob@example.com", []string{"chat:use"}, project, "viewer")
+	cenv := append(s.cliEnviron(t, chatOnly), "GRAPHMILL_PROJECT="+project)
+	r = runCLI(t, cenv, "chat", "--json", "--agent", expert, "hello?")
+	require.Equal(t, exitAuth, r.code)
+	require.ErrorContains(t, r.err, "agentId: a chat session with an agent needs the scope agents:read, which this token lacks")
+	require.Equal(t, exitAuth, runCLI(t, cenv, "chat", "--json", "--agent", "Turbine expert", "hello?").code)
+	require.Equal(t, 2, sessions(), "refused commands start no session")
+}
+
 // TestCLIAgents lists, runs and answers agents from the command line
 // against the real server and its local model: a question answered with
 // agents answer, an approval given with --approve, the runs listed.

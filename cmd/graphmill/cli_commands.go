@@ -379,15 +379,20 @@ func tokensCommand(c *cli) *cobra.Command {
 // answer streamed as it is written; or, given a question (or with --json),
 // one question answered.
 func chatCommand(c *cli) *cobra.Command {
-	var sessionID string
+	var sessionID, agentRef string
 	cmd := &cobra.Command{
 		Use:   "chat [QUESTION]",
 		Short: "Chat with the project's knowledge (one question per line; the answer is streamed; end with Ctrl-D)",
 		Long: "Without a question: a conversation, one question per line, each answer streamed with its citations; Ctrl-D ends it.\n\n" +
 			"With a question (or with --json, the question then read from standard input when not given): that one question; " +
-			"--json prints the answer as a JSON object (content, citations, model, tokens, cost) with its sessionId.",
+			"--json prints the answer as a JSON object (content, citations, model, tokens, cost) with its sessionId.\n\n" +
+			"--agent starts the session with one of the project's agents (by id or name; needs the scope agents:read): " +
+			"its instructions and model answer, as the agent is at each turn.",
 		Args: argCount(0, 1, "give the question as one argument (quote it)"),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if agentRef != "" && sessionID != "" {
+				return usageErr("--agent starts a new session: leave out --session (a session keeps its agent)")
+			}
 			question := strings.Join(args, "")
 			if c.json && question == "" {
 				raw, err := io.ReadAll(c.stdin)
@@ -414,7 +419,15 @@ func chatCommand(c *cli) *cobra.Command {
 				if question != "" {
 					title = oneLine(question, 80)
 				}
-				cs, err := call[client.ChatSession](s.api.CreateChatSession(c.ctx, client.CreateChatSessionJSONRequestBody{Title: &title})) //nolint:bodyclose // call closes it
+				body := client.CreateChatSessionJSONRequestBody{Title: &title}
+				if agentRef != "" {
+					id, err := s.agentUUID(agentRef)
+					if err != nil {
+						return err
+					}
+					body.AgentId = &id
+				}
+				cs, err := call[client.ChatSession](s.api.CreateChatSession(c.ctx, body)) //nolint:bodyclose // call closes it
 				if err != nil {
 					return err
 				}
@@ -431,6 +444,7 @@ func chatCommand(c *cli) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this chat session (a new one when empty)")
+	cmd.Flags().StringVar(&agentRef, "agent", "", "start the new session with this agent of the project (id or name)")
 	return cmd
 }
 

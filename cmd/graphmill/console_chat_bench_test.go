@@ -10,10 +10,11 @@ import (
 )
 
 // benchChatPages seeds, for BenchmarkConsolePages, the admin's records in
-// project that the chat, agent and notification pages list: 10,000 chat
-// sessions (one with 200 messages), 1,000 agents, 10,000 runs of one agent
-// (one with 20 steps) and 10,000 notifications (half read). It returns the
-// pages to measure, each with its name in the report.
+// project that the chat, agent and notification pages list: 1,000 agents,
+// 10,000 chat sessions (one with 200 messages, half with an agent),
+// 10,000 runs of one agent (one with 20 steps) and 10,000 notifications
+// (half read). It returns the pages to measure, each with its name in the
+// report.
 func benchChatPages(b *testing.B, s *testServer, project string) (pages, names []string) {
 	b.Helper()
 	pid := uuid.MustParse(project)
@@ -23,12 +24,23 @@ func benchChatPages(b *testing.B, s *testServer, project string) (pages, names [
 	now := time.Now().UTC()
 	const sessions, messages, agents, runs, steps, notes = 10_000, 200, 1_000, 10_000, 20, 10_000
 
+	agentRows := make([][]any, agents-1)
+	for i := range agentRows {
+		at := now.Add(-time.Duration(agents-i) * time.Second)
+		agentRows[i] = []any{uuid.Must(uuid.NewV7()), pid, fmt.Sprintf("agent-%04d", i), "An agent.", "Do things.", []string{"search"}, at, at}
+	}
+	benchCopy(b, s, "agents", []string{"id", "project_id", "name", "description", "instructions", "tools", "created_at", "updated_at"}, agentRows)
+	// Every other session talks to one of the agents (the list names them).
 	sessRows := make([][]any, sessions)
 	for i := range sessRows {
 		at := now.Add(-time.Duration(sessions-i) * time.Second)
-		sessRows[i] = []any{uuid.Must(uuid.NewV7()), pid, user, fmt.Sprintf("Session %d", i), at, at}
+		var agent any
+		if i%2 == 0 {
+			agent = agentRows[i%len(agentRows)][0]
+		}
+		sessRows[i] = []any{uuid.Must(uuid.NewV7()), pid, user, fmt.Sprintf("Session %d", i), agent, at, at}
 	}
-	benchCopy(b, s, "chat_sessions", []string{"id", "project_id", "user_id", "title", "created_at", "updated_at"}, sessRows)
+	benchCopy(b, s, "chat_sessions", []string{"id", "project_id", "user_id", "title", "agent_id", "created_at", "updated_at"}, sessRows)
 	session := sessRows[sessions-1][0].(uuid.UUID)
 	msgRows := make([][]any, messages)
 	for i := range msgRows {
@@ -45,12 +57,6 @@ func benchChatPages(b *testing.B, s *testServer, project string) (pages, names [
 	}
 	benchCopy(b, s, "chat_messages", []string{"id", "project_id", "session_id", "role", "content", "citations", "created_at"}, msgRows)
 
-	agentRows := make([][]any, agents-1)
-	for i := range agentRows {
-		at := now.Add(-time.Duration(agents-i) * time.Second)
-		agentRows[i] = []any{uuid.Must(uuid.NewV7()), pid, fmt.Sprintf("agent-%04d", i), "An agent.", "Do things.", []string{"search"}, at, at}
-	}
-	benchCopy(b, s, "agents", []string{"id", "project_id", "name", "description", "instructions", "tools", "created_at", "updated_at"}, agentRows)
 	runRows := make([][]any, runs)
 	for i := range runRows {
 		at := now.Add(-time.Duration(runs-i) * time.Second)

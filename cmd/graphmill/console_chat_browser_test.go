@@ -14,12 +14,13 @@ import (
 
 // TestConsoleBrowserChat drives the chat, notification and agent run
 // pages in chromium (testdata/console-browser/chat.mjs) with the local
-// provider: a chat turn streamed into the page with a citation that opens
-// the cited chunk, a turn refused while another runs, a notification
-// arriving live and marked read (the nav badge following), an agent run
-// started in the page whose question is answered there and which ends
-// live, the agent then changed in its page. Screenshots of each page go
-// to the test's artifact directory.
+// provider: a chat with the agent chosen in the new chat form, a turn
+// streamed into the page with a citation that opens the cited chunk, a
+// turn refused while another runs, a notification arriving live and
+// marked read (the nav badge following), an agent run started in the
+// page whose question is answered there and which ends live, the agent
+// then changed in its page. Screenshots of each page go to the test's
+// artifact directory.
 func TestConsoleBrowserChat(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -50,6 +51,7 @@ func TestConsoleBrowserChat(t *testing.T) {
 		Pages            []string `json:"pages"`
 		BadgeBefore      string   `json:"badgeBefore"`
 		ChatTitle        string   `json:"chatTitle"`
+		ChatAgent        string   `json:"chatAgent"`
 		ChatNotReloaded  bool     `json:"chatNotReloaded"`
 		Deltas           int      `json:"deltas"`
 		Answer           string   `json:"answer"`
@@ -84,6 +86,7 @@ func TestConsoleBrowserChat(t *testing.T) {
 
 	// Chat: the stored session and messages are what the page showed.
 	require.Equal(t, "Turbines", report.ChatTitle)
+	require.Equal(t, "With the agent Founder finder", report.ChatAgent, "the agent chosen in the new chat form")
 	require.True(t, report.ChatNotReloaded, "the chat page was reloaded")
 	require.Positive(t, report.Deltas, "the answer streamed into the page")
 	var sessions struct {
@@ -91,6 +94,7 @@ func TestConsoleBrowserChat(t *testing.T) {
 	}
 	s.must(200, "GET", "/api/chat/sessions", s.admin, nil, header{"X-Project-ID", project}).Decode(t, &sessions)
 	require.Len(t, sessions.Data, 1)
+	require.Equal(t, agentID, sessions.Data[0].AgentID)
 	var sess chatSession
 	s.must(200, "GET", "/api/chat/sessions/"+sessions.Data[0].ID, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &sess)
 	require.Len(t, sess.Messages, 2, "the refused turn stored nothing")

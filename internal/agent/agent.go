@@ -121,6 +121,12 @@ type Agent struct {
 	UpdatedAt   time.Time  `json:"updatedAt" db:"updated_at"`
 }
 
+// Named is an agent's id and name: a choice of the project's agents.
+type Named struct {
+	ID   uuid.UUID `db:"id"`
+	Name string    `db:"name"`
+}
+
 // CreateParams defines an agent.
 type CreateParams struct {
 	Name, Description, Instructions, Model string

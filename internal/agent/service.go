@@ -166,6 +166,18 @@ func (s *Service) ListAgents(ctx context.Context, project uuid.UUID, limit, offs
 	return agentList(ctx, s.cfg.Pool, project, limit, offset)
 }
 
+// ListNames lists the ids and names of project's agents by name, at
+// most limit, with their number (a choice of agents: no definitions read).
+func (s *Service) ListNames(ctx context.Context, project uuid.UUID, limit int) ([]Named, int, error) {
+	return agentNames(ctx, s.cfg.Pool, project, limit)
+}
+
+// Names returns the name of each of ids that is an agent of project, in
+// one query; ids of no agent of project (deleted ones too) are absent.
+func (s *Service) Names(ctx context.Context, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	return agentNamesOf(ctx, s.cfg.Pool, project, ids)
+}
+
 // UpdateAgent changes an agent; the tools it adds and a new model are
 // checked as for CreateAgent (what it leaves as it was is not checked
 // again). An update that changes the tools, instructions, schedule or

@@ -63,6 +63,28 @@ func agentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, 
 	return list, total, nil
 }
 
+// agentNames lists the ids and names of project's agents by name (the
+// project and name key's order), at most limit, with their number.
+func agentNames(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit int) ([]Named, int, error) {
+	rows, _ := db.Query(ctx, `SELECT id, name, count(*) OVER () AS total FROM agents
+		WHERE project_id = $1 ORDER BY name LIMIT $2`, project, limit)
+	list, total, err := postgres.CollectPageOf[Named](rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list agent names: %w", err)
+	}
+	return list, total, nil
+}
+
+// agentNamesOf is the name of each of ids that is an agent of project.
+func agentNamesOf(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	rows, _ := db.Query(ctx, `SELECT id, name FROM agents WHERE project_id = $1 AND id = ANY($2)`, project, ids)
+	out, err := postgres.CollectMap[uuid.UUID, string](rows)
+	if err != nil {
+		return nil, fmt.Errorf("read agent names: %w", err)
+	}
+	return out, nil
+}
+
 func agentUpdate(ctx context.Context, db postgres.DBTX, a Agent) error {
 	_, err := db.Exec(ctx, `UPDATE agents SET name = $3, description = $4, instructions = $5, model = $6, tools = $7,
 		max_steps = $8, require_approval_for = $9, schedule = $10, next_run_at = $11, trigger_integration_id = $12, updated_at = $13,

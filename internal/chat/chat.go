@@ -108,6 +108,20 @@ func CheckAgentScope(caller *auth.Principal, c CreateParams) error {
 	return nil
 }
 
+// ParseAgentID reads a new session's agentId as given (the API's body,
+// the console's form): nil when empty, a plain chat. Errors:
+// invalid_argument.
+func ParseAgentID(s string) (*uuid.UUID, error) {
+	if s == "" {
+		return nil, nil //nolint:nilnil // no agent
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return nil, errs.New(errs.Invalid, "agentId must be a UUID")
+	}
+	return &id, nil
+}
+
 // withMessages embeds a session's latest messages.
 func (s Session) withMessages(msgs []Message, total int) SessionWithMessages {
 	if msgs == nil {

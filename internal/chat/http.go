@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
@@ -104,12 +103,9 @@ func (h handlers) create(ctx context.Context, in *createIn) (*httpapi.Created[Se
 	var p CreateParams
 	if in.Body != nil {
 		p.Title = in.Body.Title
-		if in.Body.AgentID != "" {
-			id, err := uuid.Parse(in.Body.AgentID)
-			if err != nil {
-				return nil, errs.New(errs.Invalid, "agentId must be a UUID")
-			}
-			p.AgentID = &id
+		var err error
+		if p.AgentID, err = ParseAgentID(in.Body.AgentID); err != nil {
+			return nil, err
 		}
 	}
 	if err := CheckAgentScope(auth.PrincipalFrom(ctx), p); err != nil {

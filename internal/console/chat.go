@@ -56,42 +56,90 @@ func chatSessionURL(project, id uuid.UUID) string { return chatURL(project) + "/
 
 // chatSessions lists the caller's sessions in the project, newest first.
 func (h *Handler) chatSessions(w http.ResponseWriter, r *http.Request, c caller) {
-	h.renderChatSessions(w, r, c, http.StatusOK, chatTitleForm{})
+	h.renderChatSessions(w, r, c, http.StatusOK, chatNewForm{})
 }
 
 // chatTitleForm is a form's title (new chat, rename) and, when its action
 // was refused, why.
 type chatTitleForm struct{ Title, Problem string }
 
+// chatNewForm is the new chat form: its title, the agent chosen (the id
+// as posted; "" for a plain chat) and, when it was refused, why.
+type chatNewForm struct {
+	chatTitleForm
+	AgentID string
+}
+
+// chatAgentsMax bounds the agents the new chat form offers (by name).
+const chatAgentsMax = 500
+
+// chatSessionsView is the sessions page: a page of the caller's sessions
+// and the new chat form. A caller who may read the project's agents
+// (ReadsAgents) is offered Agents (the first chatAgentsMax by name, of
+// AgentsTotal) and sees the listed sessions' agents by name (Names).
+type chatSessionsView struct {
+	List        []chat.Session
+	Pager       pager
+	Form        chatNewForm
+	ReadsAgents bool
+	Agents      []agent.Named
+	AgentsTotal int
+	Names       map[uuid.UUID]string
+}
+
 // renderChatSessions answers the sessions page with status and the new
 // chat form f.
-func (h *Handler) renderChatSessions(w http.ResponseWriter, r *http.Request, c caller, status int, f chatTitleForm) {
+func (h *Handler) renderChatSessions(w http.ResponseWriter, r *http.Request, c caller, status int, f chatNewForm) {
 	a, p, err := h.projectContext(r, c, chatRule, "")
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	v := chatSessionsView{Form: f, ReadsAgents: h.can(r, c, agentsRule)}
 	offset := pageOffset(r)
-	list, total, err := h.cfg.Chat.ListSessions(r.Context(), a.ProjectID, c.p.UserID, PageSize, offset)
+	var total int
+	v.List, total, err = h.cfg.Chat.ListSessions(r.Context(), a.ProjectID, c.p.UserID, PageSize, offset)
+	if err == nil && v.ReadsAgents {
+		v.Agents, v.AgentsTotal, err = h.cfg.Agents.ListNames(r.Context(), a.ProjectID, chatAgentsMax)
+		if err == nil {
+			v.Names, err = h.sessionAgentNames(r, a.ProjectID, v.List)
+		}
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, status, chatSessionsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: chatURL(p.ID)}, f))
+	v.Pager = pager{Offset: offset, Total: total, Base: chatURL(p.ID)}
+	h.render(w, r, status, chatSessionsPage(c.sess.CSRF, p, v))
 }
 
-// chatCreate starts a session (form field title, optional) and opens it.
+// sessionAgentNames are the names of the sessions' agents, in one query.
+func (h *Handler) sessionAgentNames(r *http.Request, project uuid.UUID, list []chat.Session) (map[uuid.UUID]string, error) {
+	return namesOf(r, project, list, func(s chat.Session) *uuid.UUID { return s.AgentID }, h.cfg.Agents.Names, "the chat sessions' agents")
+}
+
+// chatCreate starts a session (form fields title and agentId, both
+// optional) and opens it; the agent needs agents:read, as the API's.
 func (h *Handler) chatCreate(w http.ResponseWriter, r *http.Request, c caller) {
 	a, p, err := h.projectContext(r, c, chatRule, "")
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	title := r.PostFormValue("title")
-	sess, err := h.cfg.Chat.CreateSession(r.Context(), a.ProjectID, c.p.UserID, chat.CreateParams{Title: title})
+	f := chatNewForm{chatTitleForm: chatTitleForm{Title: r.PostFormValue("title")}, AgentID: r.PostFormValue("agentId")}
+	params := chat.CreateParams{Title: f.Title}
+	var sess chat.Session
+	params.AgentID, err = chat.ParseAgentID(f.AgentID)
+	if err == nil {
+		err = chat.CheckAgentScope(c.p, params)
+	}
+	if err == nil {
+		sess, err = h.cfg.Chat.CreateSession(r.Context(), a.ProjectID, c.p.UserID, params)
+	}
 	if err != nil {
 		h.formRefused(w, r, err, func(status int, problem string) {
-			h.renderChatSessions(w, r, c, status, chatTitleForm{Title: title, Problem: problem})
+			f.Problem = problem
+			h.renderChatSessions(w, r, c, status, f)
 		})
 		return
 	}

@@ -1,11 +1,15 @@
 package console
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/chat"
+	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
 // TestContentParts: an answer's [n] markers of its citations become
@@ -30,4 +34,22 @@ func TestContentParts(t *testing.T) {
 	require.Equal(t, m.Content, all)
 	require.Equal(t, []contentPart{{Text: "No sources."}}, contentParts(chat.Message{Content: "No sources."}))
 	require.Nil(t, contentParts(chat.Message{}))
+}
+
+// TestChatSessionsAgentsCut: when the project has more agents than the
+// new chat form offers, the form says which it offers.
+func TestChatSessionsAgentsCut(t *testing.T) {
+	t.Parallel()
+	pr := tenancy.Project{ID: uuid.New(), Name: "p"}
+	a := agent.Named{ID: uuid.New(), Name: "Alpha"}
+	render := func(v chatSessionsView) string {
+		var b strings.Builder
+		require.NoError(t, chatSessionsPage("csrf", pr, v).Render(t.Context(), &b))
+		return b.String()
+	}
+	page := render(chatSessionsView{ReadsAgents: true, Agents: []agent.Named{a}, AgentsTotal: 1})
+	require.Contains(t, page, `<option value="`+a.ID.String()+`">Alpha</option>`)
+	require.NotContains(t, page, `id="chat-agents-cut"`)
+	page = render(chatSessionsView{ReadsAgents: true, Agents: []agent.Named{a}, AgentsTotal: 501})
+	require.Contains(t, page, `<span class="hint" id="chat-agents-cut">The first 1 of 501 agents by name; the API takes any.</span>`)
 }

@@ -68,18 +68,27 @@ func (h *Handler) jobList(r *http.Request, c caller) (pv projectView, list []ext
 
 // documentNames are the file names of the jobs' documents, in one query.
 func (h *Handler) documentNames(r *http.Request, project uuid.UUID, jobs ...extraction.Job) (map[uuid.UUID]string, error) {
+	return namesOf(r, project, jobs, func(j extraction.Job) *uuid.UUID { return j.DocumentID }, h.cfg.Documents.Filenames, "the jobs' documents")
+}
+
+// namesOf reads with read, in one query, the names of the records items
+// point at (id: nil for none); nil when none does. what names the
+// records in an error.
+func namesOf[T any](r *http.Request, project uuid.UUID, items []T, id func(T) *uuid.UUID,
+	read func(ctx context.Context, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error), what string,
+) (map[uuid.UUID]string, error) {
 	var ids []uuid.UUID
-	for _, j := range jobs {
-		if j.DocumentID != nil {
-			ids = append(ids, *j.DocumentID)
+	for _, it := range items {
+		if p := id(it); p != nil {
+			ids = append(ids, *p)
 		}
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	names, err := h.cfg.Documents.Filenames(r.Context(), project, ids)
+	names, err := read(r.Context(), project, ids)
 	if err != nil {
-		return nil, fmt.Errorf("read the jobs' documents: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	return names, nil
 }

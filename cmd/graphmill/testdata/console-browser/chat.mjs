@@ -2,12 +2,13 @@
 // driven by console_chat_browser_test.go:
 //   node chat.mjs BASE_URL TOKEN PROJECT_ID SCREENSHOT_DIR DOCUMENT_ID AGENT_ID
 // The Go test has seeded a parsed document and an agent. The script signs
-// in, starts a chat, asks a question and reads the streamed answer, opens
-// its citation (the cited chunk on the document's page), watches a
-// notification arrive in the inbox without a reload and marks it read,
-// then starts an agent run whose question it answers in the run's page,
-// which follows the run to its end live, and changes the agent in its
-// page. It prints a JSON report.
+// in, starts a chat with the agent (chosen in the new chat form), asks a
+// question and reads the streamed answer, opens its citation (the cited
+// chunk on the document's page), watches a notification arrive in the
+// inbox without a reload and marks it read, then starts an agent run
+// whose question it answers in the run's page, which follows the run to
+// its end live, and changes the agent in its page. It prints a JSON
+// report.
 import { openConsole } from "./lib.mjs";
 
 const { base, project, args, page, report, shot, step, signIn, sseOpen, run } = await openConsole();
@@ -22,9 +23,11 @@ await run(async () => {
   await page.click(`a[href="/projects/${project}/chat"]`);
   await page.waitForSelector("#chat-new");
   await page.fill("#chat-new input[name=title]", "Turbines");
+  await page.selectOption("#chat-new select[name=agentId]", agentID);
   await page.click("#chat-new button[type=submit]");
   await page.waitForSelector("#chat-send");
   report.chatTitle = (await page.textContent("#chat-title")).trim();
+  report.chatAgent = (await page.textContent("#chat-agent")).trim();
   await shot("chat-new");
 
   // A turn: the question shows at once, the answer streams into the page
