@@ -278,6 +278,9 @@ func TestPackSchemaLoopsAndCounts(t *testing.T) {
 		{props: map[string]any{"x": ref("#/$defs/a")}, extra: map[string]any{"$defs": map[string]any{"a": ref("#/$defs/b"), "b": map[string]any{"anyOf": []any{ref("#/$defs/a")}}}}, detail: "refers back to itself"},
 		{props: map[string]any{"x": map[string]any{"type": "string", "maxLength": 1e308}}, detail: "maxLength must be at most 2147483647"},
 		{props: map[string]any{"x": map[string]any{"type": "array", "items": map[string]any{"minItems": 1e19}}}, detail: "minItems must be at most 2147483647"},
+		// A property named as a value keyword is a schema all the same.
+		{props: map[string]any{"default": map[string]any{"type": "string", "maxLength": 1e308}}, detail: "maxLength must be at most 2147483647"},
+		{props: map[string]any{"x": ref("#/$defs/enum")}, extra: map[string]any{"$defs": map[string]any{"enum": map[string]any{"maxItems": 1e19}}}, detail: "maxItems must be at most 2147483647"},
 	} {
 		_, err := b.create(t, withProps(fmt.Sprintf("Bad %d", i), tc.props, tc.extra))
 		require.Equal(t, errs.Invalid, errs.CodeOf(err), "%d: %v", i, err)

@@ -241,7 +241,8 @@ const countMax = math.MaxInt32
 
 // checkCounts refuses a count keyword above countMax anywhere in a schema
 // document. Values (const, enum, default, examples) are data, not schemas,
-// and are not looked into.
+// and are not looked into; the keys of a map of named schemas (properties,
+// $defs, ...) are names, not keywords (a property "default" is a schema).
 func checkCounts(v any) error {
 	switch v := v.(type) {
 	case map[string]any:
@@ -249,6 +250,15 @@ func checkCounts(v any) error {
 			switch k {
 			case "const", "enum", "default", "examples":
 				continue
+			case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies":
+				if named, ok := v[k].(map[string]any); ok {
+					for _, name := range slices.Sorted(maps.Keys(named)) {
+						if err := checkCounts(named[name]); err != nil {
+							return err
+						}
+					}
+					continue
+				}
 			}
 			if n, ok := v[k].(json.Number); ok && countKeyword(k) {
 				if f, err := n.Float64(); err != nil || f > countMax {
