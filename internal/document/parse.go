@@ -245,7 +245,11 @@ func (f Format) MediaType() string {
 // (application/octet-stream), then its extension's format's type (else
 // application/octet-stream).
 func storedMediaType(declared, filename string) string {
-	if !isGenericMediaType(strings.ToLower(strings.TrimSpace(declared))) {
+	mediaType := strings.ToLower(strings.TrimSpace(declared))
+	if mt, _, err := mime.ParseMediaType(declared); err == nil {
+		mediaType = mt // parameters dropped: application/octet-stream; x=y is generic
+	}
+	if !isGenericMediaType(mediaType) {
 		return declared
 	}
 	f, _ := formatByExtension(fileExtension(filename))

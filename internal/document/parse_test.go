@@ -109,6 +109,7 @@ func TestStoredMediaType(t *testing.T) {
 		{"application/octet-stream", "Notes.MD", "text/markdown"},
 		{" Application/Octet-Stream ", "a.txt", "text/plain"},
 		{"binary/octet-stream", "page.htm", "text/html"},
+		{"application/octet-stream; name=notes.md", "notes.md", "text/markdown"},
 		{"application/unknown", `C:\docs\report.DOCX`, "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
 		{"", "paper.pdf", "application/pdf"},
 		{"", "image.png", "application/octet-stream"},
