@@ -178,14 +178,7 @@ func DetectFormat(filename, mimeType string, data []byte) (Format, error) {
 // upload): sniffing reads its first 512 bytes and, for a zip, its
 // directory.
 func DetectFormatAt(filename, mimeType string, r io.ReaderAt, size int64) (Format, error) {
-	mediaType := ""
-	if mimeType != "" {
-		if mt, _, err := mime.ParseMediaType(mimeType); err == nil {
-			mediaType = mt
-		} else {
-			mediaType = strings.ToLower(strings.TrimSpace(mimeType))
-		}
-	}
+	mediaType := baseMediaType(mimeType)
 	if f, ok := formatByMediaType(mediaType); ok {
 		return f, nil
 	}
@@ -245,15 +238,21 @@ func (f Format) MediaType() string {
 // (application/octet-stream), then its extension's format's type (else
 // application/octet-stream).
 func storedMediaType(declared, filename string) string {
-	mediaType := strings.ToLower(strings.TrimSpace(declared))
-	if mt, _, err := mime.ParseMediaType(declared); err == nil {
-		mediaType = mt // parameters dropped: application/octet-stream; x=y is generic
-	}
-	if !isGenericMediaType(mediaType) {
+	if !isGenericMediaType(baseMediaType(declared)) {
 		return declared
 	}
 	f, _ := formatByExtension(fileExtension(filename))
 	return f.MediaType()
+}
+
+// baseMediaType is a declared media type without its parameters, lower
+// case ("" for none): application/octet-stream; x=y is
+// application/octet-stream.
+func baseMediaType(declared string) string {
+	if mt, _, err := mime.ParseMediaType(declared); err == nil {
+		return mt
+	}
+	return strings.ToLower(strings.TrimSpace(declared))
 }
 
 // NamedAsDocument reports whether filename names a document by itself: its
