@@ -76,6 +76,31 @@ func TestConsoleNotificationLinks(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 	status, _, _ = b.do("GET", "/projects/"+other+"/jobs/integration_sync/"+sync, nil)
 	require.Equal(t, http.StatusNotFound, status, "a sync job is found in its own project only")
+
+	// Bad ids: not found, as the API answers a malformed path id.
+	for _, p := range []string{"/projects/" + project + "/tasks/not-a-uuid", "/projects/" + project + "/jobs/integration_sync/not-a-uuid"} {
+		status, _, page = b.do("GET", p, nil)
+		require.Equal(t, http.StatusNotFound, status, "%s: %s", p, page)
+	}
+
+	// Signed out: the sign-in page, nothing shown.
+	out := newConsoleBrowser(t, s)
+	for _, p := range []string{links["extraction_review"], links["job_failed:integration_sync"]} {
+		status, h, _ = out.do("GET", p, nil)
+		require.Equal(t, http.StatusSeeOther, status, "signed out: %s", p)
+		require.Equal(t, "/signin", h.Get("Location"), p)
+	}
+
+	// A member without the pages' scopes: refused, not redirected to the
+	// job or shown the task.
+	_, narrow := s.newMember("narrow@example.com", []string{"documents:read"}, project, "admin")
+	nb := newConsoleBrowser(t, s)
+	nb.signIn(narrow)
+	for _, p := range []string{links["extraction_review"], links["job_failed:integration_sync"]} {
+		status, _, page = nb.do("GET", p, nil)
+		require.Equal(t, http.StatusForbidden, status, "%s: %s", p, page)
+		require.NotContains(t, page, "ada.md")
+	}
 }
 
 // TestConsoleJobsNameDocuments: the extraction jobs page, its live rows
