@@ -1,0 +1,287 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// seenRequest is one request a countingFront passed on.
+type seenRequest struct {
+	method, path string
+	ids          []string // the ids filter, sorted
+}
+
+// countingFront is a proxy in front of s that records the requests it
+// passes on; seen returns those recorded so far, reset empties them.
+type countingFront struct {
+	url  string
+	mu   sync.Mutex
+	reqs []seenRequest
+}
+
+// newCountingFront starts a countingFront for the test.
+func (s *testServer) newCountingFront(t *testing.T) *countingFront {
+	t.Helper()
+	target, err := url.Parse(s.base)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	f := &countingFront{}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ids []string
+		if v := r.URL.Query().Get("ids"); v != "" {
+			ids = strings.Split(v, ",")
+			slices.Sort(ids)
+		}
+		f.mu.Lock()
+		f.reqs = append(f.reqs, seenRequest{method: r.Method, path: r.URL.Path, ids: ids})
+		f.mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	f.url = front.URL
+	return f
+}
+
+// seen is the requests recorded so far.
+func (f *countingFront) seen() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reqs)
+}
+
+// reset forgets the requests recorded so far.
+func (f *countingFront) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reqs = nil
+}
+
+// count is how many of the recorded requests are GETs of path (a prefix
+// when path ends with /).
+func (f *countingFront) count(path string) int {
+	n := 0
+	for _, r := range f.seen() {
+		if r.method == http.MethodGet && (r.path == path || (strings.HasSuffix(path, "/") && strings.HasPrefix(r.path, path))) {
+			n++
+		}
+	}
+	return n
+}
+
+// env is a CLI environment talking to the server through f as token, in
+// project.
+func (f *countingFront) env(s *testServer, t *testing.T, token, project string) []string {
+	t.Helper()
+	return append(s.cliEnviron(t, ""), "GRAPHMILL_URL="+f.url, "GRAPHMILL_TOKEN="+token, "GRAPHMILL_PROJECT="+project)
+}
+
+// TestCLISearchNamesDocuments: search's table names a chunk hit by its
+// document's file name, the page's documents read in one request;
+// --json prints the server's answer without reading
+// them; a token that may not read documents gets the document ids and a
+// warning.
+func TestCLISearchNamesDocuments(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	front := s.newCountingFront(t)
+	env := front.env(s, t, s.admin, project)
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"engine.md": "# Engine\n\nCharles Babbage designed the Analytical Engine.\n",
+		"loom.txt":  "Babbage admired the Jacquard loom and its punched cards.\n",
+	})
+	var ingested []ingestResult
+	decodeCLI(t, runCLI(t, env, "ingest", "--wait", "--json", dir), &ingested)
+	names := map[string]string{}
+	for _, r := range ingested {
+		names[r.DocumentID] = filepath.Base(r.Path)
+	}
+
+	front.reset()
+	var found struct {
+		Data []struct {
+			ID         string `json:"id"`
+			Target     string `json:"target"`
+			DocumentID string `json:"documentId"`
+		} `json:"data"`
+	}
+	decodeCLI(t, runCLI(t, env, "search", "Babbage", "--mode", "keyword", "--json"), &found)
+	require.Zero(t, front.count("/api/documents"), "--json reads no document")
+	var chunkDocs []string
+	chunk := -1
+	for i, h := range found.Data {
+		if h.Target == "chunk" {
+			chunkDocs = append(chunkDocs, h.DocumentID)
+			chunk = i
+		}
+	}
+	require.ElementsMatch(t, []string{ingested[0].DocumentID, ingested[1].DocumentID}, chunkDocs, "%+v", found.Data)
+
+	front.reset()
+	r := runCLI(t, env, "search", "Babbage", "--mode", "keyword")
+	require.NoError(t, r.err, r.stderr)
+	for _, h := range found.Data {
+		if h.Target == "chunk" {
+			require.Regexp(t, `chunk\s+`+h.ID+`\s+`+regexp.QuoteMeta(names[h.DocumentID])+`\s`, r.stdout)
+		}
+	}
+	var docReads []seenRequest
+	for _, q := range front.seen() {
+		if strings.HasPrefix(q.path, "/api/documents") {
+			docReads = append(docReads, q)
+		}
+	}
+	require.Equal(t, []seenRequest{{method: "GET", path: "/api/documents", ids: sorted(ingested[0].DocumentID, ingested[1].DocumentID)}}, docReads)
+
+	// Without documents:read: the document ids, and a warning.
+	_, searcher := s.newMember("searcher@example.com", []string{"search:read"}, project, "viewer")
+	r = runCLI(t, front.env(s, t, searcher, project), "search", "Babbage", "--mode", "keyword")
+	require.NoError(t, r.err, r.stderr)
+	require.Contains(t, r.stderr, "warning: ")
+	require.Contains(t, r.stderr, "documents shown by id")
+	require.Regexp(t, `chunk\s+`+found.Data[chunk].ID+`\s+`+found.Data[chunk].DocumentID+`\s`, r.stdout)
+}
+
+// TestCLIJobsNamesDocuments: jobs ls names an extraction job's document by
+// its file name (the jobs' documents read in one request); --json keeps
+// the document id beside it.
+func TestCLIJobsNamesDocuments(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	front := s.newCountingFront(t)
+	env := front.env(s, t, s.admin, project)
+	a := ingestOne(t, env, "ada.md", "# Ada\n\nAda Lovelace wrote the first program.\n")
+	b := ingestOne(t, env, "babbage.md", "# Babbage\n\nCharles Babbage designed the engine.\n")
+
+	front.reset()
+	r := runCLI(t, env, "jobs", "ls")
+	require.NoError(t, r.err, r.stderr)
+	require.Regexp(t, `object_extraction\s+completed\s+ada\.md\s`, r.stdout)
+	require.Regexp(t, `object_extraction\s+completed\s+babbage\.md\s`, r.stdout)
+	require.NotContains(t, r.stdout, a)
+	var docReads []seenRequest
+	for _, q := range front.seen() {
+		if strings.HasPrefix(q.path, "/api/documents") {
+			docReads = append(docReads, q)
+		}
+	}
+	require.Equal(t, []seenRequest{{method: "GET", path: "/api/documents", ids: sorted(a, b)}}, docReads)
+
+	var jobs []jobRecord
+	decodeCLI(t, runCLI(t, env, "jobs", "ls", "--json"), &jobs)
+	require.Len(t, jobs, 2)
+	byDoc := map[string]string{}
+	for _, j := range jobs {
+		byDoc[j.DocumentID] = j.FileName
+	}
+	require.Equal(t, map[string]string{a: "ada.md", b: "babbage.md"}, byDoc)
+}
+
+// TestCLIGraphNeighborsReadsOthersAtOnce: graph neighbors reads the
+// relationships, then the objects at their other ends in one request
+// (each once), never one request per object; --json reads no object.
+func TestCLIGraphNeighborsReadsOthersAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	front := s.newCountingFront(t)
+	env := front.env(s, t, s.admin, project)
+	acme := s.graphCreateObject(s.admin, project, map[string]any{"type": "Organization", "name": "Acme"})
+	ada := s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Ada"})
+	charles := s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Charles"})
+	london := s.graphCreateObject(s.admin, project, map[string]any{"type": "Location", "name": "London"})
+	for _, rel := range [][3]string{{"WORKS_FOR", ada, acme}, {"WORKS_FOR", charles, acme}, {"LOCATED_IN", acme, london}, {"FOUNDED", ada, acme}} {
+		s.must(201, "POST", "/api/graph/relationships", s.admin, map[string]any{"type": rel[0], "sourceId": rel[1], "targetId": rel[2]}, hp)
+	}
+
+	r := runCLI(t, env, "graph", "neighbors", acme)
+	require.NoError(t, r.err, r.stderr)
+	require.Regexp(t, `WORKS_FOR\s+in\s+`+ada+`\s+Person\s+Ada\n`, r.stdout)
+	require.Regexp(t, `FOUNDED\s+in\s+`+ada+`\s+Person\s+Ada\n`, r.stdout)
+	require.Regexp(t, `WORKS_FOR\s+in\s+`+charles+`\s+Person\s+Charles\n`, r.stdout)
+	require.Regexp(t, `LOCATED_IN\s+out\s+`+london+`\s+Location\s+London\n`, r.stdout)
+	require.Equal(t, []seenRequest{
+		{method: "GET", path: "/api/graph/objects/" + acme + "/relationships"},
+		{method: "GET", path: "/api/graph/objects", ids: sorted(ada, charles, london)},
+	}, front.seen())
+
+	front.reset()
+	var rels struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	decodeCLI(t, runCLI(t, env, "graph", "neighbors", acme, "--json"), &rels)
+	require.Len(t, rels.Data, 4)
+	require.Equal(t, []seenRequest{{method: "GET", path: "/api/graph/objects/" + acme + "/relationships"}}, front.seen())
+}
+
+// TestCLIIngestReadsFollowedDocumentsAtOnce: one read of ingest's
+// follower reads all its unsettled documents in one request (the list
+// filtered by their ids, each once though two files share one), never
+// one GET per document, and fills their results; settled documents are
+// not read again.
+func TestCLIIngestReadsFollowedDocumentsAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	front := s.newCountingFront(t)
+	type upload struct {
+		ID        string    `json:"id"`
+		CreatedAt time.Time `json:"createdAt"`
+	}
+	var docs []upload
+	for _, name := range []string{"a.md", "b.md", "c.md"} {
+		var d upload
+		s.uploadFile(s.admin, project, name, "text/markdown", []byte("# "+name+"\n\nSome text about "+name+".\n")).Decode(t, &d)
+		docs = append(docs, d)
+	}
+	for _, d := range docs {
+		require.Equal(t, "parsed", s.waitDocument(project, d.ID).Status)
+	}
+
+	c := &cli{ctx: t.Context(), stdout: io.Discard, stderr: io.Discard}
+	sess, err := c.open(cliConfig{Server: front.url, Token: s.admin, Project: project})
+	require.NoError(t, err)
+	results := []ingestResult{{Path: "a.md"}, {Path: "b.md"}, {Path: "b-copy.md"}, {Path: "c.md"}}
+	for i, d := range []upload{docs[0], docs[1], docs[1], docs[2]} {
+		results[i].DocumentID, results[i].created = d.ID, d.CreatedAt
+	}
+	f := &follower{s: sess, results: results}
+	for i := range results {
+		f.add(i)
+	}
+	require.NoError(t, f.read(t.Context()))
+	seen := front.seen()
+	require.NotEmpty(t, seen)
+	require.Equal(t, seenRequest{method: "GET", path: "/api/documents", ids: sorted(docs[0].ID, docs[1].ID, docs[2].ID)}, seen[0])
+	require.Zero(t, front.count("/api/documents/"), "no GET per document")
+	require.Equal(t, 1, front.count("/api/documents"))
+	for _, r := range results {
+		require.Equal(t, "parsed", r.Status, r.Path)
+		require.Positive(t, r.Chunks, r.Path)
+	}
+
+	// Settled documents (parsed, embedded) are not read again.
+	for i := range results {
+		results[i].EmbeddedChunks = results[i].Chunks
+	}
+	front.reset()
+	require.NoError(t, f.read(t.Context()))
+	require.Zero(t, front.count("/api/documents"))
+}
