@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -284,4 +285,94 @@ func TestCLIIngestReadsFollowedDocumentsAtOnce(t *testing.T) {
 	front.reset()
 	require.NoError(t, f.read(t.Context()))
 	require.Zero(t, front.count("/api/documents"))
+}
+
+// TestCLIJobRecordsOneSpelling: graphmill jobs prints a job of any queue
+// with the same fields spelled the same way (id, queue, status,
+// projectId, documentId, fileName, subject, error, createdAt), whatever
+// its queue's route spells them (errorMsg, errorMessage, error_message,
+// created_at), with the route's record whole in record: in ls, watch and
+// the project's actions.
+func TestCLIJobRecordsOneSpelling(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	env := append(s.cliEnviron(t, s.admin), "GRAPHMILL_PROJECT="+project)
+	doc := ingestOne(t, env, "loom.md", "# Loom\n\nJacquard's loom read punched cards.\n")
+	disc := s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc}})
+	require.NoError(t, runCLI(t, env, "jobs", "watch", "--queue", "schema_discovery", disc).err)
+	ctx := t.Context()
+	for _, table := range []string{"object_extraction_jobs", "document_parsing_jobs", "discovery_jobs"} {
+		_, err := s.m.db.pool.Exec(ctx, `UPDATE `+table+` SET status = 'failed', error_msg = $1, completed_at = now() WHERE project_id = $2`, table+" boom", project)
+		require.NoError(t, err)
+	}
+
+	fields := []string{"createdAt", "error", "id", "projectId", "queue", "record", "status", "subject"}
+	withDoc := append(slices.Clone(fields), "documentId", "fileName")
+	slices.Sort(withDoc)
+	check := func(r map[string]json.RawMessage, queue, table string, keys []string) {
+		t.Helper()
+		require.Equal(t, keys, slices.Sorted(maps.Keys(r)), queue)
+		var rec jobRecord
+		raw, err := json.Marshal(r)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &rec))
+		require.Equal(t, queue, rec.Queue)
+		require.Equal(t, "failed", rec.Status, queue)
+		require.Equal(t, project, rec.ProjectID, queue)
+		if table != "" {
+			require.Equal(t, table+" boom", rec.Error, queue)
+		}
+		require.False(t, rec.CreatedAt.IsZero(), queue)
+		var own struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Record, &own))
+		require.Equal(t, rec.ID, own.ID, "the route's record, whole")
+		if rec.DocumentID != "" {
+			require.Equal(t, doc, rec.DocumentID, queue)
+			require.Equal(t, "loom.md", rec.FileName, queue)
+			require.Equal(t, "loom.md", rec.Subject, queue)
+		}
+	}
+	var extraction string
+	for queue, want := range map[string]struct {
+		table string
+		keys  []string
+	}{
+		"object_extraction": {"object_extraction_jobs", withDoc},
+		"document_parsing":  {"document_parsing_jobs", withDoc},
+		// Discovery's list items have no error (the spec's list item).
+		"schema_discovery": {"", slices.DeleteFunc(slices.Clone(fields), func(k string) bool { return k == "error" })},
+	} {
+		var list []map[string]json.RawMessage
+		decodeCLI(t, runCLI(t, env, "jobs", "ls", "--queue", queue, "--json"), &list)
+		require.Len(t, list, 1, queue)
+		check(list[0], queue, want.table, want.keys)
+		if queue == "object_extraction" {
+			require.NoError(t, json.Unmarshal(list[0]["id"], &extraction))
+		}
+		r := runCLI(t, env, "jobs", "ls", "--queue", queue)
+		require.NoError(t, r.err, queue)
+		if want.table != "" {
+			require.Contains(t, r.stdout, want.table+" boom", queue)
+		}
+	}
+
+	// watch (one line for the one status) and retry print the same record.
+	r := runCLI(t, env, "jobs", "watch", extraction, "--json")
+	require.Equal(t, exitFailed, r.code, "%v", r.err)
+	var watched map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &watched), r.stdout)
+	check(watched, "object_extraction", "object_extraction_jobs", withDoc)
+	r = runCLI(t, env, "jobs", "watch", "--queue", "schema_discovery", disc, "--json")
+	require.Equal(t, exitFailed, r.code, "%v", r.err)
+	watched = nil
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &watched), r.stdout)
+	check(watched, "schema_discovery", "discovery_jobs", fields)
+	var retried jobRecord
+	decodeCLI(t, runCLI(t, env, "jobs", "retry", extraction, "--json"), &retried)
+	require.Equal(t, extraction, retried.ID)
+	require.Equal(t, "object_extraction", retried.Queue)
+	require.Equal(t, "loom.md", retried.FileName)
 }
