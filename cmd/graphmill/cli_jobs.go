@@ -218,20 +218,22 @@ func (s *session) jobRecords(q jobQueue, raw []json.RawMessage, names map[string
 			names[id] = read[id] // "" for a document not read: not asked again
 		}
 	}
-	out := make([]jobRecord, len(items))
-	for i, j := range items {
-		out[i] = jobRecord{
+	out := make([]jobRecord, 0, len(items))
+	for i, r := range raw {
+		j := items[i]
+		rec := jobRecord{
 			ID: j.ID, Queue: q.name, Status: j.Status, ProjectID: j.ProjectID, DocumentID: j.DocumentID,
 			FileName: cmp.Or(j.FileName, names[j.DocumentID]), Error: j.errorText(),
-			CreatedAt: cmp.Or(j.CreatedAt, j.CreatedAtSnake), Record: raw[i],
+			CreatedAt: cmp.Or(j.CreatedAt, j.CreatedAtSnake), Record: r,
 		}
-		if out[i].ProjectID == "" && !q.superadmin {
-			out[i].ProjectID = s.cfg.Project // the project's queues: discovery's records do not name it
+		if rec.ProjectID == "" && !q.superadmin {
+			rec.ProjectID = s.cfg.Project // the project's queues: discovery's records do not name it
 		}
-		out[i].Subject = cmp.Or(out[i].FileName, j.DocumentID, j.ObjectName, j.ToEmail, j.IntegrationName)
-		if out[i].Subject == "" && j.Progress != nil {
-			out[i].Subject = j.Progress.Phase
+		rec.Subject = cmp.Or(rec.FileName, j.DocumentID, j.ObjectName, j.ToEmail, j.IntegrationName)
+		if rec.Subject == "" && j.Progress != nil {
+			rec.Subject = j.Progress.Phase
 		}
+		out = append(out, rec)
 	}
 	return out, nil
 }
