@@ -71,6 +71,17 @@ func (f *countingFront) reset() {
 	f.reqs = nil
 }
 
+// under is the recorded requests whose path starts with prefix.
+func (f *countingFront) under(prefix string) []seenRequest {
+	var out []seenRequest
+	for _, r := range f.seen() {
+		if strings.HasPrefix(r.path, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // count is how many of the recorded requests are GETs of path (a prefix
 // when path ends with /).
 func (f *countingFront) count(path string) int {
@@ -92,9 +103,8 @@ func (f *countingFront) env(s *testServer, t *testing.T, token, project string) 
 
 // TestCLISearchNamesDocuments: search's table names a chunk hit by its
 // document's file name, the page's documents read in one request;
-// --json prints the server's answer without reading
-// them; a token that may not read documents gets the document ids and a
-// warning.
+// --json prints the server's answer without reading them; a token that
+// may not read documents gets the document ids and a warning.
 func TestCLISearchNamesDocuments(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -141,13 +151,7 @@ func TestCLISearchNamesDocuments(t *testing.T) {
 			require.Regexp(t, `chunk\s+`+h.ID+`\s+`+regexp.QuoteMeta(names[h.DocumentID])+`\s`, r.stdout)
 		}
 	}
-	var docReads []seenRequest
-	for _, q := range front.seen() {
-		if strings.HasPrefix(q.path, "/api/documents") {
-			docReads = append(docReads, q)
-		}
-	}
-	require.Equal(t, []seenRequest{{method: "GET", path: "/api/documents", ids: sorted(ingested[0].DocumentID, ingested[1].DocumentID)}}, docReads)
+	require.Equal(t, []seenRequest{{method: "GET", path: "/api/documents", ids: sorted(ingested[0].DocumentID, ingested[1].DocumentID)}}, front.under("/api/documents"))
 
 	// Without documents:read: the document ids, and a warning.
 	_, searcher := s.newMember("searcher@example.com", []string{"search:read"}, project, "viewer")
@@ -176,13 +180,7 @@ func TestCLIJobsNamesDocuments(t *testing.T) {
 	require.Regexp(t, `object_extraction\s+completed\s+ada\.md\s`, r.stdout)
 	require.Regexp(t, `object_extraction\s+completed\s+babbage\.md\s`, r.stdout)
 	require.NotContains(t, r.stdout, a)
-	var docReads []seenRequest
-	for _, q := range front.seen() {
-		if strings.HasPrefix(q.path, "/api/documents") {
-			docReads = append(docReads, q)
-		}
-	}
-	require.Equal(t, []seenRequest{{method: "GET", path: "/api/documents", ids: sorted(a, b)}}, docReads)
+	require.Equal(t, []seenRequest{{method: "GET", path: "/api/documents", ids: sorted(a, b)}}, front.under("/api/documents"))
 
 	var jobs []jobRecord
 	decodeCLI(t, runCLI(t, env, "jobs", "ls", "--json"), &jobs)
