@@ -203,7 +203,9 @@ func (s *session) jobRecords(q jobQueue, raw []json.RawMessage, names map[string
 		if err := json.Unmarshal(r, &items[i]); err != nil {
 			return nil, fmt.Errorf("decode job: %w", err)
 		}
-		if j := items[i]; j.DocumentID != "" && j.FileName == "" {
+		// The documents are read in the session's project (a superadmin's
+		// lists may span projects; their records name the file).
+		if j := items[i]; j.DocumentID != "" && j.FileName == "" && s.cfg.Project != "" {
 			if _, known := names[j.DocumentID]; !known {
 				unnamed = append(unnamed, j.DocumentID)
 			}
