@@ -228,7 +228,11 @@ func (h *Handler) setPaused(w http.ResponseWriter, r *http.Request, c caller, se
 // and those that name what it works on.
 type adminJob struct {
 	jobqueue.Record
-	FileName        *string `json:"fileName"`
+	DocumentID      *uuid.UUID `json:"documentId"`
+	ChunkID         *uuid.UUID `json:"chunkId"`
+	ObjectID        *uuid.UUID `json:"objectId"`
+	ObjectType      *string    `json:"objectType"`
+	FileName        *string    `json:"fileName"`
 	IntegrationName string  `json:"integrationName"`
 	JobType         string  `json:"jobType"`
 	Type            string  `json:"type"`
