@@ -126,6 +126,8 @@ func TestConsoleQueueJobPages(t *testing.T) {
 	}
 	status, _, _ = b.do("GET", "/projects/"+project+"/jobs/chunk_embedding/not-a-uuid", nil)
 	require.Equal(t, http.StatusNotFound, status)
+	status, _, _ = b.do("GET", "/projects/"+project+"/jobs/chunk_embedding/"+jobs["graph_embedding"], nil)
+	require.Equal(t, http.StatusNotFound, status, "a job is found in its own queue only")
 
 	// A superadmin: the same page, and the queue's administration page.
 	for queue := range jobs {

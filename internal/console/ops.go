@@ -233,12 +233,12 @@ type adminJob struct {
 	ObjectID        *uuid.UUID `json:"objectId"`
 	ObjectType      *string    `json:"objectType"`
 	FileName        *string    `json:"fileName"`
-	IntegrationName string  `json:"integrationName"`
-	JobType         string  `json:"jobType"`
-	Type            string  `json:"type"`
-	ObjectName      string  `json:"objectName"`
-	ToEmail         string  `json:"toEmail"`
-	Subject         string  `json:"subject"`
+	IntegrationName string     `json:"integrationName"`
+	JobType         string     `json:"jobType"`
+	Type            string     `json:"type"`
+	ObjectName      string     `json:"objectName"`
+	ToEmail         string     `json:"toEmail"`
+	Subject         string     `json:"subject"`
 }
 
 // What names what the job works on.

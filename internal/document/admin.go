@@ -60,7 +60,7 @@ func parsingJobsSQL(cond string) string {
 		ORDER BY j.created_at DESC, j.id DESC`
 }
 
-// ErrParsingJobNotFound: no such parsing job in the project.
+// ErrParsingJobNotFound answers a parsing job not in the project.
 var ErrParsingJobNotFound = errs.New(errs.NotFound, "document parsing job not found")
 
 // ParsingJob is the project's parsing job id, as the superadmin list

@@ -86,7 +86,7 @@ func (s *Service) AdminJobs(ctx context.Context, f jobqueue.ListFilter, kind str
 	return list, counts, nil
 }
 
-// ErrJobNotFound: no such embedding job in the project.
+// ErrJobNotFound answers an embedding job not in the project.
 var ErrJobNotFound = errs.New(errs.NotFound, "embedding job not found")
 
 // ProjectJob is the project's embedding job id of kind (JobTypeGraph or
