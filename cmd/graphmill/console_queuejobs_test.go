@@ -129,11 +129,16 @@ func TestConsoleQueueJobPages(t *testing.T) {
 	status, _, _ = b.do("GET", "/projects/"+project+"/jobs/chunk_embedding/"+jobs["graph_embedding"], nil)
 	require.Equal(t, http.StatusNotFound, status, "a job is found in its own queue only")
 
-	// A superadmin: the same page, and the queue's administration page.
-	for queue := range jobs {
+	// A superadmin: the same page, linked from the queue's administration
+	// page, which it links to.
+	for queue, id := range jobs {
 		status, _, page := super.do("GET", links[queue], nil)
 		require.Equal(t, http.StatusOK, status, "%s: %s", queue, page)
-		require.Contains(t, page, `id="queue-admin" href="/admin/queues/`+queue+`?projectId=`+project+`"`, queue)
+		adminPage := `/admin/queues/` + queue + `?projectId=` + project
+		require.Contains(t, page, `id="queue-admin" href="`+adminPage+`"`, queue)
+		status, _, page = super.do("GET", adminPage, nil)
+		require.Equal(t, http.StatusOK, status, "%s: %s", queue, page)
+		require.Contains(t, page, `<a href="`+links[queue]+`"><code>`+id[len(id)-8:]+`</code></a>`, queue)
 	}
 
 	// Signed out: the sign-in page.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -31,6 +32,11 @@ const (
 
 // errLinkedJobNotFound is a notification's job link naming no job page.
 var errLinkedJobNotFound = errs.New(errs.NotFound, "job not found")
+
+// jobLinkURL is the link of a failed job's notification.
+func jobLinkURL(project uuid.UUID, queue string, id uuid.UUID) string {
+	return projectURL(project) + "/jobs/" + url.PathEscape(queue) + "/" + id.String()
+}
 
 // jobLink is the page a failed job's notification links to
 // (/projects/{project}/jobs/{queue}/{id}, notification.JobOutcomes; its

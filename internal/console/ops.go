@@ -276,6 +276,9 @@ type queueView struct {
 	Counts   map[string]int
 	Pager    pager
 	CanWrite bool
+	// JobPages: the queue's jobs of a project have the project's job page
+	// (Config.JobPages), at their notification's link.
+	JobPages bool
 }
 
 // queueJobs reads a page of the path's queue through the API's list.
@@ -299,7 +302,7 @@ func (h *Handler) queueJobs(r *http.Request, c caller) (queueView, error) {
 		return queueView{}, err
 	}
 	v := queueView{
-		Queue: q, Jobs: page.Data, Filter: f, CanWrite: h.can(r, c, superWrite),
+		Queue: q, Jobs: page.Data, Filter: f, CanWrite: h.can(r, c, superWrite), JobPages: h.cfg.JobPages[q.Name] != NoJobPage,
 		Pager: pager{Offset: offset, Total: page.Meta.Total, Base: queueURL(q.Name), Params: f.values()},
 	}
 	if page.Stats != nil {
