@@ -483,6 +483,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Providers: providers, Tasks: m.tasks, Search: searches, Graph: graphs,
 		Jobs: m.jobs, OpsQueues: consoleOpsQueues(), JobPages: consoleJobPages(),
 		Chat: chats, Agents: agents, Notifications: m.notifs, MCP: m.mcpReg, Integrations: integrations, Discovery: discoveries,
+		Embedding: embeddings, Email: m.emails,
 		Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now, Pool: pool,
 		OIDC: m.consoleOIDC(), SecureCookie: console.CookieSecurity(m.Config.ConsoleSecureCookie), PublicURL: m.Config.PublicURL,
 	})

@@ -34,6 +34,8 @@ import (
 	"github.com/graphmill/graphmill/internal/chat"
 	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/email"
+	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/graph"
@@ -102,6 +104,10 @@ type Config struct {
 	Integrations *integration.Service
 	// Discovery is schema discovery's jobs and finalize.
 	Discovery *discovery.Service
+	// Embedding and Email read a project's embedding and email jobs for
+	// their job pages (JobPages).
+	Embedding *embedding.Service
+	Email     *email.Service
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.
@@ -139,7 +145,7 @@ type Handler struct {
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
 	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil || c.Graph == nil || c.Jobs == nil ||
-		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
+		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil || c.Embedding == nil || c.Email == nil ||
 		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil || c.Pool == nil {
 		return nil, errors.New("console: incomplete config")
 	}

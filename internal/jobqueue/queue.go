@@ -67,7 +67,7 @@ func newQueue(c *Client, cfg QueueConfig) *queue {
 	return &queue{
 		c:           c,
 		cfg:         cfg,
-		sql:         buildQueries(cfg.Table, cfg.ClearOnFinal, cfg.QueuedKey),
+		sql:         buildQueries(cfg.Table, cfg.ClearOnFinal, cfg.QueuedKey, cfg.QueuedKeyNoun),
 		wake:        make(chan struct{}, 1),
 		concurrency: cfg.Concurrency,
 		batchSize:   cfg.BatchSize,
