@@ -11,6 +11,7 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
+	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
 // Bounds of tool inputs that no service fixes.
@@ -97,17 +98,6 @@ func parseID(field, v string) (uuid.UUID, error) {
 		return uuid.Nil, errs.Errorf(errs.Invalid, "%s must be a UUID", field)
 	}
 	return id, nil
-}
-
-func parseOptionalID(field, v string) (*uuid.UUID, error) {
-	if v == "" {
-		return nil, nil //nolint:nilnil // no filter
-	}
-	id, err := parseID(field, v)
-	if err != nil {
-		return nil, err
-	}
-	return &id, nil
 }
 
 // notFound names the id of the object or document (what) a caller asked
@@ -356,11 +346,11 @@ func (s *Server) createRelationship(ctx context.Context, c *caller, in createRel
 
 // listRelationships is graph_list_relationships.
 func (s *Server) listRelationships(ctx context.Context, c *caller, in listRelationshipsIn) (any, error) {
-	src, err := parseOptionalID("sourceId", in.SourceID)
+	src, err := httpapi.ParseOptionalID("sourceId", in.SourceID)
 	if err != nil {
 		return nil, err
 	}
-	tgt, err := parseOptionalID("targetId", in.TargetID)
+	tgt, err := httpapi.ParseOptionalID("targetId", in.TargetID)
 	if err != nil {
 		return nil, err
 	}
