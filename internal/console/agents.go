@@ -75,11 +75,8 @@ func (h *Handler) agents(w http.ResponseWriter, r *http.Request, c caller) {
 
 // agentRuns is an agent and a page of the caller's runs of it.
 func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent.Agent, runs []agent.Run, pg pager, err error) {
-	a, p, err := h.ownedContext(r, c, agentsRule, h.agentOwner())
+	a, p, ag, err := ownedResource(h, r, c, agentsRule, h.agentOwner(), h.cfg.Agents.GetAgent)
 	if err != nil {
-		return pv, ag, nil, pg, err
-	}
-	if ag, err = h.cfg.Agents.GetAgent(r.Context(), a.ProjectID, a.ResourceID); err != nil {
 		return pv, ag, nil, pg, err
 	}
 	offset := pageOffset(r)

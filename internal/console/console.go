@@ -603,12 +603,7 @@ func (h *Handler) documentRows(w http.ResponseWriter, r *http.Request, c caller)
 }
 
 func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {
-	a, pr, err := h.ownedContext(r, c, documentsRule, h.documentOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	d, err := h.cfg.Documents.Get(r.Context(), a.ProjectID, a.ResourceID)
+	a, pr, d, err := ownedResource(h, r, c, documentsRule, h.documentOwner(), h.cfg.Documents.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return

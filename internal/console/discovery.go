@@ -188,12 +188,7 @@ type finalizeForm struct {
 }
 
 func (h *Handler) renderDiscoveryJob(w http.ResponseWriter, r *http.Request, c caller, status int, f finalizeForm, fragment bool) {
-	a, p, err := h.ownedContext(r, c, discoveryRule, h.discoveryOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	j, err := h.cfg.Discovery.Get(r.Context(), a.ProjectID, a.ResourceID)
+	_, p, j, err := ownedResource(h, r, c, discoveryRule, h.discoveryOwner(), h.cfg.Discovery.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -228,12 +223,7 @@ func relKey(rel discovery.Relationship) string {
 // relationships, as POST /api/discovery-jobs/{id}/finalize; the page
 // shows the pack made, or the API's message with the form as it was.
 func (h *Handler) finalizeDiscovery(w http.ResponseWriter, r *http.Request, c caller) {
-	a, _, err := h.ownedContext(r, c, discoveryWriteRule, h.discoveryOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	j, err := h.cfg.Discovery.Get(r.Context(), a.ProjectID, a.ResourceID)
+	a, _, j, err := ownedResource(h, r, c, discoveryWriteRule, h.discoveryOwner(), h.cfg.Discovery.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -93,12 +93,7 @@ func (h *Handler) createMCPServer(w http.ResponseWriter, r *http.Request, c call
 // mcpServer shows a server with its tool catalogue (the built-in server's
 // tools with their effective settings).
 func (h *Handler) mcpServer(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.ownedContext(r, c, mcpReadRule, h.mcpOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	srv, err := h.cfg.MCP.Server(r.Context(), a.ProjectID, a.ResourceID)
+	a, p, srv, err := ownedResource(h, r, c, mcpReadRule, h.mcpOwner(), h.cfg.MCP.Server)
 	if err != nil {
 		h.fail(w, r, err)
 		return
