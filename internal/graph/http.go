@@ -145,17 +145,11 @@ func (h handlers) objectRelationships(ctx context.Context, in *objectRelsIn) (*h
 }
 
 func (h handlers) listRelationships(ctx context.Context, in *relListIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
-	src, err := httpapi.ParseOptionalID("sourceId", in.SourceID)
-	if err != nil {
+	f := RelationshipFilter{Type: in.Type, Limit: in.Limit, Offset: in.Offset}
+	if err := f.ParseEnds(in.SourceID, in.TargetID); err != nil {
 		return nil, err
 	}
-	tgt, err := httpapi.ParseOptionalID("targetId", in.TargetID)
-	if err != nil {
-		return nil, err
-	}
-	list, total, err := h.svc.ListRelationships(ctx, auth.AccessFrom(ctx).ProjectID, RelationshipFilter{
-		Type: in.Type, SourceID: src, TargetID: tgt, Limit: in.Limit, Offset: in.Offset,
-	})
+	list, total, err := h.svc.ListRelationships(ctx, auth.AccessFrom(ctx).ProjectID, f)
 	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 

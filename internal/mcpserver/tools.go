@@ -11,7 +11,6 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
-	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
 // Bounds of tool inputs that no service fixes.
@@ -346,18 +345,12 @@ func (s *Server) createRelationship(ctx context.Context, c *caller, in createRel
 
 // listRelationships is graph_list_relationships.
 func (s *Server) listRelationships(ctx context.Context, c *caller, in listRelationshipsIn) (any, error) {
-	src, err := httpapi.ParseOptionalID("sourceId", in.SourceID)
-	if err != nil {
-		return nil, err
-	}
-	tgt, err := httpapi.ParseOptionalID("targetId", in.TargetID)
-	if err != nil {
-		return nil, err
-	}
 	limit := orDefault(in.Limit, ListLimitDefault)
-	list, total, err := s.cfg.Graph.ListRelationships(ctx, c.project, graph.RelationshipFilter{
-		Type: in.Type, SourceID: src, TargetID: tgt, Limit: limit, Offset: in.Offset,
-	})
+	f := graph.RelationshipFilter{Type: in.Type, Limit: limit, Offset: in.Offset}
+	if err := f.ParseEnds(in.SourceID, in.TargetID); err != nil {
+		return nil, err
+	}
+	list, total, err := s.cfg.Graph.ListRelationships(ctx, c.project, f)
 	if err != nil {
 		return nil, err
 	}
