@@ -63,14 +63,8 @@ func runURL(project, id uuid.UUID) string { return projectURL(project) + "/agent
 
 // agents lists the project's agent definitions, newest first.
 func (h *Handler) agents(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, agentsRule, "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	offset := pageOffset(r)
-	list, total, err := h.cfg.Agents.ListAgents(r.Context(), a.ProjectID, PageSize, offset)
-	h.show(w, r, agentsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: agentsURL(p.ID)}), err)
+	p, list, pg, err := projectList(h, r, c, agentsRule, "/agents", h.cfg.Agents.ListAgents)
+	h.show(w, r, agentsPage(c.sess.CSRF, p, list, pg), err)
 }
 
 // agentRuns is an agent and a page of the caller's runs of it.

@@ -40,14 +40,11 @@ func discoveryURL(project uuid.UUID) string { return projectURL(project) + "/dis
 func discoveryJobURL(project, id uuid.UUID) string { return discoveryURL(project) + "/" + id.String() }
 
 func (h *Handler) discoveryList(r *http.Request, c caller) (projectView, []discovery.ListItem, pager, error) {
-	a, p, err := h.projectContext(r, c, discoveryRule, "")
+	p, list, pg, err := projectList(h, r, c, discoveryRule, "/discovery", h.cfg.Discovery.List)
 	if err != nil {
 		return projectView{}, nil, pager{}, err
 	}
-	offset := pageOffset(r)
-	list, total, err := h.cfg.Discovery.List(r.Context(), a.ProjectID, PageSize, offset)
-	pv := projectView{Project: p, CanWrite: h.can(r, c, discoveryWriteRule)}
-	return pv, list, pager{Offset: offset, Total: total, Base: discoveryURL(p.ID)}, err
+	return projectView{Project: p, CanWrite: h.can(r, c, discoveryWriteRule)}, list, pg, nil
 }
 
 // discoveryJobs lists the project's discovery jobs with their progress,
