@@ -545,6 +545,22 @@ func (h *Handler) projects(w http.ResponseWriter, r *http.Request, c caller) {
 // it. The project's record (its name, role, dates) is the API's GET
 // /api/projects/{id} (projectRule): a caller the page's rule lets in but
 // that route refuses sees the project's id as its name, nothing more.
+// projectList authorises rule on the path's project, as projectContext,
+// and reads with list the page of the project's list that the request
+// asks for (pageOffset, PageSize); the pager's base is path under the
+// project's URL.
+func projectList[T any](h *Handler, r *http.Request, c caller, rule auth.Rule, path string,
+	list func(ctx context.Context, project uuid.UUID, limit, offset int) ([]T, int, error),
+) (tenancy.Project, []T, pager, error) {
+	a, p, err := h.projectContext(r, c, rule, "")
+	if err != nil {
+		return p, nil, pager{}, err
+	}
+	offset := pageOffset(r)
+	items, total, err := list(r.Context(), a.ProjectID, PageSize, offset)
+	return p, items, pager{Offset: offset, Total: total, Base: projectURL(p.ID) + path}, err
+}
+
 func (h *Handler) projectContext(r *http.Request, c caller, rule auth.Rule, resource string) (auth.Access, tenancy.Project, error) {
 	a, err := h.check(r, c, rule, resource)
 	if err != nil {
@@ -582,13 +598,7 @@ func (h *Handler) project(w http.ResponseWriter, r *http.Request, c caller) {
 }
 
 func (h *Handler) documentList(r *http.Request, c caller) (tenancy.Project, []document.Document, pager, error) {
-	a, pr, err := h.projectContext(r, c, documentsRule, "")
-	if err != nil {
-		return pr, nil, pager{}, err
-	}
-	offset := pageOffset(r)
-	list, total, err := h.cfg.Documents.List(r.Context(), a.ProjectID, PageSize, offset)
-	return pr, list, pager{Offset: offset, Total: total, Base: "/projects/" + pr.ID.String() + "/documents"}, err
+	return projectList(h, r, c, documentsRule, "/documents", h.cfg.Documents.List)
 }
 
 func (h *Handler) documents(w http.ResponseWriter, r *http.Request, c caller) {
@@ -609,12 +619,7 @@ func (h *Handler) documentRows(w http.ResponseWriter, r *http.Request, c caller)
 }
 
 func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {
-	a, pr, err := h.ownedContext(r, c, documentsRule, h.documentOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	d, err := h.cfg.Documents.Get(r.Context(), a.ProjectID, a.ResourceID)
+	a, pr, d, err := ownedResource(h, r, c, documentsRule, h.documentOwner(), h.cfg.Documents.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -95,12 +95,7 @@ func (h *Handler) jobLink(w http.ResponseWriter, r *http.Request, c caller) {
 // notification): the tasks page showing that task alone, under the tab
 // of its status, with accept and reject while it is pending.
 func (h *Handler) task(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.ownedContext(r, c, tasksRule, h.taskOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	t, err := h.cfg.Tasks.Get(r.Context(), a.ProjectID, a.ResourceID)
+	_, p, t, err := ownedResource(h, r, c, tasksRule, h.taskOwner(), h.cfg.Tasks.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return
