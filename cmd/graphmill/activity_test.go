@@ -43,6 +43,17 @@ func (s *testServer) recent(token, path string, headers ...header) []activityIte
 	return l.Data
 }
 
+// viewerOfTwoProjects adds a viewer with scopes to the default project and
+// to a second one of its organization.
+func (s *testServer) viewerOfTwoProjects(scopes ...string) (project, second, userID, token string) {
+	s.t.Helper()
+	project, org := s.defaultProject()
+	second = s.newProject(org, "second")
+	userID, token = s.newMember("u@example.com", scopes, project, "viewer")
+	s.addMember(second, userID, "viewer")
+	return project, second, userID, token
+}
+
 func resources(items []activityItem) []string {
 	out := []string{}
 	for _, it := range items {
@@ -94,10 +105,7 @@ func TestActivityAuth(t *testing.T) {
 func TestActivityRecordAndList(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
-	project, org := s.defaultProject()
-	second := s.newProject(org, "second")
-	userID, user := s.newMember("u@example.com", []string{"user-activity:read", "user-activity:write"}, project, "viewer")
-	s.addMember(second, userID, "viewer")
+	project, second, _, user := s.viewerOfTwoProjects("user-activity:read", "user-activity:write")
 	_, other := s.newMember("o@example.com", []string{"user-activity:read", "user-activity:write"}, project, "viewer")
 
 	first := s.record(user, project, map[string]any{"resourceType": "report", "resourceId": "d1", "actionType": "view", "resourceName": "Report"})
@@ -216,10 +224,7 @@ func TestActivityRetention(t *testing.T) {
 func TestActivityOfDeletedDocument(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
-	project, org := s.defaultProject()
-	second := s.newProject(org, "second")
-	userID, user := s.newMember("u@example.com", []string{"user-activity:read", "user-activity:write"}, project, "viewer")
-	s.addMember(second, userID, "viewer")
+	project, second, _, user := s.viewerOfTwoProjects("user-activity:read", "user-activity:write")
 	hp := header{"X-Project-ID", project}
 	upload := func(name string) string {
 		var d docBody
