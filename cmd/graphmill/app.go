@@ -517,7 +517,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// (openAPIDocument registers the same without services).
 	registerAPI(api, apiServices{
 		health: m.health, production: m.Config.Production(), tenancy: ten, invitations: invitations, providers: providers,
-		notifications: m.notifs, tasks: m.tasks, activity: activity.NewService(pool, m.Now), packs: packs, graph: graphs,
+		notifications: m.notifs, tasks: m.tasks, activity: activity.NewService(pool, docs, m.Now), packs: packs, graph: graphs,
 		policies: policies, documents: docs, uploads: document.UploadLimits{
 			MaxBytes: m.Config.MaxUploadBytes, MaxJSONBytes: m.Config.MaxJSONUploadBytes,
 			MaxConcurrent: m.Config.MaxConcurrentUploads, SpoolDir: m.Config.UploadSpoolDir,

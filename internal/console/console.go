@@ -405,6 +405,10 @@ func readForm(w http.ResponseWriter, r *http.Request, body requestBody) error {
 		if _, big := errors.AsType[*http.MaxBytesError](err); big {
 			return errs.Errorf(errs.PayloadTooLarge, "the form is larger than %d bytes", FormMax)
 		}
+		if multipart {
+			// The reader's errors quote the client's text (a part's header line).
+			return errs.New(errs.Invalid, "the form does not parse: "+httpapi.MultipartDetail(err))
+		}
 		return errs.Errorf(errs.Invalid, "the form does not parse: %v", err)
 	}
 	return nil
