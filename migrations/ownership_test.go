@@ -39,7 +39,7 @@ func tableOwners() map[string]string {
 		"mcpregistry":     {"mcp_servers", "mcp_server_tools", "mcp_org_tool_settings", "mcp_project_tool_settings"},
 		"email":           {"email_jobs"},
 		"audit":           {"audit_events"},
-		"integration":     {"integrations", "integration_sync_jobs", "integration_sync_logs"},
+		"integration":     {"integrations", "integration_sync_jobs", "integration_sync_logs", "integration_skipped_items"},
 		"chat":            {"chat_sessions", "chat_messages"},
 		"discovery":       {"discovery_jobs", "discovery_llm_calls"},
 		"agent":           {"agents", "agent_runs", "agent_run_steps", "agent_run_questions"},

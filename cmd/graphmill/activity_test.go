@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/pgtest"
 )
 
 type activityItem struct {
@@ -41,6 +43,17 @@ func (s *testServer) recent(token, path string, headers ...header) []activityIte
 	return l.Data
 }
 
+// viewerOfTwoProjects adds a viewer with scopes to the default project and
+// to a second one of its organization.
+func (s *testServer) viewerOfTwoProjects(scopes ...string) (project, second, userID, token string) {
+	s.t.Helper()
+	project, org := s.defaultProject()
+	second = s.newProject(org, "second")
+	userID, token = s.newMember("u@example.com", scopes, project, "viewer")
+	s.addMember(second, userID, "viewer")
+	return project, second, userID, token
+}
+
 func resources(items []activityItem) []string {
 	out := []string{}
 	for _, it := range items {
@@ -57,7 +70,7 @@ func TestActivityAuth(t *testing.T) {
 	_, reader := s.newMember("r@example.com", []string{"user-activity:read"}, project, "viewer")
 	_, noScope := s.newMember("n@example.com", []string{"documents:read"}, project, "viewer")
 	_, outsider := s.newUser("o@example.com", []string{"user-activity:read", "user-activity:write"}, "")
-	body := map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view"}
+	body := map[string]any{"resourceType": "report", "resourceId": "d1", "actionType": "view"}
 	s.record(user, project, body)
 
 	routes := []struct {
@@ -67,9 +80,9 @@ func TestActivityAuth(t *testing.T) {
 	}{
 		{"POST", "/api/user-activity/record?projectId=" + project, body, true},
 		{"GET", "/api/user-activity/recent", nil, false},
-		{"GET", "/api/user-activity/recent/document", nil, false},
+		{"GET", "/api/user-activity/recent/report", nil, false},
 		{"DELETE", "/api/user-activity/recent", nil, true},
-		{"DELETE", "/api/user-activity/recent/document/d1", nil, true},
+		{"DELETE", "/api/user-activity/recent/report/d1", nil, true},
 	}
 	for _, r := range routes {
 		s.must(401, r.method, r.path, "", r.body)
@@ -85,45 +98,42 @@ func TestActivityAuth(t *testing.T) {
 	s.must(404, "POST", "/api/user-activity/record?projectId="+uuid.NewString(), user, body)
 	s.must(404, "GET", "/api/user-activity/recent", user, nil, header{"X-Project-ID", project}, header{"X-Org-ID", uuid.NewString()})
 	// Another user's item cannot be removed; it is not theirs.
-	s.must(404, "DELETE", "/api/user-activity/recent/document/d1", s.admin, nil)
+	s.must(404, "DELETE", "/api/user-activity/recent/report/d1", s.admin, nil)
 	require.Len(t, s.recent(user, "/api/user-activity/recent"), 1, "nothing above removed it")
 }
 
 func TestActivityRecordAndList(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
-	project, org := s.defaultProject()
-	second := s.newProject(org, "second")
-	userID, user := s.newMember("u@example.com", []string{"user-activity:read", "user-activity:write"}, project, "viewer")
-	s.addMember(second, userID, "viewer")
+	project, second, _, user := s.viewerOfTwoProjects("user-activity:read", "user-activity:write")
 	_, other := s.newMember("o@example.com", []string{"user-activity:read", "user-activity:write"}, project, "viewer")
 
-	first := s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view", "resourceName": "Report"})
+	first := s.record(user, project, map[string]any{"resourceType": "report", "resourceId": "d1", "actionType": "view", "resourceName": "Report"})
 	require.Equal(t, project, first.ProjectID)
 	require.Equal(t, "Report", first.ResourceName)
 	s.record(user, project, map[string]any{"resourceType": "graph-object", "resourceId": "o1", "actionType": "edit", "resourceSubtype": "Person"})
-	s.record(user, second, map[string]any{"resourceType": "document", "resourceId": "d2", "actionType": "view"})
-	s.record(other, project, map[string]any{"resourceType": "document", "resourceId": "d9", "actionType": "view"})
-	require.Equal(t, []string{"document/d2", "graph-object/o1", "document/d1"}, resources(s.recent(user, "/api/user-activity/recent")))
+	s.record(user, second, map[string]any{"resourceType": "report", "resourceId": "d2", "actionType": "view"})
+	s.record(other, project, map[string]any{"resourceType": "report", "resourceId": "d9", "actionType": "view"})
+	require.Equal(t, []string{"report/d2", "graph-object/o1", "report/d1"}, resources(s.recent(user, "/api/user-activity/recent")))
 
 	// Recording the same resource again moves it to the top, no duplicate,
 	// with the new action; the name is kept when not given again.
-	again := s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "edit"})
+	again := s.record(user, project, map[string]any{"resourceType": "report", "resourceId": "d1", "actionType": "edit"})
 	require.Equal(t, first.ID, again.ID)
 	require.Equal(t, "edit", again.ActionType)
 	require.Equal(t, "Report", again.ResourceName)
 	require.True(t, again.AccessedAt.After(first.AccessedAt))
 	items := s.recent(user, "/api/user-activity/recent")
-	require.Equal(t, []string{"document/d1", "document/d2", "graph-object/o1"}, resources(items))
+	require.Equal(t, []string{"report/d1", "report/d2", "graph-object/o1"}, resources(items))
 	require.Equal(t, "Person", items[2].ResourceSubtype)
 
 	// Per type, per project in context, limits.
-	require.Equal(t, []string{"document/d1", "document/d2"}, resources(s.recent(user, "/api/user-activity/recent/document")))
+	require.Equal(t, []string{"report/d1", "report/d2"}, resources(s.recent(user, "/api/user-activity/recent/report")))
 	require.Equal(t, []string{"graph-object/o1"}, resources(s.recent(user, "/api/user-activity/recent/graph-object")))
 	require.Empty(t, s.recent(user, "/api/user-activity/recent/agent"))
-	require.Equal(t, []string{"document/d1", "graph-object/o1"}, resources(s.recent(user, "/api/user-activity/recent", header{"X-Project-ID", project})))
-	require.Equal(t, []string{"document/d1"}, resources(s.recent(user, "/api/user-activity/recent?limit=1")))
-	require.Equal(t, []string{"document/d1"}, resources(s.recent(user, "/api/user-activity/recent/document?limit=1")))
+	require.Equal(t, []string{"report/d1", "graph-object/o1"}, resources(s.recent(user, "/api/user-activity/recent", header{"X-Project-ID", project})))
+	require.Equal(t, []string{"report/d1"}, resources(s.recent(user, "/api/user-activity/recent?limit=1")))
+	require.Equal(t, []string{"report/d1"}, resources(s.recent(user, "/api/user-activity/recent/report?limit=1")))
 	for i := range 25 {
 		s.record(user, project, map[string]any{"resourceType": "agent", "resourceId": fmt.Sprintf("a%02d", i), "actionType": "view"})
 	}
@@ -134,10 +144,10 @@ func TestActivityRecordAndList(t *testing.T) {
 	// Bad input.
 	for _, q := range []string{"limit=101", "limit=0", "limit=x"} {
 		require.Contains(t, s.must(400, "GET", "/api/user-activity/recent?"+q, user, nil).Detail(t), "limit")
-		require.Contains(t, s.must(400, "GET", "/api/user-activity/recent/document?"+q, user, nil).Detail(t), "limit")
+		require.Contains(t, s.must(400, "GET", "/api/user-activity/recent/report?"+q, user, nil).Detail(t), "limit")
 	}
 	require.Contains(t, s.must(400, "GET", "/api/user-activity/recent/bad%20type", user, nil).Detail(t), "resourceType")
-	ok := map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view"}
+	ok := map[string]any{"resourceType": "report", "resourceId": "d1", "actionType": "view"}
 	require.Contains(t, s.must(400, "POST", "/api/user-activity/record", user, ok).Detail(t), "projectId")
 	require.Contains(t, s.must(400, "POST", "/api/user-activity/record", user, ok, header{"X-Project-ID", project}).Detail(t), "projectId")
 	for _, missing := range []string{"resourceType", "resourceId", "actionType"} {
@@ -152,26 +162,26 @@ func TestActivityRecordAndList(t *testing.T) {
 	for field, value := range map[string]string{
 		"resourceType": "a b", "actionType": "", "resourceId": "  ", "resourceName": strings.Repeat("n", 501), "resourceSubtype": strings.Repeat("s", 201),
 	} {
-		b := map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view"}
+		b := map[string]any{"resourceType": "report", "resourceId": "d1", "actionType": "view"}
 		b[field] = value
 		require.Contains(t, s.must(400, "POST", "/api/user-activity/record?projectId="+project, user, b).Detail(t), field)
 	}
-	s.must(400, "POST", "/api/user-activity/record?projectId="+project, user, map[string]any{"resourceType": "document", "resourceId": "d1", "actionType": "view", "extra": true})
+	s.must(400, "POST", "/api/user-activity/record?projectId="+project, user, map[string]any{"resourceType": "report", "resourceId": "d1", "actionType": "view", "extra": true})
 
 	// Remove one item (in the right project), then 404.
-	s.must(404, "DELETE", "/api/user-activity/recent/document/d2", user, nil, header{"X-Project-ID", project})
-	s.must(204, "DELETE", "/api/user-activity/recent/document/d2", user, nil)
-	s.must(404, "DELETE", "/api/user-activity/recent/document/d2", user, nil)
-	require.Equal(t, []string{"document/d1"}, resources(s.recent(user, "/api/user-activity/recent/document")))
+	s.must(404, "DELETE", "/api/user-activity/recent/report/d2", user, nil, header{"X-Project-ID", project})
+	s.must(204, "DELETE", "/api/user-activity/recent/report/d2", user, nil)
+	s.must(404, "DELETE", "/api/user-activity/recent/report/d2", user, nil)
+	require.Equal(t, []string{"report/d1"}, resources(s.recent(user, "/api/user-activity/recent/report")))
 
 	// Clearing in a project context clears that project's items; without
 	// one, the caller's whole history, never another user's.
-	s.record(user, second, map[string]any{"resourceType": "document", "resourceId": "d3", "actionType": "view"})
+	s.record(user, second, map[string]any{"resourceType": "report", "resourceId": "d3", "actionType": "view"})
 	s.must(204, "DELETE", "/api/user-activity/recent", user, nil, header{"X-Project-ID", project})
-	require.Equal(t, []string{"document/d3"}, resources(s.recent(user, "/api/user-activity/recent")))
+	require.Equal(t, []string{"report/d3"}, resources(s.recent(user, "/api/user-activity/recent")))
 	s.must(204, "DELETE", "/api/user-activity/recent", user, nil)
 	require.Empty(t, s.recent(user, "/api/user-activity/recent"))
-	require.Equal(t, []string{"document/d9"}, resources(s.recent(other, "/api/user-activity/recent")))
+	require.Equal(t, []string{"report/d9"}, resources(s.recent(other, "/api/user-activity/recent")))
 }
 
 // A user keeps the 500 most recent items; recording more trims the oldest.
@@ -181,11 +191,11 @@ func TestActivityRetention(t *testing.T) {
 	project, _ := s.defaultProject()
 	userID, user := s.newMember("u@example.com", []string{"user-activity:read", "user-activity:write"}, project, "viewer")
 	otherID, other := s.newMember("o@example.com", []string{"user-activity:read", "user-activity:write"}, project, "viewer")
-	s.record(other, project, map[string]any{"resourceType": "document", "resourceId": "theirs", "actionType": "view"})
+	s.record(other, project, map[string]any{"resourceType": "report", "resourceId": "theirs", "actionType": "view"})
 	ctx := context.Background()
 	base := time.Now().Add(-time.Hour)
 	_, err := s.m.db.pool.Exec(ctx, `INSERT INTO user_activity (id, user_id, project_id, resource_type, resource_id, action_type, accessed_at)
-		SELECT gen_random_uuid(), $1, $2, 'document', 'd' || i, 'view', $3::timestamptz + i * interval '1 second'
+		SELECT gen_random_uuid(), $1, $2, 'report', 'd' || i, 'view', $3::timestamptz + i * interval '1 second'
 		FROM generate_series(1, 500) AS i`, userID, project, base)
 	require.NoError(t, err)
 	count := func(user string) int {
@@ -195,14 +205,65 @@ func TestActivityRetention(t *testing.T) {
 	}
 	require.Equal(t, 500, count(userID))
 
-	s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "new", "actionType": "view"})
+	s.record(user, project, map[string]any{"resourceType": "report", "resourceId": "new", "actionType": "view"})
 	require.Equal(t, 500, count(userID))
 	var oldest int
 	require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT count(*) FROM user_activity WHERE user_id = $1 AND resource_id = 'd1'`, userID).Scan(&oldest))
 	require.Zero(t, oldest, "the oldest item was trimmed")
 	// Re-recording an item adds nothing, so nothing is trimmed.
-	s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "d2", "actionType": "view"})
+	s.record(user, project, map[string]any{"resourceType": "report", "resourceId": "d2", "actionType": "view"})
 	require.Equal(t, 500, count(userID))
-	require.Equal(t, []string{"document/d2", "document/new", "document/d500"}, resources(s.recent(user, "/api/user-activity/recent?limit=3")))
+	require.Equal(t, []string{"report/d2", "report/new", "report/d500"}, resources(s.recent(user, "/api/user-activity/recent?limit=3")))
 	require.Equal(t, 1, count(otherID), "another user's history is untouched")
+}
+
+// TestActivityOfDeletedDocument: recording the use of a document that
+// does not exist (deleted, another project's, never there) is a 404 and
+// records nothing; a recording racing the document's deletion either
+// commits before it or sees it gone, in its own transaction.
+func TestActivityOfDeletedDocument(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, second, _, user := s.viewerOfTwoProjects("user-activity:read", "user-activity:write")
+	hp := header{"X-Project-ID", project}
+	upload := func(name string) string {
+		var d docBody
+		s.uploadFile(s.admin, project, name, "text/markdown", []byte("# "+name+"\n\nSome text about "+name+".\n")).Decode(t, &d)
+		require.NotEmpty(t, d.ID)
+		return d.ID
+	}
+	doc := upload("kept.md")
+	rec := func(project, id string) response {
+		return s.do("POST", "/api/user-activity/record?projectId="+project, user, map[string]any{"resourceType": "document", "resourceId": id, "actionType": "view"})
+	}
+	require.Equal(t, 200, rec(project, doc).Status)
+
+	gone := upload("gone.md")
+	s.must(204, "DELETE", "/api/documents/"+gone, s.admin, nil, hp)
+	for _, r := range []struct{ project, id string }{{project, gone}, {second, doc}, {project, uuid.NewString()}, {project, "not-an-id"}} {
+		res := rec(r.project, r.id)
+		require.Equal(t, 404, res.Status, r.id)
+		require.Equal(t, "resourceId: no document with this id in the project", res.Detail(t))
+	}
+	require.Equal(t, []string{"document/" + doc}, resources(s.recent(user, "/api/user-activity/recent")))
+
+	// The deletion commits while the recording waits on the document.
+	late := upload("late.md")
+	s.waitDocument(project, late) // its jobs are done: nothing else waits on it
+	ctx := context.Background()
+	del := pgtest.Hold(t, s.pool(), `DELETE FROM documents WHERE id = $1`, late)
+	done := make(chan response, 1)
+	go func() { done <- rec(project, late) }()
+	require.Eventually(t, func() bool {
+		var n int
+		err := s.pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%FROM documents%FOR KEY SHARE%'`).Scan(&n)
+		return err == nil && n == 1
+	}, 30*time.Second, 10*time.Millisecond, "the recording waits on the document")
+	require.NoError(t, del.Commit(ctx))
+	require.Equal(t, 404, (<-done).Status)
+	require.Equal(t, []string{"document/" + doc}, resources(s.recent(user, "/api/user-activity/recent")))
+
+	// Other resource types are not checked.
+	s.record(user, project, map[string]any{"resourceType": "graph-object", "resourceId": uuid.NewString(), "actionType": "view"})
 }

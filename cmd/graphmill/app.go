@@ -483,6 +483,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 		Guard: m.guard, Projects: ten, Documents: docs, Extraction: extractions, Providers: providers, Tasks: m.tasks, Search: searches, Graph: graphs,
 		Jobs: m.jobs, OpsQueues: consoleOpsQueues(), JobPages: consoleJobPages(),
 		Chat: chats, Agents: agents, Notifications: m.notifs, MCP: m.mcpReg, Integrations: integrations, Discovery: discoveries,
+		Embedding: embeddings, Email: m.emails,
 		Events: m.hub, API: router, Box: box, Logger: log, Now: m.Now, Pool: pool,
 		OIDC: m.consoleOIDC(), SecureCookie: console.CookieSecurity(m.Config.ConsoleSecureCookie), PublicURL: m.Config.PublicURL,
 	})
@@ -516,7 +517,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// (openAPIDocument registers the same without services).
 	registerAPI(api, apiServices{
 		health: m.health, production: m.Config.Production(), tenancy: ten, invitations: invitations, providers: providers,
-		notifications: m.notifs, tasks: m.tasks, activity: activity.NewService(pool, m.Now), packs: packs, graph: graphs,
+		notifications: m.notifs, tasks: m.tasks, activity: activity.NewService(pool, docs, m.Now), packs: packs, graph: graphs,
 		policies: policies, documents: docs, uploads: document.UploadLimits{
 			MaxBytes: m.Config.MaxUploadBytes, MaxJSONBytes: m.Config.MaxJSONUploadBytes,
 			MaxConcurrent: m.Config.MaxConcurrentUploads, SpoolDir: m.Config.UploadSpoolDir,

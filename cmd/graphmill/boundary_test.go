@@ -57,7 +57,7 @@ func TestNULRefused(t *testing.T) {
 	require.Equal(t, `no\u0000tes`, srv.Name)
 
 	_, user := s.newMember("u@example.com", []string{"user-activity:read", "user-activity:write"}, project, "viewer")
-	r = s.do("POST", "/api/user-activity/record"+q, user, `{"resourceType": "document", "resourceId": "d1", "actionType": "view", "resourceName": "\u0000"}`)
+	r = s.do("POST", "/api/user-activity/record"+q, user, `{"resourceType": "report", "resourceId": "d1", "actionType": "view", "resourceName": "\u0000"}`)
 	require.Contains(t, requireProblem(t, r, 400, "invalid_argument")["detail"], "body.resourceName")
 	require.Empty(t, s.recent(user, "/api/user-activity/recent"))
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,8 +11,9 @@ import (
 // TestConsoleNotificationLinks: the links notifications carry (and their
 // emails) open a console page: an extraction's review notification its
 // task (accept and reject offered), a failed sync's its sync job page, a
-// failed graph embedding's the queue's page narrowed to the project. A
-// task of another project, and a queue the console does not know, are 404.
+// failed graph embedding's the job's project page at the link itself
+// (TestConsoleQueueJobPages has every such queue). A task of another
+// project, and a queue the console does not know, are 404.
 func TestConsoleNotificationLinks(t *testing.T) {
 	t.Parallel()
 	s := integrationServer(t, refusedSource())
@@ -55,18 +55,17 @@ func TestConsoleNotificationLinks(t *testing.T) {
 	require.Contains(t, page, "ada.md")
 	require.Contains(t, page, `class="accept"`)
 
-	for key, want := range map[string]string{
-		"job_failed:integration_sync": "/projects/" + project + "/integrations/r/syncs/" + sync,
-		"job_failed:graph_embedding":  "/admin/queues/graph_embedding?projectId=" + project,
-	} {
-		status, h, page := b.do("GET", links[key], nil)
-		require.Equal(t, http.StatusSeeOther, status, "%s: %s", key, page)
-		require.Equal(t, want, h.Get("Location"), key)
-		status, _, page = b.do("GET", want, nil)
-		require.Equal(t, http.StatusOK, status, "%s: %s", key, page)
-	}
-	require.True(t, strings.HasSuffix(links["job_failed:graph_embedding"], embedding))
-	status, h, _ := b.do("GET", "/projects/"+project+"/jobs/object_extraction/"+sync, nil)
+	want := "/projects/" + project + "/integrations/r/syncs/" + sync
+	status, h, page := b.do("GET", links["job_failed:integration_sync"], nil)
+	require.Equal(t, http.StatusSeeOther, status, page)
+	require.Equal(t, want, h.Get("Location"))
+	status, _, page = b.do("GET", want, nil)
+	require.Equal(t, http.StatusOK, status, page)
+	require.Equal(t, "/projects/"+project+"/jobs/graph_embedding/"+embedding, links["job_failed:graph_embedding"])
+	status, _, page = b.do("GET", links["job_failed:graph_embedding"], nil)
+	require.Equal(t, http.StatusOK, status, page)
+	require.Contains(t, page, "<h1>Graph embedding job <code>"+embedding[len(embedding)-8:]+"</code></h1>")
+	status, h, _ = b.do("GET", "/projects/"+project+"/jobs/object_extraction/"+sync, nil)
 	require.Equal(t, http.StatusSeeOther, status)
 	require.Equal(t, "/projects/"+project+"/jobs/"+sync, h.Get("Location"))
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"html"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -81,4 +82,32 @@ func TestConsoleMultipartFormsBounded(t *testing.T) {
 	// The upload is not a form: a document over FormMax is stored.
 	status, _, page = b.postMultipart("/projects/"+project+"/documents", nil, "# Big\n\n"+strings.Repeat("word ", console.FormMax/4), csrf)
 	require.Equal(t, http.StatusCreated, status, page)
+}
+
+// TestMalformedMultipartNotEchoed: a multipart body whose part header is
+// malformed is a 400 saying so, without the header's text, on the API's
+// upload, the console's upload (forwarded to it) and a console form.
+func TestMalformedMultipartNotEchoed(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	const marker = "evil-marker"
+	body := "--b\r\n<script>" + marker + "</script>\r\n\r\nx\r\n--b--\r\n"
+	const detail = "a part's header is malformed"
+
+	r := s.do("POST", "/api/documents", s.admin, body, header{"Content-Type", "multipart/form-data; boundary=b"}, header{"X-Project-ID", project})
+	require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+	require.Contains(t, r.Detail(t), "malformed multipart body: "+detail)
+	require.NotContains(t, string(r.Body), marker)
+
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+	csrf := header{console.CSRFHeader, b.csrf}
+	for _, path := range []string{"/projects/" + project + "/documents", "/projects/" + project + "/chat"} {
+		status, _, page := b.send("POST", path, "multipart/form-data; boundary=b", strings.NewReader(body), csrf)
+		require.Equal(t, http.StatusBadRequest, status, path)
+		require.Contains(t, html.UnescapeString(page), detail, path)
+		require.NotContains(t, page, marker, path)
+	}
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM chat_sessions`))
 }

@@ -32,12 +32,18 @@ func consoleOpsQueues() []console.OpsQueue {
 }
 
 // consoleJobPages are the queues whose jobs have a project page in the
-// console, which a failed job's notification links to.
+// console, which a failed job's notification links to: every queue whose
+// jobs belong to a project (email jobs do when they are about one: an
+// invitation).
 func consoleJobPages() map[string]console.JobPage {
 	return map[string]console.JobPage{
-		extraction.Queue:  console.ExtractionJobPage,
-		discovery.Queue:   console.DiscoveryJobPage,
-		agent.Queue:       console.AgentRunPage,
-		integration.Queue: console.SyncJobPage,
+		extraction.Queue:             console.ExtractionJobPage,
+		discovery.Queue:              console.DiscoveryJobPage,
+		agent.Queue:                  console.AgentRunPage,
+		integration.Queue:            console.SyncJobPage,
+		document.QueueParsing:        console.ParsingJobPage,
+		document.QueueChunkEmbedding: console.ChunkEmbeddingJobPage,
+		embedding.Queue:              console.GraphEmbeddingJobPage,
+		email.Queue:                  console.EmailJobPage,
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -441,27 +444,62 @@ func TestNotificationGrouping(t *testing.T) {
 // good, and returns their ids.
 func (s *testServer) failEmbeddingJobs(project string, n int) []string {
 	s.t.Helper()
-	ctx := context.Background()
+	object := s.insertObject(project, "")
 	var wave []string
-	past := time.Now().Add(-time.Minute)
-	object := uuid.Must(uuid.NewV7())
-	_, err := s.m.db.pool.Exec(ctx, `INSERT INTO graph_objects (id, project_id, type, key, normalized_key, name, status, created_at, updated_at)
-		VALUES ($1, $2, 'Concept', $3, $3, $3, 'accepted', now(), now())`, object, project, object.String())
-	require.NoError(s.t, err)
 	for range n {
-		id := uuid.Must(uuid.NewV7()).String()
-		wave = append(wave, id)
-		_, err := s.m.db.pool.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, status, run_at, attempt, retry_count, max_retries,
-			locked_by, locked_until, started_at, created_at, updated_at, object_id)
-			VALUES ($1, $2, 'running', $3, 4, 3, 3, 'crashed-worker', $3, $3, $3, $3, $4)`, id, project, past, object)
-		require.NoError(s.t, err)
+		wave = append(wave, s.insertCrashedJob("graph_embedding_jobs", project, map[string]any{"object_id": object}))
 	}
+	s.waitJobsFailed("graph_embedding_jobs", wave)
+	return wave
+}
+
+// insertObject adds an accepted Concept named name (its id when empty)
+// to project's graph and returns its id.
+func (s *testServer) insertObject(project, name string) string {
+	s.t.Helper()
+	object := uuid.Must(uuid.NewV7()).String()
+	if name == "" {
+		name = object
+	}
+	_, err := s.m.db.pool.Exec(context.Background(), `INSERT INTO graph_objects (id, project_id, type, key, normalized_key, name, status, created_at, updated_at)
+		VALUES ($1, $2, 'Concept', $3, lower($3), $3, 'accepted', now(), now())`, object, project, name)
+	require.NoError(s.t, err)
+	return object
+}
+
+// insertCrashedJob adds a job to table in project with the domain
+// columns cols: running on its last attempt in a worker that crashed (its
+// lease over, no retry left), which the reaper fails, a final failure of
+// the job engine's own (JobOutcomes tells the project's admins). It
+// returns the job's id.
+func (s *testServer) insertCrashedJob(table, project string, cols map[string]any) string {
+	s.t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	names := []string{"id", "project_id", "status", "run_at", "attempt", "retry_count", "max_retries", "locked_by", "locked_until", "started_at", "created_at", "updated_at"}
+	past := time.Now().Add(-time.Minute)
+	args := []any{id, project, "running", past, 4, 3, 3, "crashed-worker", past, past, past, past}
+	for _, k := range slices.Sorted(maps.Keys(cols)) {
+		names, args = append(names, k), append(args, cols[k])
+	}
+	marks := make([]string, len(args))
+	for i := range marks {
+		marks[i] = fmt.Sprintf("$%d", i+1)
+	}
+	_, err := s.m.db.pool.Exec(context.Background(), //nolint:gosec // G201: the test's own table and column names
+		fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(names, ", "), strings.Join(marks, ", ")), args...)
+	require.NoError(s.t, err)
+	return id
+}
+
+// waitJobsFailed waits until the jobs ids of table are failed.
+func (s *testServer) waitJobsFailed(table string, ids []string) {
+	s.t.Helper()
 	require.Eventually(s.t, func() bool {
 		var failed int
-		require.NoError(s.t, s.m.db.pool.QueryRow(ctx, `SELECT count(*) FROM graph_embedding_jobs WHERE id = ANY($1) AND status = 'failed'`, wave).Scan(&failed))
-		return failed == len(wave)
+		require.NoError(s.t, s.m.db.pool.QueryRow(context.Background(), //nolint:gosec // G201: the test's own table name
+			fmt.Sprintf(`SELECT count(*) FROM %s WHERE id = ANY($1) AND status = 'failed'`, table), ids).Scan(&failed))
+		return failed == len(ids)
 	}, 20*time.Second, 20*time.Millisecond)
-	return wave
 }
 
 // A burst of job failures in one queue and project becomes one grouped

@@ -10,19 +10,29 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
+
+// Documents finds a project's documents (document.Service).
+type Documents interface {
+	// HoldInTx checks, in tx, that document id of project exists and
+	// keeps it from being deleted until tx ends; errs.NotFound when there
+	// is none.
+	HoldInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error
+}
 
 // Service holds the recent-activity rules.
 type Service struct {
 	pool   *pgxpool.Pool
+	docs   Documents
 	now    func() time.Time
 	retain int
 }
 
 // NewService returns a Service that keeps RetentionMax items per user.
-func NewService(pool *pgxpool.Pool, now func() time.Time) *Service {
-	return &Service{pool: pool, now: now, retain: RetentionMax}
+func NewService(pool *pgxpool.Pool, docs Documents, now func() time.Time) *Service {
+	return &Service{pool: pool, docs: docs, now: now, retain: RetentionMax}
 }
 
 // validate checks a record and trims its text.
@@ -51,7 +61,10 @@ func validate(r Record) (Record, error) {
 
 // Record records that a user used a resource: the resource's item moves
 // to the top of the user's history (or is added, the oldest items beyond
-// RetentionMax being trimmed). Errors: invalid_argument.
+// RetentionMax being trimmed). A document's use is recorded only while
+// the document exists, checked in the same transaction (a late record
+// racing its deletion commits before it or sees it gone). Errors:
+// invalid_argument, not_found (ErrNoDocument).
 func (s *Service) Record(ctx context.Context, r Record) (Item, error) {
 	r, err := validate(r)
 	if err != nil {
@@ -59,6 +72,13 @@ func (s *Service) Record(ctx context.Context, r Record) (Item, error) {
 	}
 	var out Item
 	err = postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if r.ResourceType == ResourceDocument {
+			id, err := s.holdDocument(ctx, tx, r.ProjectID, r.ResourceID)
+			if err != nil {
+				return err
+			}
+			r.ResourceID = id.String() // one spelling per document
+		}
 		out, err = activityUpsert(ctx, tx, uuid.Must(uuid.NewV7()), r, s.now().UTC())
 		if err != nil {
 			return err
@@ -67,6 +87,21 @@ func (s *Service) Record(ctx context.Context, r Record) (Item, error) {
 		return err
 	})
 	return out, err
+}
+
+// holdDocument checks that the document a record names exists in
+// project, keeps it until tx ends and returns its id. Errors:
+// ErrNoDocument.
+func (s *Service) holdDocument(ctx context.Context, tx pgx.Tx, project uuid.UUID, resourceID string) (uuid.UUID, error) {
+	id, err := uuid.Parse(resourceID)
+	if err != nil {
+		return uuid.Nil, ErrNoDocument
+	}
+	err = s.docs.HoldInTx(ctx, tx, project, id)
+	if errs.CodeOf(err) == errs.NotFound {
+		return uuid.Nil, ErrNoDocument
+	}
+	return id, err
 }
 
 // Recent lists o's most recent items, of one resource type when typ is not

@@ -45,8 +45,11 @@ const (
 )
 
 // cronFields are what a schedule may hold: five fields, descriptors
-// (@daily, @every 1h) and a CRON_TZ= or TZ= prefix.
-const cronFields = cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor
+// (@daily, @every 1h) and a CRON_TZ= or TZ= prefix. DowOrDom gives
+// classic cron's day rule (Vixie, POSIX): with both day-of-month and
+// day-of-week restricted, a day matching either fires ("0 0 1 * 1": the
+// 1st and every Monday); with either *, the other alone decides.
+const cronFields = cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor | cron.DowOrDom
 
 // ParseSchedule reads a schedule. Errors: invalid_argument naming the
 // problem.

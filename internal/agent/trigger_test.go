@@ -50,3 +50,34 @@ func TestParseSchedule(t *testing.T) {
 	_, err := agent.ParseSchedule("0 6 * * *" + string(make([]byte, agent.ScheduleMax)))
 	require.Equal(t, "schedule must be at most 200 characters", errs.MessageOf(err))
 }
+
+// TestScheduleDayOfMonthOrDayOfWeek: when both day-of-month and
+// day-of-week are restricted, a schedule fires on a day matching either,
+// as classic cron (Vixie, POSIX) does; when either is *, the other alone
+// decides. The expected times are classic cron's, worked out by hand.
+func TestScheduleDayOfMonthOrDayOfWeek(t *testing.T) {
+	t.Parallel()
+	utc := func(y int, m time.Month, d, h, mi int) time.Time { return time.Date(y, m, d, h, mi, 0, 0, time.UTC) }
+	for _, c := range []struct {
+		expr       string
+		from, want time.Time
+	}{
+		// The 1st or any Monday: the next Monday, then Sunday 1 February.
+		{"0 0 1 * 1", utc(2026, 1, 5, 12, 0), utc(2026, 1, 12, 0, 0)},
+		{"0 0 1 * 1", utc(2026, 1, 26, 12, 0), utc(2026, 2, 1, 0, 0)},
+		// 29 February or any Monday of February: fires every year.
+		{"0 0 29 2 1", utc(2026, 1, 5, 12, 0), utc(2026, 2, 2, 0, 0)},
+		{"0 0 29 2 1", utc(2026, 2, 24, 12, 0), utc(2027, 2, 1, 0, 0)},
+		{"0 0 29 2 1", utc(2028, 2, 28, 12, 0), utc(2028, 2, 29, 0, 0)},
+		// The 13th or any Friday.
+		{"30 6 13 * 5", utc(2026, 4, 9, 0, 0), utc(2026, 4, 10, 6, 30)},
+		{"30 6 13 * 5", utc(2026, 4, 11, 0, 0), utc(2026, 4, 13, 6, 30)},
+		// One field *: the other alone.
+		{"0 0 * * 1", utc(2026, 1, 26, 12, 0), utc(2026, 2, 2, 0, 0)},
+		{"0 0 1 * *", utc(2026, 1, 5, 12, 0), utc(2026, 2, 1, 0, 0)},
+	} {
+		s, err := agent.ParseSchedule(c.expr)
+		require.NoError(t, err, c.expr)
+		require.Equal(t, c.want, s.Next(c.from).UTC(), "%s from %s", c.expr, c.from)
+	}
+}

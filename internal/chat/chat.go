@@ -14,6 +14,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
 // Roles of stored messages.
@@ -112,14 +113,7 @@ func CheckAgentScope(caller *auth.Principal, c CreateParams) error {
 // the console's form): nil when empty, a plain chat. Errors:
 // invalid_argument.
 func ParseAgentID(s string) (*uuid.UUID, error) {
-	if s == "" {
-		return nil, nil //nolint:nilnil // no agent
-	}
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return nil, errs.New(errs.Invalid, "agentId must be a UUID")
-	}
-	return &id, nil
+	return httpapi.ParseOptionalID("agentId", s)
 }
 
 // withMessages embeds a session's latest messages.

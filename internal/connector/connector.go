@@ -114,7 +114,8 @@ const (
 // implements it: it stores items as documents, counts, logs and
 // checkpoints. Every method is called from the connector's goroutine.
 type Walker interface {
-	// Known returns the version stored for an item by an earlier sync, so
+	// Known returns the version stored for an item by an earlier sync (or
+	// the version an earlier sync skipped it at: binary, too large), so
 	// that a connector can skip fetching it (conditional GET, ETag or
 	// commit comparison).
 	Known(externalID string) (version string, ok bool)

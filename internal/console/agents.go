@@ -63,23 +63,14 @@ func runURL(project, id uuid.UUID) string { return projectURL(project) + "/agent
 
 // agents lists the project's agent definitions, newest first.
 func (h *Handler) agents(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, agentsRule, "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	offset := pageOffset(r)
-	list, total, err := h.cfg.Agents.ListAgents(r.Context(), a.ProjectID, PageSize, offset)
-	h.show(w, r, agentsPage(c.sess.CSRF, p, list, pager{Offset: offset, Total: total, Base: agentsURL(p.ID)}), err)
+	p, list, pg, err := projectList(h, r, c, agentsRule, "/agents", h.cfg.Agents.ListAgents)
+	h.show(w, r, agentsPage(c.sess.CSRF, p, list, pg), err)
 }
 
 // agentRuns is an agent and a page of the caller's runs of it.
 func (h *Handler) agentRuns(r *http.Request, c caller) (pv projectView, ag agent.Agent, runs []agent.Run, pg pager, err error) {
-	a, p, err := h.ownedContext(r, c, agentsRule, h.agentOwner())
+	a, p, ag, err := ownedResource(h, r, c, agentsRule, h.agentOwner(), h.cfg.Agents.GetAgent)
 	if err != nil {
-		return pv, ag, nil, pg, err
-	}
-	if ag, err = h.cfg.Agents.GetAgent(r.Context(), a.ProjectID, a.ResourceID); err != nil {
 		return pv, ag, nil, pg, err
 	}
 	offset := pageOffset(r)

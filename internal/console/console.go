@@ -34,6 +34,8 @@ import (
 	"github.com/graphmill/graphmill/internal/chat"
 	"github.com/graphmill/graphmill/internal/discovery"
 	"github.com/graphmill/graphmill/internal/document"
+	"github.com/graphmill/graphmill/internal/email"
+	"github.com/graphmill/graphmill/internal/embedding"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/graph"
@@ -102,6 +104,10 @@ type Config struct {
 	Integrations *integration.Service
 	// Discovery is schema discovery's jobs and finalize.
 	Discovery *discovery.Service
+	// Embedding and Email read a project's embedding and email jobs for
+	// their job pages (JobPages).
+	Embedding *embedding.Service
+	Email     *email.Service
 	// Events is the API's event stream (events.Hub); the console's
 	// streams run it for the signed-in caller and turn its events into
 	// HTML fragments.
@@ -139,7 +145,7 @@ type Handler struct {
 // New returns the console handler.
 func New(c Config) (*Handler, error) {
 	if c.Guard == nil || c.Projects == nil || c.Documents == nil || c.Extraction == nil || c.Tasks == nil || c.Search == nil || c.Providers == nil || c.Graph == nil || c.Jobs == nil ||
-		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil ||
+		c.Chat == nil || c.Agents == nil || c.Notifications == nil || c.MCP == nil || c.Integrations == nil || c.Discovery == nil || c.Embedding == nil || c.Email == nil ||
 		c.Events == nil || c.API == nil || c.Box == nil || c.Logger == nil || c.Pool == nil {
 		return nil, errors.New("console: incomplete config")
 	}
@@ -399,6 +405,10 @@ func readForm(w http.ResponseWriter, r *http.Request, body requestBody) error {
 		if _, big := errors.AsType[*http.MaxBytesError](err); big {
 			return errs.Errorf(errs.PayloadTooLarge, "the form is larger than %d bytes", FormMax)
 		}
+		if multipart {
+			// The reader's errors quote the client's text (a part's header line).
+			return errs.New(errs.Invalid, "the form does not parse: "+httpapi.MultipartDetail(err))
+		}
 		return errs.Errorf(errs.Invalid, "the form does not parse: %v", err)
 	}
 	return nil
@@ -539,6 +549,22 @@ func (h *Handler) projects(w http.ResponseWriter, r *http.Request, c caller) {
 // it. The project's record (its name, role, dates) is the API's GET
 // /api/projects/{id} (projectRule): a caller the page's rule lets in but
 // that route refuses sees the project's id as its name, nothing more.
+// projectList authorises rule on the path's project, as projectContext,
+// and reads with list the page of the project's list that the request
+// asks for (pageOffset, PageSize); the pager's base is path under the
+// project's URL.
+func projectList[T any](h *Handler, r *http.Request, c caller, rule auth.Rule, path string,
+	list func(ctx context.Context, project uuid.UUID, limit, offset int) ([]T, int, error),
+) (tenancy.Project, []T, pager, error) {
+	a, p, err := h.projectContext(r, c, rule, "")
+	if err != nil {
+		return p, nil, pager{}, err
+	}
+	offset := pageOffset(r)
+	items, total, err := list(r.Context(), a.ProjectID, PageSize, offset)
+	return p, items, pager{Offset: offset, Total: total, Base: projectURL(p.ID) + path}, err
+}
+
 func (h *Handler) projectContext(r *http.Request, c caller, rule auth.Rule, resource string) (auth.Access, tenancy.Project, error) {
 	a, err := h.check(r, c, rule, resource)
 	if err != nil {
@@ -576,13 +602,7 @@ func (h *Handler) project(w http.ResponseWriter, r *http.Request, c caller) {
 }
 
 func (h *Handler) documentList(r *http.Request, c caller) (tenancy.Project, []document.Document, pager, error) {
-	a, pr, err := h.projectContext(r, c, documentsRule, "")
-	if err != nil {
-		return pr, nil, pager{}, err
-	}
-	offset := pageOffset(r)
-	list, total, err := h.cfg.Documents.List(r.Context(), a.ProjectID, PageSize, offset)
-	return pr, list, pager{Offset: offset, Total: total, Base: "/projects/" + pr.ID.String() + "/documents"}, err
+	return projectList(h, r, c, documentsRule, "/documents", h.cfg.Documents.List)
 }
 
 func (h *Handler) documents(w http.ResponseWriter, r *http.Request, c caller) {
@@ -603,12 +623,7 @@ func (h *Handler) documentRows(w http.ResponseWriter, r *http.Request, c caller)
 }
 
 func (h *Handler) document(w http.ResponseWriter, r *http.Request, c caller) {
-	a, pr, err := h.ownedContext(r, c, documentsRule, h.documentOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	d, err := h.cfg.Documents.Get(r.Context(), a.ProjectID, a.ResourceID)
+	a, pr, d, err := ownedResource(h, r, c, documentsRule, h.documentOwner(), h.cfg.Documents.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return

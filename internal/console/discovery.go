@@ -40,14 +40,11 @@ func discoveryURL(project uuid.UUID) string { return projectURL(project) + "/dis
 func discoveryJobURL(project, id uuid.UUID) string { return discoveryURL(project) + "/" + id.String() }
 
 func (h *Handler) discoveryList(r *http.Request, c caller) (projectView, []discovery.ListItem, pager, error) {
-	a, p, err := h.projectContext(r, c, discoveryRule, "")
+	p, list, pg, err := projectList(h, r, c, discoveryRule, "/discovery", h.cfg.Discovery.List)
 	if err != nil {
 		return projectView{}, nil, pager{}, err
 	}
-	offset := pageOffset(r)
-	list, total, err := h.cfg.Discovery.List(r.Context(), a.ProjectID, PageSize, offset)
-	pv := projectView{Project: p, CanWrite: h.can(r, c, discoveryWriteRule)}
-	return pv, list, pager{Offset: offset, Total: total, Base: discoveryURL(p.ID)}, err
+	return projectView{Project: p, CanWrite: h.can(r, c, discoveryWriteRule)}, list, pg, nil
 }
 
 // discoveryJobs lists the project's discovery jobs with their progress,
@@ -188,12 +185,7 @@ type finalizeForm struct {
 }
 
 func (h *Handler) renderDiscoveryJob(w http.ResponseWriter, r *http.Request, c caller, status int, f finalizeForm, fragment bool) {
-	a, p, err := h.ownedContext(r, c, discoveryRule, h.discoveryOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	j, err := h.cfg.Discovery.Get(r.Context(), a.ProjectID, a.ResourceID)
+	_, p, j, err := ownedResource(h, r, c, discoveryRule, h.discoveryOwner(), h.cfg.Discovery.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -228,12 +220,7 @@ func relKey(rel discovery.Relationship) string {
 // relationships, as POST /api/discovery-jobs/{id}/finalize; the page
 // shows the pack made, or the API's message with the form as it was.
 func (h *Handler) finalizeDiscovery(w http.ResponseWriter, r *http.Request, c caller) {
-	a, _, err := h.ownedContext(r, c, discoveryWriteRule, h.discoveryOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	j, err := h.cfg.Discovery.Get(r.Context(), a.ProjectID, a.ResourceID)
+	a, _, j, err := ownedResource(h, r, c, discoveryWriteRule, h.discoveryOwner(), h.cfg.Discovery.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -84,12 +84,7 @@ type objectView struct {
 // relationships, listed as links and drawn (Cytoscape.js, from the
 // elements in the page).
 func (h *Handler) objectPage(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.ownedContext(r, c, graphRule, h.objectOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	o, err := h.cfg.Graph.GetObject(r.Context(), a.ProjectID, a.ResourceID)
+	a, p, o, err := ownedResource(h, r, c, graphRule, h.objectOwner(), h.cfg.Graph.GetObject)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -90,20 +90,13 @@ type integrationForm struct {
 // integrations lists the project's integrations and the providers an
 // admin may add.
 func (h *Handler) integrations(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.projectContext(r, c, integrationsRule, "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	offset := pageOffset(r)
-	list, total, err := h.cfg.Integrations.List(r.Context(), a.ProjectID, PageSize, offset)
+	p, list, pg, err := projectList(h, r, c, integrationsRule, "/integrations", h.cfg.Integrations.List)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	pv := projectView{Project: p, CanWrite: h.can(r, c, integrationAdminRule)}
-	h.render(w, r, http.StatusOK, integrationsPage(c.sess.CSRF, pv, list, h.cfg.Integrations.Available(),
-		pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/integrations"}))
+	h.render(w, r, http.StatusOK, integrationsPage(c.sess.CSRF, pv, list, h.cfg.Integrations.Available(), pg))
 }
 
 // newIntegration is the add form of one provider (query provider).

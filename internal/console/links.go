@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -21,21 +22,38 @@ const (
 	DiscoveryJobPage          // the discovery job's page
 	AgentRunPage              // the agent run's page
 	SyncJobPage               // the sync's page under its integration
+	// The queues without a page of their own: the project's page of one
+	// job (queuejobs.go), at the link's own path.
+	ParsingJobPage        // a document parsing job
+	ChunkEmbeddingJobPage // a chunk embedding job
+	GraphEmbeddingJobPage // a graph object embedding job
+	EmailJobPage          // an email about the project (an invitation)
 )
 
 // errLinkedJobNotFound is a notification's job link naming no job page.
 var errLinkedJobNotFound = errs.New(errs.NotFound, "job not found")
 
+// jobLinkURL is the link of a failed job's notification.
+func jobLinkURL(project uuid.UUID, queue string, id uuid.UUID) string {
+	return projectURL(project) + "/jobs/" + url.PathEscape(queue) + "/" + id.String()
+}
+
 // jobLink is the page a failed job's notification links to
 // (/projects/{project}/jobs/{queue}/{id}, notification.JobOutcomes; its
 // emails too): a redirect to the page of that job for the queues that
 // have one in the project (extraction jobs, syncs, discovery jobs, agent
-// runs), else to the queue's administration page narrowed to the project.
+// runs), the job's project page itself for the queues without
+// (queueJob: parsing, embeddings, email), else to the queue's
+// administration page narrowed to the project.
 func (h *Handler) jobLink(w http.ResponseWriter, r *http.Request, c caller) {
 	queue := chi.URLParam(r, "queue")
 	id, err := httpapi.ParseID(chi.URLParam(r, "id"), errLinkedJobNotFound)
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if read, ok := h.queueJobReader(h.cfg.JobPages[queue]); ok {
+		h.projectQueueJob(w, r, c, queue, id, read)
 		return
 	}
 	rule := projectRule
@@ -77,12 +95,7 @@ func (h *Handler) jobLink(w http.ResponseWriter, r *http.Request, c caller) {
 // notification): the tasks page showing that task alone, under the tab
 // of its status, with accept and reject while it is pending.
 func (h *Handler) task(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.ownedContext(r, c, tasksRule, h.taskOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	t, err := h.cfg.Tasks.Get(r.Context(), a.ProjectID, a.ResourceID)
+	_, p, t, err := ownedResource(h, r, c, tasksRule, h.taskOwner(), h.cfg.Tasks.Get)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -41,19 +41,13 @@ func (h *Handler) mcpServers(w http.ResponseWriter, r *http.Request, c caller) {
 }
 
 func (h *Handler) renderMCPServers(w http.ResponseWriter, r *http.Request, c caller, status int, f mcpForm) {
-	a, p, err := h.projectContext(r, c, mcpReadRule, "")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	offset := pageOffset(r)
-	list, total, err := h.cfg.MCP.ListServers(r.Context(), a.ProjectID, PageSize, offset)
+	p, list, pg, err := projectList(h, r, c, mcpReadRule, "/mcp", h.cfg.MCP.ListServers)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	pv := projectView{Project: p, CanWrite: h.can(r, c, mcpWriteRule)}
-	h.render(w, r, status, mcpServersPage(c.sess.CSRF, pv, list, f, pager{Offset: offset, Total: total, Base: projectURL(p.ID) + "/mcp"}))
+	h.render(w, r, status, mcpServersPage(c.sess.CSRF, pv, list, f, pg))
 }
 
 // createMCPServer adds a server from the form (the API's create rule and
@@ -93,12 +87,7 @@ func (h *Handler) createMCPServer(w http.ResponseWriter, r *http.Request, c call
 // mcpServer shows a server with its tool catalogue (the built-in server's
 // tools with their effective settings).
 func (h *Handler) mcpServer(w http.ResponseWriter, r *http.Request, c caller) {
-	a, p, err := h.ownedContext(r, c, mcpReadRule, h.mcpOwner())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	srv, err := h.cfg.MCP.Server(r.Context(), a.ProjectID, a.ResourceID)
+	a, p, srv, err := ownedResource(h, r, c, mcpReadRule, h.mcpOwner(), h.cfg.MCP.Server)
 	if err != nil {
 		h.fail(w, r, err)
 		return

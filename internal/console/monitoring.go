@@ -87,12 +87,7 @@ func (h *Handler) jobCalls(w http.ResponseWriter, r *http.Request, c caller) {
 // jobContext authorises c to read the path's extraction job (the API's
 // rule and owner) and loads its project and the job.
 func (h *Handler) jobContext(r *http.Request, c caller) (auth.Access, tenancy.Project, extraction.Job, error) {
-	a, p, err := h.ownedContext(r, c, jobsRule, h.jobOwner())
-	if err != nil {
-		return a, p, extraction.Job{}, err
-	}
-	j, err := h.cfg.Extraction.Job(r.Context(), a.ProjectID, a.ResourceID)
-	return a, p, j, err
+	return ownedResource(h, r, c, jobsRule, h.jobOwner(), h.cfg.Extraction.Job)
 }
 
 // payload is an LLM call's payload for reading ("" when there is none).

@@ -228,13 +228,17 @@ func (h *Handler) setPaused(w http.ResponseWriter, r *http.Request, c caller, se
 // and those that name what it works on.
 type adminJob struct {
 	jobqueue.Record
-	FileName        *string `json:"fileName"`
-	IntegrationName string  `json:"integrationName"`
-	JobType         string  `json:"jobType"`
-	Type            string  `json:"type"`
-	ObjectName      string  `json:"objectName"`
-	ToEmail         string  `json:"toEmail"`
-	Subject         string  `json:"subject"`
+	DocumentID      *uuid.UUID `json:"documentId"`
+	ChunkID         *uuid.UUID `json:"chunkId"`
+	ObjectID        *uuid.UUID `json:"objectId"`
+	ObjectType      *string    `json:"objectType"`
+	FileName        *string    `json:"fileName"`
+	IntegrationName string     `json:"integrationName"`
+	JobType         string     `json:"jobType"`
+	Type            string     `json:"type"`
+	ObjectName      string     `json:"objectName"`
+	ToEmail         string     `json:"toEmail"`
+	Subject         string     `json:"subject"`
 }
 
 // What names what the job works on.
@@ -272,6 +276,9 @@ type queueView struct {
 	Counts   map[string]int
 	Pager    pager
 	CanWrite bool
+	// JobPages: the queue's jobs of a project have the project's job page
+	// (Config.JobPages), at their notification's link.
+	JobPages bool
 }
 
 // queueJobs reads a page of the path's queue through the API's list.
@@ -295,7 +302,7 @@ func (h *Handler) queueJobs(r *http.Request, c caller) (queueView, error) {
 		return queueView{}, err
 	}
 	v := queueView{
-		Queue: q, Jobs: page.Data, Filter: f, CanWrite: h.can(r, c, superWrite),
+		Queue: q, Jobs: page.Data, Filter: f, CanWrite: h.can(r, c, superWrite), JobPages: h.cfg.JobPages[q.Name] != NoJobPage,
 		Pager: pager{Offset: offset, Total: page.Meta.Total, Base: queueURL(q.Name), Params: f.values()},
 	}
 	if page.Stats != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // AdminParsingJob is a document parsing job as the superadmin list shows
@@ -31,16 +32,7 @@ func (s *Service) AdminParsingJobs(ctx context.Context, f jobqueue.ListFilter) (
 	if err := f.Check(); err != nil {
 		return nil, nil, err
 	}
-	// The page's ids first (by the (created_at, id) index): only its jobs
-	// are joined to their project and document, however deep the offset.
-	rows, _ := s.pool.Query(ctx, `
-		WITH page AS (SELECT j.id FROM document_parsing_jobs j WHERE `+jobqueue.ListWhere+` AND ($3 = '' OR j.status = $3)
-			ORDER BY j.created_at DESC, j.id DESC LIMIT $4 OFFSET $5)
-		SELECT `+jobqueue.RecordColumns+`, j.document_id, d.filename
-		FROM page JOIN document_parsing_jobs j ON j.id = page.id
-		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id JOIN documents d ON d.id = j.document_id
-		ORDER BY j.created_at DESC, j.id DESC`,
-		f.ProjectID, f.HasError, f.Status, f.Limit, f.Offset)
+	rows, _ := s.pool.Query(ctx, parsingJobsSQL(""), f.ProjectID, f.HasError, f.Status, f.Limit, f.Offset)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminParsingJob])
 	if err != nil {
 		return nil, nil, fmt.Errorf("list parsing jobs: %w", err)
@@ -51,6 +43,31 @@ func (s *Service) AdminParsingJobs(ctx context.Context, f jobqueue.ListFilter) (
 		return nil, nil, fmt.Errorf("count parsing jobs: %w", err)
 	}
 	return list, counts, nil
+}
+
+// parsingJobsSQL is the page of parsing jobs of the superadmin list: $1
+// project, $2 hasError, $3 status, $4 limit, $5 offset, and cond, a
+// further condition on the jobs (j). The page's ids come first (by the
+// (created_at, id) index): only its jobs are joined to their project and
+// document, however deep the offset.
+func parsingJobsSQL(cond string) string {
+	return `
+		WITH page AS (SELECT j.id FROM document_parsing_jobs j WHERE ` + jobqueue.ListWhere + ` AND ($3 = '' OR j.status = $3)` + cond + `
+			ORDER BY j.created_at DESC, j.id DESC LIMIT $4 OFFSET $5)
+		SELECT ` + jobqueue.RecordColumns + `, j.document_id, d.filename
+		FROM page JOIN document_parsing_jobs j ON j.id = page.id
+		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id JOIN documents d ON d.id = j.document_id
+		ORDER BY j.created_at DESC, j.id DESC`
+}
+
+// ErrParsingJobNotFound answers a parsing job not in the project.
+var ErrParsingJobNotFound = errs.New(errs.NotFound, "document parsing job not found")
+
+// ParsingJob is the project's parsing job id, as the superadmin list
+// shows it (the console's project job page). Errors: not_found (another
+// project's job too).
+func (s *Service) ParsingJob(ctx context.Context, project, id uuid.UUID) (AdminParsingJob, error) {
+	return postgres.One[AdminParsingJob](ctx, s.pool, ErrParsingJobNotFound, parsingJobsSQL(` AND j.id = $6`), project, nil, "", 1, 0, id)
 }
 
 // DeleteParsingJobs deletes, in one statement in tx, the finished parsing

@@ -210,7 +210,7 @@ func decodeUpload(in *uploadIn, lim UploadLimits) (Upload, func(), error) {
 				return Upload{}, nothing, errs.New(errs.Invalid, `multipart body has no "file" part`)
 			}
 			if err != nil {
-				return Upload{}, nothing, bodyError("malformed multipart body", err)
+				return Upload{}, nothing, multipartError(err)
 			}
 			if part.FormName() != "file" {
 				continue
@@ -220,7 +220,7 @@ func decodeUpload(in *uploadIn, lim UploadLimits) (Upload, func(), error) {
 				return Upload{}, nothing, err // logged; the client sees an internal error
 			}
 			if err != nil {
-				return Upload{}, nothing, bodyError("malformed multipart body", err)
+				return Upload{}, nothing, multipartError(err)
 			}
 			return Upload{Filename: part.FileName(), MimeType: part.Header.Get("Content-Type"), Content: sp}, func() { _ = sp.Close() }, nil
 		}
@@ -241,7 +241,7 @@ func decodeJSONUpload(body io.Reader, length int64, lim UploadLimits) (Upload, e
 			return Upload{}, errs.Errorf(errs.PayloadTooLarge,
 				"a JSON upload is limited to %d bytes: send larger documents as multipart/form-data", lim.MaxJSONBytes)
 		}
-		return Upload{}, bodyError("cannot read body", err)
+		return Upload{}, bodyError("cannot read body", err, error.Error)
 	}
 	data := buf.Bytes()
 	if err := httpapi.CheckJSON(data); err != nil {
@@ -304,8 +304,9 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 }
 
 // bodyError turns a failure to read an upload into its answer: 413 over
-// the limit, 400 for a malformed body.
-func bodyError(what string, err error) error {
+// the limit, 400 for a malformed body, its detail what and describe's
+// words for err.
+func bodyError(what string, err error, describe func(error) string) error {
 	if errors.Is(err, errBodyTooLarge) || errors.Is(err, ErrTooLarge) {
 		return ErrTooLarge
 	}
@@ -316,5 +317,12 @@ func bodyError(what string, err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return errs.New(errs.Invalid, "the request body did not arrive before the request's deadline")
 	}
-	return errs.Errorf(errs.Invalid, "%s: %v", what, err)
+	return errs.Errorf(errs.Invalid, "%s: %s", what, describe(err))
+}
+
+// multipartError is bodyError for a multipart body: its reader's errors
+// quote the client's text (a part's header line), so the detail says
+// what is wrong in words of its own (httpapi.MultipartDetail).
+func multipartError(err error) error {
+	return bodyError("malformed multipart body", err, httpapi.MultipartDetail)
 }

@@ -255,14 +255,40 @@ func baseMediaType(declared string) string {
 	return strings.ToLower(strings.TrimSpace(declared))
 }
 
-// NamedAsDocument reports whether filename names a document by itself: its
-// extension is one of a format an upload parses (Markdown, text, HTML,
-// PDF, DOCX), or it has none (README, LICENSE), whose content decides.
-// A connector syncing whole trees offers these by default.
-func NamedAsDocument(filename string) bool {
-	ext := fileExtension(filename)
-	_, ok := formatByExtension(ext)
-	return ok || ext == ""
+// NamedAsDocument reports whether the file at p (a slash-separated path)
+// names a document by itself: its extension is one of a format an upload
+// parses (Markdown, text, HTML, PDF, DOCX), or it has none (README,
+// LICENSE, CHANGELOG: its content decides) and it is no program or build
+// file: not executable, not under a bin/ directory, not one of the build
+// and tool files named without an extension (Makefile, Dockerfile,
+// Gemfile, ...). A connector syncing whole trees offers these by default.
+func NamedAsDocument(p string, executable bool) bool {
+	ext := fileExtension(p)
+	if _, ok := formatByExtension(ext); ok {
+		return true
+	}
+	if ext != "" || executable {
+		return false
+	}
+	dirs, name := path.Split(strings.ReplaceAll(p, "\\", "/"))
+	for d := range strings.SplitSeq(dirs, "/") {
+		if strings.EqualFold(d, "bin") {
+			return false
+		}
+	}
+	return !isBuildFileName(name)
+}
+
+// isBuildFileName reports whether name (without an extension) is a build
+// or tool file's: make, container, CI, Ruby, Vagrant, Bazel and the like.
+func isBuildFileName(name string) bool {
+	switch strings.ToLower(name) {
+	case "makefile", "gnumakefile", "dockerfile", "containerfile", "jenkinsfile", "procfile", "gemfile", "rakefile",
+		"vagrantfile", "brewfile", "podfile", "fastfile", "appfile", "guardfile", "capfile", "berksfile", "thorfile",
+		"justfile", "tiltfile", "earthfile", "snakefile", "pipfile", "build", "workspace":
+		return true
+	}
+	return false
 }
 
 // fileExtension is filename's extension, lower-cased ("" for none); a

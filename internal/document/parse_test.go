@@ -523,3 +523,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestNamedAsDocument: a file is named as a document by a format's
+// extension, or by none when it is not a program or build file: not one
+// of the build and tool files named without an extension, not under a
+// bin/ directory, not executable. Prose files without an extension stay.
+func TestNamedAsDocument(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{
+		"README", "LICENSE", "NOTICE", "CHANGELOG", "AUTHORS", "CONTRIBUTING", "COPYING", "docs/INSTALL",
+		"README.md", "docs/guide.txt", "site/page.html", "manual.pdf", "spec.docx", "bin/README.md", "tools/run.md",
+	} {
+		require.True(t, NamedAsDocument(p, false), p)
+	}
+	for _, p := range []string{
+		"Makefile", "src/makefile", "GNUmakefile", "Dockerfile", "deploy/Dockerfile", "Containerfile", "Jenkinsfile", "Procfile",
+		"Gemfile", "Rakefile", "Vagrantfile", "bin/setup", "scripts/bin/release", "BIN/run",
+		"main.go", "logo.png", ".gitignore", "Dockerfile.dev",
+	} {
+		require.False(t, NamedAsDocument(p, false), p)
+	}
+	require.False(t, NamedAsDocument("scripts/deploy", true), "an executable without an extension is a program")
+	require.True(t, NamedAsDocument("scripts/deploy", false))
+	require.True(t, NamedAsDocument("docs/notes.md", true), "an executable Markdown file is still named as one")
+}

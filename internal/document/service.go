@@ -274,6 +274,14 @@ func (s *Service) DeleteInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UU
 	return err
 }
 
+// HoldInTx checks, in tx, that document id of project exists, and keeps
+// it from being deleted until tx ends (a key-share lock: a deletion in
+// progress is waited for, then seen). Errors: not_found.
+func (s *Service) HoldInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
+	_, err := postgres.One[int](ctx, tx, ErrNotFound, `SELECT 1 FROM documents WHERE project_id = $1 AND id = $2 FOR KEY SHARE`, project, id)
+	return err
+}
+
 // DocumentCounts counts the documents of each project (for superadmin
 // lists).
 func (s *Service) DocumentCounts(ctx context.Context, projects []uuid.UUID) (map[uuid.UUID]int, error) {

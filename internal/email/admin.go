@@ -2,6 +2,7 @@ package email
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -87,23 +88,8 @@ func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminEmailJob
 		status = st
 	}
 	recipient := strings.TrimSpace(f.Recipient)
-	rows, _ := s.pool.Query(ctx, `
-		SELECT j.id, j.project_id, p.name, o.name, j.template_name, j.to_email, j.to_name, j.subject, j.status,
-		       j.attempt, j.retry_count, j.max_retries, j.priority, j.error_msg, j.created_at, j.started_at, j.completed_at,
-		       (extract(epoch FROM j.completed_at - j.started_at) * 1000)::bigint
-		FROM email_jobs j
-		LEFT JOIN projects p ON p.id = j.project_id LEFT JOIN orgs o ON o.id = p.org_id
-		WHERE `+adminWhere+` AND ($4 = '' OR j.status = $4)
-		ORDER BY j.created_at DESC, j.id DESC LIMIT $5 OFFSET $6`,
-		recipient, f.From, f.To, string(status), f.Limit, f.Offset)
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AdminEmailJob, error) {
-		var j AdminEmailJob
-		var st jobqueue.Status
-		err := r.Scan(&j.ID, &j.ProjectID, &j.ProjectName, &j.OrganizationName, &j.TemplateName, &j.ToEmail, &j.ToName, &j.Subject, &st,
-			&j.Attempt, &j.RetryCount, &j.MaxRetries, &j.Priority, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.CompletedAt, &j.DurationMs)
-		j.Status = vocabulary.Name(st)
-		return j, err
-	})
+	rows, _ := s.pool.Query(ctx, adminJobsSQL(""), recipient, f.From, f.To, string(status), f.Limit, f.Offset)
+	list, err := pgx.CollectRows(rows, adminJobOf)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("list email jobs: %w", err)
 	}
@@ -115,4 +101,45 @@ func (s *Service) AdminJobs(ctx context.Context, f AdminFilter) ([]AdminEmailJob
 	// The list's total is the stats' count of the status filtered to (of
 	// every status without one): no second count over the same rows.
 	return list, jobqueue.CountOf(counts, string(status)), vocabulary.Counts(counts), nil
+}
+
+// adminJobsSQL is the page of the superadmin list: $1 recipient, $2 and
+// $3 the creation bounds, $4 status, $5 limit, $6 offset, and cond, a
+// further condition on the jobs (j).
+func adminJobsSQL(cond string) string {
+	return `
+		SELECT j.id, j.project_id, p.name, o.name, j.template_name, j.to_email, j.to_name, j.subject, j.status,
+		       j.attempt, j.retry_count, j.max_retries, j.priority, j.error_msg, j.created_at, j.started_at, j.completed_at,
+		       (extract(epoch FROM j.completed_at - j.started_at) * 1000)::bigint
+		FROM email_jobs j
+		LEFT JOIN projects p ON p.id = j.project_id LEFT JOIN orgs o ON o.id = p.org_id
+		WHERE ` + adminWhere + ` AND ($4 = '' OR j.status = $4)` + cond + `
+		ORDER BY j.created_at DESC, j.id DESC LIMIT $5 OFFSET $6`
+}
+
+// adminJobOf reads a row of adminJobsSQL, its status in the email
+// vocabulary.
+func adminJobOf(r pgx.CollectableRow) (AdminEmailJob, error) {
+	var j AdminEmailJob
+	var st jobqueue.Status
+	err := r.Scan(&j.ID, &j.ProjectID, &j.ProjectName, &j.OrganizationName, &j.TemplateName, &j.ToEmail, &j.ToName, &j.Subject, &st,
+		&j.Attempt, &j.RetryCount, &j.MaxRetries, &j.Priority, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.CompletedAt, &j.DurationMs)
+	j.Status = vocabulary.Name(st)
+	return j, err
+}
+
+// ProjectJob is the email job id about project (an invitation to it), as
+// the superadmin list shows it (the console's project job page): never
+// its template data or secrets. Errors: not_found (a job of another
+// project, or of none, too).
+func (s *Service) ProjectJob(ctx context.Context, project, id uuid.UUID) (AdminEmailJob, error) {
+	rows, _ := s.pool.Query(ctx, adminJobsSQL(` AND j.project_id = $7 AND j.id = $8`), "", nil, nil, "", 1, 0, project, id)
+	j, err := pgx.CollectExactlyOneRow(rows, adminJobOf)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return AdminEmailJob{}, ErrJobNotFound
+	}
+	if err != nil {
+		return AdminEmailJob{}, fmt.Errorf("read email job: %w", err)
+	}
+	return j, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // The kinds of embedding job the superadmin list shows: graph object
@@ -72,7 +73,7 @@ func (s *Service) AdminJobs(ctx context.Context, f jobqueue.ListFilter, kind str
 	if err := CheckType(kind); err != nil {
 		return nil, nil, err
 	}
-	rows, _ := s.pool.Query(ctx, adminListSQL(),
+	rows, _ := s.pool.Query(ctx, adminListSQL(""),
 		f.ProjectID, f.HasError, kind, f.Status, f.Limit, f.Offset)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AdminEmbeddingJob])
 	if err != nil {
@@ -83,6 +84,20 @@ func (s *Service) AdminJobs(ctx context.Context, f jobqueue.ListFilter, kind str
 		return nil, nil, fmt.Errorf("count embedding jobs: %w", err)
 	}
 	return list, counts, nil
+}
+
+// ErrJobNotFound answers an embedding job not in the project.
+var ErrJobNotFound = errs.New(errs.NotFound, "embedding job not found")
+
+// ProjectJob is the project's embedding job id of kind (JobTypeGraph or
+// JobTypeChunk), as the superadmin list shows it (the console's project
+// job page). Errors: not_found (another project's job too),
+// invalid_argument (kind).
+func (s *Service) ProjectJob(ctx context.Context, project, id uuid.UUID, kind string) (AdminEmbeddingJob, error) {
+	if kind != JobTypeGraph && kind != JobTypeChunk {
+		return AdminEmbeddingJob{}, ErrBadType
+	}
+	return postgres.One[AdminEmbeddingJob](ctx, s.pool, ErrJobNotFound, adminListSQL(` AND j.id = $7`), project, nil, kind, "", 1, 0, id)
 }
 
 // DeleteJobs deletes, in one statement in tx, the finished graph
@@ -108,16 +123,17 @@ func (s *Service) DeleteOrphanJobs(ctx context.Context, tx pgx.Tx) (int, error) 
 }
 
 // adminListSQL is the page of the superadmin list: $1 project, $2
-// hasError, $3 kind, $4 status, $5 limit, $6 offset. The page lies within
+// hasError, $3 kind, $4 status, $5 limit, $6 offset, and cond, a further
+// condition on the jobs (j). The page lies within
 // the first offset+limit jobs of each table, which each branch takes by its
 // (created_at, id) index; the page is cut from their union before
 // anything is joined to it.
-func adminListSQL() string {
+func adminListSQL(cond string) string {
 	return `
 		SELECT ` + jobqueue.RecordColumns + `, j.type, j.object_id, g.type AS object_type, g.name AS object_name,
 		       j.chunk_id, c.document_id, d.filename
 		FROM (` + embeddingJobs(`j.id, j.project_id, j.status, j.attempt, j.retry_count, j.max_retries, j.error_msg,
-			j.priority, j.created_at, j.started_at, j.completed_at`, true, ` AND ($4 = '' OR j.status = $4)`,
+			j.priority, j.created_at, j.started_at, j.completed_at`, true, ` AND ($4 = '' OR j.status = $4)`+cond,
 		` ORDER BY j.created_at DESC, j.id DESC LIMIT $5::bigint + $6::bigint`) + `
 			ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6) j
 		JOIN projects p ON p.id = j.project_id JOIN orgs o ON o.id = p.org_id

@@ -81,7 +81,7 @@ func (s *Service) AddQueue(policies Policies, projectMax int) error {
 	}
 	s.policies = policies
 	return s.jobs.AddQueue(jobqueue.QueueConfig{
-		Name: Queue, Table: "graph_embedding_jobs", QueuedKey: "object_id", Concurrency: ConcurrencyDefault, BatchSize: BatchDefault, ProjectMax: projectMax,
+		Name: Queue, Table: "graph_embedding_jobs", QueuedKey: "object_id", QueuedKeyNoun: "object", Concurrency: ConcurrencyDefault, BatchSize: BatchDefault, ProjectMax: projectMax,
 		Handler: jobqueue.HandlerFunc(s.work), OutcomeFunc: jobqueue.PublishCompletedFunc(Queue, s.now), AnnounceStarted: true,
 	})
 }

@@ -488,7 +488,7 @@ func TestWorkerFailureWhileRequeued(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 	require.Equal(t, "cancelled", jobs[0].status)
-	require.Contains(t, jobs[0].msg, "superseded by a queued job of the same object_id")
+	require.Equal(t, "superseded by a queued job for the same object", jobs[0].msg, "the object, not its column")
 	require.Equal(t, "completed", jobs[1].status)
 	require.Len(t, b.vectors(b.project), 1)
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/templatepack"
 )
 
@@ -99,6 +100,23 @@ type RelationshipFilter struct {
 	TargetID *uuid.UUID
 	Limit    int
 	Offset   int
+}
+
+// ParseEnds sets f's SourceID and TargetID from the ids as a relationship
+// list's caller gives them, sourceId and targetId (the API's query, the
+// MCP tool's arguments; empty: any). Errors: invalid_argument naming the
+// malformed one.
+func (f *RelationshipFilter) ParseEnds(sourceID, targetID string) error {
+	src, err := httpapi.ParseOptionalID("sourceId", sourceID)
+	if err != nil {
+		return err
+	}
+	tgt, err := httpapi.ParseOptionalID("targetId", targetID)
+	if err != nil {
+		return err
+	}
+	f.SourceID, f.TargetID = src, tgt
+	return nil
 }
 
 // CreateObjectParams describes an object created through the API. An

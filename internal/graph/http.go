@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
@@ -71,18 +70,6 @@ type (
 		ID string `path:"id"`
 	}
 )
-
-// queryID reads an optional id filter; a malformed one is a bad request.
-func queryID(name, s string) (*uuid.UUID, error) {
-	if s == "" {
-		return nil, nil //nolint:nilnil // no filter
-	}
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s must be a UUID", name)
-	}
-	return &id, nil
-}
 
 // Register adds the graph routes. The project comes from X-Project-ID or
 // a project-scoped token; an object or relationship the path names must
@@ -163,17 +150,11 @@ func (h handlers) objectRelationships(ctx context.Context, in *objectRelsIn) (*h
 }
 
 func (h handlers) listRelationships(ctx context.Context, in *relListIn) (*httpapi.Out[httpapi.List[Relationship]], error) {
-	src, err := queryID("sourceId", in.SourceID)
-	if err != nil {
+	f := RelationshipFilter{Type: in.Type, Limit: in.Limit, Offset: in.Offset}
+	if err := f.ParseEnds(in.SourceID, in.TargetID); err != nil {
 		return nil, err
 	}
-	tgt, err := queryID("targetId", in.TargetID)
-	if err != nil {
-		return nil, err
-	}
-	list, total, err := h.svc.ListRelationships(ctx, auth.AccessFrom(ctx).ProjectID, RelationshipFilter{
-		Type: in.Type, SourceID: src, TargetID: tgt, Limit: in.Limit, Offset: in.Offset,
-	})
+	list, total, err := h.svc.ListRelationships(ctx, auth.AccessFrom(ctx).ProjectID, f)
 	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 

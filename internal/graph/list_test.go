@@ -7,8 +7,32 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
 )
+
+// TestRelationshipFilterParseEnds reads a relationship list's ends as the
+// API and the MCP tool give them: empty is any end, a malformed one is
+// invalid_argument naming it, and the filter is left as it was then.
+func TestRelationshipFilterParseEnds(t *testing.T) {
+	t.Parallel()
+	src, tgt := uuid.New(), uuid.New()
+	f := graph.RelationshipFilter{Type: "WORKS_FOR", Limit: 5}
+	require.NoError(t, f.ParseEnds(src.String(), ""))
+	require.Equal(t, graph.RelationshipFilter{Type: "WORKS_FOR", SourceID: &src, Limit: 5}, f)
+	require.NoError(t, f.ParseEnds("", tgt.String()))
+	require.Equal(t, graph.RelationshipFilter{Type: "WORKS_FOR", TargetID: &tgt, Limit: 5}, f)
+	for raw, msg := range map[[2]string]string{
+		{"nope", tgt.String()}: "sourceId must be a UUID",
+		{src.String(), "42"}:   "targetId must be a UUID",
+	} {
+		g := graph.RelationshipFilter{Offset: 3}
+		err := g.ParseEnds(raw[0], raw[1])
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), raw)
+		require.EqualError(t, err, msg, raw)
+		require.Equal(t, graph.RelationshipFilter{Offset: 3}, g, raw)
+	}
+}
 
 // TestListObjectsFilters pages a project's live objects newest first with
 // each filter, and counts the matches past the end of the list too.

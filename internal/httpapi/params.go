@@ -19,6 +19,21 @@ func ParseID(raw string, notFound error) (uuid.UUID, error) {
 	return id, nil
 }
 
+// ParseOptionalID reads the optional id of the parameter or argument
+// name, a filter or an optional reference (nil when raw is empty): a
+// malformed one is a bad request, not a missing resource. Errors:
+// invalid_argument.
+func ParseOptionalID(name, raw string) (*uuid.UUID, error) {
+	if raw == "" {
+		return nil, nil //nolint:nilnil // none given
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return nil, errs.Errorf(errs.Invalid, "%s must be a UUID", name)
+	}
+	return &id, nil
+}
+
 // ParseTime reads the optional RFC 3339 time of the query parameter name
 // (nil when raw is empty). Errors: invalid_argument.
 func ParseTime(name, raw string) (*time.Time, error) {

@@ -4,11 +4,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
+
+func TestParseOptionalID(t *testing.T) {
+	t.Parallel()
+	got, err := httpapi.ParseOptionalID("orgId", "")
+	require.NoError(t, err)
+	require.Nil(t, got)
+	id := uuid.New()
+	got, err = httpapi.ParseOptionalID("orgId", id.String())
+	require.NoError(t, err)
+	require.Equal(t, id, *got)
+	for _, raw := range []string{"x", " " + id.String(), id.String()[:35]} {
+		got, err = httpapi.ParseOptionalID("orgId", raw)
+		require.Nil(t, got, raw)
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), raw)
+		require.EqualError(t, err, "orgId must be a UUID", raw)
+	}
+}
 
 func TestParseTime(t *testing.T) {
 	t.Parallel()

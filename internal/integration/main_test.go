@@ -59,7 +59,9 @@ type memSource struct {
 	// appendOnly makes the descriptor Append (a feed: lists recent items only).
 	appendOnly atomic.Bool
 	walks      int
-	state      json.RawMessage // the last State the walk saw
+	// reads counts, per item, the walks that read its content (Item).
+	reads map[string]int
+	state json.RawMessage // the last State the walk saw
 	// states are the States every walk saw, in order.
 	states []json.RawMessage
 	// checkpoint makes the walk record {"through": id} with SetState
@@ -71,7 +73,7 @@ type memSource struct {
 }
 
 func newMemSource() *memSource {
-	return &memSource{items: map[string]connector.Item{}, failing: map[string]bool{}}
+	return &memSource{items: map[string]connector.Item{}, failing: map[string]bool{}, reads: map[string]int{}}
 }
 
 func (m *memSource) put(ext, content string) {
@@ -197,6 +199,9 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 			}
 			continue
 		}
+		m.mu.Lock()
+		m.reads[it.ExternalID]++
+		m.mu.Unlock()
 		if err := w.Item(ctx, it); err != nil && !errors.Is(err, connector.ErrSkipItem) {
 			return err
 		}

@@ -278,3 +278,60 @@ func integrationFailed(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 	}
 	return nil
 }
+
+// skippedItem is what a sync remembers of an item it skipped.
+type skippedItem struct {
+	Version string
+	Job     uuid.UUID // the sync that last skipped it
+}
+
+// skippedItemsGet returns an integration's skipped items by external id.
+func skippedItemsGet(ctx context.Context, db postgres.DBTX, integration uuid.UUID) (map[string]skippedItem, error) {
+	rows, _ := db.Query(ctx, `SELECT external_id, version, sync_job_id FROM integration_skipped_items WHERE integration_id = $1`, integration)
+	out := map[string]skippedItem{}
+	var (
+		ext string
+		it  skippedItem
+	)
+	_, err := pgx.ForEachRow(rows, []any{&ext, &it.Version, &it.Job}, func() error {
+		out[ext] = it
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list skipped items: %w", err)
+	}
+	return out, nil
+}
+
+// skippedItemPut records that job skipped an item at version.
+func skippedItemPut(ctx context.Context, tx pgx.Tx, integration, job uuid.UUID, ext, version string, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO integration_skipped_items (integration_id, external_id, version, sync_job_id, skipped_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (integration_id, external_id) DO UPDATE SET version = EXCLUDED.version, sync_job_id = EXCLUDED.sync_job_id, skipped_at = EXCLUDED.skipped_at`,
+		integration, ext, version, job, now)
+	if err != nil {
+		return fmt.Errorf("record skipped item: %w", err)
+	}
+	return nil
+}
+
+// skippedItemDelete forgets the skip of an item (stored as a document
+// since, or skipped without a version).
+func skippedItemDelete(ctx context.Context, tx pgx.Tx, integration uuid.UUID, ext string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM integration_skipped_items WHERE integration_id = $1 AND external_id = $2`, integration, ext); err != nil {
+		return fmt.Errorf("forget skipped item: %w", err)
+	}
+	return nil
+}
+
+// skippedItemsPrune forgets the skipped items a complete listing by job
+// did not report: the ones job skipped itself and the unchanged ones it
+// was told of (kept) stay.
+func skippedItemsPrune(ctx context.Context, tx pgx.Tx, integration, job uuid.UUID, kept []string) error {
+	_, err := tx.Exec(ctx, `DELETE FROM integration_skipped_items WHERE integration_id = $1 AND sync_job_id <> $2 AND NOT (external_id = ANY($3))`,
+		integration, job, append([]string{}, kept...)) // never NULL: ANY(NULL) would keep all
+	if err != nil {
+		return fmt.Errorf("prune skipped items: %w", err)
+	}
+	return nil
+}

@@ -482,6 +482,66 @@ func TestSkippedItems(t *testing.T) {
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'skipped: the item is larger than%'`))
 }
 
+// TestUnchangedSkippedItemNotReadAgain: an item skipped as binary by one
+// sync is known at its version to the next: unchanged, the connector
+// does not read it and it is not logged or counted again; changed, it is
+// examined again; stored at last, its skip is forgotten; gone from a
+// complete listing, too. A retry of the sync that skipped it examines it
+// again.
+func TestUnchangedSkippedItemNotReadAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext a")
+	binary := func(version string) {
+		b.src.mu.Lock()
+		defer b.src.mu.Unlock()
+		b.src.items["bin"] = connector.Item{ExternalID: "bin", Version: version, Filename: "tool", Content: []byte{0x7f, 'E', 'L', 'F', 0, 1, 2, 0}}
+	}
+	binary("blob-1")
+	i := b.create(t, "docs", nil)
+	skips := func() int {
+		return count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'skipped:%' AND details->>'externalId' = 'bin'`)
+	}
+	reads := func() int {
+		b.src.mu.Lock()
+		defer b.src.mu.Unlock()
+		return b.src.reads["bin"]
+	}
+
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 2, Processed: 2, Created: 1, Failed: 1}, r)
+	require.Equal(t, 1, skips())
+	require.Equal(t, 1, reads())
+
+	// Unchanged: not read, logged or counted again.
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 1, Processed: 1, Unchanged: 1}, r)
+	require.Equal(t, 1, skips())
+	require.Equal(t, 1, reads())
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message = '1 items skipped by an earlier sync are unchanged: not read again'`))
+
+	// Changed: examined (and skipped) again.
+	binary("blob-2")
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 2, Processed: 2, Unchanged: 1, Failed: 1}, r)
+	require.Equal(t, 2, skips())
+	require.Equal(t, 2, reads())
+
+	// Stored as a document at last: the skip is forgotten.
+	b.src.put("bin", "# bin\n\nnow text")
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 2, Processed: 2, Unchanged: 1, Created: 1}, r)
+	require.Equal(t, 0, count(t, b.pool, `SELECT count(*) FROM integration_skipped_items WHERE integration_id = $1`, i.ID))
+
+	// Skipped again, then gone from the listing: forgotten.
+	binary("blob-3")
+	require.Equal(t, 1, b.syncAndWait(t, "docs", integration.SyncOptions{}).Failed)
+	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_skipped_items WHERE integration_id = $1 AND version = 'blob-3'`, i.ID))
+	b.src.remove("bin")
+	require.Equal(t, "completed", b.syncAndWait(t, "docs", integration.SyncOptions{}).Status)
+	require.Equal(t, 0, count(t, b.pool, `SELECT count(*) FROM integration_skipped_items WHERE integration_id = $1`, i.ID))
+}
+
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

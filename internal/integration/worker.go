@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -80,6 +81,10 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 	if err != nil {
 		return err
 	}
+	skipped, err := skippedItemsGet(ctx, s.cfg.Pool, r.ID)
+	if err != nil {
+		return err
+	}
 	// A retry of the job resumes from the state its earlier attempt
 	// checkpointed; else from the last successful sync's.
 	state := r.ConnectorState
@@ -87,7 +92,7 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 		state = job.Checkpoint
 	}
 	w := &walker{
-		s: s, ctx: ctx, job: j, project: r.ProjectID, integration: r.ID, known: known, seen: map[string]bool{}, state: state,
+		s: s, ctx: ctx, job: j, project: r.ProjectID, integration: r.ID, known: known, skipped: skipped, seen: map[string]bool{}, state: state,
 		secrets: secretValues(o.desc, o.cfg),
 	}
 	if err := syncJobStartAttempt(ctx, s.cfg.Pool, j.ID, s.now()); err != nil {
@@ -123,6 +128,10 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 		}
 		return err
 	}
+	if n := len(w.skippedUnchanged); n > 0 {
+		w.Log(ctx, connector.LevelInfo, fmt.Sprintf("%d items skipped by an earlier sync are unchanged: not read again", n), nil)
+	}
+	narrowed := len(opts.SpaceIDs) > 0 || len(opts.SourceTypes) > 0
 	// Run again when it loses a deadlock (in syncOutcomes, which
 	// FinishInTx calls, say): the sync's end commits whole.
 	return postgres.WithTxRetryDeadlock(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
@@ -132,6 +141,12 @@ func (s *Service) runSync(ctx context.Context, j jobqueue.Job) error {
 		}
 		if err := integrationSynced(ctx, tx, r.ID, w.newState, now); err != nil {
 			return err
+		}
+		if !narrowed {
+			// The complete listing did not report the others.
+			if err := skippedItemsPrune(ctx, tx, r.ID, j.ID, w.skippedUnchanged); err != nil {
+				return err
+			}
 		}
 		if err := syncLogInsert(ctx, tx, j.ID, r.ProjectID, connector.LevelInfo, "sync completed", nil, now); err != nil {
 			return err
@@ -278,14 +293,19 @@ type walker struct {
 	project     uuid.UUID
 	integration uuid.UUID
 	known       map[string]document.SourceState
-	seen        map[string]bool
-	secrets     []string
-	state       json.RawMessage
-	newState    json.RawMessage
-	dirty       bool     // newState not yet checkpointed on the job row (its write failed)
-	pending     []string // unchanged items not yet confirmed
-	pendingNew  int      // of them, not counted by an earlier attempt
-	failedAny   bool
+	// skipped are the items an earlier sync skipped (binary, too large),
+	// with the version it examined; skippedUnchanged, the ones reported
+	// unchanged by this walk.
+	skipped          map[string]skippedItem
+	skippedUnchanged []string
+	seen             map[string]bool
+	secrets          []string
+	state            json.RawMessage
+	newState         json.RawMessage
+	dirty            bool     // newState not yet checkpointed on the job row (its write failed)
+	pending          []string // unchanged items not yet confirmed
+	pendingNew       int      // of them, not counted by an earlier attempt
+	failedAny        bool
 }
 
 var _ connector.Walker = (*walker)(nil)
@@ -299,8 +319,14 @@ func (w *walker) counted(ext string) bool {
 	return ok && st.SyncJobID != nil && *st.SyncJobID == w.job.ID
 }
 
-// Known implements connector.Walker.
+// Known implements connector.Walker. An item an earlier sync skipped is
+// known at the version it skipped (newer than its document's, if it has
+// one): unchanged, it is not read again. An earlier attempt of this sync
+// does not count: its retry examines the items again.
 func (w *walker) Known(externalID string) (string, bool) {
+	if sk, ok := w.skippedEarlier(externalID); ok {
+		return sk.Version, true
+	}
 	st, ok := w.known[externalID]
 	if !ok {
 		return "", false
@@ -308,15 +334,31 @@ func (w *walker) Known(externalID string) (string, bool) {
 	return st.Version, true
 }
 
-// Unchanged implements connector.Walker.
+// skippedEarlier returns the skip of an item by an earlier sync.
+func (w *walker) skippedEarlier(externalID string) (skippedItem, bool) {
+	sk, ok := w.skipped[externalID]
+	return sk, ok && sk.Job != w.job.ID
+}
+
+// Unchanged implements connector.Walker. An unchanged item an earlier
+// sync skipped is neither counted nor logged again (its document, if it
+// has an older one, is kept as an unchanged one is).
 func (w *walker) Unchanged(ctx context.Context, externalID string) error {
-	if _, ok := w.known[externalID]; !ok {
+	_, skipped := w.skippedEarlier(externalID)
+	_, stored := w.known[externalID]
+	if !skipped && !stored {
 		return fmt.Errorf("connector reported %q unchanged, but no earlier sync stored it", w.redact(externalID))
 	}
 	if w.seen[externalID] {
 		return nil
 	}
 	w.seen[externalID] = true
+	if skipped {
+		w.skippedUnchanged = append(w.skippedUnchanged, externalID)
+	}
+	if !stored {
+		return nil
+	}
 	w.pending = append(w.pending, externalID)
 	if !w.counted(externalID) {
 		w.pendingNew++
@@ -400,6 +442,9 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 		}
 		if code := errs.CodeOf(err); code == errs.Invalid || code == errs.PayloadTooLarge {
 			skip = err
+			if err := w.rememberSkip(ctx, tx, it, now); err != nil {
+				return err
+			}
 			c := counts{Total: 1, Processed: 1, Failed: 1}
 			if already {
 				c = counts{} // an earlier attempt stored and counted it
@@ -412,6 +457,11 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 		}
 		if err != nil {
 			return err
+		}
+		if _, ok := w.skipped[it.ExternalID]; ok {
+			if err := skippedItemDelete(ctx, tx, w.integration, it.ExternalID); err != nil {
+				return err
+			}
 		}
 		c := counts{Total: 1, Processed: 1}
 		switch res {
@@ -440,6 +490,20 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 	w.dirty = false
 	if skip != nil {
 		return connector.ErrSkipItem
+	}
+	return nil
+}
+
+// rememberSkip records, in tx, the version of an item the walk skips,
+// so that the next sync does not read it again while it is unchanged;
+// one without a version cannot be told unchanged, and its earlier skip
+// is forgotten.
+func (w *walker) rememberSkip(ctx context.Context, tx pgx.Tx, it connector.Item, now time.Time) error {
+	if it.Version != "" {
+		return skippedItemPut(ctx, tx, w.integration, w.job.ID, it.ExternalID, it.Version, now)
+	}
+	if _, ok := w.skipped[it.ExternalID]; ok {
+		return skippedItemDelete(ctx, tx, w.integration, it.ExternalID)
 	}
 	return nil
 }

@@ -312,21 +312,7 @@ func (c *Client) FinishBatchInTx(ctx context.Context, tx pgx.Tx, queue string, j
 		seen[j.ID] = true
 		ups = append(ups, update{job: j, decision: decision{status: status, retryCount: j.RetryCount, completed: &now}})
 	}
-	ids, err := q.jobFinish(ctx, tx, now, &c.workerID, ups)
-	if err != nil {
-		return err
-	}
-	if len(ids) != len(ups) {
-		return ErrCancelled
-	}
-	if err := q.startedFirst(ctx, tx, jobsOf(ups)); err != nil {
-		return fmt.Errorf("finish in tx: %w", err)
-	}
-	if err := q.callHooks(ctx, tx, ups, ids); err != nil {
-		return fmt.Errorf("finish in tx: %w", err)
-	}
-	q.noteInTx(ups)
-	return nil
+	return q.settleInTx(ctx, tx, now, &c.workerID, ups, "finish in tx")
 }
 
 // WaitInTx puts the running job j back in the queue until until, in tx,
@@ -347,18 +333,28 @@ func (c *Client) WaitInTx(ctx context.Context, tx pgx.Tx, queue string, j Job, u
 		return fmt.Errorf("wait in tx: job %s belongs to queue %s, not %s", j.ID, j.Queue, queue)
 	}
 	ups := []update{{job: j, decision: decision{status: StatusQueued, retryCount: j.RetryCount, runAt: &until}}}
-	ids, err := q.jobFinish(ctx, tx, c.now(), &c.workerID, ups)
+	return q.settleInTx(ctx, tx, c.now(), &c.workerID, ups, "wait in tx")
+}
+
+// settleInTx writes ups, a handler's own outcome for jobs worker runs, in
+// tx, the handler's transaction (FinishBatchInTx, WaitInTx): all or
+// nothing, ErrCancelled unless every job is still running at its attempt
+// under worker. Then it publishes their job.started first where needed
+// (startedFirst), runs the outcome hooks in tx and notes the jobs for
+// accounting (noteInTx). op prefixes the hooks' errors.
+func (q *queue) settleInTx(ctx context.Context, tx pgx.Tx, now time.Time, worker *string, ups []update, op string) error {
+	ids, err := q.jobFinish(ctx, tx, now, worker, ups)
 	if err != nil {
 		return err
 	}
-	if len(ids) != 1 {
+	if len(ids) != len(ups) {
 		return ErrCancelled
 	}
 	if err := q.startedFirst(ctx, tx, jobsOf(ups)); err != nil {
-		return fmt.Errorf("wait in tx: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	if err := q.callHooks(ctx, tx, ups, ids); err != nil {
-		return fmt.Errorf("wait in tx: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	q.noteInTx(ups)
 	return nil

@@ -96,6 +96,10 @@ type QueueConfig struct {
 	// stop) while another job of its value is queued is cancelled instead,
 	// "superseded": the queued job does the same work.
 	QueuedKey string
+	// QueuedKeyNoun is what a QueuedKey value stands for, in words
+	// ("object"): the superseded job's error message speaks of it, not of
+	// the column. Required with QueuedKey: one to four lower-case words.
+	QueuedKeyNoun string
 	// OutcomeFunc, when set, is called in the transaction that records the
 	// outcomes of a batch (or of reaped jobs), so that a domain can write
 	// job log entries or events atomically with the status change. It runs
@@ -115,6 +119,8 @@ type QueueConfig struct {
 var (
 	queueNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 	columnRE    = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+	// nounRE is a QueuedKeyNoun: words, written into the SQL's message.
+	nounRE = regexp.MustCompile(`^[a-z]+( [a-z]+){0,3}$`)
 )
 
 // Client runs the queues added to it: claims, heartbeats, reaping and
@@ -224,6 +230,9 @@ func (c *Client) AddQueue(qc QueueConfig) error {
 	}
 	if qc.QueuedKey != "" && !columnRE.MatchString(qc.QueuedKey) {
 		return fmt.Errorf("jobqueue: queue %s: bad queued key column %q", qc.Name, qc.QueuedKey)
+	}
+	if qc.QueuedKey != "" && !nounRE.MatchString(qc.QueuedKeyNoun) {
+		return fmt.Errorf("jobqueue: queue %s: queued key %s needs a noun of lower-case words (QueuedKeyNoun), not %q", qc.Name, qc.QueuedKey, qc.QueuedKeyNoun)
 	}
 	if qc.ProjectMax < 0 {
 		return fmt.Errorf("jobqueue: queue %s: negative project max", qc.Name)

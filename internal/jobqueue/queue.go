@@ -67,7 +67,7 @@ func newQueue(c *Client, cfg QueueConfig) *queue {
 	return &queue{
 		c:           c,
 		cfg:         cfg,
-		sql:         buildQueries(cfg.Table, cfg.ClearOnFinal, cfg.QueuedKey),
+		sql:         buildQueries(cfg.Table, cfg.ClearOnFinal, cfg.QueuedKey, cfg.QueuedKeyNoun),
 		wake:        make(chan struct{}, 1),
 		concurrency: cfg.Concurrency,
 		batchSize:   cfg.BatchSize,
@@ -294,8 +294,8 @@ func (q *queue) jobsAt(ctx context.Context, db postgres.DBTX, ups []update) ([]u
 	return at, nil
 }
 
-// startedFirst is called by FinishBatchInTx and WaitInTx before their
-// hooks publish job.completed for jobs in tx: when the announcement of a
+// startedFirst is called by settleInTx (FinishBatchInTx, WaitInTx) before
+// its hooks publish job.completed for jobs in tx: when the announcement of a
 // batch of jobs may not have been published yet, it publishes their
 // job.started in tx if tx holds the events publish lock already (that
 // announcement, waiting for the lock, then finds them no longer running

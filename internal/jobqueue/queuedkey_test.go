@@ -37,7 +37,7 @@ func TestQueuedKeyRetryIsSupersededByQueuedJob(t *testing.T) {
 	var next uuid.UUID
 	outcomes := map[uuid.UUID]jobqueue.Status{}
 	b.newProcess(t, opts{queue: jobqueue.QueueConfig{
-		QueuedKey: "payload",
+		QueuedKey: "payload", QueuedKeyNoun: "payload value",
 		Handler: jobqueue.EachFunc(func(_ context.Context, j jobqueue.Job) error {
 			if j.ID != first {
 				return nil
@@ -59,7 +59,7 @@ func TestQueuedKeyRetryIsSupersededByQueuedJob(t *testing.T) {
 		},
 	}})
 	r := b.requireStatus(t, first, jobqueue.StatusCancelled)
-	require.Contains(t, *r.ErrorMsg, "superseded by a queued job of the same payload")
+	require.Equal(t, "superseded by a queued job for the same payload value", *r.ErrorMsg, "the noun, not the column")
 	require.Nil(t, r.LockedBy)
 	mu.Lock()
 	defer mu.Unlock()
@@ -87,21 +87,27 @@ func TestQueuedKeyReaperSupersedes(t *testing.T) {
 	}
 	_, err := b.pool.Exec(ctx, `UPDATE jobs SET payload = 2 WHERE id = $1`, queued)
 	require.NoError(t, err)
-	b.newProcess(t, opts{cfg: jobqueue.Config{PollInterval: 20 * time.Millisecond}, queue: jobqueue.QueueConfig{QueuedKey: "payload"}})
+	b.newProcess(t, opts{cfg: jobqueue.Config{PollInterval: 20 * time.Millisecond}, queue: jobqueue.QueueConfig{QueuedKey: "payload", QueuedKeyNoun: "payload value"}})
 	b.requireStatus(t, back, jobqueue.StatusCompleted)
 	b.requireStatus(t, alone, jobqueue.StatusCompleted)
 	for _, id := range []uuid.UUID{twin, covered} {
 		r := b.requireStatus(t, id, jobqueue.StatusCancelled)
-		require.Contains(t, *r.ErrorMsg, "superseded")
+		require.Equal(t, "superseded by a queued job for the same payload value", *r.ErrorMsg)
 	}
 	require.Equal(t, string(jobqueue.StatusQueued), b.job(t, queued).Status)
 }
 
-// TestQueuedKeyValidated: the column is an identifier.
+// TestQueuedKeyValidated: the column is an identifier, and its noun (the
+// superseded message's words, written into the SQL) is lower-case words.
 func TestQueuedKeyValidated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c, err := jobqueue.NewClient(b.pool, jobqueue.Config{})
 	require.NoError(t, err)
-	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "other", Table: "jobs", QueuedKey: "payload; DROP TABLE jobs"}))
+	require.Error(t, c.AddQueue(jobqueue.QueueConfig{Name: "other", Table: "jobs", QueuedKey: "payload; DROP TABLE jobs", QueuedKeyNoun: "payload"}))
+	for _, noun := range []string{"", "payload'; DROP TABLE jobs; --", "Object", "two  spaces"} {
+		err := c.AddQueue(jobqueue.QueueConfig{Name: "other", Table: "jobs", QueuedKey: "payload", QueuedKeyNoun: noun})
+		require.ErrorContains(t, err, "QueuedKeyNoun", "%q", noun)
+	}
+	require.NoError(t, c.AddQueue(jobqueue.QueueConfig{Name: "other", Table: "jobs", QueuedKey: "payload", QueuedKeyNoun: "graph object"}))
 }

@@ -31,8 +31,8 @@ const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.ret
 
 // buildQueries builds the SQL of table; clear are the columns set to NULL
 // when a job becomes final (QueueConfig.ClearOnFinal); key is the column
-// of QueueConfig.QueuedKey ("" for none).
-func buildQueries(table string, clear []string, key string) queries {
+// of QueueConfig.QueuedKey ("" for none), noun what its values are.
+func buildQueries(table string, clear []string, key, noun string) queries {
 	t := pgx.Identifier{table}.Sanitize()
 	final := `e.status IN ('` + strings.Join(names(FinalStatuses()), `', '`) + `')`
 	clearFinal := ""
@@ -113,7 +113,7 @@ RETURNING ` + jobReturning
 )
 UPDATE ` + t + ` AS j
 SET status = e.status, retry_count = u.retry_count, run_at = COALESCE(u.run_at, j.run_at),
-    error_msg = CASE WHEN e.superseded THEN '` + supersededMsg(key) + `'
+    error_msg = CASE WHEN e.superseded THEN '` + supersededMsg(noun) + `'
         WHEN u.keep_error THEN j.error_msg ELSE u.error_msg END,
     completed_at = CASE WHEN e.superseded THEN $1 ELSE u.completed_at END,
     locked_by = NULL, locked_until = NULL, updated_at = $1` + clearFinal + `
@@ -251,7 +251,7 @@ func (q *queue) jobFinish(ctx context.Context, db postgres.DBTX, now time.Time, 
 	}
 	// A job cancelled for its QueuedKey is reported as what it became, and
 	// written the same way should the transaction run again.
-	msg := supersededMsg(q.cfg.QueuedKey)
+	msg := supersededMsg(q.cfg.QueuedKeyNoun)
 	for i := range ups {
 		if superseded[ups[i].job.ID] {
 			ups[i].release = false
@@ -261,8 +261,9 @@ func (q *queue) jobFinish(ctx context.Context, db postgres.DBTX, now time.Time, 
 	return done, nil
 }
 
-// supersededMsg is the error of a job cancelled for its QueuedKey.
-func supersededMsg(key string) string { return "superseded by a queued job of the same " + key }
+// supersededMsg is the error of a job cancelled for its QueuedKey, whose
+// values are nouns (QueuedKeyNoun).
+func supersededMsg(noun string) string { return "superseded by a queued job for the same " + noun }
 
 // jobHeartbeat extends the leases of jobs and returns those still owned.
 func (q *queue) jobHeartbeat(ctx context.Context, db postgres.DBTX, now time.Time, worker string, jobs []Job) ([]uuid.UUID, error) {

@@ -99,17 +99,6 @@ func parseID(field, v string) (uuid.UUID, error) {
 	return id, nil
 }
 
-func parseOptionalID(field, v string) (*uuid.UUID, error) {
-	if v == "" {
-		return nil, nil //nolint:nilnil // no filter
-	}
-	id, err := parseID(field, v)
-	if err != nil {
-		return nil, err
-	}
-	return &id, nil
-}
-
 // notFound names the id of the object or document (what) a caller asked
 // for when err is not_found.
 func notFound(err error, what string, id uuid.UUID) error {
@@ -356,18 +345,12 @@ func (s *Server) createRelationship(ctx context.Context, c *caller, in createRel
 
 // listRelationships is graph_list_relationships.
 func (s *Server) listRelationships(ctx context.Context, c *caller, in listRelationshipsIn) (any, error) {
-	src, err := parseOptionalID("sourceId", in.SourceID)
-	if err != nil {
-		return nil, err
-	}
-	tgt, err := parseOptionalID("targetId", in.TargetID)
-	if err != nil {
-		return nil, err
-	}
 	limit := orDefault(in.Limit, ListLimitDefault)
-	list, total, err := s.cfg.Graph.ListRelationships(ctx, c.project, graph.RelationshipFilter{
-		Type: in.Type, SourceID: src, TargetID: tgt, Limit: limit, Offset: in.Offset,
-	})
+	f := graph.RelationshipFilter{Type: in.Type, Limit: limit, Offset: in.Offset}
+	if err := f.ParseEnds(in.SourceID, in.TargetID); err != nil {
+		return nil, err
+	}
+	list, total, err := s.cfg.Graph.ListRelationships(ctx, c.project, f)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/chat"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
 // Chat tool names.
@@ -90,7 +91,7 @@ func (s *Server) chatSessionsList(ctx context.Context, c *caller, in chatListIn)
 func (s *Server) chatSend(ctx context.Context, c *caller, in chatSendIn) (any, error) {
 	user := c.principal.UserID
 	if in.SessionID == "" {
-		agent, err := parseOptionalID("agentId", in.AgentID)
+		agent, err := httpapi.ParseOptionalID("agentId", in.AgentID)
 		if err != nil {
 			return nil, err
 		}

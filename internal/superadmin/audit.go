@@ -31,7 +31,7 @@ func registerAudit(api huma.API, h handlers, read auth.Rule) {
 }
 
 func (h handlers) listAuditEvents(ctx context.Context, in *auditIn) (*httpapi.Out[Paged[audit.Event]], error) {
-	actor, err := optionalID("actorId", in.ActorID)
+	actor, err := httpapi.ParseOptionalID("actorId", in.ActorID)
 	if err != nil {
 		return nil, err
 	}

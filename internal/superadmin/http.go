@@ -86,17 +86,6 @@ type (
 	}
 )
 
-func optionalID(name, s string) (*uuid.UUID, error) {
-	if s == "" {
-		return nil, nil
-	}
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return nil, errs.Errorf(errs.Invalid, "%s must be a UUID", name)
-	}
-	return &id, nil
-}
-
 // dateRange reads the fromDate and toDate filters (RFC 3339, either
 // optional). Errors: invalid_argument (malformed, or from after to).
 func dateRange(fromRaw, toRaw string) (from, to *time.Time, err error) {
@@ -166,7 +155,7 @@ func (h handlers) me(ctx context.Context, _ *struct{}) (*httpapi.Out[meOut], err
 }
 
 func (h handlers) listUsers(ctx context.Context, in *usersIn) (*httpapi.Out[Paged[User]], error) {
-	org, err := optionalID("orgId", in.OrgID)
+	org, err := httpapi.ParseOptionalID("orgId", in.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +192,7 @@ func (h handlers) deleteOrganization(ctx context.Context, _ *orgIDIn) (*httpapi.
 }
 
 func (h handlers) listProjects(ctx context.Context, in *projectsIn) (*httpapi.Out[Paged[Project]], error) {
-	org, err := optionalID("orgId", in.OrgID)
+	org, err := httpapi.ParseOptionalID("orgId", in.OrgID)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func registerJobs(api huma.API, h handlers, read, write auth.Rule) {
 
 // filter reads the filters common to every job list.
 func (f JobFilters) filter() (jobqueue.ListFilter, error) {
-	project, err := optionalID("projectId", f.ProjectID)
+	project, err := httpapi.ParseOptionalID("projectId", f.ProjectID)
 	if err != nil {
 		return jobqueue.ListFilter{}, err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/auth"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/httpapi"
 )
 
@@ -212,13 +211,9 @@ func (h handlers) createOrg(ctx context.Context, in *orgCreateIn) (*httpapi.Crea
 }
 
 func (h handlers) listProjects(ctx context.Context, in *projectListIn) (*httpapi.Out[httpapi.List[Project]], error) {
-	var org *uuid.UUID
-	if in.OrgID != "" {
-		id, err := uuid.Parse(in.OrgID)
-		if err != nil {
-			return nil, errs.New(errs.Invalid, "orgId must be a UUID")
-		}
-		org = &id
+	org, err := httpapi.ParseOptionalID("orgId", in.OrgID)
+	if err != nil {
+		return nil, err
 	}
 	list, total, err := h.svc.ListProjects(ctx, auth.PrincipalFrom(ctx), org, Page{in.Limit, in.Offset})
 	return httpapi.ReplyList(list, total, in.PageParams, err)

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/graphmill/graphmill/internal/connector"
@@ -93,7 +94,8 @@ func (*Connector) Descriptor() connector.Descriptor {
 				Name: fieldInclude,
 				Type: connector.TypeArray,
 				Description: "gitignore-style globs of the paths to sync (docs/**, *.md, src/**/*.go); " +
-					"when empty, the files named as documents (Markdown, text, HTML, PDF, DOCX, or no extension: README, LICENSE).",
+					"when empty, the files named as documents (Markdown, text, HTML, PDF, DOCX, or no extension: README, LICENSE; " +
+					"not build files as Makefile or Dockerfile, files under bin/ or executables).",
 			},
 			{
 				Name:        fieldExclude,
@@ -199,21 +201,22 @@ func parseGlobs(field string, globs []string) ([]gitignore.Pattern, error) {
 	return patterns, nil
 }
 
-// selects reports whether the file at p is one the connector offers:
-// matched by an include glob and by no exclude glob; without include
-// globs, a file named as a document (document.NamedAsDocument: Markdown,
-// text, HTML, PDF or DOCX by its extension, or no extension, as README
-// and LICENSE), so that a repository's source code is not extracted, at
-// a model's cost, unless include names it. Whether an offered file is a
-// document is decided as for an upload (document.PutSourced: format from
-// the extension, else the content): a binary one is skipped with the
-// reason in the sync log.
-func (s settings) selects(p string) bool {
+// selects reports whether the file at p, of tree mode mode, is one the
+// connector offers: matched by an include glob and by no exclude glob;
+// without include globs, a file named as a document
+// (document.NamedAsDocument: Markdown, text, HTML, PDF or DOCX by its
+// extension, or no extension and no program or build file, as README
+// and LICENSE but not Makefile, bin/setup or an executable), so that a
+// repository's source code is not extracted, at a model's cost, unless
+// include names it. Whether an offered file is a document is decided as
+// for an upload (document.PutSourced: format from the extension, else the
+// content): a binary one is skipped with the reason in the sync log.
+func (s settings) selects(p string, mode filemode.FileMode) bool {
 	parts := strings.Split(p, "/")
 	if len(s.include) > 0 && !matchAny(s.include, parts) {
 		return false
 	}
-	if len(s.include) == 0 && !document.NamedAsDocument(p) {
+	if len(s.include) == 0 && !document.NamedAsDocument(p, mode == filemode.Executable) {
 		return false
 	}
 	return !matchAny(s.exclude, parts)

@@ -244,6 +244,34 @@ func TestWalkGlobs(t *testing.T) {
 	require.NotContains(t, w.Items(), "alias.md")
 }
 
+// TestWalkDefaultSkipsBuildFiles: without include globs, files without an
+// extension are offered when they are prose (README, CHANGELOG), not when
+// they are build or tool files, under bin/ or executable; include globs
+// still select any of them.
+func TestWalkDefaultSkipsBuildFiles(t *testing.T) {
+	t.Parallel()
+	srv := newGitServer(t)
+	repo := srv.newRepo(t, "build")
+	repo.commit("main", map[string]string{
+		"README": "r", "CHANGELOG": "c", "NOTICE": "n", "docs/AUTHORS": "a", "bin/README.md": "b",
+		"Makefile": "all:\n", "Dockerfile": "FROM scratch\n", "Jenkinsfile": "pipeline {}\n", "Procfile": "web: run\n",
+		"Gemfile": "source 'x'\n", "Rakefile": "task :a\n", "Vagrantfile": "Vagrant\n", "bin/setup": "#!/bin/sh\n",
+		"scripts/deploy": "#!/bin/sh\n",
+	})
+	require.NoError(t, os.Chmod(filepath.Join(repo.work, "scripts", "deploy"), 0o755))
+	repo.commit("main", nil)
+	require.Equal(t, "100755", strings.Fields(repo.git(repo.work, "ls-tree", "HEAD", "scripts/deploy"))[0])
+	env, _ := newEnv(t)
+	w := connectortest.NewWalker(nil)
+	require.NoError(t, gitrepo.New().Walk(context.Background(), env, config(t, map[string]any{"repository_url": repo.url}), connector.Options{}, w))
+	require.Equal(t, []string{"CHANGELOG", "NOTICE", "README", "bin/README.md", "docs/AUTHORS"}, w.ItemIDs())
+
+	w = connectortest.NewWalker(nil)
+	cfg := config(t, map[string]any{"repository_url": repo.url, "include": []string{"Makefile", "bin/**", "scripts/**"}})
+	require.NoError(t, gitrepo.New().Walk(context.Background(), env, cfg, connector.Options{}, w))
+	require.Equal(t, []string{"Makefile", "bin/README.md", "bin/setup", "scripts/deploy"}, w.ItemIDs())
+}
+
 func TestWalkBranches(t *testing.T) {
 	t.Parallel()
 	_, repo, _ := servedRepo(t, "branches", map[string]string{"main.md": "main"})

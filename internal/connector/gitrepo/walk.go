@@ -137,7 +137,7 @@ func eachFile(tree *object.Tree, s settings, fn func(name string, blob plumbing.
 		if err != nil {
 			return fmt.Errorf("walk tree: %w", err)
 		}
-		if !isFile(entry.Mode) || !s.selects(name) {
+		if !isFile(entry.Mode) || !s.selects(name, entry.Mode) {
 			continue
 		}
 		if err := fn(name, entry.Hash); err != nil {
@@ -266,11 +266,11 @@ func changeCounts(sto storage.Storer, prev plumbing.Hash, tree *object.Tree, s s
 	counts := map[string]int{"added": 0, "modified": 0, "deleted": 0}
 	for _, ch := range changes {
 		switch {
-		case ch.From.Name == "" && s.selects(ch.To.Name):
+		case ch.From.Name == "" && s.selects(ch.To.Name, ch.To.TreeEntry.Mode):
 			counts["added"]++
-		case ch.To.Name == "" && s.selects(ch.From.Name):
+		case ch.To.Name == "" && s.selects(ch.From.Name, ch.From.TreeEntry.Mode):
 			counts["deleted"]++
-		case ch.From.Name != "" && ch.To.Name != "" && s.selects(ch.To.Name):
+		case ch.From.Name != "" && ch.To.Name != "" && s.selects(ch.To.Name, ch.To.TreeEntry.Mode):
 			counts["modified"]++
 		}
 	}
