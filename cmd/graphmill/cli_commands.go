@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,11 +58,30 @@ func searchCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if c.json {
+				return c.emit(res, nil)
+			}
+			// A chunk hit is named by its document's file name: the
+			// page's documents read in one request.
+			var docs []string
+			for _, h := range deref(res.Data) {
+				if h.Target == client.SearchHitTargetChunk {
+					docs = append(docs, str(h.DocumentId))
+				}
+			}
+			names, err := s.documentNames(docs)
+			if err != nil {
+				return err
+			}
 			bold := isTerminal(c.stdout)
 			return c.emit(res, func() [][]string {
 				rows := [][]string{{"SCORE", "TARGET", "ID", "NAME", "SNIPPET"}}
 				for _, h := range deref(res.Data) {
-					rows = append(rows, []string{fmt.Sprintf("%.3f", h.Score), string(h.Target), h.Id, dash(str(h.Name)), snippetText(str(h.Snippet), 80, bold)})
+					name := str(h.Name)
+					if h.Target == client.SearchHitTargetChunk {
+						name = cmp.Or(names[str(h.DocumentId)], str(h.DocumentId))
+					}
+					rows = append(rows, []string{fmt.Sprintf("%.3f", h.Score), string(h.Target), h.Id, dash(name), snippetText(str(h.Snippet), 80, bold)})
 				}
 				return rows
 			})
@@ -188,22 +208,30 @@ func graphCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if c.json {
+				return c.emit(list, nil)
+			}
+			// The objects at the other ends, for their type and name: all
+			// read in one request.
+			type end struct{ dir, other string }
+			ends := make([]end, len(deref(list.Data)))
+			ids := make([]string, len(ends))
+			for i, r := range deref(list.Data) {
+				ends[i] = end{"out", r.TargetId}
+				if r.TargetId == args[0] {
+					ends[i] = end{"in", r.SourceId}
+				}
+				ids[i] = ends[i].other
+			}
+			others, err := s.objectsByID(ids)
+			if err != nil {
+				return err
+			}
 			return c.emit(list, func() [][]string {
-				// The objects at the other ends, each read once, for
-				// their type and name.
-				others := map[string]client.GraphObject{}
 				rows := [][]string{{"RELATIONSHIP", "TYPE", "DIRECTION", "OTHER", "OTHER TYPE", "OTHER NAME"}}
-				for _, r := range deref(list.Data) {
-					dir, other := "out", r.TargetId
-					if r.TargetId == args[0] {
-						dir, other = "in", r.SourceId
-					}
-					o, seen := others[other]
-					if !seen {
-						o, _ = call[client.GraphObject](s.api.GetGraphObject(c.ctx, other)) //nolint:bodyclose // call closes it
-						others[other] = o
-					}
-					rows = append(rows, []string{r.Id, r.Type, dir, other, dash(o.Type), dash(o.Name)})
+				for i, r := range deref(list.Data) {
+					o := others[ends[i].other]
+					rows = append(rows, []string{r.Id, r.Type, ends[i].dir, ends[i].other, dash(o.Type), dash(o.Name)})
 				}
 				return rows
 			})

@@ -417,19 +417,30 @@ func settled(r *ingestResult) bool {
 // or never will be.
 func embedSettled(r *ingestResult) bool { return r.EmbeddedChunks >= r.Chunks || r.embedEnded }
 
-// read reads the followed documents that are not settled (one GET each)
-// and, while some extraction job is not final, the project's extraction
-// jobs created since the first followed document, newest first. Once every
-// followed document is parsed but some chunks wait for their embedding, it
-// also reads the project's embedding queue first: idle, the chunks the
-// documents then lack will not come (no embedding model, their jobs
-// failed), and those documents fail.
+// read reads the followed documents that are not settled (one list
+// request filtered by their ids) and, while some extraction job is not
+// final, the project's extraction jobs created since the first followed
+// document, newest first. Once every followed document is parsed but some
+// chunks wait for their embedding, it also reads the project's embedding
+// queue first: idle, the chunks the documents then lack will not come (no
+// embedding model, their jobs failed), and those documents fail.
 func (f *follower) read(ctx context.Context) error {
 	idle, err := f.embeddingIdle(ctx)
 	if err != nil {
 		return err
 	}
-	read := map[string]client.Document{} // files of the same content share a document: one GET
+	var unsettled []string
+	for _, i := range f.follow {
+		if r := &f.results[i]; !settled(r) {
+			unsettled = append(unsettled, r.DocumentID)
+		}
+	}
+	// All in one request (one per 200 documents); files of the same
+	// content share a document, read once.
+	read, err := f.s.documentsByID(ctx, unsettled)
+	if err != nil {
+		return err
+	}
 	for _, i := range f.follow {
 		r := &f.results[i]
 		if settled(r) {
@@ -437,11 +448,7 @@ func (f *follower) read(ctx context.Context) error {
 		}
 		d, ok := read[r.DocumentID]
 		if !ok {
-			d, err = call[client.Document](f.s.api.GetDocument(ctx, r.DocumentID)) //nolint:bodyclose // call closes it
-			if err != nil {
-				return err
-			}
-			read[r.DocumentID] = d
+			return fmt.Errorf("%s: document %s not found (deleted meanwhile?)", r.Path, r.DocumentID)
 		}
 		r.Status, r.Chunks, r.EmbeddedChunks = string(d.Status), d.ChunkCount, d.EmbeddedChunks
 		if d.Status == client.DocumentStatusFailed {

@@ -2,14 +2,8 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,7 +24,8 @@ func ingestOne(t *testing.T, env []string, name, body string) string {
 
 // TestCLIIngestFollowsItsDocuments runs ingest --wait through a proxy that
 // records the requests: the project's documents are listed once (for the
-// hashes), then only the documents sent are read, by id, while the
+// hashes), then only the documents sent are read, several at a time (the
+// list filtered by their ids), never one GET per document, while the
 // project's other documents are never read again.
 func TestCLIIngestFollowsItsDocuments(t *testing.T) {
 	t.Parallel()
@@ -38,27 +33,12 @@ func TestCLIIngestFollowsItsDocuments(t *testing.T) {
 	project, _ := s.defaultProject()
 	var others []string
 	for i := range 3 {
-		var d struct {
-			ID string `json:"id"`
-		}
+		var d idBody
 		s.uploadFile(s.admin, project, fmt.Sprintf("other-%d.md", i), "text/markdown", fmt.Appendf(nil, "# Other %d\n\nSomething else.\n", i)).Decode(t, &d)
 		others = append(others, d.ID)
 	}
-
-	target, err := url.Parse(s.base)
-	require.NoError(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.FlushInterval = -1
-	var mu sync.Mutex
-	var requests []string
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requests = append(requests, r.Method+" "+r.URL.Path)
-		mu.Unlock()
-		proxy.ServeHTTP(w, r)
-	}))
-	defer front.Close()
-	env := append(s.cliEnviron(t, ""), "GRAPHMILL_URL="+front.URL, "GRAPHMILL_TOKEN="+s.admin, "GRAPHMILL_PROJECT="+project)
+	front := s.newCountingFront(t)
+	env := front.env(s, t, s.admin, project)
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("# A\n\nAda wrote programs.\n"), 0o600))
@@ -71,27 +51,26 @@ func TestCLIIngestFollowsItsDocuments(t *testing.T) {
 		require.Equal(t, ingestUploaded, r.Result)
 		require.Equal(t, "parsed", r.Status)
 		require.Equal(t, []string{"completed"}, r.Extraction)
-		sent["/api/documents/"+r.DocumentID] = true
+		sent[r.DocumentID] = true
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	lists, reads := 0, map[string]int{}
-	for _, req := range requests {
+	lists, reads := 0, 0
+	for _, q := range front.seen() {
 		switch {
-		case req == "GET /api/documents":
+		case q.method == "GET" && q.path == "/api/documents" && q.ids == nil:
 			lists++
-		case strings.HasPrefix(req, "GET /api/documents/"):
-			reads[strings.TrimPrefix(req, "GET ")]++
+		case q.method == "GET" && q.path == "/api/documents":
+			reads++
+			for _, id := range q.ids {
+				require.True(t, sent[id], "read a document it did not send: %s", id)
+			}
 		}
 	}
-	require.Equal(t, 1, lists, "%v", requests)
-	require.NotEmpty(t, reads)
-	for path := range reads {
-		require.True(t, sent[path], "read a document it did not send: %s", path)
-	}
+	require.Equal(t, 1, lists, "%v", front.seen())
+	require.Positive(t, reads)
+	require.Zero(t, front.count("/api/documents/"), "no GET per document")
 	for _, id := range others {
-		require.NotContains(t, reads, "/api/documents/"+id)
+		require.False(t, sent[id])
 	}
 }
 

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -140,8 +140,10 @@ func (q jobQueue) unsupported(action string, has func(jobQueue) bool) error {
 	return usageErr("the API cannot %s jobs of queue %s (only of %s)", action, q.name, strings.Join(names, ", "))
 }
 
-// jobItem is the fields graphmill jobs shows of a job of any queue (the
-// queues' records differ; discovery's are snake_case).
+// jobItem decodes the fields graphmill jobs shows of a job of any queue:
+// the queues' records spell them differently (discovery's are
+// snake_case, extraction's error is errorMsg, the superadmin lists'
+// errorMessage). Only jobRecord, spelled one way, is printed.
 type jobItem struct {
 	ID              string    `json:"id"`
 	Status          string    `json:"status"`
@@ -161,65 +163,99 @@ type jobItem struct {
 	} `json:"progress"`
 }
 
-// subject is what the job works on, for the table.
-func (j jobItem) subject() string {
-	for _, v := range []string{j.FileName, j.DocumentID, j.ObjectName, j.ToEmail, j.IntegrationName} {
-		if v != "" {
-			return v
-		}
-	}
-	if j.Progress != nil {
-		return j.Progress.Phase
-	}
-	return ""
-}
+// errorText is the job's error, whichever its queue's spelling.
+func (j jobItem) errorText() string { return cmp.Or(j.ErrorMsg, j.ErrorMessage, j.ErrorSnake) }
 
-func (j jobItem) created() time.Time {
-	if j.CreatedAt.IsZero() {
-		return j.CreatedAtSnake
-	}
-	return j.CreatedAt
+// jobRecord is a job of any queue as graphmill jobs prints it, in the
+// table and with --json: the fields every queue's jobs have, spelled the
+// same whatever the queue (as ingest spells documentId, status and
+// error), and the queue route's own record whole in record.
+type jobRecord struct {
+	ID         string `json:"id"`
+	Queue      string `json:"queue"`
+	Status     string `json:"status"`
+	ProjectID  string `json:"projectId,omitempty"`
+	DocumentID string `json:"documentId,omitempty"`
+	// FileName is the document's file name: the record's, else read from
+	// the project's documents (extraction jobs name only the document).
+	FileName string `json:"fileName,omitempty"`
+	// Subject is what the job works on: the file name (the document id
+	// when it cannot be read), object name, recipient, integration, or
+	// a discovery job's phase.
+	Subject   string          `json:"subject,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+	Record    json.RawMessage `json:"record"`
 }
-
-func (j jobItem) errorText() string { return j.ErrorMsg + j.ErrorMessage + j.ErrorSnake }
 
 // jobEnded tells whether a status is one a job of any queue ends in.
 func jobEnded(status string) bool {
 	return slices.Contains([]string{"completed", "failed", "cancelled", "requires_review", "sent"}, status)
 }
 
-// decodeJobs reads the jobs of raw records.
-func decodeJobs(raw []json.RawMessage) ([]jobItem, error) {
-	out := make([]jobItem, len(raw))
+// jobRecords decodes the jobs of queue q's raw records and names their
+// documents: the file names the records lack are read in one request
+// (names caches them across calls; a refused token leaves the ids).
+func (s *session) jobRecords(q jobQueue, raw []json.RawMessage, names map[string]string) ([]jobRecord, error) {
+	items := make([]jobItem, len(raw))
+	var unnamed []string
 	for i, r := range raw {
-		if err := json.Unmarshal(r, &out[i]); err != nil {
+		if err := json.Unmarshal(r, &items[i]); err != nil {
 			return nil, fmt.Errorf("decode job: %w", err)
 		}
+		// The documents are read in the session's project (a superadmin's
+		// lists may span projects; their records name the file).
+		if j := items[i]; j.DocumentID != "" && j.FileName == "" && s.cfg.Project != "" {
+			if _, known := names[j.DocumentID]; !known {
+				unnamed = append(unnamed, j.DocumentID)
+			}
+		}
+	}
+	if len(unnamed) > 0 {
+		read, err := s.documentNames(unnamed)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range unnamed {
+			names[id] = read[id] // "" for a document not read: not asked again
+		}
+	}
+	out := make([]jobRecord, 0, len(items))
+	for i, r := range raw {
+		j := items[i]
+		rec := jobRecord{
+			ID: j.ID, Queue: q.name, Status: j.Status, ProjectID: j.ProjectID, DocumentID: j.DocumentID,
+			FileName: cmp.Or(j.FileName, names[j.DocumentID]), Error: j.errorText(),
+			CreatedAt: cmp.Or(j.CreatedAt, j.CreatedAtSnake), Record: r,
+		}
+		if rec.ProjectID == "" && !q.superadmin {
+			rec.ProjectID = s.cfg.Project // the project's queues: discovery's records do not name it
+		}
+		rec.Subject = cmp.Or(rec.FileName, j.DocumentID, j.ObjectName, j.ToEmail, j.IntegrationName)
+		if rec.Subject == "" && j.Progress != nil {
+			rec.Subject = j.Progress.Phase
+		}
+		out = append(out, rec)
 	}
 	return out, nil
 }
 
 // jobTable is jobs as table rows.
-func jobTable(queue string, raw []json.RawMessage) ([][]string, error) {
-	jobs, err := decodeJobs(raw)
-	if err != nil {
-		return nil, err
-	}
+func jobTable(jobs []jobRecord) [][]string {
 	rows := [][]string{{"ID", "QUEUE", "STATUS", "SUBJECT", "CREATED", "ERROR"}}
 	for _, j := range jobs {
-		created := j.created()
-		rows = append(rows, []string{j.ID, queue, j.Status, dash(j.subject()), when(&created), oneLine(j.errorText(), 60)})
+		rows = append(rows, []string{j.ID, j.Queue, j.Status, dash(j.Subject), when(&j.CreatedAt), oneLine(j.Error, 60)})
 	}
-	return rows, nil
+	return rows
 }
 
-// emitJobs writes jobs as the server sent them (--json) or as a table.
-func (c *cli) emitJobs(queue string, raw []json.RawMessage) error {
-	rows, err := jobTable(queue, raw)
+// emitJobs writes jobs as records (--json) or as a table.
+func (s *session) emitJobs(q jobQueue, raw []json.RawMessage) error {
+	jobs, err := s.jobRecords(q, raw, map[string]string{})
 	if err != nil {
 		return err
 	}
-	return c.emit(raw, func() [][]string { return rows })
+	return s.emit(jobs, func() [][]string { return jobTable(jobs) })
 }
 
 // listJobs reads up to most jobs of the queue (of a status, when given),
@@ -286,7 +322,7 @@ func jobsCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.emitJobs(q.name, list)
+			return s.emitJobs(q, list)
 		},
 	}
 	ls.Flags().StringVar(&status, "status", "", "only jobs of this status (the queue's own: queued, running, completed, failed, cancelled, ...)")
@@ -350,19 +386,20 @@ func (s *session) jobAction(q jobQueue, action, id string, do func(*session, str
 		return s.emit(res, func() [][]string { return [][]string{{counts.Message}} })
 	}
 	// The project's routes answer the job as it is after the change.
-	rows, err := jobTable(q.name, []json.RawMessage{res})
+	jobs, err := s.jobRecords(q, []json.RawMessage{res}, map[string]string{})
 	if err != nil {
 		return err
 	}
-	return s.emit(res, func() [][]string { return rows })
+	return s.emit(jobs[0], func() [][]string { return jobTable(jobs) })
 }
 
 // watchJob prints the job's status whenever it changes until it is
 // final.
 func (s *session) watchJob(q jobQueue, id string, timeout time.Duration) error {
-	last := ""
+	last, names := "", map[string]string{}
 	return s.until("watch job "+id, timeout, func(ctx context.Context) (bool, error) {
-		raw, err := call[json.RawMessage](q.get(s.withContext(ctx), id)) //nolint:bodyclose // call closes it
+		in := s.withContext(ctx)
+		raw, err := call[json.RawMessage](q.get(in, id)) //nolint:bodyclose // call closes it
 		if err != nil {
 			return false, err
 		}
@@ -372,10 +409,19 @@ func (s *session) watchJob(q jobQueue, id string, timeout time.Duration) error {
 		}
 		if job.Status != last {
 			last = job.Status
-			// One line per status reached: the job's JSON with --json.
+			// One line per status reached: the job's record as JSON with
+			// --json (its document named once).
 			line := strings.Join([]string{time.Now().Format(time.TimeOnly), job.ID, job.Status, job.errorText()}, "  ")
 			if s.json {
-				line = string(compactJSON(raw))
+				rec, err := in.jobRecords(q, []json.RawMessage{raw}, names)
+				if err != nil {
+					return false, err
+				}
+				b, err := json.Marshal(rec[0])
+				if err != nil {
+					return false, fmt.Errorf("encode job: %w", err)
+				}
+				line = string(b)
 			}
 			if _, err := fmt.Fprintln(s.stdout, line); err != nil {
 				return false, err
@@ -386,15 +432,6 @@ func (s *session) watchJob(q jobQueue, id string, timeout time.Duration) error {
 		}
 		return jobEnded(job.Status), nil
 	})
-}
-
-// compactJSON is raw on one line.
-func compactJSON(raw json.RawMessage) []byte {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return raw
-	}
-	return b.Bytes()
 }
 
 // withContext is the session with its requests made under ctx.

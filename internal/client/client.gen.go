@@ -4139,6 +4139,9 @@ type ListDiscoveryJobsParams struct {
 
 // ListDocumentsParams defines parameters for ListDocuments.
 type ListDocumentsParams struct {
+	// Ids Only these documents (at most 200 ids, separated by commas); ids of no document of the project are left out.
+	Ids *[]string `form:"ids,omitempty" json:"ids,omitempty"`
+
 	// Limit Page size.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -4210,6 +4213,9 @@ type ListGraphObjectsParams struct {
 
 	// Q Case-insensitive text matched in name, key and description.
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Ids Only these objects (at most 200 ids, separated by commas); ids of no live object of the project are left out.
+	Ids *[]string `form:"ids,omitempty" json:"ids,omitempty"`
 
 	// Limit Page size.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
@@ -13175,6 +13181,18 @@ func NewListDocumentsRequest(server string, params *ListDocumentsParams) (*http.
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Ids != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "ids", *params.Ids, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -13792,6 +13810,18 @@ func NewListGraphObjectsRequest(server string, params *ListGraphObjectsParams) (
 		if params.Q != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Ids != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "ids", *params.Ids, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -62,6 +62,7 @@ type (
 		Body   Document
 	}
 	listIn struct {
+		IDs []string `query:"ids" doc:"Only these documents (at most 200 ids, separated by commas); ids of no document of the project are left out."`
 		httpapi.PageParams
 	}
 	idIn struct {
@@ -158,7 +159,11 @@ func (h handlers) upload(ctx context.Context, in *uploadIn) (*uploadOut, error) 
 }
 
 func (h handlers) list(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Document]], error) {
-	list, total, err := h.svc.List(ctx, auth.AccessFrom(ctx).ProjectID, in.Limit, in.Offset)
+	ids, err := httpapi.ParseIDs("ids", in.IDs)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := h.svc.ListByIDs(ctx, auth.AccessFrom(ctx).ProjectID, ids, in.Limit, in.Offset)
 	return httpapi.ReplyList(list, total, in.PageParams, err)
 }
 

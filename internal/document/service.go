@@ -204,7 +204,14 @@ func (s *Service) Filenames(ctx context.Context, project uuid.UUID, ids []uuid.U
 
 // List lists a project's documents, newest first.
 func (s *Service) List(ctx context.Context, project uuid.UUID, limit, offset int) ([]Document, int, error) {
-	return documentList(ctx, s.pool, project, limit, offset)
+	return documentList(ctx, s.pool, project, nil, limit, offset)
+}
+
+// ListByIDs lists the documents of project among ids (all of them when
+// ids is nil), newest first: a client reads the documents it follows or
+// names in one request.
+func (s *Service) ListByIDs(ctx context.Context, project uuid.UUID, ids []uuid.UUID, limit, offset int) ([]Document, int, error) {
+	return documentList(ctx, s.pool, project, ids, limit, offset)
 }
 
 // Chunks lists a document's chunks in order. Errors: not_found.

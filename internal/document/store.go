@@ -34,9 +34,13 @@ func documentGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (
 	return d, nil
 }
 
-func documentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]Document, int, error) {
+func documentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID, limit, offset int) ([]Document, int, error) {
+	cond, args := `d.project_id = $1`, []any{project, limit, offset}
+	if ids != nil {
+		cond, args = cond+` AND d.id = ANY($4)`, append(args, ids)
+	}
 	rows, _ := db.Query(ctx, `SELECT `+documentColumns+`, count(*) OVER () AS total FROM documents d
-		WHERE d.project_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT $2 OFFSET $3`, project, limit, offset)
+		WHERE `+cond+` ORDER BY d.created_at DESC, d.id DESC LIMIT $2 OFFSET $3`, args...)
 	out, total, err := postgres.CollectPageOf[Document](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list documents: %w", err)

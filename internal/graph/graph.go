@@ -77,7 +77,8 @@ type ObjectFilter struct {
 	Type   string
 	Status string
 	Label  string
-	Query  string // text matched (case-insensitive substring) on name, key and description
+	Query  string      // text matched (case-insensitive substring) on name, key and description
+	IDs    []uuid.UUID // only these objects (nil: any)
 	Limit  int
 	Offset int
 }

@@ -184,6 +184,9 @@ func objectList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f Obje
 	if f.Query != "" {
 		add(` AND (name ILIKE $%[1]d OR key ILIKE $%[1]d OR description ILIKE $%[1]d)`, "%"+escapeLike(f.Query)+"%")
 	}
+	if f.IDs != nil {
+		add(` AND id = ANY($%d)`, f.IDs)
+	}
 	count := func() (int, error) {
 		var n int
 		if err := db.QueryRow(ctx, `SELECT count(*) FROM graph_objects WHERE `+cond, args...).Scan(&n); err != nil {

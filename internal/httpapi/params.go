@@ -46,3 +46,28 @@ func ParseTime(name, raw string) (*time.Time, error) {
 	}
 	return &t, nil
 }
+
+// IDsMax is the most ids an ids filter of a list route takes: a page's
+// most (PageParams).
+const IDsMax = 200
+
+// ParseIDs reads the ids of the list filter of the query parameter name
+// (nil when none is given: no filter). Errors: invalid_argument (a
+// malformed id, more than IDsMax).
+func ParseIDs(name string, raw []string) ([]uuid.UUID, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if len(raw) > IDsMax {
+		return nil, errs.Errorf(errs.Invalid, "%s takes at most %d ids, not %d", name, IDsMax, len(raw))
+	}
+	ids := make([]uuid.UUID, len(raw))
+	for i, s := range raw {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return nil, errs.Errorf(errs.Invalid, "%s must be UUIDs separated by commas: %q is not one", name, s)
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}

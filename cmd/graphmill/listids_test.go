@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// listIDs lists path's records filtered by ids in project and returns
+// their ids, in the order answered, and the total.
+func (s *testServer) listIDs(path, project string, ids ...string) ([]string, int) {
+	s.t.Helper()
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		Total int `json:"total"`
+	}
+	s.must(200, "GET", path+"?ids="+url.QueryEscape(strings.Join(ids, ",")), s.admin, nil, header{"X-Project-ID", project}).Decode(s.t, &list)
+	var out []string
+	for _, d := range list.Data {
+		out = append(out, d.ID)
+	}
+	return out, list.Total
+}
+
+// TestListFiltersByIDs: the document and graph object lists take an ids
+// filter: only the records named, of the project (another project's ids,
+// deleted objects and unknown ids are left out), newest first; without it
+// every record; a malformed id, or more than 200, is a 400 naming the
+// parameter.
+func TestListFiltersByIDs(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	other := s.graphNewProject(org, "other")
+	hp := header{"X-Project-ID", project}
+
+	upload := func(project, name string) string {
+		var d idBody
+		s.uploadFile(s.admin, project, name, "text/plain", []byte("The text of "+name+".\n")).Decode(t, &d)
+		return d.ID
+	}
+	docs := []string{upload(project, "a.txt"), upload(project, "b.txt"), upload(project, "c.txt")}
+	elsewhere := upload(other, "d.txt")
+	unknown := "00000000-0000-4000-8000-000000000001"
+
+	got, total := s.listIDs("/api/documents", project, docs[0], docs[2], elsewhere, unknown)
+	require.Equal(t, []string{docs[2], docs[0]}, got)
+	require.Equal(t, 2, total)
+	got, total = s.listIDs("/api/documents", project)
+	require.Len(t, got, 3, "an empty filter is no filter")
+	require.Equal(t, 3, total)
+
+	objects := []string{
+		s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Ada"}),
+		s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Charles"}),
+		s.graphCreateObject(s.admin, project, map[string]any{"type": "Organization", "name": "Acme"}),
+	}
+	otherObject := s.graphCreateObject(s.admin, other, map[string]any{"type": "Person", "name": "Elsewhere"})
+	s.must(204, "DELETE", "/api/graph/objects/"+objects[1], s.admin, nil, hp)
+	got, total = s.listIDs("/api/graph/objects", project, objects[0], objects[1], objects[2], otherObject, unknown)
+	require.Equal(t, []string{objects[2], objects[0]}, got)
+	require.Equal(t, 2, total)
+
+	many := make([]string, 201)
+	for i := range many {
+		many[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	}
+	for _, path := range []string{"/api/documents", "/api/graph/objects"} {
+		detail := s.must(400, "GET", path+"?ids="+docs[0]+",nope", s.admin, nil, hp).Detail(t)
+		require.Contains(t, detail, `ids must be UUIDs separated by commas: "nope" is not one`, path)
+		detail = s.must(400, "GET", path+"?ids="+strings.Join(many, ","), s.admin, nil, hp).Detail(t)
+		require.Contains(t, detail, "ids takes at most 200 ids, not 201", path)
+		got, _ = s.listIDs(path, project, many[:200]...)
+		require.Empty(t, got, path)
+	}
+}
