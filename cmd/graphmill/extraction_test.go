@@ -274,7 +274,7 @@ func TestExtractionPipelineLocal(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return s.extractionCount(`SELECT count(*) FROM graph_objects o WHERE o.project_id = $1 AND o.deleted_at IS NULL
 			AND NOT EXISTS (SELECT 1 FROM graph_object_embeddings e WHERE e.object_id = o.id)`, project) == 0
-	}, 60*time.Second, 50*time.Millisecond, "every object embedded")
+	}, 60*time.Second, 50*time.Millisecond, "every object embedded; the unembedded objects' jobs: %s", unembeddedJobs(s, project))
 	require.Equal(t, extractionLiveObjects(s, project), s.extractionCount(`SELECT count(*) FROM graph_object_embeddings
 		WHERE project_id = $1 AND policy_id = '00000000-0000-0000-0000-000000000000' AND model = 'local/feature-hash-v1' AND dimension = 768`, project))
 
@@ -307,6 +307,34 @@ func TestExtractionPipelineLocal(t *testing.T) {
 		require.Positive(t, it["total_llm_calls"])
 		require.Contains(t, it, "total_cost_usd")
 	}
+}
+
+// unembeddedJobs describes, for a failure message, the graph embedding
+// jobs of the project's live objects that have no embedding: each job's
+// status, attempt, run_at and error.
+func unembeddedJobs(s *testServer, project string) fmt.Stringer {
+	return lazyString(func() string {
+		rows, err := s.m.db.pool.Query(context.Background(), `SELECT o.id::text, coalesce(j.status, 'no job'), coalesce(j.attempt, 0),
+				coalesce(j.run_at::text, ''), coalesce(j.error_msg, '')
+			FROM graph_objects o LEFT JOIN graph_embedding_jobs j ON j.object_id = o.id
+			WHERE o.project_id = $1 AND o.deleted_at IS NULL
+				AND NOT EXISTS (SELECT 1 FROM graph_object_embeddings e WHERE e.object_id = o.id)
+			ORDER BY o.id, j.created_at`, project)
+		if err != nil {
+			return err.Error()
+		}
+		defer rows.Close()
+		var b strings.Builder
+		for rows.Next() {
+			var id, status, runAt, msg string
+			var attempt int
+			if err := rows.Scan(&id, &status, &attempt, &runAt, &msg); err != nil {
+				return err.Error()
+			}
+			fmt.Fprintf(&b, "\n  object %s: %s, attempt %d, run_at %s, error %q", id, status, attempt, runAt, msg)
+		}
+		return b.String()
+	})
 }
 
 func extractionLiveObjects(s *testServer, project string) int {
@@ -1145,3 +1173,9 @@ func TestExtractionJobActionsTakeTheProject(t *testing.T) {
 	require.Equal(t, "queued", j.Status)
 	require.Equal(t, before+1, logs())
 }
+
+// lazyString is a failure-message argument computed only when the message
+// is formatted (require formats its message only on failure).
+type lazyString func() string
+
+func (f lazyString) String() string { return f() }
