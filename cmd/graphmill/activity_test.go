@@ -267,3 +267,23 @@ func TestActivityOfDeletedDocument(t *testing.T) {
 	// Other resource types are not checked.
 	s.record(user, project, map[string]any{"resourceType": "graph-object", "resourceId": uuid.NewString(), "actionType": "view"})
 }
+
+// TestActivityDocumentIDSpelling: a document's id is recorded in its
+// canonical spelling, and the item is removed by any spelling the
+// recording accepted (the one the client recorded it with, say).
+func TestActivityDocumentIDSpelling(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _, _, user := s.viewerOfTwoProjects("user-activity:read", "user-activity:write")
+	var d docBody
+	s.uploadFile(s.admin, project, "spelt.md", "text/markdown", []byte("# spelt\n\nSome text.\n")).Decode(t, &d)
+	upper := strings.ToUpper(d.ID)
+	it := s.record(user, project, map[string]any{"resourceType": "document", "resourceId": upper, "actionType": "view"})
+	require.Equal(t, d.ID, it.ResourceID)
+	s.must(204, "DELETE", "/api/user-activity/recent/document/"+upper, user, nil)
+	require.Empty(t, s.recent(user, "/api/user-activity/recent"))
+
+	s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "urn:uuid:" + d.ID, "actionType": "view"})
+	s.must(204, "DELETE", "/api/user-activity/recent/document/"+d.ID, user, nil)
+	require.Empty(t, s.recent(user, "/api/user-activity/recent"))
+}

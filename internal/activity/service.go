@@ -113,9 +113,15 @@ func (s *Service) Recent(ctx context.Context, o Owner, typ string, limit int) ([
 	return activityList(ctx, s.pool, o, typ, limit)
 }
 
-// Remove deletes o's item of one resource. Errors: not_found.
+// Remove deletes o's item of one resource: a document's by the id as
+// given and in its canonical spelling (Record stores that one). Errors:
+// not_found.
 func (s *Service) Remove(ctx context.Context, o Owner, typ, id string) error {
-	n, err := activityDelete(ctx, s.pool, o, typ, id)
+	ids := []string{id}
+	if doc, err := uuid.Parse(id); err == nil && typ == ResourceDocument && doc.String() != id {
+		ids = append(ids, doc.String())
+	}
+	n, err := activityDelete(ctx, s.pool, o, typ, ids)
 	if err == nil && n == 0 {
 		err = ErrNotFound
 	}

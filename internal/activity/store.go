@@ -60,11 +60,11 @@ func activityList(ctx context.Context, db postgres.DBTX, o Owner, typ string, li
 	return list, nil
 }
 
-// activityDelete deletes an Owner's items of one resource (one per
-// project) and returns how many it deleted.
-func activityDelete(ctx context.Context, db postgres.DBTX, o Owner, typ, id string) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE `+owned+` AND resource_type = $3 AND resource_id = $4`,
-		o.UserID, o.ProjectID, typ, id)
+// activityDelete deletes an Owner's items of one resource, named by any
+// of ids (one per project), and returns how many it deleted.
+func activityDelete(ctx context.Context, db postgres.DBTX, o Owner, typ string, ids []string) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE `+owned+` AND resource_type = $3 AND resource_id = ANY($4)`,
+		o.UserID, o.ProjectID, typ, ids)
 	if err != nil {
 		return 0, fmt.Errorf("delete activity: %w", err)
 	}

@@ -110,7 +110,7 @@ type Agent struct {
 	Tools                []string   `json:"tools" db:"tools" doc:"Tool names as the built-in MCP server lists them, server/tool for external ones."`
 	MaxSteps             int        `json:"maxSteps" db:"max_steps"`
 	RequireApprovalFor   []string   `json:"requireApprovalFor" db:"require_approval_for" doc:"Tools that ask the user before they run."`
-	Schedule             string     `json:"schedule,omitempty" db:"schedule" doc:"A cron expression (minute hour day-of-month month day-of-week, UTC unless it starts with CRON_TZ=<zone>; or @hourly, @daily, @weekly, @monthly, @every <duration> of a minute or more): the scheduler starts a run at each of its times."`
+	Schedule             string     `json:"schedule,omitempty" db:"schedule" doc:"A cron expression (minute hour day-of-month month day-of-week, UTC unless it starts with CRON_TZ=<zone>; or @hourly, @daily, @weekly, @monthly, @every <duration> of a minute or more): the scheduler starts a run at each of its times. With both day-of-month and day-of-week restricted, a day matching either fires, as in classic cron (0 9 1 * 1: the 1st and every Monday)."`
 	NextRunAt            *time.Time `json:"nextRunAt,omitempty" db:"next_run_at" doc:"When the schedule starts the next run."`
 	TriggerIntegrationID *uuid.UUID `json:"triggerIntegrationId,omitempty" db:"trigger_integration_id" format:"uuid" doc:"An integration of the project: every sync of it that ends (integration.sync.completed) starts a run."`
 	OwnerID              *uuid.UUID `json:"ownerId,omitempty" db:"owner_id" format:"uuid" doc:"Whom the runs its schedule or trigger integration start act as, with the scopes of the credential they saved it with: who last changed its tools, instructions, schedule or trigger."`

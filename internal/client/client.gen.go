@@ -1483,7 +1483,7 @@ type Agent struct {
 	// RequireApprovalFor Tools that ask the user before they run.
 	RequireApprovalFor *[]string `json:"requireApprovalFor"`
 
-	// Schedule A cron expression (minute hour day-of-month month day-of-week, UTC unless it starts with CRON_TZ=<zone>; or @hourly, @daily, @weekly, @monthly, @every <duration> of a minute or more): the scheduler starts a run at each of its times.
+	// Schedule A cron expression (minute hour day-of-month month day-of-week, UTC unless it starts with CRON_TZ=<zone>; or @hourly, @daily, @weekly, @monthly, @every <duration> of a minute or more): the scheduler starts a run at each of its times. With both day-of-month and day-of-week restricted, a day matching either fires, as in classic cron (0 9 1 * 1: the 1st and every Monday).
 	Schedule *string `json:"schedule,omitempty"`
 
 	// Tools Tool names as the built-in MCP server lists them, server/tool for external ones.

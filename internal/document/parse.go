@@ -261,22 +261,42 @@ func baseMediaType(declared string) string {
 // LICENSE, CHANGELOG: its content decides) and it is no program or build
 // file: not executable, not under a bin/ directory, not one of the build
 // and tool files named without an extension (Makefile, Dockerfile,
-// Gemfile, ...). A connector syncing whole trees offers these by default.
+// Gemfile, ...); the conventional prose names (README, LICENSE, ...) are
+// documents whatever their mode or directory. A connector syncing whole
+// trees offers these by default.
 func NamedAsDocument(p string, executable bool) bool {
 	ext := fileExtension(p)
 	if _, ok := formatByExtension(ext); ok {
 		return true
 	}
-	if ext != "" || executable {
+	if ext != "" {
 		return false
 	}
 	dirs, name := path.Split(strings.ReplaceAll(p, "\\", "/"))
+	if isProseName(name) {
+		return true // a README committed executable, or under bin/, is still one
+	}
+	if executable {
+		return false
+	}
 	for d := range strings.SplitSeq(dirs, "/") {
 		if strings.EqualFold(d, "bin") {
 			return false
 		}
 	}
 	return !isBuildFileName(name)
+}
+
+// isProseName reports whether name (without an extension) is one of the
+// conventional prose files of a repository, named as documents wherever
+// they are and whatever their mode.
+func isProseName(name string) bool {
+	switch strings.ToLower(name) {
+	case "readme", "license", "licence", "copying", "copyright", "notice", "changelog", "changes", "history", "news",
+		"authors", "contributors", "contributing", "thanks", "credits", "maintainers", "patents":
+		return true
+	}
+	return false
 }
 
 // isBuildFileName reports whether name (without an extension) is a build

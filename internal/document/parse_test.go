@@ -547,3 +547,17 @@ func TestNamedAsDocument(t *testing.T) {
 	require.True(t, NamedAsDocument("scripts/deploy", false))
 	require.True(t, NamedAsDocument("docs/notes.md", true), "an executable Markdown file is still named as one")
 }
+
+// TestNamedAsDocumentProseNames: the conventional prose files without an
+// extension (README, LICENSE, CHANGELOG, ...) are named as documents even
+// when committed executable (a checkout on a file system without modes)
+// or kept under a bin/ directory.
+func TestNamedAsDocumentProseNames(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"README", "LICENSE", "COPYING", "NOTICE", "CHANGELOG", "AUTHORS", "CONTRIBUTING", "docs/Readme", "bin/README"} {
+		require.True(t, NamedAsDocument(p, true), p)
+		require.True(t, NamedAsDocument(p, false), p)
+	}
+	require.False(t, NamedAsDocument("bin/install", false))
+	require.False(t, NamedAsDocument("install", true))
+}

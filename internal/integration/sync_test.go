@@ -542,6 +542,31 @@ func TestUnchangedSkippedItemNotReadAgain(t *testing.T) {
 	require.Equal(t, 0, count(t, b.pool, `SELECT count(*) FROM integration_skipped_items WHERE integration_id = $1`, i.ID))
 }
 
+// TestSkippedItemNotStorableAsKnown: an item skipped with an external id
+// or version no text column holds (not UTF-8, a NUL, longer than an id
+// may be) is skipped as before (counted failed, logged) without failing
+// the sync; it is not remembered, so the next sync examines it again.
+func TestSkippedItemNotStorableAsKnown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext a")
+	long := strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz", 100) // 3600 bytes
+	b.src.mu.Lock()
+	for _, it := range []struct{ ext, version string }{
+		{"r\xe9sum\xe9.md", "blob-1"}, {long, "blob-2"}, {"nul-version", "blob\x00"}, {"latin1-version", "blob-\xe9"},
+	} {
+		b.src.items[it.ext] = connector.Item{ExternalID: it.ext, Version: it.version, Filename: "tool", Content: []byte{0x7f, 'E', 'L', 'F', 0, 1, 2, 0}}
+	}
+	b.src.mu.Unlock()
+	i := b.create(t, "docs", nil)
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 5, Processed: 5, Created: 1, Failed: 4}, r)
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 5, Processed: 5, Unchanged: 1, Failed: 4}, r)
+	require.Equal(t, 8, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'skipped:%'`), "examined by each sync")
+	require.Equal(t, 0, count(t, b.pool, `SELECT count(*) FROM integration_skipped_items WHERE integration_id = $1`, i.ID))
+}
+
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -497,15 +499,29 @@ func (w *walker) Item(ctx context.Context, it connector.Item) error {
 // rememberSkip records, in tx, the version of an item the walk skips,
 // so that the next sync does not read it again while it is unchanged;
 // one without a version cannot be told unchanged, and its earlier skip
-// is forgotten.
+// is forgotten; so is one whose external id or version a text column
+// cannot hold (skipped for that very reason, perhaps): it is examined
+// again by the next sync, as before there was a record of skips.
 func (w *walker) rememberSkip(ctx context.Context, tx pgx.Tx, it connector.Item, now time.Time) error {
-	if it.Version != "" {
+	if it.Version != "" && rememberable(it.ExternalID) && rememberable(it.Version) {
 		return skippedItemPut(ctx, tx, w.integration, w.job.ID, it.ExternalID, it.Version, now)
 	}
 	if _, ok := w.skipped[it.ExternalID]; ok {
 		return skippedItemDelete(ctx, tx, w.integration, it.ExternalID)
 	}
 	return nil
+}
+
+// skippedTextMax bounds the external id and version of a remembered
+// skip: a document's external id's bound (document.PutSourced), within
+// what the table's key index holds.
+const skippedTextMax = 2000
+
+// rememberable reports whether s can be written to
+// integration_skipped_items: valid UTF-8 without NUL, of at most
+// skippedTextMax bytes.
+func rememberable(s string) bool {
+	return len(s) <= skippedTextMax && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // Failed implements connector.Walker.
