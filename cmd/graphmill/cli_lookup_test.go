@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -373,4 +374,52 @@ func TestCLIJobRecordsOneSpelling(t *testing.T) {
 	require.Equal(t, extraction, retried.ID)
 	require.Equal(t, "object_extraction", retried.Queue)
 	require.Equal(t, "loom.md", retried.FileName)
+}
+
+// TestByIDsChunks: byIDs asks for the distinct ids ("" left out) 200 at
+// a time, each batch's size its limit, and keys the records answered by
+// their ids; ids not answered are absent.
+func TestByIDsChunks(t *testing.T) {
+	t.Parallel()
+	var ids []string
+	for i := range 401 {
+		ids = append(ids, fmt.Sprintf("id-%03d", i))
+	}
+	ids = append(ids, "", ids[0], ids[400])
+	var batches [][]string
+	got, err := byIDs(ids, func(r string) string { return r }, func(batch []string, limit int64) (*[]string, error) {
+		require.Equal(t, int64(len(batch)), limit)
+		batches = append(batches, slices.Clone(batch))
+		answered := slices.DeleteFunc(slices.Clone(batch), func(id string) bool { return id == "id-007" })
+		return &answered, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []int{200, 200, 1}, []int{len(batches[0]), len(batches[1]), len(batches[2])})
+	require.Equal(t, ids[:401], slices.Concat(batches...))
+	require.Len(t, got, 400)
+	require.NotContains(t, got, "id-007")
+}
+
+// TestCLIIngestFollowedDocumentDeleted: a followed document deleted
+// while ingest --wait follows it (absent from the list filtered by the
+// ids) ends the read with an error naming its file, as the 404 of a GET
+// by id did.
+func TestCLIIngestFollowedDocumentDeleted(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	var kept, gone idBody
+	s.uploadFile(s.admin, project, "kept.md", "text/markdown", []byte("# Kept\n\nStays.\n")).Decode(t, &kept)
+	s.uploadFile(s.admin, project, "gone.md", "text/markdown", []byte("# Gone\n\nDeleted.\n")).Decode(t, &gone)
+	s.waitDocument(project, gone.ID)
+	s.must(204, "DELETE", "/api/documents/"+gone.ID, s.admin, nil, hp)
+
+	c := &cli{ctx: t.Context(), stdout: io.Discard, stderr: io.Discard}
+	sess, err := c.open(cliConfig{Server: s.base, Token: s.admin, Project: project})
+	require.NoError(t, err)
+	f := &follower{s: sess, results: []ingestResult{{Path: "kept.md", DocumentID: kept.ID}, {Path: "gone.md", DocumentID: gone.ID}}}
+	f.add(0)
+	f.add(1)
+	require.EqualError(t, f.read(t.Context()), "gone.md: document "+gone.ID+" not found (deleted meanwhile?)")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -77,5 +78,56 @@ func TestListFiltersByIDs(t *testing.T) {
 		require.Contains(t, detail, "ids takes at most 200 ids, not 201", path)
 		got, _ = s.listIDs(path, project, many[:200]...)
 		require.Empty(t, got, path)
+	}
+}
+
+// TestListIDsGivenOnce: an ids filter given twice (ids=a&ids=b, the
+// exploded form many clients send) is a 400 naming ids, not a list
+// filtered by the first alone.
+func TestListIDsGivenOnce(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	var d idBody
+	s.uploadFile(s.admin, project, "a.txt", "text/plain", []byte("The text of a.\n")).Decode(t, &d)
+	object := s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Ada"})
+	unknown := "00000000-0000-4000-8000-000000000001"
+	for path, id := range map[string]string{"/api/documents": d.ID, "/api/graph/objects": object} {
+		detail := s.must(400, "GET", path+"?ids="+unknown+"&ids="+id, s.admin, nil, hp).Detail(t)
+		require.Contains(t, detail, "query.ids: given more than once: separate its values by commas", path)
+		got, total := s.listIDs(path, project, unknown, id)
+		require.Equal(t, []string{id}, got, path)
+		require.Equal(t, 1, total, path)
+	}
+}
+
+// TestDocumentListTotalPastTheEnd: the document list's total past the
+// end of the list is the real total, filtered by ids or not (as the graph
+// list's), not 0.
+func TestDocumentListTotalPastTheEnd(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	var docs []string
+	for _, name := range []string{"a.txt", "b.txt", "c.txt"} {
+		var d idBody
+		s.uploadFile(s.admin, project, name, "text/plain", []byte("The text of "+name+".\n")).Decode(t, &d)
+		docs = append(docs, d.ID)
+	}
+	var list struct {
+		Data  []json.RawMessage `json:"data"`
+		Total int               `json:"total"`
+	}
+	for query, total := range map[string]int{
+		"?offset=3":         3,
+		"?limit=1&offset=2": 3,
+		"?ids=" + docs[0] + "," + docs[2] + "&offset=2": 2,
+		"?ids=" + docs[0] + "," + docs[2] + "&offset=1": 2,
+	} {
+		list.Data = nil
+		s.must(200, "GET", "/api/documents"+query, s.admin, nil, hp).Decode(t, &list)
+		require.Equal(t, total, list.Total, query)
 	}
 }

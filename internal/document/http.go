@@ -158,6 +158,9 @@ func (h handlers) upload(ctx context.Context, in *uploadIn) (*uploadOut, error) 
 	return &uploadOut{Status: status, Body: d}, nil
 }
 
+// Resolve implements huma.Resolver: the ids filter is given once.
+func (in *listIn) Resolve(ctx huma.Context) []error { return httpapi.QueryOnce(ctx, "ids") }
+
 func (h handlers) list(ctx context.Context, in *listIn) (*httpapi.Out[httpapi.List[Document]], error) {
 	ids, err := httpapi.ParseIDs("ids", in.IDs)
 	if err != nil {

@@ -35,15 +35,22 @@ func documentGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) (
 }
 
 func documentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids []uuid.UUID, limit, offset int) ([]Document, int, error) {
-	cond, args := `d.project_id = $1`, []any{project, limit, offset}
+	cond, args := `d.project_id = $1`, []any{project}
 	if ids != nil {
-		cond, args = cond+` AND d.id = ANY($4)`, append(args, ids)
+		cond, args = cond+` AND d.id = ANY($2)`, append(args, ids)
 	}
 	rows, _ := db.Query(ctx, `SELECT `+documentColumns+`, count(*) OVER () AS total FROM documents d
-		WHERE `+cond+` ORDER BY d.created_at DESC, d.id DESC LIMIT $2 OFFSET $3`, args...)
+		WHERE `+cond+fmt.Sprintf(` ORDER BY d.created_at DESC, d.id DESC LIMIT $%d OFFSET $%d`, len(args)+1, len(args)+2),
+		append(slices.Clip(args), limit, offset)...)
 	out, total, err := postgres.CollectPageOf[Document](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list documents: %w", err)
+	}
+	if len(out) == 0 && offset > 0 {
+		// The window total is empty past the end: count separately.
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM documents d WHERE `+cond, args...).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("count documents: %w", err)
+		}
 	}
 	return out, total, nil
 }

@@ -106,6 +106,9 @@ type handlers struct {
 	svc *Service
 }
 
+// Resolve implements huma.Resolver: the ids filter is given once.
+func (in *objectListIn) Resolve(ctx huma.Context) []error { return httpapi.QueryOnce(ctx, "ids") }
+
 func (h handlers) listObjects(ctx context.Context, in *objectListIn) (*httpapi.Out[httpapi.List[Object]], error) {
 	ids, err := httpapi.ParseIDs("ids", in.IDs)
 	if err != nil {

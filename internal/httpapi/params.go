@@ -3,6 +3,7 @@ package httpapi
 import (
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
@@ -70,4 +71,16 @@ func ParseIDs(name string, raw []string) ([]uuid.UUID, error) {
 		ids[i] = id
 	}
 	return ids, nil
+}
+
+// QueryOnce refuses a query parameter given more than once (ids=a&ids=b):
+// huma reads only the first of a comma-separated list's values, so the
+// others would be dropped without a word. An input with an ids filter
+// calls it from its Resolve.
+func QueryOnce(ctx huma.Context, name string) []error {
+	u := ctx.URL()
+	if values := u.Query()[name]; len(values) > 1 {
+		return []error{&huma.ErrorDetail{Location: "query." + name, Message: "given more than once: separate its values by commas", Value: values}}
+	}
+	return nil
 }
