@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/internal/client"
@@ -216,9 +217,15 @@ func graphCommand(c *cli) *cobra.Command {
 			type end struct{ dir, other string }
 			ends := make([]end, len(deref(list.Data)))
 			ids := make([]string, len(ends))
+			// The server spells ids in canonical form; the argument may be
+			// spelt otherwise (upper case, urn:uuid:).
+			self := args[0]
+			if u, err := uuid.Parse(self); err == nil {
+				self = u.String()
+			}
 			for i, r := range deref(list.Data) {
 				ends[i] = end{"out", r.TargetId}
-				if r.TargetId == args[0] {
+				if r.TargetId == self {
 					ends[i] = end{"in", r.SourceId}
 				}
 				ids[i] = ends[i].other

@@ -55,6 +55,7 @@ func TestCLIIngestFollowsItsDocuments(t *testing.T) {
 	}
 
 	lists, reads := 0, 0
+	read := map[string]bool{}
 	for _, q := range front.seen() {
 		switch {
 		case q.method == "GET" && q.path == "/api/documents" && q.ids == nil:
@@ -63,6 +64,7 @@ func TestCLIIngestFollowsItsDocuments(t *testing.T) {
 			reads++
 			for _, id := range q.ids {
 				require.True(t, sent[id], "read a document it did not send: %s", id)
+				read[id] = true
 			}
 		}
 	}
@@ -70,7 +72,8 @@ func TestCLIIngestFollowsItsDocuments(t *testing.T) {
 	require.Positive(t, reads)
 	require.Zero(t, front.count("/api/documents/"), "no GET per document")
 	for _, id := range others {
-		require.False(t, sent[id])
+		require.False(t, sent[id], "the project's other document %s reported as sent", id)
+		require.False(t, read[id], "the project's other document %s read again", id)
 	}
 }
 

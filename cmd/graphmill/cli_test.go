@@ -567,6 +567,11 @@ func TestCLIGraphNeighborsDirection(t *testing.T) {
 	r := runCLI(t, env, "graph", "neighbors", acme, "--direction", "in")
 	require.NoError(t, r.err)
 	require.Regexp(t, `WORKS_FOR\s+in\s+`+ada+`\s+Person\s+Ada\n`, r.stdout)
+	// The id as typed in another spelling (upper case) is the same object:
+	// the other end is still Ada, not the object itself.
+	r = runCLI(t, env, "graph", "neighbors", strings.ToUpper(acme), "--direction", "in")
+	require.NoError(t, r.err)
+	require.Regexp(t, `WORKS_FOR\s+in\s+`+ada+`\s+Person\s+Ada\n`, r.stdout)
 	r = runCLI(t, env, "graph", "neighbors", acme, "--direction", "sideways")
 	require.Equal(t, exitUsage, r.code)
 	require.ErrorContains(t, r.err, `--direction must be out, in or both, not "sideways"`)
