@@ -99,13 +99,20 @@ func startLoggedServer(t testing.TB, dbURL string, logs slog.Handler, opts ...se
 		o(&cfg)
 	}
 	clk := &clock{}
-	m := &Main{Config: cfg, Logger: slog.New(logs), Now: clk.Now}
+	return serve(t, &Main{Config: cfg, Logger: slog.New(logs), Now: clk.Now}, clk)
+}
+
+// serve starts m (stopped when the test ends) and returns it as a test
+// server with its test pool.
+func serve(t testing.TB, m *Main, clk *clock) *testServer {
+	t.Helper()
 	require.NoError(t, m.Start(context.Background()))
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	admin := m.AdminToken
 	if admin == "" {
-		admin = cfg.BootstrapToken
+		admin = m.Config.BootstrapToken
 	}
+	dbURL := m.Config.DatabaseURL
 	pc, err := pgxpool.ParseConfig(dbURL)
 	require.NoError(t, err)
 	pc.ConnConfig.RuntimeParams["application_name"] = testPoolName
@@ -125,7 +132,6 @@ const testPoolName = "graphmill-test"
 // longer it polls.
 func (s *testServer) pool() *pgxpool.Pool {
 	s.t.Helper()
-	require.NotNil(s.t, s.db, "a server started without its database URL has no test pool")
 	return s.db
 }
 
