@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/config"
@@ -54,6 +55,7 @@ type testServer struct {
 	admin  string // bootstrap token (every scope, superadmin)
 	clock  *clock
 	dbURL  string
+	db     *pgxpool.Pool // the test's own connections to dbURL (pool)
 	client *http.Client
 }
 
@@ -97,14 +99,40 @@ func startLoggedServer(t testing.TB, dbURL string, logs slog.Handler, opts ...se
 		o(&cfg)
 	}
 	clk := &clock{}
-	m := &Main{Config: cfg, Logger: slog.New(logs), Now: clk.Now}
+	return serve(t, &Main{Config: cfg, Logger: slog.New(logs), Now: clk.Now}, clk)
+}
+
+// serve starts m (stopped when the test ends) and returns it as a test
+// server with its test pool.
+func serve(t testing.TB, m *Main, clk *clock) *testServer {
+	t.Helper()
 	require.NoError(t, m.Start(context.Background()))
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	admin := m.AdminToken
 	if admin == "" {
-		admin = cfg.BootstrapToken
+		admin = m.Config.BootstrapToken
 	}
-	return &testServer{t: t, m: m, base: "http://" + m.APIAddr(), admin: admin, clock: clk, dbURL: dbURL, client: &http.Client{Timeout: 30 * time.Second}}
+	dbURL := m.Config.DatabaseURL
+	pc, err := pgxpool.ParseConfig(dbURL)
+	require.NoError(t, err)
+	pc.ConnConfig.RuntimeParams["application_name"] = testPoolName
+	db, err := pgxpool.NewWithConfig(context.Background(), pc) // connects on first use
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	return &testServer{t: t, m: m, base: "http://" + m.APIAddr(), admin: admin, clock: clk, dbURL: dbURL, db: db, client: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// testPoolName is the application_name of the test pool's connections
+// (pg_stat_activity tells them from the server's).
+const testPoolName = "graphmill-test"
+
+// pool is the test's own pool on the server's database, one per server
+// (at most its MaxConns connections, closed when the test ends): a test
+// that polls the database through it holds no more connections the
+// longer it polls.
+func (s *testServer) pool() *pgxpool.Pool {
+	s.t.Helper()
+	return s.db
 }
 
 // response is a decoded HTTP answer.

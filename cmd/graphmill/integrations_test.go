@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"testing"
 	"time"
 
@@ -25,15 +24,10 @@ func integrationServer(t *testing.T, connectors ...connector.Connector) *testSer
 func mainServer(t *testing.T, set func(m *Main)) *testServer {
 	t.Helper()
 	cfg := testConfig(t, pgtest.NewURL(t))
-	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Now: (&clock{}).Now}
+	clk := &clock{}
+	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler), Now: clk.Now}
 	set(m)
-	require.NoError(t, m.Start(context.Background()))
-	t.Cleanup(func() { m.Stop(context.Background()) })
-	admin := m.AdminToken
-	if admin == "" {
-		admin = m.Config.BootstrapToken
-	}
-	return &testServer{t: t, m: m, base: "http://" + m.APIAddr(), admin: admin, client: &http.Client{Timeout: 30 * time.Second}}
+	return serve(t, m, clk)
 }
 
 // notesSource is a connector of the test: notes held in memory.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/config"
@@ -74,14 +73,6 @@ func withAccountAIBase(baseURL string) serverOption {
 // 127.0.0.1).
 func withEgressAllow(allow ...string) serverOption {
 	return func(c *config.Config) { c.EgressAllow = allow }
-}
-
-func (s *testServer) pool() *pgxpool.Pool {
-	s.t.Helper()
-	pool, err := pgxpool.New(context.Background(), s.dbURL)
-	require.NoError(s.t, err)
-	s.t.Cleanup(pool.Close)
-	return pool
 }
 
 func TestProviderCredentials(t *testing.T) {
