@@ -63,21 +63,40 @@ func holdLowerThenHigher(t *testing.T, pool *pgxpool.Pool, jobs []Job, fn func()
 	return <-done
 }
 
-// TestHeartbeatLocksByID: a heartbeat extends its jobs' leases taking
-// their rows in id order, as a bulk cancel or delete does, whatever order
-// the running jobs come in (a map's); it deadlocked with the cancel
-// before.
-func TestHeartbeatLocksByID(t *testing.T) {
+// TestHeartbeatWaitsForNoRow: a heartbeat does not wait for a job row
+// another transaction holds (a bulk cancel, a cascading delete): it
+// renews the other jobs' leases at once, keeps the held job as its own
+// (its lease is renewed by a later beat), and so can neither deadlock
+// with the holder nor hold the queue's other leases up. Once the holder
+// commits a cancel, the job is no longer owned.
+func TestHeartbeatWaitsForNoRow(t *testing.T) {
 	t.Parallel()
 	pool, q, jobs := lockOrderSetup(t)
-	var owned []uuid.UUID
-	err := holdLowerThenHigher(t, pool, jobs, func() error {
-		var err error
-		owned, err = q.jobHeartbeat(context.Background(), pool, time.Now(), lockOrderWorker, jobs)
-		return err
-	})
+	ctx := context.Background()
+	leaseOf := func(id uuid.UUID) time.Time {
+		var until time.Time
+		require.NoError(t, pool.QueryRow(ctx, `SELECT locked_until FROM lock_jobs WHERE id = $1`, id).Scan(&until))
+		return until
+	}
+	held, free := jobs[1], jobs[0]
+	heldLease := leaseOf(held.ID)
+	holder := pgtest.Hold(t, pool, `SELECT 1 FROM lock_jobs WHERE id = $1 FOR UPDATE`, held.ID)
+
+	now := time.Now().Add(time.Hour)
+	beat, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	owned, err := q.jobHeartbeat(beat, pool, now, lockOrderWorker, jobs)
+	require.NoError(t, err, "the heartbeat waited for the held row")
+	require.ElementsMatch(t, []uuid.UUID{held.ID, free.ID}, owned)
+	require.WithinDuration(t, now.Add(q.cfg.Lease), leaseOf(free.ID), time.Millisecond, "the free job's lease is renewed")
+	require.WithinDuration(t, heldLease, leaseOf(held.ID), time.Millisecond, "the held job is left for the next beat")
+
+	_, err = holder.Exec(ctx, `UPDATE lock_jobs SET status = 'cancelled', locked_by = NULL, locked_until = NULL WHERE id = $1`, held.ID)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []uuid.UUID{jobs[0].ID, jobs[1].ID}, owned)
+	require.NoError(t, holder.Commit(ctx))
+	owned, err = q.jobHeartbeat(ctx, pool, now, lockOrderWorker, jobs)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{free.ID}, owned, "a committed cancel is seen")
 }
 
 // TestFinishLocksByID: recording a batch's outcomes takes the jobs' rows

@@ -120,15 +120,25 @@ SET status = e.status, retry_count = u.retry_count, run_at = COALESCE(u.run_at, 
 FROM e JOIN u ON u.id = e.id
 WHERE j.id = e.id
 RETURNING j.id, e.superseded`
-	q.heartbeat = `WITH mine AS (
-    SELECT j.id FROM ` + t + ` AS j JOIN unnest($4::uuid[], $5::int[]) AS u(id, attempt) ON j.id = u.id AND j.attempt = u.attempt
+	// The heartbeat waits for no row: a job row another transaction holds
+	// (a bulk cancel, a cascading delete, a long finishing transaction) is
+	// left for the next beat, so one held row neither delays the other
+	// jobs' leases nor can deadlock. The answer is the jobs still ours as
+	// of the statement's start, renewed or skipped; one that a committed
+	// cancel or the reaper took is not among them.
+	q.heartbeat = `WITH u AS (
+    SELECT * FROM unnest($4::uuid[], $5::int[]) AS u(id, attempt)
+), mine AS (
+    SELECT j.id FROM ` + t + ` AS j JOIN u ON j.id = u.id AND j.attempt = u.attempt
     WHERE j.status = 'running' AND j.locked_by = $2
-    ORDER BY j.id FOR NO KEY UPDATE OF j
+    ORDER BY j.id FOR NO KEY UPDATE OF j SKIP LOCKED
+), renewed AS (
+    UPDATE ` + t + ` AS j
+    SET locked_until = $3, heartbeat_at = $1
+    FROM mine WHERE j.id = mine.id
 )
-UPDATE ` + t + ` AS j
-SET locked_until = $3, heartbeat_at = $1
-FROM mine WHERE j.id = mine.id
-RETURNING j.id`
+SELECT j.id FROM ` + t + ` AS j JOIN u ON j.id = u.id AND j.attempt = u.attempt
+WHERE j.status = 'running' AND j.locked_by = $2`
 	// $1 ids, $2 attempts, $3 statuses.
 	q.at = `SELECT j.id FROM ` + t + ` AS j JOIN unnest($1::uuid[], $2::int[], $3::text[]) AS u(id, attempt, status)
     ON j.id = u.id AND j.attempt = u.attempt AND j.status = u.status`
