@@ -263,9 +263,9 @@ func set[T any](dst *T, v *T, norm func(T) T) {
 	}
 }
 
-// DeleteAgent deletes an agent and its runs; its queued, waiting and
-// running runs are cancelled first (a running one stops within a
-// second). Errors: not_found.
+// DeleteAgent deletes an agent, its runs and the users' recent-activity
+// items of it; its queued, waiting and running runs are cancelled first
+// (a running one stops within a second). Errors: not_found.
 func (s *Service) DeleteAgent(ctx context.Context, project, id uuid.UUID) error {
 	return postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		if _, err := agentGet(ctx, tx, project, id, true); err != nil {

@@ -241,8 +241,8 @@ func (s *Service) ChunkIndex(ctx context.Context, project, doc, id uuid.UUID) (i
 	return chunkIndex(ctx, s.pool, project, doc, id)
 }
 
-// Delete removes a document, its chunks and its pending jobs; its running
-// jobs are cancelled (their workers stop within a second and roll back).
+// Delete removes a document, its chunks, its pending jobs and the users'
+// recent-activity items of it; its running jobs are cancelled (their workers stop within a second and roll back).
 // Errors: not_found.
 func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 	// A job of the document that is running stops when its cancel commits

@@ -336,7 +336,8 @@ func (s *Service) UpdateObject(ctx context.Context, project, id uuid.UUID, u Obj
 }
 
 // DeleteObject soft-deletes a live object of project and removes its
-// relationships; its natural key is free again. Errors: not_found.
+// relationships and the users' recent-activity items of it; its natural
+// key is free again. Errors: not_found.
 func (s *Service) DeleteObject(ctx context.Context, project, id uuid.UUID) error {
 	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		ok, err := objectSoftDelete(ctx, tx, project, id, s.now().UTC())
@@ -515,7 +516,7 @@ func (s *Service) SetObjectsStatus(ctx context.Context, tx pgx.Tx, project uuid.
 // of project among ids that are still suggestions of extraction job job
 // (a rejected review): an object accepted since, or taken over by another
 // job, stays. Their relationships, provenance, embeddings and embedding
-// jobs go with them.
+// jobs go with them, and the users' recent-activity items of them.
 func (s *Service) DeleteSuggestions(ctx context.Context, tx pgx.Tx, project, job uuid.UUID, ids []uuid.UUID) error {
 	if len(ids) == 0 {
 		return nil
@@ -532,9 +533,10 @@ func (s *Service) DeleteSuggestions(ctx context.Context, tx pgx.Tx, project, job
 }
 
 // HoldInTx checks, in tx, that live object id of project exists, and
-// keeps it from being deleted until tx ends (a share lock: a deletion,
-// an update, in progress is waited for, then seen; updates wait for tx).
-// Errors: not_found.
+// keeps it from being deleted until tx ends. A deletion is an update
+// (deleted_at), so the lock is a share lock, not a key-share one: a
+// deletion or update in progress is waited for, then seen, and updates
+// wait for tx. Errors: not_found.
 func (s *Service) HoldInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
 	return objectHold(ctx, tx, project, id)
 }
