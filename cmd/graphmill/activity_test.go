@@ -111,10 +111,10 @@ func TestActivityRecordAndList(t *testing.T) {
 	first := s.record(user, project, map[string]any{"resourceType": "report", "resourceId": "d1", "actionType": "view", "resourceName": "Report"})
 	require.Equal(t, project, first.ProjectID)
 	require.Equal(t, "Report", first.ResourceName)
-	s.record(user, project, map[string]any{"resourceType": "graph-object", "resourceId": "o1", "actionType": "edit", "resourceSubtype": "Person"})
+	s.record(user, project, map[string]any{"resourceType": "query", "resourceId": "o1", "actionType": "edit", "resourceSubtype": "Person"})
 	s.record(user, second, map[string]any{"resourceType": "report", "resourceId": "d2", "actionType": "view"})
 	s.record(other, project, map[string]any{"resourceType": "report", "resourceId": "d9", "actionType": "view"})
-	require.Equal(t, []string{"report/d2", "graph-object/o1", "report/d1"}, resources(s.recent(user, "/api/user-activity/recent")))
+	require.Equal(t, []string{"report/d2", "query/o1", "report/d1"}, resources(s.recent(user, "/api/user-activity/recent")))
 
 	// Recording the same resource again moves it to the top, no duplicate,
 	// with the new action; the name is kept when not given again.
@@ -124,22 +124,22 @@ func TestActivityRecordAndList(t *testing.T) {
 	require.Equal(t, "Report", again.ResourceName)
 	require.True(t, again.AccessedAt.After(first.AccessedAt))
 	items := s.recent(user, "/api/user-activity/recent")
-	require.Equal(t, []string{"report/d1", "report/d2", "graph-object/o1"}, resources(items))
+	require.Equal(t, []string{"report/d1", "report/d2", "query/o1"}, resources(items))
 	require.Equal(t, "Person", items[2].ResourceSubtype)
 
 	// Per type, per project in context, limits.
 	require.Equal(t, []string{"report/d1", "report/d2"}, resources(s.recent(user, "/api/user-activity/recent/report")))
-	require.Equal(t, []string{"graph-object/o1"}, resources(s.recent(user, "/api/user-activity/recent/graph-object")))
-	require.Empty(t, s.recent(user, "/api/user-activity/recent/agent"))
-	require.Equal(t, []string{"report/d1", "graph-object/o1"}, resources(s.recent(user, "/api/user-activity/recent", header{"X-Project-ID", project})))
+	require.Equal(t, []string{"query/o1"}, resources(s.recent(user, "/api/user-activity/recent/query")))
+	require.Empty(t, s.recent(user, "/api/user-activity/recent/dashboard"))
+	require.Equal(t, []string{"report/d1", "query/o1"}, resources(s.recent(user, "/api/user-activity/recent", header{"X-Project-ID", project})))
 	require.Equal(t, []string{"report/d1"}, resources(s.recent(user, "/api/user-activity/recent?limit=1")))
 	require.Equal(t, []string{"report/d1"}, resources(s.recent(user, "/api/user-activity/recent/report?limit=1")))
 	for i := range 25 {
-		s.record(user, project, map[string]any{"resourceType": "agent", "resourceId": fmt.Sprintf("a%02d", i), "actionType": "view"})
+		s.record(user, project, map[string]any{"resourceType": "dashboard", "resourceId": fmt.Sprintf("a%02d", i), "actionType": "view"})
 	}
 	require.Len(t, s.recent(user, "/api/user-activity/recent"), 20, "limit defaults to 20")
 	require.Len(t, s.recent(user, "/api/user-activity/recent?limit=100"), 28)
-	require.Equal(t, "agent/a24", resources(s.recent(user, "/api/user-activity/recent/agent"))[0])
+	require.Equal(t, "dashboard/a24", resources(s.recent(user, "/api/user-activity/recent/dashboard"))[0])
 
 	// Bad input.
 	for _, q := range []string{"limit=101", "limit=0", "limit=x"} {
@@ -264,8 +264,8 @@ func TestActivityOfDeletedDocument(t *testing.T) {
 	require.Equal(t, 404, (<-done).Status)
 	require.Equal(t, []string{"document/" + doc}, resources(s.recent(user, "/api/user-activity/recent")))
 
-	// Other resource types are not checked.
-	s.record(user, project, map[string]any{"resourceType": "graph-object", "resourceId": uuid.NewString(), "actionType": "view"})
+	// Free resource types are not checked.
+	s.record(user, project, map[string]any{"resourceType": "report", "resourceId": uuid.NewString(), "actionType": "view"})
 }
 
 // TestActivityDocumentIDSpelling: a document's id is recorded in its
@@ -285,5 +285,114 @@ func TestActivityDocumentIDSpelling(t *testing.T) {
 
 	s.record(user, project, map[string]any{"resourceType": "document", "resourceId": "urn:uuid:" + d.ID, "actionType": "view"})
 	s.must(204, "DELETE", "/api/user-activity/recent/document/"+d.ID, user, nil)
+	require.Empty(t, s.recent(user, "/api/user-activity/recent"))
+}
+
+// TestActivityOfDeletedResources: the resources Graphmill owns (documents,
+// graph objects, agents, chat sessions) are recorded only while they
+// exist, in the recorder's project (a chat session: the recorder's own),
+// and deleting one removes every user's item of it in the deletion's
+// transaction; free resource types are neither checked nor touched.
+func TestActivityOfDeletedResources(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, second, _, user := s.viewerOfTwoProjects("user-activity:read", "user-activity:write", "chat:use")
+	_, other := s.newMember("o@example.com", []string{"user-activity:read", "user-activity:write", "chat:use"}, project, "viewer")
+	hp := header{"X-Project-ID", project}
+	rec := func(token, project, typ, id string) response {
+		return s.do("POST", "/api/user-activity/record?projectId="+project, token, map[string]any{"resourceType": typ, "resourceId": id, "actionType": "view"})
+	}
+
+	var d docBody
+	s.uploadFile(s.admin, project, "doc.md", "text/markdown", []byte("# doc\n\nSome text.\n")).Decode(t, &d)
+	object := s.embObject(project, "Person", "Ada", map[string]any{})
+	agent := s.agentCreate(s.admin, project, map[string]any{"name": "a", "instructions": "i", "tools": []string{}})
+	session := s.chatSession(user, project)
+	otherSession := s.chatSession(other, project)
+	kept := s.embObject(project, "Person", "Kept", map[string]any{})
+
+	// Unknown, another project's, another user's session, not an id: 404.
+	foreignObject := s.embObject(second, "Person", "Far", map[string]any{})
+	for _, c := range []struct{ project, typ, id, detail string }{
+		{project, "graph-object", uuid.NewString(), "resourceId: no graph object with this id in the project"},
+		{project, "graph-object", foreignObject, "resourceId: no graph object with this id in the project"},
+		{second, "graph-object", object, "resourceId: no graph object with this id in the project"},
+		{project, "graph-object", "o1", "resourceId: no graph object with this id in the project"},
+		{project, "agent", uuid.NewString(), "resourceId: no agent with this id in the project"},
+		{second, "agent", agent, "resourceId: no agent with this id in the project"},
+		{project, "chat-session", uuid.NewString(), "resourceId: no chat session of yours with this id in the project"},
+		{project, "chat-session", otherSession, "resourceId: no chat session of yours with this id in the project"},
+		{second, "chat-session", session, "resourceId: no chat session of yours with this id in the project"},
+	} {
+		res := rec(user, c.project, c.typ, c.id)
+		require.Equal(t, 404, res.Status, c)
+		require.Equal(t, c.detail, res.Detail(t), c)
+	}
+	require.Empty(t, s.recent(user, "/api/user-activity/recent"))
+
+	// Both users record each resource (the other user their own session);
+	// an upper-case id is stored canonically.
+	for _, token := range []string{user, other} {
+		require.Equal(t, 200, rec(token, project, "document", d.ID).Status)
+		require.Equal(t, 200, rec(token, project, "graph-object", strings.ToUpper(object)).Status)
+		require.Equal(t, 200, rec(token, project, "graph-object", kept).Status)
+		require.Equal(t, 200, rec(token, project, "agent", agent).Status)
+		require.Equal(t, 200, rec(token, project, "report", object).Status) // free type, same id
+	}
+	require.Equal(t, 200, rec(user, project, "chat-session", session).Status)
+	require.Equal(t, 200, rec(other, project, "chat-session", otherSession).Status)
+	require.Len(t, s.recent(user, "/api/user-activity/recent"), 6)
+
+	s.must(204, "DELETE", "/api/documents/"+d.ID, s.admin, nil, hp)
+	s.must(204, "DELETE", "/api/graph/objects/"+object, s.admin, nil, hp)
+	s.must(204, "DELETE", "/api/agents/"+agent, s.admin, nil, hp)
+	s.must(204, "DELETE", "/api/chat/sessions/"+session, user, nil, hp)
+	require.Equal(t, []string{"report/" + object, "graph-object/" + kept}, resources(s.recent(user, "/api/user-activity/recent")))
+	require.Equal(t, []string{"chat-session/" + otherSession, "report/" + object, "graph-object/" + kept},
+		resources(s.recent(other, "/api/user-activity/recent")))
+
+	// A deleted object is not recorded again.
+	require.Equal(t, 404, rec(user, project, "graph-object", object).Status)
+	require.Equal(t, 404, rec(user, project, "agent", agent).Status)
+	require.Equal(t, 404, rec(user, project, "chat-session", session).Status)
+}
+
+// TestActivityRacesObjectDeletion: a graph object's deletion is an update
+// (deleted_at), so the recording's hold is a share lock, not a key-share
+// one: a recording waits for a deletion in progress and then finds the
+// object gone; a deletion waits for a recording in progress and then
+// removes its item.
+func TestActivityRacesObjectDeletion(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _, userID, user := s.viewerOfTwoProjects("user-activity:read", "user-activity:write")
+	hp := header{"X-Project-ID", project}
+	ctx := context.Background()
+	pool := s.pool()
+	waiting := func() bool { return pgtest.LockWaits(t, pool) == 1 }
+	rec := func(id string) response {
+		return s.do("POST", "/api/user-activity/record?projectId="+project, user, map[string]any{"resourceType": "graph-object", "resourceId": id, "actionType": "view"})
+	}
+
+	// The deletion first: the recording waits, then 404.
+	first := s.embObject(project, "Person", "First", map[string]any{})
+	del := pgtest.Hold(t, pool, `UPDATE graph_objects SET deleted_at = now() WHERE id = $1`, first)
+	done := make(chan response, 1)
+	go func() { done <- rec(first) }()
+	require.Eventually(t, waiting, 30*time.Second, 10*time.Millisecond, "the recording waits on the object")
+	require.NoError(t, del.Commit(ctx))
+	require.Equal(t, 404, (<-done).Status)
+
+	// The recording first: the deletion waits, then removes the item.
+	second := s.embObject(project, "Person", "Second", map[string]any{})
+	recording := pgtest.Hold(t, pool, `SELECT 1 FROM graph_objects WHERE id = $1 FOR SHARE`, second)
+	_, err := recording.Exec(ctx, `INSERT INTO user_activity (id, user_id, project_id, resource_type, resource_id, action_type, accessed_at)
+		VALUES (gen_random_uuid(), $1, $2, 'graph-object', $3, 'view', now())`, userID, project, second)
+	require.NoError(t, err)
+	deleted := make(chan response, 1)
+	go func() { deleted <- s.do("DELETE", "/api/graph/objects/"+second, s.admin, nil, hp) }()
+	require.Eventually(t, waiting, 30*time.Second, 10*time.Millisecond, "the deletion waits on the recording")
+	require.NoError(t, recording.Commit(ctx))
+	require.Equal(t, 204, (<-deleted).Status)
 	require.Empty(t, s.recent(user, "/api/user-activity/recent"))
 }

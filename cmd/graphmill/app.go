@@ -340,7 +340,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	graphs := graph.NewService(graph.Config{Pool: pool, Types: packs, Embed: embeddings, Now: m.Now})
+	graphs := graph.NewService(graph.Config{Pool: pool, Types: packs, Embed: embeddings, Activity: activity.ForgetterOf(activity.ResourceGraphObject), Now: m.Now})
 	objects.Service = graphs
 	policies := embeddingpolicy.NewService(pool, embeddings, providers, m.Now)
 	if err := embeddings.AddQueue(policies, m.Config.QueueProjectMax); err != nil {
@@ -355,7 +355,8 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// them extracted through documents.
 	toExtraction := &documentExtraction{}
 	docs, err := document.NewService(document.Config{
-		Pool: pool, Jobs: m.jobs, Embedders: providers, Extraction: toExtraction, Notifier: m.notifs, Logger: log, Now: m.Now,
+		Pool: pool, Jobs: m.jobs, Embedders: providers, Extraction: toExtraction, Activity: activity.ForgetterOf(activity.ResourceDocument),
+		Notifier: m.notifs, Logger: log, Now: m.Now,
 	})
 	if err != nil {
 		return err
@@ -425,7 +426,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// are built later (they use the MCP server, which uses the chat).
 	agentTools := &mcpAgents{}
 	chats, err := chat.NewService(chat.Config{
-		Pool: pool, Search: searches, Graph: graphs, Agents: agentTools, Logger: log, Now: m.Now,
+		Pool: pool, Search: searches, Graph: graphs, Agents: agentTools, Activity: activity.ForgetterOf(activity.ResourceChatSession), Logger: log, Now: m.Now,
 		ModelFunc: func(ctx context.Context, project uuid.UUID, model string) (chat.Model, error) {
 			h, err := providers.ResolveModel(ctx, project, provider.Generative, model)
 			if errors.Is(err, provider.ErrNoProvider) {
@@ -460,7 +461,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// tool box and the project's generative model.
 	agents, err := agent.NewService(agent.Config{
 		Pool: pool, Jobs: m.jobs, Toolbox: tracedToolbox{m.mcp, tp.Tracer("github.com/graphmill/graphmill/internal/mcpserver")}, Integrations: integrations, Principals: tenancy.NewDirectory(pool, m.Now), Notifier: m.notifs,
-		QuestionTimeout: m.Config.AgentQuestionTimeout, Logger: log, Now: m.Now,
+		Activity: activity.ForgetterOf(activity.ResourceAgent), QuestionTimeout: m.Config.AgentQuestionTimeout, Logger: log, Now: m.Now,
 		Models: func(ctx context.Context, project uuid.UUID, model string) (agent.Model, error) {
 			h, err := providers.ResolveModel(ctx, project, provider.Generative, model)
 			if errors.Is(err, provider.ErrNoProvider) {
@@ -517,7 +518,7 @@ func (m *Main) Start(ctx context.Context) (err error) {
 	// (openAPIDocument registers the same without services).
 	registerAPI(api, apiServices{
 		health: m.health, production: m.Config.Production(), tenancy: ten, invitations: invitations, providers: providers,
-		notifications: m.notifs, tasks: m.tasks, activity: activity.NewService(pool, docs, m.Now), packs: packs, graph: graphs,
+		notifications: m.notifs, tasks: m.tasks, activity: activity.NewService(pool, activity.Resources{Documents: docs, GraphObjects: graphs, Agents: agents, ChatSessions: chats}, m.Now), packs: packs, graph: graphs,
 		policies: policies, documents: docs, uploads: document.UploadLimits{
 			MaxBytes: m.Config.MaxUploadBytes, MaxJSONBytes: m.Config.MaxJSONUploadBytes,
 			MaxConcurrent: m.Config.MaxConcurrentUploads, SpoolDir: m.Config.UploadSpoolDir,

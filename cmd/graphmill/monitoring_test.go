@@ -150,6 +150,12 @@ func TestMonitoringExtractionJobs(t *testing.T) {
 		r := s.must(400, "GET", "/api/monitoring/extraction-jobs?"+q, s.admin, nil, hp)
 		require.NotEmpty(t, r.Detail(t), q)
 	}
+	// From after to is refused with superadmin's rule (httpapi.ParseTimeRange).
+	backwards := "date_from=" + url.QueryEscape(now.Add(time.Hour).Format(time.RFC3339)) + "&date_to=" + url.QueryEscape(now.Format(time.RFC3339))
+	r := s.must(400, "GET", "/api/monitoring/extraction-jobs?"+backwards, s.admin, nil, hp)
+	require.Equal(t, "date_from must not be after date_to", r.Detail(t))
+	same := url.QueryEscape(now.Format(time.RFC3339Nano))
+	s.must(200, "GET", "/api/monitoring/extraction-jobs?date_from="+same+"&date_to="+same, s.admin, nil, hp)
 
 	// Detail: metrics from the call log.
 	var d struct {

@@ -56,15 +56,24 @@ type Owner = auth.OwnRecords
 // in paths).
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) //nolint:gochecknoglobals // compiled pattern, constant
 
-// ResourceDocument is the resource type of a project's documents: its
-// resource ids are document ids, and only an existing document's use is
-// recorded.
-const ResourceDocument = "document"
+// The resource types of Graphmill's own resources: their resource ids
+// are the resources' ids, a use is recorded only while the resource
+// exists (a chat session: the recorder's own) and its deletion removes
+// every user's item of it. Other resource types are free text.
+const (
+	ResourceDocument    = "document"
+	ResourceGraphObject = "graph-object"
+	ResourceAgent       = "agent"
+	ResourceChatSession = "chat-session"
+)
 
 // Errors of this domain.
 var (
 	ErrNotFound        = errs.New(errs.NotFound, "no recent activity for this resource")
 	ErrNoDocument      = errs.New(errs.NotFound, "resourceId: no document with this id in the project")
+	ErrNoGraphObject   = errs.New(errs.NotFound, "resourceId: no graph object with this id in the project")
+	ErrNoAgent         = errs.New(errs.NotFound, "resourceId: no agent with this id in the project")
+	ErrNoChatSession   = errs.New(errs.NotFound, "resourceId: no chat session of yours with this id in the project")
 	ErrProjectRequired = errs.New(errs.Invalid, "the projectId query parameter is required")
 	ErrResourceType    = errs.New(errs.Invalid, "resourceType must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	ErrActionType      = errs.New(errs.Invalid, "actionType must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")

@@ -79,3 +79,14 @@ func activityClear(ctx context.Context, db postgres.DBTX, o Owner) (int64, error
 	}
 	return tag.RowsAffected(), nil
 }
+
+// activityForget deletes every user's items of the resources ids of one
+// type in project and returns how many it deleted.
+func activityForget(ctx context.Context, db postgres.DBTX, project uuid.UUID, typ string, ids []string) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE project_id = $1 AND resource_type = $2 AND resource_id = ANY($3)`,
+		project, typ, ids)
+	if err != nil {
+		return 0, fmt.Errorf("forget activity: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -47,6 +47,12 @@ type Principals interface {
 	ProjectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, error)
 }
 
+// Activity removes the users' recent-activity items of deleted agents
+// (activity.Forgetter), in the deleting transaction.
+type Activity interface {
+	ForgetInTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids ...uuid.UUID) error
+}
+
 // Notifier notifies a user (notification.Service).
 type Notifier interface {
 	Notify(ctx context.Context, tx pgx.Tx, user uuid.UUID, p notification.Params) (notification.Notification, error)
@@ -67,6 +73,8 @@ type Config struct {
 	Models       Models
 	Principals   Principals
 	Notifier     Notifier
+	// Activity forgets the users' uses of deleted agents.
+	Activity Activity
 	// QuestionTimeout is how long a question waits for its answer
 	// (QuestionTimeoutDefault when 0).
 	QuestionTimeout time.Duration
@@ -84,7 +92,7 @@ type Service struct {
 
 // NewService returns the agents service.
 func NewService(c Config) (*Service, error) {
-	if c.Pool == nil || c.Jobs == nil || c.Models == nil || c.Principals == nil || c.Notifier == nil {
+	if c.Pool == nil || c.Jobs == nil || c.Models == nil || c.Principals == nil || c.Notifier == nil || c.Activity == nil {
 		return nil, errors.New("agent: incomplete configuration")
 	}
 	if c.QuestionTimeout <= 0 {
@@ -255,9 +263,9 @@ func set[T any](dst *T, v *T, norm func(T) T) {
 	}
 }
 
-// DeleteAgent deletes an agent and its runs; its queued, waiting and
-// running runs are cancelled first (a running one stops within a
-// second). Errors: not_found.
+// DeleteAgent deletes an agent, its runs and the users' recent-activity
+// items of it; its queued, waiting and running runs are cancelled first
+// (a running one stops within a second). Errors: not_found.
 func (s *Service) DeleteAgent(ctx context.Context, project, id uuid.UUID) error {
 	return postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		if _, err := agentGet(ctx, tx, project, id, true); err != nil {
@@ -272,8 +280,19 @@ func (s *Service) DeleteAgent(ctx context.Context, project, id uuid.UUID) error 
 				return err
 			}
 		}
-		return agentDelete(ctx, tx, project, id)
+		if err := agentDelete(ctx, tx, project, id); err != nil {
+			return err
+		}
+		// After the delete: a recording holding the agent has committed.
+		return s.cfg.Activity.ForgetInTx(ctx, tx, project, id)
 	})
+}
+
+// HoldInTx checks, in tx, that agent id of project exists, and keeps it
+// from being deleted until tx ends (a key-share lock: a deletion in
+// progress is waited for, then seen). Errors: not_found.
+func (s *Service) HoldInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
+	return agentHold(ctx, tx, project, id)
 }
 
 // own makes p the owner of a (Agent.OwnerID): the user whom the runs

@@ -104,6 +104,12 @@ func ownerScopes(a Agent) []string {
 	return a.OwnerScopes
 }
 
+// agentHold key-share-locks agent id of project. Errors: ErrNotFound.
+func agentHold(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
+	_, err := postgres.One[int](ctx, tx, ErrNotFound, `SELECT 1 FROM agents WHERE project_id = $1 AND id = $2 FOR KEY SHARE`, project, id)
+	return err
+}
+
 func agentDelete(ctx context.Context, db postgres.DBTX, project, id uuid.UUID) error {
 	tag, err := db.Exec(ctx, `DELETE FROM agents WHERE project_id = $1 AND id = $2`, project, id)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/activity"
 	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -213,8 +214,9 @@ func newService(t *testing.T, model agent.Model, box agent.Toolbox, notes agent.
 	require.NoError(t, err)
 	svc, err := agent.NewService(agent.Config{
 		Pool: pool, Jobs: jobs, Toolbox: box, Principals: directory{org: org, project: project}, Notifier: notes,
-		Models:  func(context.Context, uuid.UUID, string) (agent.Model, error) { return model, nil },
-		Backoff: func(int) time.Duration { return 10 * time.Millisecond },
+		Activity: activity.ForgetterOf(activity.ResourceAgent),
+		Models:   func(context.Context, uuid.UUID, string) (agent.Model, error) { return model, nil },
+		Backoff:  func(int) time.Duration { return 10 * time.Millisecond },
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.AddQueue(1, 0))

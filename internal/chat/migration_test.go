@@ -24,11 +24,7 @@ func TestMigrationKeysSessionAgents(t *testing.T) {
 	org, project, other, user := id(), id(), id(), id()
 	agent, otherAgent := id(), id()
 	kept, unknown, foreign, plain, nowhere := id(), id(), id(), id(), id()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		_, err := pool.Exec(ctx, sql, args...)
-		require.NoError(t, err, sql)
-	}
+	exec := func(sql string, args ...any) { pgtest.Exec(t, pool, sql, args...) }
 	exec(`INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'o', now(), now())`, org)
 	exec(`INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $3, 'p', now(), now()), ($2, $3, 'q', now(), now())`, project, other, org)
 	exec(`INSERT INTO users (id, created_at, updated_at) VALUES ($1, now(), now())`, user)

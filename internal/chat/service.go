@@ -46,6 +46,12 @@ type Model interface {
 	Model() string
 }
 
+// Activity removes the users' recent-activity items of deleted sessions
+// (activity.Forgetter), in the deleting transaction.
+type Activity interface {
+	ForgetInTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids ...uuid.UUID) error
+}
+
 // Agents reads the agents sessions talk to (agent.Service).
 type Agents interface {
 	// GetAgent is agent id of project; errs.NotFound when project has no
@@ -60,6 +66,8 @@ type Config struct {
 	Search Searcher
 	Graph  Graph
 	Agents Agents
+	// Activity forgets the users' uses of deleted sessions.
+	Activity Activity
 	// ModelFunc resolves project's generative model: the model named, or
 	// the project's default when name is "". A name the project's
 	// provider does not offer gives another model (the caller compares
@@ -76,8 +84,8 @@ type Service struct {
 
 // NewService builds the service.
 func NewService(c Config) (*Service, error) {
-	if c.Pool == nil || c.Search == nil || c.Graph == nil || c.Agents == nil || c.ModelFunc == nil {
-		return nil, errors.New("chat: Pool, Search, Graph, Agents and ModelFunc are required")
+	if c.Pool == nil || c.Search == nil || c.Graph == nil || c.Agents == nil || c.Activity == nil || c.ModelFunc == nil {
+		return nil, errors.New("chat: Pool, Search, Graph, Agents, Activity and ModelFunc are required")
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -209,10 +217,23 @@ func (s *Service) RenameSession(ctx context.Context, project, user, id uuid.UUID
 	return r.session(), nil
 }
 
-// DeleteSession deletes user's session id and its messages. Errors:
-// not_found.
+// DeleteSession deletes user's session id, its messages and the users'
+// recent-activity items of it. Errors: not_found.
 func (s *Service) DeleteSession(ctx context.Context, project, user, id uuid.UUID) error {
-	return sessionDelete(ctx, s.cfg.Pool, project, user, id)
+	return postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		if err := sessionDelete(ctx, tx, project, user, id); err != nil {
+			return err
+		}
+		// After the delete: a recording holding the session has committed.
+		return s.cfg.Activity.ForgetInTx(ctx, tx, project, id)
+	})
+}
+
+// HoldSessionInTx checks, in tx, that session id of project is user's,
+// and keeps it from being deleted until tx ends (a key-share lock: a
+// deletion in progress is waited for, then seen). Errors: not_found.
+func (s *Service) HoldSessionInTx(ctx context.Context, tx pgx.Tx, project, user, id uuid.UUID) error {
+	return sessionHold(ctx, tx, project, user, id)
 }
 
 // SendParams is one turn of a session.

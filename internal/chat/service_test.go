@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/activity"
 	"github.com/graphmill/graphmill/internal/agent"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
@@ -136,6 +137,7 @@ func newChatEnv(t *testing.T, texts ...string) *chatEnv {
 	}
 	e.svc, err = NewService(Config{
 		Pool: pool, Search: fakeSearch{chunks: e.chunks}, Graph: noGraph{}, Agents: noAgents{},
+		Activity: activity.ForgetterOf(activity.ResourceChatSession),
 		ModelFunc: func(context.Context, uuid.UUID, string) (Model, error) {
 			if e.noModel {
 				return nil, ErrNoProvider

@@ -113,6 +113,14 @@ func sessionSet(ctx context.Context, db postgres.DBTX, what string, id uuid.UUID
 	return nil
 }
 
+// sessionHold key-share-locks user's session id of project. Errors:
+// ErrNotFound.
+func sessionHold(ctx context.Context, tx pgx.Tx, project, user, id uuid.UUID) error {
+	_, err := postgres.One[int](ctx, tx, ErrNotFound,
+		`SELECT 1 FROM chat_sessions WHERE id = $1 AND project_id = $2 AND user_id = $3 FOR KEY SHARE`, id, project, user)
+	return err
+}
+
 func sessionDelete(ctx context.Context, db postgres.DBTX, project, user, id uuid.UUID) error {
 	_, err := postgres.One[uuid.UUID](ctx, db, ErrNotFound, `DELETE FROM chat_sessions WHERE id = $1 AND project_id = $2 AND user_id = $3
 		RETURNING id`, id, project, user)

@@ -36,10 +36,17 @@ type Service struct {
 	chunker   *Chunker
 	embedders Embedders
 	extractor Extraction
+	activity  Activity
 	notifier  FailureNotifier
 	logger    *slog.Logger
 	now       func() time.Time
 	opts      ChunkOptions
+}
+
+// Activity removes the users' recent-activity items of deleted documents
+// (activity.Forgetter), in the deleting transaction.
+type Activity interface {
+	ForgetInTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids ...uuid.UUID) error
 }
 
 // FailureNotifier is told, in the transaction that marks a document
@@ -78,6 +85,8 @@ type Config struct {
 	Embedders Embedders
 	// Extraction queues the extraction of parsed documents.
 	Extraction Extraction
+	// Activity forgets the users' uses of deleted documents.
+	Activity Activity
 	// Notifier, when set, tells uploaders about documents that could not
 	// be parsed.
 	Notifier FailureNotifier
@@ -91,12 +100,15 @@ func NewService(c Config) (*Service, error) {
 	if c.Extraction == nil {
 		return nil, errors.New("document: no extraction to queue parsed documents to")
 	}
+	if c.Activity == nil {
+		return nil, errors.New("document: no activity to forget deleted documents in")
+	}
 	ch, err := NewChunker()
 	if err != nil {
 		return nil, err
 	}
 	return &Service{
-		pool: c.Pool, jobs: c.Jobs, chunker: ch, embedders: c.Embedders, extractor: c.Extraction, notifier: c.Notifier, logger: c.Logger, now: c.Now, opts: c.Chunking,
+		pool: c.Pool, jobs: c.Jobs, chunker: ch, embedders: c.Embedders, extractor: c.Extraction, activity: c.Activity, notifier: c.Notifier, logger: c.Logger, now: c.Now, opts: c.Chunking,
 	}, nil
 }
 
@@ -229,8 +241,8 @@ func (s *Service) ChunkIndex(ctx context.Context, project, doc, id uuid.UUID) (i
 	return chunkIndex(ctx, s.pool, project, doc, id)
 }
 
-// Delete removes a document, its chunks and its pending jobs; its running
-// jobs are cancelled (their workers stop within a second and roll back).
+// Delete removes a document, its chunks, its pending jobs and the users'
+// recent-activity items of it; its running jobs are cancelled (their workers stop within a second and roll back).
 // Errors: not_found.
 func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
 	// A job of the document that is running stops when its cancel commits
@@ -268,10 +280,14 @@ func (s *Service) DeleteInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UU
 		return err
 	}
 	ok, err := documentDelete(ctx, tx, project, id)
-	if err == nil && !ok {
-		err = ErrNotFound
+	if err != nil {
+		return err
 	}
-	return err
+	if !ok {
+		return ErrNotFound
+	}
+	// After the delete: a recording holding the document has committed.
+	return s.activity.ForgetInTx(ctx, tx, project, id)
 }
 
 // HoldInTx checks, in tx, that document id of project exists, and keeps

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/activity"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/pgtest"
@@ -37,7 +38,9 @@ func TestPutSourced(t *testing.T) {
 	pool := pgtest.New(t)
 	jobs, err := jobqueue.NewClient(pool, jobqueue.Config{})
 	require.NoError(t, err)
-	svc, err := NewService(Config{Pool: pool, Jobs: jobs, Extraction: noExtraction{}, Now: time.Now})
+	svc, err := NewService(Config{
+		Pool: pool, Jobs: jobs, Extraction: noExtraction{}, Activity: activity.ForgetterOf(activity.ResourceDocument), Now: time.Now,
+	})
 	require.NoError(t, err)
 	require.NoError(t, svc.AddQueues(1, 0))
 	org, project, integration := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())

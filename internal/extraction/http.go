@@ -273,11 +273,7 @@ func (h handlers) monitorJobs(ctx context.Context, in *monitorListIn) (*httpapi.
 	if err != nil {
 		return nil, err
 	}
-	from, err := httpapi.ParseTime("date_from", in.DateFrom)
-	if err != nil {
-		return nil, err
-	}
-	to, err := httpapi.ParseTime("date_to", in.DateTo)
+	from, to, err := httpapi.ParseTimeRange("date_from", in.DateFrom, "date_to", in.DateTo)
 	if err != nil {
 		return nil, err
 	}

@@ -208,6 +208,12 @@ type EmbedQueue interface {
 	Enqueue(ctx context.Context, tx pgx.Tx, project uuid.UUID, objectIDs []uuid.UUID) error
 }
 
+// Activity removes the users' recent-activity items of deleted objects
+// (activity.Forgetter), in the deleting transaction.
+type Activity interface {
+	ForgetInTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids ...uuid.UUID) error
+}
+
 // TypesSource gives a project's effective types (templatepack.Service).
 type TypesSource interface {
 	TypesFor(ctx context.Context, project uuid.UUID) (*templatepack.Types, error)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/activity"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/pgtest"
@@ -63,7 +64,9 @@ func setup(tb testing.TB) *testBundle {
 	packs, err := templatepack.NewService(pool, ten, time.Now)
 	require.NoError(tb, err)
 	q := &fakeQueue{}
-	b := &testBundle{pool: pool, queue: q, svc: graph.NewService(graph.Config{Pool: pool, Types: packs, Embed: q, Now: time.Now})}
+	b := &testBundle{pool: pool, queue: q, svc: graph.NewService(graph.Config{
+		Pool: pool, Types: packs, Embed: q, Activity: activity.ForgetterOf(activity.ResourceGraphObject), Now: time.Now,
+	})}
 	require.NoError(tb, pool.QueryRow(ctx, `SELECT id FROM projects`).Scan(&b.project))
 	b.chunks = addChunks(tb, pool, b.project, 3)
 	return b
@@ -392,6 +395,24 @@ func TestStatusDeleteAndObjectsByID(t *testing.T) {
 	}, []graph.RelationshipInput{{Type: "WORKS_FOR", SourceType: "Person", SourceKey: "A", TargetType: "Organization", TargetKey: "C", ChunkIDs: []uuid.UUID{b.chunks[0]}}})
 	require.NoError(t, err)
 	a, bb, c := res.Objects[0].ID, res.Objects[1].ID, res.Objects[2].ID
+	// A user's recent-activity items of the three objects (and of a free
+	// resource type with one's id): deleting an object removes its item.
+	user := uuid.Must(uuid.NewV7())
+	_, err = b.pool.Exec(ctx, `INSERT INTO users (id, created_at, updated_at) VALUES ($1, now(), now())`, user)
+	require.NoError(t, err)
+	for typ, ids := range map[string][]uuid.UUID{activity.ResourceGraphObject: {a, bb, c}, "report": {a}} {
+		for _, id := range ids {
+			_, err = b.pool.Exec(ctx, `INSERT INTO user_activity (id, user_id, project_id, resource_type, resource_id, action_type, accessed_at)
+				VALUES (gen_random_uuid(), $1, $2, $3, $4, 'view', now())`, user, b.project, typ, id.String())
+			require.NoError(t, err)
+		}
+	}
+	items := func() []string {
+		rows, _ := b.pool.Query(ctx, `SELECT resource_type || '/' || resource_id FROM user_activity`)
+		list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return list
+	}
 	_, err = b.pool.Exec(ctx, `INSERT INTO graph_embedding_jobs (id, project_id, run_at, created_at, updated_at, object_id) VALUES ($1, $2, now(), now(), now(), $3)`,
 		uuid.Must(uuid.NewV7()), b.project, a)
 	require.NoError(t, err)
@@ -419,12 +440,15 @@ func TestStatusDeleteAndObjectsByID(t *testing.T) {
 	}))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_objects WHERE id = $1`, a), "hard delete")
 	require.Equal(t, graph.StatusAccepted, b.object(t, bb).Status, "an accepted object stays")
+	require.ElementsMatch(t, []string{"graph-object/" + bb.String(), "graph-object/" + c.String(), "report/" + a.String()}, items(),
+		"the deleted suggestion's item went with it")
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_relationships`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_object_provenance`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_relationship_provenance`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM graph_embedding_jobs`))
 
 	require.NoError(t, b.svc.DeleteObject(ctx, b.project, c))
+	require.ElementsMatch(t, []string{"graph-object/" + bb.String(), "report/" + a.String()}, items(), "the deleted object's item went with it")
 	list, err := b.svc.ObjectsByID(ctx, b.pool, []uuid.UUID{a, bb, c})
 	require.NoError(t, err)
 	require.Len(t, list, 1, "live objects only")

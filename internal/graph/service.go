@@ -24,15 +24,18 @@ type Config struct {
 	Pool  *pgxpool.Pool
 	Types TypesSource
 	Embed EmbedQueue
-	Now   func() time.Time
+	// Activity, when set, forgets the users' uses of deleted objects.
+	Activity Activity
+	Now      func() time.Time
 }
 
 // Service holds the graph rules.
 type Service struct {
-	pool  *pgxpool.Pool
-	types TypesSource
-	embed EmbedQueue
-	now   func() time.Time
+	pool     *pgxpool.Pool
+	types    TypesSource
+	embed    EmbedQueue
+	activity Activity
+	now      func() time.Time
 }
 
 // NewService returns a Service.
@@ -40,10 +43,20 @@ func NewService(c Config) *Service {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Service{pool: c.Pool, types: c.Types, embed: c.Embed, now: c.Now}
+	return &Service{pool: c.Pool, types: c.Types, embed: c.Embed, activity: c.Activity, now: c.Now}
 }
 
 func newID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+
+// forget removes the users' recent-activity items of deleted objects ids
+// of project, if there is an Activity. Called after the objects' rows
+// changed in tx: a recording that held one (HoldInTx) has committed.
+func (s *Service) forget(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID) error {
+	if s.activity == nil || len(ids) == 0 {
+		return nil
+	}
+	return s.activity.ForgetInTx(ctx, tx, project, ids...)
+}
 
 // enqueue hands ids to the embedding queue, if there is one.
 func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID) error {
@@ -323,7 +336,8 @@ func (s *Service) UpdateObject(ctx context.Context, project, id uuid.UUID, u Obj
 }
 
 // DeleteObject soft-deletes a live object of project and removes its
-// relationships; its natural key is free again. Errors: not_found.
+// relationships and the users' recent-activity items of it; its natural
+// key is free again. Errors: not_found.
 func (s *Service) DeleteObject(ctx context.Context, project, id uuid.UUID) error {
 	return postgres.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		ok, err := objectSoftDelete(ctx, tx, project, id, s.now().UTC())
@@ -332,6 +346,9 @@ func (s *Service) DeleteObject(ctx context.Context, project, id uuid.UUID) error
 		}
 		if !ok {
 			return ErrObjectNotFound
+		}
+		if err := s.forget(ctx, tx, project, []uuid.UUID{id}); err != nil {
+			return err
 		}
 		// The embedding worker drops the vectors of a deleted object.
 		if s.embed != nil {
@@ -499,17 +516,29 @@ func (s *Service) SetObjectsStatus(ctx context.Context, tx pgx.Tx, project uuid.
 // of project among ids that are still suggestions of extraction job job
 // (a rejected review): an object accepted since, or taken over by another
 // job, stays. Their relationships, provenance, embeddings and embedding
-// jobs go with them.
+// jobs go with them, and the users' recent-activity items of them.
 func (s *Service) DeleteSuggestions(ctx context.Context, tx pgx.Tx, project, job uuid.UUID, ids []uuid.UUID) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	n, err := objectsDeleteSuggestions(ctx, tx, project, job, ids)
-	if err != nil || n == 0 {
+	gone, err := objectsDeleteSuggestions(ctx, tx, project, job, ids)
+	if err != nil || len(gone) == 0 {
+		return err
+	}
+	if err := s.forget(ctx, tx, project, gone); err != nil {
 		return err
 	}
 	// Their vectors went with them (cascade).
 	return vectorindex.Removed(ctx, tx, project, vectorindex.KindObjects)
+}
+
+// HoldInTx checks, in tx, that live object id of project exists, and
+// keeps it from being deleted until tx ends. A deletion is an update
+// (deleted_at), so the lock is a share lock, not a key-share one: a
+// deletion or update in progress is waited for, then seen, and updates
+// wait for tx. Errors: not_found.
+func (s *Service) HoldInTx(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
+	return objectHold(ctx, tx, project, id)
 }
 
 // LockObjects keeps the objects among ids from being deleted until tx

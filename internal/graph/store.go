@@ -285,22 +285,31 @@ func objectsSetStatus(ctx context.Context, db postgres.DBTX, project uuid.UUID, 
 }
 
 // objectsDeleteSuggestions hard-deletes the objects of project among ids
-// still suggested by extraction job job and reports how many went;
+// still suggested by extraction job job and returns the ones that went;
 // relationships, provenance, embeddings and embedding jobs go with them
 // (foreign keys).
-func objectsDeleteSuggestions(ctx context.Context, db postgres.DBTX, project, job uuid.UUID, ids []uuid.UUID) (int64, error) {
+func objectsDeleteSuggestions(ctx context.Context, db postgres.DBTX, project, job uuid.UUID, ids []uuid.UUID) ([]uuid.UUID, error) {
 	// Locked in id order first, as writers of rows that reference objects
 	// lock them (LockObjects): deleting in scan order would take the row
 	// locks in another order and deadlock with them.
-	tag, err := db.Exec(ctx, `WITH doomed AS (
+	rows, _ := db.Query(ctx, `WITH doomed AS (
 			SELECT id FROM graph_objects
 			WHERE project_id = $1 AND id = ANY($2) AND status = 'suggested' AND extraction_job_id = $3
 			ORDER BY id FOR UPDATE)
-		DELETE FROM graph_objects WHERE id IN (SELECT id FROM doomed)`, project, ids, job)
+		DELETE FROM graph_objects WHERE id IN (SELECT id FROM doomed) RETURNING id`, project, ids, job)
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
-		return 0, fmt.Errorf("delete suggestions: %w", err)
+		return nil, fmt.Errorf("delete suggestions: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return gone, nil
+}
+
+// objectHold share-locks live object id of project. Errors:
+// ErrObjectNotFound.
+func objectHold(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
+	_, err := postgres.One[int](ctx, tx, ErrObjectNotFound,
+		`SELECT 1 FROM graph_objects WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL FOR SHARE`, project, id)
+	return err
 }
 
 // relationshipInsert stores a new relationship; false when one of the

@@ -48,6 +48,23 @@ func ParseTime(name, raw string) (*time.Time, error) {
 	return &t, nil
 }
 
+// ParseTimeRange reads a range filter's two optional RFC 3339 bounds,
+// the query parameters fromName and toName: the one rule of every date
+// range (the same instant is a range). Errors: invalid_argument
+// (malformed, or from after to).
+func ParseTimeRange(fromName, fromRaw, toName, toRaw string) (from, to *time.Time, err error) {
+	if from, err = ParseTime(fromName, fromRaw); err != nil {
+		return nil, nil, err
+	}
+	if to, err = ParseTime(toName, toRaw); err != nil {
+		return nil, nil, err
+	}
+	if from != nil && to != nil && from.After(*to) {
+		return nil, nil, errs.Errorf(errs.Invalid, "%s must not be after %s", fromName, toName)
+	}
+	return from, to, nil
+}
+
 // IDsMax is the most ids an ids filter of a list route takes: a page's
 // most (PageParams).
 const IDsMax = 200

@@ -57,3 +57,32 @@ func TestParseTime(t *testing.T) {
 		require.True(t, c.want.Equal(*got), c.raw)
 	}
 }
+
+// TestParseTimeRange: the one rule of a date range filter (extraction
+// monitoring's date_from/date_to, superadmin's fromDate/toDate): either
+// bound optional, each RFC 3339, from not after to.
+func TestParseTimeRange(t *testing.T) {
+	t.Parallel()
+	early, late := "2026-01-31T00:00:00Z", "2026-01-31T01:00:00+01:00" // the same instant
+	from, to, err := httpapi.ParseTimeRange("date_from", early, "date_to", late)
+	require.NoError(t, err)
+	require.True(t, from.Equal(*to))
+	from, to, err = httpapi.ParseTimeRange("date_from", "", "date_to", late)
+	require.NoError(t, err)
+	require.Nil(t, from)
+	require.NotNil(t, to)
+	from, to, err = httpapi.ParseTimeRange("date_from", early, "date_to", "")
+	require.NoError(t, err)
+	require.NotNil(t, from)
+	require.Nil(t, to)
+
+	for _, c := range []struct{ from, to, detail string }{
+		{"2026-01-31T00:00:00.001Z", early, "date_from must not be after date_to"},
+		{"yesterday", early, "date_from must be an RFC 3339 time"},
+		{early, "2026-13-01T00:00:00Z", "date_to must be an RFC 3339 time"},
+	} {
+		_, _, err := httpapi.ParseTimeRange("date_from", c.from, "date_to", c.to)
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), c)
+		require.Contains(t, err.Error(), c.detail, c)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/activity"
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/egress"
@@ -344,7 +345,9 @@ func build(pool *pgxpool.Pool, n *events.Notifier, src connector.Connector, ext 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	docs, err := document.NewService(document.Config{Pool: pool, Jobs: jobs, Extraction: ext, Embedders: noEmbedder{}, Now: time.Now})
+	docs, err := document.NewService(document.Config{
+		Pool: pool, Jobs: jobs, Extraction: ext, Activity: activity.ForgetterOf(activity.ResourceDocument), Embedders: noEmbedder{}, Now: time.Now,
+	})
 	if err != nil {
 		return nil, nil, nil, err
 	}

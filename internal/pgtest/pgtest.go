@@ -175,6 +175,15 @@ func NewEmptyURL(t testing.TB) string {
 	return newDatabase(t, false)
 }
 
+// Exec runs sql with args on pool (rows a migration test writes as they
+// were), failing t on an error.
+func Exec(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("pgtest: exec %s: %v", sql, err)
+	}
+}
+
 // NewAtVersion creates a database for one test migrated up to version
 // (dropped when the test ends) and returns a pool on it and the goose
 // provider that migrates it further: a migration test writes rows as they

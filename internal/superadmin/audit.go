@@ -35,7 +35,7 @@ func (h handlers) listAuditEvents(ctx context.Context, in *auditIn) (*httpapi.Ou
 	if err != nil {
 		return nil, err
 	}
-	from, to, err := dateRange(in.FromDate, in.ToDate)
+	from, to, err := httpapi.ParseTimeRange("fromDate", in.FromDate, "toDate", in.ToDate)
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ type emailHandlers struct {
 }
 
 func (h emailHandlers) listEmailJobs(ctx context.Context, in *emailJobsIn) (*httpapi.Out[Paged[email.AdminEmailJob]], error) {
-	from, to, err := dateRange(in.FromDate, in.ToDate)
+	from, to, err := httpapi.ParseTimeRange("fromDate", in.FromDate, "toDate", in.ToDate)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/document"
 	"github.com/graphmill/graphmill/internal/embedding"
-	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/extraction"
 	"github.com/graphmill/graphmill/internal/httpapi"
 	"github.com/graphmill/graphmill/internal/tenancy"
@@ -85,21 +84,6 @@ type (
 		}
 	}
 )
-
-// dateRange reads the fromDate and toDate filters (RFC 3339, either
-// optional). Errors: invalid_argument (malformed, or from after to).
-func dateRange(fromRaw, toRaw string) (from, to *time.Time, err error) {
-	if from, err = httpapi.ParseTime("fromDate", fromRaw); err != nil {
-		return nil, nil, err
-	}
-	if to, err = httpapi.ParseTime("toDate", toRaw); err != nil {
-		return nil, nil, err
-	}
-	if from != nil && to != nil && from.After(*to) {
-		return nil, nil, errs.New(errs.Invalid, "fromDate must not be after toDate")
-	}
-	return from, to, nil
-}
 
 // Register adds the superadmin routes.
 func Register(api huma.API, svc *Service, ten *tenancy.Service, ext *extraction.Service, docs *document.Service, emb *embedding.Service,
