@@ -538,6 +538,13 @@ func (c *Client) renewHeld(held []heldJob, within time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(within, time.Second))
 	defer cancel()
+	go func() { // Stop does not wait for a held row
+		select {
+		case <-c.stopBg:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for _, h := range held {
 		if err := h.q.jobRenewHeld(ctx, c.pool, c.now(), c.workerID, h.job); err != nil {
 			if ctx.Err() != nil {
