@@ -3,10 +3,33 @@
 -- graph-object, agent, chat-session) name an existing resource of the
 -- item's project (a chat session: the item's user's own) by its canonical
 -- id (session 10: recording checks it, a deletion removes the resource's
--- items). Items recorded before that name a resource deleted since,
--- another project's or user's, none, or one in another spelling: they are
--- removed (the user records a resource in use again). Free resource types
--- keep their items.
+-- items). Items recorded before that may spell an id otherwise (upper
+-- case, braces, no hyphens, urn:uuid:, as uuid.Parse reads it): they take
+-- the canonical spelling, and of a user's items of one resource the most
+-- recent stays. Items naming a resource deleted since, another project's
+-- or user's, or none are then removed (the user records a resource in use
+-- again). Free resource types keep their items as they are.
+DELETE FROM user_activity u
+USING (
+    SELECT id, row_number() OVER (
+            PARTITION BY user_id, project_id, resource_type, canonical
+            ORDER BY accessed_at DESC, resource_id = canonical DESC, id DESC) AS n
+    FROM (SELECT *, CASE WHEN resource_id ~* '^(urn:uuid:)?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\}|[0-9a-f]{32})$'
+                     THEN regexp_replace(resource_id, '^urn:uuid:', '', 'i')::uuid::text END AS canonical
+          FROM user_activity
+          WHERE resource_type IN ('document', 'graph-object', 'agent', 'chat-session')) AS s
+    WHERE canonical IS NOT NULL
+) AS spelled
+WHERE u.id = spelled.id AND spelled.n > 1;
+
+UPDATE user_activity u
+SET resource_id = s.canonical
+FROM (SELECT id, CASE WHEN resource_id ~* '^(urn:uuid:)?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\}|[0-9a-f]{32})$'
+                  THEN regexp_replace(resource_id, '^urn:uuid:', '', 'i')::uuid::text END AS canonical
+      FROM user_activity
+      WHERE resource_type IN ('document', 'graph-object', 'agent', 'chat-session')) AS s
+WHERE u.id = s.id AND s.canonical <> u.resource_id;
+
 DELETE FROM user_activity u
 WHERE (u.resource_type = 'document'
        AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.project_id = u.project_id AND d.id::text = u.resource_id))

@@ -14,8 +14,10 @@ import (
 // TestMigrationForgetsGoneResources applies migration 00041 over items of
 // each of Graphmill's own resource types naming an existing resource, a
 // deleted or unknown one, another project's, another user's chat session
-// and a non-canonical spelling: only the first stay, with the items of
-// free resource types.
+// and other spellings of an existing one's id (upper case, braces, no
+// hyphens, urn:uuid:, as uuid.Parse reads them): the first stay, the
+// others spelled canonically (of two items of one resource, the more
+// recent), with the items of free resource types; the rest go.
 func TestMigrationForgetsGoneResources(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -38,43 +40,51 @@ func TestMigrationForgetsGoneResources(t *testing.T) {
 	exec(`INSERT INTO chat_sessions (id, project_id, user_id, created_at, updated_at) VALUES ($1, $3, $4, now(), now()), ($2, $3, $5, now(), now())`,
 		session, theirs, project, user, someone)
 
-	items := map[string]bool{ // type/id: kept
-		ResourceDocument + "/" + doc.String():                  true,
-		ResourceDocument + "/" + id().String():                 false,
-		ResourceDocument + "/" + strings.ToUpper(doc.String()): false,
-		ResourceGraphObject + "/" + object.String():            true,
-		ResourceGraphObject + "/" + gone.String():              false,
-		ResourceGraphObject + "/" + far.String():               false,
-		ResourceGraphObject + "/o1":                            false,
-		ResourceAgent + "/" + agent.String():                   true,
-		ResourceAgent + "/a1":                                  false,
-		ResourceChatSession + "/" + session.String():           true,
-		ResourceChatSession + "/" + theirs.String():            false,
-		ResourceChatSession + "/urn:uuid:" + session.String():  false,
-		"report/" + gone.String():                              true,
-		"report/r1":                                            true,
+	hex := func(u uuid.UUID) string { return strings.ReplaceAll(u.String(), "-", "") }
+	// Each item by its name: its type and id before, its id after ("":
+	// gone). Ages are minutes ago (of two items of one resource, the more
+	// recent stays).
+	items := []struct {
+		name, typ, before, after string
+		age                      int
+	}{
+		{"doc", ResourceDocument, doc.String(), doc.String(), 5},
+		{"unknown doc", ResourceDocument, id().String(), "", 1},
+		{"doc shouting, older", ResourceDocument, strings.ToUpper(doc.String()), "", 9},
+		{"object", ResourceGraphObject, object.String(), object.String(), 1},
+		{"object braced", ResourceGraphObject, "{" + strings.ToUpper(object.String()) + "}", "", 2},
+		{"deleted object", ResourceGraphObject, gone.String(), "", 1},
+		{"deleted object bare", ResourceGraphObject, hex(gone), "", 1},
+		{"far object", ResourceGraphObject, far.String(), "", 1},
+		{"no object", ResourceGraphObject, "o1", "", 1},
+		{"agent bare", ResourceAgent, hex(agent), agent.String(), 1},
+		{"no agent", ResourceAgent, "a1", "", 1},
+		{"session urn, newer", ResourceChatSession, "urn:uuid:" + session.String(), session.String(), 1},
+		{"session, older", ResourceChatSession, session.String(), "", 3},
+		{"their session", ResourceChatSession, theirs.String(), "", 1},
+		{"report", "report", gone.String(), gone.String(), 1},
+		{"report free", "report", "r1", "r1", 1},
+		{"report shouting", "report", strings.ToUpper(doc.String()), strings.ToUpper(doc.String()), 1},
 	}
-	for item := range items {
-		typ, rid, _ := strings.Cut(item, "/")
-		exec(`INSERT INTO user_activity (id, user_id, project_id, resource_type, resource_id, action_type, accessed_at)
-			VALUES ($1, $2, $3, $4, $5, 'view', now())`, id(), user, project, typ, rid)
+	for _, it := range items {
+		exec(`INSERT INTO user_activity (id, user_id, project_id, resource_type, resource_id, resource_name, action_type, accessed_at)
+			VALUES ($1, $2, $3, $4, $5, $6, 'view', now() - make_interval(mins => $7))`, id(), user, project, it.typ, it.before, it.name, it.age)
 	}
 	_, err := provider.UpTo(ctx, 41)
 	require.NoError(t, err)
 
-	rows, err := pool.Query(ctx, `SELECT resource_type || '/' || resource_id FROM user_activity`)
+	rows, err := pool.Query(ctx, `SELECT resource_name, resource_id FROM user_activity`)
 	require.NoError(t, err)
-	left := map[string]bool{}
+	left := map[string]string{}
 	for rows.Next() {
-		var item string
-		require.NoError(t, rows.Scan(&item))
-		left[item] = true
+		var name, rid string
+		require.NoError(t, rows.Scan(&name, &rid))
+		left[name] = rid
 	}
 	require.NoError(t, rows.Err())
-	for item, kept := range items {
-		require.Equal(t, kept, left[item], item)
+	for _, it := range items {
+		require.Equal(t, it.after, left[it.name], it.name)
 	}
-
 	_, err = provider.Down(ctx)
 	require.NoError(t, err)
 }

@@ -85,7 +85,7 @@ func (b *recBox) Call(_ context.Context, _ *auth.Principal, _ uuid.UUID, name st
 func questionRun(t *testing.T, model agent.Model, box agent.Toolbox, approval bool) (*agent.Service, *recNotifier, uuid.UUID, uuid.UUID, uuid.UUID) {
 	t.Helper()
 	notes := &recNotifier{}
-	svc, p, project := newService(t, model, box, notes)
+	svc, p, project, _ := newService(t, model, box, notes)
 	ctx := context.Background()
 	in := agent.CreateParams{Name: "d", Instructions: "x", Tools: []string{"delete_thing"}}
 	if approval {

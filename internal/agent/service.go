@@ -275,8 +275,9 @@ func (s *Service) DeleteAgent(ctx context.Context, project, id uuid.UUID) error 
 		if err != nil {
 			return err
 		}
-		for _, ch := range cancelled {
-			if err := s.cancelled(ctx, tx, ch); err != nil {
+		runs := make([]runRow, len(cancelled))
+		for i, ch := range cancelled {
+			if runs[i], err = s.closeCancelled(ctx, tx, ch); err != nil {
 				return err
 			}
 		}
@@ -284,7 +285,16 @@ func (s *Service) DeleteAgent(ctx context.Context, project, id uuid.UUID) error 
 			return err
 		}
 		// After the delete: a recording holding the agent has committed.
-		return s.cfg.Activity.ForgetInTx(ctx, tx, project, id)
+		if err := s.cfg.Activity.ForgetInTx(ctx, tx, project, id); err != nil {
+			return err
+		}
+		// The events last: the publish lock is taken last.
+		for i, ch := range cancelled {
+			if err := s.publishCancelled(ctx, tx, runs[i], ch); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -593,13 +603,25 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 // question closes, its status (cancelled) and job.completed are
 // published.
 func (s *Service) cancelled(ctx context.Context, tx pgx.Tx, ch jobqueue.Changed) error {
-	if err := s.closeQuestions(ctx, tx, ch.ID, ch.UpdatedAt); err != nil {
-		return err
-	}
-	r, err := runByID(ctx, tx, ch.ID)
+	r, err := s.closeCancelled(ctx, tx, ch)
 	if err != nil {
 		return err
 	}
+	return s.publishCancelled(ctx, tx, r, ch)
+}
+
+// closeCancelled closes, in tx, the open question of a cancelled run (ch)
+// and returns the run.
+func (s *Service) closeCancelled(ctx context.Context, tx pgx.Tx, ch jobqueue.Changed) (runRow, error) {
+	if err := s.closeQuestions(ctx, tx, ch.ID, ch.UpdatedAt); err != nil {
+		return runRow{}, err
+	}
+	return runByID(ctx, tx, ch.ID)
+}
+
+// publishCancelled publishes, in tx, the status (cancelled) and
+// job.completed of run r, cancelled by ch.
+func (s *Service) publishCancelled(ctx context.Context, tx pgx.Tx, r runRow, ch jobqueue.Changed) error {
 	if err := s.publishStatus(ctx, tx, r); err != nil {
 		return err
 	}

@@ -194,7 +194,7 @@ func TestRunExternalToolNames(t *testing.T) {
 // own, with model and box.
 func startRun(t *testing.T, model agent.Model, box agent.Toolbox, tools []string) (*agent.Service, uuid.UUID, uuid.UUID, uuid.UUID) {
 	t.Helper()
-	svc, p, project := newService(t, model, box, noNotifier{})
+	svc, p, project, _ := newService(t, model, box, noNotifier{})
 	ctx := context.Background()
 	a, err := svc.CreateAgent(ctx, p, project, agent.CreateParams{Name: "maker", Instructions: "make", Tools: tools})
 	require.NoError(t, err)
@@ -205,8 +205,8 @@ func startRun(t *testing.T, model agent.Model, box agent.Toolbox, tools []string
 
 // newService is an agents service with model, box and notes, its queue
 // running on a job client of its own, and an editor of its project with
-// every scope.
-func newService(t *testing.T, model agent.Model, box agent.Toolbox, notes agent.Notifier) (*agent.Service, *auth.Principal, uuid.UUID) {
+// every scope, and its pool.
+func newService(t *testing.T, model agent.Model, box agent.Toolbox, notes agent.Notifier) (*agent.Service, *auth.Principal, uuid.UUID, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.New(t)
 	org, project, user := tenant(t, pool)
@@ -227,7 +227,7 @@ func newService(t *testing.T, model agent.Model, box agent.Toolbox, notes agent.
 		_ = jobs.Stop(sctx)
 	})
 	p := &auth.Principal{UserID: user, Scopes: auth.AllScopes, ProjectRoles: map[uuid.UUID]auth.ProjectRole{project: auth.ProjectEditor}}
-	return svc, p, project
+	return svc, p, project, pool
 }
 
 // waitRun waits until the run ended and returns it.

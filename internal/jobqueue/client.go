@@ -479,29 +479,78 @@ func (c *Client) heartbeatLoop() {
 			return
 		case <-tick.C:
 		}
-		for _, q := range c.order {
-			jobs := c.running(q.cfg.Name)
-			if len(jobs) == 0 {
-				continue
+		c.renewHeld(c.beat(), every)
+	}
+}
+
+// heldJob is a running job of queue q whose row a heartbeat found held.
+type heldJob struct {
+	q   *queue
+	job Job
+}
+
+// beat extends the leases of every queue's running jobs without waiting
+// for a row, cancels the batches of jobs no longer ours and returns the
+// jobs whose rows another transaction holds (not renewed).
+func (c *Client) beat() []heldJob {
+	var held []heldJob
+	for _, q := range c.order {
+		jobs := c.running(q.cfg.Name)
+		if len(jobs) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), max(q.cfg.Lease/3, time.Second))
+		owned, h, err := q.jobHeartbeat(ctx, c.pool, c.now(), c.workerID, jobs)
+		cancel()
+		if err != nil {
+			c.logger.Warn("job heartbeat failed", "queue", q.cfg.Name, "err", err)
+			continue
+		}
+		keep := make(map[uuid.UUID]bool, len(owned))
+		for _, id := range owned {
+			keep[id] = true
+		}
+		var lost []Job
+		for _, j := range jobs {
+			if !keep[j.ID] {
+				lost = append(lost, j)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), max(q.cfg.Lease/3, time.Second))
-			owned, err := q.jobHeartbeat(ctx, c.pool, c.now(), c.workerID, jobs)
+		}
+		c.cancelLost(lost)
+		for _, j := range h {
+			held = append(held, heldJob{q: q, job: j})
+		}
+	}
+	return held
+}
+
+// renewHeld extends the leases of the held jobs a beat left, waiting for
+// their rows one at a time (a statement that holds no other row cannot
+// deadlock), for at most within in all: when the holder lets a row go
+// unchanged (it rolled back, or only read it), the lease is renewed before
+// the reaper, which skips held rows, can take the job back from its
+// running handler. A job the holder changed (cancelled, finished) is not
+// renewed; the next beat sees it. A row still held when time is up waits
+// for the next beat.
+func (c *Client) renewHeld(held []heldJob, within time.Duration) {
+	if len(held) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(within, time.Second))
+	defer cancel()
+	go func() { // Stop does not wait for a held row
+		select {
+		case <-c.stopBg:
 			cancel()
-			if err != nil {
-				c.logger.Warn("job heartbeat failed", "queue", q.cfg.Name, "err", err)
-				continue
+		case <-ctx.Done():
+		}
+	}()
+	for _, h := range held {
+		if err := h.q.jobRenewHeld(ctx, c.pool, c.now(), c.workerID, h.job); err != nil {
+			if ctx.Err() != nil {
+				return
 			}
-			keep := make(map[uuid.UUID]bool, len(owned))
-			for _, id := range owned {
-				keep[id] = true
-			}
-			var lost []Job
-			for _, j := range jobs {
-				if !keep[j.ID] {
-					lost = append(lost, j)
-				}
-			}
-			c.cancelLost(lost)
+			c.logger.Warn("renewing a held job's lease failed", "queue", h.q.cfg.Name, "job", h.job.ID, "err", err)
 		}
 	}
 }

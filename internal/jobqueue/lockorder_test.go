@@ -24,7 +24,7 @@ func lockOrderSetup(t *testing.T) (*pgxpool.Pool, *queue, []Job) {
 	pool := pgtest.New(t)
 	_, err := pool.Exec(ctx, CreateTableSQL("lock_jobs", ""))
 	require.NoError(t, err)
-	c, err := NewClient(pool, Config{})
+	c, err := NewClient(pool, Config{WorkerID: lockOrderWorker})
 	require.NoError(t, err)
 	require.NoError(t, c.AddQueue(QueueConfig{
 		Name: "lock", Table: "lock_jobs", BatchSize: 2,
@@ -66,9 +66,9 @@ func holdLowerThenHigher(t *testing.T, pool *pgxpool.Pool, jobs []Job, fn func()
 // TestHeartbeatWaitsForNoRow: a heartbeat does not wait for a job row
 // another transaction holds (a bulk cancel, a cascading delete): it
 // renews the other jobs' leases at once, keeps the held job as its own
-// (its lease is renewed by a later beat), and so can neither deadlock
-// with the holder nor hold the queue's other leases up. Once the holder
-// commits a cancel, the job is no longer owned.
+// and tells it apart (renewHeld then waits for it alone), and so can
+// neither deadlock with the holder nor hold the queue's other leases up.
+// Once the holder commits a cancel, the job is no longer owned.
 func TestHeartbeatWaitsForNoRow(t *testing.T) {
 	t.Parallel()
 	pool, q, jobs := lockOrderSetup(t)
@@ -85,18 +85,66 @@ func TestHeartbeatWaitsForNoRow(t *testing.T) {
 	now := time.Now().Add(time.Hour)
 	beat, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	owned, err := q.jobHeartbeat(beat, pool, now, lockOrderWorker, jobs)
+	owned, skipped, err := q.jobHeartbeat(beat, pool, now, lockOrderWorker, jobs)
 	require.NoError(t, err, "the heartbeat waited for the held row")
 	require.ElementsMatch(t, []uuid.UUID{held.ID, free.ID}, owned)
+	require.Equal(t, []Job{held}, skipped, "the held job is told apart")
 	require.WithinDuration(t, now.Add(q.cfg.Lease), leaseOf(free.ID), time.Millisecond, "the free job's lease is renewed")
 	require.WithinDuration(t, heldLease, leaseOf(held.ID), time.Millisecond, "the held job is left for the next beat")
 
 	_, err = holder.Exec(ctx, `UPDATE lock_jobs SET status = 'cancelled', locked_by = NULL, locked_until = NULL WHERE id = $1`, held.ID)
 	require.NoError(t, err)
 	require.NoError(t, holder.Commit(ctx))
-	owned, err = q.jobHeartbeat(ctx, pool, now, lockOrderWorker, jobs)
+	owned, skipped, err = q.jobHeartbeat(ctx, pool, now, lockOrderWorker, jobs)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{free.ID}, owned, "a committed cancel is seen")
+	require.Empty(t, skipped)
+}
+
+// TestHeldJobKeepsItsLease: a job whose row was held past its lease (a
+// long finishing transaction that then rolled back, a deletion given up)
+// is not taken back by the reaper from its running handler once the row
+// is let go unchanged: the heartbeat renews it, waiting for that row alone
+// after the other leases are renewed, ahead of the reaper, which skips
+// held rows.
+func TestHeldJobKeepsItsLease(t *testing.T) {
+	t.Parallel()
+	pool, q, jobs := lockOrderSetup(t)
+	ctx := context.Background()
+	held := jobs[1]
+	pgtest.Exec(t, pool, `UPDATE lock_jobs SET locked_until = now() - interval '1 second' WHERE id = $1`, held.ID)
+	holder := pgtest.Hold(t, pool, `SELECT 1 FROM lock_jobs WHERE id = $1 FOR UPDATE`, held.ID)
+
+	owned, skipped, err := q.jobHeartbeat(ctx, pool, time.Now(), lockOrderWorker, jobs)
+	require.NoError(t, err)
+	require.Len(t, owned, 2)
+	require.Equal(t, []Job{held}, skipped)
+	n, err := q.reap(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "the reaper skips the held row")
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.c.renewHeld([]heldJob{{q: q, job: held}}, 10*time.Second)
+	}()
+	require.Eventually(t, func() bool { // the renewal waits for the held row, or gave up
+		select {
+		case <-done:
+			return true
+		default:
+			return pgtest.LockWaits(t, pool) == 1
+		}
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, holder.Rollback(ctx))
+	<-done
+
+	n, err = q.reap(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "the job kept its lease")
+	var status, by string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT status, locked_by FROM lock_jobs WHERE id = $1`, held.ID).Scan(&status, &by))
+	require.Equal(t, []string{"running", lockOrderWorker}, []string{status, by})
 }
 
 // TestFinishLocksByID: recording a batch's outcomes takes the jobs' rows

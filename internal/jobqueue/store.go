@@ -24,7 +24,7 @@ const (
 
 // queries holds the SQL of one queue's table, built once.
 type queries struct {
-	claim, claimCapped, finish, heartbeat, at, expired, depth, stats string
+	claim, claimCapped, finish, heartbeat, renewHeld, at, expired, depth, stats string
 }
 
 const jobReturning = `j.id, j.project_id, j.priority, j.run_at, j.attempt, j.retry_count, j.max_retries, j.started_at, j.created_at, j.trace_parent`
@@ -122,10 +122,11 @@ WHERE j.id = e.id
 RETURNING j.id, e.superseded`
 	// The heartbeat waits for no row: a job row another transaction holds
 	// (a bulk cancel, a cascading delete, a long finishing transaction) is
-	// left for the next beat, so one held row neither delays the other
-	// jobs' leases nor can deadlock. The answer is the jobs still ours as
-	// of the statement's start, renewed or skipped; one that a committed
-	// cancel or the reaper took is not among them.
+	// left, so one held row neither delays the other jobs' leases nor can
+	// deadlock. The answer is the jobs still ours as of the statement's
+	// start, each with whether it was renewed; one that a committed cancel
+	// or the reaper took is not among them. A held one is renewed by
+	// renewHeld.
 	q.heartbeat = `WITH u AS (
     SELECT * FROM unnest($4::uuid[], $5::int[]) AS u(id, attempt)
 ), mine AS (
@@ -136,9 +137,17 @@ RETURNING j.id, e.superseded`
     UPDATE ` + t + ` AS j
     SET locked_until = $3, heartbeat_at = $1
     FROM mine WHERE j.id = mine.id
+    RETURNING j.id
 )
-SELECT j.id FROM ` + t + ` AS j JOIN u ON j.id = u.id AND j.attempt = u.attempt
+SELECT j.id, j.id IN (SELECT id FROM renewed) FROM ` + t + ` AS j JOIN u ON j.id = u.id AND j.attempt = u.attempt
 WHERE j.status = 'running' AND j.locked_by = $2`
+	// renewHeld renews one job's lease, waiting for its row: it holds no
+	// other row meanwhile, so it cannot deadlock, and it is in line before
+	// the reaper (which skips held rows) when the holder lets the row go
+	// unchanged. $4 id, $5 attempt.
+	q.renewHeld = `UPDATE ` + t + `
+SET locked_until = $3, heartbeat_at = $1
+WHERE id = $4 AND attempt = $5 AND status = 'running' AND locked_by = $2`
 	// $1 ids, $2 attempts, $3 statuses.
 	q.at = `SELECT j.id FROM ` + t + ` AS j JOIN unnest($1::uuid[], $2::int[], $3::text[]) AS u(id, attempt, status)
     ON j.id = u.id AND j.attempt = u.attempt AND j.status = u.status`
@@ -275,18 +284,40 @@ func (q *queue) jobFinish(ctx context.Context, db postgres.DBTX, now time.Time, 
 // values are nouns (QueuedKeyNoun).
 func supersededMsg(noun string) string { return "superseded by a queued job for the same " + noun }
 
-// jobHeartbeat extends the leases of jobs and returns those still owned.
-func (q *queue) jobHeartbeat(ctx context.Context, db postgres.DBTX, now time.Time, worker string, jobs []Job) ([]uuid.UUID, error) {
+// jobHeartbeat extends the leases of jobs, skipping the rows another
+// transaction holds, and returns those still owned and, among them, the
+// held ones (not renewed: jobRenewHeld).
+func (q *queue) jobHeartbeat(ctx context.Context, db postgres.DBTX, now time.Time, worker string, jobs []Job) (owned []uuid.UUID, held []Job, err error) {
 	ids, attempts := make([]uuid.UUID, len(jobs)), make([]int32, len(jobs))
+	byID := make(map[uuid.UUID]Job, len(jobs))
 	for i, j := range jobs {
 		ids[i], attempts[i] = j.ID, int32(j.Attempt) //nolint:gosec // small counter
+		byID[j.ID] = j
 	}
 	rows, _ := db.Query(ctx, q.sql.heartbeat, now, worker, now.Add(q.cfg.Lease), ids, attempts)
-	owned, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	var id uuid.UUID
+	var renewed bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &renewed}, func() error {
+		owned = append(owned, id)
+		if !renewed {
+			held = append(held, byID[id])
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat %s: %w", q.cfg.Name, err)
+		return nil, nil, fmt.Errorf("heartbeat %s: %w", q.cfg.Name, err)
 	}
-	return owned, nil
+	return owned, held, nil
+}
+
+// jobRenewHeld extends the lease of job, a running job of worker whose
+// row the heartbeat found held, waiting for the row; a job no longer
+// worker's stays as it is.
+func (q *queue) jobRenewHeld(ctx context.Context, db postgres.DBTX, now time.Time, worker string, job Job) error {
+	if _, err := db.Exec(ctx, q.sql.renewHeld, now, worker, now.Add(q.cfg.Lease), job.ID, int32(job.Attempt)); err != nil { //nolint:gosec // small counter
+		return fmt.Errorf("renew held %s job: %w", q.cfg.Name, err)
+	}
+	return nil
 }
 
 // expiredJob is a running job whose lease ran out.
