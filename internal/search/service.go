@@ -26,7 +26,16 @@ type Config struct {
 	// searches fail with a clear error (keyword only).
 	Vectors VectorSearcher
 	Logger  *slog.Logger
+	// MaxConns bounds the pool connections that the service's searches
+	// hold at once, all searches together; 0 takes MaxConnsShare of the
+	// pool's (at least one).
+	MaxConns int
 }
+
+// MaxConnsShare is the default share of the pool's connections that
+// searches may hold at once: the rest stays free for the API's other
+// requests and the job workers whatever the number of searches.
+const MaxConnsShare = 4 // a quarter
 
 // VectorSearcher finds the stored vectors nearest to the query, embedding
 // the query with the model of the vectors searched.
@@ -89,7 +98,8 @@ func (q *QueryVectors) Vector(ctx context.Context, model string, emb llm.Embedde
 
 // Service runs searches.
 type Service struct {
-	cfg Config
+	cfg   Config
+	conns *conns
 }
 
 // NewService builds the service.
@@ -97,7 +107,10 @@ func NewService(c Config) *Service {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: c}
+	if c.MaxConns <= 0 {
+		c.MaxConns = max(1, int(c.Pool.Config().MaxConns)/MaxConnsShare)
+	}
+	return &Service{cfg: c, conns: newConns(c.Pool, c.MaxConns)}
 }
 
 // Search runs req over project's chunks and objects.
@@ -167,10 +180,12 @@ func (s *Service) keyword(ctx context.Context, project uuid.UUID, target string,
 	if req.KeywordQuery != "" {
 		q = req.KeywordQuery
 	}
-	if target == TargetChunks {
-		return keywordChunks(ctx, s.cfg.Pool, project, q, req.DocumentIDs, depth)
-	}
-	return keywordObjects(ctx, s.cfg.Pool, project, q, req.ObjectTypes, depth)
+	return lend(ctx, s.conns, func(db postgres.DBTX) ([]Hit, error) {
+		if target == TargetChunks {
+			return keywordChunks(ctx, db, project, q, req.DocumentIDs, depth)
+		}
+		return keywordObjects(ctx, db, project, q, req.ObjectTypes, depth)
+	})
 }
 
 // vector runs the vector side for target, then loads the hits' details
@@ -187,7 +202,9 @@ func (s *Service) vector(ctx context.Context, project uuid.UUID, target string, 
 	if len(hits) == 0 {
 		return hits, model, nil
 	}
-	hits, err = describe(ctx, s.cfg.Pool, project, target, hits)
+	hits, err = lend(ctx, s.conns, func(db postgres.DBTX) ([]Hit, error) {
+		return describe(ctx, db, project, target, hits)
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -201,9 +218,9 @@ func (s *Service) filter(ctx context.Context, project uuid.UUID, target string, 
 	var err error
 	switch {
 	case target == TargetChunks && len(req.DocumentIDs) > 0:
-		ids, err = idSet(ctx, s.cfg.Pool, `SELECT id FROM document_chunks WHERE project_id = $1 AND document_id = ANY($2)`, project, req.DocumentIDs)
+		ids, err = s.idSet(ctx, `SELECT id FROM document_chunks WHERE project_id = $1 AND document_id = ANY($2)`, project, req.DocumentIDs)
 	case target == TargetObjects && len(req.ObjectTypes) > 0:
-		ids, err = idSet(ctx, s.cfg.Pool, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = ANY($2) AND deleted_at IS NULL`, project, req.ObjectTypes)
+		ids, err = s.idSet(ctx, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = ANY($2) AND deleted_at IS NULL`, project, req.ObjectTypes)
 	default:
 		return nil, nil
 	}
@@ -213,9 +230,11 @@ func (s *Service) filter(ctx context.Context, project uuid.UUID, target string, 
 	return func(id uuid.UUID) bool { return ids[id] }, nil
 }
 
-func idSet(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (map[uuid.UUID]bool, error) {
-	rows, _ := pool.Query(ctx, sql, args...)
-	set, err := postgres.CollectIDSet(rows)
+func (s *Service) idSet(ctx context.Context, sql string, args ...any) (map[uuid.UUID]bool, error) {
+	set, err := lend(ctx, s.conns, func(db postgres.DBTX) (map[uuid.UUID]bool, error) {
+		rows, _ := db.Query(ctx, sql, args...)
+		return postgres.CollectIDSet(rows)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search filter: %w", err)
 	}
