@@ -26,16 +26,20 @@ type Config struct {
 	// searches fail with a clear error (keyword only).
 	Vectors VectorSearcher
 	Logger  *slog.Logger
-	// MaxConns bounds the pool connections that the service's searches
-	// hold at once, all searches together; 0 takes MaxConnsShare of the
-	// pool's (at least one).
+	// MaxConns bounds the pool connections that the service's own
+	// queries (keyword, filters, hit details) hold at once, all searches
+	// together; 0 takes 1/MaxConnsShare of the pool's (at least one).
+	// Vectors' reads (embedder resolution, index loads) are its own.
 	MaxConns int
 }
 
-// MaxConnsShare is the default share of the pool's connections that
-// searches may hold at once: the rest stays free for the API's other
-// requests and the job workers whatever the number of searches.
-const MaxConnsShare = 4 // a quarter
+// MaxConnsShare divides the pool's connections into the default
+// Config.MaxConns: a quarter (5 of the default 20) keeps one hybrid
+// search's four queries running at once and leaves the rest to the API's
+// other requests and the job workers however many searches run
+// (BenchmarkSearchConns; docs/decisions.md, "Session 11: search
+// connections").
+const MaxConnsShare = 4
 
 // VectorSearcher finds the stored vectors nearest to the query, embedding
 // the query with the model of the vectors searched.
@@ -122,7 +126,8 @@ func (s *Service) Search(ctx context.Context, project uuid.UUID, req Request) (R
 		return Response{}, fmt.Errorf("vector search is not available in this process")
 	}
 	// Each side fetches more than the limit so that fusion has material.
-	// The sides (keyword and vector, per target) run at once; their lists
+	// The sides (keyword and vector, per target) run at once, their
+	// queries within the service's connection slots (conns); their lists
 	// keep the request's order, so fusion is deterministic.
 	depth := min(req.Limit*3, 300)
 	type side struct {
