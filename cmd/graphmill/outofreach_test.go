@@ -32,11 +32,15 @@ func (s *testServer) reachOfThree(scopes ...string) reach {
 
 // leave removes the user from second; come back gives the membership back;
 // deleteThird soft-deletes third (as the admin).
-func (s *testServer) leave(r reach) { s.must(204, "DELETE", "/api/projects/"+r.second+"/members/"+r.userID, s.admin, nil) }
+func (s *testServer) leave(r reach) {
+	s.must(204, "DELETE", "/api/projects/"+r.second+"/members/"+r.userID, s.admin, nil)
+}
 
 func (s *testServer) comeBack(r reach) { s.addMember(r.second, r.userID, "viewer") }
 
-func (s *testServer) deleteThird(r reach) { s.must(204, "DELETE", "/api/projects/"+r.third, s.admin, nil) }
+func (s *testServer) deleteThird(r reach) {
+	s.must(204, "DELETE", "/api/projects/"+r.third, s.admin, nil)
+}
 
 // TestActivityOfProjectsOutOfReach: the project-less recent list (and
 // that of one type) shows no item of a project the user left or of a

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/notification"
@@ -458,4 +459,49 @@ func TestNotificationEmailHasNoProject(t *testing.T) {
 	var jobProject *uuid.UUID
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT project_id FROM email_jobs WHERE id = $1`, got[0].ID).Scan(&jobProject))
 	require.Nil(t, jobProject)
+}
+
+// TestDigestLeavesOutProjectsOutOfReach: the digest lists no notification
+// of a project its reader left or of a deleted one (those of no project
+// and of their projects stay), and a reader with only such unread
+// notifications gets none.
+func TestDigestLeavesOutProjectsOutOfReach(t *testing.T) {
+	t.Parallel()
+	b := setupMail(t)
+	ctx := context.Background()
+	creator := &auth.Principal{UserID: b.user(t, "creator@example.com"), Superadmin: true}
+	orgs, _, err := b.ten.ListOrgs(ctx, creator, tenancy.Page{Limit: 1})
+	require.NoError(t, err)
+	project := func(name string) *uuid.UUID {
+		p, err := b.ten.CreateProject(ctx, creator, orgs[0].ID, name)
+		require.NoError(t, err)
+		return &p.ID
+	}
+	kept, left, deleted := project("kept"), project("left"), project("deleted")
+	reader := b.subscriber(t, "reader@example.com", false, notification.DigestDaily)
+	gone := b.subscriber(t, "gone@example.com", false, notification.DigestDaily)
+	for _, p := range []*uuid.UUID{kept, left, deleted} {
+		_, err := b.ten.AddMember(ctx, *p, reader, "viewer")
+		require.NoError(t, err)
+	}
+	_, err = b.ten.AddMember(ctx, *left, gone, "viewer")
+	require.NoError(t, err)
+	b.notify(t, reader, notification.Params{Title: "Of no project"})
+	b.notify(t, reader, notification.Params{ProjectID: kept, Title: "Of a kept project"})
+	b.notify(t, reader, notification.Params{ProjectID: left, Title: "Of a project left"})
+	b.notify(t, reader, notification.Params{ProjectID: deleted, Title: "Of a deleted project"})
+	b.notify(t, gone, notification.Params{ProjectID: left, Title: "Of a project left"})
+	require.NoError(t, b.ten.RemoveMember(ctx, *left, reader))
+	require.NoError(t, b.ten.RemoveMember(ctx, *left, gone))
+	require.NoError(t, b.ten.DeleteProject(ctx, *deleted, nil))
+
+	b.runDigests(t)
+	got := b.emails(t, "reader@example.com")
+	require.Len(t, got, 1)
+	require.Equal(t, "Graphmill: 2 unread notifications", got[0].Preview.Subject)
+	require.Contains(t, got[0].Preview.Text, "Of no project")
+	require.Contains(t, got[0].Preview.Text, "Of a kept project")
+	require.NotContains(t, got[0].Preview.Text, "Of a project left")
+	require.NotContains(t, got[0].Preview.Text, "Of a deleted project")
+	require.Empty(t, b.emails(t, "gone@example.com"), "nothing unread that they may see: no digest")
 }
