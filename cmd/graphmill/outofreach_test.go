@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,4 +202,92 @@ func TestEventStreamOfProjectsOutOfReach(t *testing.T) {
 	require.Equal(t, e5, nextEvent(t, replayed).ID)
 	require.Equal(t, e6, nextEvent(t, replayed).ID)
 	require.Equal(t, e7, nextEvent(t, replayed).ID)
+}
+
+// TestConsoleNotificationsOfProjectsOutOfReach: the console's badge and
+// inbox leave out the notifications of a project the user left or of a
+// deleted one, which cannot be marked read there either; the left one is
+// back with the membership.
+func TestConsoleNotificationsOfProjectsOutOfReach(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	r := s.reachOfThree(allScopes...)
+	in := func(p string) *uuid.UUID { id := uuid.MustParse(p); return &id }
+	s.notify(r.userID, notification.Params{ProjectID: in(r.project), Title: "Kept news"})
+	left := s.notify(r.userID, notification.Params{ProjectID: in(r.second), Title: "News of the project left"})
+	gone := s.notify(r.userID, notification.Params{ProjectID: in(r.third), Title: "News of the deleted project"})
+	b := newConsoleBrowser(t, s)
+	b.signIn(r.token)
+	badge := func(want string) {
+		t.Helper()
+		status, _, page := b.do("GET", "/notifications/badge", nil)
+		require.Equal(t, 200, status, page)
+		require.Contains(t, page, `data-unread="`+want+`"`)
+	}
+	badge("3")
+
+	s.leave(r)
+	s.deleteThird(r)
+	badge("1")
+	status, _, page := b.do("GET", "/notifications", nil)
+	require.Equal(t, 200, status, page)
+	require.Contains(t, page, "Kept news")
+	require.NotContains(t, page, left.Title)
+	require.NotContains(t, page, gone.Title)
+	for _, n := range []notificationBody{left, gone} {
+		status, _, _ = b.post("/notifications/"+n.ID+"/read", url.Values{})
+		require.Equal(t, http.StatusNotFound, status)
+	}
+
+	s.comeBack(r)
+	badge("2")
+}
+
+// TestCLIEventsTailOfProjectsOutOfReach: graphmill events tail, following
+// a user's stream, prints no event of a project the user left: the server
+// ends the stream, the tail opens it again, and only the events of the
+// projects still in reach follow.
+func TestCLIEventsTailOfProjectsOutOfReach(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	r := s.reachOfThree("notifications:read")
+	project, second := uuid.MustParse(r.project), uuid.MustParse(r.second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	er, ew := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- runIO(ctx, []string{"events", "tail", "--json"}, s.cliEnviron(t, r.token), strings.NewReader(""), pw, ew)
+		pw.Close()
+		ew.Close()
+	}()
+	status := bufio.NewScanner(er)
+	require.True(t, status.Scan(), "tail ended early: %v", status.Err())
+	require.Equal(t, "following the event stream (Ctrl-C ends)", status.Text())
+	lines := bufio.NewScanner(pr)
+	next := func() float64 {
+		t.Helper()
+		require.True(t, lines.Scan(), "tail ended: %v", lines.Err())
+		var e struct {
+			Data struct {
+				N float64 `json:"n"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &e), lines.Text())
+		return e.Data.N
+	}
+	s.publish(events.TypeDocumentConverted, &second, nil, map[string]any{"n": 1})
+	require.Equal(t, float64(1), next())
+
+	s.leave(r)
+	require.True(t, status.Scan(), "tail ended: %v", status.Err())
+	require.Equal(t, "the server ended the event stream: opening it again", status.Text())
+	go func() { _, _ = io.Copy(io.Discard, er) }()
+	s.publish(events.TypeDocumentConverted, &second, nil, map[string]any{"n": 2})
+	s.publish(events.TypeDocumentConverted, &project, nil, map[string]any{"n": 3})
+	require.Equal(t, float64(3), next(), "nothing of the project left")
+	cancel()
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	require.NoError(t, <-done)
 }
