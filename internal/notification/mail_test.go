@@ -469,23 +469,12 @@ func TestDigestLeavesOutProjectsOutOfReach(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
 	ctx := context.Background()
-	creator := &auth.Principal{UserID: b.user(t, "creator@example.com"), Superadmin: true}
-	orgs, _, err := b.ten.ListOrgs(ctx, creator, tenancy.Page{Limit: 1})
-	require.NoError(t, err)
-	project := func(name string) *uuid.UUID {
-		p, err := b.ten.CreateProject(ctx, creator, orgs[0].ID, name)
-		require.NoError(t, err)
-		return &p.ID
-	}
+	project := b.projectMaker(t)
 	kept, left, deleted := project("kept"), project("left"), project("deleted")
 	reader := b.subscriber(t, "reader@example.com", false, notification.DigestDaily)
 	gone := b.subscriber(t, "gone@example.com", false, notification.DigestDaily)
-	for _, p := range []*uuid.UUID{kept, left, deleted} {
-		_, err := b.ten.AddMember(ctx, *p, reader, "viewer")
-		require.NoError(t, err)
-	}
-	_, err = b.ten.AddMember(ctx, *left, gone, "viewer")
-	require.NoError(t, err)
+	b.join(t, reader, kept, left, deleted)
+	b.join(t, gone, left)
 	b.notify(t, reader, notification.Params{Title: "Of no project"})
 	b.notify(t, reader, notification.Params{ProjectID: kept, Title: "Of a kept project"})
 	b.notify(t, reader, notification.Params{ProjectID: left, Title: "Of a project left"})
@@ -504,4 +493,58 @@ func TestDigestLeavesOutProjectsOutOfReach(t *testing.T) {
 	require.NotContains(t, got[0].Preview.Text, "Of a project left")
 	require.NotContains(t, got[0].Preview.Text, "Of a deleted project")
 	require.Empty(t, b.emails(t, "gone@example.com"), "nothing unread that they may see: no digest")
+}
+
+// projectMaker returns a function creating a project of the default
+// organization (as a superadmin creator).
+func (b *mailBundle) projectMaker(t *testing.T) func(name string) *uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	creator := &auth.Principal{UserID: b.user(t, "creator@example.com"), Superadmin: true}
+	orgs, _, err := b.ten.ListOrgs(ctx, creator, tenancy.Page{Limit: 1})
+	require.NoError(t, err)
+	return func(name string) *uuid.UUID {
+		t.Helper()
+		p, err := b.ten.CreateProject(ctx, creator, orgs[0].ID, name)
+		require.NoError(t, err)
+		return &p.ID
+	}
+}
+
+// join makes user a viewer of projects.
+func (b *mailBundle) join(t *testing.T, user uuid.UUID, projects ...*uuid.UUID) {
+	t.Helper()
+	for _, p := range projects {
+		_, err := b.ten.AddMember(context.Background(), *p, user, "viewer")
+		require.NoError(t, err)
+	}
+}
+
+// TestImportantEmailOnlyOfProjectsInReach: an important notification of
+// a project its owner left, or of a deleted one, queues no email (the
+// inbox hides it; an email could not be taken back); one of a project in
+// reach, or of none, does.
+func TestImportantEmailOnlyOfProjectsInReach(t *testing.T) {
+	t.Parallel()
+	b := setupMail(t)
+	ctx := context.Background()
+	project := b.projectMaker(t)
+	kept, left, deleted := project("kept"), project("left"), project("deleted")
+	u := b.subscriber(t, "mailed@example.com", true, notification.DigestOff)
+	b.join(t, u, kept, left, deleted)
+	require.NoError(t, b.ten.RemoveMember(ctx, *left, u))
+	require.NoError(t, b.ten.DeleteProject(ctx, *deleted, nil))
+	for _, c := range []struct {
+		project *uuid.UUID
+		title   string
+	}{{left, "Of a project left"}, {deleted, "Of a deleted project"}, {kept, "Of a kept project"}, {nil, "Of no project"}} {
+		p := important(c.title, "")
+		p.ProjectID = c.project
+		b.notify(t, u, p)
+	}
+	var subjects []string
+	for _, m := range b.emails(t, "mailed@example.com") {
+		subjects = append(subjects, m.Preview.Subject)
+	}
+	require.Equal(t, []string{"Graphmill: Of a kept project", "Graphmill: Of no project"}, subjects)
 }

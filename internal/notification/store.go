@@ -251,6 +251,16 @@ func recipient(ctx context.Context, db postgres.DBTX, id uuid.UUID) (auth.Tenant
 	return auth.Tenant{User: r.UserID, Project: postgres.Value(r.ProjectID)}, err
 }
 
+// notificationSeen reports whether the owner of notification id may see
+// it (seen).
+func notificationSeen(ctx context.Context, db postgres.DBTX, id uuid.UUID) (bool, error) {
+	ok, err := postgres.One[bool](ctx, db, ErrNotFound, `SELECT `+seen("notifications.user_id")+` FROM notifications WHERE id = $1`, id)
+	if err != nil {
+		return false, fmt.Errorf("notification seen: %w", err)
+	}
+	return ok, nil
+}
+
 // digestUnread is the predicate of the notifications a digest lists,
 // of the user and at the time the SQL expressions user and now name:
 // unread, not dismissed, not expired, not snoozed, and seen (no project
