@@ -450,6 +450,7 @@ func TestNotificationEmailHasNoProject(t *testing.T) {
 	var project uuid.UUID
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT id FROM projects`).Scan(&project))
 	u := b.subscriber(t, "platform@example.com", true, notification.DigestOff)
+	b.join(t, u, &project)
 	p := important("In a project", "")
 	p.ProjectID = &project
 	n := b.notify(t, u, p)
