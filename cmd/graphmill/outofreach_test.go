@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -254,17 +253,7 @@ func TestCLIEventsTailOfProjectsOutOfReach(t *testing.T) {
 	project, second := uuid.MustParse(r.project), uuid.MustParse(r.second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pr, pw := io.Pipe()
-	er, ew := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- runIO(ctx, []string{"events", "tail", "--json"}, s.cliEnviron(t, r.token), strings.NewReader(""), pw, ew)
-		pw.Close()
-		ew.Close()
-	}()
-	status := bufio.NewScanner(er)
-	require.True(t, status.Scan(), "tail ended early: %v", status.Err())
-	require.Equal(t, "following the event stream (Ctrl-C ends)", status.Text())
+	pr, status, done := startTail(ctx, t, s.cliEnviron(t, r.token))
 	lines := bufio.NewScanner(pr)
 	next := func() float64 {
 		t.Helper()
@@ -283,7 +272,10 @@ func TestCLIEventsTailOfProjectsOutOfReach(t *testing.T) {
 	s.leave(r)
 	require.True(t, status.Scan(), "tail ended: %v", status.Err())
 	require.Equal(t, "the server ended the event stream: opening it again", status.Text())
-	go func() { _, _ = io.Copy(io.Discard, er) }()
+	go func() {
+		for status.Scan() {
+		}
+	}()
 	s.publish(events.TypeDocumentConverted, &second, nil, map[string]any{"n": 2})
 	s.publish(events.TypeDocumentConverted, &project, nil, map[string]any{"n": 3})
 	require.Equal(t, float64(3), next(), "nothing of the project left")

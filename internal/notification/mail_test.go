@@ -469,21 +469,14 @@ func TestNotificationEmailHasNoProject(t *testing.T) {
 func TestDigestLeavesOutProjectsOutOfReach(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
-	ctx := context.Background()
-	project := b.projectMaker(t)
-	kept, left, deleted := project("kept"), project("left"), project("deleted")
 	reader := b.subscriber(t, "reader@example.com", false, notification.DigestDaily)
 	gone := b.subscriber(t, "gone@example.com", false, notification.DigestDaily)
-	b.join(t, reader, kept, left, deleted)
-	b.join(t, gone, left)
+	kept, left, deleted := b.outOfReach(t, reader, gone)
 	b.notify(t, reader, notification.Params{Title: "Of no project"})
 	b.notify(t, reader, notification.Params{ProjectID: kept, Title: "Of a kept project"})
 	b.notify(t, reader, notification.Params{ProjectID: left, Title: "Of a project left"})
 	b.notify(t, reader, notification.Params{ProjectID: deleted, Title: "Of a deleted project"})
 	b.notify(t, gone, notification.Params{ProjectID: left, Title: "Of a project left"})
-	require.NoError(t, b.ten.RemoveMember(ctx, *left, reader))
-	require.NoError(t, b.ten.RemoveMember(ctx, *left, gone))
-	require.NoError(t, b.ten.DeleteProject(ctx, *deleted, nil))
 
 	b.runDigests(t)
 	got := b.emails(t, "reader@example.com")
@@ -496,20 +489,30 @@ func TestDigestLeavesOutProjectsOutOfReach(t *testing.T) {
 	require.Empty(t, b.emails(t, "gone@example.com"), "nothing unread that they may see: no digest")
 }
 
-// projectMaker returns a function creating a project of the default
-// organization (as a superadmin creator).
-func (b *mailBundle) projectMaker(t *testing.T) func(name string) *uuid.UUID {
+// outOfReach makes three projects of the default organization (as a
+// superadmin creator), kept, left and deleted, and users viewers of them,
+// then has users leave left and deletes deleted.
+func (b *mailBundle) outOfReach(t *testing.T, users ...uuid.UUID) (kept, left, deleted *uuid.UUID) {
 	t.Helper()
 	ctx := context.Background()
 	creator := &auth.Principal{UserID: b.user(t, "creator@example.com"), Superadmin: true}
 	orgs, _, err := b.ten.ListOrgs(ctx, creator, tenancy.Page{Limit: 1})
 	require.NoError(t, err)
-	return func(name string) *uuid.UUID {
-		t.Helper()
+	projects := make([]*uuid.UUID, 3)
+	for i, name := range []string{"kept", "left", "deleted"} {
 		p, err := b.ten.CreateProject(ctx, creator, orgs[0].ID, name)
 		require.NoError(t, err)
-		return &p.ID
+		projects[i] = &p.ID
+		for _, u := range users {
+			b.join(t, u, &p.ID)
+		}
 	}
+	kept, left, deleted = projects[0], projects[1], projects[2]
+	for _, u := range users {
+		require.NoError(t, b.ten.RemoveMember(ctx, *left, u))
+	}
+	require.NoError(t, b.ten.DeleteProject(ctx, *deleted, nil))
+	return kept, left, deleted
 }
 
 // join makes user a viewer of projects.
@@ -528,13 +531,8 @@ func (b *mailBundle) join(t *testing.T, user uuid.UUID, projects ...*uuid.UUID) 
 func TestImportantEmailOnlyOfProjectsInReach(t *testing.T) {
 	t.Parallel()
 	b := setupMail(t)
-	ctx := context.Background()
-	project := b.projectMaker(t)
-	kept, left, deleted := project("kept"), project("left"), project("deleted")
 	u := b.subscriber(t, "mailed@example.com", true, notification.DigestOff)
-	b.join(t, u, kept, left, deleted)
-	require.NoError(t, b.ten.RemoveMember(ctx, *left, u))
-	require.NoError(t, b.ten.DeleteProject(ctx, *deleted, nil))
+	kept, left, deleted := b.outOfReach(t, u)
 	for _, c := range []struct {
 		project *uuid.UUID
 		title   string
