@@ -579,8 +579,8 @@ func TestImportantEmailOfAMemberRemovedWhileNotified(t *testing.T) {
 	require.NoError(t, b.ten.RemoveMember(ctx, *kept, u))
 	require.NoError(t, held.Commit(ctx))
 	require.NoError(t, <-done)
-	var hidden bool
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT read_at IS NULL FROM notifications WHERE id = $1`, n.ID).Scan(&hidden))
-	require.True(t, hidden, "the notification is kept, unread")
+	var unread bool
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT read_at IS NULL FROM notifications WHERE id = $1`, n.ID).Scan(&unread))
+	require.True(t, unread, "the notification is kept, unread")
 	require.Empty(t, b.emails(t, "removed@example.com"))
 }
