@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
@@ -26,6 +27,23 @@ func (f firstHit) Nearest(_ context.Context, _ uuid.UUID, target string, _ *sear
 	return []search.Hit{{Target: "object", ID: f.objects[0], Score: 1}}, "m", nil
 }
 
+// lockableSearch is a search service over a new database's pool of size
+// connections, seeded with a small corpus whose first chunk and object
+// are every vector search's hits, and a second pool (of 2) to hold locks
+// and count waits with.
+func lockableSearch(ctx context.Context, t *testing.T, size int32) (pool, observer *pgxpool.Pool, c corpus, svc *search.Service) {
+	t.Helper()
+	url := pgtest.NewURL(t)
+	pool, err := postgres.Open(ctx, url, size)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	observer, err = postgres.Open(ctx, url, 2)
+	require.NoError(t, err)
+	t.Cleanup(observer.Close)
+	c = seedCorpus(t, pool, 20, 20, 8)
+	return pool, observer, c, search.NewService(search.Config{Pool: pool, Vectors: firstHit{c.chunks, c.objects}})
+}
+
 // TestSearchConnsBounded: the searches of one service hold at most a
 // quarter of the pool's connections at once, however many run: with the
 // tables they read locked, four hybrid searches over chunks and objects
@@ -39,15 +57,7 @@ func TestSearchConnsBounded(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	url := pgtest.NewURL(t)
-	pool, err := postgres.Open(ctx, url, 20) // the server's default
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	observer, err := postgres.Open(ctx, url, 2) // holds the lock and counts
-	require.NoError(t, err)
-	t.Cleanup(observer.Close)
-	c := seedCorpus(t, pool, 20, 20, 8)
-	svc := search.NewService(search.Config{Pool: pool, Vectors: firstHit{c.chunks, c.objects}})
+	pool, observer, c, svc := lockableSearch(ctx, t, 20) // the server's default
 
 	const searches, queries, bound = 4, 16, 5
 	held := pgtest.Hold(t, observer, `LOCK TABLE document_chunks, graph_objects IN ACCESS EXCLUSIVE MODE`)
@@ -119,15 +129,7 @@ func TestSearchConnsCancelReleases(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	url := pgtest.NewURL(t)
-	pool, err := postgres.Open(ctx, url, 4) // one slot
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	observer, err := postgres.Open(ctx, url, 2)
-	require.NoError(t, err)
-	t.Cleanup(observer.Close)
-	c := seedCorpus(t, pool, 20, 20, 8)
-	svc := search.NewService(search.Config{Pool: pool, Vectors: firstHit{c.chunks, c.objects}})
+	pool, observer, c, svc := lockableSearch(ctx, t, 4) // one slot
 
 	held := pgtest.Hold(t, observer, `LOCK TABLE document_chunks, graph_objects IN ACCESS EXCLUSIVE MODE`)
 	sctx, stop := context.WithCancel(ctx)
