@@ -18,6 +18,7 @@ import (
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/notification"
 	"github.com/graphmill/graphmill/internal/pgtest"
 	"github.com/graphmill/graphmill/internal/postgres"
@@ -546,4 +547,40 @@ func TestImportantEmailOnlyOfProjectsInReach(t *testing.T) {
 		subjects = append(subjects, m.Preview.Subject)
 	}
 	require.Equal(t, []string{"Graphmill: Of a kept project", "Graphmill: Of no project"}, subjects)
+}
+
+// TestImportantEmailOfAMemberRemovedWhileNotified: a notification whose
+// transaction waits (for the publish lock) while its owner is removed from
+// its project queues no email: the check runs after the wait, on what the
+// removal committed. The notification is kept, hidden.
+func TestImportantEmailOfAMemberRemovedWhileNotified(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupMail(t)
+	u := b.subscriber(t, "removed@example.com", true, notification.DigestOff)
+	kept, _, _ := b.outOfReach(t, u)
+
+	held, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = held.Rollback(ctx) })
+	require.NoError(t, events.Lock(ctx, held))
+	var n notification.Notification
+	done := make(chan error, 1)
+	go func() {
+		p := important("Raced", "")
+		p.ProjectID = kept
+		done <- postgres.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+			var err error
+			n, err = b.svc.Notify(ctx, tx, u, p)
+			return err
+		})
+	}()
+	require.Eventually(t, func() bool { return pgtest.LockWaits(t, b.pool) == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, b.ten.RemoveMember(ctx, *kept, u))
+	require.NoError(t, held.Commit(ctx))
+	require.NoError(t, <-done)
+	var unread bool
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT read_at IS NULL FROM notifications WHERE id = $1`, n.ID).Scan(&unread))
+	require.True(t, unread, "the notification is kept, unread")
+	require.Empty(t, b.emails(t, "removed@example.com"))
 }

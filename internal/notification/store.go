@@ -264,10 +264,12 @@ func notificationSeen(ctx context.Context, db postgres.DBTX, id uuid.UUID) (bool
 // digestUnread is the predicate of the notifications a digest lists,
 // of the user and at the time the SQL expressions user and now name:
 // unread, not dismissed, not expired, not snoozed, and seen (no project
-// the user left or that was deleted).
+// the user left or that was deleted). Seen names the notification's own
+// user, not user: in digestDue's EXISTS an outer user made it a join
+// filter, and the plan a sequential scan of every notification.
 func digestUnread(user, now string) string {
 	return `user_id = ` + user + ` AND read_at IS NULL AND dismissed_at IS NULL AND (expires_at IS NULL OR expires_at > ` + now + `)
-	AND (snoozed_until IS NULL OR snoozed_until <= ` + now + `) AND ` + seen(user)
+	AND (snoozed_until IS NULL OR snoozed_until <= ` + now + `) AND ` + seen("notifications.user_id")
 }
 
 // preferencesGet returns user's choices; without a row both are off.
