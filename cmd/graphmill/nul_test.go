@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphmill/graphmill/internal/llm/llmtest"
+)
+
+// extractionNULAnswer is a model's answer whose strings hold the \u0000
+// escape, in values and in a property's name.
+const extractionNULAnswer = `{
+  "objects": [
+    {"type": "Person", "name": "Ada\u0000 Lovelace", "key": "Ada Lovelace", "description": "Mathe\u0000matician.",
+     "properties": {"occu\u0000pation": "mathe\u0000matician"}, "confidence": 0.95},
+    {"type": "Person", "name": "Charles Babbage", "properties": {}, "confidence": 0.9},
+    {"type": "Organization", "name": "Analytical Society", "properties": {}, "confidence": 0.85}
+  ],
+  "relationships": [
+    {"type": "FOUNDED", "source": "Charles\u0000 Babbage", "target": "Analytical Society", "description": "Founded\u0000 it.", "confidence": 0.9}
+  ]
+}`
+
+// TestExtractionModelTextWithNUL: a model's answer holding NUL characters
+// (the \u0000 escape) is extracted with the NULs dropped, never a failed
+// job: the objects, their descriptions and properties, the relationship
+// and the call log's answer are stored. A provider error whose message
+// holds a NUL fails the job with that message, the NUL dropped, in the
+// job and its call log.
+func TestExtractionModelTextWithNUL(t *testing.T) {
+	t.Parallel()
+	const apiKey = "AIzaSy-extraction-nul-1234"
+	gemini := llmtest.NewGemini(t, apiKey)
+	gemini.SetGenerate(func(llmtest.GenerateCall) string { return extractionNULAnswer })
+	s := newServer(t, withKeyAI(gemini.URL(), apiKey), withoutLocalProvider)
+	project, _ := s.defaultProject()
+	s.extractionSetThreshold(project, 0)
+	doc := s.extractionUpload(project, "engine.md", "# Engine\n\nAda Lovelace worked with Charles Babbage.")
+	j := s.extractionWaitJob(s.extractionJobOf(doc), "completed", "failed", "requires_review")
+	require.Equal(t, "completed", j.Status, j.ErrorMsg)
+	ctx := context.Background()
+	var name, desc, props string
+	require.NoError(t, s.m.db.pool.QueryRow(ctx, `SELECT name, description, properties::text FROM graph_objects
+		WHERE project_id = $1 AND key = 'Ada Lovelace'`, project).Scan(&name, &desc, &props))
+	require.Equal(t, "Ada Lovelace", name)
+	require.Equal(t, "Mathematician.", desc)
+	require.JSONEq(t, `{"occupation": "mathematician"}`, props)
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM graph_relationships WHERE project_id = $1 AND properties->>'description' = 'Founded it.'`, project))
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM extraction_llm_calls
+		WHERE job_id = $1 AND status = 'success' AND response_payload->'objects'->0->>'name' = 'Ada Lovelace'`, j.ID))
+
+	// The provider refuses the next document's call with a NUL in its
+	// message.
+	require.NoError(t, s.m.jobs.Pause(ctx, "object_extraction"))
+	doc = s.extractionUpload(project, "second.md", "# Second\n\nCharles Babbage designed the Analytical Engine.")
+	s.waitDocument(project, doc)
+	gemini.FailNextOnWith(llmtest.EndpointGenerate, 1, http.StatusBadRequest, "bad\x00 request")
+	require.NoError(t, s.m.jobs.Resume(ctx, "object_extraction"))
+	j = s.extractionWaitJob(s.extractionJobOf(doc), "failed", "completed")
+	require.Equal(t, "failed", j.Status)
+	require.Contains(t, j.ErrorMsg, "bad request")
+	require.NotContains(t, j.ErrorMsg, "\x00")
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM extraction_llm_calls WHERE job_id = $1 AND status = 'error' AND error_message LIKE '%bad request%'`, j.ID))
+}
