@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,4 +65,30 @@ func TestExtractionModelTextWithNUL(t *testing.T) {
 	require.Contains(t, j.ErrorMsg, "bad request")
 	require.NotContains(t, j.ErrorMsg, "\x00")
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM extraction_llm_calls WHERE job_id = $1 AND status = 'error' AND error_message LIKE '%bad request%'`, j.ID))
+}
+
+// TestChatModelTextWithNUL: a streamed answer whose deltas hold NUL
+// characters is streamed and stored with the NULs dropped, never a failed
+// turn.
+func TestChatModelTextWithNUL(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewOpenAI(t)
+	fake.SetChatStream(func(c llmtest.OpenAIChat) []llmtest.OpenAIDelta {
+		out := fakeOpenAIAnswer(c)
+		out[0].Content = "According\x00 to the sources, "
+		return out
+	})
+	s := newServer(t, withOpenAI(fake.URL(), "", "llama3.1:8b", "nomic-embed-text"))
+	project, _ := s.defaultProject()
+	chatUpload(t, s, project)
+	session := s.chatSession(s.admin, project)
+
+	r := s.chatStream(s.admin, project, session, "Who designed the zephyrine turbine?")
+	require.NotNil(t, r.Completed, "events: %v, error: %v", r.Events, r.Error)
+	require.Equal(t, "According to the sources, ", r.Deltas[0])
+	require.Equal(t, strings.Join(r.Deltas, ""), r.Completed.Content)
+	var got chatSession
+	s.must(200, "GET", "/api/chat/sessions/"+session, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
+	require.Len(t, got.Messages, 2)
+	require.Equal(t, *r.Completed, got.Messages[1], "stored as streamed")
 }

@@ -258,11 +258,14 @@ func (h *Handle) Generate(ctx context.Context, req llm.GenerateRequest) (*llm.Ge
 
 // Chat makes one step of a tool-using conversation (llm.Client.Chat),
 // paced by the governor and recorded in the ledger as a generation
-// (operation "generate"). The answer's text and tool calls come back as
-// the database holds text (postgres.Text, postgres.JSONB): chat messages
-// and agent run steps store them.
+// (operation "generate"). The answer's text, its streamed deltas and its
+// tool calls come back as the database holds text (postgres.Text,
+// postgres.JSONB): chat messages and agent run steps store them.
 func (h *Handle) Chat(ctx context.Context, req llm.ChatRequest) (*llm.ChatResult, error) {
 	est := req.EstimatedInputTokens() + int64(req.MaxOutputTokens)
+	if on := req.OnDelta; on != nil {
+		req.OnDelta = func(d string) error { return on(postgres.Text(d)) }
+	}
 	return metered(ctx, h, "generate", 1, est, func(ctx context.Context) (*llm.ChatResult, error) {
 		res, err := h.client.Chat(ctx, h.model.ModelName, req)
 		if err == nil {
