@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/config"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
+	"github.com/graphmill/graphmill/internal/mcpregistry/mcptest"
 )
 
 // extractionNULAnswer is a model's answer whose strings hold the \u0000
@@ -91,4 +94,31 @@ func TestChatModelTextWithNUL(t *testing.T) {
 	s.must(200, "GET", "/api/chat/sessions/"+session, s.admin, nil, header{"X-Project-ID", project}).Decode(t, &got)
 	require.Len(t, got.Messages, 2)
 	require.Equal(t, *r.Completed, got.Messages[1], "stored as streamed")
+}
+
+// TestAgentExternalToolResultWithNUL: an external MCP tool whose result
+// holds a NUL completes its step with the NUL dropped, and the run goes
+// on: never a failed run.
+func TestAgentExternalToolResultWithNUL(t *testing.T) {
+	t.Parallel()
+	server := mcp.NewServer(&mcp.Implementation{Name: "nul", Version: "1.0.0"}, nil)
+	server.AddTool(&mcp.Tool{Name: "lookup", Description: "Looks it up.", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found\x00 it"}}}, nil
+		})
+	external := mcptest.Streamable(t, server, "", "")
+	s := newServer(t, mcpRegWith(func(*config.Config) {}))
+	project, _ := s.defaultProject()
+	var srv struct {
+		ID string `json:"id"`
+	}
+	s.must(201, "POST", "/api/admin/mcp-servers", s.admin, map[string]any{"name": "src", "type": "http", "url": external.URL},
+		header{"X-Project-ID", project}).Decode(t, &srv)
+	s.must(200, "POST", "/api/admin/mcp-servers/"+srv.ID+"/sync", s.admin, nil)
+	id := s.agentCreate(s.admin, project, map[string]any{"name": "lookup", "instructions": "i", "tools": []string{"src/lookup"}})
+	run := s.agentWait(s.admin, s.agentStart(s.admin, id, "CALL: src:lookup {}").ID, "completed", "failed")
+	require.Equal(t, "completed", run.Status, run.Error)
+	require.Equal(t, []string{"model", "tool:src/lookup", "model"}, run.stepKinds())
+	require.Contains(t, string(run.Steps[1].Output), "found it")
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM agent_run_steps WHERE run_id = $1 AND kind = 'tool' AND output::text LIKE '%found it%'`, run.ID))
 }
