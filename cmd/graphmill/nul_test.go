@@ -33,7 +33,7 @@ const extractionNULAnswer = `{
 // job: the objects, their descriptions and properties, the relationship
 // and the call log's answer are stored. A provider error whose message
 // holds a NUL fails the job with that message, the NUL dropped, in the
-// job and its call log.
+// job, its call log and the notification of the project's admins.
 func TestExtractionModelTextWithNUL(t *testing.T) {
 	t.Parallel()
 	const apiKey = "AIzaSy-extraction-nul-1234"
@@ -68,6 +68,7 @@ func TestExtractionModelTextWithNUL(t *testing.T) {
 	require.Contains(t, j.ErrorMsg, "bad request")
 	require.NotContains(t, j.ErrorMsg, "\x00")
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM extraction_llm_calls WHERE job_id = $1 AND status = 'error' AND error_message LIKE '%bad request%'`, j.ID))
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM notifications WHERE type = 'job_failed' AND message LIKE '%bad request%'`))
 }
 
 // TestChatModelTextWithNUL: a streamed answer whose deltas hold NUL
