@@ -123,3 +123,29 @@ func TestAgentExternalToolResultWithNUL(t *testing.T) {
 	require.Contains(t, string(run.Steps[1].Output), "found it")
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM agent_run_steps WHERE run_id = $1 AND kind = 'tool' AND output::text LIKE '%found it%'`, run.ID))
 }
+
+// TestParseErrorQuotingBytes: a parser error quoting bytes of the file
+// that are not UTF-8 fails the document with that error, the bytes
+// replaced: the document, its job and the uploader's notification say
+// why, never a parse left running.
+func TestParseErrorQuotingBytes(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	// startxref points at a token that is not "xref" (the comment makes
+	// the file long enough to be read): the PDF reader quotes it in its
+	// error.
+	r := s.uploadFile(s.admin, project, "broken.pdf", "application/pdf", []byte("%PDF-1.4\n\xff\xfe\n%"+strings.Repeat("x", 100)+"\nstartxref\n9\n%%EOF\n"))
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	var d docBody
+	r.Decode(t, &d)
+	d = s.waitDocument(project, d.ID)
+	require.Equal(t, "failed", d.Status)
+	require.Contains(t, d.Error, "cross-reference table not found: \uFFFD")
+	var status, jobErr string
+	require.NoError(t, s.m.db.pool.QueryRow(context.Background(),
+		`SELECT status, error_msg FROM document_parsing_jobs WHERE document_id = $1`, d.ID).Scan(&status, &jobErr))
+	require.Equal(t, "failed", status)
+	require.Contains(t, jobErr, "cross-reference table not found: \uFFFD")
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM notifications WHERE type = 'document_parse_failed' AND message LIKE '%cross-reference%'`))
+}

@@ -10,7 +10,8 @@ import (
 // MCP server, a provider's error) on its way to a text or jsonb column,
 // which cannot hold the NUL character (SQLSTATE 22021, in jsonb 22P05 for
 // the \u0000 escape) nor, as text, invalid UTF-8: a NUL is dropped and
-// each invalid byte sequence becomes U+FFFD, as encoding/json writes it.
+// each run of invalid bytes becomes U+FFFD (the replacement character
+// encoding/json writes for them).
 // A value that names something (an id, a key) is refused instead, with
 // ValidText, where a changed spelling would name something else.
 
@@ -20,8 +21,8 @@ func ValidText(s string) bool {
 	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
-// Text returns s as a text column holds it: NULs dropped, invalid UTF-8
-// replaced by U+FFFD.
+// Text returns s as a text column holds it: NULs dropped, each run of
+// invalid bytes replaced by U+FFFD.
 func Text(s string) string {
 	if ValidText(s) {
 		return s
@@ -30,8 +31,8 @@ func Text(s string) string {
 }
 
 // JSONB returns raw, JSON text, as a jsonb column holds it: the \u0000
-// escapes dropped from its strings (and names), invalid UTF-8 replaced by
-// U+FFFD. raw is returned unchanged when it needs neither.
+// escapes dropped from its strings (and names), each run of invalid bytes
+// replaced by U+FFFD. raw is returned unchanged when it needs neither.
 func JSONB(raw []byte) []byte {
 	if !utf8.Valid(raw) {
 		raw = bytes.ToValidUTF8(raw, []byte("\uFFFD"))
