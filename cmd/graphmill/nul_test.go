@@ -33,7 +33,8 @@ const extractionNULAnswer = `{
 // job: the objects, their descriptions and properties, the relationship
 // and the call log's answer are stored. A provider error whose message
 // holds a NUL fails the job with that message, the NUL dropped, in the
-// job, its call log and the notification of the project's admins.
+// job, its call log, its log and the notification of the project's
+// admins.
 func TestExtractionModelTextWithNUL(t *testing.T) {
 	t.Parallel()
 	const apiKey = "AIzaSy-extraction-nul-1234"
@@ -69,6 +70,11 @@ func TestExtractionModelTextWithNUL(t *testing.T) {
 	require.NotContains(t, j.ErrorMsg, "\x00")
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM extraction_llm_calls WHERE job_id = $1 AND status = 'error' AND error_message LIKE '%bad request%'`, j.ID))
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM notifications WHERE type = 'job_failed' AND message LIKE '%bad request%'`))
+	var logged bool
+	for _, l := range s.extractionLogs(j.ID) {
+		logged = logged || (l.Operation == "error" && strings.HasPrefix(l.Message, "job failed: ") && strings.Contains(l.Message, "bad request"))
+	}
+	require.True(t, logged, "the failure is logged")
 }
 
 // TestChatModelTextWithNUL: a streamed answer whose deltas hold NUL

@@ -37,8 +37,7 @@ func JSONB(raw []byte) []byte {
 	if !utf8.Valid(raw) {
 		raw = bytes.ToValidUTF8(raw, []byte("\uFFFD"))
 	}
-	i := bytes.Index(raw, []byte(`\u0000`))
-	if i < 0 {
+	if !bytes.Contains(raw, []byte(`\u0000`)) {
 		return raw
 	}
 	// In JSON a backslash occurs only in a string, as the first byte of
