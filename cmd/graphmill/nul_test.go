@@ -155,3 +155,29 @@ func TestParseErrorQuotingBytes(t *testing.T) {
 	require.Contains(t, jobErr, "cross-reference table not found: \uFFFD")
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM notifications WHERE type = 'document_parse_failed' AND message LIKE '%cross-reference%'`))
 }
+
+// TestDiscoveryModelTextWithNUL: a discovery whose model answers hold NUL
+// characters and whose embedding model fails with a NUL in its message
+// completes: the proposals are stored with the NULs dropped, and the
+// failed embedding call is in the call log with its message.
+func TestDiscoveryModelTextWithNUL(t *testing.T) {
+	t.Parallel()
+	const apiKey = "AIzaSy-disc-nul-1234"
+	g := llmtest.NewGemini(t, apiKey)
+	g.SetGenerate(func(c llmtest.GenerateCall) string {
+		return strings.ReplaceAll(discFakeAnswer(strings.Join(c.Parts, "\n"), string(c.Schema)), "named in the documents", `named\u0000 in the documents`)
+	})
+	s := newServer(t, withKeyAI(g.URL(), apiKey), withoutLocalProvider)
+	project, _ := s.defaultProject()
+	doc := s.discParsed(project, "a.md", "# A\n\nAda Lovelace maintains the extraction pipeline with Ollama.")
+	g.FailNextOnWith(llmtest.EndpointEmbed, 1000, http.StatusBadRequest, "bad\x00 embedding")
+	id := s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc}, "max_iterations": 1, "include_relationships": false})
+	j := s.discWait(project, id, "completed", "failed")
+	require.Equal(t, "completed", j.Status, j.ErrorMessage)
+	require.Len(t, j.DiscoveredTypes, 2)
+	for _, typ := range j.DiscoveredTypes {
+		require.Equal(t, "A "+strings.ToLower(typ.TypeName)+" named in the documents.", typ.Description)
+	}
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM discovery_llm_calls WHERE job_id = $1 AND phase = 'merging'
+		AND status = 'error' AND request_payload->>'purpose' = 'embed' AND error_message LIKE '%bad embedding%'`, id), "the failed embedding call is logged")
+}
