@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -180,4 +181,26 @@ func TestDiscoveryModelTextWithNUL(t *testing.T) {
 	}
 	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM discovery_llm_calls WHERE job_id = $1 AND phase = 'merging'
 		AND status = 'error' AND request_payload->>'purpose' = 'embed' AND error_message LIKE '%bad embedding%'`, id), "the failed embedding call is logged")
+}
+
+// TestOIDCClaimsWithNUL: an identity provider's profile claims holding a
+// NUL sign the user in: the name is recorded with the NUL dropped, the
+// address not at all (an address is what invitations and emails are
+// matched to: changed, it would be another one). A subject holding a NUL
+// is refused as an unknown credential.
+func TestOIDCClaimsWithNUL(t *testing.T) {
+	t.Parallel()
+	iss := newOIDCIssuer(t)
+	s := newServer(t, withOIDC(iss))
+	sub := "sub-" + uuid.NewString()
+	s.must(200, "GET", "/api/superadmin/me", iss.token(t, iss.claims(sub, map[string]any{
+		"name": "Ada\x00 Lovelace", "email": "ada\x00@example.com",
+	})), nil)
+	users := s.usersBySubject(sub)
+	require.Len(t, users, 1)
+	require.Equal(t, "Ada Lovelace", users[0].DisplayName)
+	require.Empty(t, users[0].PrimaryEmail)
+
+	requireUnauthenticated(t, s.do("GET", "/api/superadmin/me", iss.token(t, iss.claims(sub+"\x00", nil)), nil))
+	require.Len(t, s.usersBySubject(sub), 1)
 }
