@@ -158,7 +158,7 @@ func checkSourced(in *Sourced) error {
 		return errs.Errorf(errs.Invalid, "item %s: the filename must be valid UTF-8 of 1 to 500 bytes without NUL", in.ExternalID)
 	}
 	in.Filename = name
-	in.MimeType = storedMediaType(in.MimeType, in.Filename)
+	in.MimeType = storedMediaType(postgres.Text(in.MimeType), in.Filename)
 	if len(in.Data) == 0 {
 		return ErrEmpty
 	}

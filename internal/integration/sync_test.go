@@ -631,8 +631,8 @@ func TestRetriedSyncResumesFromCheckpoint(t *testing.T) {
 // hold (a NUL, invalid UTF-8) never fails the sync. An item whose external
 // id holds a NUL is refused (the id with the NUL dropped would name
 // another item), counted failed and logged with the NUL dropped, and the
-// sync goes on; a NUL or invalid byte in an item's title, URL or version
-// is dropped or replaced and the item stored; a failed item, a log entry
+// sync goes on; a NUL or invalid byte in an item's title, URL, version
+// or media type is dropped or replaced and the item stored; a failed item, a log entry
 // and a walk error keep their text, the NUL dropped: in the sync log, the
 // job's error and the event of its end.
 func TestSyncSourceTextWithNUL(t *testing.T) {
@@ -645,7 +645,7 @@ func TestSyncSourceTextWithNUL(t *testing.T) {
 	b.src.items["docs/c\x00d.md"] = connector.Item{ExternalID: "docs/c\x00d.md", Version: "v1", Filename: "cd.md", Content: []byte("# cd\n\ntext cd")}
 	b.src.items["e"] = connector.Item{
 		ExternalID: "e", Version: "v\x00e", Title: "Title\x00 r\xe9sum\xe9", URL: "https://source.test/e\x00", Filename: "e.md",
-		MimeType: "text/markdown", Content: []byte("# e\n\ntext e"),
+		MimeType: "text/markdown; x=\xe9\x00", Content: []byte("# e\n\ntext e"),
 	}
 	b.src.failing["f\x00g"] = true
 	b.src.logDetails = map[string]any{"path\x00": "x\x00y"}
@@ -654,10 +654,10 @@ func TestSyncSourceTextWithNUL(t *testing.T) {
 	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
 	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 5, Processed: 5, Created: 2, Failed: 3}, r)
 
-	var title, url, version string
-	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT source_title, source_url, source_version FROM documents WHERE external_id = 'e'`).
-		Scan(&title, &url, &version))
-	require.Equal(t, []string{"Title r\uFFFDsum\uFFFD", "https://source.test/e", "ve"}, []string{title, url, version})
+	var title, url, version, mime string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT source_title, source_url, source_version, mime_type FROM documents WHERE external_id = 'e'`).
+		Scan(&title, &url, &version, &mime))
+	require.Equal(t, []string{"Title r\uFFFDsum\uFFFD", "https://source.test/e", "ve", "text/markdown; x=\uFFFD"}, []string{title, url, version, mime})
 	logged := func(q string) []string {
 		t.Helper()
 		rows, err := b.pool.Query(context.Background(), q)
