@@ -204,3 +204,28 @@ func TestOIDCClaimsWithNUL(t *testing.T) {
 	requireUnauthenticated(t, s.do("GET", "/api/superadmin/me", iss.token(t, iss.claims(sub+"\x00", nil)), nil))
 	require.Len(t, s.usersBySubject(sub), 1)
 }
+
+// TestIntegrationSyncClickUpNUL: a ClickUp workspace (the fake speaking
+// its API) whose task names and ids hold NUL characters syncs: a task
+// named with one is stored with the NUL dropped, a task whose id holds one
+// is refused as an item (its external id would name another task), counted
+// failed and logged, and the sync completes.
+func TestIntegrationSyncClickUpNUL(t *testing.T) {
+	t.Parallel()
+	fake := newClickUpFake(t,
+		&clickUpTask{ID: "t1", Name: "Fix\x00 login", Desc: "Maria Gonzalez of Northwind Labs in Berlin reported the login failure.", Updated: 1700000001000},
+		&clickUpTask{ID: "t\x002", Name: "Add search", Desc: "David Chen of Acme Corporation in Toronto asked for search.", Updated: 1700000002000},
+	)
+	s := mainServer(t, func(m *Main) {
+		m.ClickUpBaseURL = fake.srv.URL
+		m.Config.EgressAllow = []string{"127.0.0.0/8"}
+	})
+	project, _ := s.defaultProject()
+	in := s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
+	require.Equal(t, syncCounts{Total: 3, Processed: 3, Created: 2, Failed: 1}, in.sync(nil))
+	docs := in.docs()
+	require.Len(t, docs, 2)
+	require.Equal(t, "Fix login", docs["task/t1"].SourceTitle)
+	require.Equal(t, 1, s.extractionCount(`SELECT count(*) FROM integration_sync_logs WHERE project_id = $1
+		AND message LIKE 'skipped: an item needs an external id%' AND details->>'externalId' = 'task/t2'`, project))
+}
