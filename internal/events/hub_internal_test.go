@@ -105,6 +105,30 @@ func TestPublishValidationAndExpiry(t *testing.T) {
 	require.Equal(t, []int64{recent}, ids)
 }
 
+// TestPublishDataWithNUL: event data quoting text with a NUL (a
+// connector's error, say) is published with the NUL dropped, by Publish
+// and PublishProjects, instead of failing the transaction it is part of.
+func TestPublishDataWithNUL(t *testing.T) {
+	t.Parallel()
+	tx := pgtest.Tx(t)
+	ctx := context.Background()
+	org, project := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	_, err := tx.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'o', now(), now())`, org)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, 'p', now(), now())`, project, org)
+	require.NoError(t, err)
+	_, err = Publish(ctx, tx, TypeJobCompleted, &project, nil, map[string]any{"error": "listing\x00 failed"}, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, PublishProjects(ctx, tx, []ProjectEvent{{Type: TypeJobCompleted, Project: project, Data: map[string]any{"error\x00": "x\x00y"}}}, time.Now()))
+	rows, err := tx.Query(ctx, `SELECT payload::text FROM events ORDER BY id`)
+	require.NoError(t, err)
+	payloads, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Len(t, payloads, 2)
+	require.JSONEq(t, `{"error": "listing failed"}`, payloads[0])
+	require.JSONEq(t, `{"error": "xy"}`, payloads[1])
+}
+
 // User events reach their user only: with a project, only while the user
 // can see it; without one, not through a project-scoped token.
 func TestHubVisibility(t *testing.T) {
