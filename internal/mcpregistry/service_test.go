@@ -433,7 +433,9 @@ func TestSyncToolTextWithNUL(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	server := mcptest.NewServer("echo")
-	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
 	server.AddTool(&mcp.Tool{Name: "greet", Description: "Says\x00 hi.", InputSchema: map[string]any{
 		"type": "object", "properties": map[string]any{"who\x00": map[string]any{"type": "string", "description": "Who\x00 is greeted."}},
 	}}, handler)
