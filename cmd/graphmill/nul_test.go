@@ -212,16 +212,10 @@ func TestOIDCClaimsWithNUL(t *testing.T) {
 // failed and logged, and the sync completes.
 func TestIntegrationSyncClickUpNUL(t *testing.T) {
 	t.Parallel()
-	fake := newClickUpFake(t,
+	_, s, project, in := clickUpWorkspaceOf(t,
 		&clickUpTask{ID: "t1", Name: "Fix\x00 login", Desc: "Maria Gonzalez of Northwind Labs in Berlin reported the login failure.", Updated: 1700000001000},
 		&clickUpTask{ID: "t\x002", Name: "Add search", Desc: "David Chen of Acme Corporation in Toronto asked for search.", Updated: 1700000002000},
 	)
-	s := mainServer(t, func(m *Main) {
-		m.ClickUpBaseURL = fake.srv.URL
-		m.Config.EgressAllow = []string{"127.0.0.0/8"}
-	})
-	project, _ := s.defaultProject()
-	in := s.createIntegration(project, "cu", "clickup", map[string]any{"api_key": clickUpFakeKey, "workspace_id": "9001"})
 	require.Equal(t, syncCounts{Total: 3, Processed: 3, Created: 2, Failed: 1}, in.sync(nil))
 	docs := in.docs()
 	require.Len(t, docs, 2)

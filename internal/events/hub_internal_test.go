@@ -74,8 +74,9 @@ func TestHubDropsSlowClient(t *testing.T) {
 // TestPublishValidationAndExpiry: an event names a project or a user;
 // DeleteExpired deletes the events older than Retention and only those. A
 // store test: it runs in a transaction rolled back at the end.
-func TestPublishValidationAndExpiry(t *testing.T) {
-	t.Parallel()
+// projectTx is a test transaction holding one project.
+func projectTx(t *testing.T) (pgx.Tx, uuid.UUID) {
+	t.Helper()
 	tx := pgtest.Tx(t)
 	ctx := context.Background()
 	org, project := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
@@ -83,7 +84,14 @@ func TestPublishValidationAndExpiry(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, 'p', now(), now())`, project, org)
 	require.NoError(t, err)
-	_, err = Publish(ctx, tx, "x", nil, nil, nil, time.Now())
+	return tx, project
+}
+
+func TestPublishValidationAndExpiry(t *testing.T) {
+	t.Parallel()
+	tx, project := projectTx(t)
+	ctx := context.Background()
+	_, err := Publish(ctx, tx, "x", nil, nil, nil, time.Now())
 	require.ErrorContains(t, err, "needs a project or a user")
 
 	publish := func(at time.Time) int64 {
@@ -110,14 +118,9 @@ func TestPublishValidationAndExpiry(t *testing.T) {
 // and PublishProjects, instead of failing the transaction it is part of.
 func TestPublishDataWithNUL(t *testing.T) {
 	t.Parallel()
-	tx := pgtest.Tx(t)
+	tx, project := projectTx(t)
 	ctx := context.Background()
-	org, project := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	_, err := tx.Exec(ctx, `INSERT INTO orgs (id, name, created_at, updated_at) VALUES ($1, 'o', now(), now())`, org)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, 'p', now(), now())`, project, org)
-	require.NoError(t, err)
-	_, err = Publish(ctx, tx, TypeJobCompleted, &project, nil, map[string]any{"error": "listing\x00 failed"}, time.Now())
+	_, err := Publish(ctx, tx, TypeJobCompleted, &project, nil, map[string]any{"error": "listing\x00 failed"}, time.Now())
 	require.NoError(t, err)
 	require.NoError(t, PublishProjects(ctx, tx, []ProjectEvent{{Type: TypeJobCompleted, Project: project, Data: map[string]any{"error\x00": "x\x00y"}}}, time.Now()))
 	rows, err := tx.Query(ctx, `SELECT payload::text FROM events ORDER BY id`)

@@ -631,10 +631,10 @@ func TestRetriedSyncResumesFromCheckpoint(t *testing.T) {
 // hold (a NUL, invalid UTF-8) never fails the sync. An item whose external
 // id holds a NUL is refused (the id with the NUL dropped would name
 // another item), counted failed and logged with the NUL dropped, and the
-// sync goes on; a NUL or invalid byte in an item's title, URL, version
-// or media type is dropped or replaced and the item stored; a failed item, a log entry
-// and a walk error keep their text, the NUL dropped: in the sync log, the
-// job's error and the event of its end.
+// sync goes on; a NUL or invalid byte in an item's title, URL, version or
+// media type is dropped or replaced and the item stored; a failed item, a
+// log entry and a walk error keep their text, the NUL dropped: in the sync
+// log, the job's error and the event of its end.
 func TestSyncSourceTextWithNUL(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{start: true})
