@@ -116,11 +116,17 @@ func newClickUpFake(t testing.TB, tasks ...*clickUpTask) *clickUpFake {
 // default project (extraction threshold 0).
 func clickUpWorkspace(t *testing.T) (*clickUpFake, *testServer, string, *syncIntegration) {
 	t.Helper()
-	fake := newClickUpFake(t,
+	return clickUpWorkspaceOf(t,
 		&clickUpTask{ID: "t1", Name: "Fix login", Desc: "Maria Gonzalez of Northwind Labs in Berlin reported the cobaltine login failure.", Updated: 1700000001000},
 		&clickUpTask{ID: "t2", Name: "Add search", Desc: "David Chen of Acme Corporation in Toronto asked for search.", Updated: 1700000002000},
 		&clickUpTask{ID: "t3", Name: "Write tests", Desc: "Priya Raman of Contoso Systems in Madrid covers the API.", Updated: 1700000003000},
 	)
+}
+
+// clickUpWorkspaceOf is clickUpWorkspace with the fake's tasks.
+func clickUpWorkspaceOf(t *testing.T, tasks ...*clickUpTask) (*clickUpFake, *testServer, string, *syncIntegration) {
+	t.Helper()
+	fake := newClickUpFake(t, tasks...)
 	s := mainServer(t, func(m *Main) {
 		m.ClickUpBaseURL = fake.srv.URL
 		m.Config.EgressAllow = []string{"127.0.0.0/8"}

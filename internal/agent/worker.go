@@ -422,14 +422,15 @@ func errorContent(format string, args ...any) json.RawMessage {
 	return out
 }
 
-// complete commits tool step s with its output, bounded (inserting it,
-// or completing the started one).
+// complete commits tool step s with its output, bounded and with its
+// NULs dropped (postgres.JSONB: an external tool's result may hold
+// them), inserting it or completing the started one.
 func (w *worker) complete(ctx context.Context, s stepRow, started bool, out json.RawMessage, isError bool) (stepRow, error) {
 	if len(out) == 0 || !json.Valid(out) {
 		raw, _ := json.Marshal(string(out)) //nolint:errchkjson // a string
 		out = raw
 	}
-	out = bounded(out)
+	out = postgres.JSONB(bounded(out))
 	done := w.s.now()
 	s.Output, s.IsError, s.CompletedAt, s.DurationMs = out, isError, &done, done.Sub(s.StartedAt).Milliseconds()
 	err := w.tx(ctx, func(tx pgx.Tx) error {

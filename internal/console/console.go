@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
@@ -44,6 +43,7 @@ import (
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/mcpregistry"
 	"github.com/graphmill/graphmill/internal/notification"
+	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
 	"github.com/graphmill/graphmill/internal/search"
 	"github.com/graphmill/graphmill/internal/secrets"
@@ -432,21 +432,16 @@ func storableValues(where string, v url.Values) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !storableText(k) {
+		if !postgres.ValidText(k) {
 			return errs.Errorf(errs.Invalid, "%s (a parameter name): must be valid UTF-8 without the NUL character (U+0000)", where)
 		}
 		for _, s := range v[k] {
-			if !storableText(s) {
+			if !postgres.ValidText(s) {
 				return errs.Errorf(errs.Invalid, "%s.%s: must be valid UTF-8 without the NUL character (U+0000)", where, k)
 			}
 		}
 	}
 	return nil
-}
-
-// storableText reports whether s is valid UTF-8 without U+0000.
-func storableText(s string) bool {
-	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 // pageOffset is the offset query parameter (0 when absent or invalid).

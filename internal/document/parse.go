@@ -12,9 +12,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // Format names a document format that Parse understands.
@@ -465,7 +465,7 @@ func (l *blockList) add(kind BlockKind, level int, text string) {
 // sanitize makes s valid UTF-8 without NULs (PostgreSQL text rejects them),
 // byte order marks or control characters other than tab and newline.
 func sanitize(s string) string {
-	s = strings.ToValidUTF8(s, string(utf8.RuneError))
+	s = postgres.Text(s)
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	return strings.Map(func(r rune) rune {
 		switch {

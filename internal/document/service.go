@@ -127,7 +127,7 @@ func (s *Service) Upload(ctx context.Context, u Upload) (Document, error) {
 		return Document{}, errs.New(errs.Invalid, "filename must not contain the NUL character (U+0000)")
 	}
 	u.MimeType = storedMediaType(u.MimeType, u.Filename)
-	if len(u.MimeType) > 255 || !utf8.ValidString(u.MimeType) || strings.IndexByte(u.MimeType, 0) >= 0 {
+	if len(u.MimeType) > 255 || !postgres.ValidText(u.MimeType) {
 		return Document{}, errs.New(errs.Invalid, "mimeType must be valid UTF-8 of at most 255 bytes without NUL")
 	}
 	content := u.Content

@@ -8,13 +8,13 @@ import (
 	"math"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // Sourced is an item of an integration stored as a document: keyed by
@@ -147,18 +147,18 @@ func (s *Service) queueParse(ctx context.Context, tx pgx.Tx, project, id uuid.UU
 
 // checkSourced applies an upload's rules to an item.
 func checkSourced(in *Sourced) error {
-	if in.ExternalID == "" || len(in.ExternalID) > 2000 || !utf8.ValidString(in.ExternalID) {
-		return errs.New(errs.Invalid, "an item needs an external id of valid UTF-8 of at most 2000 bytes")
+	if in.ExternalID == "" || len(in.ExternalID) > 2000 || !postgres.ValidText(in.ExternalID) {
+		return errs.New(errs.Invalid, "an item needs an external id of valid UTF-8 without NUL of at most 2000 bytes")
 	}
 	name := strings.TrimSpace(in.Filename)
 	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
 		name = name[i+1:]
 	}
-	if name == "" || name == "." || len(name) > 500 || !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0 {
+	if name == "" || name == "." || len(name) > 500 || !postgres.ValidText(name) {
 		return errs.Errorf(errs.Invalid, "item %s: the filename must be valid UTF-8 of 1 to 500 bytes without NUL", in.ExternalID)
 	}
 	in.Filename = name
-	in.MimeType = storedMediaType(in.MimeType, in.Filename)
+	in.MimeType = storedMediaType(postgres.Text(in.MimeType), in.Filename)
 	if len(in.Data) == 0 {
 		return ErrEmpty
 	}
@@ -169,7 +169,7 @@ func checkSourced(in *Sourced) error {
 		return err
 	}
 	for _, v := range []*string{&in.Title, &in.URL, &in.Version} {
-		*v = strings.ToValidUTF8(strings.ReplaceAll(*v, "\x00", ""), "")
+		*v = postgres.Text(*v)
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func (s *Service) parseOutcomes(ctx context.Context, tx pgx.Tx, outcomes []jobqu
 		}
 		reason := "parsing failed"
 		if o.Err != nil {
-			reason = o.Err.Error()
+			reason = postgres.Text(o.Err.Error()) // a parser's error may quote the file
 		}
 		if err := documentSetStatus(ctx, tx, d.ID, StatusFailed, "", reason, 0, s.now().UTC()); err != nil {
 			return err

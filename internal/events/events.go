@@ -61,6 +61,7 @@ func Publish(ctx context.Context, tx postgres.DBTX, typ string, project, user *u
 	if err != nil {
 		return 0, fmt.Errorf("publish %s: encode: %w", typ, err)
 	}
+	raw = postgres.JSONB(raw)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, publishLock); err != nil {
 		return 0, fmt.Errorf("publish %s: lock: %w", typ, err)
 	}
@@ -98,7 +99,7 @@ func PublishProjects(ctx context.Context, db postgres.DBTX, evs []ProjectEvent, 
 		if err != nil {
 			return fmt.Errorf("publish %s: encode: %w", e.Type, err)
 		}
-		projects[i], types[i], payloads[i] = e.Project, e.Type, string(raw)
+		projects[i], types[i], payloads[i] = e.Project, e.Type, string(postgres.JSONB(raw))
 	}
 	// The lock is a CTE that every inserted row joins: no row, so no id,
 	// exists before the lock is held.

@@ -75,8 +75,9 @@ func TestHubDropsSlowClient(t *testing.T) {
 // TestPublishValidationAndExpiry: an event names a project or a user;
 // DeleteExpired deletes the events older than Retention and only those. A
 // store test: it runs in a transaction rolled back at the end.
-func TestPublishValidationAndExpiry(t *testing.T) {
-	t.Parallel()
+// projectTx is a test transaction holding one project.
+func projectTx(t *testing.T) (pgx.Tx, uuid.UUID) {
+	t.Helper()
 	tx := pgtest.Tx(t)
 	ctx := context.Background()
 	org, project := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
@@ -84,7 +85,14 @@ func TestPublishValidationAndExpiry(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `INSERT INTO projects (id, org_id, name, created_at, updated_at) VALUES ($1, $2, 'p', now(), now())`, project, org)
 	require.NoError(t, err)
-	_, err = Publish(ctx, tx, "x", nil, nil, nil, time.Now())
+	return tx, project
+}
+
+func TestPublishValidationAndExpiry(t *testing.T) {
+	t.Parallel()
+	tx, project := projectTx(t)
+	ctx := context.Background()
+	_, err := Publish(ctx, tx, "x", nil, nil, nil, time.Now())
 	require.ErrorContains(t, err, "needs a project or a user")
 
 	publish := func(at time.Time) int64 {
@@ -104,6 +112,25 @@ func TestPublishValidationAndExpiry(t *testing.T) {
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	require.NoError(t, err)
 	require.Equal(t, []int64{recent}, ids)
+}
+
+// TestPublishDataWithNUL: event data quoting text with a NUL (a
+// connector's error, say) is published with the NUL dropped, by Publish
+// and PublishProjects, instead of failing the transaction it is part of.
+func TestPublishDataWithNUL(t *testing.T) {
+	t.Parallel()
+	tx, project := projectTx(t)
+	ctx := context.Background()
+	_, err := Publish(ctx, tx, TypeJobCompleted, &project, nil, map[string]any{"error": "listing\x00 failed"}, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, PublishProjects(ctx, tx, []ProjectEvent{{Type: TypeJobCompleted, Project: project, Data: map[string]any{"error\x00": "x\x00y"}}}, time.Now()))
+	rows, err := tx.Query(ctx, `SELECT payload::text FROM events ORDER BY id`)
+	require.NoError(t, err)
+	payloads, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Len(t, payloads, 2)
+	require.JSONEq(t, `{"error": "listing failed"}`, payloads[0])
+	require.JSONEq(t, `{"error": "xy"}`, payloads[1])
 }
 
 // User events reach their user only: with a project, only while the user

@@ -177,7 +177,7 @@ func logInsert(ctx context.Context, db postgres.DBTX, job, project uuid.UUID, no
 }
 
 // logsInsert writes entries, of any jobs, in one statement, as logInsert
-// does.
+// does; their texts may quote a provider's error (postgres.Text, JSONB).
 func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []jobLogRow) error {
 	if len(entries) == 0 {
 		return nil
@@ -194,7 +194,7 @@ func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []
 		if err != nil {
 			return fmt.Errorf("encode log metadata: %w", err)
 		}
-		ids[i], jobs[i], projects[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.job, e.project, e.operation, e.level, jobqueue.Clip(e.message, 4000), string(raw)
+		ids[i], jobs[i], projects[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.job, e.project, e.operation, e.level, jobqueue.Clip(postgres.Text(e.message), 4000), string(postgres.JSONB(raw))
 		ats[i] = now.Add(time.Duration(i) * time.Microsecond)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO extraction_job_logs (id, job_id, project_id, operation, level, message, metadata, created_at)

@@ -71,6 +71,8 @@ type memSource struct {
 	// breakAfter, when > 0, makes the next walk fail after reporting that
 	// many items (then it is cleared).
 	breakAfter int
+	// logDetails, when set, are logged by each walk before its items.
+	logDetails map[string]any
 }
 
 func newMemSource() *memSource {
@@ -158,7 +160,7 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	if m.walks < m.failFrom {
 		failing = nil
 	}
-	walkErr := m.walkErr
+	walkErr, logDetails := m.walkErr, m.logDetails
 	m.mu.Unlock()
 	if started != nil {
 		close(started)
@@ -169,6 +171,9 @@ func (m *memSource) Walk(ctx context.Context, env connector.Env, cfg connector.C
 	w.Log(ctx, connector.LevelInfo, "listing with token "+cfg.String("token"), map[string]any{
 		"token": cfg.String("token"), "request": map[string]any{"headers": []string{"Bearer " + cfg.String("token")}},
 	})
+	if logDetails != nil {
+		w.Log(ctx, connector.LevelInfo, "listing details", logDetails)
+	}
 	for i, it := range items {
 		if checkpoint && i > 0 {
 			w.SetState(json.RawMessage(fmt.Sprintf(`{"through":%q}`, items[i-1].ExternalID)))

@@ -249,9 +249,10 @@ func syncLogInsert(ctx context.Context, db postgres.DBTX, job, project uuid.UUID
 		if raw, err = json.Marshal(details); err != nil {
 			return fmt.Errorf("encode sync log details: %w", err)
 		}
+		raw = postgres.JSONB(raw)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO integration_sync_logs (id, job_id, project_id, level, message, details, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, uuid.Must(uuid.NewV7()), job, project, level, message, raw, now)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, uuid.Must(uuid.NewV7()), job, project, level, postgres.Text(message), raw, now)
 	if err != nil {
 		return fmt.Errorf("write sync log: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/connector"
@@ -624,4 +625,63 @@ func TestRetriedSyncResumesFromCheckpoint(t *testing.T) {
 	b.src.mu.Unlock()
 	require.JSONEq(t, `{"items":6}`, string(states[2]), "a new sync starts from the integration's state")
 	require.JSONEq(t, `{"items":7}`, string(states[3]), "its retry from its checkpoint")
+}
+
+// TestSyncSourceTextWithNUL: text a source sends that PostgreSQL cannot
+// hold (a NUL, invalid UTF-8) never fails the sync. An item whose external
+// id holds a NUL is refused (the id with the NUL dropped would name
+// another item), counted failed and logged with the NUL dropped, and the
+// sync goes on; a NUL or invalid byte in an item's title, URL, version or
+// media type is dropped or replaced and the item stored; a failed item, a
+// log entry and a walk error keep their text, the NUL dropped: in the sync
+// log, the job's error and the event of its end.
+func TestSyncSourceTextWithNUL(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext a")
+	b.src.put("f\x00g", "# f\n\ntext f")
+	b.src.mu.Lock()
+	b.src.items["docs/a\x00b.md"] = connector.Item{ExternalID: "docs/a\x00b.md", Version: "v1", Filename: "a\x00b.md", Content: []byte("# ab\n\ntext ab")}
+	b.src.items["docs/c\x00d.md"] = connector.Item{ExternalID: "docs/c\x00d.md", Version: "v1", Filename: "cd.md", Content: []byte("# cd\n\ntext cd")}
+	b.src.items["e"] = connector.Item{
+		ExternalID: "e", Version: "v\x00e", Title: "Title\x00 r\xe9sum\xe9", URL: "https://source.test/e\x00", Filename: "e.md",
+		MimeType: "text/markdown; x=\xe9\x00", Content: []byte("# e\n\ntext e"),
+	}
+	b.src.failing["f\x00g"] = true
+	b.src.logDetails = map[string]any{"path\x00": "x\x00y"}
+	b.src.mu.Unlock()
+	b.create(t, "docs", nil)
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 5, Processed: 5, Created: 2, Failed: 3}, r)
+
+	var title, url, version, mime string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT source_title, source_url, source_version, mime_type FROM documents WHERE external_id = 'e'`).
+		Scan(&title, &url, &version, &mime))
+	require.Equal(t, []string{"Title r\uFFFDsum\uFFFD", "https://source.test/e", "ve", "text/markdown; x=\uFFFD"}, []string{title, url, version, mime})
+	logged := func(q string) []string {
+		t.Helper()
+		rows, err := b.pool.Query(context.Background(), q)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		slices.Sort(out)
+		return out
+	}
+	require.Equal(t, []string{"docs/ab.md", "docs/cd.md", "fg"}, logged(`SELECT details->>'externalId' FROM integration_sync_logs
+		WHERE message LIKE 'skipped:%' OR message LIKE 'failed:%'`))
+	require.Equal(t, []string{
+		"skipped: an item needs an external id of valid UTF-8 without NUL of at most 2000 bytes",
+		"skipped: an item needs an external id of valid UTF-8 without NUL of at most 2000 bytes",
+	}, logged(`SELECT message FROM integration_sync_logs WHERE message LIKE 'skipped:%'`))
+	require.Equal(t, []string{"xy"}, logged(`SELECT details->>'path' FROM integration_sync_logs WHERE details ? 'path'`))
+
+	// A walk error with a NUL and an invalid byte: the sync fails with it.
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("the listing broke off at \x00\xff")
+	b.src.mu.Unlock()
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "failed", r.Status)
+	require.Equal(t, "the listing broke off at \uFFFD", r.Error)
+	require.Equal(t, []string{"the listing broke off at \uFFFD"}, logged(`SELECT DISTINCT payload->>'error' FROM events
+		WHERE type = 'integration.sync.completed' AND payload ? 'error'`))
 }

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -521,7 +519,7 @@ const skippedTextMax = 2000
 // integration_skipped_items: valid UTF-8 without NUL, of at most
 // skippedTextMax bytes.
 func rememberable(s string) bool {
-	return len(s) <= skippedTextMax && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+	return len(s) <= skippedTextMax && postgres.ValidText(s)
 }
 
 // Failed implements connector.Walker.

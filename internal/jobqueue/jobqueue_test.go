@@ -487,6 +487,23 @@ func TestPermanentErrorDoesNotRetry(t *testing.T) {
 	require.Equal(t, "unsupported file", msg)
 }
 
+// TestErrorMessageStorable: a handler's error quoting text the database
+// cannot hold (a provider's answer with a NUL, bytes that are not UTF-8)
+// fails the job with that message, the NUL dropped and the bytes
+// replaced, instead of leaving the job unfinished.
+func TestErrorMessageStorable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.newProcess(t, opts{queue: jobqueue.QueueConfig{
+		Handler: jobqueue.HandlerFunc(func(context.Context, []jobqueue.Job) []error {
+			return []error{jobqueue.Permanent(errors.New("provider said: bad\x00 request \xff"))}
+		}),
+	}})
+	id := b.insert(t, jobSpec{})[0]
+	r := b.requireStatus(t, id, jobqueue.StatusFailed)
+	require.Equal(t, "provider said: bad request \uFFFD", *r.ErrorMsg)
+}
+
 func TestRetriesBackOffThenFail(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

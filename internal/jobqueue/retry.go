@@ -3,6 +3,8 @@ package jobqueue
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // BackoffDefault is the default retry policy: 10 s times 3^(retry-1) (10 s,
@@ -41,7 +43,7 @@ type decision struct {
 // decide applies the one retry rule to a failed attempt: err is what went
 // wrong (handler error, or ErrLeaseExpired from the reaper).
 func decide(j Job, err error, now time.Time, backoff func(int) time.Duration) decision {
-	msg := Clip(err.Error(), errorMsgMax)
+	msg := Clip(postgres.Text(err.Error()), errorMsgMax)
 	after, rateLimited := RetryAfterOf(err)
 	switch {
 	case IsPermanent(err):

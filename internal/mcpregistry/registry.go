@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/registry/pkg/model"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // RegistryServers is a registry listing as the registry sent it (the
@@ -331,6 +332,7 @@ func (s *Service) Install(ctx context.Context, project uuid.UUID, in InstallInpu
 	if sj.Title != "" {
 		chosen.Name = sj.Title
 	}
+	chosen.Name = postgres.Text(chosen.Name) // the registry's: a display name
 	srv, err := s.createServer(ctx, project, *chosen, chosenVars)
 	if err != nil {
 		return InstallResult{}, err

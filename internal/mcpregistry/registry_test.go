@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	apiv0 "github.com/modelcontextprotocol/registry/pkg/api/v0"
+	"github.com/modelcontextprotocol/registry/pkg/model"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphmill/graphmill/internal/errs"
@@ -223,4 +225,28 @@ func TestInstallKeepsValuesSealed(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(resultText(t, r)), &who))
 	require.Equal(t, []string{"acme-argkeys==1.0.0", "--api-key", "arg-secret-66", "arg-secret-77", "--region", "eu"}, who.Args)
+}
+
+// TestInstallTitleWithNUL: a registry entry whose title holds a NUL is
+// installed under that title with the NUL dropped (a display name), never
+// refused for a character the database cannot hold.
+func TestInstallTitleWithNUL(t *testing.T) {
+	t.Parallel()
+	remote := mcptest.Streamable(t, mcptest.NewServer("echo"), "", "")
+	reg := mcptest.NewRegistry(t, []apiv0.ServerResponse{{
+		Server: apiv0.ServerJSON{
+			Schema: model.CurrentSchemaURL, Name: "com.acme/tools", Title: "Acme\x00 Tools", Description: "Tools", Version: "1.0.0",
+			Remotes: []model.Transport{{Type: model.TransportTypeStreamableHTTP, URL: remote.URL + "/mcp"}},
+		},
+		Meta: apiv0.ResponseMeta{Official: &apiv0.RegistryExtensions{Status: model.StatusActive, IsLatest: true}},
+	}})
+	b := setup(t, func(c *mcpregistry.Config) { c.RegistryURL = reg.URL })
+	ctx := context.Background()
+	res, err := b.svc.Install(ctx, b.project, mcpregistry.InstallInput{ServerName: "com.acme/tools", Caller: superadmin})
+	require.NoError(t, err)
+	require.Empty(t, res.SyncError)
+	require.Equal(t, "Acme Tools", res.Server.Name)
+	var name string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT name FROM mcp_servers WHERE id = $1`, res.Server.ID).Scan(&name))
+	require.Equal(t, "Acme Tools", name)
 }

@@ -682,7 +682,11 @@ func (s *Service) sessionRaw(ctx context.Context, srv Server, fn func(context.Co
 	return errs.Errorf(errs.BadGateway, "the MCP server %q failed: %s", srv.Name, mcpMessage(err))
 }
 
-// liveTools lists every tool of a live server.
+// liveTools lists every tool of a live server, as the catalogue can
+// record it: a tool whose name the database cannot hold (a NUL) is left
+// out with a warning (it could not be called by another name), a NUL in
+// its description dropped (postgres.Text; its input schema's, by
+// toolsUpsert).
 func (s *Service) liveTools(ctx context.Context, srv Server) ([]LiveTool, error) {
 	out := []LiveTool{}
 	err := s.session(ctx, srv, func(ctx context.Context, cs *mcp.ClientSession) error {
@@ -690,7 +694,11 @@ func (s *Service) liveTools(ctx context.Context, srv Server) ([]LiveTool, error)
 			if err != nil {
 				return err
 			}
-			lt := LiveTool{ToolName: t.Name, Description: t.Description, InputSchema: map[string]any{}}
+			if !postgres.ValidText(t.Name) {
+				s.cfg.Logger.WarnContext(ctx, "MCP server tool left out: its name holds a NUL", "server", srv.ID, "tool", postgres.Text(t.Name))
+				continue
+			}
+			lt := LiveTool{ToolName: t.Name, Description: postgres.Text(t.Description), InputSchema: map[string]any{}}
 			if a := t.Annotations; a != nil {
 				lt.Hints = Hints{ReadOnly: a.ReadOnlyHint, Idempotent: a.IdempotentHint}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -421,4 +422,38 @@ func TestRegistryStartStop(t *testing.T) {
 		require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the process is gone and reaped (started %v)", started)
 		require.NoError(t, b.svc.Stop(ctx))
 	}
+}
+
+// TestSyncToolTextWithNUL: a server whose tool list holds NUL characters
+// is recorded, never refused: a NUL in a description or an input schema
+// is dropped; a tool whose name holds one is left out (it could not be
+// called by another name) and the others recorded.
+func TestSyncToolTextWithNUL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	server := mcptest.NewServer("echo")
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
+	server.AddTool(&mcp.Tool{Name: "greet", Description: "Says\x00 hi.", InputSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"who\x00": map[string]any{"type": "string", "description": "Who\x00 is greeted."}},
+	}}, handler)
+	server.AddTool(&mcp.Tool{Name: "bad\x00name", Description: "Unnamable.", InputSchema: map[string]any{"type": "object"}}, handler)
+	ts := mcptest.Streamable(t, server, "", "")
+	srv, err := b.svc.CreateServer(ctx, b.project, mcpregistry.ServerInput{Name: "nul", Type: mcpregistry.TypeHTTP, URL: ts.URL}, superadmin)
+	require.NoError(t, err)
+	res, err := b.svc.Sync(ctx, b.project, srv.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Added)
+	var desc, schema string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT description, input_schema::text FROM mcp_server_tools WHERE server_id = $1 AND tool_name = 'greet'`, srv.ID).
+		Scan(&desc, &schema))
+	require.Equal(t, "Says hi.", desc)
+	require.JSONEq(t, `{"type": "object", "properties": {"who": {"type": "string", "description": "Who is greeted."}}}`, schema)
+	rows, err := b.pool.Query(ctx, `SELECT tool_name FROM mcp_server_tools WHERE server_id = $1 ORDER BY tool_name`, srv.ID)
+	require.NoError(t, err)
+	tools, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"echo", "greet"}, tools)
 }

@@ -195,6 +195,7 @@ func toolsUpsert(ctx context.Context, db postgres.DBTX, server uuid.UUID, live [
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("encode input schema of %s: %w", t.ToolName, err)
 		}
+		schema = postgres.JSONB(schema)
 		hints, err := json.Marshal(t.Hints)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("encode annotations of %s: %w", t.ToolName, err)

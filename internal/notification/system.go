@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/jobqueue"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // System notification vocabulary.
@@ -125,8 +126,11 @@ func queueLabel(queue string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// clip bounds a quoted error text, on a rune boundary.
+// clip bounds a quoted error text, on a rune boundary, as the database
+// holds it (postgres.Text: the error may quote a provider, a connector or
+// a file).
 func clip(s string) string {
+	s = postgres.Text(s)
 	if utf8.RuneCountInString(s) <= reasonMax {
 		return s
 	}

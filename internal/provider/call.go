@@ -9,6 +9,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // Call statuses.
@@ -68,7 +69,7 @@ func GenerateCall(ctx context.Context, gen Generator, req llm.GenerateRequest, s
 	c.CompletedAt = &done
 	if err != nil {
 		c.Status = CallError
-		c.ErrorMessage = jobqueue.Clip(err.Error(), callErrorMax)
+		c.ErrorMessage = jobqueue.Clip(postgres.Text(err.Error()), callErrorMax)
 		if ctx.Err() != nil {
 			c.ErrorMessage = "cancelled: " + c.ErrorMessage
 		}

@@ -310,3 +310,28 @@ func TestOpenAIEndpointModelsPerOrg(t *testing.T) {
 	require.Equal(t, "generative", names(f.org)["acme-private-7b"])
 	require.NotContains(t, names(orgB), "acme-private-7b")
 }
+
+// TestOpenAIModelListWithNUL: an endpoint listing a model whose name
+// holds a NUL refreshes the catalog without it (it could not be asked for
+// by another name): the other models are recorded and the refresh does
+// not fail.
+func TestOpenAIModelListWithNUL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	fake := llmtest.NewOpenAI(t)
+	fake.SetModels("llama3.1:8b", "bad\x00model", "nomic-embed-text")
+	svc := f.service(provider.Config{Egress: loopback(t), Environment: provider.Environment{OpenAIBaseURL: fake.URL()}})
+	require.NoError(t, svc.SyncCatalog(ctx))
+	ms, err := svc.Models(ctx, f.org, provider.OpenAI, "")
+	require.NoError(t, err)
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.ModelName)
+	}
+	require.Contains(t, names, "llama3.1:8b")
+	require.Contains(t, names, "nomic-embed-text")
+	for _, n := range names {
+		require.NotContains(t, n, "bad")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // ErrNoProvider is the resolver's answer when nothing is configured.
@@ -241,21 +242,39 @@ func (h *Handle) Cost(u llm.Usage) float64 {
 // InputTokenLimit is the model's input budget from the catalog (0: unknown).
 func (h *Handle) InputTokenLimit() int { return h.model.InputTokenLimit }
 
-// Generate makes one structured-output call.
+// Generate makes one structured-output call. The answer comes back as
+// the database holds text (postgres.JSONB): every use of it (objects,
+// proposals, the call log) may store it.
 func (h *Handle) Generate(ctx context.Context, req llm.GenerateRequest) (*llm.GenerateResult, error) {
 	est := int64(len(req.System)+len(req.Prompt)+len(req.Text))/4 + int64(req.MaxOutputTokens)
 	return metered(ctx, h, "generate", 1, est, func(ctx context.Context) (*llm.GenerateResult, error) {
-		return h.client.Generate(ctx, h.model.ModelName, req)
+		res, err := h.client.Generate(ctx, h.model.ModelName, req)
+		if err == nil {
+			res.JSON = postgres.JSONB(res.JSON)
+		}
+		return res, err
 	}, func(r *llm.GenerateResult) llm.Usage { return r.Usage })
 }
 
 // Chat makes one step of a tool-using conversation (llm.Client.Chat),
 // paced by the governor and recorded in the ledger as a generation
-// (operation "generate").
+// (operation "generate"). The answer's text, its streamed deltas and its
+// tool calls come back as the database holds text (postgres.Text,
+// postgres.JSONB): chat messages and agent run steps store them.
 func (h *Handle) Chat(ctx context.Context, req llm.ChatRequest) (*llm.ChatResult, error) {
 	est := req.EstimatedInputTokens() + int64(req.MaxOutputTokens)
+	if on := req.OnDelta; on != nil {
+		req.OnDelta = func(d string) error { return on(postgres.Text(d)) }
+	}
 	return metered(ctx, h, "generate", 1, est, func(ctx context.Context) (*llm.ChatResult, error) {
-		return h.client.Chat(ctx, h.model.ModelName, req)
+		res, err := h.client.Chat(ctx, h.model.ModelName, req)
+		if err == nil {
+			res.Text = postgres.Text(res.Text)
+			for i, c := range res.ToolCalls {
+				res.ToolCalls[i].ID, res.ToolCalls[i].Name, res.ToolCalls[i].Arguments = postgres.Text(c.ID), postgres.Text(c.Name), postgres.JSONB(c.Arguments)
+			}
+		}
+		return res, err
 	}, func(r *llm.ChatResult) llm.Usage { return r.Usage })
 }
 

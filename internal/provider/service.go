@@ -583,6 +583,8 @@ func (s *Service) syncWith(ctx context.Context, org uuid.UUID, provider string, 
 	}
 }
 
+// syncModels records c's model list in org's rows: a model whose name
+// holds a NUL is left out, a NUL in its display name dropped.
 func (s *Service) syncModels(ctx context.Context, org uuid.UUID, provider string, c llm.Client) (int, error) {
 	infos, err := c.ListModels(ctx)
 	if err != nil {
@@ -593,8 +595,13 @@ func (s *Service) syncModels(ctx context.Context, org uuid.UUID, provider string
 		if m.Type != Embedding && m.Type != Generative {
 			continue
 		}
+		if !postgres.ValidText(m.Name) {
+			// It could not be asked for by another name.
+			s.cfg.Logger.WarnContext(ctx, "model catalog refresh: a model whose name holds a NUL is left out", "provider", provider, "model", postgres.Text(m.Name))
+			continue
+		}
 		list = append(list, syncedModel{
-			Name: m.Name, DisplayName: m.DisplayName, Type: m.Type,
+			Name: m.Name, DisplayName: postgres.Text(m.DisplayName), Type: m.Type,
 			InputLimit: m.InputTokenLimit, OutputLimit: m.OutputTokenLimit, Dimension: m.Dimension,
 		})
 	}

@@ -72,7 +72,8 @@ func TestTaskFailureIsRecorded(t *testing.T) {
 	s := scheduler.New(scheduler.Config{Pool: pool, Logger: slog.New(slog.DiscardHandler), WorkerID: "w", Poll: 10 * time.Millisecond},
 		scheduler.Task{Name: "broken", Interval: time.Hour, Run: func(context.Context) error {
 			calls.Add(1)
-			return errors.New("disk on fire")
+			// As a provider's error body may say it.
+			return errors.New("disk\x00 on fire \xff")
 		}})
 	require.NoError(t, s.Start(ctx))
 	stopOnCleanup(t, s)
@@ -82,7 +83,7 @@ func TestTaskFailureIsRecorded(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	st, err := scheduler.States(ctx, pool)
 	require.NoError(t, err)
-	require.Equal(t, "disk on fire", st[0].LastError)
+	require.Equal(t, "disk on fire \uFFFD", st[0].LastError, "recorded as the database holds it")
 	// Not due again for an hour: it ran once.
 	require.EqualValues(t, 1, calls.Load())
 	require.WithinDuration(t, time.Now().Add(time.Hour), st[0].NextRunAt, time.Minute)

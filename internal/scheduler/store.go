@@ -69,7 +69,7 @@ func taskClaim(ctx context.Context, db postgres.DBTX, name string, now, until ti
 func taskRecord(ctx context.Context, db postgres.DBTX, t Task, start time.Time, dur time.Duration, runErr error, worker string) error {
 	var msg *string
 	if runErr != nil {
-		m := runErr.Error()
+		m := postgres.Text(runErr.Error()) // it may quote a provider's answer
 		msg = &m
 	}
 	_, err := db.Exec(ctx, `

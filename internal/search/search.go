@@ -6,12 +6,12 @@
 package search
 
 import (
-	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // Modes.
@@ -82,7 +82,7 @@ func (r *Request) Normalize() error {
 	switch {
 	case r.Query == "":
 		return errs.New(errs.Invalid, "query is required")
-	case !utf8.ValidString(r.Query) || strings.ContainsRune(r.Query, 0):
+	case !postgres.ValidText(r.Query):
 		return errs.New(errs.Invalid, "query must be valid UTF-8 without the NUL character (U+0000)")
 	case utf8.RuneCountInString(r.Query) > QueryMax:
 		return errs.Errorf(errs.Invalid, "query must be at most %d characters", QueryMax)

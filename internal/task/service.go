@@ -159,7 +159,7 @@ func (s *Service) Resolve(ctx context.Context, project, id, user uuid.UUID, reso
 	if resolution != StatusAccepted && resolution != StatusRejected {
 		return Task{}, ErrBadResolution
 	}
-	if !utf8.ValidString(notes) || strings.ContainsRune(notes, 0) {
+	if !postgres.ValidText(notes) {
 		return Task{}, ErrNotesInvalid // PostgreSQL stores neither
 	}
 	if utf8.RuneCountInString(notes) > NotesMax {

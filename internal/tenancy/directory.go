@@ -63,8 +63,18 @@ func (d *Directory) PrincipalByTokenHash(ctx context.Context, hash [32]byte) (*a
 }
 
 // PrincipalByOIDC implements auth.Directory: the user is found by (issuer,
-// subject) or created, and the profile claims are refreshed.
+// subject) or created, and the profile claims are refreshed. Claims the
+// database cannot hold as they are (a NUL): a subject is an unknown
+// credential, an address is not recorded (changed, it would be another
+// one), the names lose the NUL (postgres.Text).
 func (d *Directory) PrincipalByOIDC(ctx context.Context, c auth.OIDCClaims) (*auth.Principal, error) {
+	if !postgres.ValidText(c.Issuer) || !postgres.ValidText(c.Subject) {
+		return nil, errUnknownCredential
+	}
+	if !postgres.ValidText(c.Email) {
+		c.Email = ""
+	}
+	c.Name, c.GivenName, c.FamilyName = postgres.Text(c.Name), postgres.Text(c.GivenName), postgres.Text(c.FamilyName)
 	now := d.now()
 	var id uuid.UUID
 	var deleted *time.Time

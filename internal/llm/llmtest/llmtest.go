@@ -137,6 +137,11 @@ func (f *Fake) FailNextOn(e Endpoint, n, status int) {
 	f.failNext(e, n, failure{status: status, body: ErrorBody(status, http.StatusText(status), "")})
 }
 
+// FailNextOnWith is FailNextOn with the error's message.
+func (f *Fake) FailNextOnWith(e Endpoint, n, status int, message string) {
+	f.failNext(e, n, failure{status: status, body: ErrorBody(status, message, "")})
+}
+
 func (f *Fake) failNext(e Endpoint, n int, fl failure) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
