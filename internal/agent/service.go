@@ -516,10 +516,15 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 		}
 		ch, err := s.cfg.Jobs.Cancel(ctx, tx, Queue, id)
 		if err != nil {
-			if errs.CodeOf(err) == errs.FailedPrecondition {
-				return errs.Errorf(errs.FailedPrecondition, "agent run %s is %s; only a run that has not ended can be cancelled", id, r.Status)
+			if errs.CodeOf(err) != errs.FailedPrecondition {
+				return err
 			}
-			return err
+			// The run ended while the cancel waited for it: read it
+			// again, r is from before.
+			if r, err = runByID(ctx, tx, id); err != nil {
+				return err
+			}
+			return errs.Errorf(errs.FailedPrecondition, "agent run %s is %s; only a run that has not ended can be cancelled", id, r.Status)
 		}
 		if err := s.cancelled(ctx, tx, ch); err != nil {
 			return err
@@ -547,7 +552,13 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 	var out Run
 	var late error
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
-		r, err := runOf(ctx, tx, project, user, id, true)
+		if _, err := runOf(ctx, tx, project, user, id, true); err != nil {
+			return err
+		}
+		// Read again once locked: the locking statement's status comes
+		// from its snapshot, taken before it waited for an answer
+		// given at the same time.
+		r, err := runByID(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -556,7 +567,8 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 			return err
 		}
 		if r.JobStatus != string(jobqueue.StatusQueued) || q.ID == uuid.Nil {
-			return errs.Errorf(errs.FailedPrecondition, "agent run %s is %s; only a run waiting for input can be answered", id, r.Status)
+			return errs.Errorf(errs.FailedPrecondition,
+				"agent run %s is %s and has no open question (answered already, or the run ended); only a run waiting for input can be answered", id, r.Status)
 		}
 		switch q.Kind {
 		case kindQuestion:
