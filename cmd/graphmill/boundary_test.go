@@ -90,6 +90,34 @@ func TestNULRefused(t *testing.T) {
 	require.True(t, strings.HasPrefix(status, "HTTP/1.1 400 "), status)
 }
 
+// TestInvalidUTF8Refused: a query value, a query parameter name or a
+// path segment that is not UTF-8 once percent-decoded is refused at the
+// boundary with 400 naming it, as a NUL is; it reached PostgreSQL (a
+// task type filter, a recent-activity id) and was refused there with a
+// detail that named no field and spoke of NUL.
+func TestInvalidUTF8Refused(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	for _, c := range []struct{ method, path, field string }{
+		{"GET", "/api/tasks?type=x%ffy", "query.type"},
+		{"GET", "/api/tasks/all?status=pending&type=%c3", "query.type"},
+		{"GET", "/api/superadmin/users?search=%ed%a0%80", "query.search"},
+		{"GET", "/api/tasks?%ff=1", "query (a parameter name)"},
+		{"GET", "/api/events/stream?lastEventId=%fe", "query.lastEventId"},
+		{"DELETE", "/api/user-activity/recent/document/d%ff", "path.resourceID"},
+		{"GET", "/api/chat/sessions/%ff", "path.sessionId"},
+	} {
+		r := s.do(c.method, c.path, s.admin, nil, hp)
+		p := requireProblem(t, r, 400, "invalid_argument", c.method, c.path)
+		require.Equal(t, c.field+": must be valid UTF-8", p["detail"], c.path)
+	}
+	// Valid UTF-8, percent-encoded or not, passes.
+	s.must(200, "GET", "/api/tasks?type=caf%C3%A9", s.admin, nil, hp)
+	s.must(200, "GET", "/api/superadmin/users?search=%C3%A9t%C3%A9", s.admin, nil)
+}
+
 // TestNULSweep sends a NUL in a string field of every JSON body, every
 // query parameter and every path parameter of the OpenAPI document, as the
 // superadmin in the default project: each answers 400 invalid_argument
