@@ -510,8 +510,7 @@ func (s *Service) ListRuns(ctx context.Context, project, user, id uuid.UUID, lim
 func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (Run, error) {
 	var out Run
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
-		r, err := runOf(ctx, tx, project, user, id, false)
-		if err != nil {
+		if _, err := runOf(ctx, tx, project, user, id, false); err != nil {
 			return err
 		}
 		ch, err := s.cfg.Jobs.Cancel(ctx, tx, Queue, id)
@@ -519,9 +518,10 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 			if errs.CodeOf(err) != errs.FailedPrecondition {
 				return err
 			}
-			// The run ended while the cancel waited for it: read it
-			// again, r is from before.
-			if r, err = runByID(ctx, tx, id); err != nil {
+			// Read after the cancel: the run may have ended while it
+			// waited for it.
+			r, err := runByID(ctx, tx, id)
+			if err != nil {
 				return err
 			}
 			return errs.Errorf(errs.FailedPrecondition, "agent run %s is %s; only a run that has not ended can be cancelled", id, r.Status)
@@ -529,7 +529,8 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 		if err := s.cancelled(ctx, tx, ch); err != nil {
 			return err
 		}
-		if r, err = runByID(ctx, tx, id); err != nil {
+		r, err := runByID(ctx, tx, id)
+		if err != nil {
 			return err
 		}
 		out, err = s.full(ctx, tx, r)

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"strconv"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
