@@ -348,3 +348,24 @@ func TestOpsProblemBodies(t *testing.T) {
 	require.Equal(t, 200, s.opsDo("GET", "/debug/pprof/heap?debug=1", "").Status)
 	require.NotEmpty(t, s.opsDo("GET", "/api/embeddings/status", "").Header.Get("X-Request-ID"))
 }
+
+// TestHugeIDNotEchoed: a discovery job's document id, or an ids filter
+// item, of 100,000 characters is refused with a detail quoting its start
+// only (it was echoed whole).
+func TestHugeIDNotEchoed(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	huge := strings.Repeat("d", 100_000)
+	for _, r := range []response{
+		s.do("POST", "/api/discovery-jobs", s.admin, map[string]any{"document_ids": []string{huge}}, hp),
+		s.do("GET", "/api/documents?ids="+huge, s.admin, nil, hp),
+	} {
+		p := requireProblem(t, r, 400, "invalid_argument")
+		detail, _ := p["detail"].(string)
+		require.Less(t, len(detail), 500, detail[:min(len(detail), 200)])
+		require.Contains(t, detail, `"dddd`)
+		require.Contains(t, detail, `…"`)
+	}
+}

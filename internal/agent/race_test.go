@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,4 +91,23 @@ func TestCancelWhileFinishingNamesTheEndedStatus(t *testing.T) {
 	err := <-errc
 	require.Equal(t, errs.FailedPrecondition, errs.CodeOf(err), err)
 	require.Contains(t, err.Error(), "is completed; only a run that has not ended can be cancelled")
+}
+
+// TestHugeToolNameNotEchoed: a tool name of 100,000 characters, unknown
+// or not among the tools, is refused with a detail that quotes its start,
+// not the whole of it (it was echoed whole: a 900 kB detail).
+func TestHugeToolNameNotEchoed(t *testing.T) {
+	t.Parallel()
+	svc, p, project, _ := newService(t, &sameIDModel{}, &recBox{}, &recNotifier{})
+	huge := strings.Repeat("t", 100_000)
+	for _, in := range []agent.CreateParams{
+		{Name: "a", Instructions: "x", Tools: []string{huge}},
+		{Name: "b", Instructions: "x", Tools: []string{"delete_thing"}, RequireApprovalFor: []string{huge}},
+	} {
+		_, err := svc.CreateAgent(context.Background(), p, project, in)
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), err)
+		require.Less(t, len(err.Error()), 500, err.Error()[:min(len(err.Error()), 200)])
+		require.Contains(t, err.Error(), `"tttt`)
+		require.Contains(t, err.Error(), `…"`)
+	}
 }

@@ -346,7 +346,7 @@ func check(a *Agent) error {
 	a.RequireApprovalFor = dedupe(a.RequireApprovalFor)
 	for _, t := range a.RequireApprovalFor {
 		if !slices.Contains(a.Tools, t) || t == llm.ToolAskUser {
-			return errs.Errorf(errs.Invalid, "requireApprovalFor: %q is not one of the agent's tools", t)
+			return errs.Errorf(errs.Invalid, "requireApprovalFor: %s is not one of the agent's tools", errs.Quoted(t))
 		}
 	}
 	return nil
@@ -367,7 +367,7 @@ func (s *Service) checkTools(ctx context.Context, p *auth.Principal, project uui
 	}
 	for _, t := range tools {
 		if !available[t] {
-			return errs.Errorf(errs.Invalid, "tools: %q is not a tool you may use in this project (unknown, disabled, or it needs a scope or role you lack)", t)
+			return errs.Errorf(errs.Invalid, "tools: %s is not a tool you may use in this project (unknown, disabled, or it needs a scope or role you lack)", errs.Quoted(t))
 		}
 	}
 	return nil

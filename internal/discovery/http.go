@@ -74,7 +74,7 @@ func (h handlers) start(ctx context.Context, in *startIn) (*httpapi.Out[Started]
 	for i, raw := range in.Body.DocumentIDs {
 		id, err := uuid.Parse(raw)
 		if err != nil {
-			return nil, errs.Errorf(errs.Invalid, "document_ids[%d]: %q is not a document id", i, raw)
+			return nil, errs.Errorf(errs.Invalid, "document_ids[%d]: %s is not a document id", i, errs.Quoted(raw))
 		}
 		ids[i] = id
 	}
