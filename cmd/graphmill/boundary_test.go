@@ -349,17 +349,23 @@ func TestOpsProblemBodies(t *testing.T) {
 	require.NotEmpty(t, s.opsDo("GET", "/api/embeddings/status", "").Header.Get("X-Request-ID"))
 }
 
-// TestHugeIDNotEchoed: a discovery job's document id, or an ids filter
-// item, of 100,000 characters is refused with a detail quoting its start
-// only (it was echoed whole).
+// TestHugeIDNotEchoed: a discovery job's document id, a finalize's
+// existingPackId, or an ids filter item, of 100,000 characters is refused
+// with a detail quoting its start only (it was echoed whole).
 func TestHugeIDNotEchoed(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	project, _ := s.defaultProject()
 	hp := header{"X-Project-ID", project}
+	var doc idBody
+	s.uploadFile(s.admin, project, "a.txt", "text/plain", []byte("Ada Lovelace worked with Charles Babbage in London.\n")).Decode(t, &doc)
+	s.waitDocument(project, doc.ID)
+	job := s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc.ID}})
 	huge := strings.Repeat("d", 100_000)
 	for _, r := range []response{
 		s.do("POST", "/api/discovery-jobs", s.admin, map[string]any{"document_ids": []string{huge}}, hp),
+		s.do("POST", "/api/discovery-jobs/"+job+"/finalize", s.admin, map[string]any{"packName": "P", "mode": "update",
+			"existingPackId": huge, "includedTypes": []any{map[string]any{"type_name": "Ship", "description": "d", "properties": map[string]any{}}}}, hp),
 		s.do("GET", "/api/documents?ids="+huge, s.admin, nil, hp),
 	} {
 		p := requireProblem(t, r, 400, "invalid_argument")

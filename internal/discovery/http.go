@@ -108,7 +108,7 @@ func (h handlers) finalize(ctx context.Context, in *finalizeIn) (*httpapi.Out[Fi
 	if b.ExistingPackID != nil {
 		pack, err := uuid.Parse(*b.ExistingPackID)
 		if err != nil {
-			return nil, errs.Errorf(errs.Invalid, "existingPackId %q is not a template pack id", *b.ExistingPackID)
+			return nil, errs.Errorf(errs.Invalid, "existingPackId %s is not a template pack id", errs.Quoted(*b.ExistingPackID))
 		}
 		p.ExistingPackID = &pack
 	}
