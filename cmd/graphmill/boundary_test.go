@@ -362,10 +362,11 @@ func TestHugeIDNotEchoed(t *testing.T) {
 	s.waitDocument(project, doc.ID)
 	job := s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc.ID}})
 	huge := strings.Repeat("d", 100_000)
+	ship := map[string]any{"type_name": "Ship", "description": "d", "properties": map[string]any{}}
+	finalize := map[string]any{"packName": "P", "mode": "update", "existingPackId": huge, "includedTypes": []any{ship}}
 	for _, r := range []response{
 		s.do("POST", "/api/discovery-jobs", s.admin, map[string]any{"document_ids": []string{huge}}, hp),
-		s.do("POST", "/api/discovery-jobs/"+job+"/finalize", s.admin, map[string]any{"packName": "P", "mode": "update",
-			"existingPackId": huge, "includedTypes": []any{map[string]any{"type_name": "Ship", "description": "d", "properties": map[string]any{}}}}, hp),
+		s.do("POST", "/api/discovery-jobs/"+job+"/finalize", s.admin, finalize, hp),
 		s.do("GET", "/api/documents?ids="+huge, s.admin, nil, hp),
 	} {
 		p := requireProblem(t, r, 400, "invalid_argument")
