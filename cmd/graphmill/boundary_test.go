@@ -90,6 +90,34 @@ func TestNULRefused(t *testing.T) {
 	require.True(t, strings.HasPrefix(status, "HTTP/1.1 400 "), status)
 }
 
+// TestInvalidUTF8Refused: a query value, a query parameter name or a
+// path segment that is not UTF-8 once percent-decoded is refused at the
+// boundary with 400 naming it, as a NUL is; it reached PostgreSQL (a
+// task type filter, a recent-activity id) and was refused there with a
+// detail that named no field and spoke of NUL.
+func TestInvalidUTF8Refused(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	for _, c := range []struct{ method, path, field string }{
+		{"GET", "/api/tasks?type=x%ffy", "query.type"},
+		{"GET", "/api/tasks/all?status=pending&type=%c3", "query.type"},
+		{"GET", "/api/superadmin/users?search=%ed%a0%80", "query.search"},
+		{"GET", "/api/tasks?%ff=1", "query (a parameter name)"},
+		{"GET", "/api/events/stream?lastEventId=%fe", "query.lastEventId"},
+		{"DELETE", "/api/user-activity/recent/document/d%ff", "path.resourceID"},
+		{"GET", "/api/chat/sessions/%ff", "path.sessionId"},
+	} {
+		r := s.do(c.method, c.path, s.admin, nil, hp)
+		p := requireProblem(t, r, 400, "invalid_argument", c.method, c.path)
+		require.Equal(t, c.field+": must be valid UTF-8", p["detail"], c.path)
+	}
+	// Valid UTF-8, percent-encoded or not, passes.
+	s.must(200, "GET", "/api/tasks?type=caf%C3%A9", s.admin, nil, hp)
+	s.must(200, "GET", "/api/superadmin/users?search=%C3%A9t%C3%A9", s.admin, nil)
+}
+
 // TestNULSweep sends a NUL in a string field of every JSON body, every
 // query parameter and every path parameter of the OpenAPI document, as the
 // superadmin in the default project: each answers 400 invalid_argument
@@ -319,4 +347,32 @@ func TestOpsProblemBodies(t *testing.T) {
 	require.Equal(t, 200, s.opsDo("GET", "/debug/pprof/cmdline", "").Status)
 	require.Equal(t, 200, s.opsDo("GET", "/debug/pprof/heap?debug=1", "").Status)
 	require.NotEmpty(t, s.opsDo("GET", "/api/embeddings/status", "").Header.Get("X-Request-ID"))
+}
+
+// TestHugeIDNotEchoed: a discovery job's document id, a finalize's
+// existingPackId, or an ids filter item, of 100,000 characters is refused
+// with a detail quoting its start only (it was echoed whole).
+func TestHugeIDNotEchoed(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	var doc idBody
+	s.uploadFile(s.admin, project, "a.txt", "text/plain", []byte("Ada Lovelace worked with Charles Babbage in London.\n")).Decode(t, &doc)
+	s.waitDocument(project, doc.ID)
+	job := s.discStart(s.admin, project, map[string]any{"document_ids": []string{doc.ID}})
+	huge := strings.Repeat("d", 100_000)
+	ship := map[string]any{"type_name": "Ship", "description": "d", "properties": map[string]any{}}
+	finalize := map[string]any{"packName": "P", "mode": "update", "existingPackId": huge, "includedTypes": []any{ship}}
+	for _, r := range []response{
+		s.do("POST", "/api/discovery-jobs", s.admin, map[string]any{"document_ids": []string{huge}}, hp),
+		s.do("POST", "/api/discovery-jobs/"+job+"/finalize", s.admin, finalize, hp),
+		s.do("GET", "/api/documents?ids="+huge, s.admin, nil, hp),
+	} {
+		p := requireProblem(t, r, 400, "invalid_argument")
+		detail, _ := p["detail"].(string)
+		require.Less(t, len(detail), 500, detail[:min(len(detail), 200)])
+		require.Contains(t, detail, `"dddd`)
+		require.Contains(t, detail, `…"`)
+	}
 }

@@ -346,7 +346,7 @@ func check(a *Agent) error {
 	a.RequireApprovalFor = dedupe(a.RequireApprovalFor)
 	for _, t := range a.RequireApprovalFor {
 		if !slices.Contains(a.Tools, t) || t == llm.ToolAskUser {
-			return errs.Errorf(errs.Invalid, "requireApprovalFor: %q is not one of the agent's tools", t)
+			return errs.Errorf(errs.Invalid, "requireApprovalFor: %s is not one of the agent's tools", errs.Quoted(t))
 		}
 	}
 	return nil
@@ -367,7 +367,7 @@ func (s *Service) checkTools(ctx context.Context, p *auth.Principal, project uui
 	}
 	for _, t := range tools {
 		if !available[t] {
-			return errs.Errorf(errs.Invalid, "tools: %q is not a tool you may use in this project (unknown, disabled, or it needs a scope or role you lack)", t)
+			return errs.Errorf(errs.Invalid, "tools: %s is not a tool you may use in this project (unknown, disabled, or it needs a scope or role you lack)", errs.Quoted(t))
 		}
 	}
 	return nil
@@ -510,21 +510,27 @@ func (s *Service) ListRuns(ctx context.Context, project, user, id uuid.UUID, lim
 func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (Run, error) {
 	var out Run
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
-		r, err := runOf(ctx, tx, project, user, id, false)
-		if err != nil {
+		if _, err := runOf(ctx, tx, project, user, id, false); err != nil {
 			return err
 		}
 		ch, err := s.cfg.Jobs.Cancel(ctx, tx, Queue, id)
 		if err != nil {
-			if errs.CodeOf(err) == errs.FailedPrecondition {
-				return errs.Errorf(errs.FailedPrecondition, "agent run %s is %s; only a run that has not ended can be cancelled", id, r.Status)
+			if errs.CodeOf(err) != errs.FailedPrecondition {
+				return err
 			}
-			return err
+			// Read after the cancel: the run may have ended while it
+			// waited for it.
+			r, err := runByID(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			return errs.Errorf(errs.FailedPrecondition, "agent run %s is %s; only a run that has not ended can be cancelled", id, r.Status)
 		}
 		if err := s.cancelled(ctx, tx, ch); err != nil {
 			return err
 		}
-		if r, err = runByID(ctx, tx, id); err != nil {
+		r, err := runByID(ctx, tx, id)
+		if err != nil {
 			return err
 		}
 		out, err = s.full(ctx, tx, r)
@@ -547,7 +553,13 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 	var out Run
 	var late error
 	err := postgres.WithTx(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
-		r, err := runOf(ctx, tx, project, user, id, true)
+		if _, err := runOf(ctx, tx, project, user, id, true); err != nil {
+			return err
+		}
+		// Read again once locked: the locking statement's status comes
+		// from its snapshot, taken before it waited for an answer
+		// given at the same time.
+		r, err := runByID(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -556,7 +568,8 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 			return err
 		}
 		if r.JobStatus != string(jobqueue.StatusQueued) || q.ID == uuid.Nil {
-			return errs.Errorf(errs.FailedPrecondition, "agent run %s is %s; only a run waiting for input can be answered", id, r.Status)
+			return errs.Errorf(errs.FailedPrecondition,
+				"agent run %s is %s and has no open question (answered already, or the run ended); only a run waiting for input can be answered", id, r.Status)
 		}
 		switch q.Kind {
 		case kindQuestion:

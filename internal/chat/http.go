@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,14 +146,31 @@ func (h handlers) delete(ctx context.Context, _ *idIn) (*httpapi.NoContent, erro
 	return nil, h.svc.DeleteSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID)
 }
 
-// wantsStream reports whether Accept asks for server-sent events.
+// wantsStream reports whether Accept asks for server-sent events: text/event-stream
+// with a quality above 0 that no type covering JSON (application/json,
+// application/*, */*) exceeds. A range with a malformed quality is left
+// out (RFC 9110 12.5.1).
 func wantsStream(accept string) bool {
+	var sse, json float64
 	for part := range strings.SplitSeq(accept, ",") {
-		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
-			return true
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil || !(q >= 0 && q <= 1) {
+				continue
+			}
+		}
+		switch mt {
+		case "text/event-stream":
+			sse = max(sse, q)
+		case "application/json", "application/*", "*/*":
+			json = max(json, q)
 		}
 	}
-	return false
+	return sse > 0 && sse >= json
 }
 
 // send answers a question: whole (201, errors as every route's), or

@@ -67,6 +67,10 @@ func sessionList(ctx context.Context, db postgres.DBTX, project, user uuid.UUID,
 		FROM chat_sessions WHERE project_id = $1 AND user_id = $2
 		ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`, project, user, limit, offset)
 	list, total, err := postgres.CollectPageOf[sessionRow](rows)
+	if err == nil {
+		err = postgres.TotalPastTheEnd(ctx, db, len(list), offset, &total,
+			`SELECT count(*) FROM chat_sessions WHERE project_id = $1 AND user_id = $2`, project, user)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list chat sessions: %w", err)
 	}

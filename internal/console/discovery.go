@@ -115,7 +115,7 @@ func (h *Handler) startDiscovery(w http.ResponseWriter, r *http.Request, c calle
 		f.Selected[raw] = true
 		id, perr := uuid.Parse(raw)
 		if perr != nil {
-			err = errs.Errorf(errs.Invalid, "document %d: %q is not a document id", i+1, raw)
+			err = errs.Errorf(errs.Invalid, "document %d: %s is not a document id", i+1, errs.Quoted(raw))
 			break
 		}
 		sp.DocumentIDs = append(sp.DocumentIDs, id)

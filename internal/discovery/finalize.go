@@ -115,14 +115,14 @@ func packInput(job uuid.UUID, p FinalizeParams, known map[string]string) (templa
 		required := make([]any, 0, len(t.RequiredProperties))
 		for _, r := range t.RequiredProperties {
 			if _, ok := t.Properties[r]; !ok {
-				return in, errs.Errorf(errs.Invalid, "includedTypes[%d] (%s): required property %q is not among its properties", i, name, r)
+				return in, errs.Errorf(errs.Invalid, "includedTypes[%d] (%s): required property %s is not among its properties", i, name, errs.Quoted(r))
 			}
 			required = append(required, r)
 		}
 		props := map[string]any{}
 		for k, v := range t.Properties {
 			if _, ok := v.(map[string]any); !ok || strings.TrimSpace(k) == "" {
-				return in, errs.Errorf(errs.Invalid, "includedTypes[%d] (%s): property %q must be a named JSON Schema object", i, name, k)
+				return in, errs.Errorf(errs.Invalid, "includedTypes[%d] (%s): property %s must be a named JSON Schema object", i, name, errs.Quoted(k))
 			}
 			props[k] = v
 		}
@@ -149,13 +149,14 @@ func packInput(job uuid.UUID, p FinalizeParams, known map[string]string) (templa
 		for j, end := range ends {
 			s, ok := spelling(end)
 			if !ok {
-				return in, errs.Errorf(errs.Invalid, "includedRelationships[%d] (%s): type %q is neither included nor an existing type", i, r.RelationType, end)
+				return in, errs.Errorf(errs.Invalid, "includedRelationships[%d] (%s): type %s is neither included nor an existing type",
+					i, errs.Quoted(r.RelationType), errs.Quoted(end))
 			}
 			ends[j] = s
 		}
 		c, ok := cardinality(r.Cardinality)
 		if !ok {
-			return in, errs.Errorf(errs.Invalid, "includedRelationships[%d] (%s): cardinality must be one_to_one, one_to_many or many_to_many", i, r.RelationType)
+			return in, errs.Errorf(errs.Invalid, "includedRelationships[%d] (%s): cardinality must be one_to_one, one_to_many or many_to_many", i, errs.Quoted(r.RelationType))
 		}
 		name := strings.TrimSpace(r.RelationType)
 		if name == "" {

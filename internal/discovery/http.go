@@ -74,7 +74,7 @@ func (h handlers) start(ctx context.Context, in *startIn) (*httpapi.Out[Started]
 	for i, raw := range in.Body.DocumentIDs {
 		id, err := uuid.Parse(raw)
 		if err != nil {
-			return nil, errs.Errorf(errs.Invalid, "document_ids[%d]: %q is not a document id", i, raw)
+			return nil, errs.Errorf(errs.Invalid, "document_ids[%d]: %s is not a document id", i, errs.Quoted(raw))
 		}
 		ids[i] = id
 	}
@@ -108,7 +108,7 @@ func (h handlers) finalize(ctx context.Context, in *finalizeIn) (*httpapi.Out[Fi
 	if b.ExistingPackID != nil {
 		pack, err := uuid.Parse(*b.ExistingPackID)
 		if err != nil {
-			return nil, errs.Errorf(errs.Invalid, "existingPackId %q is not a template pack id", *b.ExistingPackID)
+			return nil, errs.Errorf(errs.Invalid, "existingPackId %s is not a template pack id", errs.Quoted(*b.ExistingPackID))
 		}
 		p.ExistingPackID = &pack
 	}

@@ -6,6 +6,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Code is a stable machine-readable error class, sent to clients as the
@@ -73,4 +74,22 @@ func MessageOf(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// QuotedMax bounds, in characters, the part of a caller's value that
+// Quoted shows.
+const QuotedMax = 80
+
+// Quoted is v as %q quotes it, cut to its first QuotedMax characters and
+// "…" when longer: how a message names a value the caller sent without
+// echoing all of it back (an unknown name of 100,000 characters).
+func Quoted(v string) string {
+	n := 0
+	for i := range v {
+		if n == QuotedMax {
+			return strconv.Quote(v[:i] + "…")
+		}
+		n++
+	}
+	return strconv.Quote(v)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
@@ -24,7 +25,9 @@ import (
 //     copy, and a plain byte search when there is no `\u0000` escape);
 //   - query values and path segments are checked by the router middleware,
 //     which covers the routes outside huma (event stream, MCP transports)
-//     and the ops listener too;
+//     and the ops listener too; under /api/ it refuses bytes that are not
+//     UTF-8 there as well (a JSON body's are replaced by U+FFFD when
+//     decoded; the console checks its own);
 //   - header values cannot carry one: net/http refuses the request (400)
 //     before any handler runs.
 //
@@ -136,24 +139,61 @@ func jsonNUL(root string, data []byte) (string, bool) {
 	}
 }
 
-// requestNUL refuses a request whose path or query holds U+0000, naming
-// the path parameter (routed by mux) or the query parameter.
-func requestNUL(mux *chi.Mux, r *http.Request) error {
-	if strings.IndexByte(r.URL.Path, 0) >= 0 {
+// utf8Message ends the detail of a refusal of a query value, query
+// parameter name or path segment that is not UTF-8 once percent-decoded:
+// PostgreSQL (a UTF8 database) would refuse it as text too, without
+// naming it.
+const utf8Message = "must be valid UTF-8"
+
+// textProblem is what is wrong with a decoded request value: a NUL, bytes
+// that are not UTF-8 (when utf8Too is set), or nothing ("").
+func textProblem(v string, utf8Too bool) string {
+	switch {
+	case strings.IndexByte(v, 0) >= 0:
+		return nulMessage
+	case utf8Too && !utf8.ValidString(v):
+		return utf8Message
+	}
+	return ""
+}
+
+// plainASCII reports whether raw, a raw path or query, can hold neither a
+// NUL nor a byte that is not UTF-8: no percent escape, no byte outside
+// 0x01-0x7f.
+func plainASCII(raw string) bool {
+	for i := range len(raw) {
+		if c := raw[i]; c == '%' || c == 0 || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// requestText refuses a request whose path or query holds U+0000, or,
+// under /api/ (the API, its streams, MCP and the ops routes), bytes that
+// are not UTF-8, naming the path parameter (routed by mux) or the query
+// parameter. The console's pages check their own queries and forms for
+// both, answering with a page.
+func requestText(mux *chi.Mux, r *http.Request) error {
+	utf8Too := strings.HasPrefix(r.URL.Path, "/api/")
+	if msg := textProblem(r.URL.Path, utf8Too); msg != "" {
 		field := "path"
 		rctx := chi.NewRouteContext()
 		if mux.Find(rctx, r.Method, r.URL.Path) != "" {
 			for i, k := range rctx.URLParams.Keys {
 				v := rctx.URLParams.Values[i]
-				if k != "*" && (strings.IndexByte(v, 0) >= 0 || strings.Contains(v, "%00")) {
+				if dec, err := url.PathUnescape(v); err == nil {
+					v = dec // chi may route on the raw path
+				}
+				if k != "*" && textProblem(v, utf8Too) != "" {
 					field = "path." + k
 					break
 				}
 			}
 		}
-		return errs.Errorf(errs.Invalid, "%s: %s", field, nulMessage)
+		return errs.Errorf(errs.Invalid, "%s: %s", field, msg)
 	}
-	if !strings.Contains(r.URL.RawQuery, "%00") && strings.IndexByte(r.URL.RawQuery, 0) < 0 {
+	if plainASCII(r.URL.RawQuery) {
 		return nil
 	}
 	q, _ := url.ParseQuery(r.URL.RawQuery) // what parses is what handlers see
@@ -163,12 +203,12 @@ func requestNUL(mux *chi.Mux, r *http.Request) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if strings.IndexByte(k, 0) >= 0 {
-			return errs.Errorf(errs.Invalid, "query (a parameter name): %s", nulMessage)
+		if msg := textProblem(k, utf8Too); msg != "" {
+			return errs.Errorf(errs.Invalid, "query (a parameter name): %s", msg)
 		}
 		for _, v := range q[k] {
-			if strings.IndexByte(v, 0) >= 0 {
-				return errs.Errorf(errs.Invalid, "query.%s: %s", k, nulMessage)
+			if msg := textProblem(v, utf8Too); msg != "" {
+				return errs.Errorf(errs.Invalid, "query.%s: %s", k, msg)
 			}
 		}
 	}

@@ -83,7 +83,7 @@ func ParseIDs(name string, raw []string) ([]uuid.UUID, error) {
 	for i, s := range raw {
 		id, err := uuid.Parse(s)
 		if err != nil {
-			return nil, errs.Errorf(errs.Invalid, "%s must be UUIDs separated by commas: %q is not one", name, s)
+			return nil, errs.Errorf(errs.Invalid, "%s must be UUIDs separated by commas: %s is not one", name, errs.Quoted(s))
 		}
 		ids[i] = id
 	}

@@ -213,7 +213,7 @@ func serve(c RouterConfig, mux *chi.Mux, next http.Handler, w http.ResponseWrite
 		rec.mu.Unlock()
 		c.Logger.LogAttrs(ctx, level, "request", attrs...)
 	}()
-	if err := requestNUL(mux, req); err != nil {
+	if err := requestText(mux, req); err != nil {
 		WriteProblem(ww, req, err)
 		return
 	}

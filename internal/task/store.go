@@ -43,10 +43,13 @@ func taskGet(ctx context.Context, db postgres.DBTX, project uuid.UUID, id uuid.U
 
 // taskList pages the tasks of projects matching f, newest first.
 func taskList(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, f Filter) ([]Task, int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+taskColumns+`, count(*) OVER () AS total FROM tasks
-		WHERE project_id = ANY($1) AND ($2 = '' OR status = $2) AND ($3 = '' OR type = $3)
+	const cond = `project_id = ANY($1) AND ($2 = '' OR status = $2) AND ($3 = '' OR type = $3)`
+	rows, _ := db.Query(ctx, `SELECT `+taskColumns+`, count(*) OVER () AS total FROM tasks WHERE `+cond+`
 		ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, projects, f.Status, f.Type, f.Limit, f.Offset)
 	out, total, err := postgres.CollectPageOf[Task](rows)
+	if err == nil {
+		err = postgres.TotalPastTheEnd(ctx, db, len(out), f.Offset, &total, `SELECT count(*) FROM tasks WHERE `+cond, projects, f.Status, f.Type)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list tasks: %w", err)
 	}
