@@ -218,6 +218,10 @@ func (s *Service) GetPublic(ctx context.Context, project uuid.UUID, name string)
 	return Public{ID: r.ID, Name: r.Name, DisplayName: r.DisplayName, ProviderType: r.ProviderType, Status: r.Status, LastSyncAt: r.LastSyncAt, CreatedAt: r.CreatedAt}, nil
 }
 
+// reservedName is the path segment of the catalog route: an integration
+// of this name could not be read in full (GET /api/integrations/{name}).
+const reservedName = "available"
+
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,99}$`)
 
 // prepare checks cfg for c and returns it sealed-ready with its settings.
@@ -257,6 +261,9 @@ func (s *Service) nextSync(st settings, now time.Time) *time.Time {
 func (s *Service) Create(ctx context.Context, project uuid.UUID, user *uuid.UUID, p CreateParams) (Integration, error) {
 	if !nameRE.MatchString(p.Name) {
 		return Integration{}, errs.New(errs.Invalid, "name must be 1 to 100 lowercase letters, digits, - or _, starting with a letter or digit")
+	}
+	if p.Name == reservedName {
+		return Integration{}, errs.Errorf(errs.Invalid, "name %s is taken by GET /api/integrations/available (the catalog): choose another", reservedName)
 	}
 	p.DisplayName = strings.TrimSpace(p.DisplayName)
 	if p.DisplayName == "" || len(p.DisplayName) > 200 {
