@@ -446,7 +446,7 @@ func (s *Service) Sync(ctx context.Context, project uuid.UUID, name, trigger str
 		if !ok {
 			return errs.Errorf(errs.FailedPrecondition, "integration %s: the provider type %q is not available on this server", r.Name, r.ProviderType)
 		}
-		if err := checkSourceTypes(conn.Descriptor(), opts.SourceTypes); err != nil {
+		if err := checkNarrowing(conn.Descriptor(), opts); err != nil {
 			return err
 		}
 		if r.Status == StatusInactive {
@@ -466,10 +466,15 @@ func (s *Service) Sync(ctx context.Context, project uuid.UUID, name, trigger str
 	return res, err
 }
 
-// checkSourceTypes refuses sync option source_types outside the
-// connector's: a sync is refused at the API, not failed later by its
-// connector.
-func checkSourceTypes(d connector.Descriptor, types []string) error {
+// checkNarrowing refuses sync option source_types outside the
+// connector's, and space_ids for a connector without spaces: a sync is
+// refused at the API, not failed later by its connector nor narrowed
+// (deleting nothing) by an option its connector ignores.
+func checkNarrowing(d connector.Descriptor, opts SyncOptions) error {
+	if len(opts.SpaceIDs) > 0 && !d.Spaces {
+		return errs.Errorf(errs.Invalid, "space_ids: this integration has no spaces (provider %s)", d.Name)
+	}
+	types := opts.SourceTypes
 	if len(types) == 0 {
 		return nil
 	}
