@@ -131,3 +131,36 @@ func TestDocumentListTotalPastTheEnd(t *testing.T) {
 		require.Equal(t, total, list.Total, query)
 	}
 }
+
+// TestListTotalPastTheEnd: the integration list and the superadmin user,
+// organization and project lists answer their real total on an empty
+// page past the end, as the document list does (their window count read
+// 0 there, and the superadmin meta said 0 pages with a previous one).
+func TestListTotalPastTheEnd(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	for _, name := range []string{"one", "two"} {
+		s.must(201, "POST", "/api/integrations", s.admin, map[string]any{"name": name, "display_name": name,
+			"provider_type": "rss", "config": map[string]any{"feed_url": "https://feeds.example.com/" + name}}, hp)
+	}
+	s.newProject(org, "second")
+	var list struct {
+		Total int `json:"total"`
+	}
+	s.must(200, "GET", "/api/integrations?offset=2", s.admin, nil, hp).Decode(t, &list)
+	require.Equal(t, 2, list.Total, "integrations")
+	for path, total := range map[string]int{
+		"/api/superadmin/users?page=50":         1,
+		"/api/superadmin/organizations?page=50": 1,
+		"/api/superadmin/projects?page=50":      2,
+	} {
+		var p pagedBody
+		s.must(200, "GET", path, s.admin, nil).Decode(t, &p)
+		require.Equal(t, total, p.Meta.Total, path)
+		require.Equal(t, 1, p.Meta.TotalPages, path)
+		require.True(t, p.Meta.HasPrev, path)
+		require.Empty(t, p.Data, path)
+	}
+}

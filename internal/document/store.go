@@ -46,11 +46,8 @@ func documentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids 
 	if err != nil {
 		return nil, 0, fmt.Errorf("list documents: %w", err)
 	}
-	if len(out) == 0 && offset > 0 {
-		// The window total is empty past the end: count separately.
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM documents d WHERE `+cond, args...).Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("count documents: %w", err)
-		}
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), offset, total, `SELECT count(*) FROM documents d WHERE `+cond, args...); err != nil {
+		return nil, 0, fmt.Errorf("count documents: %w", err)
 	}
 	return out, total, nil
 }

@@ -229,6 +229,20 @@ func TryCollectAs[R, T any](rows pgx.Rows, conv func(R) (T, error)) ([]T, error)
 	})
 }
 
+// TotalPastEnd returns total, the window count of a page of n rows at
+// offset, or, for an empty page past the end (where the window counted
+// no row, so total reads 0), what countSQL (a SELECT count(*) over the
+// list's condition) counts with args.
+func TotalPastEnd(ctx context.Context, db DBTX, n, offset, total int, countSQL string, args ...any) (int, error) {
+	if n > 0 || offset == 0 {
+		return total, nil
+	}
+	if err := db.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
+		return 0, fmt.Errorf("count past the end: %w", err)
+	}
+	return total, nil
+}
+
 // CollectPageOf collects the rows of a paged query scanned by column name
 // into T (a struct of db-tagged fields), and returns them with the total
 // the window function counted: the query's last column, named total (0
