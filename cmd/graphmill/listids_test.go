@@ -142,8 +142,8 @@ func TestListTotalPastTheEnd(t *testing.T) {
 	project, org := s.defaultProject()
 	hp := header{"X-Project-ID", project}
 	for _, name := range []string{"one", "two"} {
-		s.must(201, "POST", "/api/integrations", s.admin, map[string]any{"name": name, "display_name": name,
-			"provider_type": "rss", "config": map[string]any{"feed_url": "https://feeds.example.com/" + name}}, hp)
+		body := map[string]any{"name": name, "display_name": name, "provider_type": "rss", "config": map[string]any{"feed_url": "https://feeds.example.com/" + name}}
+		s.must(201, "POST", "/api/integrations", s.admin, body, hp)
 	}
 	s.newProject(org, "second")
 	var list struct {
