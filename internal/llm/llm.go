@@ -17,7 +17,6 @@ package llm
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"strings"
 	"time"
 )
@@ -84,12 +83,15 @@ type Usage struct {
 	InputText, InputImage, InputVideo, InputAudio, Output int64
 }
 
-// MaxCallTokens bounds each count of one call's Usage. Counts are what an
-// endpoint reports, and a tenant's OpenAI-compatible endpoint reports
+// MaxCallTokens bounds each count of one call's Usage: five times the
+// largest context window offered (2M tokens), so that a real call is
+// never cut, and small enough that a call's counts add up within the
+// int columns of the extraction and discovery call logs. Counts are what
+// an endpoint reports, and a tenant's OpenAI-compatible endpoint reports
 // anything: a negative count would go into the usage ledger as is, and
 // counts near the int64 limit made its sums overflow (every usage
 // summary of the project and organization failing from then on).
-const MaxCallTokens = math.MaxInt32
+const MaxCallTokens = 10_000_000
 
 // Bounded is u with each count within 0 and MaxCallTokens.
 func (u Usage) Bounded() Usage {

@@ -357,6 +357,6 @@ func TestMigrationBoundsLedgerCounts(t *testing.T) {
 			got[row.Model] = [2]int64{row.TotalText, row.TotalOutput}
 			require.GreaterOrEqual(t, row.EstimatedCostUSD, 0.0, row.Model)
 		}
-		require.Equal(t, map[string][2]int64{"big": {2 * math.MaxInt32, math.MaxInt32 + 3}, "neg": {0, 0}, "fine": {120, 30}}, got)
+		require.Equal(t, map[string][2]int64{"big": {2 * llm.MaxCallTokens, llm.MaxCallTokens + 3}, "neg": {0, 0}, "fine": {120, 30}}, got)
 	}
 }
