@@ -132,10 +132,11 @@ func TestDocumentListTotalPastTheEnd(t *testing.T) {
 	}
 }
 
-// TestListTotalPastTheEnd: the integration list and the superadmin user,
-// organization and project lists answer their real total on an empty
-// page past the end, as the document list does (their window count read
-// 0 there, and the superadmin meta said 0 pages with a previous one).
+// TestListTotalPastTheEnd: the integration, organization, project,
+// member and token lists and the superadmin user, organization and
+// project lists answer their real total on an empty page past the end,
+// as the document list does (their window count read 0 there, and the
+// superadmin meta said 0 pages with a previous one).
 func TestListTotalPastTheEnd(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -146,11 +147,21 @@ func TestListTotalPastTheEnd(t *testing.T) {
 		s.must(201, "POST", "/api/integrations", s.admin, body, hp)
 	}
 	s.newProject(org, "second")
-	var list struct {
-		Total int `json:"total"`
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": "bound", "scopes": []string{"documents:read"}})
+	for path, total := range map[string]int{
+		"/api/integrations?offset=2":                     2,
+		"/api/orgs?offset=5":                             1,
+		"/api/projects?offset=5":                         2,
+		"/api/projects/" + project + "/members?offset=5": 1,
+		"/api/tokens?offset=50":                          2,
+		"/api/projects/" + project + "/tokens?offset=5":  1,
+	} {
+		var list struct {
+			Total int `json:"total"`
+		}
+		s.must(200, "GET", path, s.admin, nil, hp).Decode(t, &list)
+		require.Equal(t, total, list.Total, path)
 	}
-	s.must(200, "GET", "/api/integrations?offset=2", s.admin, nil, hp).Decode(t, &list)
-	require.Equal(t, 2, list.Total, "integrations")
 	for path, total := range map[string]int{
 		"/api/superadmin/users?page=50":         1,
 		"/api/superadmin/organizations?page=50": 1,
