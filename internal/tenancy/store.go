@@ -336,19 +336,19 @@ type tokenFilter struct {
 	ProjectID *uuid.UUID
 }
 
-// tokensOf is tokenList's FROM and WHERE ($1 a user, $2 a project).
-const tokensOf = `FROM api_tokens WHERE revoked_at IS NULL
+// unrevokedOf is tokenList's FROM and WHERE ($1 a user, $2 a project).
+const unrevokedOf = `FROM api_tokens WHERE revoked_at IS NULL
 		  AND ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR project_id = $2)`
 
 func tokenList(ctx context.Context, db postgres.DBTX, f tokenFilter, p Page) ([]Token, int, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT `+tokenColumns+`, count(*) OVER () AS total `+tokensOf+`
+		SELECT `+tokenColumns+`, count(*) OVER () AS total `+unrevokedOf+`
 		ORDER BY created_at, id LIMIT $3 OFFSET $4`, f.UserID, f.ProjectID, p.Limit, p.Offset)
 	out, total, err := postgres.CollectPageOf[Token](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list tokens: %w", err)
 	}
-	if total, err = postgres.TotalPastEnd(ctx, db, len(out), p.Offset, total, `SELECT count(*) `+tokensOf, f.UserID, f.ProjectID); err != nil {
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), p.Offset, total, `SELECT count(*) `+unrevokedOf, f.UserID, f.ProjectID); err != nil {
 		return nil, 0, fmt.Errorf("count tokens: %w", err)
 	}
 	return out, total, nil
