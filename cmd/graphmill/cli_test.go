@@ -338,12 +338,11 @@ func TestCLICommands(t *testing.T) {
 	require.Equal(t, exitAuth, runCLI(t, append(env, "GRAPHMILL_TOKEN="+narrow), "jobs", "ls").code)
 }
 
-func TestCLIEventsTail(t *testing.T) {
-	t.Parallel()
-	s := newServer(t)
-	env := s.cliEnviron(t, s.admin)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// startTail runs graphmill events tail --json with env until ctx ends,
+// and returns once it follows the stream: its output, the scanner of its
+// status lines (past the first, which it read) and its result.
+func startTail(ctx context.Context, t *testing.T, env []string) (*io.PipeReader, *bufio.Scanner, <-chan error) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	er, ew := io.Pipe()
 	done := make(chan error, 1)
@@ -352,11 +351,23 @@ func TestCLIEventsTail(t *testing.T) {
 		pw.Close()
 		ew.Close()
 	}()
-	// Wait until it is subscribed.
 	status := bufio.NewScanner(er)
 	require.True(t, status.Scan(), "tail ended early: %v", status.Err())
 	require.Equal(t, "following the event stream (Ctrl-C ends)", status.Text())
-	go func() { _, _ = io.Copy(io.Discard, er) }()
+	return pr, status, done
+}
+
+func TestCLIEventsTail(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	env := s.cliEnviron(t, s.admin)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, status, done := startTail(ctx, t, env)
+	go func() {
+		for status.Scan() {
+		}
+	}()
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("# A\n\nSome text.\n"), 0o600))

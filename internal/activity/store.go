@@ -9,14 +9,22 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
 // itemColumns are Item's columns (a NULL name or subtype is empty).
 const itemColumns = `id, project_id, resource_type, resource_id, COALESCE(resource_name, '') AS resource_name,
 	COALESCE(resource_subtype, '') AS resource_subtype, action_type, accessed_at`
 
-// owned selects an Owner's items: $1 user, $2 project (NULL: any).
-const owned = `user_id = $1 AND ($2::uuid IS NULL OR project_id = $2)`
+// mine selects an Owner's items: $1 user, $2 project (NULL: any).
+const mine = `user_id = $1 AND ($2::uuid IS NULL OR project_id = $2)`
+
+// owned selects the items of an Owner's that they see: those of the
+// projects they can see now (not one they left, nor a deleted one). $1
+// user, $2 project (NULL: any).
+func owned() string {
+	return mine + ` AND ` + tenancy.SeesProject("$1", "user_activity.project_id")
+}
 
 // activityUpsert records a use: a new item, or the resource's existing
 // item moved to the top with the new action (and name and subtype, when
@@ -51,7 +59,7 @@ func activityTrim(ctx context.Context, db postgres.DBTX, user uuid.UUID, keep in
 // when typ is not empty.
 func activityList(ctx context.Context, db postgres.DBTX, o Owner, typ string, limit int) ([]Item, error) {
 	rows, _ := db.Query(ctx, `SELECT `+itemColumns+` FROM user_activity
-		WHERE `+owned+` AND ($3 = '' OR resource_type = $3)
+		WHERE `+owned()+` AND ($3 = '' OR resource_type = $3)
 		ORDER BY accessed_at DESC, id DESC LIMIT $4`, o.UserID, o.ProjectID, typ, limit)
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Item])
 	if err != nil {
@@ -63,7 +71,7 @@ func activityList(ctx context.Context, db postgres.DBTX, o Owner, typ string, li
 // activityDelete deletes an Owner's items of one resource, named by any
 // of ids (one per project), and returns how many it deleted.
 func activityDelete(ctx context.Context, db postgres.DBTX, o Owner, typ string, ids []string) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE `+owned+` AND resource_type = $3 AND resource_id = ANY($4)`,
+	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE `+owned()+` AND resource_type = $3 AND resource_id = ANY($4)`,
 		o.UserID, o.ProjectID, typ, ids)
 	if err != nil {
 		return 0, fmt.Errorf("delete activity: %w", err)
@@ -71,9 +79,10 @@ func activityDelete(ctx context.Context, db postgres.DBTX, o Owner, typ string, 
 	return tag.RowsAffected(), nil
 }
 
-// activityClear deletes all of an Owner's items.
+// activityClear deletes all of an Owner's items, those they do not see
+// included (clearing a history clears it all).
 func activityClear(ctx context.Context, db postgres.DBTX, o Owner) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE `+owned, o.UserID, o.ProjectID)
+	tag, err := db.Exec(ctx, `DELETE FROM user_activity WHERE `+mine, o.UserID, o.ProjectID)
 	if err != nil {
 		return 0, fmt.Errorf("clear activity: %w", err)
 	}

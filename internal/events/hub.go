@@ -271,6 +271,22 @@ func (h *Hub) scope(ctx context.Context, e Event) (eventScope, error) {
 	return eventScope{org: org, live: true}, nil
 }
 
+// pageScope is h.scope of e, looked up once per project for the events
+// of one replay page (scopes).
+func (h *Hub) pageScope(ctx context.Context, e Event, scopes map[uuid.UUID]eventScope) (eventScope, error) {
+	if e.ProjectID == nil {
+		return eventScope{}, nil
+	}
+	if sc, ok := scopes[*e.ProjectID]; ok {
+		return sc, nil
+	}
+	sc, err := h.scope(ctx, e)
+	if err == nil {
+		scopes[*e.ProjectID] = sc
+	}
+	return sc, err
+}
+
 func (h *Hub) visible(ctx context.Context, p *auth.Principal, e Event) bool {
 	sc, err := h.scope(ctx, e)
 	return err == nil && visibleIn(p, e, sc)
@@ -400,7 +416,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // replay sends the stored events after *last that the caller may see, a
 // page at a time until none is left, advancing *last. Live events that
 // arrive meanwhile wait in the client's buffer; those already replayed are
-// skipped there by id. It reports false when the stream must end.
+// skipped there by id. It reports false when the stream must end. Each
+// page looks each project up once: the guard caches live projects only,
+// and a deleted project's events would each cost a look-up.
 func (h *Hub) replay(ctx context.Context, c *client, send func(string) bool, last *int64) bool {
 	for {
 		page, err := scanEvents(ctx, h.cfg.Pool, `SELECT `+eventColumns+` FROM events WHERE id > $1 ORDER BY id LIMIT $2`, *last, ReplayPage)
@@ -408,12 +426,14 @@ func (h *Hub) replay(ctx context.Context, c *client, send func(string) bool, las
 			h.cfg.Logger.Error("replay events", "err", err)
 			return false
 		}
+		scopes := map[uuid.UUID]eventScope{}
 		for _, e := range page {
 			cur, err := c.principal(ctx)
 			if err != nil {
 				return false
 			}
-			if h.visible(ctx, cur, e) && !send(frame(e)) {
+			sc, err := h.pageScope(ctx, e, scopes)
+			if err == nil && visibleIn(cur, e, sc) && !send(frame(e)) {
 				return false
 			}
 			*last = e.ID

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,4 +342,37 @@ func requireGone(t *testing.T, c *client) {
 	default:
 		require.FailNow(t, "the stream was not ended")
 	}
+}
+
+// countingDirectory counts its project look-ups.
+type countingDirectory struct {
+	auth.Directory
+	lookups atomic.Int64
+}
+
+func (d *countingDirectory) ProjectOrg(ctx context.Context, project uuid.UUID) (uuid.UUID, error) {
+	d.lookups.Add(1)
+	return d.Directory.ProjectOrg(ctx, project)
+}
+
+// TestReplaySkipsADeletedProjectLookingItUpOnce: a replay sends no event
+// of a deleted project, and looks the project up once for its page, not
+// once per event (the guard caches live projects only).
+func TestReplaySkipsADeletedProjectLookingItUpOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h0, p, project, publish := hubBundle(t, 8)
+	dir := &countingDirectory{Directory: tenancy.NewDirectory(h0.cfg.Pool, time.Now)}
+	h := NewHub(HubConfig{Pool: h0.cfg.Pool, Guard: auth.NewGuard(auth.GuardConfig{Directory: dir, TTL: time.Minute}), Logger: slog.New(slog.DiscardHandler)})
+	var last int64
+	for range 5 {
+		last = publish(time.Now())
+	}
+	require.NoError(t, tenancy.NewService(h0.cfg.Pool, nil, time.Now).DeleteProject(ctx, project, nil))
+	var sent []string
+	after := int64(0)
+	require.True(t, h.replay(ctx, h.newClient(p), func(f string) bool { sent = append(sent, f); return true }, &after))
+	require.Empty(t, sent)
+	require.Equal(t, last, after, "the replay went past them")
+	require.Equal(t, int64(1), dir.lookups.Load())
 }

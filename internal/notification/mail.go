@@ -106,10 +106,16 @@ func (s *Service) SetPreferences(ctx context.Context, user uuid.UUID, u Preferen
 // mailImportant queues the email about n, an important notification just
 // added (not a later occurrence of an open group, which its first
 // occurrence's email announced), when its owner chose such email, in the
-// notification's transaction. A user without a valid address gets none.
+// notification's transaction. A user without a valid address gets none,
+// and so does one who cannot see the notification's project (left or
+// deleted meanwhile): an email cannot be taken back as the inbox hides
+// it.
 func (s *Service) mailImportant(ctx context.Context, tx pgx.Tx, n Notification) error {
 	p, err := preferencesGet(ctx, tx, n.UserID)
 	if err != nil || !p.EmailImportant {
+		return err
+	}
+	if ok, err := notificationSeen(ctx, tx, n.ID); err != nil || !ok {
 		return err
 	}
 	name, address, err := s.contact(ctx, tx, n.UserID)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/email"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/notification"
@@ -449,6 +450,7 @@ func TestNotificationEmailHasNoProject(t *testing.T) {
 	var project uuid.UUID
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT id FROM projects`).Scan(&project))
 	u := b.subscriber(t, "platform@example.com", true, notification.DigestOff)
+	b.join(t, u, &project)
 	p := important("In a project", "")
 	p.ProjectID = &project
 	n := b.notify(t, u, p)
@@ -458,4 +460,90 @@ func TestNotificationEmailHasNoProject(t *testing.T) {
 	var jobProject *uuid.UUID
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT project_id FROM email_jobs WHERE id = $1`, got[0].ID).Scan(&jobProject))
 	require.Nil(t, jobProject)
+}
+
+// TestDigestLeavesOutProjectsOutOfReach: the digest lists no notification
+// of a project its reader left or of a deleted one (those of no project
+// and of their projects stay), and a reader with only such unread
+// notifications gets none.
+func TestDigestLeavesOutProjectsOutOfReach(t *testing.T) {
+	t.Parallel()
+	b := setupMail(t)
+	reader := b.subscriber(t, "reader@example.com", false, notification.DigestDaily)
+	gone := b.subscriber(t, "gone@example.com", false, notification.DigestDaily)
+	kept, left, deleted := b.outOfReach(t, reader, gone)
+	b.notify(t, reader, notification.Params{Title: "Of no project"})
+	b.notify(t, reader, notification.Params{ProjectID: kept, Title: "Of a kept project"})
+	b.notify(t, reader, notification.Params{ProjectID: left, Title: "Of a project left"})
+	b.notify(t, reader, notification.Params{ProjectID: deleted, Title: "Of a deleted project"})
+	b.notify(t, gone, notification.Params{ProjectID: left, Title: "Of a project left"})
+
+	b.runDigests(t)
+	got := b.emails(t, "reader@example.com")
+	require.Len(t, got, 1)
+	require.Equal(t, "Graphmill: 2 unread notifications", got[0].Preview.Subject)
+	require.Contains(t, got[0].Preview.Text, "Of no project")
+	require.Contains(t, got[0].Preview.Text, "Of a kept project")
+	require.NotContains(t, got[0].Preview.Text, "Of a project left")
+	require.NotContains(t, got[0].Preview.Text, "Of a deleted project")
+	require.Empty(t, b.emails(t, "gone@example.com"), "nothing unread that they may see: no digest")
+}
+
+// outOfReach makes three projects of the default organization (as a
+// superadmin creator), kept, left and deleted, and users viewers of them,
+// then has users leave left and deletes deleted.
+func (b *mailBundle) outOfReach(t *testing.T, users ...uuid.UUID) (kept, left, deleted *uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	creator := &auth.Principal{UserID: b.user(t, "creator@example.com"), Superadmin: true}
+	orgs, _, err := b.ten.ListOrgs(ctx, creator, tenancy.Page{Limit: 1})
+	require.NoError(t, err)
+	projects := make([]*uuid.UUID, 3)
+	for i, name := range []string{"kept", "left", "deleted"} {
+		p, err := b.ten.CreateProject(ctx, creator, orgs[0].ID, name)
+		require.NoError(t, err)
+		projects[i] = &p.ID
+		for _, u := range users {
+			b.join(t, u, &p.ID)
+		}
+	}
+	kept, left, deleted = projects[0], projects[1], projects[2]
+	for _, u := range users {
+		require.NoError(t, b.ten.RemoveMember(ctx, *left, u))
+	}
+	require.NoError(t, b.ten.DeleteProject(ctx, *deleted, nil))
+	return kept, left, deleted
+}
+
+// join makes user a viewer of projects.
+func (b *mailBundle) join(t *testing.T, user uuid.UUID, projects ...*uuid.UUID) {
+	t.Helper()
+	for _, p := range projects {
+		_, err := b.ten.AddMember(context.Background(), *p, user, "viewer")
+		require.NoError(t, err)
+	}
+}
+
+// TestImportantEmailOnlyOfProjectsInReach: an important notification of
+// a project its owner left, or of a deleted one, queues no email (the
+// inbox hides it; an email could not be taken back); one of a project in
+// reach, or of none, does.
+func TestImportantEmailOnlyOfProjectsInReach(t *testing.T) {
+	t.Parallel()
+	b := setupMail(t)
+	u := b.subscriber(t, "mailed@example.com", true, notification.DigestOff)
+	kept, left, deleted := b.outOfReach(t, u)
+	for _, c := range []struct {
+		project *uuid.UUID
+		title   string
+	}{{left, "Of a project left"}, {deleted, "Of a deleted project"}, {kept, "Of a kept project"}, {nil, "Of no project"}} {
+		p := important(c.title, "")
+		p.ProjectID = c.project
+		b.notify(t, u, p)
+	}
+	var subjects []string
+	for _, m := range b.emails(t, "mailed@example.com") {
+		subjects = append(subjects, m.Preview.Subject)
+	}
+	require.Equal(t, []string{"Graphmill: Of a kept project", "Graphmill: Of no project"}, subjects)
 }

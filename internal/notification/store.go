@@ -12,6 +12,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/auth"
 	"github.com/graphmill/graphmill/internal/postgres"
+	"github.com/graphmill/graphmill/internal/tenancy"
 )
 
 // columns are Notification's (a NULL text is empty, NULL actions an empty
@@ -24,8 +25,18 @@ const columns = `id, user_id, project_id, title, message, COALESCE(type, '') AS 
 	COALESCE(action_label, '') AS action_label, COALESCE(group_key, '') AS group_key, details, task_id, created_at, updated_at`
 
 // owned is the predicate of the notifications an Owner sees: theirs, of
-// the project when one is set, not expired. $1 user, $2 project, $3 now.
-const owned = `user_id = $1 AND ($2::uuid IS NULL OR project_id = $2) AND (expires_at IS NULL OR expires_at > $3)`
+// the project when one is set, not expired, and of no project or one they
+// can see now (seen). $1 user, $2 project, $3 now.
+func owned() string {
+	return `user_id = $1 AND ($2::uuid IS NULL OR project_id = $2) AND (expires_at IS NULL OR expires_at > $3) AND ` + seen("$1")
+}
+
+// seen is the condition of a notification of the user the SQL expression
+// user names that they may see, whatever its state: one of no project, or
+// of a project they can see now (not one they left, nor a deleted one).
+func seen(user string) string {
+	return `(notifications.project_id IS NULL OR ` + tenancy.SeesProject(user, "notifications.project_id") + `)`
+}
 
 // The tabs' predicates; $3 is now. Counts and lists share them, so a tab
 // and its count cannot disagree.
@@ -130,7 +141,7 @@ func notificationList(ctx context.Context, db postgres.DBTX, o Owner, f Filter, 
 		search = likePattern(f.Search)
 	}
 	rows, _ := db.Query(ctx, `SELECT `+columns+`, count(*) OVER () AS total FROM notifications
-		WHERE `+owned+` AND `+tabPredicate(f.Tab)+`
+		WHERE `+owned()+` AND `+tabPredicate(f.Tab)+`
 		  AND ($4 = '' OR category = $4)
 		  AND ($5 = '' OR title ILIKE $5 ESCAPE '\' OR message ILIKE $5 ESCAPE '\')
 		  AND (NOT $6 OR read_at IS NULL)
@@ -151,7 +162,7 @@ func notificationCounts(ctx context.Context, db postgres.DBTX, o Owner, now time
 		count(*) FILTER (WHERE `+inOther+`),
 		count(*) FILTER (WHERE `+inSnoozed+`),
 		count(*) FILTER (WHERE `+inCleared+`)
-		FROM notifications WHERE `+owned, o.UserID, o.ProjectID, now).Scan(&c.All, &c.Important, &c.Other, &c.Snoozed, &c.Cleared)
+		FROM notifications WHERE `+owned(), o.UserID, o.ProjectID, now).Scan(&c.All, &c.Important, &c.Other, &c.Snoozed, &c.Cleared)
 	if err != nil {
 		return Counts{}, fmt.Errorf("count notifications: %w", err)
 	}
@@ -164,7 +175,7 @@ func notificationStats(ctx context.Context, db postgres.DBTX, o Owner, now time.
 		count(*) FILTER (WHERE `+inAll+` AND read_at IS NULL),
 		count(*) FILTER (WHERE `+inCleared+`),
 		count(*)
-		FROM notifications WHERE `+owned, o.UserID, o.ProjectID, now).Scan(&s.Unread, &s.Dismissed, &s.Total)
+		FROM notifications WHERE `+owned(), o.UserID, o.ProjectID, now).Scan(&s.Unread, &s.Dismissed, &s.Total)
 	if err != nil {
 		return Stats{}, fmt.Errorf("notification stats: %w", err)
 	}
@@ -182,14 +193,14 @@ const (
 func notificationStamp(ctx context.Context, db postgres.DBTX, o Owner, id uuid.UUID, column string, now time.Time) (Notification, error) {
 	return notificationOne(ctx, db, `UPDATE notifications SET `+column+` = COALESCE(`+column+`, $3),
 		updated_at = CASE WHEN `+column+` IS NULL THEN $3 ELSE updated_at END
-		WHERE `+owned+` AND id = $4 RETURNING `+columns, o.UserID, o.ProjectID, now, id)
+		WHERE `+owned()+` AND id = $4 RETURNING `+columns, o.UserID, o.ProjectID, now, id)
 }
 
 // notificationMarkAllRead marks read every unread notification of the
 // all tab and returns how many it changed.
 func notificationMarkAllRead(ctx context.Context, db postgres.DBTX, o Owner, now time.Time) (int64, error) {
 	tag, err := db.Exec(ctx, `UPDATE notifications SET read_at = $3, updated_at = $3
-		WHERE `+owned+` AND `+inAll+` AND read_at IS NULL`, o.UserID, o.ProjectID, now)
+		WHERE `+owned()+` AND `+inAll+` AND read_at IS NULL`, o.UserID, o.ProjectID, now)
 	if err != nil {
 		return 0, fmt.Errorf("mark notifications read: %w", err)
 	}
@@ -200,7 +211,7 @@ func notificationMarkAllRead(ctx context.Context, db postgres.DBTX, o Owner, now
 // cleared tab and returns how many it moved.
 func notificationClearAll(ctx context.Context, db postgres.DBTX, o Owner, now time.Time) (int64, error) {
 	tag, err := db.Exec(ctx, `UPDATE notifications SET dismissed_at = $3, cleared_at = $3, updated_at = $3
-		WHERE `+owned+` AND `+inAll, o.UserID, o.ProjectID, now)
+		WHERE `+owned()+` AND `+inAll, o.UserID, o.ProjectID, now)
 	if err != nil {
 		return 0, fmt.Errorf("clear notifications: %w", err)
 	}
@@ -210,7 +221,7 @@ func notificationClearAll(ctx context.Context, db postgres.DBTX, o Owner, now ti
 // notificationSnooze snoozes a notification that is not dismissed until
 // until. It reports ErrSnoozeGone for a dismissed one.
 func notificationSnooze(ctx context.Context, tx pgx.Tx, o Owner, id uuid.UUID, until, now time.Time) (Notification, error) {
-	cur, err := notificationOne(ctx, tx, `SELECT `+columns+` FROM notifications WHERE `+owned+` AND id = $4 FOR UPDATE`,
+	cur, err := notificationOne(ctx, tx, `SELECT `+columns+` FROM notifications WHERE `+owned()+` AND id = $4 FOR UPDATE`,
 		o.UserID, o.ProjectID, now, id)
 	if err != nil {
 		return Notification{}, err
@@ -240,12 +251,23 @@ func recipient(ctx context.Context, db postgres.DBTX, id uuid.UUID) (auth.Tenant
 	return auth.Tenant{User: r.UserID, Project: postgres.Value(r.ProjectID)}, err
 }
 
+// notificationSeen reports whether the owner of notification id may see
+// it (seen).
+func notificationSeen(ctx context.Context, db postgres.DBTX, id uuid.UUID) (bool, error) {
+	ok, err := postgres.One[bool](ctx, db, ErrNotFound, `SELECT `+seen("notifications.user_id")+` FROM notifications WHERE id = $1`, id)
+	if err != nil {
+		return false, fmt.Errorf("notification seen: %w", err)
+	}
+	return ok, nil
+}
+
 // digestUnread is the predicate of the notifications a digest lists,
 // of the user and at the time the SQL expressions user and now name:
-// unread, not dismissed, not expired, not snoozed.
+// unread, not dismissed, not expired, not snoozed, and seen (no project
+// the user left or that was deleted).
 func digestUnread(user, now string) string {
 	return `user_id = ` + user + ` AND read_at IS NULL AND dismissed_at IS NULL AND (expires_at IS NULL OR expires_at > ` + now + `)
-	AND (snoozed_until IS NULL OR snoozed_until <= ` + now + `)`
+	AND (snoozed_until IS NULL OR snoozed_until <= ` + now + `) AND ` + seen(user)
 }
 
 // preferencesGet returns user's choices; without a row both are off.

@@ -26,7 +26,20 @@ type Config struct {
 	// searches fail with a clear error (keyword only).
 	Vectors VectorSearcher
 	Logger  *slog.Logger
+	// MaxConns bounds the pool connections that the service's own
+	// queries (keyword, filters, hit details) hold at once, all searches
+	// together; 0 takes 1/MaxConnsShare of the pool's (at least one).
+	// Vectors' reads (embedder resolution, index loads) are its own.
+	MaxConns int
 }
+
+// MaxConnsShare divides the pool's connections into the default
+// Config.MaxConns: a quarter (5 of the default 20) keeps one hybrid
+// search's four queries running at once and leaves the rest to the API's
+// other requests and the job workers however many searches run
+// (BenchmarkSearchConns; docs/decisions.md, "Session 11: search
+// connections").
+const MaxConnsShare = 4
 
 // VectorSearcher finds the stored vectors nearest to the query, embedding
 // the query with the model of the vectors searched.
@@ -89,7 +102,8 @@ func (q *QueryVectors) Vector(ctx context.Context, model string, emb llm.Embedde
 
 // Service runs searches.
 type Service struct {
-	cfg Config
+	cfg   Config
+	conns *conns
 }
 
 // NewService builds the service.
@@ -97,7 +111,10 @@ func NewService(c Config) *Service {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: c}
+	if c.MaxConns <= 0 {
+		c.MaxConns = max(1, int(c.Pool.Config().MaxConns)/MaxConnsShare)
+	}
+	return &Service{cfg: c, conns: newConns(c.Pool, c.MaxConns)}
 }
 
 // Search runs req over project's chunks and objects.
@@ -109,7 +126,8 @@ func (s *Service) Search(ctx context.Context, project uuid.UUID, req Request) (R
 		return Response{}, fmt.Errorf("vector search is not available in this process")
 	}
 	// Each side fetches more than the limit so that fusion has material.
-	// The sides (keyword and vector, per target) run at once; their lists
+	// The sides (keyword and vector, per target) run at once, their
+	// queries within the service's connection slots (conns); their lists
 	// keep the request's order, so fusion is deterministic.
 	depth := min(req.Limit*3, 300)
 	type side struct {
@@ -167,10 +185,12 @@ func (s *Service) keyword(ctx context.Context, project uuid.UUID, target string,
 	if req.KeywordQuery != "" {
 		q = req.KeywordQuery
 	}
-	if target == TargetChunks {
-		return keywordChunks(ctx, s.cfg.Pool, project, q, req.DocumentIDs, depth)
-	}
-	return keywordObjects(ctx, s.cfg.Pool, project, q, req.ObjectTypes, depth)
+	return lend(ctx, s.conns, func(db postgres.DBTX) ([]Hit, error) {
+		if target == TargetChunks {
+			return keywordChunks(ctx, db, project, q, req.DocumentIDs, depth)
+		}
+		return keywordObjects(ctx, db, project, q, req.ObjectTypes, depth)
+	})
 }
 
 // vector runs the vector side for target, then loads the hits' details
@@ -187,7 +207,9 @@ func (s *Service) vector(ctx context.Context, project uuid.UUID, target string, 
 	if len(hits) == 0 {
 		return hits, model, nil
 	}
-	hits, err = describe(ctx, s.cfg.Pool, project, target, hits)
+	hits, err = lend(ctx, s.conns, func(db postgres.DBTX) ([]Hit, error) {
+		return describe(ctx, db, project, target, hits)
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -201,9 +223,9 @@ func (s *Service) filter(ctx context.Context, project uuid.UUID, target string, 
 	var err error
 	switch {
 	case target == TargetChunks && len(req.DocumentIDs) > 0:
-		ids, err = idSet(ctx, s.cfg.Pool, `SELECT id FROM document_chunks WHERE project_id = $1 AND document_id = ANY($2)`, project, req.DocumentIDs)
+		ids, err = s.idSet(ctx, `SELECT id FROM document_chunks WHERE project_id = $1 AND document_id = ANY($2)`, project, req.DocumentIDs)
 	case target == TargetObjects && len(req.ObjectTypes) > 0:
-		ids, err = idSet(ctx, s.cfg.Pool, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = ANY($2) AND deleted_at IS NULL`, project, req.ObjectTypes)
+		ids, err = s.idSet(ctx, `SELECT id FROM graph_objects WHERE project_id = $1 AND type = ANY($2) AND deleted_at IS NULL`, project, req.ObjectTypes)
 	default:
 		return nil, nil
 	}
@@ -213,9 +235,11 @@ func (s *Service) filter(ctx context.Context, project uuid.UUID, target string, 
 	return func(id uuid.UUID) bool { return ids[id] }, nil
 }
 
-func idSet(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (map[uuid.UUID]bool, error) {
-	rows, _ := pool.Query(ctx, sql, args...)
-	set, err := postgres.CollectIDSet(rows)
+func (s *Service) idSet(ctx context.Context, sql string, args ...any) (map[uuid.UUID]bool, error) {
+	set, err := lend(ctx, s.conns, func(db postgres.DBTX) (map[uuid.UUID]bool, error) {
+		rows, _ := db.Query(ctx, sql, args...)
+		return postgres.CollectIDSet(rows)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search filter: %w", err)
 	}

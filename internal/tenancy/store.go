@@ -113,26 +113,53 @@ type projectFilter struct {
 	OrgID *uuid.UUID
 }
 
+// liveProjectsSeenBy is the FROM and WHERE of the live projects (alias
+// p, of a live organization) the user the SQL expression user names sees:
+// every one when the SQL condition all holds (a superadmin), else those
+// they are a member of and those of the organizations they own or
+// administer (auth.Principal.Sees). The one definition of "visible",
+// for tenancy's lists and for SeesProject.
+func liveProjectsSeenBy(p, user, all string) string {
+	return `FROM projects ` + p + ` JOIN orgs ` + p + `_o ON ` + p + `_o.id = ` + p + `.org_id AND ` + p + `_o.deleted_at IS NULL
+	WHERE ` + p + `.deleted_at IS NULL
+	  AND (` + all + ` OR EXISTS (SELECT 1 FROM project_members ` + p + `_pm WHERE ` + p + `_pm.project_id = ` + p + `.id AND ` + p + `_pm.user_id = ` + user + `)
+	          OR EXISTS (SELECT 1 FROM org_members ` + p + `_om WHERE ` + p + `_om.org_id = ` + p + `.org_id AND ` + p + `_om.user_id = ` + user + `
+	                     AND ` + p + `_om.role IN ('owner', 'admin')))`
+}
+
+// SeesProject is an SQL condition: the user the SQL expression user
+// names can see the project the SQL expression project names now (a live
+// project of a live organization that they are a member of, or whose
+// organization they own or administer, or that they see as a
+// superadmin). Lists of a user's own records across projects
+// (notifications, recent activity) filter with it in their one
+// statement: a project the user left, or a deleted one, hides its
+// records, and they show again when access is back. Its own aliases
+// start with seen_; qualify the expressions given (table.column).
+func SeesProject(user, project string) string {
+	return `EXISTS (SELECT 1 ` + liveProjectsSeenBy("seen_p", user, `EXISTS (SELECT 1 FROM superadmins seen_s WHERE seen_s.user_id = `+user+`)`) +
+		` AND seen_p.id = ` + project + `)`
+}
+
 // projectsVisible is the FROM and WHERE of the live projects a
 // projectFilter ($1 User, $2 All, $3 Only, $4 OrgID) selects: the caller's
 // projects and those of the organizations they administer.
-const projectsVisible = `FROM projects p JOIN orgs o ON o.id = p.org_id AND o.deleted_at IS NULL
-	WHERE p.deleted_at IS NULL
-	  AND ($2 OR EXISTS (SELECT 1 FROM project_members pm WHERE pm.project_id = p.id AND pm.user_id = $1)
-	          OR EXISTS (SELECT 1 FROM org_members om WHERE om.org_id = p.org_id AND om.user_id = $1 AND om.role IN ('owner', 'admin')))
+func projectsVisible() string {
+	return liveProjectsSeenBy("p", "$1", "$2") + `
 	  AND ($3::uuid IS NULL OR p.id = $3)
 	  AND ($4::uuid IS NULL OR p.org_id = $4)`
+}
 
 func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page) ([]Project, int, error) {
 	rows, _ := db.Query(ctx, `
 		SELECT p.id, p.org_id, p.name, p.created_at, p.updated_at, count(*) OVER () AS total
-		`+projectsVisible+`
+		`+projectsVisible()+`
 		ORDER BY p.created_at, p.id LIMIT $5 OFFSET $6`, f.User, f.All, f.Only, f.OrgID, p.Limit, p.Offset)
 	out, total, err := postgres.CollectPageOf[Project](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list projects: %w", err)
 	}
-	if total, err = postgres.TotalPastEnd(ctx, db, len(out), p.Offset, total, `SELECT count(*) `+projectsVisible, f.User, f.All, f.Only, f.OrgID); err != nil {
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), p.Offset, total, `SELECT count(*) `+projectsVisible(), f.User, f.All, f.Only, f.OrgID); err != nil {
 		return nil, 0, fmt.Errorf("count projects: %w", err)
 	}
 	return out, total, nil
@@ -141,7 +168,7 @@ func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page)
 // projectIDsVisible lists the ids of every live project f selects.
 func projectIDsVisible(ctx context.Context, db postgres.DBTX, f projectFilter) ([]uuid.UUID, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT p.id `+projectsVisible+` ORDER BY p.id`, f.User, f.All, f.Only, f.OrgID)
+		SELECT p.id `+projectsVisible()+` ORDER BY p.id`, f.User, f.All, f.Only, f.OrgID)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
 		return nil, fmt.Errorf("list visible projects: %w", err)
