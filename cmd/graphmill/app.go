@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -857,7 +859,31 @@ func opsHandler(reg *prometheus.Registry, embeddings http.Handler, log *slog.Log
 	r.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	r.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return r
+	return refuseCrossSite(r)
+}
+
+// refuseCrossSite answers 403 to a request a browser sends on behalf of
+// another site's page (Sec-Fetch-Site cross-site or same-site, else an
+// Origin other than the address asked): the ops address has no
+// authentication, and a page open in a browser on a machine that reaches
+// it could otherwise pause the embedding workers with a simple POST, or
+// start CPU profiles. curl, Prometheus and an operator opening the
+// address in a browser send neither (or Sec-Fetch-Site none).
+func refuseCrossSite(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site := r.Header.Get("Sec-Fetch-Site")
+		crossSite := site == "cross-site" || site == "same-site"
+		if o := r.Header.Get("Origin"); o != "" && site == "" {
+			u, err := url.Parse(o)
+			crossSite = err != nil || !strings.EqualFold(u.Host, r.Host)
+		}
+		if crossSite {
+			httpapi.WriteProblem(w, r, errs.New(errs.PermissionDenied,
+				"the ops address refuses requests a browser sends for a page of another site"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Stop drains HTTP, stops background work and closes the database,

@@ -826,6 +826,11 @@ func TestExtractionAdminAPI(t *testing.T) {
 	var big extractionJob
 	s.must(201, "POST", base, s.admin, map[string]any{"projectId": project, "documentId": doc, "priority": 500, "jobType": "reextraction"}).Decode(t, &big)
 	require.Equal(t, 500, big.Priority, "superadmins may go beyond 100")
+	// Past the column's int32 range it is refused (it was a 500).
+	for _, pr := range []int64{2147483648, -2147483649, 99999999999} {
+		r := s.must(400, "POST", base, s.admin, map[string]any{"projectId": project, "documentId": doc, "priority": pr})
+		require.Contains(t, r.Detail(t), "priority", pr)
+	}
 	require.Equal(t, "reextraction", big.JobType)
 
 	// Cancel and retry.

@@ -135,6 +135,10 @@ func TestIntegrationsAPI(t *testing.T) {
 	s.must(400, "POST", "/api/integrations/kb/sync", s.admin, map[string]any{"batchSize": -1}, inProject)
 	r = s.must(400, "POST", "/api/integrations/kb/sync", s.admin, map[string]any{"source_types": []string{"docs"}}, inProject)
 	require.Contains(t, r.Detail(t), "this integration has no source types")
+	// space_ids on a source without spaces would narrow the sync: it
+	// would list everything and delete nothing, silently.
+	r = s.must(400, "POST", "/api/integrations/kb/sync", s.admin, map[string]any{"space_ids": []string{"s1"}}, inProject)
+	require.Contains(t, r.Detail(t), "space_ids: this integration has no spaces")
 	var docs struct {
 		Data []map[string]any `json:"data"`
 	}

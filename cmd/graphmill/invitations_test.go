@@ -525,3 +525,21 @@ func TestInvitationOIDCUnverifiedEmail(t *testing.T) {
 	require.Len(t, s.myInvitations(ines), 1)
 	s.must(200, "POST", "/api/invitations/accept", ines, map[string]any{"token": token})
 }
+
+// TestInvitationListTotalPastTheEnd: a page past the end of a project's
+// invitations answers their real total (the window count read 0 there).
+func TestInvitationListTotalPastTheEnd(t *testing.T) {
+	t.Parallel()
+	s, _, project := newInvitingServer(t)
+	base := "/api/projects/" + project + "/invitations"
+	for _, email := range []string{"ann@example.com", "ben@example.com"} {
+		s.must(201, "POST", base, s.admin, map[string]any{"email": email, "role": "viewer"})
+	}
+	var list struct {
+		Data  []map[string]any `json:"data"`
+		Total int              `json:"total"`
+	}
+	s.must(200, "GET", base+"?offset=5", s.admin, nil).Decode(t, &list)
+	require.Empty(t, list.Data)
+	require.Equal(t, 2, list.Total)
+}

@@ -131,3 +131,47 @@ func TestDocumentListTotalPastTheEnd(t *testing.T) {
 		require.Equal(t, total, list.Total, query)
 	}
 }
+
+// TestAccountListsTotalPastTheEnd: the integration, organization, project,
+// member and token lists and the superadmin user, organization and
+// project lists answer their real total on an empty page past the end,
+// as the document list does (their window count read 0 there, and the
+// superadmin meta said 0 pages with a previous one).
+func TestAccountListsTotalPastTheEnd(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	for _, name := range []string{"one", "two"} {
+		body := map[string]any{"name": name, "display_name": name, "provider_type": "rss", "config": map[string]any{"feed_url": "https://feeds.example.com/" + name}}
+		s.must(201, "POST", "/api/integrations", s.admin, body, hp)
+	}
+	s.newProject(org, "second")
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": "bound", "scopes": []string{"documents:read"}})
+	for path, total := range map[string]int{
+		"/api/integrations?offset=2":                     2,
+		"/api/orgs?offset=5":                             1,
+		"/api/projects?offset=5":                         2,
+		"/api/projects/" + project + "/members?offset=5": 1,
+		"/api/tokens?offset=50":                          2,
+		"/api/projects/" + project + "/tokens?offset=5":  1,
+	} {
+		var list struct {
+			Total int `json:"total"`
+		}
+		s.must(200, "GET", path, s.admin, nil, hp).Decode(t, &list)
+		require.Equal(t, total, list.Total, path)
+	}
+	for path, total := range map[string]int{
+		"/api/superadmin/users?page=50":         1,
+		"/api/superadmin/organizations?page=50": 1,
+		"/api/superadmin/projects?page=50":      2,
+	} {
+		var p pagedBody
+		s.must(200, "GET", path, s.admin, nil).Decode(t, &p)
+		require.Equal(t, total, p.Meta.Total, path)
+		require.Equal(t, 1, p.Meta.TotalPages, path)
+		require.True(t, p.Meta.HasPrev, path)
+		require.Empty(t, p.Data, path)
+	}
+}

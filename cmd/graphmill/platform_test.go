@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -137,6 +138,51 @@ func TestOpsEndpoint(t *testing.T) {
 	require.Equal(t, 200, get(t, "http://"+s.m.OpsAddr()+"/debug/pprof/").Status)
 	// The ops routes are not on the public address.
 	require.Equal(t, 404, s.do("GET", "/metrics", "", nil).Status)
+}
+
+// TestOpsRefusesCrossSiteBrowsers: a page of another site open in a
+// browser on the operator's machine could POST (a simple request, no
+// preflight) to the ops address on loopback and pause the embedding
+// workers. A request a browser marks as coming from another site
+// (Sec-Fetch-Site, else an Origin other than the ops address) is refused
+// with 403 and changes nothing; curl, Prometheus and an operator typing
+// the address in the browser (Sec-Fetch-Site: none) are served.
+func TestOpsRefusesCrossSiteBrowsers(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	ops := "http://" + s.m.OpsAddr()
+	post := func(path string, headers map[string]string) response {
+		req, err := http.NewRequest(http.MethodPost, ops+path, strings.NewReader("x"))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "text/plain")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer func() { _ = res.Body.Close() }()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return response{Status: res.StatusCode, Body: body}
+	}
+	for _, h := range []map[string]string{
+		{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"},
+		{"Origin": "https://evil.example"},
+		{"Sec-Fetch-Site": "same-site"},
+		{"Origin": "null"},
+	} {
+		r := post("/api/embeddings/pause", h)
+		require.Equal(t, 403, r.Status, "%v: %s", h, r.Body)
+		require.Contains(t, r.Detail(t), "another site", "%v", h)
+	}
+	var st struct {
+		Paused bool `json:"paused"`
+	}
+	require.NoError(t, json.Unmarshal(get(t, ops+"/api/embeddings/status").Body, &st))
+	require.False(t, st.Paused, "a refused pause paused the workers")
+	require.Equal(t, 200, post("/api/embeddings/pause", map[string]string{"Sec-Fetch-Site": "none"}).Status)
+	require.Equal(t, 200, post("/api/embeddings/resume", map[string]string{"Origin": ops}).Status)
+	require.Equal(t, 200, post("/api/embeddings/pause", nil).Status)
 }
 
 func TestBootstrapToken(t *testing.T) {

@@ -141,6 +141,27 @@ func TestSuperadminBulkDuplicateIDs(t *testing.T) {
 	require.Zero(t, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = ANY($1::uuid[])`, []string{failed, queued}))
 }
 
+// TestSuperadminBulkNullIDsTouchNothing: "ids": null is refused with a
+// 400 naming the field by every bulk route, and no job moves. It was
+// read as "no id filter": delete removed every finished job of every
+// project ("deleted 2 of 0"), cancel would have cancelled every queued one.
+func TestSuperadminBulkNullIDsTouchNothing(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	_, _, queued, failed, completed := s.superadminExtractionJobs()
+	for _, p := range []string{
+		"/api/superadmin/extraction-jobs/delete", "/api/superadmin/extraction-jobs/cancel",
+		"/api/superadmin/document-parsing-jobs/delete", "/api/superadmin/document-parsing-jobs/retry",
+		"/api/superadmin/embedding-jobs/delete", "/api/superadmin/sync-jobs/delete", "/api/superadmin/sync-jobs/cancel",
+	} {
+		detail := s.must(400, "POST", p, s.admin, map[string]any{"ids": nil}).Detail(t)
+		require.Contains(t, detail, "body.ids", p)
+	}
+	require.Equal(t, 3, s.extractionCount(`SELECT count(*) FROM object_extraction_jobs WHERE id = ANY($1::uuid[])`, []string{queued, failed, completed}))
+	require.Equal(t, "queued", s.extractionGetJob(queued).Status)
+	require.Equal(t, 3, s.extractionCount(`SELECT count(*) FROM document_parsing_jobs`))
+}
+
 func TestSuperadminExtractionJobRoutesRefuseOthers(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)

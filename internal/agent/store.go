@@ -58,7 +58,7 @@ func agentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, 
 		WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`, project, limit, offset)
 	list, total, err := postgres.CollectPageOf[Agent](rows)
 	if err == nil {
-		err = postgres.TotalPastTheEnd(ctx, db, len(list), offset, &total, `SELECT count(*) FROM agents WHERE project_id = $1`, project)
+		total, err = postgres.TotalPastEnd(ctx, db, len(list), offset, total, `SELECT count(*) FROM agents WHERE project_id = $1`, project)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list agents: %w", err)
@@ -241,7 +241,7 @@ func runList(ctx context.Context, db postgres.DBTX, project, agent, user uuid.UU
 		ORDER BY r.created_at DESC, r.id DESC`, project, agent, user, limit, offset)
 	list, total, err := postgres.CollectPage(rows, func(r runPageRow) runRow { return r.runRow })
 	if err == nil {
-		err = postgres.TotalPastTheEnd(ctx, db, len(list), offset, &total, `SELECT count(*) FROM agent_runs
+		total, err = postgres.TotalPastEnd(ctx, db, len(list), offset, total, `SELECT count(*) FROM agent_runs
 			WHERE project_id = $1 AND agent_id = $2 AND created_by = $3`, project, agent, user)
 	}
 	if err != nil {

@@ -68,7 +68,7 @@ func sessionList(ctx context.Context, db postgres.DBTX, project, user uuid.UUID,
 		ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`, project, user, limit, offset)
 	list, total, err := postgres.CollectPageOf[sessionRow](rows)
 	if err == nil {
-		err = postgres.TotalPastTheEnd(ctx, db, len(list), offset, &total,
+		total, err = postgres.TotalPastEnd(ctx, db, len(list), offset, total,
 			`SELECT count(*) FROM chat_sessions WHERE project_id = $1 AND user_id = $2`, project, user)
 	}
 	if err != nil {

@@ -63,6 +63,11 @@ type Descriptor struct {
 	// (none: the connector has no source types). The integration domain
 	// refuses a sync asking for any other. Not part of the API's view.
 	SourceTypes []string `json:"-"`
+	// Spaces marks a connector that honours the sync option space_ids.
+	// The integration domain refuses space_ids for any other: a sync
+	// narrowed by it deletes nothing, so on a source without spaces it
+	// would list everything and never delete. Not part of the API's view.
+	Spaces bool `json:"-"`
 }
 
 // Config is an integration's config as stored (decrypted): field name to

@@ -84,7 +84,7 @@ func jobList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, of
 		SELECT `+jobColumns+`, total FROM page JOIN discovery_jobs USING (id) ORDER BY created_at DESC, id DESC`, project, limit, offset)
 	list, total, err := postgres.CollectPage(rows, func(r listRow) jobRow { return r.jobRow })
 	if err == nil {
-		err = postgres.TotalPastTheEnd(ctx, db, len(list), offset, &total, `SELECT count(*) FROM discovery_jobs WHERE project_id = $1`, project)
+		total, err = postgres.TotalPastEnd(ctx, db, len(list), offset, total, `SELECT count(*) FROM discovery_jobs WHERE project_id = $1`, project)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list discovery jobs: %w", err)

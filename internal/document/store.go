@@ -43,11 +43,11 @@ func documentList(ctx context.Context, db postgres.DBTX, project uuid.UUID, ids 
 		WHERE `+cond+fmt.Sprintf(` ORDER BY d.created_at DESC, d.id DESC LIMIT $%d OFFSET $%d`, len(args)+1, len(args)+2),
 		append(slices.Clip(args), limit, offset)...)
 	out, total, err := postgres.CollectPageOf[Document](rows)
-	if err == nil {
-		err = postgres.TotalPastTheEnd(ctx, db, len(out), offset, &total, `SELECT count(*) FROM documents d WHERE `+cond, args...)
-	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list documents: %w", err)
+	}
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), offset, total, `SELECT count(*) FROM documents d WHERE `+cond, args...); err != nil {
+		return nil, 0, fmt.Errorf("count documents: %w", err)
 	}
 	return out, total, nil
 }

@@ -9,6 +9,7 @@ package extraction
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -207,6 +208,7 @@ var (
 	ErrBadStatus        = errs.Errorf(errs.Invalid, "status must be %s", jobqueue.Describe(jobqueue.Statuses()))
 	ErrNotFinal         = errs.Errorf(errs.Invalid, "status must be %s: only finished jobs can be deleted", jobqueue.Describe(jobqueue.FinalStatuses()))
 	ErrBadPriority      = errs.Errorf(errs.Invalid, "priority must be between 0 and %d", PriorityMax)
+	ErrPriorityRange    = errs.Errorf(errs.Invalid, "priority must be between %d and %d", math.MinInt32, math.MaxInt32)
 	ErrBadThreshold     = errs.New(errs.Invalid, "reviewThreshold must be between 0 and 1")
 	ErrBadInterval      = errs.Errorf(errs.Invalid, "reextractionIntervalHours must be between 0 (off) and %d hours", ReextractionIntervalMax)
 	ErrNoSettings       = errs.New(errs.Invalid, "give reviewThreshold and/or reextractionIntervalHours: the body changes nothing")

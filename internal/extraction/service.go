@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -136,6 +137,9 @@ func (s *Service) CreateJob(ctx context.Context, p CreateParams) (Job, error) {
 	}
 	if !p.Superadmin && (p.Priority < 0 || p.Priority > PriorityMax) {
 		return Job{}, ErrBadPriority
+	}
+	if p.Priority < math.MinInt32 || p.Priority > math.MaxInt32 {
+		return Job{}, ErrPriorityRange
 	}
 	if p.DocumentID == nil {
 		return Job{}, ErrDocumentRequired

@@ -23,6 +23,9 @@ func TestCreateChecksConfig(t *testing.T) {
 		cfg                    map[string]json.RawMessage
 	}{
 		{name: "Bad Name", provider: "mem", detail: "name must be", cfg: b.cfg(nil)},
+		// GET /api/integrations/available is the catalog: an integration of
+		// that name could never be read in full.
+		{name: "available", provider: "mem", detail: "name available is taken by GET /api/integrations/available", cfg: b.cfg(nil)},
 		{name: "x", provider: "nope", detail: `provider_type "nope" is not an available integration`, cfg: b.cfg(nil)},
 		{name: "x", provider: "mem", detail: "config field url is required for mem", cfg: map[string]json.RawMessage{"token": raw("t")}},
 		{name: "x", provider: "mem", detail: "config field url is required for mem", cfg: map[string]json.RawMessage{"url": raw("")}},

@@ -17,6 +17,13 @@ import (
 // given spaces (external id prefix "<space>/") are listed.
 type spaceSource struct{ *memSource }
 
+// Descriptor is mem's, with spaces: the domain accepts space_ids.
+func (s spaceSource) Descriptor() connector.Descriptor {
+	d := s.memSource.Descriptor()
+	d.Spaces = true
+	return d
+}
+
 func (s spaceSource) Walk(ctx context.Context, env connector.Env, cfg connector.Config, opts connector.Options, w connector.Walker) error {
 	if len(opts.SpaceIDs) == 0 {
 		return s.memSource.Walk(ctx, env, cfg, opts, w)
@@ -39,7 +46,7 @@ func (s spaceSource) Walk(ctx context.Context, env connector.Env, cfg connector.
 
 // TestNarrowedSyncDeletesNothing: a sync narrowed by space_ids lists a
 // subset of the source; it deletes nothing (the other spaces' documents
-// stay) and its log says why.
+// stay) and its log says why. A source without spaces refuses space_ids.
 func TestNarrowedSyncDeletesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
@@ -63,4 +70,9 @@ func TestNarrowedSyncDeletesNothing(t *testing.T) {
 	require.Zero(t, r.Deleted, "a sync narrowed to space s1 deleted s2's documents")
 	require.Len(t, b.synced(t), 4)
 	require.Equal(t, 1, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE 'the sync is narrowed%'`))
+
+	b.svc, _, _, err = build(b.pool, n, b.src, b.extract, []string{"127.0.0.0/8"}, 0, t.TempDir())
+	require.NoError(t, err)
+	_, err = b.svc.Sync(context.Background(), b.project, "docs", integration.TriggerManual, integration.SyncOptions{SpaceIDs: []string{"s1"}})
+	require.ErrorContains(t, err, "space_ids: this integration has no spaces (provider mem)")
 }

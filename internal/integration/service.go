@@ -218,6 +218,10 @@ func (s *Service) GetPublic(ctx context.Context, project uuid.UUID, name string)
 	return Public{ID: r.ID, Name: r.Name, DisplayName: r.DisplayName, ProviderType: r.ProviderType, Status: r.Status, LastSyncAt: r.LastSyncAt, CreatedAt: r.CreatedAt}, nil
 }
 
+// reservedName is the path segment of the catalog route: an integration
+// of this name could not be read in full (GET /api/integrations/{name}).
+const reservedName = "available"
+
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,99}$`)
 
 // prepare checks cfg for c and returns it sealed-ready with its settings.
@@ -257,6 +261,9 @@ func (s *Service) nextSync(st settings, now time.Time) *time.Time {
 func (s *Service) Create(ctx context.Context, project uuid.UUID, user *uuid.UUID, p CreateParams) (Integration, error) {
 	if !nameRE.MatchString(p.Name) {
 		return Integration{}, errs.New(errs.Invalid, "name must be 1 to 100 lowercase letters, digits, - or _, starting with a letter or digit")
+	}
+	if p.Name == reservedName {
+		return Integration{}, errs.Errorf(errs.Invalid, "name %s is taken by GET /api/integrations/available (the catalog): choose another", reservedName)
 	}
 	p.DisplayName = strings.TrimSpace(p.DisplayName)
 	if p.DisplayName == "" || len(p.DisplayName) > 200 {
@@ -439,7 +446,7 @@ func (s *Service) Sync(ctx context.Context, project uuid.UUID, name, trigger str
 		if !ok {
 			return errs.Errorf(errs.FailedPrecondition, "integration %s: the provider type %q is not available on this server", r.Name, r.ProviderType)
 		}
-		if err := checkSourceTypes(conn.Descriptor(), opts.SourceTypes); err != nil {
+		if err := checkNarrowing(conn.Descriptor(), opts); err != nil {
 			return err
 		}
 		if r.Status == StatusInactive {
@@ -459,10 +466,15 @@ func (s *Service) Sync(ctx context.Context, project uuid.UUID, name, trigger str
 	return res, err
 }
 
-// checkSourceTypes refuses sync option source_types outside the
-// connector's: a sync is refused at the API, not failed later by its
-// connector.
-func checkSourceTypes(d connector.Descriptor, types []string) error {
+// checkNarrowing refuses sync option source_types outside the
+// connector's, and space_ids for a connector without spaces: a sync is
+// refused at the API, not failed later by its connector nor narrowed
+// (deleting nothing) by an option its connector ignores.
+func checkNarrowing(d connector.Descriptor, opts SyncOptions) error {
+	if len(opts.SpaceIDs) > 0 && !d.Spaces {
+		return errs.Errorf(errs.Invalid, "space_ids: this integration has no spaces (provider %s)", d.Name)
+	}
+	types := opts.SourceTypes
 	if len(types) == 0 {
 		return nil
 	}

@@ -80,6 +80,9 @@ func integrationList(ctx context.Context, db postgres.DBTX, project uuid.UUID, l
 	if err != nil {
 		return nil, 0, fmt.Errorf("list integrations: %w", err)
 	}
+	if total, err = postgres.TotalPastEnd(ctx, db, len(list), offset, total, `SELECT count(*) FROM integrations WHERE project_id = $1`, project); err != nil {
+		return nil, 0, fmt.Errorf("count integrations: %w", err)
+	}
 	return list, total, nil
 }
 

@@ -319,7 +319,7 @@ func usageFromMetadata(m *genai.GenerateContentResponseUsageMetadata) Usage {
 	u := Usage{Output: int64(m.CandidatesTokenCount) + int64(m.ThoughtsTokenCount)}
 	if len(m.PromptTokensDetails) == 0 {
 		u.InputText = int64(m.PromptTokenCount)
-		return u
+		return u.Bounded()
 	}
 	for _, d := range m.PromptTokensDetails {
 		if d == nil {
@@ -337,7 +337,7 @@ func usageFromMetadata(m *genai.GenerateContentResponseUsageMetadata) Usage {
 			u.InputText += n
 		}
 	}
-	return u
+	return u.Bounded()
 }
 
 // Embed implements Client. Texts must not be empty. The Gemini API takes

@@ -83,6 +83,22 @@ type Usage struct {
 	InputText, InputImage, InputVideo, InputAudio, Output int64
 }
 
+// MaxCallTokens bounds each count of one call's Usage: five times the
+// largest context window offered (2M tokens), so that a real call is
+// never cut, and small enough that a call's counts add up within the
+// int columns of the extraction and discovery call logs. Counts are what
+// an endpoint reports, and a tenant's OpenAI-compatible endpoint reports
+// anything: a negative count would go into the usage ledger as is, and
+// counts near the int64 limit made its sums overflow (every usage
+// summary of the project and organization failing from then on).
+const MaxCallTokens = 10_000_000
+
+// Bounded is u with each count within 0 and MaxCallTokens.
+func (u Usage) Bounded() Usage {
+	b := func(n int64) int64 { return min(max(n, 0), MaxCallTokens) }
+	return Usage{InputText: b(u.InputText), InputImage: b(u.InputImage), InputVideo: b(u.InputVideo), InputAudio: b(u.InputAudio), Output: b(u.Output)}
+}
+
 // GenerateRequest is one structured-output call.
 type GenerateRequest struct {
 	// Purpose is PurposeExtraction, PurposeDiscovery or "" (generic).

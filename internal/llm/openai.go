@@ -428,7 +428,7 @@ func addUsage(a, b Usage) Usage {
 	return Usage{
 		InputText: a.InputText + b.InputText, InputImage: a.InputImage + b.InputImage, InputVideo: a.InputVideo + b.InputVideo,
 		InputAudio: a.InputAudio + b.InputAudio, Output: a.Output + b.Output,
-	}
+	}.Bounded()
 }
 
 // complete makes one chat completion and returns the answer's text.
@@ -441,7 +441,7 @@ func (c *openAIClient) complete(ctx context.Context, op, model string, req Gener
 	if err != nil {
 		return "", Usage{}, c.classify(ctx, op, err)
 	}
-	u := Usage{InputText: resp.Usage.PromptTokens, Output: resp.Usage.CompletionTokens}
+	u := Usage{InputText: resp.Usage.PromptTokens, Output: resp.Usage.CompletionTokens}.Bounded()
 	if len(resp.Choices) == 0 {
 		return "", u, c.invalid(op, "the response has no choices")
 	}
@@ -532,7 +532,7 @@ func (c *openAIClient) Embed(ctx context.Context, model string, texts []string, 
 		}
 		res.Vectors = append(res.Vectors, vecs...)
 		if resp.Usage.PromptTokens > 0 {
-			res.Usage.InputText += resp.Usage.PromptTokens
+			res.Usage.InputText = Usage{InputText: res.Usage.InputText + min(resp.Usage.PromptTokens, MaxCallTokens)}.Bounded().InputText
 		} else {
 			for _, t := range batch {
 				res.Usage.InputText += EstimateTokens(t)

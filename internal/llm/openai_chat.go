@@ -62,7 +62,7 @@ func (c *openAIClient) Chat(ctx context.Context, model string, req ChatRequest) 
 	for stream.Next() {
 		chunk := stream.Current()
 		if chunk.JSON.Usage.Valid() {
-			res.Usage = Usage{InputText: chunk.Usage.PromptTokens, Output: chunk.Usage.CompletionTokens}
+			res.Usage = Usage{InputText: chunk.Usage.PromptTokens, Output: chunk.Usage.CompletionTokens}.Bounded()
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {

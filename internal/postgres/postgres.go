@@ -210,21 +210,6 @@ func TryCollectPage[R PageRow, T any](rows pgx.Rows, conv func(R) (T, error)) ([
 	return out, total, nil
 }
 
-// TotalPastTheEnd sets *total, for a page of n rows read at offset, to
-// the result of count (a `SELECT count(*)` over the page's condition, with
-// args) when the page is empty past the list's start: the window total
-// (`count(*) OVER ()`) counts the rows a page holds, so it is 0 there,
-// whatever the list's length.
-func TotalPastTheEnd(ctx context.Context, db DBTX, n, offset int, total *int, count string, args ...any) error {
-	if n > 0 || offset == 0 {
-		return nil
-	}
-	if err := db.QueryRow(ctx, count, args...).Scan(total); err != nil {
-		return fmt.Errorf("count past the end of a page: %w", err)
-	}
-	return nil
-}
-
 // CollectAs collects the rows of a query scanned by column name into R (a
 // struct of db-tagged fields), converting each with conv.
 func CollectAs[R, T any](rows pgx.Rows, conv func(R) T) ([]T, error) {
@@ -242,6 +227,20 @@ func TryCollectAs[R, T any](rows pgx.Rows, conv func(R) (T, error)) ([]T, error)
 		}
 		return conv(r)
 	})
+}
+
+// TotalPastEnd returns total, the window count of a page of n rows at
+// offset, or, for an empty page past the end (where the window counted
+// no row, so total reads 0), what countSQL (a SELECT count(*) over the
+// list's condition) counts with args.
+func TotalPastEnd(ctx context.Context, db DBTX, n, offset, total int, countSQL string, args ...any) (int, error) {
+	if n > 0 || offset == 0 {
+		return total, nil
+	}
+	if err := db.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
+		return 0, fmt.Errorf("count past the end: %w", err)
+	}
+	return total, nil
 }
 
 // CollectPageOf collects the rows of a paged query scanned by column name

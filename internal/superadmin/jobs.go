@@ -39,10 +39,14 @@ type (
 	}
 )
 
-// Resolve de-duplicates the ids once, after validation, for every bulk
-// action: an id given twice is one job (its "of M", the audit row's
-// requested and target ids count it once).
+// Resolve refuses "ids": null (the schema lets an array be null, and no
+// ids would select every job of the queue) and de-duplicates the ids
+// once, after validation, for every bulk action: an id given twice is one
+// job (its "of M", the audit row's requested and target ids count it once).
 func (in *bulkIn) Resolve(huma.Context) []error {
+	if in.Body.IDs == nil {
+		return []error{&huma.ErrorDetail{Location: "body.ids", Message: "expected an array of 1 to 1000 job ids, not null", Value: nil}}
+	}
 	seen := make(map[uuid.UUID]bool, len(in.Body.IDs))
 	ids := in.Body.IDs[:0]
 	for _, id := range in.Body.IDs {

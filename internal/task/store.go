@@ -48,7 +48,7 @@ func taskList(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, f Fil
 		ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, projects, f.Status, f.Type, f.Limit, f.Offset)
 	out, total, err := postgres.CollectPageOf[Task](rows)
 	if err == nil {
-		err = postgres.TotalPastTheEnd(ctx, db, len(out), f.Offset, &total, `SELECT count(*) FROM tasks WHERE `+cond, projects, f.Status, f.Type)
+		total, err = postgres.TotalPastEnd(ctx, db, len(out), f.Offset, total, `SELECT count(*) FROM tasks WHERE `+cond, projects, f.Status, f.Type)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list tasks: %w", err)

@@ -69,17 +69,25 @@ type invitationFilter struct {
 	PendingOnly bool
 }
 
-func invitationList(ctx context.Context, db postgres.DBTX, f invitationFilter, pg Page, now time.Time) ([]Invitation, int, error) {
-	rows, _ := db.Query(ctx, `
-		SELECT `+invitationColumns+`, count(*) OVER () AS total `+invitationFrom+`
+// invitationWhere is invitationList's condition ($1 now, $2 a project,
+// $3 an address, $4 pending ones only).
+const invitationWhere = `
 		WHERE ($2::uuid IS NULL OR i.project_id = $2)
 		  AND ($3::text IS NULL OR lower(i.email) = lower($3))
 		  AND (NOT $4 OR (i.status = 'pending' AND i.expires_at > $1 AND p.deleted_at IS NULL
-		       AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = p.org_id AND o.deleted_at IS NULL)))
+		       AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = p.org_id AND o.deleted_at IS NULL)))`
+
+func invitationList(ctx context.Context, db postgres.DBTX, f invitationFilter, pg Page, now time.Time) ([]Invitation, int, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT `+invitationColumns+`, count(*) OVER () AS total `+invitationFrom+invitationWhere+`
 		ORDER BY i.created_at, i.id LIMIT $5 OFFSET $6`, now, f.ProjectID, f.Email, f.PendingOnly, pg.Limit, pg.Offset)
 	out, total, err := postgres.CollectPageOf[Invitation](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list invitations: %w", err)
+	}
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), pg.Offset, total, `SELECT count(*) `+invitationFrom+invitationWhere,
+		now, f.ProjectID, f.Email, f.PendingOnly); err != nil {
+		return nil, 0, fmt.Errorf("count invitations: %w", err)
 	}
 	return out, total, nil
 }

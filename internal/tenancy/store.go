@@ -56,17 +56,24 @@ func orgGet(ctx context.Context, db postgres.DBTX, id uuid.UUID) (Org, error) {
 	return o, nil
 }
 
+// orgsOfUser is orgListForUser's FROM and WHERE ($1 the user, $2 every
+// organization).
+const orgsOfUser = `FROM orgs o LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $1
+		WHERE o.deleted_at IS NULL AND ($2 OR m.user_id IS NOT NULL)`
+
 // orgListForUser lists the live organizations user belongs to (all of them
 // when all is set), with the user's role.
 func orgListForUser(ctx context.Context, db postgres.DBTX, user uuid.UUID, all bool, p Page) ([]Org, int, error) {
 	rows, _ := db.Query(ctx, `
 		SELECT o.id, o.name, COALESCE(m.role, '') AS role, o.created_at, o.updated_at, count(*) OVER () AS total
-		FROM orgs o LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = $1
-		WHERE o.deleted_at IS NULL AND ($2 OR m.user_id IS NOT NULL)
+		`+orgsOfUser+`
 		ORDER BY o.created_at, o.id LIMIT $3 OFFSET $4`, user, all, p.Limit, p.Offset)
 	out, total, err := postgres.CollectPageOf[Org](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list orgs: %w", err)
+	}
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), p.Offset, total, `SELECT count(*) `+orgsOfUser, user, all); err != nil {
+		return nil, 0, fmt.Errorf("count orgs: %w", err)
 	}
 	return out, total, nil
 }
@@ -152,6 +159,9 @@ func projectList(ctx context.Context, db postgres.DBTX, f projectFilter, p Page)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list projects: %w", err)
 	}
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), p.Offset, total, `SELECT count(*) `+projectsVisible(), f.User, f.All, f.Only, f.OrgID); err != nil {
+		return nil, 0, fmt.Errorf("count projects: %w", err)
+	}
 	return out, total, nil
 }
 
@@ -212,14 +222,20 @@ func projectMemberUpsert(ctx context.Context, db postgres.DBTX, project, user uu
 	return nil
 }
 
+// membersOf is projectMemberList's FROM and WHERE ($1 the project).
+const membersOf = `FROM project_members m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL
+		WHERE m.project_id = $1`
+
 func projectMemberList(ctx context.Context, db postgres.DBTX, project uuid.UUID, p Page) ([]Member, int, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT `+memberColumns+`, count(*) OVER () AS total
-		FROM project_members m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL
-		WHERE m.project_id = $1 ORDER BY m.created_at, m.user_id LIMIT $2 OFFSET $3`, project, p.Limit, p.Offset)
+		SELECT `+memberColumns+`, count(*) OVER () AS total `+membersOf+`
+		ORDER BY m.created_at, m.user_id LIMIT $2 OFFSET $3`, project, p.Limit, p.Offset)
 	out, total, err := postgres.CollectPageOf[Member](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list members: %w", err)
+	}
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), p.Offset, total, `SELECT count(*) `+membersOf, project); err != nil {
+		return nil, 0, fmt.Errorf("count members: %w", err)
 	}
 	return out, total, nil
 }
@@ -347,15 +363,20 @@ type tokenFilter struct {
 	ProjectID *uuid.UUID
 }
 
+// unrevokedOf is tokenList's FROM and WHERE ($1 a user, $2 a project).
+const unrevokedOf = `FROM api_tokens WHERE revoked_at IS NULL
+		  AND ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR project_id = $2)`
+
 func tokenList(ctx context.Context, db postgres.DBTX, f tokenFilter, p Page) ([]Token, int, error) {
 	rows, _ := db.Query(ctx, `
-		SELECT `+tokenColumns+`, count(*) OVER () AS total
-		FROM api_tokens WHERE revoked_at IS NULL
-		  AND ($1::uuid IS NULL OR user_id = $1) AND ($2::uuid IS NULL OR project_id = $2)
+		SELECT `+tokenColumns+`, count(*) OVER () AS total `+unrevokedOf+`
 		ORDER BY created_at, id LIMIT $3 OFFSET $4`, f.UserID, f.ProjectID, p.Limit, p.Offset)
 	out, total, err := postgres.CollectPageOf[Token](rows)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list tokens: %w", err)
+	}
+	if total, err = postgres.TotalPastEnd(ctx, db, len(out), p.Offset, total, `SELECT count(*) `+unrevokedOf, f.UserID, f.ProjectID); err != nil {
+		return nil, 0, fmt.Errorf("count tokens: %w", err)
 	}
 	return out, total, nil
 }

@@ -83,6 +83,7 @@ func (c *Connector) Descriptor() connector.Descriptor {
 		},
 		DocumentationURL: "https://developer.clickup.com/reference",
 		SourceTypes:      []string{SourceDocs, SourceTasks},
+		Spaces:           true,
 	}
 }
 

@@ -296,4 +296,5 @@ func TestDescriptor(t *testing.T) {
 	require.Len(t, d.OptionalFields, 1)
 	require.Equal(t, "workspace_id", d.OptionalFields[0].Name)
 	require.Equal(t, []string{clickup.SourceDocs, clickup.SourceTasks}, d.SourceTypes)
+	require.True(t, d.Spaces, "clickup honours space_ids")
 }

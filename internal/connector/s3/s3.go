@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -96,6 +97,9 @@ func (c *Connector) Validate(cfg connector.Config) error {
 	u, err := url.Parse("https://" + endpoint)
 	if strings.ContainsAny(endpoint, "/?#@ ") || err != nil || u.Host != endpoint || u.Hostname() == "" {
 		return errs.Errorf(errs.Invalid, "%s must be a host with an optional port, without scheme or path (%s chooses http or https)", FieldEndpoint, FieldUseSSL)
+	}
+	if port, err := strconv.Atoi(u.Port()); strings.HasSuffix(endpoint, ":") || u.Port() != "" && (err != nil || port < 1 || port > 65535) {
+		return errs.Errorf(errs.Invalid, "%s: the port must be a number from 1 to 65535", FieldEndpoint)
 	}
 	if err := s3utils.CheckValidBucketName(cfg.String(FieldBucket)); err != nil {
 		return errs.Errorf(errs.Invalid, "%s: %s", FieldBucket, err.Error())
