@@ -32,3 +32,29 @@ func TestWantsStreamHonoursQuality(t *testing.T) {
 		require.Equal(t, want, wantsStream(accept), "%q", accept)
 	}
 }
+
+// TestWantsStreamMostSpecificRange: a type's quality is that of the most
+// specific range matching it (RFC 9110 12.5.1): application/json;q=0
+// refuses JSON whatever */* says, and text/* or */* accept the stream;
+// with nothing more specific, */* alone still answers JSON.
+func TestWantsStreamMostSpecificRange(t *testing.T) {
+	t.Parallel()
+	for accept, want := range map[string]bool{
+		"application/json;q=0, */*":                       true,
+		"application/json;q=0.5, */*;q=0.9":               true,
+		"application/*;q=0.2, */*":                        true,
+		"text/*":                                          true,
+		"text/*, application/json":                        true,
+		"text/*;q=0.5, application/json":                  false,
+		"text/*, text/event-stream;q=0":                   false,
+		"*/*;q=0.5":                                       false,
+		"*/*, application/json;q=0.9":                     true,
+		"text/event-stream;q=0.5, */*":                    false,
+		"application/json;q=0, text/event-stream;q=0":     false,
+		"application/json;q=0, */*;q=0":                   false,
+		"TEXT/*":                                          true,
+		"text/event-stream;Q=0.2, application/json;q=0.1": true,
+	} {
+		require.Equal(t, want, wantsStream(accept), "%q", accept)
+	}
+}
