@@ -14,7 +14,8 @@ import (
 // each run of invalid bytes becomes U+FFFD (the replacement character
 // encoding/json writes for them).
 // A value that names something (an id, a key) is refused instead, with
-// ValidText, where a changed spelling would name something else.
+// ValidText, where a changed spelling would name something else; one that
+// cannot be refused keeps every change visible (NameText).
 
 // ValidText reports whether a text column holds s as it is: valid UTF-8
 // without NUL.
@@ -29,6 +30,18 @@ func Text(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// NameText returns s as a text column holds it, for a value that names
+// something and cannot be refused (a model's tool call names the tool to
+// run, its id the call a result answers): each NUL, like each run of
+// invalid bytes, becomes U+FFFD, so that a changed spelling never names
+// something else ("sea\x00rch" is not "search").
+func NameText(s string) string {
+	if ValidText(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // JSONB returns raw, JSON text, as a jsonb column holds it: the \u0000

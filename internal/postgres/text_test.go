@@ -138,3 +138,12 @@ func BenchmarkText(b *testing.B) {
 		_ = postgres.Text(s)
 	}
 }
+
+// TestNameText: a name that cannot be refused keeps every change
+// visible: a NUL becomes U+FFFD as invalid bytes do.
+func TestNameText(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "search", postgres.NameText("search"))
+	require.Equal(t, "sea\uFFFDrch", postgres.NameText("sea\x00rch"))
+	require.Equal(t, "x\uFFFD\uFFFD", postgres.NameText("x\x00\xff"))
+}
