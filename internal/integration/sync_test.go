@@ -710,3 +710,25 @@ func TestSyncVersionWithNULNamesNoOtherVersion(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT source_version FROM documents WHERE external_id = 'a'`).Scan(&version))
 	require.Equal(t, "12", version)
 }
+
+// TestSecretSplitByNULNeverLogged: a source echoing the token with a NUL
+// inside it ("tok-SEC\x00RET-123456") leaves no secret once the NUL is
+// dropped: the text is cleaned before it is redacted, in the sync log,
+// the job's error and the events.
+func TestSecretSplitByNULNeverLogged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext")
+	b.create(t, "docs", nil)
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("upstream refused tok-SEC\x00RET-123456")
+	b.src.logDetails = map[string]any{"echo": "tok-SEC\x00RET-123456"}
+	b.src.mu.Unlock()
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "failed", r.Status)
+	require.Equal(t, "upstream refused ***", r.Error)
+	require.Positive(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE details->>'echo' = '***'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE '%SECRET%' OR details::text LIKE '%SECRET%'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM events WHERE payload::text LIKE '%SECRET%'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs WHERE error_msg LIKE '%SECRET%'`))
+}
