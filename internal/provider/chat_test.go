@@ -128,8 +128,8 @@ func TestChatToolCallNamesNeverNameAnotherTool(t *testing.T) {
 	h, err := f.service(provider.Config{Environment: provider.Environment{OpenAIBaseURL: oa.URL(), OpenAIModel: "llama3.1:8b"}}).
 		Resolve(ctx, f.project, provider.Generative)
 	require.NoError(t, err)
-	res, err := h.Chat(ctx, llm.ChatRequest{Messages: []llm.Message{{Role: llm.RoleUser, Text: "find x"}},
-		Tools: []llm.Tool{{Name: "search", Parameters: map[string]any{"type": "object"}}}})
+	tools := []llm.Tool{{Name: "search", Parameters: map[string]any{"type": "object"}}}
+	res, err := h.Chat(ctx, llm.ChatRequest{Messages: []llm.Message{{Role: llm.RoleUser, Text: "find x"}}, Tools: tools})
 	require.NoError(t, err)
 	require.Len(t, res.ToolCalls, 1)
 	c := res.ToolCalls[0]
