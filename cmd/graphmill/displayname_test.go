@@ -27,7 +27,9 @@ func TestDisplayNamesRefuseInvisibleCharacters(t *testing.T) {
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
 	const rule = "no control or invisible characters (line breaks, tabs, zero-width and direction marks)"
-	sessions := func() int { return s.extractionCount(`SELECT count(*) FROM chat_sessions WHERE project_id = $1`, project) }
+	sessions := func() int {
+		return s.extractionCount(`SELECT count(*) FROM chat_sessions WHERE project_id = $1`, project)
+	}
 	before := sessions()
 
 	for _, bad := range []string{"bell\u0007", "two\nlines", "tab\tbed", "zero\u200bwidth", "bidi\u202eevil"} {
