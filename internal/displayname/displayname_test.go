@@ -14,8 +14,11 @@ func TestCheck(t *testing.T) {
 	for _, ok := range []string{"", "Ada", "Zoë — R&D / Ünïcode 日本 (2)", "a b", "emoji 🚀"} {
 		require.NoError(t, displayname.Check("agent name", ok), "%q", ok)
 	}
-	for _, bad := range []string{"bell\a", "line\nfeed", "cr\r", "tab\t", "nul\x00", "del\x7f", "c1\u0085",
-		"zw\u200b", "zwj\u200d", "rtl\u202e", "bom\ufeff", "bad\xff"} {
+	bad := []string{
+		"bell\a", "line\nfeed", "cr\r", "tab\t", "nul\x00", "del\x7f", "c1\u0085",
+		"zw\u200b", "zwj\u200d", "rtl\u202e", "bom\ufeff", "bad\xff",
+	}
+	for _, bad := range bad {
 		err := displayname.Check("agent name", bad)
 		require.Equal(t, errs.Invalid, errs.CodeOf(err), "%q", bad)
 		require.ErrorContains(t, err, "agent name ")
