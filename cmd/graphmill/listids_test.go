@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -198,12 +197,7 @@ func TestTenancyHeaderGivenOnce(t *testing.T) {
 		for _, v := range values {
 			req.Header.Add(name, v)
 		}
-		res, err := s.client.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		raw, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		return response{Status: res.StatusCode, Header: res.Header, Body: raw}
+		return s.send(req)
 	}
 	for _, c := range []struct{ path, name, first, second string }{
 		{"/api/documents", "X-Project-ID", project, other},
