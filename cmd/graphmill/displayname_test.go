@@ -10,12 +10,12 @@ import (
 )
 
 // TestDisplayNamesRefuseInvisibleCharacters: the names of organizations,
-// projects, tokens and agents (create and update) and chat session titles (create
-// and rename) refuse a control character (U+0007, a line feed, a tab) or
-// an invisible one (a zero-width space, a direction override), as type
-// names do (displayname.Check), through the API, the MCP chat_send tool
-// and the console's forms alike; other Unicode, '/' included, is
-// accepted; a title taken from a first question drops them.
+// projects, tokens and agents (create and update) and chat session
+// titles (create and rename) refuse a control character (U+0007, a line
+// feed, a tab) or an invisible one (a zero-width space, a direction
+// override), as type names do (displayname.Check), through the API, the
+// MCP chat_send tool and the console's forms alike; other Unicode, '/'
+// included, is accepted; a title taken from a first question drops them.
 func TestDisplayNamesRefuseInvisibleCharacters(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
