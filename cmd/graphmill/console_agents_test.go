@@ -223,9 +223,9 @@ func browserForm(t *testing.T, page, id string) url.Values {
 	return form
 }
 
-// TestConsoleAgentEditKeepsStoredLineEnds: an agent whose name,
-// description and instructions the API stored with CR LF (or CR) line
-// ends, saved from its console page as a browser sends the form back
+// TestConsoleAgentEditKeepsStoredLineEnds: an agent whose description
+// and instructions the API stored with CR LF (or CR) line ends (a name
+// holds none: displayname.Check), saved from its console page as a browser sends the form back
 // with only maxSteps changed, keeps them, and so its owner (whom its
 // schedule and trigger runs act as).
 func TestConsoleAgentEditKeepsStoredLineEnds(t *testing.T) {
@@ -233,7 +233,7 @@ func TestConsoleAgentEditKeepsStoredLineEnds(t *testing.T) {
 	s := newServer(t)
 	project, _ := s.defaultProject()
 	agentID := s.agentCreate(s.admin, project, map[string]any{
-		"name": "Windows\r\nnotes", "description": "one\r\ntwo", "instructions": "Line one.\r\nLine two.\rLine three.",
+		"name": "Windows notes", "description": "one\r\ntwo", "instructions": "Line one.\r\nLine two.\rLine three.",
 		"tools": []string{"search"},
 	})
 	agentPath := "/projects/" + project + "/agents/" + agentID

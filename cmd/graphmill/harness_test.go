@@ -190,6 +190,12 @@ func (s *testServer) do(method, path, token string, body any, headers ...header)
 	for _, h := range headers {
 		req.Header.Set(h.k, h.v)
 	}
+	return s.send(req)
+}
+
+// send sends req as it is and reads the whole response.
+func (s *testServer) send(req *http.Request) response {
+	s.t.Helper()
 	res, err := s.client.Do(req)
 	require.NoError(s.t, err)
 	defer res.Body.Close()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -174,4 +176,41 @@ func TestAccountListsTotalPastTheEnd(t *testing.T) {
 		require.True(t, p.Meta.HasPrev, path)
 		require.Empty(t, p.Data, path)
 	}
+}
+
+// TestTenancyHeaderGivenOnce: X-Project-ID or X-Org-ID given more than
+// once (two header lines, even of one id) is a 400 naming the header, on
+// huma routes and the event stream alike, not a request for the first
+// value's tenant; given once it is read as before, and an unauthenticated
+// request is still a 401.
+func TestTenancyHeaderGivenOnce(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	other := s.newProject(org, "other")
+	send := func(path, token, name string, values ...string) response {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, s.base+path, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		for _, v := range values {
+			req.Header.Add(name, v)
+		}
+		return s.send(req)
+	}
+	for _, c := range []struct{ path, name, first, second string }{
+		{"/api/documents", "X-Project-ID", project, other},
+		{"/api/documents", "X-Project-ID", project, project},
+		{"/api/graph/objects", "X-Project-ID", other, project},
+		{"/api/tasks/all", "X-Org-ID", org, org},
+		{"/api/events/stream", "X-Project-ID", project, other},
+	} {
+		r := send(c.path, s.admin, c.name, c.first, c.second)
+		require.Equal(t, 400, r.Status, "%s %s: %s", c.path, c.name, r.Body)
+		require.Contains(t, r.Detail(t), "header "+c.name+" given 2 times: give it once, with one id", c.path)
+		require.Equal(t, 401, send(c.path, "", c.name, c.first, c.second).Status, c.path)
+	}
+	require.Equal(t, 200, send("/api/documents", s.admin, "X-Project-ID", project).Status)
+	require.Equal(t, 200, send("/api/tasks/all", s.admin, "X-Org-ID", org).Status)
 }

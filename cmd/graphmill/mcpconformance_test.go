@@ -40,12 +40,7 @@ func mcpSrvHostDo(t *testing.T, s *testServer, method, path, host, token, body s
 	for _, h := range hs {
 		req.Header.Set(h.k, h.v)
 	}
-	res, err := s.client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return response{Status: res.StatusCode, Header: res.Header, Body: raw}
+	return s.withT(t).send(req)
 }
 
 // TestMCPServerDNSRebinding: the MCP routes answer only Host names the

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/displayname"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/events"
 	"github.com/graphmill/graphmill/internal/jobqueue"
@@ -333,6 +334,9 @@ func check(a *Agent) error {
 		return errs.Errorf(errs.Invalid, "tools must name at most %d tools", ToolsMax)
 	case len(a.RequireApprovalFor) > ToolsMax:
 		return errs.Errorf(errs.Invalid, "requireApprovalFor must name at most %d tools", ToolsMax)
+	}
+	if err := displayname.Check("agent name", a.Name); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		name, value string

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphmill/graphmill/internal/agent"
+	"github.com/graphmill/graphmill/internal/displayname"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/graph"
 	"github.com/graphmill/graphmill/internal/llm"
@@ -111,6 +112,9 @@ func checkTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if len([]rune(title)) > TitleMax {
 		return "", errs.Errorf(errs.Invalid, "title must be at most %d characters", TitleMax)
+	}
+	if err := displayname.Check("chat session title", title); err != nil {
+		return "", err
 	}
 	return title, nil
 }
@@ -422,7 +426,7 @@ func answered(msgs []Message) []Message {
 
 // titleOf is a session's default title: the start of its first question.
 func titleOf(content string) string {
-	content = strings.Join(strings.Fields(content), " ")
+	content = displayname.Strip(strings.Join(strings.Fields(content), " "))
 	if r := []rune(content); len(r) > 80 {
 		return string(r[:79]) + "…"
 	}

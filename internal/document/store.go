@@ -197,9 +197,10 @@ func chunkIndex(ctx context.Context, db postgres.DBTX, project, document, id uui
 }
 
 func chunkList(ctx context.Context, db postgres.DBTX, project, document uuid.UUID, limit, offset int) ([]StoredChunk, int, error) {
+	const from = `FROM document_chunks WHERE project_id = $1 AND document_id = $2`
 	rows, err := db.Query(ctx, `SELECT id, document_id, chunk_index, text, start_offset, end_offset, heading_path, token_count,
 		COALESCE(embedding_model, ''), COALESCE(embedding_dim, 0), embedded_at, count(*) OVER ()
-		FROM document_chunks WHERE project_id = $1 AND document_id = $2 ORDER BY chunk_index LIMIT $3 OFFSET $4`,
+		`+from+` ORDER BY chunk_index LIMIT $3 OFFSET $4`,
 		project, document, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list chunks: %w", err)
@@ -219,7 +220,14 @@ func chunkList(ctx context.Context, db postgres.DBTX, project, document uuid.UUI
 		}
 		out = append(out, c)
 	}
-	return out, total, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list chunks: %w", err)
+	}
+	total, err = postgres.TotalPastEnd(ctx, db, len(out), offset, total, `SELECT count(*) `+from, project, document)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list chunks: %w", err)
+	}
+	return out, total, nil
 }
 
 // chunkSync is what chunksSync did to a document's chunks.

@@ -210,10 +210,13 @@ func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []
 
 // logList pages a job's log in order, of one level when level is set.
 func logList(ctx context.Context, db postgres.DBTX, job uuid.UUID, level string, limit, offset int) ([]LogEntry, int, error) {
+	const from = `FROM extraction_job_logs WHERE job_id = $1 AND ($2 = '' OR level = $2)`
 	rows, _ := db.Query(ctx, `SELECT id, job_id, operation, level, message, metadata, created_at, count(*) OVER () AS total
-		FROM extraction_job_logs WHERE job_id = $1 AND ($2 = '' OR level = $2)
-		ORDER BY created_at, id LIMIT $3 OFFSET $4`, job, level, limit, offset)
+		`+from+` ORDER BY created_at, id LIMIT $3 OFFSET $4`, job, level, limit, offset)
 	list, total, err := postgres.CollectPageOf[LogEntry](rows)
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, db, len(list), offset, total, `SELECT count(*) `+from, job, level)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list extraction logs: %w", err)
 	}
@@ -238,6 +241,9 @@ func callList(ctx context.Context, db postgres.DBTX, job uuid.UUID, limit, offse
 		COALESCE(error_message, '') AS error_message, count(*) OVER () AS total
 		FROM extraction_llm_calls WHERE job_id = $1 ORDER BY started_at, id LIMIT $2 OFFSET $3`, job, limit, offset)
 	list, total, err := postgres.CollectPageOf[CallLog](rows)
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, db, len(list), offset, total, `SELECT count(*) FROM extraction_llm_calls WHERE job_id = $1`, job)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list llm calls: %w", err)
 	}

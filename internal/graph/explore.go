@@ -60,11 +60,12 @@ func (s *Service) Neighbours(ctx context.Context, project, id uuid.UUID, limit, 
 	if _, err := objectGet(ctx, s.pool, project, id, false); err != nil {
 		return nil, 0, err
 	}
+	const from = `FROM graph_relationships r
+		JOIN graph_objects o ON o.id = CASE WHEN r.source_id = $2 THEN r.target_id ELSE r.source_id END AND o.deleted_at IS NULL
+		WHERE r.project_id = $1 AND (r.source_id = $2 OR r.target_id = $2)`
 	rows, _ := s.pool.Query(ctx, `SELECT `+postgres.Qualify("r", relationshipColumns)+`,
 			o.id AS other_id, o.type AS other_type, o.name AS other_name, o.status AS other_status, count(*) OVER () AS total
-		FROM graph_relationships r
-		JOIN graph_objects o ON o.id = CASE WHEN r.source_id = $2 THEN r.target_id ELSE r.source_id END AND o.deleted_at IS NULL
-		WHERE r.project_id = $1 AND (r.source_id = $2 OR r.target_id = $2)
+		`+from+`
 		ORDER BY r.created_at DESC, r.id DESC LIMIT $3 OFFSET $4`, project, id, limit, offset)
 	type neighbourRow struct {
 		relationshipRow
@@ -79,6 +80,9 @@ func (s *Service) Neighbours(ctx context.Context, project, id uuid.UUID, limit, 
 			Other: ObjectRef{ID: r.OtherID, Type: r.OtherType, Name: r.OtherName, Status: r.OtherStatus},
 		}
 	})
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, s.pool, len(out), offset, total, `SELECT count(*) `+from, project, id)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list neighbours: %w", err)
 	}
@@ -95,11 +99,12 @@ func (s *Service) ObjectProvenance(ctx context.Context, project, id uuid.UUID, l
 	if _, err := objectGet(ctx, s.pool, project, id, false); err != nil {
 		return nil, 0, err
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT c.id AS chunk_id, c.document_id, d.filename, c.chunk_index, c.text, count(*) OVER () AS total
-		FROM graph_object_provenance p
+	const from = `FROM graph_object_provenance p
 		JOIN document_chunks c ON c.id = p.chunk_id
 		JOIN documents d ON d.id = c.document_id
-		WHERE p.project_id = $1 AND p.object_id = $2
+		WHERE p.project_id = $1 AND p.object_id = $2`
+	rows, _ := s.pool.Query(ctx, `SELECT c.id AS chunk_id, c.document_id, d.filename, c.chunk_index, c.text, count(*) OVER () AS total
+		`+from+`
 		ORDER BY d.filename, d.id, c.chunk_index LIMIT $3 OFFSET $4`, project, id, limit, offset)
 	type provenanceRow struct {
 		ChunkID    uuid.UUID `db:"chunk_id"`
@@ -112,6 +117,9 @@ func (s *Service) ObjectProvenance(ctx context.Context, project, id uuid.UUID, l
 	out, total, err := postgres.CollectPage(rows, func(r provenanceRow) Provenance {
 		return Provenance{ChunkID: r.ChunkID, DocumentID: r.DocumentID, Filename: r.Filename, ChunkIndex: r.ChunkIndex, Text: r.Text}
 	})
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, s.pool, len(out), offset, total, `SELECT count(*) `+from, project, id)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list object provenance: %w", err)
 	}

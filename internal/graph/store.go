@@ -187,39 +187,27 @@ func objectList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f Obje
 	if f.IDs != nil {
 		add(` AND id = ANY($%d)`, f.IDs)
 	}
-	count := func() (int, error) {
-		var n int
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM graph_objects WHERE `+cond, args...).Scan(&n); err != nil {
-			return 0, fmt.Errorf("count objects: %w", err)
-		}
-		return n, nil
-	}
+	countSQL := `SELECT count(*) FROM graph_objects WHERE ` + cond
 	total, window := 0, "count(*) OVER ()"
 	if f.Query == "" {
-		n, err := count()
-		if err != nil {
-			return nil, 0, err
+		if err := db.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("count objects: %w", err)
 		}
-		total, window = n, "0"
+		window = "0"
 	}
 	rows, _ := db.Query(ctx, `WITH page AS (
 			SELECT id, created_at, `+window+` AS total FROM graph_objects WHERE `+cond+fmt.Sprintf(`
 			ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d)`, len(args)+1, len(args)+2)+`
 		SELECT `+postgres.Qualify("o", objectColumns)+`, page.total FROM page JOIN graph_objects o ON o.id = page.id
-		ORDER BY page.created_at DESC, page.id DESC`, append(args, f.Limit, f.Offset)...)
+		ORDER BY page.created_at DESC, page.id DESC`, append(args[:len(args):len(args)], f.Limit, f.Offset)...)
 	out, pageTotal, err := postgres.CollectPage(rows, objectPageRow.toObject)
+	if err == nil && f.Query != "" {
+		total, err = postgres.TotalPastEnd(ctx, db, len(out), f.Offset, pageTotal, countSQL, args...)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list objects: %w", err)
 	}
-	if f.Query == "" {
-		return out, total, nil
-	}
-	if len(out) == 0 && f.Offset > 0 {
-		// The window total is empty past the end: count separately.
-		total, err = count()
-		return out, total, err
-	}
-	return out, pageTotal, nil
+	return out, total, nil
 }
 
 // objectUpdate writes an object's mutable fields.
@@ -348,10 +336,14 @@ func relationshipGet(ctx context.Context, db postgres.DBTX, project, id uuid.UUI
 // relationshipList pages project's relationships matching f, newest
 // first.
 func relationshipList(ctx context.Context, db postgres.DBTX, project uuid.UUID, f RelationshipFilter) ([]Relationship, int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, count(*) OVER () AS total FROM graph_relationships
-		WHERE project_id = $1 AND ($2 = '' OR type = $2) AND ($3::uuid IS NULL OR source_id = $3) AND ($4::uuid IS NULL OR target_id = $4)
+	const where = `WHERE project_id = $1 AND ($2 = '' OR type = $2) AND ($3::uuid IS NULL OR source_id = $3) AND ($4::uuid IS NULL OR target_id = $4)`
+	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, count(*) OVER () AS total FROM graph_relationships `+where+`
 		ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6`, project, f.Type, f.SourceID, f.TargetID, f.Limit, f.Offset)
 	out, total, err := postgres.CollectPage(rows, relationshipRow.toRelationship)
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, db, len(out), f.Offset, total, `SELECT count(*) FROM graph_relationships `+where,
+			project, f.Type, f.SourceID, f.TargetID)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list relationships: %w", err)
 	}
@@ -360,11 +352,15 @@ func relationshipList(ctx context.Context, db postgres.DBTX, project uuid.UUID, 
 
 // relationshipListOf pages the relationships of object in direction d.
 func relationshipListOf(ctx context.Context, db postgres.DBTX, project, object uuid.UUID, d Direction, typ string, limit, offset int) ([]Relationship, int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, count(*) OVER () AS total FROM graph_relationships
-		WHERE project_id = $1 AND ($4 = '' OR type = $4)
-		  AND (($3 IN ('both', 'outgoing') AND source_id = $2) OR ($3 IN ('both', 'incoming') AND target_id = $2))
+	const where = `WHERE project_id = $1 AND ($4 = '' OR type = $4)
+		  AND (($3 IN ('both', 'outgoing') AND source_id = $2) OR ($3 IN ('both', 'incoming') AND target_id = $2))`
+	rows, _ := db.Query(ctx, `SELECT `+relationshipColumns+`, count(*) OVER () AS total FROM graph_relationships `+where+`
 		ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6`, project, object, string(d), typ, limit, offset)
 	out, total, err := postgres.CollectPage(rows, relationshipRow.toRelationship)
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, db, len(out), offset, total, `SELECT count(*) FROM graph_relationships `+where,
+			project, object, string(d), typ)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list relationships of object: %w", err)
 	}

@@ -148,10 +148,18 @@ func authorize(guard *auth.Guard, rule auth.Rule, r *http.Request, uuidBody bool
 		return nil, err
 	}
 	query := func(name string) string { return queryparam.Get(r.URL.RawQuery, name) }
+	projectHeader, err := headerOnce(r, "X-Project-ID")
+	if err != nil {
+		return nil, err
+	}
+	orgHeader, err := headerOnce(r, "X-Org-ID")
+	if err != nil {
+		return nil, err
+	}
 	req := auth.Request{
-		ProjectID:   first(pathParam(r, "projectId"), pathParam(r, "projectID"), query("projectId"), query("project_id"), r.Header.Get("X-Project-ID")),
+		ProjectID:   first(pathParam(r, "projectId"), pathParam(r, "projectID"), query("projectId"), query("project_id"), projectHeader),
 		OrgID:       first(pathParam(r, "orgId"), pathParam(r, "orgID")),
-		HeaderOrgID: r.Header.Get("X-Org-ID"),
+		HeaderOrgID: orgHeader,
 	}
 	if rule.Owner != nil {
 		req.ResourceID = pathParam(r, rule.Owner.Param)
@@ -174,6 +182,18 @@ func authorize(guard *auth.Guard, rule auth.Rule, r *http.Request, uuidBody bool
 		return nil, err
 	}
 	return auth.WithAccess(auth.WithPrincipal(ctx, p), a), nil
+}
+
+// headerOnce is the value of r's tenancy header name. The header given
+// more than once (two lines, even of one value) is invalid input, as a
+// query filter given twice is (QueryOnce): reading its first value would
+// answer for a tenant the client may not have meant.
+func headerOnce(r *http.Request, name string) (string, error) {
+	values := r.Header.Values(name)
+	if len(values) > 1 {
+		return "", errs.Errorf(errs.Invalid, "header %s given %d times: give it once, with one id", name, len(values))
+	}
+	return r.Header.Get(name), nil
 }
 
 // pathParam is a path parameter of r, unescaped as huma does.

@@ -140,14 +140,18 @@ func notificationList(ctx context.Context, db postgres.DBTX, o Owner, f Filter, 
 	if f.Search != "" {
 		search = likePattern(f.Search)
 	}
-	rows, _ := db.Query(ctx, `SELECT `+columns+`, count(*) OVER () AS total FROM notifications
-		WHERE `+owned()+` AND `+tabPredicate(f.Tab)+`
+	from := `FROM notifications WHERE ` + owned() + ` AND ` + tabPredicate(f.Tab) + `
 		  AND ($4 = '' OR category = $4)
 		  AND ($5 = '' OR title ILIKE $5 ESCAPE '\' OR message ILIKE $5 ESCAPE '\')
-		  AND (NOT $6 OR read_at IS NULL)
+		  AND (NOT $6 OR read_at IS NULL)`
+	rows, _ := db.Query(ctx, `SELECT `+columns+`, count(*) OVER () AS total `+from+`
 		ORDER BY created_at DESC, id DESC LIMIT $7 OFFSET $8`,
 		o.UserID, o.ProjectID, now, f.Category, search, f.UnreadOnly, f.Limit, f.Offset)
 	out, total, err := postgres.CollectPageOf[Notification](rows)
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, db, len(out), f.Offset, total, `SELECT count(*) `+from,
+			o.UserID, o.ProjectID, now, f.Category, search, f.UnreadOnly)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list notifications: %w", err)
 	}

@@ -104,6 +104,9 @@ func packList(ctx context.Context, db postgres.DBTX, projects []uuid.UUID, limit
 		WHERE `+packVisibleFilter+`
 		ORDER BY p.project_id IS NOT NULL, lower(p.name), p.id LIMIT $2 OFFSET $3`, projects, limit, offset)
 	out, total, err := postgres.TryCollectPage(rows, listRow.toPack)
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, db, len(out), offset, total, `SELECT count(*) FROM template_packs p WHERE `+packVisibleFilter, projects)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list template packs: %w", err)
 	}
@@ -169,10 +172,13 @@ func encodeTypes(p Pack) (objects, rels []byte, err error) {
 
 // installedList pages the packs installed in project, in install order.
 func installedList(ctx context.Context, db postgres.DBTX, project uuid.UUID, limit, offset int) ([]InstalledPack, int, error) {
+	const from = `FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id WHERE i.project_id = $1`
 	rows, _ := db.Query(ctx, `SELECT `+packColumns+`, i.installed_at, i.installed_by, count(*) OVER () AS total
-		FROM project_template_packs i JOIN template_packs p ON p.id = i.pack_id
-		WHERE i.project_id = $1 ORDER BY i.installed_at, p.id LIMIT $2 OFFSET $3`, project, limit, offset)
+		`+from+` ORDER BY i.installed_at, p.id LIMIT $2 OFFSET $3`, project, limit, offset)
 	out, total, err := postgres.TryCollectPage(rows, installedRow.toInstalled)
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, db, len(out), offset, total, `SELECT count(*) `+from, project)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list installed template packs: %w", err)
 	}

@@ -10,12 +10,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/graphmill/graphmill/internal/displayname"
 	"github.com/graphmill/graphmill/internal/errs"
 )
 
@@ -415,9 +415,9 @@ func compilePack(objects []ObjectType, rels []RelationshipType, strict bool) (ma
 // CheckTypeName checks the name of an object type (what "object type")
 // or relationship type (what "relationship type"): non-empty, without
 // surrounding spaces, at most NameMax characters of valid UTF-8, no
-// control or format characters (line breaks, zero-width and direction
-// marks) and no '/'; an object type is not called Any ("*"). Errors:
-// invalid_argument.
+// control or format characters (displayname.Invisible: line breaks,
+// tabs, zero-width and direction marks) and no '/'; an object type is
+// not called Any ("*"). Errors: invalid_argument.
 func CheckTypeName(what, name string) error {
 	if strings.TrimSpace(name) != name || name == "" {
 		return errs.Errorf(errs.Invalid, "%s names must be non-empty without surrounding spaces", what)
@@ -426,7 +426,7 @@ func CheckTypeName(what, name string) error {
 		return errs.Errorf(errs.Invalid, "%s names are at most %d characters", what, NameMax)
 	}
 	if !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool {
-		return r == '/' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+		return r == '/' || displayname.Invisible(r)
 	}) {
 		return errs.Errorf(errs.Invalid, "%s name %q: no '/', control or invisible characters", what, name)
 	}

@@ -128,6 +128,9 @@ func versionList(ctx context.Context, db postgres.DBTX, id uuid.UUID, limit, off
 	rows, _ := db.Query(ctx, `SELECT `+versionColumns+`, count(*) OVER () AS total FROM template_pack_versions v
 		WHERE v.pack_id = $1 ORDER BY v.number DESC LIMIT $2 OFFSET $3`, id, limit, offset)
 	out, total, err := postgres.TryCollectPage(rows, versionListRow.toVersion)
+	if err == nil {
+		total, err = postgres.TotalPastEnd(ctx, db, len(out), offset, total, `SELECT count(*) FROM template_pack_versions WHERE pack_id = $1`, id)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list template pack versions: %w", err)
 	}

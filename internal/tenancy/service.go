@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphmill/graphmill/internal/auth"
+	"github.com/graphmill/graphmill/internal/displayname"
 	"github.com/graphmill/graphmill/internal/errs"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
@@ -79,6 +80,9 @@ func cleanName(what, name string) (string, error) {
 	}
 	if len(name) > 200 {
 		return "", errs.Errorf(errs.Invalid, "%s name must be at most 200 characters", what)
+	}
+	if err := displayname.Check(what+" name", name); err != nil {
+		return "", err
 	}
 	return name, nil
 }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDisplayNamesRefuseInvisibleCharacters: the names of organizations,
+// projects, tokens and agents (create and update) and chat session
+// titles (create and rename) refuse a control character (U+0007, a line
+// feed, a tab) or an invisible one (a zero-width space, a direction
+// override), as type names do (displayname.Check), through the API, the
+// MCP chat_send tool and the console's forms alike; other Unicode, '/'
+// included, is accepted; a title taken from a first question drops them.
+func TestDisplayNamesRefuseInvisibleCharacters(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	agent := s.agentCreate(s.admin, project, map[string]any{"name": "a", "instructions": "i", "tools": []string{}})
+	session := s.chatSession(s.admin, project)
+	cs := mcpSrvConnect(t, s, mcpSrvProjectToken(s, project, allScopes))
+	b := newConsoleBrowser(t, s)
+	b.signIn(s.admin)
+	const rule = "no control or invisible characters (line breaks, tabs, zero-width and direction marks)"
+	sessions := func() int {
+		return s.extractionCount(`SELECT count(*) FROM chat_sessions WHERE project_id = $1`, project)
+	}
+	before := sessions()
+
+	for _, bad := range []string{"bell\u0007", "two\nlines", "tab\tbed", "zero\u200bwidth", "bidi\u202eevil"} {
+		for _, c := range []struct {
+			method, path string
+			body         map[string]any
+			what         string
+		}{
+			{"POST", "/api/orgs", map[string]any{"name": bad}, "organization name"},
+			{"POST", "/api/projects", map[string]any{"name": bad, "orgId": org}, "project name"},
+			{"POST", "/api/projects/" + project + "/tokens", map[string]any{"name": bad, "scopes": []string{"documents:read"}}, "token name"},
+			{"POST", "/api/agents", map[string]any{"name": bad, "instructions": "i", "tools": []string{}}, "agent name"},
+			{"PATCH", "/api/agents/" + agent, map[string]any{"name": bad}, "agent name"},
+			{"POST", "/api/chat/sessions", map[string]any{"title": bad}, "chat session title"},
+			{"PATCH", "/api/chat/sessions/" + session, map[string]any{"title": bad}, "chat session title"},
+		} {
+			detail := s.must(400, c.method, c.path, s.admin, c.body, hp).Detail(t)
+			require.Contains(t, detail, c.what, "%s %s %q", c.method, c.path, bad)
+			require.Contains(t, detail, rule, "%s %s %q", c.method, c.path, bad)
+		}
+		require.Contains(t, mcpSrvErr(t, cs, "chat_send", map[string]any{"content": "hello", "title": bad}), rule, "%q", bad)
+		status, _, page := b.do("POST", "/projects/"+project+"/chat", url.Values{"csrf": {b.csrf}, "title": {bad}})
+		require.Equal(t, http.StatusBadRequest, status, "%q", bad)
+		require.Contains(t, page, "no control or invisible characters", "%q", bad)
+		status, _, page = b.do("POST", "/projects/"+project+"/chat/"+session+"/rename", url.Values{"csrf": {b.csrf}, "title": {bad}})
+		require.Equal(t, http.StatusBadRequest, status, "%q", bad)
+		require.Contains(t, page, "no control or invisible characters", "%q", bad)
+	}
+	require.Equal(t, before, sessions(), "no session stored by a refused title")
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM orgs WHERE name ~ '[[:cntrl:]]'`))
+	require.Zero(t, s.extractionCount(`SELECT count(*) FROM agents WHERE name ~ '[[:cntrl:]]'`))
+
+	good := "Zoë — R&D / Ünïcode 日本 (2)"
+	s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": good})
+	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": good, "orgId": org})
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": good, "scopes": []string{"documents:read"}})
+	s.must(201, "POST", "/api/agents", s.admin, map[string]any{"name": good, "instructions": "i", "tools": []string{}}, hp)
+	s.must(200, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"name": good + " 2"}, hp)
+	s.must(201, "POST", "/api/chat/sessions", s.admin, map[string]any{"title": good}, hp)
+	var renamed chatSession
+	s.must(200, "PATCH", "/api/chat/sessions/"+session, s.admin, map[string]any{"title": good}, hp).Decode(t, &renamed)
+	require.Equal(t, good, renamed.Title)
+
+	untitled := s.chatSession(s.admin, project)
+	s.chatAsk(s.admin, project, untitled, "Ring\u0007 the\tbell\u200b twice")
+	var got chatSession
+	s.must(200, "GET", "/api/chat/sessions/"+untitled, s.admin, nil, hp).Decode(t, &got)
+	require.Equal(t, "Ring the bell twice", got.Title)
+	require.False(t, strings.ContainsAny(got.Title, "\u0007\t\u200b"))
+}
