@@ -146,12 +146,15 @@ func (h handlers) delete(ctx context.Context, _ *idIn) (*httpapi.NoContent, erro
 	return nil, h.svc.DeleteSession(ctx, a.ProjectID, userOf(ctx), a.ResourceID)
 }
 
-// wantsStream reports whether Accept asks for server-sent events: text/event-stream
-// with a quality above 0 that no type covering JSON (application/json,
-// application/*, */*) exceeds. A range with a malformed quality is left
-// out (RFC 9110 12.5.1).
+// wantsStream reports whether Accept asks for server-sent events:
+// text/event-stream with a quality above 0 that JSON's does not exceed,
+// each type's quality being that of the most specific range matching it
+// (RFC 9110 12.5.1: text/event-stream, then text/*, then */*; for JSON
+// application/json, application/*, */*). On a tie the reply streams
+// when the stream was asked for by more than */*. A range with a
+// malformed quality is left out.
 func wantsStream(accept string) bool {
-	var sse, json float64
+	sse, json := acceptQuality{specificity: -1}, acceptQuality{specificity: -1}
 	for part := range strings.SplitSeq(accept, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
@@ -165,12 +168,38 @@ func wantsStream(accept string) bool {
 		}
 		switch mt {
 		case "text/event-stream":
-			sse = max(sse, q)
-		case "application/json", "application/*", "*/*":
-			json = max(json, q)
+			sse.match(2, q)
+		case "text/*":
+			sse.match(1, q)
+		case "application/json":
+			json.match(2, q)
+		case "application/*":
+			json.match(1, q)
+		case "*/*":
+			sse.match(0, q)
+			json.match(0, q)
 		}
 	}
-	return sse > 0 && sse >= json
+	return sse.q > 0 && (sse.q > json.q || sse.q == json.q && sse.specificity > 0)
+}
+
+// acceptQuality is a media type's quality in an Accept header: that of
+// the most specific range matching it seen so far (specificity 0 for
+// */*, 1 for type/*, 2 for the type itself; -1 before any), the highest
+// among ranges as specific.
+type acceptQuality struct {
+	specificity int
+	q           float64
+}
+
+// match takes a range of the given specificity and quality into a.
+func (a *acceptQuality) match(specificity int, q float64) {
+	switch {
+	case specificity > a.specificity:
+		a.specificity, a.q = specificity, q
+	case specificity == a.specificity:
+		a.q = max(a.q, q)
+	}
 }
 
 // send answers a question: whole (201, errors as every route's), or

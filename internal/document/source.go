@@ -168,9 +168,12 @@ func checkSourced(in *Sourced) error {
 	if _, err := DetectFormatAt(in.Filename, in.MimeType, bytesContent(in.Data), int64(len(in.Data))); err != nil {
 		return err
 	}
-	for _, v := range []*string{&in.Title, &in.URL, &in.Version} {
+	for _, v := range []*string{&in.Title, &in.URL} {
 		*v = postgres.Text(*v)
 	}
+	// The next sync compares the version (Known): a changed spelling
+	// would be another version.
+	in.Version = postgres.NameText(in.Version)
 	return nil
 }
 

@@ -169,6 +169,16 @@ func plainASCII(raw string) bool {
 	return true
 }
 
+// queryField names query parameter k in a refusal: query.<k>, or, for a
+// name longer than errs.QuotedMax characters (the caller's choice, up to
+// the size of a request line), the name quoted and cut.
+func queryField(k string) string {
+	if utf8.RuneCountInString(k) > errs.QuotedMax {
+		return "query (a parameter named " + errs.Quoted(k) + ")"
+	}
+	return "query." + k
+}
+
 // requestText refuses a request whose path or query holds U+0000, or,
 // under /api/ (the API, its streams, MCP and the ops routes), bytes that
 // are not UTF-8, naming the path parameter (routed by mux) or the query
@@ -208,7 +218,7 @@ func requestText(mux *chi.Mux, r *http.Request) error {
 		}
 		for _, v := range q[k] {
 			if msg := textProblem(v, utf8Too); msg != "" {
-				return errs.Errorf(errs.Invalid, "query.%s: %s", k, msg)
+				return errs.Errorf(errs.Invalid, "%s: %s", queryField(k), msg)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/connector"
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // The domain's own config fields, taken by every integration: they are
@@ -167,8 +168,11 @@ func secretValues(d connector.Descriptor, cfg connector.Config) []string {
 	return out
 }
 
-// redact replaces every secret of cfg in s.
+// redact replaces every secret of cfg in s, cleaned (postgres.Text).
 func redact(s string, secrets []string) string {
+	// Cleaned first: a secret split by a NUL would be whole once the NUL
+	// is dropped where the text is stored.
+	s = postgres.Text(s)
 	for _, v := range secrets {
 		if len(v) >= 3 {
 			s = strings.ReplaceAll(s, v, maskSuffix)

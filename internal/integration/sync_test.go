@@ -631,8 +631,9 @@ func TestRetriedSyncResumesFromCheckpoint(t *testing.T) {
 // hold (a NUL, invalid UTF-8) never fails the sync. An item whose external
 // id holds a NUL is refused (the id with the NUL dropped would name
 // another item), counted failed and logged with the NUL dropped, and the
-// sync goes on; a NUL or invalid byte in an item's title, URL, version or
-// media type is dropped or replaced and the item stored; a failed item, a
+// sync goes on; a NUL or invalid byte in an item's title, URL or media
+// type is dropped or replaced (in its version replaced: NameText) and the
+// item stored; a failed item, a
 // log entry and a walk error keep their text, the NUL dropped: in the sync
 // log, the job's error and the event of its end.
 func TestSyncSourceTextWithNUL(t *testing.T) {
@@ -657,7 +658,7 @@ func TestSyncSourceTextWithNUL(t *testing.T) {
 	var title, url, version, mime string
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT source_title, source_url, source_version, mime_type FROM documents WHERE external_id = 'e'`).
 		Scan(&title, &url, &version, &mime))
-	require.Equal(t, []string{"Title r\uFFFDsum\uFFFD", "https://source.test/e", "ve", "text/markdown; x=\uFFFD"}, []string{title, url, version, mime})
+	require.Equal(t, []string{"Title r\uFFFDsum\uFFFD", "https://source.test/e", "v\uFFFDe", "text/markdown; x=\uFFFD"}, []string{title, url, version, mime})
 	logged := func(q string) []string {
 		t.Helper()
 		rows, err := b.pool.Query(context.Background(), q)
@@ -684,4 +685,50 @@ func TestSyncSourceTextWithNUL(t *testing.T) {
 	require.Equal(t, "the listing broke off at \uFFFD", r.Error)
 	require.Equal(t, []string{"the listing broke off at \uFFFD"}, logged(`SELECT DISTINCT payload->>'error' FROM events
 		WHERE type = 'integration.sync.completed' AND payload ? 'error'`))
+}
+
+// TestSyncVersionWithNULNamesNoOtherVersion: an item's version is compared
+// with the next sync's (Known), so one holding a NUL is stored with the
+// NUL as U+FFFD, never dropped: an item at version "1\x002" that changes
+// to version "12" is read again and updated, not taken as unchanged.
+func TestSyncVersionWithNULNamesNoOtherVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.mu.Lock()
+	b.src.items["a"] = connector.Item{ExternalID: "a", Version: "1\x002", Filename: "a.md", Content: []byte("# a\n\nold text")}
+	b.src.mu.Unlock()
+	b.create(t, "docs", nil)
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 1, Processed: 1, Created: 1}, r)
+
+	b.src.mu.Lock()
+	b.src.items["a"] = connector.Item{ExternalID: "a", Version: "12", Filename: "a.md", Content: []byte("# a\n\nnew text")}
+	b.src.mu.Unlock()
+	r = b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, syncRow{Status: "completed", Phase: "done", Total: 1, Processed: 1, Updated: 1}, r)
+	var version string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT source_version FROM documents WHERE external_id = 'a'`).Scan(&version))
+	require.Equal(t, "12", version)
+}
+
+// TestSecretSplitByNULNeverLogged: a source echoing the token with a NUL
+// inside it ("tok-SEC\x00RET-123456") leaves no secret once the NUL is
+// dropped: the text is cleaned before it is redacted, in the sync log,
+// the job's error and the events.
+func TestSecretSplitByNULNeverLogged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{start: true})
+	b.src.put("a", "# a\n\ntext")
+	b.create(t, "docs", nil)
+	b.src.mu.Lock()
+	b.src.walkErr = errors.New("upstream refused tok-SEC\x00RET-123456")
+	b.src.logDetails = map[string]any{"echo": "tok-SEC\x00RET-123456"}
+	b.src.mu.Unlock()
+	r := b.syncAndWait(t, "docs", integration.SyncOptions{})
+	require.Equal(t, "failed", r.Status)
+	require.Equal(t, "upstream refused ***", r.Error)
+	require.Positive(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE details->>'echo' = '***'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_logs WHERE message LIKE '%SECRET%' OR details::text LIKE '%SECRET%'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM events WHERE payload::text LIKE '%SECRET%'`))
+	require.Zero(t, count(t, b.pool, `SELECT count(*) FROM integration_sync_jobs WHERE error_msg LIKE '%SECRET%'`))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/graphmill/graphmill/internal/errs"
+	"github.com/graphmill/graphmill/internal/postgres"
 )
 
 // minRedactBytes is the shortest sealed value hidden in error text: a
@@ -39,8 +40,11 @@ func reduceURL(raw string) string {
 // redact hides srv's sealed values in text that leaves the registry (error
 // answers and log lines): URLs lose their query, fragment and userinfo;
 // then each install variable's value becomes {name} and each header and
-// env value ***, as written and as URL encoding writes it.
+// env value ***, as written and as URL encoding writes it. The text is
+// cleaned first (postgres.Text): a value split by a NUL would be whole
+// where the text is stored, the NUL dropped.
 func (srv Server) redact(text string) string {
+	text = postgres.Text(text)
 	text = urlInText.ReplaceAllStringFunc(text, reduceURL)
 	type pair struct{ value, with string }
 	var pairs []pair

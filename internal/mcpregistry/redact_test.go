@@ -47,3 +47,15 @@ func TestRedact(t *testing.T) {
 	require.NoError(t, srv.redactError(nil))
 	require.ErrorIs(t, srv.redactError(ErrServerDisabled), ErrServerDisabled, "sentinels still match")
 }
+
+// TestRedactSecretSplitByNUL: a value split by a NUL is hidden as well:
+// the text is cleaned (postgres.Text) before it is redacted, so dropping
+// the NUL where it is stored (an agent step, a job error) cannot make the
+// value whole again.
+func TestRedactSecretSplitByNUL(t *testing.T) {
+	t.Parallel()
+	srv := Server{env: map[string]string{"TOKEN": "env-secret-3"}}
+	err := srv.redactError(errs.New(errs.BadGateway, "child printed env-sec\x00ret-3 \xff"))
+	require.Equal(t, "child printed *** \uFFFD", err.Error())
+	require.Equal(t, "child printed *** \uFFFD", srv.redact("child printed env-sec\x00ret-3 \xff"))
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/llm/llmtest"
+	"github.com/graphmill/graphmill/internal/postgres"
 	"github.com/graphmill/graphmill/internal/provider"
 )
 
@@ -109,4 +110,32 @@ func TestChatLedger(t *testing.T) {
 	require.NoError(t, f3.pool.QueryRow(ctx, `SELECT model, operation, status, text_tokens, output_tokens, estimated_cost_usd::float8
 		FROM provider_usage WHERE project_id = $1`, f3.project).Scan(&model, &op, &status, &text, &output, &cost))
 	require.Equal(t, []any{"llama3.1:8b", "generate", "ok", int64(2), int64(3), 0.0}, []any{model, op, status, text, output, cost})
+}
+
+// TestChatToolCallNamesNeverNameAnotherTool: a tool call's name and id
+// are looked up (the tool to run, the call a result answers), so one
+// holding a NUL comes back storable but never as another name ("sea\x00rch"
+// is not the search tool: the NUL becomes U+FFFD); its arguments come back
+// as jsonb holds them (half a surrogate pair becomes \ufffd).
+func TestChatToolCallNamesNeverNameAnotherTool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	oa := llmtest.NewOpenAI(t)
+	oa.SetChatStream(func(llmtest.OpenAIChat) []llmtest.OpenAIDelta {
+		return []llmtest.OpenAIDelta{{Call: &llmtest.OpenAICall{ID: "c\x001", Name: "sea\x00rch", Arguments: `{"query":"\ud800"}`}}}
+	})
+	h, err := f.service(provider.Config{Environment: provider.Environment{OpenAIBaseURL: oa.URL(), OpenAIModel: "llama3.1:8b"}}).
+		Resolve(ctx, f.project, provider.Generative)
+	require.NoError(t, err)
+	tools := []llm.Tool{{Name: "search", Parameters: map[string]any{"type": "object"}}}
+	res, err := h.Chat(ctx, llm.ChatRequest{Messages: []llm.Message{{Role: llm.RoleUser, Text: "find x"}}, Tools: tools})
+	require.NoError(t, err)
+	require.Len(t, res.ToolCalls, 1)
+	c := res.ToolCalls[0]
+	require.Equal(t, "sea\uFFFDrch", c.Name)
+	require.Equal(t, "c\uFFFD1", c.ID)
+	require.JSONEq(t, `{"query":"\ufffd"}`, string(c.Arguments))
+	require.True(t, postgres.ValidText(c.Name))
+	require.True(t, postgres.ValidText(c.ID))
 }

@@ -260,7 +260,8 @@ func (h *Handle) Generate(ctx context.Context, req llm.GenerateRequest) (*llm.Ge
 // paced by the governor and recorded in the ledger as a generation
 // (operation "generate"). The answer's text, its streamed deltas and its
 // tool calls come back as the database holds text (postgres.Text,
-// postgres.JSONB): chat messages and agent run steps store them.
+// postgres.JSONB; a call's id and name by postgres.NameText, never as
+// another tool's): chat messages and agent run steps store them.
 func (h *Handle) Chat(ctx context.Context, req llm.ChatRequest) (*llm.ChatResult, error) {
 	est := req.EstimatedInputTokens() + int64(req.MaxOutputTokens)
 	if on := req.OnDelta; on != nil {
@@ -271,7 +272,7 @@ func (h *Handle) Chat(ctx context.Context, req llm.ChatRequest) (*llm.ChatResult
 		if err == nil {
 			res.Text = postgres.Text(res.Text)
 			for i, c := range res.ToolCalls {
-				res.ToolCalls[i].ID, res.ToolCalls[i].Name, res.ToolCalls[i].Arguments = postgres.Text(c.ID), postgres.Text(c.Name), postgres.JSONB(c.Arguments)
+				res.ToolCalls[i].ID, res.ToolCalls[i].Name, res.ToolCalls[i].Arguments = postgres.NameText(c.ID), postgres.NameText(c.Name), postgres.JSONB(c.Arguments)
 			}
 		}
 		return res, err
