@@ -12,14 +12,14 @@ import (
 // joined are real names that need a zero-width joiner or non-joiner
 // between two visible characters.
 var joined = []string{
-	"👨\u200d👩\u200d👧 family",  // emoji ZWJ sequence
-	"🏳\ufe0f\u200d🌈",          // variation selector, then ZWJ
-	"👩🏽\u200d💻 Dev",           // skin tone modifier, then ZWJ
-	"می\u200cخواهم",           // Persian: ZWNJ between letters
-	"ශ්\u200dරී ලංකා",          // Sinhala: Sri Lanka (ZWJ after the virama)
-	"क्\u200dष",                // Devanagari half form
-	"നന്ദി ന്\u200d",          // Malayalam: joiner before a visible mark
-	"☺\ufe0f smile",           // variation selector (a mark) alone
+	"👨\u200d👩\u200d👧 family", // emoji ZWJ sequence
+	"🏳\ufe0f\u200d🌈",         // variation selector, then ZWJ
+	"👩🏽\u200d💻 Dev",          // skin tone modifier, then ZWJ
+	"می\u200cخواهم",          // Persian: ZWNJ between letters
+	"ශ්\u200dරී ලංකා",        // Sinhala: Sri Lanka (ZWJ after the virama)
+	"क्\u200dष",              // Devanagari half form
+	"നന്ദി ന്\u200d",         // Malayalam: joiner before a visible mark
+	"☺\ufe0f smile",          // variation selector (a mark) alone
 }
 
 func TestCheck(t *testing.T) {
