@@ -112,8 +112,8 @@ func TestDisplayNamesAcceptJoiners(t *testing.T) {
 
 // TestAgentStoredNameUpdatable: an agent whose name was stored before
 // names refused control characters is updated by a PATCH that leaves the
-// name alone (the name kept as it is); a PATCH giving a name checks it,
-// even the stored one given back.
+// name as it is (not given, or given back unchanged, as a client sending
+// the whole definition does); a new name is checked.
 func TestAgentStoredNameUpdatable(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -129,9 +129,13 @@ func TestAgentStoredNameUpdatable(t *testing.T) {
 	require.Equal(t, "new", a.Instructions)
 	require.Equal(t, 3, a.MaxSteps)
 
-	detail := s.must(400, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"name": "old\u0007name", "instructions": "newer"}, hp).Detail(t)
-	require.Contains(t, detail, `agent name "old\aname": no control or invisible characters`)
+	s.must(200, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"name": "old\u0007name", "instructions": "newer"}, hp).Decode(t, &a)
+	require.Equal(t, "old\u0007name", a.Name)
+	require.Equal(t, "newer", a.Instructions)
+
+	detail := s.must(400, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"name": "new\u0007name", "instructions": "newest"}, hp).Detail(t)
+	require.Contains(t, detail, `agent name "new\aname": no control or invisible characters`)
 	s.must(200, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"name": "old name"}, hp).Decode(t, &a)
 	require.Equal(t, "old name", a.Name)
-	require.Equal(t, "new", a.Instructions)
+	require.Equal(t, "newer", a.Instructions)
 }

@@ -218,7 +218,7 @@ func (s *Service) UpdateAgent(ctx context.Context, p *auth.Principal, project, i
 				a.TriggerIntegrationID = nil
 			}
 		}
-		if err := check(&a, u.Name != nil); err != nil {
+		if err := check(&a, a.Name != was.Name); err != nil {
 			return err
 		}
 		// Only what the update changes is checked against p: the tools
@@ -322,8 +322,8 @@ func equalID(a, b *uuid.UUID) bool {
 
 // check validates a definition and normalises its lists: name, sizes,
 // maxSteps, requireApprovalFor (among the tools). The name's characters
-// are checked when it is new (renamed: nameChanged): an agent stored
-// before names refused control characters stays updatable.
+// are checked when it is new (created or renamed: nameChanged): an agent
+// stored before names refused control characters stays updatable.
 func check(a *Agent, nameChanged bool) error {
 	switch {
 	case a.Name == "" || utf8.RuneCountInString(a.Name) > 200:
