@@ -139,3 +139,26 @@ func TestAgentStoredNameUpdatable(t *testing.T) {
 	require.Equal(t, "old name", a.Name)
 	require.Equal(t, "newer", a.Instructions)
 }
+
+// TestTenancyNamesCountCharacters: organization, project and token names
+// are at most 200 characters, not bytes: 200 of a script of three bytes
+// each (600 bytes) are accepted, 201 refused.
+func TestTenancyNamesCountCharacters(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	long := strings.Repeat("日", 200)
+	s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": long})
+	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": long, "orgId": org})
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": long, "scopes": []string{"documents:read"}})
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/api/orgs", map[string]any{"name": long + "日"}},
+		{"/api/projects", map[string]any{"name": long + "日", "orgId": org}},
+		{"/api/projects/" + project + "/tokens", map[string]any{"name": long + "日", "scopes": []string{"documents:read"}}},
+	} {
+		require.Contains(t, s.must(400, "POST", c.path, s.admin, c.body).Detail(t), "200", c.path)
+	}
+}
