@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
@@ -224,10 +225,11 @@ func browserForm(t *testing.T, page, id string) url.Values {
 }
 
 // TestConsoleAgentEditKeepsStoredLineEnds: an agent whose description
-// and instructions the API stored with CR LF (or CR) line ends (a name
-// holds none: displayname.Check), saved from its console page as a browser sends the form back
-// with only maxSteps changed, keeps them, and so its owner (whom its
-// schedule and trigger runs act as).
+// and instructions the API stored with CR LF (or CR) line ends, and whose
+// name holds one because it was stored before names refused them
+// (displayname.Check), saved from its console page as a browser sends the
+// form back with only maxSteps changed, keeps them, and so its owner
+// (whom its schedule and trigger runs act as).
 func TestConsoleAgentEditKeepsStoredLineEnds(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -236,6 +238,8 @@ func TestConsoleAgentEditKeepsStoredLineEnds(t *testing.T) {
 		"name": "Windows notes", "description": "one\r\ntwo", "instructions": "Line one.\r\nLine two.\rLine three.",
 		"tools": []string{"search"},
 	})
+	_, err := s.pool().Exec(context.Background(), `UPDATE agents SET name = 'Windows'||chr(13)||chr(10)||'notes' WHERE id = $1`, agentID)
+	require.NoError(t, err)
 	agentPath := "/projects/" + project + "/agents/" + agentID
 	var before consoleAgent
 	s.must(200, "GET", "/api/agents/"+agentID, s.admin, nil).Decode(t, &before)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -26,7 +27,7 @@ func TestDisplayNamesRefuseInvisibleCharacters(t *testing.T) {
 	cs := mcpSrvConnect(t, s, mcpSrvProjectToken(s, project, allScopes))
 	b := newConsoleBrowser(t, s)
 	b.signIn(s.admin)
-	const rule = "no control or invisible characters (line breaks, tabs, zero-width and direction marks)"
+	const rule = "no control or invisible characters (line breaks, tabs, zero-width spaces, direction marks; a zero-width joiner only between two visible characters)"
 	sessions := func() int {
 		return s.extractionCount(`SELECT count(*) FROM chat_sessions WHERE project_id = $1`, project)
 	}
@@ -79,4 +80,85 @@ func TestDisplayNamesRefuseInvisibleCharacters(t *testing.T) {
 	s.must(200, "GET", "/api/chat/sessions/"+untitled, s.admin, nil, hp).Decode(t, &got)
 	require.Equal(t, "Ring the bell twice", got.Title)
 	require.False(t, strings.ContainsAny(got.Title, "\u0007\t\u200b"))
+}
+
+// TestDisplayNamesAcceptJoiners: a name that needs a zero-width joiner
+// or non-joiner between two visible characters (an emoji sequence, a
+// Persian word, Sinhala) is accepted for every kind of name, as typed;
+// a joiner out of place (at the end, before a space) is still refused.
+func TestDisplayNamesAcceptJoiners(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	for i, name := range []string{"👩\u200d💻 Dev", "می\u200cخواهم", "ශ්\u200dරී ලංකා"} {
+		var o struct{ Name string }
+		s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": name}).Decode(t, &o)
+		require.Equal(t, name, o.Name)
+		s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": name, "orgId": org})
+		s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": name, "scopes": []string{"documents:read"}})
+		var a consoleAgent
+		s.must(201, "POST", "/api/agents", s.admin, map[string]any{"name": name + strings.Repeat("!", i), "instructions": "i", "tools": []string{}}, hp).Decode(t, &a)
+		require.Equal(t, name+strings.Repeat("!", i), a.Name)
+		var c chatSession
+		s.must(201, "POST", "/api/chat/sessions", s.admin, map[string]any{"title": name}, hp).Decode(t, &c)
+		require.Equal(t, name, c.Title)
+	}
+	for _, bad := range []string{"Dev\u200d", "a\u200c b"} {
+		require.Contains(t, s.must(400, "POST", "/api/orgs", s.admin, map[string]any{"name": bad}).Detail(t), "a zero-width joiner only between two visible characters")
+		require.Contains(t, s.must(400, "POST", "/api/agents", s.admin, map[string]any{"name": bad, "instructions": "i", "tools": []string{}}, hp).Detail(t), "agent name")
+	}
+}
+
+// TestAgentStoredNameUpdatable: an agent whose name was stored before
+// names refused control characters is updated by a PATCH that leaves the
+// name as it is (not given, or given back unchanged, as a client sending
+// the whole definition does); a new name is checked.
+func TestAgentStoredNameUpdatable(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, _ := s.defaultProject()
+	hp := header{"X-Project-ID", project}
+	agent := s.agentCreate(s.admin, project, map[string]any{"name": "old", "instructions": "i", "tools": []string{}})
+	_, err := s.pool().Exec(context.Background(), `UPDATE agents SET name = 'old'||chr(7)||'name' WHERE id = $1`, agent)
+	require.NoError(t, err)
+
+	var a consoleAgent
+	s.must(200, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"instructions": "new", "maxSteps": 3}, hp).Decode(t, &a)
+	require.Equal(t, "old\u0007name", a.Name)
+	require.Equal(t, "new", a.Instructions)
+	require.Equal(t, 3, a.MaxSteps)
+
+	s.must(200, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"name": "old\u0007name", "instructions": "newer"}, hp).Decode(t, &a)
+	require.Equal(t, "old\u0007name", a.Name)
+	require.Equal(t, "newer", a.Instructions)
+
+	detail := s.must(400, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"name": "new\u0007name", "instructions": "newest"}, hp).Detail(t)
+	require.Contains(t, detail, `agent name "new\aname": no control or invisible characters`)
+	s.must(200, "PATCH", "/api/agents/"+agent, s.admin, map[string]any{"name": "old name"}, hp).Decode(t, &a)
+	require.Equal(t, "old name", a.Name)
+	require.Equal(t, "newer", a.Instructions)
+}
+
+// TestTenancyNamesCountCharacters: organization, project and token names
+// are at most 200 characters, not bytes: 200 of a script of three bytes
+// each (600 bytes) are accepted, 201 refused.
+func TestTenancyNamesCountCharacters(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	long := strings.Repeat("日", 200)
+	s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": long})
+	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": long, "orgId": org})
+	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": long, "scopes": []string{"documents:read"}})
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/api/orgs", map[string]any{"name": long + "日"}},
+		{"/api/projects", map[string]any{"name": long + "日", "orgId": org}},
+		{"/api/projects/" + project + "/tokens", map[string]any{"name": long + "日", "scopes": []string{"documents:read"}}},
+	} {
+		require.Contains(t, s.must(400, "POST", c.path, s.admin, c.body).Detail(t), "200", c.path)
+	}
 }

@@ -180,7 +180,7 @@ func TestAccountListsTotalPastTheEnd(t *testing.T) {
 
 // TestTenancyHeaderGivenOnce: X-Project-ID or X-Org-ID given more than
 // once (two header lines, even of one id) is a 400 naming the header, on
-// huma routes and the event stream alike, not a request for the first
+// huma routes, the event stream and MCP alike, not a request for the first
 // value's tenant; given once it is read as before, and an unauthenticated
 // request is still a 401.
 func TestTenancyHeaderGivenOnce(t *testing.T) {
@@ -211,6 +211,11 @@ func TestTenancyHeaderGivenOnce(t *testing.T) {
 		require.Contains(t, r.Detail(t), "header "+c.name+" given 2 times: give it once, with one id", c.path)
 		require.Equal(t, 401, send(c.path, "", c.name, c.first, c.second).Status, c.path)
 	}
+	// MCP, with the API token it requires.
+	r := send("/api/mcp", mcpSrvProjectToken(s, project, allScopes), "X-Project-ID", project, other)
+	require.Equal(t, 400, r.Status, r.Body)
+	require.Contains(t, r.Detail(t), "header X-Project-ID given 2 times: give it once, with one id")
+	require.Equal(t, 401, send("/api/mcp", "", "X-Project-ID", project, other).Status)
 	require.Equal(t, 200, send("/api/documents", s.admin, "X-Project-ID", project).Status)
 	require.Equal(t, 200, send("/api/tasks/all", s.admin, "X-Org-ID", org).Status)
 }

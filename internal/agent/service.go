@@ -146,7 +146,7 @@ func (s *Service) CreateAgent(ctx context.Context, p *auth.Principal, project uu
 		a.MaxSteps = MaxStepsDefault
 	}
 	a.Schedule, a.TriggerIntegrationID = strings.TrimSpace(in.Schedule), in.TriggerIntegrationID
-	if err := check(&a); err != nil {
+	if err := check(&a, true); err != nil {
 		return Agent{}, err
 	}
 	if err := s.checkTools(ctx, p, a.ProjectID, a.Tools); err != nil {
@@ -218,7 +218,7 @@ func (s *Service) UpdateAgent(ctx context.Context, p *auth.Principal, project, i
 				a.TriggerIntegrationID = nil
 			}
 		}
-		if err := check(&a); err != nil {
+		if err := check(&a, a.Name != was.Name); err != nil {
 			return err
 		}
 		// Only what the update changes is checked against p: the tools
@@ -321,8 +321,10 @@ func equalID(a, b *uuid.UUID) bool {
 }
 
 // check validates a definition and normalises its lists: name, sizes,
-// maxSteps, requireApprovalFor (among the tools).
-func check(a *Agent) error {
+// maxSteps, requireApprovalFor (among the tools). The name's characters
+// are checked when it is new (created or renamed: nameChanged): an agent
+// stored before names refused control characters stays updatable.
+func check(a *Agent, nameChanged bool) error {
 	switch {
 	case a.Name == "" || utf8.RuneCountInString(a.Name) > 200:
 		return errs.New(errs.Invalid, "name must be 1 to 200 characters")
@@ -335,8 +337,10 @@ func check(a *Agent) error {
 	case len(a.RequireApprovalFor) > ToolsMax:
 		return errs.Errorf(errs.Invalid, "requireApprovalFor must name at most %d tools", ToolsMax)
 	}
-	if err := displayname.Check("agent name", a.Name); err != nil {
-		return err
+	if nameChanged {
+		if err := displayname.Check("agent name", a.Name); err != nil {
+			return err
+		}
 	}
 	for _, f := range []struct {
 		name, value string

@@ -309,3 +309,19 @@ func TestPackSchemaLoopsAndCounts(t *testing.T) {
 	require.NoError(t, types.Validate("Loop", map[string]any{}))
 	require.ErrorContains(t, types.Validate("Loop", map[string]any{"x": 1}), "property x: cannot be checked: its schema refers back to itself (#/properties/x)")
 }
+
+// TestCheckTypeNameJoiners: a type name follows displayname's rule, so
+// a joiner between two visible characters (Persian, an emoji sequence) is
+// accepted and one out of place is refused, as are '/' and a zero-width
+// space.
+func TestCheckTypeNameJoiners(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"می\u200cخواهم", "👩\u200d💻 Developer", "Person"} {
+		require.NoError(t, templatepack.CheckTypeName("object type", ok), "%q", ok)
+	}
+	for _, bad := range []string{"Person\u200d", "a/b", "Per\u200bson", "a\u200d b", "Per\nson"} {
+		err := templatepack.CheckTypeName("object type", bad)
+		require.Equal(t, errs.Invalid, errs.CodeOf(err), "%q", bad)
+		require.ErrorContains(t, err, "no '/', control or invisible characters", "%q", bad)
+	}
+}

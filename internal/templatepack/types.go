@@ -414,9 +414,9 @@ func compilePack(objects []ObjectType, rels []RelationshipType, strict bool) (ma
 
 // CheckTypeName checks the name of an object type (what "object type")
 // or relationship type (what "relationship type"): non-empty, without
-// surrounding spaces, at most NameMax characters of valid UTF-8, no
-// control or format characters (displayname.Invisible: line breaks,
-// tabs, zero-width and direction marks) and no '/'; an object type is
+// surrounding spaces, at most NameMax characters, displayname.Valid (no
+// line breaks, tabs, zero-width spaces nor direction marks; a joiner
+// only between visible characters) and no '/'; an object type is
 // not called Any ("*"). Errors: invalid_argument.
 func CheckTypeName(what, name string) error {
 	if strings.TrimSpace(name) != name || name == "" {
@@ -425,9 +425,7 @@ func CheckTypeName(what, name string) error {
 	if utf8.RuneCountInString(name) > NameMax {
 		return errs.Errorf(errs.Invalid, "%s names are at most %d characters", what, NameMax)
 	}
-	if !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool {
-		return r == '/' || displayname.Invisible(r)
-	}) {
+	if !displayname.Valid(name) || strings.ContainsRune(name, '/') {
 		return errs.Errorf(errs.Invalid, "%s name %q: no '/', control or invisible characters", what, name)
 	}
 	if name == Any && what == "object type" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -78,7 +79,7 @@ func cleanName(what, name string) (string, error) {
 	if name == "" {
 		return "", errs.Errorf(errs.Invalid, "%s name must not be empty", what)
 	}
-	if len(name) > 200 {
+	if utf8.RuneCountInString(name) > 200 {
 		return "", errs.Errorf(errs.Invalid, "%s name must be at most 200 characters", what)
 	}
 	if err := displayname.Check(what+" name", name); err != nil {
