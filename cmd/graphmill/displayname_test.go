@@ -140,8 +140,8 @@ func TestAgentStoredNameUpdatable(t *testing.T) {
 	require.Equal(t, "newer", a.Instructions)
 }
 
-// TestTenancyNamesCountCharacters: organization, project and token names
-// are at most 200 characters, not bytes: 200 of a script of three bytes
+// TestTenancyNamesCountCharacters: organization, project, token, user,
+// integration and MCP server names are at most 200 characters, not bytes: 200 of a script of three bytes
 // each (600 bytes) are accepted, 201 refused.
 func TestTenancyNamesCountCharacters(t *testing.T) {
 	t.Parallel()
@@ -151,6 +151,12 @@ func TestTenancyNamesCountCharacters(t *testing.T) {
 	s.must(201, "POST", "/api/orgs", s.admin, map[string]any{"name": long})
 	s.must(201, "POST", "/api/projects", s.admin, map[string]any{"name": long, "orgId": org})
 	s.must(201, "POST", "/api/projects/"+project+"/tokens", s.admin, map[string]any{"name": long, "scopes": []string{"documents:read"}})
+	hp := header{"X-Project-ID", project}
+	s.must(201, "POST", "/api/superadmin/users", s.admin, map[string]any{"primaryEmail": "long@example.com", "displayName": long})
+	s.must(201, "POST", "/api/integrations", s.admin, map[string]any{
+		"name": "feed", "display_name": long, "provider_type": "rss", "config": map[string]any{"feed_url": "https://feeds.example.com/a.xml"},
+	}, hp)
+	s.must(201, "POST", "/api/admin/mcp-servers", s.admin, map[string]any{"name": long, "type": "http", "url": "https://mcp.example.com/mcp"}, hp)
 	for _, c := range []struct {
 		path string
 		body map[string]any
@@ -158,7 +164,10 @@ func TestTenancyNamesCountCharacters(t *testing.T) {
 		{"/api/orgs", map[string]any{"name": long + "日"}},
 		{"/api/projects", map[string]any{"name": long + "日", "orgId": org}},
 		{"/api/projects/" + project + "/tokens", map[string]any{"name": long + "日", "scopes": []string{"documents:read"}}},
+		{"/api/superadmin/users", map[string]any{"primaryEmail": "longer@example.com", "displayName": long + "日"}},
+		{"/api/integrations", map[string]any{"name": "feed2", "display_name": long + "日", "provider_type": "rss", "config": map[string]any{"feed_url": "https://feeds.example.com/b.xml"}}},
+		{"/api/admin/mcp-servers", map[string]any{"name": long + "日", "type": "http", "url": "https://mcp.example.com/mcp"}},
 	} {
-		require.Contains(t, s.must(400, "POST", c.path, s.admin, c.body).Detail(t), "200", c.path)
+		require.Contains(t, s.must(400, "POST", c.path, s.admin, c.body, hp).Detail(t), "200", c.path)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 	"time"
 
 	"github.com/google/uuid"
@@ -266,7 +267,7 @@ func (s *Service) Create(ctx context.Context, project uuid.UUID, user *uuid.UUID
 		return Integration{}, errs.Errorf(errs.Invalid, "name %s is taken by GET /api/integrations/available (the catalog): choose another", reservedName)
 	}
 	p.DisplayName = strings.TrimSpace(p.DisplayName)
-	if p.DisplayName == "" || len(p.DisplayName) > 200 {
+	if p.DisplayName == "" || utf8.RuneCountInString(p.DisplayName) > 200 {
 		return Integration{}, errs.New(errs.Invalid, "display_name must be 1 to 200 characters")
 	}
 	c, ok := s.cfg.Registry.Get(p.ProviderType)

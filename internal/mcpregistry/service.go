@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 	"time"
 
 	"github.com/google/uuid"
@@ -418,7 +419,7 @@ const (
 // be secrets).
 func validate(srv *Server) error {
 	srv.Name = strings.TrimSpace(srv.Name)
-	if srv.Name == "" || len(srv.Name) > 200 {
+	if srv.Name == "" || utf8.RuneCountInString(srv.Name) > 200 {
 		return errs.New(errs.Invalid, "name must be 1 to 200 characters")
 	}
 	switch srv.Type {

@@ -472,7 +472,7 @@ func (s *Service) CreateUser(ctx context.Context, email, displayName string, als
 	if !oneAddress(email, userAddressMax) {
 		return User{}, errs.New(errs.Invalid, "primaryEmail must be an email address")
 	}
-	if len(displayName) > 200 {
+	if utf8.RuneCountInString(displayName) > 200 {
 		return User{}, errs.New(errs.Invalid, "displayName must be at most 200 characters")
 	}
 	id := newID()
