@@ -11,8 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
