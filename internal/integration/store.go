@@ -245,6 +245,10 @@ func syncCounts(ctx context.Context, db postgres.DBTX, id uuid.UUID) (counts, er
 	return c, nil
 }
 
+// syncLogInsert writes a sync log entry. Its message and the strings of
+// its details are the server's own or have passed redact, which cleans
+// them (postgres.Text) before it hides the secrets: they are stored as
+// they are.
 func syncLogInsert(ctx context.Context, db postgres.DBTX, job, project uuid.UUID, level, message string, details map[string]any, now time.Time) error {
 	var raw []byte
 	if len(details) > 0 {
@@ -252,10 +256,9 @@ func syncLogInsert(ctx context.Context, db postgres.DBTX, job, project uuid.UUID
 		if raw, err = json.Marshal(details); err != nil {
 			return fmt.Errorf("encode sync log details: %w", err)
 		}
-		raw = postgres.JSONB(raw)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO integration_sync_logs (id, job_id, project_id, level, message, details, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, uuid.Must(uuid.NewV7()), job, project, level, postgres.Text(message), raw, now)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, uuid.Must(uuid.NewV7()), job, project, level, message, raw, now)
 	if err != nil {
 		return fmt.Errorf("write sync log: %w", err)
 	}

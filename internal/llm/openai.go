@@ -532,7 +532,7 @@ func (c *openAIClient) Embed(ctx context.Context, model string, texts []string, 
 		}
 		res.Vectors = append(res.Vectors, vecs...)
 		if resp.Usage.PromptTokens > 0 {
-			res.Usage.InputText = Usage{InputText: res.Usage.InputText + min(resp.Usage.PromptTokens, MaxCallTokens)}.Bounded().InputText
+			res.Usage = addUsage(res.Usage, Usage{InputText: resp.Usage.PromptTokens}.Bounded())
 		} else {
 			for _, t := range batch {
 				res.Usage.InputText += EstimateTokens(t)

@@ -134,7 +134,7 @@ func (f *Fake) FailNext(n, status int, retryAfter, body string) {
 // Google error body, no Retry-After): other requests, such as a catalog
 // refresh running meanwhile, go through.
 func (f *Fake) FailNextOn(e Endpoint, n, status int) {
-	f.failNext(e, n, failure{status: status, body: ErrorBody(status, http.StatusText(status), "")})
+	f.FailNextOnWith(e, n, status, http.StatusText(status))
 }
 
 // FailNextOnWith is FailNextOn with the error's message.
