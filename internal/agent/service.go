@@ -534,11 +534,11 @@ func (s *Service) CancelRun(ctx context.Context, project, user, id uuid.UUID) (R
 			}
 			return errs.Errorf(errs.FailedPrecondition, "agent run %s is %s; only a run that has not ended can be cancelled", id, r.Status)
 		}
-		if err := s.cancelled(ctx, tx, ch); err != nil {
+		r, err := s.closeCancelled(ctx, tx, ch)
+		if err != nil {
 			return err
 		}
-		r, err := runByID(ctx, tx, id)
-		if err != nil {
+		if err := s.publishCancelled(ctx, tx, r, ch); err != nil {
 			return err
 		}
 		out, err = s.full(ctx, tx, r)
@@ -618,17 +618,6 @@ func (s *Service) AnswerRun(ctx context.Context, project, user, id uuid.UUID, a 
 		return Run{}, late
 	}
 	return out, err
-}
-
-// cancelled records, in tx, the cancellation of a run (ch): its open
-// question closes, its status (cancelled) and job.completed are
-// published.
-func (s *Service) cancelled(ctx context.Context, tx pgx.Tx, ch jobqueue.Changed) error {
-	r, err := s.closeCancelled(ctx, tx, ch)
-	if err != nil {
-		return err
-	}
-	return s.publishCancelled(ctx, tx, r, ch)
 }
 
 // closeCancelled closes, in tx, the open question of a cancelled run (ch)

@@ -424,9 +424,18 @@ func answered(msgs []Message) []Message {
 	return out
 }
 
-// titleOf is a session's default title: the start of its first question.
+// titleOf is a session's default title: the start of its first question,
+// its words (displayname.Strip: a word of invisible characters only is
+// dropped, leaving no doubled space) joined by single spaces.
 func titleOf(content string) string {
-	content = displayname.Strip(strings.Join(strings.Fields(content), " "))
+	words := strings.Fields(content)
+	kept := words[:0]
+	for _, w := range words {
+		if w = displayname.Strip(w); w != "" {
+			kept = append(kept, w)
+		}
+	}
+	content = strings.Join(kept, " ")
 	if r := []rune(content); len(r) > 80 {
 		return string(r[:79]) + "…"
 	}
