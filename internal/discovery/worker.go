@@ -306,7 +306,7 @@ func (r *run) embed(e llm.Embedder) func(ctx context.Context, texts []string) ([
 			c.Provider = p.Provider()
 		}
 		if err != nil {
-			c.Status, c.ErrorMessage = provider.CallError, jobqueue.Clip(postgres.Text(err.Error()), embedErrorMax)
+			c.Status, c.ErrorMessage = provider.CallError, postgres.TextMax(err.Error(), embedErrorMax)
 		}
 		r.record(ctx, c, PhaseMerging, r.mergeStep, map[string]any{"purpose": "embed", "provider": c.Provider, "model": c.ModelName, "texts": len(texts)})
 		return vs, err

@@ -194,7 +194,7 @@ func logsInsert(ctx context.Context, db postgres.DBTX, now time.Time, entries []
 		if err != nil {
 			return fmt.Errorf("encode log metadata: %w", err)
 		}
-		ids[i], jobs[i], projects[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.job, e.project, e.operation, e.level, jobqueue.Clip(postgres.Text(e.message), 4000), string(postgres.JSONB(raw))
+		ids[i], jobs[i], projects[i], ops[i], levels[i], msgs[i], metas[i] = uuid.Must(uuid.NewV7()), e.job, e.project, e.operation, e.level, postgres.TextMax(e.message, 4000), string(postgres.JSONB(raw))
 		ats[i] = now.Add(time.Duration(i) * time.Microsecond)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO extraction_job_logs (id, job_id, project_id, operation, level, message, metadata, created_at)

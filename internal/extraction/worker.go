@@ -231,7 +231,7 @@ func requestPayload(req llm.GenerateRequest, gen Generator, types *templatepack.
 		"purpose": req.Purpose, "provider": gen.Provider(), "model": gen.Model(), "window": i + 1, "windows": n,
 		"chunkIds": ids, "chunkIndexes": indexes, "textTokens": tokens, "textChars": len(req.Text),
 		"promptChars": len(req.Prompt), "systemChars": len(req.System), "objectTypes": types.ObjectNames(),
-		"relationshipTypes": rels, "textExcerpt": jobqueue.Clip(req.Text, excerptMax),
+		"relationshipTypes": rels, "textExcerpt": postgres.Clip(req.Text, excerptMax),
 	}
 	raw, err := json.Marshal(p)
 	if err != nil {

@@ -43,7 +43,7 @@ type decision struct {
 // decide applies the one retry rule to a failed attempt: err is what went
 // wrong (handler error, or ErrLeaseExpired from the reaper).
 func decide(j Job, err error, now time.Time, backoff func(int) time.Duration) decision {
-	msg := Clip(postgres.Text(err.Error()), errorMsgMax)
+	msg := postgres.TextMax(err.Error(), errorMsgMax)
 	after, rateLimited := RetryAfterOf(err)
 	switch {
 	case IsPermanent(err):
@@ -63,18 +63,4 @@ func decide(j Job, err error, now time.Time, backoff func(int) time.Duration) de
 	default:
 		return decision{status: StatusFailed, retryCount: j.RetryCount, errorMsg: &msg, completed: &now}
 	}
-}
-
-// Clip cuts s to at most n bytes on a rune boundary: how a job's error
-// message is bounded to fit its column, and how the domains bound the
-// texts they record about their jobs.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut]
 }

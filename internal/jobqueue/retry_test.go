@@ -3,7 +3,6 @@ package jobqueue
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,14 +62,4 @@ func TestBackoffDefault(t *testing.T) {
 			require.LessOrEqual(t, got, want*12/10, "retry %d", n)
 		}
 	}
-}
-
-func TestClip(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, "short", Clip("short", errorMsgMax))
-	long := strings.Repeat("é", errorMsgMax) // two bytes each
-	got := Clip(long, errorMsgMax)
-	require.LessOrEqual(t, len(got), errorMsgMax)
-	require.True(t, strings.HasPrefix(long, got))
-	require.Equal(t, 0, len(got)%2, "cut on a rune boundary")
 }

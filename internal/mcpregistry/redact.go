@@ -87,7 +87,7 @@ func (srv Server) redactError(err error) error {
 	}
 	msg := srv.redact(errs.MessageOf(err))
 	if len(msg) > maxErrorText {
-		msg = strings.ToValidUTF8(msg[:maxErrorText], "") + "..."
+		msg = postgres.Clip(msg, maxErrorText) + "..."
 	}
 	return &errs.Error{Code: errs.CodeOf(err), Message: msg}
 }

@@ -32,6 +32,24 @@ func Text(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
+// TextMax is Text cut to at most n bytes on a rune boundary (Clip): how
+// an error message or log line from outside fits its column.
+func TextMax(s string, n int) string { return Clip(Text(s), n) }
+
+// Clip cuts s to at most n bytes on a rune boundary: how a job's error
+// message is bounded to fit its column, and how the domains bound the
+// texts they record about their jobs.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut]
+}
+
 // NameText returns s as a text column holds it, for a value that names
 // something and cannot be refused (a model's tool call names the tool to
 // run, its id the call a result answers): each NUL, like each run of

@@ -147,3 +147,23 @@ func TestNameText(t *testing.T) {
 	require.Equal(t, "sea\uFFFDrch", postgres.NameText("sea\x00rch"))
 	require.Equal(t, "x\uFFFD\uFFFD", postgres.NameText("x\x00\xff"))
 }
+
+func TestClip(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "short", postgres.Clip("short", 4000))
+	long := strings.Repeat("é", 4000) // two bytes each
+	got := postgres.Clip(long, 4001)
+	require.Len(t, got, 4000, "cut back to the rune boundary")
+	require.True(t, strings.HasPrefix(long, got))
+}
+
+// TestTextMax: a message from outside is cleaned before it is cut, and
+// cut on a rune boundary, so what is stored is valid text of at most n
+// bytes (the usage ledger cut its error text at 500 bytes mid-rune).
+func TestTextMax(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "ab", postgres.TextMax("a\x00b", 10))
+	got := postgres.TextMax(strings.Repeat("日", 200), 500) // three bytes each
+	require.Equal(t, strings.Repeat("日", 166), got)
+	require.True(t, postgres.ValidText(postgres.TextMax("x\xff\x00"+strings.Repeat("é", 300), 500)))
+}

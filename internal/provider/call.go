@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/graphmill/graphmill/internal/jobqueue"
 	"github.com/graphmill/graphmill/internal/llm"
 	"github.com/graphmill/graphmill/internal/postgres"
 )
@@ -69,7 +68,7 @@ func GenerateCall(ctx context.Context, gen Generator, req llm.GenerateRequest, s
 	c.CompletedAt = &done
 	if err != nil {
 		c.Status = CallError
-		c.ErrorMessage = jobqueue.Clip(postgres.Text(err.Error()), callErrorMax)
+		c.ErrorMessage = postgres.TextMax(err.Error(), callErrorMax)
 		if ctx.Err() != nil {
 			c.ErrorMessage = "cancelled: " + c.ErrorMessage
 		}

@@ -372,10 +372,7 @@ func (h *Handle) call(ctx context.Context, op string, items int, estTokens int64
 		}
 	}
 	if err != nil {
-		e.Err = errs.MessageOf(err)
-		if len(e.Err) > 500 {
-			e.Err = e.Err[:500]
-		}
+		e.Err = postgres.TextMax(errs.MessageOf(err), 500)
 	}
 	e.Cost = h.Cost(u)
 	if span.IsRecording() {
