@@ -219,3 +219,44 @@ func TestTenancyHeaderGivenOnce(t *testing.T) {
 	require.Equal(t, 200, send("/api/documents", s.admin, "X-Project-ID", project).Status)
 	require.Equal(t, 200, send("/api/tasks/all", s.admin, "X-Org-ID", org).Status)
 }
+
+// TestListIDsAuth: the ids filter of the document and graph object lists
+// is read under the lists' rules: no token is a 401 (even with a
+// malformed filter: nothing is parsed for a stranger), a token without
+// the read scope a 403 naming it, a user who cannot see the project a
+// 404, and a member of another project naming this project's ids in
+// their own gets none of them.
+func TestListIDsAuth(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	project, org := s.defaultProject()
+	other := s.graphNewProject(org, "other")
+	hp := header{"X-Project-ID", project}
+	var d idBody
+	s.uploadFile(s.admin, project, "a.txt", "text/plain", []byte("The text of a.\n")).Decode(t, &d)
+	object := s.graphCreateObject(s.admin, project, map[string]any{"type": "Person", "name": "Ada"})
+	scopes := []string{"documents:read", "graph:read"}
+	_, noScope := s.newMember("noscope@example.com", []string{"schema:read"}, project, "admin")
+	_, outsider := s.newMember("outsider@example.com", scopes, other, "admin")
+	for _, c := range []struct{ path, id, scope string }{
+		{"/api/documents", d.ID, "documents:read"},
+		{"/api/graph/objects", object, "graph:read"},
+	} {
+		q := c.path + "?ids=" + c.id
+		requireProblem(t, s.do("GET", q, "", nil, hp), 401, "unauthenticated", c.path)
+		requireProblem(t, s.do("GET", c.path+"?ids=nope", "", nil, hp), 401, "unauthenticated", c.path)
+		p := requireProblem(t, s.do("GET", q, noScope, nil, hp), 403, "permission_denied", c.path)
+		require.Contains(t, p["detail"], c.scope, c.path)
+		requireProblem(t, s.do("GET", q, outsider, nil, hp), 404, "not_found", c.path)
+		var list struct {
+			Data  []json.RawMessage `json:"data"`
+			Total int               `json:"total"`
+		}
+		s.must(200, "GET", q, outsider, nil, header{"X-Project-ID", other}).Decode(t, &list)
+		require.Empty(t, list.Data, c.path)
+		require.Zero(t, list.Total, c.path)
+		got, total := s.listIDs(c.path, project, c.id)
+		require.Equal(t, []string{c.id}, got, c.path)
+		require.Equal(t, 1, total, c.path)
+	}
+}
